@@ -1,0 +1,157 @@
+package metrics
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Tool call outcomes, the values of the outcome label of tool call metrics.
+const (
+	OutcomeOK        = "ok"
+	OutcomeToolError = "tool_error"
+	OutcomeError     = "error"
+	OutcomeTimeout   = "timeout"
+	OutcomeCanceled  = "canceled"
+	OutcomeDenied    = "denied"
+)
+
+// Metrics is the set of collectors. All methods are safe for concurrent use.
+// A nil *Metrics is valid and records nothing, so tests and the CLI verbs that
+// serve no metrics need not build one.
+type Metrics struct {
+	upstreamUp       *prometheus.GaugeVec
+	upstreamConnects *prometheus.CounterVec
+	upstreamTools    *prometheus.GaugeVec
+	requests         *prometheus.CounterVec
+	toolCalls        *prometheus.CounterVec
+	toolCallDuration *prometheus.HistogramVec
+	sessionsActive   *prometheus.GaugeVec
+	blobs            *prometheus.CounterVec
+	blobBytes        *prometheus.CounterVec
+}
+
+// callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
+var callDurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+
+// New creates the collectors and registers them on reg.
+func New(reg prometheus.Registerer) (*Metrics, error) {
+	m := &Metrics{
+		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_proxy_upstream_up",
+			Help: "1 when the upstream MCP server is connected, else 0.",
+		}, []string{"server"}),
+		upstreamConnects: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_upstream_connects_total",
+			Help: "Connection attempts to upstream servers by result (ok, error).",
+		}, []string{"server", "result"}),
+		upstreamTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_proxy_upstream_tools",
+			Help: "Tools the upstream server currently exposes through the proxy.",
+		}, []string{"server"}),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_requests_total",
+			Help: "Downstream MCP requests by agent, method and outcome (ok, error).",
+		}, []string{"agent", "method", "outcome"}),
+		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_tool_calls_total",
+			Help: "Tool calls by server, upstream tool name and outcome.",
+		}, []string{"server", "tool", "outcome"}),
+		toolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "mcp_proxy_tool_call_duration_seconds",
+			Help:    "Tool call latency through the proxy, by server and outcome.",
+			Buckets: callDurationBuckets,
+		}, []string{"server", "outcome"}),
+		sessionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_proxy_sessions_active",
+			Help: "Downstream sessions currently open, by agent and transport.",
+		}, []string{"agent", "transport"}),
+		blobs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_blobs_total",
+			Help: "Embedded blobs in tool results by server and result (written, reused, unavailable, invalid, too_large, over_budget).",
+		}, []string{"server", "result"}),
+		blobBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_blob_bytes_total",
+			Help: "Decoded bytes of embedded blobs in tool results by server and result.",
+		}, []string{"server", "result"}),
+	}
+	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
+		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes} {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+// UpstreamState records whether server is connected and how many tools it has.
+func (m *Metrics) UpstreamState(server string, up bool, tools int) {
+	if m == nil {
+		return
+	}
+	v := 0.0
+	if up {
+		v = 1
+	}
+	m.upstreamUp.WithLabelValues(server).Set(v)
+	m.upstreamTools.WithLabelValues(server).Set(float64(tools))
+}
+
+// UpstreamConnect counts one connection attempt; result is "ok" or "error".
+func (m *Metrics) UpstreamConnect(server, result string) {
+	if m == nil {
+		return
+	}
+	m.upstreamConnects.WithLabelValues(server, result).Inc()
+}
+
+// ForgetServer drops the series of a server removed from the config.
+func (m *Metrics) ForgetServer(server string) {
+	if m == nil {
+		return
+	}
+	m.upstreamUp.DeleteLabelValues(server)
+	m.upstreamTools.DeleteLabelValues(server)
+}
+
+// Request counts one downstream request; outcome is "ok" or "error".
+func (m *Metrics) Request(agent, method, outcome string) {
+	if m == nil {
+		return
+	}
+	m.requests.WithLabelValues(agent, method, outcome).Inc()
+}
+
+// ToolCall records one tool call's outcome and latency.
+func (m *Metrics) ToolCall(server, tool, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
+	m.toolCallDuration.WithLabelValues(server, outcome).Observe(d.Seconds())
+}
+
+// SessionOpened and SessionClosed track active downstream sessions.
+func (m *Metrics) SessionOpened(agent, transport string) {
+	if m == nil {
+		return
+	}
+	m.sessionsActive.WithLabelValues(agent, transport).Inc()
+}
+
+// SessionClosed is the counterpart of SessionOpened.
+func (m *Metrics) SessionClosed(agent, transport string) {
+	if m == nil {
+		return
+	}
+	m.sessionsActive.WithLabelValues(agent, transport).Dec()
+}
+
+// Blob counts one embedded blob of a tool result and its decoded size.
+func (m *Metrics) Blob(server, result string, bytes int64) {
+	if m == nil {
+		return
+	}
+	m.blobs.WithLabelValues(server, result).Inc()
+	m.blobBytes.WithLabelValues(server, result).Add(float64(bytes))
+}

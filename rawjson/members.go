@@ -1,0 +1,180 @@
+package rawjson
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// ErrNotObject is returned when the input is not a JSON object.
+var ErrNotObject = errors.New("rawjson: not a JSON object")
+
+// Member is one top-level member of a JSON object, given as byte offsets
+// into the object it was read from. Start is the offset of the key's opening
+// quote; ValueStart and ValueEnd delimit the value.
+type Member struct {
+	Key        string
+	Start      int
+	ValueStart int
+	ValueEnd   int
+}
+
+// Members returns the top-level members of obj in the order they appear.
+// A duplicate key is reported once per occurrence. Leading and trailing
+// whitespace around the object is allowed; anything else after it is an
+// error.
+func Members(obj []byte) ([]Member, error) {
+	var out []Member
+	err := walk(obj, func(m Member) bool {
+		out = append(out, m)
+		return true
+	})
+	return out, err
+}
+
+// Get returns the value of the first member named key, as a sub-slice of obj.
+func Get(obj []byte, key string) (json.RawMessage, bool, error) {
+	var found json.RawMessage
+	ok := false
+	err := walk(obj, func(m Member) bool {
+		if m.Key == key {
+			found, ok = obj[m.ValueStart:m.ValueEnd], true
+			return false
+		}
+		return true
+	})
+	return found, ok, err
+}
+
+// Set returns a copy of obj whose member key has value (which must be valid
+// JSON). An existing member is replaced in place, keeping its position; a new
+// member is appended at the end. obj is never modified.
+func Set(obj []byte, key string, value []byte) ([]byte, error) {
+	var target *Member
+	var last Member
+	n := 0
+	err := walk(obj, func(m Member) bool {
+		n++
+		last = m
+		if m.Key == key && target == nil {
+			mm := m
+			target = &mm
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if target != nil {
+		out := make([]byte, 0, len(obj)-(target.ValueEnd-target.ValueStart)+len(value))
+		out = append(out, obj[:target.ValueStart]...)
+		out = append(out, value...)
+		return append(out, obj[target.ValueEnd:]...), nil
+	}
+	keyJSON, _ := json.Marshal(key)
+	var insertAt int
+	var prefix []byte
+	if n == 0 {
+		insertAt = bytes.IndexByte(obj, '{') + 1
+	} else {
+		insertAt = last.ValueEnd
+		prefix = []byte{','}
+	}
+	out := make([]byte, 0, len(obj)+len(keyJSON)+len(value)+2)
+	out = append(out, obj[:insertAt]...)
+	out = append(out, prefix...)
+	out = append(out, keyJSON...)
+	out = append(out, ':')
+	out = append(out, value...)
+	return append(out, obj[insertAt:]...), nil
+}
+
+// Delete returns a copy of obj without its members named key. When there is
+// no such member it returns obj itself.
+func Delete(obj []byte, key string) ([]byte, error) {
+	ms, err := Members(obj)
+	if err != nil {
+		return nil, err
+	}
+	var drop []int
+	for i, m := range ms {
+		if m.Key == key {
+			drop = append(drop, i)
+		}
+	}
+	if len(drop) == 0 {
+		return obj, nil
+	}
+	// Rebuild the member list from the kept members' own bytes; the bytes
+	// before the first member and after the last one are kept as they are.
+	dropped := make(map[int]bool, len(drop))
+	for _, i := range drop {
+		dropped[i] = true
+	}
+	out := make([]byte, 0, len(obj))
+	out = append(out, obj[:ms[0].Start]...)
+	first := true
+	for i, m := range ms {
+		if dropped[i] {
+			continue
+		}
+		if !first {
+			out = append(out, ',')
+		}
+		first = false
+		out = append(out, obj[m.Start:m.ValueEnd]...)
+	}
+	return append(out, obj[ms[len(ms)-1].ValueEnd:]...), nil
+}
+
+// walk calls fn for each top-level member of obj until fn returns false.
+func walk(obj []byte, fn func(Member) bool) error {
+	dec := json.NewDecoder(bytes.NewReader(obj))
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrNotObject, err)
+	}
+	if d, ok := tok.(json.Delim); !ok || d != '{' {
+		return ErrNotObject
+	}
+	for dec.More() {
+		start := skipSpaceComma(obj, int(dec.InputOffset()))
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("rawjson: reading key: %w", err)
+		}
+		key, ok := tok.(string)
+		if !ok {
+			return fmt.Errorf("rawjson: object key is %T", tok)
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return fmt.Errorf("rawjson: member %q: %w", key, err)
+		}
+		end := int(dec.InputOffset())
+		if !fn(Member{Key: key, Start: start, ValueStart: end - len(v), ValueEnd: end}) {
+			return nil
+		}
+	}
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("rawjson: closing object: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return errors.New("rawjson: data after the object")
+	}
+	return nil
+}
+
+func skipSpaceComma(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\r', '\n', ',':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}

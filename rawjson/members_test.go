@@ -1,0 +1,120 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestSetReplaceKeepsEverythingElse(t *testing.T) {
+	in := []byte(`{ "a" : 1 , "name":"old", "big": 18446744073709551615, "s":"<x>\u00e9" }`)
+	got, err := Set(in, "name", []byte(`"new"`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{ "a" : 1 , "name":"new", "big": 18446744073709551615, "s":"<x>\u00e9" }`
+	if string(got) != want {
+		t.Fatalf("got  %s\nwant %s", got, want)
+	}
+	if string(in) != `{ "a" : 1 , "name":"old", "big": 18446744073709551615, "s":"<x>\u00e9" }` {
+		t.Fatal("input modified")
+	}
+}
+
+func TestSetAppend(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{}`, `{"k":true}`},
+		{` { } `, ` {"k":true } `},
+		{`{"a":[1,{"k":0}]}`, `{"a":[1,{"k":0}],"k":true}`},
+	}
+	for _, c := range cases {
+		got, err := Set([]byte(c.in), "k", []byte(`true`))
+		if err != nil {
+			t.Fatalf("%s: %v", c.in, err)
+		}
+		if string(got) != c.want {
+			t.Errorf("Set(%s) = %s, want %s", c.in, got, c.want)
+		}
+	}
+}
+
+func TestGetNested(t *testing.T) {
+	in := []byte(`{"result":{"tools":[{"name":"x"}],"nextCursor":"c"},"id":7}`)
+	v, ok, err := Get(in, "result")
+	if err != nil || !ok {
+		t.Fatal(ok, err)
+	}
+	tools, ok, err := Get(v, "tools")
+	if err != nil || !ok || string(tools) != `[{"name":"x"}]` {
+		t.Fatalf("tools = %s %v %v", tools, ok, err)
+	}
+	if _, ok, _ := Get(in, "missing"); ok {
+		t.Fatal("found a missing key")
+	}
+}
+
+func TestDelete(t *testing.T) {
+	cases := []struct{ in, key, want string }{
+		{`{"a":1,"b":2,"c":3}`, "b", `{"a":1,"c":3}`},
+		{`{"a":1,"b":2,"c":3}`, "a", `{"b":2,"c":3}`},
+		{`{"a":1,"b":2,"c":3}`, "c", `{"a":1,"b":2}`},
+		{`{"a":1}`, "a", `{}`},
+		{`{"a":1,"a":2,"b":3}`, "a", `{"b":3}`},
+		{`{"a":1}`, "z", `{"a":1}`},
+	}
+	for _, c := range cases {
+		got, err := Delete([]byte(c.in), c.key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != c.want || !json.Valid(got) {
+			t.Errorf("Delete(%s, %s) = %s, want %s", c.in, c.key, got, c.want)
+		}
+	}
+}
+
+func TestErrors(t *testing.T) {
+	for _, in := range []string{``, `[]`, `"x"`, `{"a":}`, `{"a":1} x`, `{"a":1`} {
+		if _, err := Members([]byte(in)); err == nil {
+			t.Errorf("Members(%q): no error", in)
+		}
+	}
+}
+
+func TestString(t *testing.T) {
+	if got := string(String(`a<b>"c`)); got != `"a<b>\"c"` {
+		t.Fatalf("String = %s", got)
+	}
+}
+
+func FuzzSetDelete(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,2]}}`), "b", []byte(`"v"`))
+	f.Add([]byte(`{}`), "k", []byte(`null`))
+	f.Fuzz(func(t *testing.T, obj []byte, key string, val []byte) {
+		if !json.Valid(val) || !utf8.ValidString(key) {
+			return // keys are always the proxy's own valid strings
+		}
+		out, err := Set(obj, key, val)
+		if err != nil {
+			return
+		}
+		if !json.Valid(out) {
+			t.Fatalf("Set produced invalid JSON %q from %q", out, obj)
+		}
+		got, ok, err := Get(out, key)
+		if err != nil || !ok {
+			t.Fatalf("Get after Set: %v %v", ok, err)
+		}
+		var a, b any
+		if json.Unmarshal(got, &a) != nil || json.Unmarshal(val, &b) != nil {
+			t.Fatal("unmarshal")
+		}
+		del, err := Delete(out, key)
+		if err != nil || !json.Valid(del) {
+			t.Fatalf("Delete: %v %q", err, del)
+		}
+		if _, ok, _ := Get(del, key); ok {
+			t.Fatalf("key still present after Delete: %q", del)
+		}
+	})
+}
