@@ -1,0 +1,189 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"time"
+)
+
+// Defaults. Values marked (seed) are those of the agent runtimes the
+// proxy's behaviour comes from (SPEC §1); keep them.
+const (
+	// DefaultNaming is the seed's own style, <server>__<tool>.
+	DefaultNaming = "zeroclaw"
+	// DefaultStartupWait lets typical subprocess servers (npx, uvx) finish
+	// starting before a session's first tools/list, without keeping a
+	// host that times out its first request waiting too long.
+	DefaultStartupWait = 10 * time.Second
+	// DefaultUntrustedTextLimit keeps real documents readable through the
+	// built-in tools (the seed's 500 chars did not) while bounding context.
+	DefaultUntrustedTextLimit = 100000
+	// DefaultListenTransport is stdio: hosts start MCP servers as children.
+	DefaultListenTransport = "stdio"
+	// DefaultListenAddr is loopback, so nothing reaches the network unless
+	// the operator asks for it.
+	DefaultListenAddr = "127.0.0.1:8080"
+	// DefaultListenPath is the endpoint path the MCP transport spec uses.
+	DefaultListenPath = "/mcp"
+	// DefaultMetricsPath is the Prometheus convention.
+	DefaultMetricsPath = "/metrics"
+	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
+	DefaultBlobsMode = "file"
+	// DefaultLogLevel and DefaultLogFormat suit a service whose logs are
+	// collected by a machine.
+	DefaultLogLevel  = "info"
+	DefaultLogFormat = "json"
+
+	// DefaultTimeout bounds one tool call or resource/prompt request (seed).
+	DefaultTimeout = 120 * time.Second
+	// MaxTimeout is the largest allowed timeout (seed cap).
+	MaxTimeout = 600 * time.Second
+	// DefaultConnectTimeout bounds connect + initialize + first discovery
+	// (seed).
+	DefaultConnectTimeout = 60 * time.Second
+	// DefaultProtocol is the newest session-based MCP version, which every
+	// current server speaks.
+	DefaultProtocol = "2025-11-25"
+	// DefaultMaxResponseBytes is the base64 size of the 10 MiB decoded blob
+	// budget plus room for the JSON-RPC envelope (seed), so a result with a
+	// valid near-limit blob still arrives.
+	DefaultMaxResponseBytes = 16078168
+	// DefaultKeepalive pings often enough to notice a dead connection
+	// before the next call needs it, rarely enough to cost nothing.
+	DefaultKeepalive = 180 * time.Second
+
+	// Sampling governance defaults (seed, SPEC §10).
+	DefaultSamplingMaxRPM       = 10
+	DefaultSamplingMaxTokensCap = 4096
+	DefaultSamplingTimeout      = 30 * time.Second
+
+	// DefaultAutonomy is the seed's default: no approval prompts.
+	DefaultAutonomy = "full"
+	// ImplicitAgent is the agent served when the config has no agents.
+	ImplicitAgent = "default"
+)
+
+// Transports of an upstream server (Server.Transport).
+const (
+	TransportStdio = "stdio"
+	TransportHTTP  = "http"
+	TransportSSE   = "sse"
+)
+
+// applyDefaults fills every unset field. A key the document set explicitly
+// keeps its value even when it is zero (Validate then judges it); lookupEnv
+// resolves the default blobs directory.
+func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
+	if c.Enabled == nil {
+		c.Enabled = boolPtr(true)
+	}
+	if c.Naming == "" {
+		c.Naming = DefaultNaming
+	}
+	if c.DeferredCallTool == nil {
+		c.DeferredCallTool = boolPtr(true)
+	}
+	if c.StartupWait == 0 && !c.isSet("startup_wait") {
+		c.StartupWait = Duration(DefaultStartupWait)
+	}
+	if c.UntrustedTextLimit == 0 && !c.isSet("untrusted_text_limit") {
+		c.UntrustedTextLimit = DefaultUntrustedTextLimit
+	}
+	setString(&c.Listen.Transport, DefaultListenTransport)
+	setString(&c.Listen.Addr, DefaultListenAddr)
+	setString(&c.Listen.Path, DefaultListenPath)
+	setString(&c.Metrics.Path, DefaultMetricsPath)
+	setString(&c.Blobs.Mode, DefaultBlobsMode)
+	if c.Blobs.Dir == "" {
+		c.Blobs.Dir = defaultBlobsDir(lookupEnv)
+	}
+	setString(&c.Log.Level, DefaultLogLevel)
+	setString(&c.Log.Format, DefaultLogFormat)
+	for name, s := range c.Servers {
+		if s != nil {
+			c.serverDefaults(joinPath("servers", pathKey(name)), s)
+		}
+	}
+	for _, a := range c.Agents {
+		if a != nil {
+			setString(&a.Autonomy, DefaultAutonomy)
+		}
+	}
+}
+
+func (c *Config) serverDefaults(path string, s *Server) {
+	if s.Transport == "" {
+		switch {
+		case s.Command != "" && s.URL == "":
+			s.Transport = TransportStdio
+		case s.URL != "" && s.Command == "":
+			s.Transport = TransportHTTP
+		}
+	}
+	c.durationDefault(&s.Timeout, path+".timeout", DefaultTimeout)
+	c.durationDefault(&s.ConnectTimeout, path+".connect_timeout", DefaultConnectTimeout)
+	c.durationDefault(&s.Keepalive, path+".keepalive", DefaultKeepalive)
+	if s.Enabled == nil {
+		s.Enabled = boolPtr(true)
+	}
+	setString(&s.Protocol, DefaultProtocol)
+	if s.Tools.Resources == nil {
+		s.Tools.Resources = boolPtr(true)
+	}
+	if s.Tools.Prompts == nil {
+		s.Tools.Prompts = boolPtr(true)
+	}
+	if s.MaxResponseBytes == 0 {
+		s.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	sp := path + ".sampling"
+	if s.Sampling.Enabled == nil {
+		s.Sampling.Enabled = boolPtr(true)
+	}
+	if s.Sampling.MaxRPM == 0 && !c.isSet(sp+".max_rpm") {
+		s.Sampling.MaxRPM = DefaultSamplingMaxRPM
+	}
+	if s.Sampling.MaxTokensCap == 0 && !c.isSet(sp+".max_tokens_cap") {
+		s.Sampling.MaxTokensCap = DefaultSamplingMaxTokensCap
+	}
+	c.durationDefault(&s.Sampling.Timeout, sp+".timeout", DefaultSamplingTimeout)
+}
+
+func (c *Config) durationDefault(d *Duration, path string, def time.Duration) {
+	if *d == 0 && !c.isSet(path) {
+		*d = Duration(def)
+	}
+}
+
+func setString(s *string, def string) {
+	if *s == "" {
+		*s = def
+	}
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// defaultBlobsDir is $XDG_STATE_HOME/mcp-proxy/blobs, else
+// ~/.local/state/mcp-proxy/blobs; "" when neither can be found. A relative
+// $XDG_STATE_HOME is ignored, as the XDG spec says.
+func defaultBlobsDir(lookupEnv func(string) (string, bool)) string {
+	if v, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
+		return filepath.Join(v, "mcp-proxy", "blobs")
+	}
+	home := homeDir(lookupEnv)
+	if home == "" {
+		return ""
+	}
+	return filepath.Join(home, ".local", "state", "mcp-proxy", "blobs")
+}
+
+// homeDir is $HOME from lookupEnv, else os.UserHomeDir, else "".
+func homeDir(lookupEnv func(string) (string, bool)) string {
+	if v, ok := lookupEnv("HOME"); ok && v != "" {
+		return v
+	}
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	return ""
+}

@@ -1,0 +1,85 @@
+package config
+
+// stripJSONC turns JSON with comments (VS Code's mcp.json and settings.json
+// are JSONC) into plain JSON: // and /* */ comments outside strings become
+// spaces, and a comma followed only by whitespace before } or ] is
+// dropped. Anything else, valid or not, is passed on for encoding/json to
+// judge.
+func stripJSONC(data []byte) []byte {
+	out := make([]byte, 0, len(data))
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			out = append(out, c)
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch {
+		case c == '"':
+			inString = true
+			out = append(out, c)
+		case c == '/' && i+1 < len(data) && data[i+1] == '/':
+			for i < len(data) && data[i] != '\n' {
+				i++
+			}
+			out = append(out, ' ')
+			if i < len(data) {
+				out = append(out, '\n')
+			}
+		case c == '/' && i+1 < len(data) && data[i+1] == '*':
+			i += 2
+			for i < len(data) && !(data[i] == '*' && i+1 < len(data) && data[i+1] == '/') {
+				i++
+			}
+			i++ // now on the closing '/', or past the end when unterminated
+			out = append(out, ' ')
+		default:
+			out = append(out, c)
+		}
+	}
+	return dropTrailingCommas(out)
+}
+
+// dropTrailingCommas removes a comma outside strings whose next
+// non-whitespace byte is } or ].
+func dropTrailingCommas(data []byte) []byte {
+	out := make([]byte, 0, len(data))
+	inString, escaped := false, false
+	for i := 0; i < len(data); i++ {
+		c := data[i]
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			out = append(out, c)
+			continue
+		}
+		if c == '"' {
+			inString = true
+		}
+		if c == ',' {
+			j := i + 1
+			for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
+				j++
+			}
+			if j < len(data) && (data[j] == '}' || data[j] == ']') {
+				continue
+			}
+		}
+		out = append(out, c)
+	}
+	return out
+}

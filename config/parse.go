@@ -1,0 +1,166 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxConfigBytes bounds a config file: real ones are a few KiB, and the cap
+// keeps a wrong path (a log, a disk image) from costing memory and time.
+const maxConfigBytes = 1 << 20
+
+// Load reads the file at path and parses it with Parse. A nil lookupEnv
+// means os.LookupEnv. Errors reading the file wrap the *fs.PathError.
+func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("config: read %s: %w", path, err)
+	}
+	return Parse(data, lookupEnv)
+}
+
+// Parse decodes one YAML document into a Config: it expands ${VAR}
+// references from lookupEnv (nil means os.LookupEnv), decodes strictly,
+// fills Server.Name and Agent.Name from their map keys, applies the
+// defaults and runs Validate. An empty document is a valid, empty config.
+//
+// On failure the error joins every problem found (each a *FieldError that
+// matches ErrInvalid). If the document decoded but broke rules, Parse
+// returns that Config too (with defaults applied), so a caller can still
+// print it with MarshalRedacted or list its Warnings; otherwise the Config
+// is nil.
+func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
+	if lookupEnv == nil {
+		lookupEnv = os.LookupEnv
+	}
+	if len(data) > maxConfigBytes {
+		return nil, problem("", fmt.Sprintf("file is larger than %d bytes", maxConfigBytes))
+	}
+	root, err := parseDocument(data)
+	if err != nil {
+		return nil, err
+	}
+	cfg := &Config{}
+	if root != nil {
+		x := expandTree(root, lookupEnv)
+		present, shape := checkShape(root, x)
+		problems := append(x.problems, shape...)
+		secrets := mergeSecrets(nodeSecrets(root), x.secretVars)
+		if len(problems) > 0 {
+			return nil, joinProblems(problems, secrets)
+		}
+		if err := decodeStrict(root, cfg); err != nil {
+			return nil, joinProblems([]error{err}, secrets)
+		}
+		cfg.doc = docInfo{present: present, secretVars: sortSecrets(x.secretVars)}
+	}
+	cfg.fillNames()
+	cfg.applyDefaults(lookupEnv)
+	if err := cfg.Validate(); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// parseDocument returns the top-level mapping of the only document in
+// data, or nil when there is no document or it is empty.
+func parseDocument(data []byte) (*yaml.Node, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, nil
+		}
+		return nil, syntaxError(err)
+	}
+	var next yaml.Node
+	switch err := dec.Decode(&next); {
+	case err == nil:
+		return nil, problem("", fmt.Sprintf("line %d: a second YAML document starts here; a config is one document", next.Line))
+	case !errors.Is(err, io.EOF):
+		return nil, syntaxError(err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, nil
+	}
+	root := doc.Content[0]
+	if isNull(root) {
+		return nil, nil
+	}
+	if root.Kind != yaml.MappingNode {
+		return nil, problem("", "the top level must be a mapping of keys, got "+kindName(root))
+	}
+	return root, nil
+}
+
+// syntaxError turns a yaml.v3 parse error into a *FieldError.
+func syntaxError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	return problem("", "invalid YAML: "+msg)
+}
+
+// decodeStrict decodes the checked, expanded tree with KnownFields, the
+// same strictness the schema walk enforced. yaml.v3 can only decode
+// strictly from text, so the tree is encoded first; the line numbers of
+// any error would refer to that text, so they are dropped.
+func decodeStrict(root *yaml.Node, cfg *Config) error {
+	text, err := yaml.Marshal(root)
+	if err != nil {
+		return problem("", "cannot re-encode the expanded document: "+err.Error())
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	dec.KnownFields(true)
+	if err := dec.Decode(cfg); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) {
+			msgs := make([]string, len(te.Errors))
+			for i, m := range te.Errors {
+				if _, rest, ok := strings.Cut(m, ": "); ok && strings.HasPrefix(m, "line ") {
+					m = rest
+				}
+				msgs[i] = m
+			}
+			return problem("", "decode: "+strings.Join(msgs, "; "))
+		}
+		return problem("", "decode: "+strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	return nil
+}
+
+// fillNames copies map keys into Name fields and replaces null entries
+// (a key with no value) by empty ones, so later stages need no nil checks.
+func (c *Config) fillNames() {
+	for name, s := range c.Servers {
+		if s == nil {
+			s = &Server{}
+			c.Servers[name] = s
+		}
+		s.Name = name
+	}
+	for name, b := range c.Bundles {
+		if b == nil {
+			c.Bundles[name] = &Bundle{}
+		}
+	}
+	for name, a := range c.Agents {
+		if a == nil {
+			a = &Agent{}
+			c.Agents[name] = a
+		}
+		a.Name = name
+	}
+}
+
+// isSet reports whether the document gave path a non-null value.
+func (c *Config) isSet(path string) bool { return c.doc.present[path] }

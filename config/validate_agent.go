@@ -1,0 +1,62 @@
+package config
+
+import (
+	"strconv"
+	"strings"
+)
+
+func (c *Config) validateAgents(v *validator) {
+	byFold := map[string]string{}
+	for _, name := range sortedKeys(c.Agents) {
+		path := joinPath("agents", pathKey(name))
+		checkName(v, path, "agent", name)
+		if first, dup := byFold[strings.ToLower(name)]; dup {
+			v.add(path, "agent name conflicts with "+strconv.Quote(first)+" (names are compared ignoring case)")
+		} else {
+			byFold[strings.ToLower(name)] = name
+		}
+		if a := c.Agents[name]; a != nil {
+			validateAgent(v, path, a)
+		}
+	}
+}
+
+func validateAgent(v *validator, path string, a *Agent) {
+	at := func(field string) string { return path + "." + field }
+	v.oneOf(at("autonomy"), a.Autonomy, autonomyModes)
+	for i, t := range a.AllowedTools {
+		if t == "" {
+			v.add(indexPath(at("allowed_tools"), i), "empty tool name")
+		}
+	}
+	checkPatterns(v, at("excluded_tools"), a.ExcludedTools)
+	checkPatterns(v, at("auto_approve"), a.AutoApprove)
+	checkPatterns(v, at("always_ask"), a.AlwaysAsk)
+	for i, g := range a.ToolFilterGroups {
+		gp := indexPath(at("tool_filter_groups"), i)
+		v.oneOf(gp+".mode", g.Mode, groupModes)
+		checkPatterns(v, gp+".tools", g.Tools)
+	}
+	for i, t := range a.Tokens {
+		p := indexPath(at("tokens"), i)
+		switch {
+		case t == "":
+			v.add(p, "empty token")
+		case strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }):
+			v.add(p, "token contains spaces or control characters")
+		}
+	}
+}
+
+// checkPatterns checks tool name patterns: exact names, or globs with at
+// most one "*" (SPEC §5).
+func checkPatterns(v *validator, path string, patterns []string) {
+	for i, p := range patterns {
+		switch {
+		case p == "":
+			v.add(indexPath(path, i), "empty pattern")
+		case strings.Count(p, "*") > 1:
+			v.add(indexPath(path, i), "pattern "+quoteValue(p)+` has more than one "*"`)
+		}
+	}
+}
