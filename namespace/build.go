@@ -1,0 +1,210 @@
+package namespace
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strconv"
+)
+
+// item is one (server, name) during Build.
+type item struct {
+	route    Route
+	prefix   string
+	bare     bool   // exposed without a prefix (Input.Prefix == "")
+	fellBack bool   // bare, but moved to the server-prefixed form
+	name     string // current exposed name
+	shared   int    // >0: collided with this many others and got a hash suffix
+}
+
+// Build computes the exposed names of every item of inputs in style (""
+// means StyleZeroclaw) and returns the table with its warnings, sorted. An
+// unknown style is treated as StyleZeroclaw, with a warning. A server that
+// appears in several inputs with different prefixes uses the smallest one,
+// with a warning. Build never fails: every item gets a unique valid name.
+func Build(style Style, inputs []Input) (*Table, []string) {
+	var warns []string
+	if style == "" {
+		style = StyleZeroclaw
+	} else if !style.Valid() {
+		warns = append(warns, "unknown naming style; using zeroclaw")
+		style = StyleZeroclaw
+	}
+	items, more := collect(inputs)
+	warns = append(warns, more...)
+	for i := range items {
+		it := &items[i]
+		if it.bare {
+			it.name = style.bareName(it.route.Name)
+		} else {
+			it.name = style.prefixedName(it.prefix, it.route.Name)
+		}
+	}
+	fallBack(style, items)
+	addSuffixes(items)
+	warns = append(warns, describe(items)...)
+	slices.Sort(warns)
+	return newTable(items), slices.Compact(warns)
+}
+
+// collect merges inputs into items sorted by (server, name), one per pair.
+func collect(inputs []Input) ([]item, []string) {
+	prefixes := make(map[string]string, len(inputs))
+	conflict := make(map[string]bool)
+	size := 0
+	for _, in := range inputs {
+		size += len(in.Names)
+		p, seen := prefixes[in.Server]
+		switch {
+		case !seen:
+			prefixes[in.Server] = in.Prefix
+		case p != in.Prefix:
+			conflict[in.Server] = true
+			prefixes[in.Server] = min(p, in.Prefix)
+		}
+	}
+	items := make([]item, 0, size)
+	for _, in := range inputs {
+		p := prefixes[in.Server]
+		for _, n := range in.Names {
+			items = append(items, item{route: Route{Server: in.Server, Name: n}, prefix: p, bare: p == ""})
+		}
+	}
+	slices.SortFunc(items, func(a, b item) int {
+		return cmp.Or(cmp.Compare(a.route.Server, b.route.Server), cmp.Compare(a.route.Name, b.route.Name))
+	})
+	items = slices.CompactFunc(items, func(a, b item) bool { return a.route == b.route })
+	var warns []string
+	for s := range conflict {
+		warns = append(warns, fmt.Sprintf("server %s is given with different prefixes; using the first in sort order", quote(s)))
+	}
+	return items, warns
+}
+
+// fallBack moves every bare item whose name is empty or shared with any other
+// item to its server-prefixed form, until no bare item collides. The set of
+// moved items is the least fixed point of that rule, so it does not depend on
+// the order of work.
+func fallBack(style Style, items []item) {
+	n := len(items)
+	// Each item sits in the list of its first name (slot i) and, once moved,
+	// in the list of its fallback name (slot n+i). Lists keep stale slots;
+	// an item is a live member of a list when its current name is the key.
+	head := make(map[string]int, n) // name -> first slot + 1
+	next := make([]int, 2*n)        // slot -> next slot + 1
+	link := func(slot int, name string) {
+		next[slot] = head[name]
+		head[name] = slot + 1
+	}
+	live := func(name string, visit func(i int)) int {
+		count := 0
+		for s := head[name]; s != 0; s = next[s-1] {
+			if i := (s - 1) % n; items[i].name == name {
+				count++
+				if visit != nil {
+					visit(i)
+				}
+			}
+		}
+		return count
+	}
+	for i := range items {
+		link(i, items[i].name)
+	}
+	var queue []string
+	move := func(i int) {
+		it := &items[i]
+		it.fellBack = true
+		it.name = style.prefixedName(it.route.Server, it.route.Name)
+		link(n+i, it.name)
+		queue = append(queue, it.name)
+	}
+	for i := range items {
+		switch {
+		case !items[i].bare:
+		case items[i].name == "":
+			move(i)
+		case next[i] != 0 || head[items[i].name] != i+1:
+			queue = append(queue, items[i].name) // not alone in its list
+		}
+	}
+	// A bare item only ever lives under its first name, so once a name has
+	// been seen shared and its bare members moved, it needs no more visits:
+	// every name is walked in full at most once while shared, which keeps
+	// adversarial catalogs linear.
+	done := make(map[string]bool)
+	var movers []int
+	for len(queue) > 0 {
+		name := queue[len(queue)-1]
+		queue = queue[:len(queue)-1]
+		if done[name] {
+			continue
+		}
+		movers = movers[:0]
+		if live(name, func(i int) {
+			if items[i].bare && !items[i].fellBack {
+				movers = append(movers, i)
+			}
+		}) < 2 {
+			continue
+		}
+		done[name] = true
+		for _, i := range movers {
+			move(i)
+		}
+	}
+}
+
+// addSuffixes gives every item whose name is still shared a hash suffix,
+// walking items in their sorted order and skipping any name already in use.
+func addSuffixes(items []item) {
+	count := make(map[string]int, len(items))
+	for i := range items {
+		count[items[i].name]++
+	}
+	if len(count) == len(items) {
+		return
+	}
+	taken := make(map[string]bool, len(items))
+	for i := range items {
+		if count[items[i].name] == 1 {
+			taken[items[i].name] = true
+		}
+	}
+	for i := range items {
+		it := &items[i]
+		c := count[it.name]
+		if c == 1 {
+			continue
+		}
+		key := it.route.Server + "\x00" + it.route.Name
+		for k := 0; ; k++ {
+			text := key
+			if k > 0 {
+				text += "\x00" + strconv.Itoa(k)
+			}
+			cand := withSuffix(it.name, shortHash(text))
+			if !taken[cand] {
+				taken[cand] = true
+				it.name = cand
+				it.shared = c - 1
+				break
+			}
+		}
+	}
+}
+
+func newTable(items []item) *Table {
+	t := &Table{
+		byExposed: make(map[string]Route, len(items)),
+		byRoute:   make(map[Route]string, len(items)),
+		entries:   make([]Entry, len(items)),
+	}
+	for i, it := range items {
+		t.byExposed[it.name] = it.route
+		t.byRoute[it.route] = it.name
+		t.entries[i] = Entry{Exposed: it.name, Route: it.route}
+	}
+	slices.SortFunc(t.entries, func(a, b Entry) int { return cmp.Compare(a.Exposed, b.Exposed) })
+	return t
+}

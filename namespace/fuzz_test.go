@@ -1,0 +1,146 @@
+package namespace
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// decodeInputs turns fuzz bytes into inputs: records split by 0x1e, fields
+// by 0x1f; field 0 is the server, field 1 the prefix, the rest names.
+func decodeInputs(raw string) []Input {
+	var in []Input
+	for rec := range strings.SplitSeq(raw, "\x1e") {
+		f := strings.Split(rec, "\x1f")
+		it := Input{Server: f[0]}
+		if len(f) > 1 {
+			it.Prefix = f[1]
+		}
+		if len(f) > 2 {
+			it.Names = f[2:]
+		}
+		in = append(in, it)
+	}
+	return in
+}
+
+func FuzzBuild(f *testing.F) {
+	f.Add(false, "a\x1f\x1ft\x1fu\x1eb\x1f\x1ft")
+	f.Add(true, "a_b\x1fa_b\x1fc\x1ea\x1fa\x1fb_c")
+	f.Add(false, "s\x1fs\x1fx y\x1fx(y\x1fx_y_2f5b5c")
+	f.Add(true, "s\x1f\x1f\x1f\x1f-\x1f.\x1ft\x1fmcp_s_")
+	f.Add(false, "a\x1f\x1ft\x1eb\x1f\x1ft\x1ec\x1f\x1fa__t")
+	f.Add(false, strings.Repeat("z", 40)+"\x1f\x1f"+strings.Repeat("é", 70))
+	f.Add(true, "\x00\x1f\xff\x1f\u202e")
+	f.Fuzz(func(t *testing.T, hermes bool, raw string) {
+		style := StyleZeroclaw
+		if hermes {
+			style = StyleHermes
+		}
+		in := decodeInputs(raw)
+		tbl, warns := Build(style, in)
+
+		want := make(map[Route]bool)
+		for _, it := range in {
+			for _, n := range it.Names {
+				want[Route{it.Server, n}] = true
+			}
+		}
+		if tbl.Len() != len(want) {
+			t.Fatalf("Len = %d, want %d distinct (server, name) pairs", tbl.Len(), len(want))
+		}
+		routes := tbl.Routes()
+		for i, e := range routes {
+			if !ValidName(e.Exposed) || !nameRE.MatchString(e.Exposed) {
+				t.Fatalf("invalid exposed name %q", e.Exposed)
+			}
+			if i > 0 && routes[i-1].Exposed >= e.Exposed {
+				t.Fatalf("exposed names not unique and sorted: %q, %q", routes[i-1].Exposed, e.Exposed)
+			}
+			if !want[e.Route] {
+				t.Fatalf("route %q not in the input", e.Route)
+			}
+		}
+		for r := range want {
+			n, ok := tbl.Exposed(r.Server, r.Name)
+			if !ok {
+				t.Fatalf("Exposed(%q, %q) missing", r.Server, r.Name)
+			}
+			if got, ok := tbl.Lookup(n); !ok || got != r {
+				t.Fatalf("Lookup(%q) = %q, %v; want %q", n, got, ok, r)
+			}
+		}
+		for _, w := range warns {
+			for _, c := range w {
+				if c == unicode.ReplacementChar || !unicode.IsGraphic(c) && c != ' ' {
+					t.Fatalf("warning holds a non-graphic character %U: %q", c, w)
+				}
+			}
+		}
+		// Same result with the inputs in reverse order.
+		rev := make([]Input, len(in))
+		for i, it := range in {
+			names := make([]string, len(it.Names))
+			for j, n := range it.Names {
+				names[len(names)-1-j] = n
+			}
+			rev[len(in)-1-i] = Input{Server: it.Server, Prefix: it.Prefix, Names: names}
+		}
+		tbl2, warns2 := Build(style, rev)
+		routes2 := tbl2.Routes()
+		if len(routes2) != len(routes) {
+			t.Fatalf("reversed input: %d routes, want %d", len(routes2), len(routes))
+		}
+		for i := range routes {
+			if routes[i] != routes2[i] {
+				t.Fatalf("reversed input: route %d is %q, want %q", i, routes2[i], routes[i])
+			}
+		}
+		if strings.Join(warns, "\n") != strings.Join(warns2, "\n") {
+			t.Fatalf("reversed input: warnings differ")
+		}
+	})
+}
+
+// validServer is the config's rule for server names: 1-32 of
+// [A-Za-z0-9_-], no "__".
+func validServer(s string) bool {
+	return len(s) >= 1 && len(s) <= 32 && ValidName(s) && !strings.Contains(s, "__")
+}
+
+func FuzzURI(f *testing.F) {
+	f.Add("filesystem", "other", "file:///srv/notes.txt")
+	f.Add("a", "a_", "_x")
+	f.Add("My_Srv", "my-api", "git+ssh://h__x")
+	f.Add("x-", "X", "+__+")
+	f.Fuzz(func(t *testing.T, server, other, uri string) {
+		// Arbitrary strings never panic.
+		if s, o, ok := ParseURI(uri, []string{server, other}); ok {
+			if WrapSeedURI(s, o) != uri && asciiLower(WrapURI(s, o)) != asciiLower(uri) {
+				t.Fatalf("ParseURI(%q) = %q, %q, which does not wrap back", uri, s, o)
+			}
+		}
+		if !validServer(server) {
+			return
+		}
+		servers := []string{server}
+		if validServer(other) && !strings.EqualFold(other, server) && URIPrefix(other) != URIPrefix(server) {
+			servers = append(servers, other)
+		}
+		if s, o, ok := ParseURI(WrapURI(server, uri), servers); !ok || s != server || o != uri {
+			t.Fatalf("native: ParseURI(WrapURI(%q, %q)) = %q, %q, %v", server, uri, s, o, ok)
+		}
+		w := WrapSeedURI(server, uri)
+		s, o, ok := ParseURI(w, servers)
+		if len(servers) == 2 && other == server+"_" && strings.HasPrefix(uri, "_") {
+			// The documented ambiguity: the longer server name wins.
+			if !ok || s != other || o != uri[1:] {
+				t.Fatalf("seed: ParseURI(%q) = %q, %q, %v; want %q, %q", w, s, o, ok, other, uri[1:])
+			}
+			return
+		}
+		if !ok || s != server || o != uri {
+			t.Fatalf("seed: ParseURI(%q) = %q, %q, %v; want %q, %q", w, s, o, ok, server, uri)
+		}
+	})
+}

@@ -1,0 +1,74 @@
+package namespace
+
+// Input is one server's items of one kind (tools, or prompts: they use the
+// same scheme, in separate tables).
+type Input struct {
+	// Server is the configured server name (1-32 of [A-Za-z0-9_-], no "__";
+	// other strings are still handled safely).
+	Server string
+	// Prefix replaces the server name in exposed names; "" exposes bare
+	// names. The caller sets it to the server name when the config has none.
+	Prefix string
+	// Names are the upstream's own item names, any bytes.
+	Names []string
+}
+
+// Route is what an exposed name stands for.
+type Route struct {
+	// Server is the configured server name.
+	Server string
+	// Name is the upstream's original item name.
+	Name string
+}
+
+// Entry is one row of a Table.
+type Entry struct {
+	Exposed string
+	Route
+}
+
+// Table maps exposed names to routes and back. It is immutable once Build
+// returns it and safe for concurrent use; a nil *Table is an empty table.
+type Table struct {
+	byExposed map[string]Route
+	byRoute   map[Route]string
+	entries   []Entry // sorted by Exposed
+}
+
+// Lookup returns the route of an exposed name.
+func (t *Table) Lookup(exposed string) (Route, bool) {
+	if t == nil {
+		return Route{}, false
+	}
+	r, ok := t.byExposed[exposed]
+	return r, ok
+}
+
+// Exposed returns the exposed name of a server's item, given its original
+// name.
+func (t *Table) Exposed(server, name string) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	e, ok := t.byRoute[Route{Server: server, Name: name}]
+	return e, ok
+}
+
+// Len is the number of entries.
+func (t *Table) Len() int {
+	if t == nil {
+		return 0
+	}
+	return len(t.entries)
+}
+
+// Routes returns every entry sorted by exposed name. The slice is a copy the
+// caller may keep or modify.
+func (t *Table) Routes() []Entry {
+	if t == nil {
+		return nil
+	}
+	out := make([]Entry, len(t.entries))
+	copy(out, t.entries)
+	return out
+}
