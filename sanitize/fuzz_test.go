@@ -1,0 +1,141 @@
+package sanitize
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/rs/zerolog"
+)
+
+// These expressions restate the patterns independently of the scanner, to
+// check its output.
+var (
+	leakedToken = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:sk-|xoxb-|xoxp-|ghp_|gho_|ghu_|github_pat_|AIza)[A-Za-z0-9_-]{6,}`)
+	bearerValue = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])bearer[ \t]+([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
+	keyValueEq  = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)[ \t]*=[ \t]*([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
+	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")([^"'\\\n]*)`)
+	urlLike     = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
+)
+
+func FuzzText(f *testing.F) {
+	for _, s := range []string{
+		"", "plain", "token=abc", `{"token":"abc"}`, `\"secret\":\"x\"`, "Bearer abc",
+		"https://u:p@h/p?q=1#f", "sk-abcdefghij", "\x1b[31mx", "\U000E0041", "a\xffb",
+		"(https://h/(a?b))x?y", "token=[REDACTED]x", "key='a\"b'", "https://a(b@h/x)y?q",
+		"github_pat_0123456789", "AIza0123456789", "x://h?a=1 token : \"v\"",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		out := Text(in)
+		if again := Text(out); again != out {
+			t.Fatalf("not idempotent:\n in    %q\n out   %q\n again %q", in, out, again)
+		}
+		checkClean(t, in, out)
+		if e := Error(in); utf8.RuneCountInString(e) > MaxErrorRunes || !utf8.ValidString(e) {
+			t.Fatalf("Error(%q) = %q: too long or invalid", in, e)
+		}
+		if s := StripTags(in); strings.ContainsFunc(s, isTag) {
+			t.Fatalf("StripTags(%q) = %q keeps a TAG character", in, s)
+		}
+	})
+}
+
+// checkClean asserts that out carries none of the things Text removes.
+func checkClean(t *testing.T, in, out string) {
+	t.Helper()
+	if !utf8.ValidString(out) {
+		t.Fatalf("Text(%q) = %q: invalid UTF-8", in, out)
+	}
+	for _, r := range out {
+		if (r < 0x20 && r != '\n' && r != '\t') || r == 0x7F || isC1(r) || isTag(r) {
+			t.Fatalf("Text(%q) = %q keeps control %U", in, out, r)
+		}
+	}
+	if m := leakedToken.FindString(out); m != "" {
+		t.Fatalf("Text(%q) = %q keeps token %q", in, out, m)
+	}
+	for _, re := range []*regexp.Regexp{bearerValue, keyValueEq} {
+		for _, m := range re.FindAllStringSubmatch(out, -1) {
+			// The value class stops at ']', so a redacted value reads "[REDACTED".
+			if m[1] != Redacted[:len(Redacted)-1] {
+				t.Fatalf("Text(%q) = %q keeps value %q", in, out, m[0])
+			}
+		}
+	}
+	for _, m := range keyValueQ.FindAllStringSubmatch(out, -1) {
+		if m[1] != "" && !strings.HasPrefix(m[1], Redacted) {
+			t.Fatalf("Text(%q) = %q keeps value %q", in, out, m[0])
+		}
+	}
+	for _, u := range urlLike.FindAllString(out, -1) {
+		// Up to the first ')' or ']' the URL is certainly one URL.
+		if i := strings.IndexAny(u, ")]"); i >= 0 {
+			u = u[:i]
+		}
+		if strings.ContainsAny(u, "?#") {
+			t.Fatalf("Text(%q) = %q keeps a query in %q", in, out, u)
+		}
+	}
+}
+
+func FuzzScrubber(f *testing.F) {
+	f.Add("s3cr3t-value", "other/secret&x", "env s3cr3t-value and https://h/p?x=other%2Fsecret%26x")
+	f.Add("line\nbreak", `quo"te\`, `{"a":"line\nbreak"} quo"te\`)
+	f.Add("8080443", "ACTED][REDACTED", "port 8080443 [REDACTED]")
+	f.Add("abc def", "xyzxyz", "https://h/abc?q def")
+	f.Fuzz(func(t *testing.T, s1, s2, text string) {
+		secrets := []string{s1, s2}
+		sc := NewScrubber(secrets)
+
+		out := sc.Text(text)
+		checkNoSecret(t, "Text", out, secrets)
+		if !utf8.ValidString(out) {
+			t.Fatalf("Text(%q) = %q: invalid UTF-8", text, out)
+		}
+
+		var buf bytes.Buffer
+		log := zerolog.New(sc.Writer(&buf))
+		log.Info().Str("v", text).Str(s1, s2).Str("k", s1+text+s2).Msg(text)
+		line := buf.String()
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("log line is not valid JSON: %q", line)
+		}
+		var fields map[string]any
+		if err := json.Unmarshal([]byte(line), &fields); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range fields {
+			checkNoSecret(t, "log key", k, secrets)
+			if s, ok := v.(string); ok {
+				checkNoSecret(t, "log value", s, secrets)
+				if strings.ContainsFunc(s, func(r rune) bool {
+					return (r < 0x20 && r != '\n' && r != '\t') || r == 0x7F || isC1(r) || isTag(r)
+				}) {
+					t.Fatalf("log value %q keeps a control character", s)
+				}
+			}
+		}
+	})
+}
+
+// checkNoSecret asserts that out holds no form of a secret the Scrubber
+// knows (long enough, not marker text).
+func checkNoSecret(t *testing.T, what, out string, secrets []string) {
+	t.Helper()
+	for _, s := range secrets {
+		if len(s) < MinSecretLen {
+			continue
+		}
+		for _, form := range []string{clean(s), url.QueryEscape(s), url.PathEscape(s), zerologEscape(s), marshalEscape(s)} {
+			if len(form) >= MinSecretLen && !isMarkerPart(form) && strings.Contains(out, form) {
+				t.Fatalf("%s %q holds secret %q as %q", what, out, s, form)
+			}
+		}
+	}
+}

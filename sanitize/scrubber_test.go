@@ -1,0 +1,157 @@
+package sanitize
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+)
+
+func TestScrubberText(t *testing.T) {
+	sc := NewScrubber([]string{
+		"hunter2-pass",          // env value
+		"Basic dXNlcjpwYXNz",    // header value
+		"tok/with space&=",      // needs URL encoding
+		"line\nbreak\"quote",    // needs JSON escaping
+		"hunter2-pass-and-more", // longer secret sharing a prefix
+		"short",                 // below MinSecretLen: ignored
+		"",                      // ignored
+		"ACTED][REDA",           // marker text: ignored
+	})
+	tests := []struct {
+		name, in, want string
+	}{
+		{"raw", "env FOO=hunter2-pass set", "env FOO=[REDACTED] set"},
+		{"longest wins", "x hunter2-pass-and-more y", "x [REDACTED] y"},
+		{"header value", "sent Authorization: Basic dXNlcjpwYXNz", "sent Authorization: [REDACTED]"},
+		{"query-escaped", "body tok%2Fwith+space%26%3D end", "body [REDACTED] end"},
+		{"path-escaped", "/p/tok%2Fwith%20space&= end", "/p/[REDACTED] end"},
+		{"JSON-escaped", `{"v":"line\nbreak\"quote"}`, `{"v":"[REDACTED]"}`},
+		{"raw with control removed", "line\nbreak\"quote", "[REDACTED]"},
+		{"short value not replaced", "a short note", "a short note"},
+		{"marker-like value not replaced", "[REDACTED][REDACTED]", "[REDACTED][REDACTED]"},
+		{"then Text", "hunter2-pass at https://h/p?x=1", "[REDACTED] at https://h/p"},
+		{"joined by a dropped query", "https://h/hunter2?q -pass", "https://h/hunter2 -pass"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sc.Text(tt.in); got != tt.want {
+				t.Errorf("Text(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestScrubberJoinedByQueryDrop(t *testing.T) {
+	sc := NewScrubber([]string{"abc def"})
+	// Dropping "?q" joins "abc" and " def" into the secret; it must go too.
+	if got, want := sc.Text("https://h/abc?q def"), "https://h/[REDACTED]"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+func TestNilScrubber(t *testing.T) {
+	var sc *Scrubber
+	if got := sc.Text("token=abc"); got != "token=[REDACTED]" {
+		t.Fatalf("nil Scrubber Text = %q", got)
+	}
+	var buf bytes.Buffer
+	if _, err := sc.Writer(&buf).Write([]byte(`{"msg":"ok"}` + "\n")); err != nil {
+		t.Fatal(err)
+	}
+	if buf.String() != `{"msg":"ok"}`+"\n" {
+		t.Fatalf("nil Scrubber Writer wrote %q", buf.String())
+	}
+}
+
+func TestScrubberWriterZerolog(t *testing.T) {
+	secrets := []string{"s3cr3t-value", "8080443", `quo"te\back`, "tab\there"}
+	sc := NewScrubber(secrets)
+	var buf bytes.Buffer
+	log := zerolog.New(sc.Writer(&buf))
+
+	log.Info().
+		Str("env", "s3cr3t-value").
+		Int("port", 8080443).
+		Str("odd", `quo"te\back`).
+		Str("tabbed", "tab\there").
+		Str("token", "not-in-config").
+		Str("url", "https://h/p?sig=abc").
+		Str(`s3cr3t-value`, "as a key").
+		Msg("connected with s3cr3t-value\x1b[31m")
+
+	out := buf.String()
+	if !json.Valid([]byte(out)) {
+		t.Fatalf("scrubbed line is not valid JSON: %s", out)
+	}
+	var got map[string]any
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{
+		"level":      "info",
+		"env":        "[REDACTED]",
+		"port":       "[REDACTED]",
+		"odd":        "[REDACTED]",
+		"tabbed":     "[REDACTED]",
+		"token":      "[REDACTED]",
+		"url":        "https://h/p",
+		"[REDACTED]": "as a key",
+		"message":    "connected with [REDACTED]",
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("field %q = %#v, want %#v (line %s)", k, got[k], v, out)
+		}
+	}
+	for _, s := range secrets {
+		if strings.Contains(out, s) {
+			t.Errorf("secret %q leaked: %s", s, out)
+		}
+	}
+}
+
+func TestScrubberWriterPlainText(t *testing.T) {
+	sc := NewScrubber([]string{"s3cr3t-value"})
+	var buf bytes.Buffer
+	w := sc.Writer(&buf)
+	in := "12:00 INF child said s3cr3t-value\r\n"
+	n, err := w.Write([]byte(in))
+	if err != nil || n != len(in) {
+		t.Fatalf("Write = %d, %v; want %d, nil", n, err, len(in))
+	}
+	if got, want := buf.String(), "12:00 INF child said [REDACTED]\n"; got != want {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+}
+
+type failWriter struct{}
+
+func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+func TestScrubberWriterError(t *testing.T) {
+	n, err := NewScrubber(nil).Writer(failWriter{}).Write([]byte("x"))
+	if err == nil || err.Error() != "disk full" || n != 0 {
+		t.Fatalf("Write = %d, %v; want 0, disk full", n, err)
+	}
+}
+
+func BenchmarkScrubberWriter(b *testing.B) {
+	sc := NewScrubber([]string{"ghp_configuredtoken0123456789", "s3cr3t-value", "another-env-value"})
+	line := []byte(`{"level":"info","server":"github","tool":"create_issue","duration_ms":412,"message":"tools/call finished"}` + "\n")
+	w := sc.Writer(discard{})
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.Write(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(p []byte) (int, error) { return len(p), nil }

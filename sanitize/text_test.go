@@ -1,0 +1,156 @@
+package sanitize
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestText(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"plain text unchanged", "upstream \"github\": tools/call: boom", "upstream \"github\": tools/call: boom"},
+		{"empty", "", ""},
+		{"newline and tab kept", "a\n\tb", "a\n\tb"},
+		{"C0 controls and DEL removed", "a\x00b\x07c\rd\x7fe", "abcde"},
+		{"C1 control removed", "a\u0085b\u009bc", "abc"},
+		{"ANSI colour removed whole", "\x1b[1;31merror\x1b[0m done", "error done"},
+		{"lone ESC removed", "a\x1bb\x1b", "ab"},
+		{"TAG characters removed", "ok\U000E0001\U000E0069\U000E007Fdone", "okdone"},
+		{"invalid UTF-8 becomes one U+FFFD", "a\xff\xfeb", "a\uFFFDb"},
+		{"URL query dropped", "GET https://api.example.com/v1/items?page=2&sig=abc failed", "GET https://api.example.com/v1/items failed"},
+		{"URL fragment dropped", "see http://h/doc#secret-part.", "see http://h/doc"},
+		{"URL without query unchanged", "see https://h/a/b.", "see https://h/a/b."},
+		{"URL userinfo redacted", "dial https://bob:hunter2@h:8443/mcp?x=1", "dial https://[REDACTED]@h:8443/mcp"},
+		{"URL in quotes", `url "https://h/p?k=v" bad`, `url "https://h/p" bad`},
+		{"URL in parentheses", "(see https://h/p?q=1) next", "(see https://h/p) next"},
+		{"URL with balanced parentheses in path", "https://h/w/A_(b)?q=1 x", "https://h/w/A_(b) x"},
+		{"IPv6 host", "http://[::1]:9/x?y=1", "http://[::1]:9/x"},
+		{"no scheme is no URL", "a ://h/p?q=1", "a ://h/p?q=1"},
+		{"two URLs", "https://a/x?1 and wss://b/y?2", "https://a/x and wss://b/y"},
+		{"sk- key", "key is sk-proj-abcDEF123_-xyz, done", "key is [REDACTED], done"},
+		{"sk- too short stays", "use sk-learn here", "use sk-learn here"},
+		{"sk- inside a word stays", "task-abcdefghij", "task-abcdefghij"},
+		{"slack bot", "xoxb-123456-abcdef", "[REDACTED]"},
+		{"slack user", "t=(xoxp-99999-88888)", "t=([REDACTED])"},
+		{"github classic", "ghp_0123456789abcdefABCDEF0123456789abcd", "[REDACTED]"},
+		{"github oauth", "tok:gho_abcdefgh", "tok:[REDACTED]"},
+		{"github user", "ghu_abcdefgh.", "[REDACTED]."},
+		{"github fine-grained", "github_pat_11AAAA_bbbbCCCC", "[REDACTED]"},
+		{"google", "AIzaSyA-0123456789abcdef", "[REDACTED]"},
+		{"prefix is case-sensitive", "SK-abcdefghij GHP_abcdefghij", "SK-abcdefghij GHP_abcdefghij"},
+		{"bearer", "Authorization: Bearer eyJhbGciOi.payload.sig", "Authorization: Bearer [REDACTED]"},
+		{"bearer any case", "authorization: BEARER abc123", "authorization: BEARER [REDACTED]"},
+		{"bearer in JSON", `{"Authorization":"Bearer abc"}`, `{"Authorization":"Bearer [REDACTED]"}`},
+		{"bearer without value", "a bearer\nb", "a bearer\nb"},
+		{"token=", "retry with token=abc123&x=1", "retry with token=[REDACTED]&x=1"},
+		{"TOKEN= any case", "TOKEN=abc", "TOKEN=[REDACTED]"},
+		{"key=", "key=value;other", "key=[REDACTED];other"},
+		{"api_key=", "api_key=abc", "api_key=[REDACTED]"},
+		{"apikey=", "apikey = abc", "apikey = [REDACTED]"},
+		{"password= quoted", `password="p a s s" user=x`, `password="[REDACTED]" user=x`},
+		{"secret=", "client_secret=xyz", "client_secret=[REDACTED]"},
+		{"access_token=", "access_token=xyz", "access_token=[REDACTED]"},
+		{"x-api-key=", "x-api-key=xyz", "x-api-key=[REDACTED]"},
+		{"key inside a word stays", "monkey=banana tokens=5 keyboard=us", "monkey=banana tokens=5 keyboard=us"},
+		{"JSON form", `{"token":"abc","n":1}`, `{"token":"[REDACTED]","n":1}`},
+		{"JSON form with spaces", `{"password" : "a\"b", "x": "y"}`, `{"password" : "[REDACTED]", "x": "y"}`},
+		{"JSON form any case", `{"Api_Key":"abc"}`, `{"Api_Key":"[REDACTED]"}`},
+		{"escaped JSON form", `body: {\"secret\":\"abc\"}`, `body: {\"secret\":\"[REDACTED]\"}`},
+		{"YAML-ish quoted", `token: 'abc'`, `token: '[REDACTED]'`},
+		{"unquoted colon form stays", "missing key: name", "missing key: name"},
+		{"JSON number value stays", `{"key":12}`, `{"key":12}`},
+		{"value already redacted", "token=[REDACTED] Bearer [REDACTED]", "token=[REDACTED] Bearer [REDACTED]"},
+		{"secret in URL path", "https://h/keys/sk-abcdefghij?x", "https://h/keys/[REDACTED]"},
+		{"blanks around =", "token = x y", "token = [REDACTED] y"},
+		{"empty value", "token=&x=1 key=", "token=&x=1 key="},
+		{"unterminated JSON value", `"token":"abc`, `"token":"[REDACTED]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Text(tt.in)
+			if got != tt.want {
+				t.Errorf("Text(%q)\n got %q\nwant %q", tt.in, got, tt.want)
+			}
+			if again := Text(got); again != got {
+				t.Errorf("not idempotent: Text(%q) = %q", got, again)
+			}
+		})
+	}
+}
+
+func TestTextReturnsInputWhenClean(t *testing.T) {
+	in := `{"level":"info","server":"github","msg":"connected"}`
+	if got := Text(in); got != in {
+		t.Fatalf("Text changed a clean line: %q", got)
+	}
+	allocs := testing.AllocsPerRun(100, func() { _ = Text(in) })
+	if allocs != 0 {
+		t.Fatalf("Text of a clean line allocated %v times", allocs)
+	}
+}
+
+func TestError(t *testing.T) {
+	long := strings.Repeat("é", 600)
+	tests := []struct {
+		name, in, want string
+	}{
+		{"short unchanged", "boom", "boom"},
+		{"exactly the limit", strings.Repeat("a", MaxErrorRunes), strings.Repeat("a", MaxErrorRunes)},
+		{"cut on runes", long, strings.Repeat("é", MaxErrorRunes-1) + "…"},
+		{"sanitized before the cut", "token=abc " + strings.Repeat("x", 600), "token=[REDACTED] " + strings.Repeat("x", MaxErrorRunes-len("token=[REDACTED] ")-1) + "…"},
+		{"marker never split", strings.Repeat("x", 490) + " token=abcdef", strings.Repeat("x", 490) + " token=…"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := Error(tt.in)
+			if got != tt.want {
+				t.Errorf("Error(...)\n got %q\nwant %q", got, tt.want)
+			}
+			if n := utf8.RuneCountInString(got); n > MaxErrorRunes {
+				t.Errorf("Error returned %d runes, more than %d", n, MaxErrorRunes)
+			}
+		})
+	}
+}
+
+func TestStripTags(t *testing.T) {
+	tests := []struct {
+		name, in, want string
+	}{
+		{"none", "plain é 😀", "plain é 😀"},
+		{"all tags", "\U000E0000\U000E0041\U000E007F", ""},
+		{"mixed", "Read\U000E0049\U000E0047 the file", "Read the file"},
+		{"neighbours of the range stay", "\U000DFFFF\U000E0080", "\U000DFFFF\U000E0080"},
+		{"other F3 A0 runes stay", "\U000E0100x", "\U000E0100x"},
+		{"invalid UTF-8 untouched", "a\xf3\xa0b", "a\xf3\xa0b"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := StripTags(tt.in); got != tt.want {
+				t.Errorf("StripTags(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+var sink string
+
+func BenchmarkText(b *testing.B) {
+	lines := map[string]string{
+		"clean": `{"level":"info","server":"github","tool":"create_issue","duration_ms":412,"message":"tools/call finished"}`,
+		"url":   `{"level":"warn","server":"remote","error":"Post \"https://mcp.example.com/mcp?session=abc\": dial tcp: connection refused"}`,
+		"secret": `{"level":"error","server":"x","error":"401 from upstream: {\"error\":\"bad token\",\"token\":\"abc\"} ` +
+			`Authorization: Bearer eyJhbGciOi sk-proj-0123456789abcdef"}`,
+	}
+	for name, line := range lines {
+		b.Run(name, func(b *testing.B) {
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				sink = Text(line)
+			}
+		})
+	}
+}
