@@ -1,0 +1,372 @@
+package blobs
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Outcome results, one per blob item, for metrics (a bounded label set).
+const (
+	ResultWritten     = "written"     // a new file was written
+	ResultReused      = "reused"      // an identical file was already there
+	ResultUnavailable = "unavailable" // the file could not be stored (I/O error, symbolic link)
+	ResultInvalid     = "invalid"     // not standard base64
+	ResultTooLarge    = "too_large"   // over MaxBytesPerBlob
+	ResultOverBudget  = "over_budget" // the result as a whole broke a limit; nothing was written
+)
+
+// Outcome is what became of one blob item.
+type Outcome struct {
+	// Result is one of the Result* constants.
+	Result string
+	// Bytes is the decoded size for written and reused blobs, and the estimated decoded size
+	// otherwise (0 when the count limit stopped the result before sizes were estimated).
+	Bytes int64
+	// Path is the absolute path of the file, for written and reused blobs.
+	Path string
+	// Err is why the blob was not materialized (nil for written and reused), for logging. It
+	// wraps one of ErrTooManyBlobs, ErrOverBudget, ErrTooLarge, ErrInvalidBase64, ErrSymlink,
+	// ErrNotRegular or an I/O error, and holds no blob content.
+	Err error
+}
+
+// Report lists the outcome of every blob item of one result, in order of appearance.
+type Report struct {
+	Blobs []Outcome
+}
+
+// itemKind is the kind of content item a blob was found in.
+type itemKind uint8
+
+const (
+	kindResource itemKind = iota + 1 // {type:"resource", resource:{blob, uri, mimeType}}
+	kindImage                        // {type:"image", data, mimeType}
+	kindAudio                        // {type:"audio", data, mimeType}
+)
+
+// blobItem locates one content item carrying a blob.
+type blobItem struct {
+	item span // the whole item, braces included
+	data span // the base64 string literal, quotes included
+	uri  span // string literal, or unset
+	mime span // string literal, or unset
+	kind itemKind
+}
+
+// Rewrite takes the raw JSON of a tools/call result object and returns it with every blob item
+// replaced (SPEC §8): the bytes of a resource blob (and, with MaterializeMedia, of an image or
+// audio item) go to a file under <Dir>/<agent>/, and the item becomes a text item naming the
+// file, followed by a resource_link to it when linkSupported. Everything else in the result is
+// copied byte for byte from result, which is never modified.
+//
+// When there is nothing to rewrite (ModePassthrough, a result that is not an object, no blob
+// items) it returns result itself, without checking that it is valid JSON. Items that cannot be
+// materialized become "[attachment unavailable: <reason>]" text items; the Report says why, per
+// blob. Rewrite fails only for an invalid agent name (ErrInvalidAgent, checked in ModeFile
+// before anything else), for a result with blob items that is not valid JSON
+// (ErrMalformedResult), or when the agent directory cannot be closed. It is safe for concurrent
+// use.
+func (m *Materializer) Rewrite(agent string, result json.RawMessage, linkSupported bool) (json.RawMessage, Report, error) {
+	if m.mode == ModePassthrough {
+		return result, Report{}, nil
+	}
+	if err := ValidateAgent(agent); err != nil {
+		return nil, Report{}, err
+	}
+	items := findBlobs(result, m.media)
+	if len(items) == 0 {
+		// Returned as is, so its validity is not this package's concern; a result of the size
+		// of a file read is not scanned twice.
+		return result, Report{}, nil
+	}
+	// The output splices ranges found by a scanner that trusts the input's structure.
+	if !json.Valid(result) {
+		return nil, Report{}, fmt.Errorf("blobs: rewrite: %w", ErrMalformedResult)
+	}
+	rep := Report{Blobs: make([]Outcome, len(items))}
+	repl := make([][]byte, len(items))
+
+	if len(items) > m.limits.maxBlobs {
+		err := fmt.Errorf("%d blob items, limit %d: %w", len(items), m.limits.maxBlobs, ErrTooManyBlobs)
+		text := unavailableItem(fmt.Sprintf("%d attachments in one result, over the limit of %d", len(items), m.limits.maxBlobs))
+		for i := range items {
+			rep.Blobs[i] = Outcome{Result: ResultOverBudget, Err: err}
+			repl[i] = text
+		}
+		return splice(result, items, repl), rep, nil
+	}
+
+	var total int64
+	for i, it := range items {
+		rep.Blobs[i].Bytes = estimateJSONString(body(result, it.data))
+		total += rep.Blobs[i].Bytes
+	}
+	if total > m.limits.maxTotal {
+		err := fmt.Errorf("about %d bytes decoded in total, limit %d: %w", total, m.limits.maxTotal, ErrOverBudget)
+		text := unavailableItem(fmt.Sprintf("attachments total about %d bytes, over the limit of %d bytes per result", total, m.limits.maxTotal))
+		for i := range items {
+			rep.Blobs[i].Result = ResultOverBudget
+			rep.Blobs[i].Err = err
+			repl[i] = text
+		}
+		return splice(result, items, repl), rep, nil
+	}
+
+	if err := m.materializeAll(agent, result, items, rep.Blobs, repl, linkSupported); err != nil {
+		return nil, Report{}, err
+	}
+	return splice(result, items, repl), rep, nil
+}
+
+// materializeAll stores every blob that passed the result-wide checks, filling outs and repl.
+// The agent directory is opened at the first blob that needs it; if that fails, every blob left
+// is unavailable. The only error returned is the failure to close that directory.
+func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, outs []Outcome, repl [][]byte, linkSupported bool) error {
+	var st *store
+	var stErr error
+	for i, it := range items {
+		out := &outs[i]
+		if out.Bytes > m.limits.maxPerBlob {
+			out.Result = ResultTooLarge
+			out.Err = fmt.Errorf("about %d bytes, limit %d: %w", out.Bytes, m.limits.maxPerBlob, ErrTooLarge)
+			repl[i] = unavailableItem(fmt.Sprintf("about %d bytes, over the limit of %d bytes per attachment", out.Bytes, m.limits.maxPerBlob))
+			continue
+		}
+		if st == nil && stErr == nil {
+			st, stErr = openStore(m.dir, agent)
+		}
+		if stErr != nil {
+			out.Result, out.Err = ResultUnavailable, stErr
+			repl[i] = unavailableItem("the file could not be stored")
+			continue
+		}
+		repl[i] = m.materialize(st, b, it, out, linkSupported)
+	}
+	if st != nil {
+		if err := st.Close(); err != nil {
+			return fmt.Errorf("blobs: close %s: %w", st.path, err)
+		}
+	}
+	return nil
+}
+
+// materialize stores one blob, fills out, and returns the item(s) that replace it.
+func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcome, linkSupported bool) []byte {
+	name, mimeType, ext := describe(b, it)
+	res, err := st.put(newBlobReader(body(b, it.data)), ext, m.limits.maxPerBlob)
+	switch {
+	case errors.Is(err, ErrInvalidBase64):
+		*out = Outcome{Result: ResultInvalid, Bytes: out.Bytes, Err: err}
+		return unavailableItem("invalid base64 data")
+	case errors.Is(err, ErrTooLarge):
+		*out = Outcome{Result: ResultTooLarge, Bytes: out.Bytes, Err: err}
+		return unavailableItem(fmt.Sprintf("over the limit of %d bytes per attachment", m.limits.maxPerBlob))
+	case err != nil:
+		*out = Outcome{Result: ResultUnavailable, Bytes: out.Bytes, Err: err}
+		return unavailableItem("the file could not be stored")
+	}
+	*out = Outcome{Result: ResultWritten, Bytes: res.size, Path: res.path}
+	if res.reused {
+		out.Result = ResultReused
+	}
+	var text string
+	if isImage(mimeType) {
+		text = "[IMAGE:" + res.path + "]"
+	} else {
+		text = "[Document: " + name + "] " + res.path
+	}
+	item := textItem(text)
+	if linkSupported {
+		item = append(item, ',')
+		item = appendResourceLink(item, res.path, name, mimeType, res.size)
+	}
+	return item
+}
+
+// describe returns the display name, MIME type and file extension of a blob item.
+func describe(b []byte, it blobItem) (name, mimeType, ext string) {
+	if it.mime.ok() {
+		if s, ok := decodeString(b, it.mime); ok {
+			mimeType = cleanMIME(s)
+		}
+	}
+	switch it.kind {
+	case kindImage, kindAudio:
+		ext = mediaExt(mimeType)
+		name = "image." + ext
+		if it.kind == kindAudio {
+			name = "audio." + ext
+		}
+	default:
+		uri := ""
+		if it.uri.ok() {
+			uri, _ = decodeString(b, it.uri)
+		}
+		name = displayName(uri)
+		ext = extOf(name)
+	}
+	if mimeType == "" {
+		mimeType = mimeFromExt(ext)
+	}
+	return name, mimeType, ext
+}
+
+// findBlobs returns the blob items of every "content" array of the result object, in order.
+// A duplicated "content" key has all its arrays scanned: parsers disagree on which one wins.
+func findBlobs(b []byte, media bool) []blobItem {
+	i := skipWS(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return nil
+	}
+	var items []blobItem
+	top := objIter{b: b, i: i}
+	for key, val, ok := top.next(); ok; key, val, ok = top.next() {
+		if b[val.start] != '[' || !strEq(b, key, "content") {
+			continue
+		}
+		arr := arrIter{b: b, i: val.start}
+		for el, ok := arr.next(); ok; el, ok = arr.next() {
+			if b[el.start] != '{' {
+				continue
+			}
+			if it, ok := parseItem(b, el, media); ok {
+				items = append(items, it)
+			}
+		}
+	}
+	return items
+}
+
+// parseItem recognizes a blob item. When a key repeats, its last value counts, as in
+// JSON.parse and encoding/json.
+func parseItem(b []byte, el span, media bool) (blobItem, bool) {
+	var typ, resource, data, mimeType span
+	obj := objIter{b: b, i: el.start}
+	for key, val, ok := obj.next(); ok; key, val, ok = obj.next() {
+		switch {
+		case strEq(b, key, "type"):
+			typ = val
+		case strEq(b, key, "resource"):
+			resource = val
+		case strEq(b, key, "data"):
+			data = val
+		case strEq(b, key, "mimeType"):
+			mimeType = val
+		}
+	}
+	it := blobItem{item: el}
+	switch {
+	case strEq(b, typ, "resource"):
+		if !resource.ok() || b[resource.start] != '{' {
+			return blobItem{}, false
+		}
+		it.kind = kindResource
+		res := objIter{b: b, i: resource.start}
+		var blob span
+		for key, val, ok := res.next(); ok; key, val, ok = res.next() {
+			switch {
+			case strEq(b, key, "blob"):
+				blob = val
+			case strEq(b, key, "uri"):
+				it.uri = val
+			case strEq(b, key, "mimeType"):
+				it.mime = val
+			}
+		}
+		if !isString(b, blob) {
+			return blobItem{}, false
+		}
+		it.data = blob
+	case media && strEq(b, typ, "image"):
+		it.kind, it.data, it.mime = kindImage, data, mimeType
+	case media && strEq(b, typ, "audio"):
+		it.kind, it.data, it.mime = kindAudio, data, mimeType
+	default:
+		return blobItem{}, false
+	}
+	if !isString(b, it.data) {
+		return blobItem{}, false
+	}
+	if !isString(b, it.uri) {
+		it.uri = span{}
+	}
+	if !isString(b, it.mime) {
+		it.mime = span{}
+	}
+	return it, true
+}
+
+// splice copies b with items[i] replaced by repl[i]; items are in increasing order.
+func splice(b []byte, items []blobItem, repl [][]byte) []byte {
+	size := len(b)
+	for i, it := range items {
+		size += len(repl[i]) - (it.item.end - it.item.start)
+	}
+	out := make([]byte, 0, size)
+	prev := 0
+	for i, it := range items {
+		out = append(out, b[prev:it.item.start]...)
+		out = append(out, repl[i]...)
+		prev = it.item.end
+	}
+	return append(out, b[prev:]...)
+}
+
+// unavailableItem is the text item that stands for a blob that was not materialized.
+func unavailableItem(reason string) []byte {
+	return textItem("[attachment unavailable: " + reason + "]")
+}
+
+// textItem encodes {"type":"text","text":text}.
+func textItem(text string) []byte {
+	out := make([]byte, 0, len(text)+32)
+	out = append(out, `{"type":"text","text":`...)
+	out = appendJSONString(out, text)
+	return append(out, '}')
+}
+
+// appendResourceLink appends the resource_link item for a stored file.
+func appendResourceLink(out []byte, path, name, mimeType string, size int64) []byte {
+	out = append(out, `{"type":"resource_link","uri":`...)
+	out = appendJSONString(out, fileURI(path))
+	out = append(out, `,"name":`...)
+	out = appendJSONString(out, name)
+	out = append(out, `,"mimeType":`...)
+	out = appendJSONString(out, mimeType)
+	out = append(out, `,"size":`...)
+	out = strconv.AppendInt(out, size, 10)
+	return append(out, '}')
+}
+
+// fileURI returns the file:// URI of an absolute path, percent-encoded where a URI needs it.
+func fileURI(path string) string {
+	p := filepath.ToSlash(path)
+	if !strings.HasPrefix(p, "/") {
+		p = "/" + p // a Windows drive path: file:///C:/...
+	}
+	return (&url.URL{Scheme: "file", Path: p}).String()
+}
+
+// appendJSONString appends s as a JSON string literal, escaping what JSON requires plus
+// U+2028/U+2029 (which break JavaScript embedding). Invalid UTF-8 becomes U+FFFD.
+func appendJSONString(out []byte, s string) []byte {
+	const hexDigits = "0123456789abcdef"
+	out = append(out, '"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			out = append(out, '\\', byte(r))
+		case r < 0x20 || r == '\u2028' || r == '\u2029':
+			out = append(out, '\\', 'u', hexDigits[r>>12&0xf], hexDigits[r>>8&0xf], hexDigits[r>>4&0xf], hexDigits[r&0xf])
+		default:
+			out = utf8.AppendRune(out, r)
+		}
+	}
+	return append(out, '"')
+}
