@@ -1,0 +1,251 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// maxPages bounds how many pages one list is read for (SPEC §3); an upstream
+// that keeps returning cursors is cut off there, with a warning.
+const maxPages = 50
+
+// kind is one discoverable list; kinds combine as a bit set.
+type kind uint8
+
+const (
+	kindTools kind = 1 << iota
+	kindResources
+	kindTemplates
+	kindPrompts
+
+	allKinds = kindTools | kindResources | kindTemplates | kindPrompts
+)
+
+// listSpec says how to list one kind.
+type listSpec struct {
+	kind   kind
+	method string
+	key    string // the array's key in the result
+}
+
+var listSpecs = []listSpec{
+	{kindTools, "tools/list", "tools"},
+	{kindResources, "resources/list", "resources"},
+	{kindTemplates, "resources/templates/list", "resourceTemplates"},
+	{kindPrompts, "prompts/list", "prompts"},
+}
+
+// catalog is the result of one discovery; only the kinds in set are
+// meaningful, the others are left as they were in the snapshot.
+type catalog struct {
+	set                           kind
+	tools                         []Tool
+	resources, templates, prompts []json.RawMessage
+}
+
+// apply writes the discovered kinds into snap.
+func (cat *catalog) apply(snap *Snapshot) {
+	if cat.set&kindTools != 0 {
+		snap.Tools = cat.tools
+	}
+	if cat.set&kindResources != 0 {
+		snap.Resources = cat.resources
+	}
+	if cat.set&kindTemplates != 0 {
+		snap.ResourceTemplates = cat.templates
+	}
+	if cat.set&kindPrompts != 0 {
+		snap.Prompts = cat.prompts
+	}
+}
+
+// advertised reports whether the upstream's capabilities cover k.
+func (s *session) advertised(k kind) bool {
+	switch k {
+	case kindTools:
+		return s.caps.Tools
+	case kindResources, kindTemplates:
+		return s.caps.Resources
+	case kindPrompts:
+		return s.caps.Prompts
+	}
+	return false
+}
+
+// discover lists the kinds in want. tools/list is always tried: if the
+// upstream advertises tools, its failure fails the discovery; if not, an
+// error just means no tools. Resources, templates and prompts are listed
+// only when advertised, and their failure is logged and leaves that kind
+// empty, so one broken optional list does not take the tools down.
+func (s *session) discover(ctx context.Context, want kind) (*catalog, error) {
+	cat := &catalog{}
+	for _, spec := range listSpecs {
+		if want&spec.kind == 0 {
+			continue
+		}
+		if spec.kind != kindTools && !s.advertised(spec.kind) {
+			cat.set |= spec.kind // leave it nil
+			continue
+		}
+		items, err := s.listAll(ctx, spec)
+		if err != nil {
+			if ctx.Err() != nil || s.ctx.Err() != nil {
+				return nil, err
+			}
+			var rpc *RPCError
+			switch {
+			case spec.kind == kindTools && s.caps.Tools:
+				return nil, err
+			case spec.kind == kindTools && errors.As(err, &rpc):
+				s.log.Debug().Err(err).Msg("no tools: tools capability not advertised")
+			default:
+				s.log.Warn().Err(err).Msg("discovery failed; that list stays empty")
+			}
+			items = nil
+		}
+		cat.set |= spec.kind
+		switch spec.kind {
+		case kindTools:
+			cat.tools = s.parseTools(items)
+		case kindResources:
+			cat.resources = items
+		case kindTemplates:
+			cat.templates = items
+		case kindPrompts:
+			cat.prompts = items
+		}
+	}
+	return cat, nil
+}
+
+// listPage is one page of any list result, items kept as raw bytes.
+type listPage struct {
+	items      []json.RawMessage
+	nextCursor *string
+}
+
+// listAll reads every page of one list (at most maxPages), following
+// nextCursor. A cursor the upstream already gave is an error.
+func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage, error) {
+	var all []json.RawMessage
+	seen := map[string]bool{}
+	var cursor *string
+	for page := 1; ; page++ {
+		var params json.RawMessage
+		if cursor != nil {
+			params, _ = json.Marshal(struct {
+				Cursor string `json:"cursor"`
+			}{*cursor})
+		}
+		raw, err := s.request(ctx, spec.method, params)
+		if err != nil {
+			return nil, err
+		}
+		p, err := decodePage(raw, spec.key)
+		if err != nil {
+			return nil, s.c.opError(spec.method, err)
+		}
+		all = append(all, p.items...)
+		if p.nextCursor == nil || *p.nextCursor == "" {
+			return all, nil
+		}
+		if seen[*p.nextCursor] {
+			return nil, s.c.opError(spec.method, fmt.Errorf("%w on page %d", ErrRepeatedCursor, page))
+		}
+		seen[*p.nextCursor] = true
+		if page == maxPages {
+			s.log.Warn().Str("method", spec.method).Int("pages", maxPages).
+				Msg("list has more pages than the limit; the rest is ignored")
+			return all, nil
+		}
+		cursor = p.nextCursor
+	}
+}
+
+// decodePage reads the items under key and nextCursor from a list result,
+// keeping each item's bytes exactly as sent.
+func decodePage(raw json.RawMessage, key string) (listPage, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return listPage{}, fmt.Errorf("%w: result is not an object", ErrBadResponse)
+	}
+	var p listPage
+	if v, ok := fields[key]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &p.items); err != nil {
+			return listPage{}, fmt.Errorf("%w: %q is not an array", ErrBadResponse, key)
+		}
+	}
+	if v, ok := fields["nextCursor"]; ok && string(v) != "null" {
+		var c string
+		if err := json.Unmarshal(v, &c); err != nil {
+			return listPage{}, fmt.Errorf("%w: nextCursor is not a string", ErrBadResponse)
+		}
+		p.nextCursor = &c
+	}
+	return p, nil
+}
+
+// parseTools reads name, description and readOnlyHint from each raw tool
+// without touching its bytes. A tool without a non-empty string name, or
+// with a name seen before, is skipped with a warning.
+func (s *session) parseTools(items []json.RawMessage) []Tool {
+	tools := make([]Tool, 0, len(items))
+	seen := make(map[string]bool, len(items))
+	for i, raw := range items {
+		t, err := parseTool(raw)
+		if err != nil {
+			s.log.Warn().Int("index", i).Err(err).Msg("tool skipped")
+			continue
+		}
+		if seen[t.Name] {
+			s.log.Warn().Str("tool", t.Name).Msg("duplicate tool name; later entry skipped")
+			continue
+		}
+		seen[t.Name] = true
+		tools = append(tools, t)
+	}
+	return tools
+}
+
+// parseTool reads the fields the proxy needs from one raw tool object.
+func parseTool(raw json.RawMessage) (Tool, error) {
+	var fields struct {
+		Name        json.RawMessage `json:"name"`
+		Description json.RawMessage `json:"description"`
+		Annotations json.RawMessage `json:"annotations"`
+	}
+	if err := json.Unmarshal(raw, &fields); err != nil {
+		return Tool{}, fmt.Errorf("%w: tool is not an object", ErrBadResponse)
+	}
+	t := Tool{Raw: raw}
+	if err := json.Unmarshal(fields.Name, &t.Name); err != nil || t.Name == "" {
+		return Tool{}, fmt.Errorf("%w: tool has no string name", ErrBadResponse)
+	}
+	_ = json.Unmarshal(fields.Description, &t.Description) // not a string: ""
+	var ann struct {
+		ReadOnlyHint json.RawMessage `json:"readOnlyHint"`
+	}
+	if json.Unmarshal(fields.Annotations, &ann) == nil {
+		var ro bool
+		t.ReadOnly = json.Unmarshal(ann.ReadOnlyHint, &ro) == nil && ro
+	}
+	return t, nil
+}
+
+// listChangedKinds maps an upstream list_changed notification to the kinds
+// to re-discover (0 for any other method).
+func listChangedKinds(method string) kind {
+	switch mcp.MCPMethod(method) {
+	case mcp.MethodNotificationToolsListChanged:
+		return kindTools
+	case mcp.MethodNotificationResourcesListChanged:
+		return kindResources | kindTemplates
+	case mcp.MethodNotificationPromptsListChanged:
+		return kindPrompts
+	}
+	return 0
+}

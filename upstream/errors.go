@@ -1,0 +1,55 @@
+package upstream
+
+import (
+	"errors"
+	"strconv"
+)
+
+// ErrResponseTooLarge is matched (errors.Is) by every *ResponseTooLargeError.
+var ErrResponseTooLarge = errors.New("MCP response body exceeds the byte limit")
+
+// ResponseTooLargeError reports an upstream message longer than the
+// configured max_response_bytes (SPEC §9.2). Its text is the one the host
+// sees.
+type ResponseTooLargeError struct {
+	Limit int64 // the limit in bytes
+}
+
+func (e *ResponseTooLargeError) Error() string {
+	return "MCP response body exceeds the " + strconv.FormatInt(e.Limit, 10) + "-byte limit"
+}
+
+// Unwrap makes errors.Is(err, ErrResponseTooLarge) true.
+func (e *ResponseTooLargeError) Unwrap() error { return ErrResponseTooLarge }
+
+// Sentinels of the connection core (conn.go, session.go, request.go).
+var (
+	// ErrNotConnected: the server has no live connection (connecting,
+	// failed or closed). The downstream shows "MCP server '<name>' is not
+	// connected".
+	ErrNotConnected = errors.New("not connected")
+	// ErrConnectionLost: the connection died while the request was in
+	// flight; its outcome is unknown and it is never re-sent.
+	ErrConnectionLost = errors.New("connection lost")
+	// ErrProcessExited: a stdio server's process ended.
+	ErrProcessExited = errors.New("process exited")
+	// ErrConnectTimeout: connect, initialize and first discovery took longer
+	// than connect_timeout.
+	ErrConnectTimeout = errors.New("connect timed out")
+	// ErrRepeatedCursor: a paginated list returned a cursor it had already
+	// returned, which would loop forever.
+	ErrRepeatedCursor = errors.New("list repeated a pagination cursor")
+	// ErrBadResponse: the upstream answered with something that is not a
+	// valid response for the method.
+	ErrBadResponse = errors.New("malformed upstream response")
+	// ErrBadRequest: the params given to Request or Notify are not a JSON
+	// object.
+	ErrBadRequest = errors.New("invalid request")
+	// ErrUnknownTransport: the server's transport is not stdio, http or sse.
+	ErrUnknownTransport = errors.New("unknown transport")
+
+	// errSessionClosed is why a session the proxy closed itself died.
+	errSessionClosed = errors.New("connection closed")
+	// errStdoutClosed: a stdio child closed its stdout but did not exit.
+	errStdoutClosed = errors.New("process closed its stdout")
+)

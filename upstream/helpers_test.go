@@ -1,0 +1,174 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/rs/zerolog"
+)
+
+// logBuffer collects zerolog output for assertions; safe for concurrent use.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// lines returns the log lines that contain every one of subs.
+func (b *logBuffer) lines(subs ...string) []string {
+	var out []string
+	for _, l := range strings.Split(b.String(), "\n") {
+		ok := l != ""
+		for _, s := range subs {
+			ok = ok && strings.Contains(l, s)
+		}
+		if ok {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// waitLog waits until a log line contains every one of subs.
+func (b *logBuffer) waitLog(t *testing.T, d time.Duration, subs ...string) string {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		if l := b.lines(subs...); len(l) > 0 {
+			return l[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no log line with %q within %s; log:\n%s", subs, d, b.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func testLogger(b *logBuffer) zerolog.Logger {
+	return zerolog.New(b).Level(zerolog.TraceLevel).With().Timestamp().Logger()
+}
+
+func dur(d time.Duration) config.Duration { return config.Duration(d) }
+
+// fakeServer is a stdio server config running this test binary as the fake
+// upstream in the given modes.
+func fakeServer(t *testing.T, name string, modes ...string) *config.Server {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &config.Server{
+		Name:             name,
+		Transport:        "stdio",
+		Command:          exe,
+		Env:              map[string]string{"UPSTREAM_FAKE": "1", "UPSTREAM_FAKE_MODE": strings.Join(modes, ",")},
+		Timeout:          dur(10 * time.Second),
+		ConnectTimeout:   dur(15 * time.Second),
+		Protocol:         "2025-11-25",
+		MaxResponseBytes: 1 << 20,
+	}
+}
+
+// snapshots records every snapshot OnSnapshot delivers.
+type snapshots struct {
+	mu  sync.Mutex
+	all []*Snapshot
+}
+
+func (s *snapshots) add(snap *Snapshot) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.all = append(s.all, snap)
+}
+
+func (s *snapshots) list() []*Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]*Snapshot(nil), s.all...)
+}
+
+// start creates and starts a Conn, closes it at cleanup, and waits until its
+// first connect attempt ended.
+func start(t *testing.T, cfg *config.Server, opts Options) *Conn {
+	t.Helper()
+	c := New(cfg, opts)
+	c.Start(context.Background())
+	t.Cleanup(func() { _ = c.Close() })
+	select {
+	case <-c.Ready():
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s: not ready after 30s", cfg.Name)
+	}
+	return c
+}
+
+// waitSnapshot polls until cond holds for the current snapshot.
+func waitSnapshot(t *testing.T, c *Conn, d time.Duration, what string, cond func(*Snapshot) bool) *Snapshot {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s := c.Snapshot()
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not reached within %s; state %s, err %v", what, d, s.State, s.Err)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func mustConnected(t *testing.T, c *Conn) *Snapshot {
+	t.Helper()
+	s := c.Snapshot()
+	if s.State != StateConnected {
+		t.Fatalf("state %s, err %v; want connected", s.State, s.Err)
+	}
+	return s
+}
+
+// callTool sends tools/call name with args and decodes structuredContent.
+func callTool(t *testing.T, c *Conn, name string, args any) map[string]json.RawMessage {
+	t.Helper()
+	params, _ := json.Marshal(map[string]any{"name": name, "arguments": args})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := c.Request(ctx, "tools/call", params)
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	var res struct {
+		Structured map[string]json.RawMessage `json:"structuredContent"`
+	}
+	if err := json.Unmarshal(raw, &res); err != nil {
+		t.Fatalf("tools/call %s: result %s: %v", name, raw, err)
+	}
+	return res.Structured
+}
+
+func toolNames(tools []Tool) []string {
+	var names []string
+	for _, t := range tools {
+		names = append(names, t.Name)
+	}
+	return names
+}

@@ -1,0 +1,573 @@
+package upstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// Every wrapper in this file enforces max_response_bytes (SPEC §9.2) on one
+// transport: stdio per line, plain JSON per body, SSE per event. A limit <= 0
+// disables the check (callers pass the resolved config value, which is
+// always positive). None of them is safe for concurrent use, as for any
+// io.Reader.
+
+const (
+	// lineChunk is how much of a child's stdout the line limiter reads at
+	// once; lines within one chunk pass through without a copy.
+	lineChunk = 32 << 10
+	// idScanBytes is how much of an over-long line is kept to find the
+	// response id: ids come first in practice ({"jsonrpc":"2.0","id":…).
+	idScanBytes = 4 << 10
+	// shrinkAbove: after a line longer than this, the line buffer is let go
+	// so that one huge message does not pin its memory for the connection's
+	// lifetime.
+	shrinkAbove = 1 << 20
+	// tooLargeCode is the JSON-RPC error code of the replacement response
+	// (implementation-defined server error range).
+	tooLargeCode = -32000
+)
+
+// LineOption configures NewLineLimiter.
+type LineOption func(*lineLimiter)
+
+// WithDropHook sets fn to be told, synchronously from Read, of every
+// over-long line that was dropped because no response id could be read from
+// its first bytes. nil means drops go unreported.
+func WithDropHook(fn func(error)) LineOption {
+	return func(l *lineLimiter) { l.onDrop = fn }
+}
+
+// NewLineLimiter bounds the lines of r, a stdio child's stdout carrying
+// newline-delimited JSON-RPC. A line of at most limit bytes (its '\n' not
+// counted) passes through byte for byte. A longer line is never held whole:
+// its first idScanBytes are kept to look for the id of a JSON-RPC response,
+// the rest is discarded up to the newline, and in its place comes
+//
+//	{"jsonrpc":"2.0","id":<id>,"error":{"code":-32000,"message":"MCP response body exceeds the <N>-byte limit"}}
+//
+// so that exactly that request fails and the connection survives. When no
+// response id is found (a request or notification, an id after a huge
+// field, a batch), the line is dropped and the drop hook is told. Memory is
+// one read chunk plus at most max(limit, idScanBytes) for a line in
+// progress. A last line without '\n' at EOF is delivered as it is.
+func NewLineLimiter(r io.Reader, limit int64, opts ...LineOption) io.Reader {
+	if limit <= 0 {
+		return r
+	}
+	l := &lineLimiter{r: r, limit: limit}
+	for _, o := range opts {
+		o(l)
+	}
+	return l
+}
+
+type lineLimiter struct {
+	r      io.Reader
+	limit  int64
+	onDrop func(error)
+
+	chunk []byte // read buffer
+	in    []byte // unprocessed part of chunk
+	ready []byte // bytes to hand out: part of chunk, a line, or a replacement
+	line  []byte // the current line so far (its head once it is over the limit)
+	over  bool   // the current line is longer than limit
+	found bool   // over: the head was scanned, id holds the result
+	id    []byte // over: the response id, nil if none
+	err   error  // sticky error of r
+}
+
+func (l *lineLimiter) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		if len(l.ready) > 0 {
+			n := copy(p, l.ready)
+			l.ready = l.ready[n:]
+			return n, nil
+		}
+		if len(l.in) > 0 {
+			l.process()
+			continue
+		}
+		if l.err != nil {
+			if l.flush() {
+				continue
+			}
+			return 0, l.err
+		}
+		if l.chunk == nil {
+			l.chunk = make([]byte, lineChunk)
+		}
+		n, err := l.r.Read(l.chunk)
+		l.in = l.chunk[:n]
+		l.err = err
+		if n == 0 && err == nil {
+			return 0, nil
+		}
+	}
+}
+
+// process consumes some of l.in, possibly setting l.ready.
+func (l *lineLimiter) process() {
+	if l.over {
+		l.processOver()
+		return
+	}
+	if len(l.line) == 0 {
+		// Fast path: whole lines within the chunk go out as they are.
+		end := 0
+		for {
+			i := bytes.IndexByte(l.in[end:], '\n')
+			if i < 0 || int64(i) > l.limit {
+				break
+			}
+			end += i + 1
+		}
+		if end > 0 {
+			l.ready, l.in = l.in[:end], l.in[end:]
+			return
+		}
+	}
+	i := bytes.IndexByte(l.in, '\n')
+	seg := l.in
+	if i >= 0 {
+		seg = l.in[:i]
+	}
+	if int64(len(l.line))+int64(len(seg)) > l.limit {
+		l.over, l.found, l.id = true, false, nil
+		return // processOver takes it from here, seg included
+	}
+	l.line = append(l.line, seg...)
+	if i < 0 {
+		l.in = l.in[len(l.in):]
+		return
+	}
+	l.in = l.in[i+1:]
+	l.line = append(l.line, '\n')
+	l.ready = l.line
+	l.resetLine()
+}
+
+// processOver consumes the over-long line: it completes the head, scans it
+// once, discards the rest and finishes the line at its newline.
+func (l *lineLimiter) processOver() {
+	i := bytes.IndexByte(l.in, '\n')
+	seg := l.in
+	if i >= 0 {
+		seg = l.in[:i]
+	}
+	if !l.found {
+		if need := idScanBytes - len(l.line); need > 0 {
+			l.line = append(l.line, seg[:min(need, len(seg))]...)
+		}
+		if len(l.line) >= idScanBytes || i >= 0 {
+			l.scanHead()
+		}
+	}
+	if i < 0 {
+		l.in = l.in[len(l.in):]
+		return
+	}
+	l.in = l.in[i+1:]
+	l.finishOver()
+}
+
+func (l *lineLimiter) scanHead() {
+	l.id = responseID(l.line[:min(len(l.line), idScanBytes)])
+	l.found = true
+	l.resetLine()
+}
+
+// finishOver ends an over-long line: a replacement response, or a drop.
+func (l *lineLimiter) finishOver() {
+	if l.id != nil {
+		l.ready = tooLargeResponse(l.id, l.limit)
+	} else if l.onDrop != nil {
+		l.onDrop(fmt.Errorf("dropped a stdout line without a response id: %w",
+			&ResponseTooLargeError{Limit: l.limit}))
+	}
+	l.over, l.found, l.id = false, false, nil
+}
+
+// flush handles EOF (or any read error) with a line in progress. It reports
+// whether anything changed.
+func (l *lineLimiter) flush() bool {
+	switch {
+	case l.over:
+		if !l.found {
+			l.scanHead()
+		}
+		l.finishOver()
+		return true
+	case len(l.line) > 0:
+		l.ready = l.line
+		l.line = nil
+		return true
+	}
+	return false
+}
+
+// resetLine empties the line buffer for the next line. l.ready may still
+// alias it: nothing is appended before l.ready is drained.
+func (l *lineLimiter) resetLine() {
+	if cap(l.line) > shrinkAbove {
+		l.line = nil
+		return
+	}
+	l.line = l.line[:0]
+}
+
+// tooLargeResponse is the JSON-RPC error response that replaces an
+// over-long response with the given id.
+func tooLargeResponse(id []byte, limit int64) []byte {
+	msg := (&ResponseTooLargeError{Limit: limit}).Error()
+	b := make([]byte, 0, 96+len(id)+len(msg))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, tooLargeCode, 10)
+	b = append(b, `,"message":"`...)
+	b = append(b, msg...)
+	return append(b, "\"}}\n"...)
+}
+
+// LimitBody bounds a plain (non-SSE) HTTP response body: reading more than
+// limit bytes returns the bytes up to the limit with a
+// *ResponseTooLargeError, and every later Read returns it again. Close
+// closes body.
+func LimitBody(body io.ReadCloser, limit int64) io.ReadCloser {
+	if limit <= 0 {
+		return body
+	}
+	return &limitedBody{rc: body, left: limit, limit: limit}
+}
+
+type limitedBody struct {
+	rc    io.ReadCloser
+	left  int64
+	limit int64
+	err   error
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.err != nil {
+		return 0, b.err
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.rc.Read(p)
+	if int64(n) > b.left {
+		n = int(b.left)
+		b.left = 0
+		b.err = &ResponseTooLargeError{Limit: b.limit}
+		return n, b.err
+	}
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *limitedBody) Close() error { return b.rc.Close() }
+
+// LimitSSE bounds each event of a text/event-stream body: the bytes of one
+// event (its field lines and their line ends, up to the blank line that
+// dispatches it) may be at most limit. A longer event makes Read return the
+// bytes within the limit with a *ResponseTooLargeError, and the stream ends
+// there: every later Read returns the error. Lines may end in "\n", "\r\n"
+// or "\r". Close closes body.
+func LimitSSE(body io.ReadCloser, limit int64) io.ReadCloser {
+	if limit <= 0 {
+		return body
+	}
+	return &sseLimiter{rc: body, limit: limit, lineStart: true}
+}
+
+type sseLimiter struct {
+	rc        io.ReadCloser
+	limit     int64
+	n         int64 // bytes of the current event
+	lineStart bool  // the next byte starts a line
+	afterCR   bool  // the last byte was a '\r' (a following '\n' is its pair)
+	blankCR   bool  // that '\r' ended an event (its '\n' is not counted)
+	err       error
+}
+
+func (s *sseLimiter) Read(p []byte) (int, error) {
+	if s.err != nil {
+		return 0, s.err
+	}
+	n, err := s.rc.Read(p)
+	if k, ok := s.scan(p[:n]); !ok {
+		s.err = &ResponseTooLargeError{Limit: s.limit}
+		return k, s.err
+	}
+	return n, err
+}
+
+// scan advances the event state over b. It returns false, and how many
+// bytes fit, once the current event exceeds the limit.
+func (s *sseLimiter) scan(b []byte) (int, bool) {
+	for i := 0; i < len(b); {
+		j := bytes.IndexAny(b[i:], "\r\n")
+		if j < 0 {
+			j = len(b) - i
+		}
+		if j > 0 {
+			// Field bytes of a line.
+			if s.n+int64(j) > s.limit {
+				return i + int(s.limit-s.n), false
+			}
+			s.n += int64(j)
+			s.lineStart, s.afterCR = false, false
+			i += j
+			continue
+		}
+		c := b[i]
+		switch {
+		case c == '\n' && s.afterCR:
+			s.afterCR = false
+			if !s.blankCR {
+				if s.n+1 > s.limit {
+					return i, false
+				}
+				s.n++
+			}
+		case s.lineStart:
+			// A blank line: the event is dispatched, a new one begins.
+			s.n = 0
+			s.afterCR, s.blankCR = c == '\r', true
+		default:
+			if s.n+1 > s.limit {
+				return i, false
+			}
+			s.n++
+			s.lineStart = true
+			s.afterCR, s.blankCR = c == '\r', false
+		}
+		i++
+	}
+	return len(b), true
+}
+
+func (s *sseLimiter) Close() error { return s.rc.Close() }
+
+// LimitTransport enforces limit on every response of next: a plain body
+// whose Content-Length is over the limit is closed and the round trip fails
+// at once with a *ResponseTooLargeError; otherwise the body is wrapped with
+// LimitSSE (Content-Type text/event-stream, where the limit is per event and
+// Content-Length, if any, is not checked) or LimitBody.
+func LimitTransport(next http.RoundTripper, limit int64) http.RoundTripper {
+	if limit <= 0 {
+		return next
+	}
+	return &limitTransport{next: next, limit: limit}
+}
+
+type limitTransport struct {
+	next  http.RoundTripper
+	limit int64
+}
+
+func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err != nil || resp == nil || resp.Body == nil {
+		return resp, err
+	}
+	if isEventStream(resp.Header.Get("Content-Type")) {
+		resp.Body = LimitSSE(resp.Body, t.limit)
+		return resp, nil
+	}
+	if resp.ContentLength > t.limit && req.Method != http.MethodHead {
+		resp.Body.Close()
+		return nil, &ResponseTooLargeError{Limit: t.limit}
+	}
+	resp.Body = LimitBody(resp.Body, t.limit)
+	return resp, nil
+}
+
+func isEventStream(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		mt, _, _ = strings.Cut(strings.ToLower(strings.TrimSpace(contentType)), ";")
+		mt = strings.TrimSpace(mt)
+	}
+	return mt == "text/event-stream"
+}
+
+// responseID returns the id of the JSON-RPC response that head starts, or
+// nil. head may be cut anywhere. The id must be a number or a string and
+// must come with a top-level "result" or "error" key; a "method" key (a
+// request or notification from the server, whose id is not ours) or a
+// second "id" rules the line out.
+func responseID(head []byte) []byte {
+	p := idScanner{b: head}
+	if p.ws(); !p.eat('{') {
+		return nil
+	}
+	var id []byte
+	response := false
+	for {
+		p.ws()
+		key, ok := p.str()
+		if !ok {
+			return nil
+		}
+		if p.ws(); !p.eat(':') {
+			return nil
+		}
+		p.ws()
+		switch string(key) {
+		case "id":
+			if id != nil {
+				return nil
+			}
+			if id = p.idValue(); id == nil {
+				return nil
+			}
+			if response {
+				return id
+			}
+		case "method":
+			return nil
+		case "result", "error":
+			response = true
+			if id != nil {
+				return id
+			}
+			if !p.skipValue() {
+				return nil
+			}
+		default:
+			if !p.skipValue() {
+				return nil
+			}
+		}
+		p.ws()
+		if p.eat(',') {
+			continue
+		}
+		if p.eat('}') && response {
+			return id
+		}
+		return nil
+	}
+}
+
+// idScanner reads just enough JSON to find a response id. Every method
+// reports failure, never panics, when the input ends.
+type idScanner struct {
+	b []byte
+	i int
+}
+
+func (p *idScanner) ws() {
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case ' ', '\t', '\n', '\r':
+			p.i++
+		default:
+			return
+		}
+	}
+}
+
+func (p *idScanner) eat(c byte) bool {
+	if p.i < len(p.b) && p.b[p.i] == c {
+		p.i++
+		return true
+	}
+	return false
+}
+
+// str reads a string and returns its raw content (escapes not decoded).
+func (p *idScanner) str() ([]byte, bool) {
+	if !p.eat('"') {
+		return nil, false
+	}
+	start := p.i
+	for p.i < len(p.b) {
+		switch p.b[p.i] {
+		case '\\':
+			p.i += 2
+		case '"':
+			p.i++
+			return p.b[start : p.i-1], true
+		default:
+			p.i++
+		}
+	}
+	return nil, false
+}
+
+// idValue reads a string or number id and returns its JSON text, or nil.
+func (p *idScanner) idValue() []byte {
+	start := p.i
+	if p.i < len(p.b) && p.b[p.i] == '"' {
+		if _, ok := p.str(); !ok {
+			return nil
+		}
+	} else {
+		for p.i < len(p.b) && strings.IndexByte("+-.0123456789eE", p.b[p.i]) >= 0 {
+			p.i++
+		}
+		if p.i == start || p.i == len(p.b) {
+			return nil // not a number, or it may go on past the head
+		}
+	}
+	tok := p.b[start:p.i]
+	if !json.Valid(tok) {
+		return nil
+	}
+	return tok
+}
+
+// skipValue passes over one value of any kind, nested ones included.
+func (p *idScanner) skipValue() bool {
+	depth := 0
+	for {
+		p.ws()
+		if p.i >= len(p.b) {
+			return false
+		}
+		switch p.b[p.i] {
+		case '{', '[':
+			depth++
+			p.i++
+			continue
+		case '}', ']':
+			if depth == 0 {
+				return false
+			}
+			depth--
+			p.i++
+		case ',', ':':
+			if depth == 0 {
+				return false
+			}
+			p.i++
+			continue
+		case '"':
+			if _, ok := p.str(); !ok {
+				return false
+			}
+		default:
+			start := p.i
+			for p.i < len(p.b) && strings.IndexByte(" \t\r\n,:{}[]\"", p.b[p.i]) < 0 {
+				p.i++
+			}
+			if p.i == start || p.i == len(p.b) {
+				return false
+			}
+		}
+		if depth == 0 {
+			return true
+		}
+	}
+}

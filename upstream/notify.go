@@ -1,0 +1,121 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// notificationQueue is how many upstream notifications may wait for
+// OnNotification; beyond it they are dropped with a warning, because the
+// transport's read loop (which also carries responses) must never block.
+const notificationQueue = 1024
+
+// onNotification runs on the transport's read loop: it only hands off.
+// list_changed notifications mark their kind for re-discovery (coalesced);
+// the rest go to the OnNotification queue.
+func (s *session) onNotification(n mcp.JSONRPCNotification) {
+	if k := listChangedKinds(n.Method); k != 0 {
+		s.refresh.request(k)
+		return
+	}
+	select {
+	case s.notes <- n:
+	default:
+		if s.dropped.Add(1) == 1 {
+			s.log.Warn().Str("method", n.Method).Msg("notification queue full; dropping notifications")
+		}
+	}
+}
+
+// deliverNotifications passes queued notifications to OnNotification, in
+// arrival order, until the session dies.
+func (s *session) deliverNotifications() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case n := <-s.notes:
+			if dropped := s.dropped.Swap(0); dropped > 0 {
+				s.log.Warn().Uint64("dropped", dropped).Msg("upstream notifications were dropped")
+			}
+			if s.c.opts.OnNotification != nil {
+				s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
+			}
+		}
+	}
+}
+
+// notificationParams re-encodes typed params (mcp-go decoded them): nil
+// when there were none, and no "_meta":{} unless the upstream sent a _meta.
+func notificationParams(p mcp.NotificationParams) json.RawMessage {
+	if len(p.Meta) == 0 {
+		p.Meta = nil
+	}
+	if p.Meta == nil && len(p.AdditionalFields) == 0 {
+		return nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	return raw
+}
+
+// refresher coalesces list_changed notifications: at most one
+// re-discovery runs, and everything that arrives meanwhile becomes one
+// pending run.
+type refresher struct {
+	mu      sync.Mutex
+	pending kind
+	wake    chan struct{} // capacity 1
+}
+
+// request marks kinds for re-discovery; it never blocks.
+func (r *refresher) request(k kind) {
+	r.mu.Lock()
+	r.pending |= k
+	r.mu.Unlock()
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (r *refresher) take() kind {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := r.pending
+	r.pending = 0
+	return k
+}
+
+// refreshLoop re-discovers what list_changed notifications asked for and
+// publishes it, until the session dies. A failed re-discovery keeps the
+// previous catalog and is logged.
+func (s *session) refreshLoop() {
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.refresh.wake:
+		}
+		want := s.refresh.take()
+		if want == 0 {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(s.ctx, s.c.connectTimeout())
+		cat, err := s.discover(ctx, want)
+		cancel()
+		if err != nil {
+			if s.ctx.Err() == nil {
+				s.log.Warn().Err(err).Msg("re-discovery after list_changed failed; keeping the previous list")
+			}
+			continue
+		}
+		s.log.Debug().Int("tools", len(cat.tools)).Msg("re-discovered after list_changed")
+		s.c.publishCatalog(s, cat)
+	}
+}

@@ -1,0 +1,295 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+)
+
+// cancelNotifyTimeout bounds sending notifications/cancelled upstream after
+// a caller gave up on a request; it is best effort.
+const cancelNotifyTimeout = 5 * time.Second
+
+// RPCError is a JSON-RPC error the upstream answered a request with.
+type RPCError struct {
+	Code    int
+	Message string
+	// Data is the error's data member, re-encoded by mcp-go (numbers beyond
+	// 2^53 lose precision); nil when absent.
+	Data json.RawMessage
+}
+
+// Error returns the code and message, sanitized.
+func (e *RPCError) Error() string {
+	return sanitize.Error(fmt.Sprintf("upstream error %d: %s", e.Code, e.Message))
+}
+
+// Request sends one JSON-RPC request upstream over the raw transport (ids
+// "px-<n>") and returns the result bytes exactly as the upstream sent them.
+// params must be a JSON object or empty. Without a deadline in ctx the
+// request is bounded by the server's timeout.
+//
+// Errors: a JSON-RPC error answer is an *RPCError; no live connection wraps
+// ErrNotConnected; a connection that dies while the request is in flight
+// fails it at once with ErrConnectionLost (it is never re-sent); if ctx ends
+// first, notifications/cancelled is sent upstream and ctx.Err() is returned
+// wrapped. Every error text is sanitized.
+func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	s := c.current()
+	if s == nil {
+		return nil, c.opError(method, ErrNotConnected)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.requestTimeout())
+		defer cancel()
+	}
+	return s.request(ctx, method, params)
+}
+
+// isObject reports whether raw is one valid JSON object.
+func isObject(raw json.RawMessage) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
+}
+
+// Notify sends one notification upstream. params must be a JSON object or
+// empty; its values are sent byte for byte.
+func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	s := c.current()
+	if s == nil {
+		return c.opError(method, ErrNotConnected)
+	}
+	n, err := rawNotification(method, params)
+	if err != nil {
+		return c.opError(method, err)
+	}
+	nctx, stop := s.bind(WithMethod(ctx, method))
+	defer stop()
+	_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, s.tr.SendNotification(nctx, n) })
+	if err != nil {
+		if s.ctx.Err() != nil {
+			return c.opError(method, s.lost())
+		}
+		if ctx.Err() != nil {
+			return c.opError(method, ctx.Err())
+		}
+		return c.opError(method, err)
+	}
+	return nil
+}
+
+// opError wraps err with the server and method; its text is sanitized and
+// errors.Is/As still see err.
+func (c *Conn) opError(method string, err error) error {
+	return safe(fmt.Errorf("upstream %q: %s: %w", c.name, method, err))
+}
+
+// bind derives a ctx that also ends when the session dies.
+func (s *session) bind(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(s.ctx, cancel)
+	return ctx, func() {
+		stop()
+		cancel()
+	}
+}
+
+// lost is the error of a request whose session died under it.
+func (s *session) lost() error {
+	return fmt.Errorf("%w: %w", ErrConnectionLost, context.Cause(s.ctx))
+}
+
+// await runs send on a goroutine of the session and waits for it or for
+// ctx. A stdio write to a child that stopped reading blocks regardless of
+// ctx, and neither Request nor Notify may; the goroutine ends when the write
+// does, at the latest when the session closes the child's stdin.
+func await[T any](s *session, ctx context.Context, send func() (T, error)) (T, error) {
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	var zero T
+	if !s.spawn(func() {
+		v, err := send()
+		ch <- result{v, err}
+	}) {
+		return zero, s.lost()
+	}
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ctx.Done():
+		return zero, ctx.Err()
+	}
+}
+
+// request is Request on this session; discovery uses it too.
+func (s *session) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := "px-" + strconv.FormatUint(s.c.ids.Add(1), 10)
+	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method}
+	if len(params) > 0 {
+		if !isObject(params) {
+			return nil, s.c.opError(method, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest))
+		}
+		req.Params = params
+	}
+	if s.modern {
+		p, h, err := s.modernize(method, params)
+		if err != nil {
+			return nil, s.c.opError(method, err)
+		}
+		req.Params, req.Header = p, h
+	}
+
+	rctx, stop := s.bind(WithMethod(ctx, method))
+	defer stop()
+	rctx, tooLarge := withTooLargeSink(rctx)
+	resp, err := await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
+	if err == nil && resp == nil {
+		err = fmt.Errorf("%w: no response", ErrBadResponse)
+	}
+	if err != nil {
+		switch {
+		case tooLarge.get() != nil:
+			return nil, s.c.opError(method, tooLarge.get())
+		case s.ctx.Err() != nil:
+			return nil, s.c.opError(method, s.lost())
+		case ctx.Err() != nil:
+			s.sendCancelled(ctx, id)
+			return nil, s.c.opError(method, ctx.Err())
+		case s.proc != nil && errors.Is(err, transport.ErrTransportClosed):
+			// The child's stdout ended; the supervisor is about to say why.
+			waitClosed(s.dead, 2*stdoutEOFGrace)
+			if s.ctx.Err() != nil {
+				return nil, s.c.opError(method, s.lost())
+			}
+			return nil, s.c.opError(method, fmt.Errorf("%w: %w", ErrConnectionLost, err))
+		case errors.Is(err, transport.ErrSessionTerminated):
+			s.die(fmt.Errorf("session expired: %w", err))
+			return nil, s.c.opError(method, s.lost())
+		default:
+			return nil, s.c.opError(method, err)
+		}
+	}
+	if e := resp.Error; e != nil {
+		if tl := (&ResponseTooLargeError{Limit: s.c.maxResponseBytes()}); e.Code == tooLargeCode && e.Message == tl.Error() {
+			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
+		}
+		rpc := &RPCError{Code: e.Code, Message: e.Message}
+		if e.Data != nil {
+			if data, err := json.Marshal(e.Data); err == nil {
+				rpc.Data = data
+			}
+		}
+		return nil, rpc
+	}
+	if resp.Result == nil {
+		return nil, s.c.opError(method, fmt.Errorf("%w: neither result nor error", ErrBadResponse))
+	}
+	return resp.Result, nil
+}
+
+// sendCancelled tells the upstream, best effort and off the caller's path,
+// that the caller gave up on request id (mcp-go does not over HTTP, nor for
+// raw requests).
+func (s *session) sendCancelled(ctx context.Context, id string) {
+	reason := "request cancelled"
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		reason = "request timed out"
+	}
+	params, _ := json.Marshal(map[string]string{"requestId": id, "reason": reason})
+	n, err := rawNotification(string(mcp.MethodNotificationCancelled), params)
+	if err != nil {
+		return
+	}
+	s.spawn(func() {
+		nctx, cancel := context.WithTimeout(s.ctx, cancelNotifyTimeout)
+		defer cancel()
+		nctx = WithMethod(nctx, string(mcp.MethodNotificationCancelled))
+		if err := s.tr.SendNotification(nctx, n); err != nil && s.ctx.Err() == nil {
+			s.log.Debug().Err(safe(err)).Str("request", id).Msg("send notifications/cancelled")
+		}
+	})
+}
+
+// rawNotification builds a notification whose params values are sent byte
+// for byte (mcp-go's typed params would re-encode numbers as float64).
+func rawNotification(method string, params json.RawMessage) (mcp.JSONRPCNotification, error) {
+	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}}
+	if len(params) == 0 {
+		return n, nil
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
+		return n, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+	}
+	if meta, ok := fields["_meta"]; ok {
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(meta, &m); err != nil {
+			return n, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
+		}
+		n.Params.Meta = make(map[string]any, len(m))
+		for k, v := range m {
+			n.Params.Meta[k] = v
+		}
+		delete(fields, "_meta")
+	}
+	n.Params.AdditionalFields = make(map[string]any, len(fields))
+	for k, v := range fields {
+		n.Params.AdditionalFields[k] = v
+	}
+	return n, nil
+}
+
+// modernize adds the per-request _meta (protocol version, client info and
+// capabilities) and the standard headers that a 2026-07-28 connection needs
+// on every request. Values in params are kept byte for byte.
+func (s *session) modernize(method string, params json.RawMessage) (json.RawMessage, http.Header, error) {
+	fields := map[string]json.RawMessage{}
+	if len(params) > 0 {
+		if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
+			return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+			return nil, nil, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
+		}
+	}
+	put := func(k string, v any) {
+		b, _ := json.Marshal(v)
+		meta[k] = b
+	}
+	put(mcp.MetaKeyProtocolVersion, s.protocol)
+	put(mcp.MetaKeyClientInfo, mcp.Implementation{Name: clientName, Version: Version})
+	put(mcp.MetaKeyClientCapabilities, mcp.ClientCapabilities{})
+	m, err := json.Marshal(meta)
+	if err != nil {
+		return nil, nil, err
+	}
+	fields["_meta"] = m
+	encoded, err := json.Marshal(fields)
+	if err != nil {
+		return nil, nil, err
+	}
+	var header http.Header
+	if std := mcp.StandardHeaders(s.protocol, mcp.MCPMethod(method), encoded); len(std) > 0 {
+		header = make(http.Header, len(std))
+		for k, v := range std {
+			header.Set(k, v)
+		}
+	}
+	return encoded, header, nil
+}

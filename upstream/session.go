@@ -1,0 +1,297 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/rs/zerolog"
+)
+
+// Version is the clientInfo.version the proxy sends upstream; the build sets
+// it (-ldflags "-X github.com/mcp-proxy/mcp-proxy/upstream.Version=...").
+var Version = "dev"
+
+// clientName is the clientInfo.name the proxy sends upstream.
+const clientName = "mcp-proxy"
+
+// protocolAuto is the protocol setting that lets mcp-go probe the stateless
+// 2026-07-28 core (server/discover) before falling back to initialize.
+const protocolAuto = "auto"
+
+// session is one connected generation of a Conn: one transport, one
+// initialize, one catalog. It dies once (die) and is torn down once (close);
+// a reconnect makes a new session.
+type session struct {
+	c    *Conn
+	log  zerolog.Logger
+	cl   *client.Client
+	tr   transport.Interface
+	proc *process // stdio only
+
+	ctx     context.Context // ends when the session dies
+	cancel  context.CancelCauseFunc
+	dead    chan struct{}
+	dieOnce sync.Once
+	err     error // why it died; set before dead is closed
+
+	// Set by open before the session is published, read-only afterwards.
+	protocol     string
+	modern       bool
+	caps         Capabilities
+	serverInfo   json.RawMessage
+	instructions string
+	initial      *catalog
+
+	notes   chan mcp.JSONRPCNotification // to OnNotification, see notify.go
+	dropped atomic.Uint64                // notifications dropped since the last delivery
+	refresh refresher
+
+	mu        sync.Mutex // guards closing against wg.Add
+	closing   bool
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+func newSession(c *Conn, lifetime context.Context) *session {
+	ctx, cancel := context.WithCancelCause(lifetime)
+	return &session{
+		c:       c,
+		log:     c.log,
+		ctx:     ctx,
+		cancel:  cancel,
+		dead:    make(chan struct{}),
+		notes:   make(chan mcp.JSONRPCNotification, notificationQueue),
+		refresh: refresher{wake: make(chan struct{}, 1)},
+	}
+}
+
+// connect makes one connection attempt bounded by connect_timeout: transport,
+// initialize, first discovery. The returned session is live but not yet
+// published; its catalog is in s.initial.
+func (c *Conn) connect(lifetime context.Context) (*session, error) {
+	s := newSession(c, lifetime)
+	timeout := c.connectTimeout()
+	ctx, cancel := context.WithTimeout(s.ctx, timeout)
+	defer cancel()
+	if err := s.open(ctx); err != nil {
+		err = s.explain(ctx, timeout, err)
+		// Tear the attempt down in the background, so the failure is
+		// published at once; Close waits for it (c.wg is held by run).
+		c.wg.Add(1)
+		go func() {
+			defer c.wg.Done()
+			s.close()
+		}()
+		return nil, err
+	}
+	return s, nil
+}
+
+// open starts the transport, initializes and discovers.
+func (s *session) open(ctx context.Context) error {
+	tr, err := s.newTransport(ctx)
+	if err != nil {
+		return err
+	}
+	s.tr = tr
+
+	var opts []client.ClientOption
+	if p := s.preferredProtocol(); p != "" {
+		opts = append(opts, client.WithProtocolVersion(p))
+	}
+	s.cl = client.NewClient(tr, opts...)
+	s.cl.OnNotification(s.onNotification)
+	s.spawn(s.deliverNotifications)
+	if s.proc != nil {
+		s.spawn(s.superviseProcess)
+	}
+
+	// Start's ctx is the session's: it lives as long as the transport does
+	// (a stdio transport would kill its child, an SSE one its stream, when
+	// it ends).
+	if err := s.cl.Start(s.ctx); err != nil {
+		return fmt.Errorf("start transport: %w", err)
+	}
+	if sse, ok := tr.(*transport.SSE); ok {
+		if err := s.checkSSEEndpoint(sse); err != nil {
+			return err
+		}
+		s.cl.OnConnectionLost(func(err error) {
+			s.die(fmt.Errorf("SSE stream lost: %w", err))
+		})
+	}
+
+	res, err := s.cl.Initialize(WithMethod(ctx, string(mcp.MethodInitialize)), mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: s.preferredProtocol(),
+		ClientInfo:      mcp.Implementation{Name: clientName, Version: Version},
+	}})
+	if err != nil {
+		if errors.Is(err, transport.ErrLegacySSEServer) {
+			return fmt.Errorf("initialize: %w (if it is a legacy SSE server, set transport: sse)", err)
+		}
+		return fmt.Errorf("initialize: %w", err)
+	}
+	s.protocol = s.cl.ProtocolVersion()
+	if s.protocol == "" {
+		s.protocol = res.ProtocolVersion
+	}
+	s.modern = mcp.IsModernProtocol(s.protocol)
+	s.caps = capabilitiesOf(res.Capabilities)
+	s.instructions = res.Instructions
+	if info, err := json.Marshal(res.ServerInfo); err == nil {
+		s.serverInfo = info
+	}
+
+	cat, err := s.discover(ctx, allKinds)
+	if err != nil {
+		return err
+	}
+	s.initial = cat
+	return nil
+}
+
+// preferredProtocol is the version to pin, or "" for auto: mcp-go then
+// probes the stateless 2026-07-28 core (server/discover) before falling back
+// to initialize. Over Streamable HTTP the GET stream (needed for upstream
+// notifications) rules 2026-07-28 out, so auto negotiates the newest
+// session-based version there.
+func (s *session) preferredProtocol() string {
+	switch p := s.c.cfg.Protocol; p {
+	case protocolAuto:
+		return ""
+	case "":
+		return config.DefaultProtocol // defaults not applied
+	default:
+		return p
+	}
+}
+
+// explain turns a failed connect step into the error the user should see:
+// why the session died if it did (a child's exit status says more than the
+// request that noticed it), or a timeout naming connect_timeout.
+func (s *session) explain(ctx context.Context, timeout time.Duration, err error) error {
+	if s.proc != nil && (errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, context.Canceled) ||
+		errors.Is(err, ErrConnectionLost)) {
+		waitClosed(s.dead, stdoutEOFGrace)
+	}
+	select {
+	case <-s.dead:
+		if !errors.Is(s.err, errSessionClosed) {
+			return s.err
+		}
+	default:
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w after %s: %w", ErrConnectTimeout, timeout, err)
+	}
+	return err
+}
+
+func capabilitiesOf(c mcp.ServerCapabilities) Capabilities {
+	var out Capabilities
+	if c.Tools != nil {
+		out.Tools, out.ToolsListChanged = true, c.Tools.ListChanged
+	}
+	if c.Resources != nil {
+		out.Resources = true
+		out.ResourcesSubscribe, out.ResourcesListChanged = c.Resources.Subscribe, c.Resources.ListChanged
+	}
+	if c.Prompts != nil {
+		out.Prompts, out.PromptsListChanged = true, c.Prompts.ListChanged
+	}
+	out.Logging = c.Logging != nil
+	out.Completions = c.Completions != nil
+	return out
+}
+
+// startBackground starts what a published session runs: re-discovery on
+// list_changed and the keepalive pings.
+func (s *session) startBackground() {
+	s.spawn(s.refreshLoop)
+	if ka := s.c.cfg.Keepalive.D(); ka > 0 {
+		s.spawn(func() { s.keepalive(ka) })
+	}
+}
+
+// spawn runs fn on a goroutine that close waits for. It reports false, and
+// does not run fn, once the session is closing.
+func (s *session) spawn(fn func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		fn()
+	}()
+	return true
+}
+
+// die records why the session ended (the first reason wins), ends its
+// context, which fails every request in flight at once, and closes dead.
+func (s *session) die(err error) {
+	s.dieOnce.Do(func() {
+		s.err = safe(err)
+		s.cancel(s.err)
+		close(s.dead)
+	})
+}
+
+// deathErr is why the session died; call it after dead is closed.
+func (s *session) deathErr() error {
+	<-s.dead
+	return s.err
+}
+
+// close tears the session down: it dies (if it had not), the transport is
+// closed, a stdio child and its process group are stopped, and every
+// goroutine of the session is waited for. Idempotent and bounded.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		s.die(errSessionClosed)
+		s.mu.Lock()
+		s.closing = true
+		s.mu.Unlock()
+		if s.tr != nil {
+			if err := s.tr.Close(); err != nil {
+				s.log.Debug().Err(safe(err)).Msg("close transport")
+			}
+		}
+		if s.proc != nil {
+			s.proc.terminate()
+		}
+		s.wg.Wait()
+	})
+}
+
+// superviseProcess notices at once when the stdio child exits or closes its
+// stdout, and kills the session with the exit status.
+func (s *session) superviseProcess() {
+	p := s.proc
+	select {
+	case <-p.exited:
+		s.die(p.exitErr)
+	case <-p.stdoutDone:
+		t := time.NewTimer(stdoutEOFGrace)
+		defer t.Stop()
+		select {
+		case <-p.exited:
+			s.die(p.exitErr)
+		case <-t.C:
+			s.die(errStdoutClosed)
+		case <-s.ctx.Done():
+		}
+	case <-s.ctx.Done():
+	}
+}

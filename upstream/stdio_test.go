@@ -1,0 +1,541 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+func TestStdioDiscoveryKeepsRawBytes(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	var seen snapshots
+	c := start(t, fakeServer(t, "fake"), Options{Logger: testLogger(&logs), OnSnapshot: seen.add})
+	s := mustConnected(t, c)
+
+	if got, want := toolNames(s.Tools), []string{"exotic", "alpha", "beta", "gamma"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("tools %v, want %v (3 pages, nameless and duplicate skipped)", got, want)
+	}
+	if !bytes.Equal(s.Tools[0].Raw, []byte(exoticTool)) {
+		t.Errorf("exotic tool bytes changed:\n got %s\nwant %s", s.Tools[0].Raw, exoticTool)
+	}
+	want := []Tool{
+		{Name: "exotic", Description: "Exotic é tool", ReadOnly: true},
+		{Name: "alpha", Description: "first"},
+		{Name: "beta", ReadOnly: true},
+		{Name: "gamma"}, // description 42 is not a string
+	}
+	for i, w := range want {
+		g := s.Tools[i]
+		if g.Name != w.Name || g.Description != w.Description || g.ReadOnly != w.ReadOnly {
+			t.Errorf("tool %d = {%q %q %v}, want {%q %q %v}", i, g.Name, g.Description, g.ReadOnly, w.Name, w.Description, w.ReadOnly)
+		}
+	}
+	if len(s.Resources) != 1 || string(s.Resources[0]) != fakeResource {
+		t.Errorf("resources %s, want [%s]", s.Resources, fakeResource)
+	}
+	if s.ResourceTemplates != nil {
+		t.Errorf("templates %s, want nil (the fake answers -32601)", s.ResourceTemplates)
+	}
+	if len(s.Prompts) != 3 || string(s.Prompts[2]) != `{"name":"p3"}` {
+		t.Errorf("prompts %s, want 3 over 2 pages", s.Prompts)
+	}
+	wantCaps := Capabilities{Tools: true, ToolsListChanged: true, Resources: true, ResourcesSubscribe: true, Prompts: true, Logging: true}
+	if s.Capabilities != wantCaps {
+		t.Errorf("capabilities %+v, want %+v", s.Capabilities, wantCaps)
+	}
+	if s.ProtocolVersion != "2025-11-25" || s.Instructions != "Be nice." || !strings.Contains(string(s.ServerInfo), `"name":"fake"`) {
+		t.Errorf("protocol %q, instructions %q, serverInfo %s", s.ProtocolVersion, s.Instructions, s.ServerInfo)
+	}
+	if s.Server != "fake" || s.Generation != 1 || s.Err != nil {
+		t.Errorf("server %q generation %d err %v", s.Server, s.Generation, s.Err)
+	}
+	logs.waitLog(t, time.Second, `"server":"fake"`, "tool skipped")
+	logs.waitLog(t, time.Second, "duplicate tool name", `"tool":"alpha"`)
+
+	waitFor(t, time.Second, "OnSnapshot delivery", func() bool { return len(seen.list()) == 1 })
+	if got := seen.list()[0]; got != s {
+		t.Errorf("OnSnapshot got generation %d, want the published snapshot", got.Generation)
+	}
+}
+
+func TestStdioRequest(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeServer(t, "req"), Options{})
+	mustConnected(t, c)
+	ctx := context.Background()
+
+	args := `{"n":18446744073709551615,"s":"x"}`
+	raw, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"echo","arguments":`+args+`}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := fmt.Sprintf(echoResult, args); string(raw) != want {
+		t.Errorf("result\n got %s\nwant %s", raw, want)
+	}
+
+	_, err = c.Request(ctx, "tools/call", json.RawMessage(`{"name":"fail"}`))
+	var rpc *RPCError
+	if !errors.As(err, &rpc) {
+		t.Fatalf("err %v (%T), want *RPCError", err, err)
+	}
+	if rpc.Code != -32042 || rpc.Message != "boom" || string(rpc.Data) != `{"why":"because"}` {
+		t.Errorf("RPCError %+v data %s", rpc, rpc.Data)
+	}
+
+	_, err = c.Request(ctx, "no/such", nil)
+	if !errors.As(err, &rpc) || rpc.Code != -32601 {
+		t.Errorf("unknown method: err %v, want -32601", err)
+	}
+	for _, bad := range []string{`{"name":`, `[1]`, `"x"`} {
+		if _, err := c.Request(ctx, "tools/call", json.RawMessage(bad)); !errors.Is(err, ErrBadRequest) {
+			t.Errorf("params %s: err %v, want ErrBadRequest", bad, err)
+		}
+	}
+}
+
+func TestStdioCancelSendsNotification(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	c := start(t, fakeServer(t, "cancel"), Options{Logger: testLogger(&logs)})
+	mustConnected(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"slow"}`))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("err %v, want DeadlineExceeded", err)
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("returned after %s", d)
+	}
+	// The fake writes what it got on its stderr, which lands in our log.
+	line := logs.waitLog(t, 5*time.Second, "fake got cancelled px-")
+	if !strings.Contains(line, `"server":"cancel"`) {
+		t.Errorf("log line %s lacks the server name", line)
+	}
+	if s := c.Snapshot(); s.State != StateConnected {
+		t.Errorf("state %s after a cancelled request", s.State)
+	}
+}
+
+func TestStdioProcessExitMidRequest(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	c := start(t, fakeServer(t, "exits"), Options{OnSnapshot: seen.add})
+	mustConnected(t, c)
+
+	began := time.Now()
+	_, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"exit"}`))
+	if d := time.Since(began); d > time.Second {
+		t.Errorf("request failed after %s, want < 1s", d)
+	}
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "process exited with status 3") {
+		t.Fatalf("err %v, want connection lost: process exited with status 3", err)
+	}
+	s := waitSnapshot(t, c, time.Second, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+	if s.Err == nil || s.Err.Error() != "process exited with status 3" || !errors.Is(s.Err, ErrProcessExited) {
+		t.Errorf("snapshot err %v", s.Err)
+	}
+	if len(s.Tools) != 0 {
+		t.Errorf("failed snapshot still lists %d tools", len(s.Tools))
+	}
+	_, err = c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"echo"}`))
+	if !errors.Is(err, ErrNotConnected) || !strings.Contains(err.Error(), `upstream "exits"`) {
+		t.Errorf("after exit: err %v, want ErrNotConnected", err)
+	}
+	waitFor(t, time.Second, "two snapshots delivered", func() bool { return len(seen.list()) == 2 })
+	states := []State{}
+	for _, s := range seen.list() {
+		states = append(states, s.State)
+	}
+	if !reflect.DeepEqual(states, []State{StateConnected, StateFailed}) {
+		t.Errorf("OnSnapshot states %v", states)
+	}
+}
+
+func TestStdioEnvironment(t *testing.T) {
+	t.Parallel()
+	environ := func() []string {
+		return append(os.Environ(), "UPSTREAM_TEST_SECRET=hunter2", "XDG_TEST_DIR=/xdg")
+	}
+	names := []string{"PATH", "UPSTREAM_TEST_SECRET", "XDG_TEST_DIR", "CFG_VAR"}
+	str := func(s string) json.RawMessage { b, _ := json.Marshal(s); return b }
+	for _, tc := range []struct {
+		name    string
+		inherit bool
+		want    map[string]json.RawMessage
+	}{
+		{"filtered", false, map[string]json.RawMessage{
+			"PATH": str(os.Getenv("PATH")), "UPSTREAM_TEST_SECRET": json.RawMessage("null"),
+			"XDG_TEST_DIR": str("/xdg"), "CFG_VAR": str("from-config"),
+		}},
+		{"inherit_env", true, map[string]json.RawMessage{
+			"PATH": str(os.Getenv("PATH")), "UPSTREAM_TEST_SECRET": str("hunter2"),
+			"XDG_TEST_DIR": str("/xdg"), "CFG_VAR": str("from-config"),
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeServer(t, "env")
+			cfg.Env["CFG_VAR"] = "from-config"
+			cfg.InheritEnv = tc.inherit
+			c := start(t, cfg, Options{Environ: environ})
+			mustConnected(t, c)
+			got := callTool(t, c, "env", map[string]any{"names": names})
+			for _, n := range names {
+				if string(got[n]) != string(tc.want[n]) {
+					t.Errorf("%s = %s, want %s", n, got[n], tc.want[n])
+				}
+			}
+		})
+	}
+}
+
+func TestStdioCwd(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cfg := fakeServer(t, "cwd")
+	cfg.Cwd = dir
+	c := start(t, cfg, Options{})
+	mustConnected(t, c)
+	var got string
+	_ = json.Unmarshal(callTool(t, c, "cwd", nil)["cwd"], &got)
+	want, _ := filepath.EvalSymlinks(dir)
+	if got, _ = filepath.EvalSymlinks(got); got != want {
+		t.Errorf("child cwd %q, want %q", got, want)
+	}
+}
+
+// TestStdioStderrLogged swaps os.Stdout, so it must not run in parallel.
+func TestStdioStderrLogged(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	restored := false
+	restore := func() {
+		if !restored {
+			os.Stdout = stdout
+			_ = w.Close()
+			restored = true
+		}
+	}
+	defer restore()
+	captured := make(chan string, 1)
+	go func() {
+		b, _ := io.ReadAll(r)
+		captured <- string(b)
+	}()
+
+	var logs logBuffer
+	cfg := fakeServer(t, "noisy")
+	cfg.Env["UPSTREAM_FAKE_STDERR"] = "marker-stderr-42 " + strings.Repeat("y", 3*stderrLineMax)
+	c := New(cfg, Options{Logger: testLogger(&logs)})
+	c.Start(context.Background())
+	<-c.Ready()
+	line := logs.waitLog(t, 5*time.Second, "marker-stderr-42")
+	_ = c.Close()
+	restore()
+
+	var entry struct {
+		Level, Server, Stream, Message string
+	}
+	if err := json.Unmarshal([]byte(line), &entry); err != nil {
+		t.Fatalf("log line %s: %v", line, err)
+	}
+	if entry.Level != "info" || entry.Server != "noisy" || entry.Stream != "stderr" {
+		t.Errorf("log line %s: want level info, server noisy, stream stderr", line)
+	}
+	if len(entry.Message) > stderrLineMax+len(" [cut]") || !strings.HasSuffix(entry.Message, "[cut]") {
+		t.Errorf("long stderr line not cut: %d bytes", len(entry.Message))
+	}
+	if out := <-captured; strings.Contains(out, "marker-stderr-42") {
+		t.Errorf("stderr of the child reached stdout: %q", out)
+	}
+}
+
+func TestStdioListChangedAndNotifications(t *testing.T) {
+	t.Parallel()
+	type note struct {
+		server, method string
+		params         json.RawMessage
+	}
+	notes := make(chan note, 10)
+	var seen snapshots
+	c := start(t, fakeServer(t, "dyn"), Options{
+		OnSnapshot: seen.add,
+		OnNotification: func(server, method string, params json.RawMessage) {
+			notes <- note{server, method, params}
+		},
+	})
+	before := mustConnected(t, c)
+
+	callTool(t, c, "add_tool", nil)
+	s := waitSnapshot(t, c, 5*time.Second, "tool added", func(s *Snapshot) bool {
+		return len(s.Tools) == 5 && s.Tools[4].Name == "added"
+	})
+	if s.Generation <= before.Generation || s.State != StateConnected || len(s.Resources) != 1 {
+		t.Errorf("new snapshot: generation %d (was %d), state %s, %d resources", s.Generation, before.Generation, s.State, len(s.Resources))
+	}
+	if !bytes.Equal(s.Tools[0].Raw, []byte(exoticTool)) {
+		t.Errorf("re-discovered exotic tool changed")
+	}
+
+	callTool(t, c, "notify", nil)
+	select {
+	case n := <-notes:
+		if n.server != "dyn" || n.method != "notifications/message" {
+			t.Errorf("notification %s %s", n.server, n.method)
+		}
+		var got, want any
+		_ = json.Unmarshal(n.params, &got)
+		_ = json.Unmarshal([]byte(`{"level":"info","data":{"n":1}}`), &want)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("params %s", n.params)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification")
+	}
+	select {
+	case n := <-notes:
+		t.Errorf("unexpected notification %s (list_changed must not be forwarded)", n.method)
+	default:
+	}
+}
+
+func TestStdioConnectTimeout(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "silent", "silent")
+	cfg.ConnectTimeout = dur(500 * time.Millisecond)
+	began := time.Now()
+	c := start(t, cfg, Options{})
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("ready after %s with connect_timeout 500ms", d)
+	}
+	s := c.Snapshot()
+	if s.State != StateFailed || !errors.Is(s.Err, ErrConnectTimeout) || !strings.Contains(s.Err.Error(), "connect timed out after 500ms") {
+		t.Errorf("state %s err %v", s.State, s.Err)
+	}
+}
+
+func TestStdioCommandNotFound(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "missing")
+	cfg.Command = "mcp-proxy-test-no-such-command"
+	began := time.Now()
+	c := start(t, cfg, Options{})
+	if d := time.Since(began); d > time.Second {
+		t.Errorf("failed after %s", d)
+	}
+	s := c.Snapshot()
+	if s.State != StateFailed || s.Err == nil || !strings.Contains(s.Err.Error(), `"mcp-proxy-test-no-such-command": executable file not found`) {
+		t.Errorf("state %s err %v", s.State, s.Err)
+	}
+}
+
+func TestStdioRepeatedCursor(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeServer(t, "loop", "loopcursor"), Options{})
+	s := c.Snapshot()
+	if s.State != StateFailed || !errors.Is(s.Err, ErrRepeatedCursor) || !strings.Contains(s.Err.Error(), "tools/list") {
+		t.Errorf("state %s err %v", s.State, s.Err)
+	}
+}
+
+func TestStdioKeepaliveFailure(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "deaf", "noping")
+	cfg.Keepalive = dur(200 * time.Millisecond)
+	c := start(t, cfg, Options{})
+	mustConnected(t, c)
+	s := waitSnapshot(t, c, 3*time.Second, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+	if s.Err == nil || !strings.HasPrefix(s.Err.Error(), "keepalive ping failed: ") {
+		t.Errorf("err %v", s.Err)
+	}
+}
+
+func TestStdioKeepaliveHealthy(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "alive")
+	cfg.Keepalive = dur(50 * time.Millisecond)
+	c := start(t, cfg, Options{})
+	mustConnected(t, c)
+	time.Sleep(400 * time.Millisecond)
+	mustConnected(t, c)
+}
+
+func TestStdioResponseTooLarge(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeServer(t, "big"), Options{})
+	mustConnected(t, c)
+	_, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"big"}`))
+	if err == nil || !strings.Contains(err.Error(), "exceeds the 1048576-byte limit") {
+		t.Fatalf("err %v, want the size limit", err)
+	}
+	// The connection survives: the next request works.
+	callTool(t, c, "pid", nil)
+	mustConnected(t, c)
+}
+
+func TestStdioAutoProtocol(t *testing.T) {
+	t.Parallel()
+	t.Run("legacy fallback", func(t *testing.T) {
+		t.Parallel()
+		cfg := fakeServer(t, "auto")
+		cfg.Protocol = "auto"
+		c := start(t, cfg, Options{})
+		if s := mustConnected(t, c); s.ProtocolVersion != "2025-11-25" || len(s.Tools) != 4 {
+			t.Errorf("protocol %q, %d tools", s.ProtocolVersion, len(s.Tools))
+		}
+	})
+	t.Run("stateless core", func(t *testing.T) {
+		t.Parallel()
+		cfg := fakeServer(t, "modern")
+		cfg.Env["UPSTREAM_FAKE"] = "mcpgo"
+		cfg.Protocol = "auto"
+		c := start(t, cfg, Options{})
+		s := mustConnected(t, c)
+		if s.ProtocolVersion != "2026-07-28" || !reflect.DeepEqual(toolNames(s.Tools), []string{"hello"}) {
+			t.Fatalf("protocol %q, tools %v", s.ProtocolVersion, toolNames(s.Tools))
+		}
+		raw, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"hello","arguments":{"who":"proxy"}}`))
+		if err != nil || !strings.Contains(string(raw), "hello proxy") {
+			t.Errorf("call: %s, %v", raw, err)
+		}
+	})
+}
+
+func TestCloseKillsProcessGroup(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		modes []string
+		max   time.Duration
+	}{
+		{"exits on EOF, grandchild left", nil, 2 * time.Second},
+		{"ignores EOF and SIGTERM", []string{"ignoreeof", "ignoreterm"}, 8 * time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+			cfg := fakeServer(t, "group", tc.modes...)
+			cfg.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$0"`, cfg.Command, pidFile}
+			cfg.Command = "sh"
+			c := start(t, cfg, Options{})
+			mustConnected(t, c)
+			var leader int
+			_ = json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &leader)
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if leader <= 0 || grandchild <= 0 || !processAlive(grandchild) {
+				t.Fatalf("leader %d grandchild %d", leader, grandchild)
+			}
+
+			began := time.Now()
+			_ = c.Close()
+			if d := time.Since(began); d > tc.max {
+				t.Errorf("Close took %s, want < %s", d, tc.max)
+			}
+			for _, pid := range []int{leader, grandchild} {
+				if processAlive(pid) {
+					t.Errorf("pid %d still alive after Close", pid)
+				}
+			}
+			if s := c.Snapshot(); s.State != StateClosed {
+				t.Errorf("state %s after Close", s.State)
+			}
+		})
+	}
+}
+
+// processAlive reports whether pid runs; a zombie (killed, waiting to be
+// reaped by init) is dead.
+func processAlive(pid int) bool {
+	if err := syscall.Kill(pid, 0); err != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	state, _, ok := parseStat(stat)
+	return !ok || state != 'Z'
+}
+
+func TestConnIsolation(t *testing.T) {
+	t.Parallel()
+	silent := fakeServer(t, "stuck", "silent")
+	stuck := New(silent, Options{})
+	stuck.Start(context.Background())
+	t.Cleanup(func() { _ = stuck.Close() })
+
+	began := time.Now()
+	c := start(t, fakeServer(t, "fine"), Options{})
+	mustConnected(t, c)
+	callTool(t, c, "pid", nil)
+	if d := time.Since(began); d > 10*time.Second {
+		t.Errorf("healthy server took %s next to a stuck one", d)
+	}
+	if s := stuck.Snapshot(); s.State != StateConnecting {
+		t.Errorf("stuck server state %s", s.State)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %s", what, d)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestStdioExitDuringConnect(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	cfg := fakeServer(t, "crash")
+	cfg.Command, cfg.Args = "sh", []string{"-c", "echo cannot start >&2; exit 7"}
+	began := time.Now()
+	c := start(t, cfg, Options{Logger: testLogger(&logs)})
+	if d := time.Since(began); d > 3*time.Second {
+		t.Errorf("failed after %s", d)
+	}
+	s := c.Snapshot()
+	if s.State != StateFailed || s.Err == nil || s.Err.Error() != "process exited with status 7" {
+		t.Errorf("state %s err %v", s.State, s.Err)
+	}
+	logs.waitLog(t, 2*time.Second, `"stream":"stderr"`, "cannot start")
+}
+
+func TestStdioNotify(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	c := start(t, fakeServer(t, "notify"), Options{Logger: testLogger(&logs)})
+	mustConnected(t, c)
+	if err := c.Notify(context.Background(), "notifications/cancelled", json.RawMessage(`{"requestId":"down-7","reason":"user"}`)); err != nil {
+		t.Fatal(err)
+	}
+	logs.waitLog(t, 5*time.Second, "fake got cancelled down-7")
+	if err := c.Notify(context.Background(), "notifications/cancelled", json.RawMessage(`[1]`)); !errors.Is(err, ErrBadRequest) {
+		t.Errorf("array params: err %v", err)
+	}
+}
