@@ -1,0 +1,189 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usageText = `Usage: mcp-proxy [verb] [flags]
+
+Verbs:
+  serve            run the proxy (the default)
+  validate         check the config and print its warnings
+  tools            connect and print each server's state and the agent's tools [--json]
+  call NAME [JSON] call one tool and print its result
+  import FILE      print the YAML for a Claude Desktop / Cursor / VS Code JSON config
+  version          print the version
+
+Flags:
+`
+
+// options are the flags shared by the verbs.
+type options struct {
+	configPath    string
+	agent         string
+	transport     string
+	listen        string
+	allowedTools  string
+	logLevel      string
+	logFormat     string
+	metricsListen string
+	json          bool
+}
+
+// run is the whole program; main only wires it to the process.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	verb := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		verb, args = args[0], args[1:]
+	}
+	var o options
+	fs := flag.NewFlagSet("mcp-proxy "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usageText)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.configPath, "config", "", "config file (else $MCP_PROXY_CONFIG, ./mcp-proxy.yaml, $XDG_CONFIG_HOME/mcp-proxy/config.yaml)")
+	fs.StringVar(&o.agent, "agent", "", "agent to serve (default: default_agent, or the implicit agent 'default')")
+	fs.StringVar(&o.transport, "transport", "", "downstream transport: stdio or http (overrides listen.transport)")
+	fs.StringVar(&o.listen, "listen", "", "HTTP listen address host:port (implies --transport http)")
+	fs.StringVar(&o.allowedTools, "allowed-tools", "", "comma-separated per-session tool allow-list (stdio)")
+	fs.StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn, error")
+	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
+	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return &exitError{code: exitUsage, err: err}
+	}
+	rest := fs.Args()
+
+	switch verb {
+	case "version":
+		fmt.Fprintln(stdout, "mcp-proxy", version)
+		return nil
+	case "import":
+		if len(rest) != 1 {
+			return usageErr("usage: mcp-proxy import FILE")
+		}
+		return runImport(rest[0], stdout)
+	case "serve", "validate", "tools", "call":
+	case "help":
+		fs.Usage()
+		return nil
+	default:
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, version)", verb)
+	}
+	if o.allowedTools != "" {
+		return usageErr("--allowed-tools: not supported yet")
+	}
+
+	cfg, path, err := loadConfig(o)
+	if err != nil {
+		return err
+	}
+	switch verb {
+	case "validate":
+		if len(rest) != 0 {
+			return usageErr("usage: mcp-proxy validate [--config FILE]")
+		}
+		return runValidate(cfg, path, stdout)
+	case "tools":
+		if len(rest) != 0 {
+			return usageErr("usage: mcp-proxy tools [--agent A] [--json]")
+		}
+		return runTools(ctx, cfg, o, stdout, stderr)
+	case "call":
+		if len(rest) < 1 || len(rest) > 2 {
+			return usageErr("usage: mcp-proxy call NAME [JSON-ARGUMENTS]")
+		}
+		arguments := "{}"
+		if len(rest) == 2 {
+			arguments = rest[1]
+		}
+		return runCall(ctx, cfg, o, rest[0], arguments, stdout, stderr)
+	}
+	if len(rest) != 0 {
+		return usageErr("unexpected arguments: %s", strings.Join(rest, " "))
+	}
+	return runServe(ctx, cfg, o, stdin, stdout, stderr)
+}
+
+// loadConfig finds, loads and validates the config, then applies the flags
+// that override it.
+func loadConfig(o options) (*config.Config, string, error) {
+	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
+	path, err := config.Locate(o.configPath, os.LookupEnv, exists)
+	if err != nil {
+		return nil, "", configErr(err)
+	}
+	cfg, err := config.Load(path, os.LookupEnv)
+	if err != nil {
+		return nil, "", configErr(fmt.Errorf("%s: %w", path, err))
+	}
+	if o.listen != "" {
+		cfg.Listen.Addr = o.listen
+		if o.transport == "" {
+			o.transport = "http"
+		}
+	}
+	if o.transport != "" {
+		if o.transport != "stdio" && o.transport != "http" {
+			return nil, "", usageErr("--transport must be stdio or http, not %q", o.transport)
+		}
+		cfg.Listen.Transport = o.transport
+	}
+	if o.logLevel != "" {
+		cfg.Log.Level = o.logLevel
+	}
+	if o.logFormat != "" {
+		cfg.Log.Format = o.logFormat
+	}
+	if o.metricsListen != "" {
+		cfg.Metrics.Listen = o.metricsListen
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, "", configErr(fmt.Errorf("%s: %w", path, err))
+	}
+	return cfg, path, nil
+}
+
+func runImport(file string, stdout io.Writer) error {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
+	}
+	out, err := config.ImportJSON(data)
+	if err != nil {
+		return configErr(fmt.Errorf("%s: %w", file, err))
+	}
+	_, err = stdout.Write(out)
+	return err
+}
+
+func runValidate(cfg *config.Config, path string, stdout io.Writer) error {
+	for _, w := range cfg.Warnings() {
+		fmt.Fprintln(stdout, "warning:", w)
+	}
+	enabled := 0
+	for _, s := range cfg.Servers {
+		if s.IsEnabled() {
+			enabled++
+		}
+	}
+	fmt.Fprintf(stdout, "%s: config OK: %d servers (%d enabled)\n", path, len(cfg.Servers), enabled)
+	return nil
+}

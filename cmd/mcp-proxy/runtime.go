@@ -1,0 +1,187 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/blobs"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// closeBudget bounds closing every upstream at shutdown (SPEC §3: all within
+// 15 s, of which in-flight calls may take 10).
+const closeBudget = 5 * time.Second
+
+// runtime is one running set of upstream connections and the proxy in
+// front of them.
+type runtime struct {
+	cfg      *config.Config
+	log      zerolog.Logger
+	registry *prometheus.Registry
+	metrics  *metrics.Metrics
+	conns    map[string]*upstream.Conn
+	proxy    *downstream.Proxy
+}
+
+// newLogger builds the process logger: stderr only, secrets scrubbed.
+func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
+	w := sanitize.NewScrubber(cfg.Secrets()).Writer(stderr)
+	if cfg.Log.Format == "console" {
+		w = zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: time.RFC3339}
+	}
+	level, err := zerolog.ParseLevel(cfg.Log.Level)
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// startRuntime connects every enabled server in the background and builds
+// the proxy. It returns at once; upstreams appear as they connect.
+func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*runtime, error) {
+	rt := &runtime{cfg: cfg, log: newLogger(cfg, stderr), registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	m, err := metrics.New(rt.registry)
+	if err != nil {
+		return nil, err
+	}
+	rt.metrics = m
+	var bl *blobs.Materializer
+	if cfg.Blobs.Mode != "passthrough" {
+		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
+		if err != nil {
+			return nil, configErr(fmt.Errorf("blobs: %w", err))
+		}
+	}
+	ups := map[string]downstream.Upstream{}
+	if cfg.IsEnabled() {
+		for name, s := range cfg.Servers {
+			if !s.IsEnabled() {
+				continue
+			}
+			c := upstream.New(s, upstream.Options{
+				Logger:     rt.log.With().Str("server", name).Logger(),
+				OnSnapshot: rt.onSnapshot(name),
+			})
+			rt.conns[name] = c
+			ups[name] = c
+		}
+	} else {
+		rt.log.Info().Msg("enabled: false: no upstream server is connected")
+	}
+	rt.proxy = downstream.New(downstream.Options{
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
+	})
+	for _, c := range rt.conns {
+		c.Start(ctx)
+	}
+	return rt, nil
+}
+
+// onSnapshot returns the snapshot hook of one server: refresh the proxy's
+// catalog and count connection results.
+func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
+	var mu sync.Mutex
+	prev := upstream.StateConnecting
+	return func(s *upstream.Snapshot) {
+		mu.Lock()
+		changed := s.State != prev
+		prev = s.State
+		mu.Unlock()
+		if changed {
+			switch s.State {
+			case upstream.StateConnected:
+				rt.metrics.UpstreamConnect(name, "ok")
+				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
+			case upstream.StateFailed:
+				rt.metrics.UpstreamConnect(name, "error")
+				ev := rt.log.Warn().Str("server", name)
+				if s.Err != nil {
+					ev = ev.Str("error", s.Err.Error())
+				}
+				ev.Msg("upstream failed")
+			}
+		}
+		if rt.proxy != nil {
+			rt.proxy.Refresh()
+		}
+	}
+}
+
+// waitAll waits until every upstream's first connection attempt ended.
+func (rt *runtime) waitAll(ctx context.Context) {
+	for _, c := range rt.conns {
+		select {
+		case <-c.Ready():
+		case <-ctx.Done():
+			return
+		}
+	}
+	rt.proxy.Refresh()
+}
+
+// summary logs one line per server and a total, the operator's view of
+// what the proxy serves.
+func (rt *runtime) summary() {
+	names := make([]string, 0, len(rt.conns))
+	for n := range rt.conns {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	connected, tools := 0, 0
+	for _, n := range names {
+		s := rt.conns[n].Snapshot()
+		if s.State == upstream.StateConnected {
+			connected++
+			tools += len(s.Tools)
+		}
+	}
+	var states []string
+	for _, n := range names {
+		states = append(states, n+"="+rt.conns[n].Snapshot().State.String())
+	}
+	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", tools).
+		Int("exposed_tools", countListed(rt.proxy.Catalog())).Str("states", strings.Join(states, " ")).Msg("startup summary")
+}
+
+func countListed(c *downstream.Catalog) int {
+	n := 0
+	for _, e := range c.Tools() {
+		if e.Connected {
+			n++
+		}
+	}
+	return n
+}
+
+// close closes every upstream in parallel, bounded by closeBudget.
+func (rt *runtime) close() {
+	var wg sync.WaitGroup
+	for name, c := range rt.conns {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := c.Close(); err != nil {
+				rt.log.Debug().Str("server", name).Err(err).Msg("upstream closed")
+			}
+		}()
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeBudget):
+		rt.log.Warn().Msg("some upstreams did not close in time")
+	}
+}

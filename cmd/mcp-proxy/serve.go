@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+)
+
+// httpShutdownGrace is how long in-flight HTTP requests (tool calls) may run
+// after a signal (SPEC §3: up to 10 s).
+const httpShutdownGrace = 10 * time.Second
+
+// readHeaderTimeout bounds slow request headers (slowloris).
+const readHeaderTimeout = 10 * time.Second
+
+func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
+	agent := o.agent
+	if agent == "" {
+		agent = defaultAgent(cfg)
+	}
+	if agent != defaultAgent(cfg) {
+		return usageErr("unknown agent %q (agents: %s)", agent, defaultAgent(cfg))
+	}
+	rt, err := startRuntime(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	for _, w := range cfg.Warnings() {
+		rt.log.Info().Msg(w)
+	}
+	stopMetrics := rt.serveMetrics(cfg)
+	defer stopMetrics()
+	go func() {
+		rt.waitAll(ctx)
+		rt.summary()
+	}()
+
+	if cfg.Listen.Transport == "http" {
+		return rt.serveHTTP(ctx, cfg)
+	}
+	rt.log.Info().Str("agent", agent).Msg("serving MCP on stdio")
+	return rt.proxy.ServeStdio(ctx, agent, stdin, stdout)
+}
+
+func defaultAgent(cfg *config.Config) string {
+	if cfg.DefaultAgent != "" {
+		return cfg.DefaultAgent
+	}
+	return "default"
+}
+
+// serveHTTP serves the Streamable HTTP endpoint until ctx ends.
+func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
+	ln, err := net.Listen("tcp", cfg.Listen.Addr)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", cfg.Listen.Addr, err)
+	}
+	url := "http://" + ln.Addr().String() + cfg.Listen.Path
+	rt.log.Info().Str("url", url).Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
+	srv := &http.Server{Handler: rt.proxy.HTTPHandler(), ReadHeaderTimeout: readHeaderTimeout}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http server: %w", err)
+	case <-ctx.Done():
+	}
+	rt.log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownGrace)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	return nil
+}
+
+// serveMetrics serves /metrics, /healthz and /readyz on metrics.listen. A
+// port that cannot be bound is a warning: the proxy keeps serving (SPEC §11).
+func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
+	if cfg.Metrics.Listen == "" {
+		return func() {}
+	}
+	ln, err := net.Listen("tcp", cfg.Metrics.Listen)
+	if err != nil {
+		rt.log.Warn().Err(err).Str("addr", cfg.Metrics.Listen).Msg("metrics listener not started; the proxy keeps serving")
+		return func() {}
+	}
+	mux := http.NewServeMux()
+	mux.Handle(cfg.Metrics.Path, metrics.Handler(rt.registry))
+	healthz, readyz := rt.proxy.Health()
+	mux.HandleFunc("/healthz", healthz)
+	mux.HandleFunc("/readyz", readyz)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	go func() { _ = srv.Serve(ln) }()
+	rt.log.Info().Str("url", "http://"+ln.Addr().String()+cfg.Metrics.Path).Msg("serving metrics")
+	return func() { _ = srv.Close() }
+}

@@ -1,0 +1,144 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// toolsReport is the JSON form of `mcp-proxy tools --json`.
+type toolsReport struct {
+	Agent   string         `json:"agent"`
+	Servers []serverReport `json:"servers"`
+}
+
+type serverReport struct {
+	Name  string       `json:"name"`
+	State string       `json:"state"`
+	Error string       `json:"error,omitempty"`
+	Tools []toolReport `json:"tools"`
+}
+
+type toolReport struct {
+	Name        string `json:"name"`
+	Original    string `json:"original"`
+	Description string `json:"description"`
+}
+
+func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr io.Writer) error {
+	agent := o.agent
+	if agent == "" {
+		agent = defaultAgent(cfg)
+	}
+	rt, err := startRuntime(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	rt.waitAll(ctx)
+	rep := buildToolsReport(rt, agent)
+	if o.json {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(rep)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	for _, s := range rep.Servers {
+		line := fmt.Sprintf("%s\t%s\t%d tools", s.Name, s.State, len(s.Tools))
+		if s.Error != "" {
+			line += "\t" + s.Error
+		}
+		fmt.Fprintln(tw, line)
+		for _, t := range s.Tools {
+			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, firstLine(t.Description, 80))
+		}
+	}
+	return tw.Flush()
+}
+
+func buildToolsReport(rt *runtime, agent string) toolsReport {
+	byServer := map[string][]toolReport{}
+	for _, e := range rt.proxy.Catalog().Tools() {
+		if e.Connected {
+			byServer[e.Server] = append(byServer[e.Server], toolReport{Name: e.Exposed, Original: e.Name, Description: e.Description})
+		}
+	}
+	rep := toolsReport{Agent: agent, Servers: []serverReport{}}
+	for name, c := range rt.conns {
+		s := c.Snapshot()
+		sr := serverReport{Name: name, State: s.State.String(), Tools: byServer[name]}
+		if sr.Tools == nil {
+			sr.Tools = []toolReport{}
+		}
+		if s.Err != nil && s.State != upstream.StateConnected {
+			sr.Error = s.Err.Error()
+		}
+		rep.Servers = append(rep.Servers, sr)
+	}
+	for name, s := range rt.cfg.Servers {
+		if !s.IsEnabled() || !rt.cfg.IsEnabled() {
+			rep.Servers = append(rep.Servers, serverReport{Name: name, State: "disabled", Tools: []toolReport{}})
+		}
+	}
+	sort.Slice(rep.Servers, func(i, j int) bool { return rep.Servers[i].Name < rep.Servers[j].Name })
+	return rep
+}
+
+// firstLine returns the first line of s, cut to max runes.
+func firstLine(s string, max int) string {
+	for i, r := range s {
+		if r == '\n' {
+			s = s[:i]
+			break
+		}
+	}
+	if r := []rune(s); len(r) > max {
+		return string(r[:max-1]) + "…"
+	}
+	return s
+}
+
+func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments string, stdout, stderr io.Writer) error {
+	if !json.Valid([]byte(arguments)) {
+		return usageErr("arguments are not valid JSON: %s", arguments)
+	}
+	agent := o.agent
+	if agent == "" {
+		agent = defaultAgent(cfg)
+	}
+	rt, err := startRuntime(ctx, cfg, stderr)
+	if err != nil {
+		return err
+	}
+	defer rt.close()
+	rt.waitAll(ctx)
+	result, err := rt.proxy.CallTool(ctx, agent, name, json.RawMessage(arguments))
+	if err != nil {
+		return &exitError{code: exitRuntime, err: err}
+	}
+	if _, err := stdout.Write(append(indent(result), '\n')); err != nil {
+		return err
+	}
+	if downstream.IsErrorResult(result) {
+		return &exitError{code: exitRuntime, err: fmt.Errorf("tool %s returned isError: true", name)}
+	}
+	return nil
+}
+
+// indent pretty-prints raw for a terminal, keeping its bytes otherwise.
+func indent(raw json.RawMessage) []byte {
+	var buf bytes.Buffer
+	if json.Indent(&buf, raw, "", "  ") != nil {
+		return raw
+	}
+	return buf.Bytes()
+}

@@ -1,0 +1,204 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// JSON-RPC error codes the proxy answers with.
+const (
+	codeInvalidParams = -32602
+	codeInternal      = -32603
+	// codeServerError is the implementation-defined range's first code, used
+	// for routing failures: the upstream is not connected or went away.
+	codeServerError = -32000
+	// codeTimeout is the code MCP SDKs use for a request that timed out.
+	codeTimeout = -32001
+)
+
+// wireError is a JSON-RPC error the proxy sends downstream as it is.
+type wireError struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+}
+
+func (e *wireError) Error() string { return e.Message }
+
+// callTool is the mcp-go handler of every shadow tool. When the request came
+// through the wire layer it carries a slot: the raw outcome goes there and
+// the wire layer writes it; otherwise the outcome is converted to mcp-go's
+// types.
+func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	sl := p.slots.fromMeta(req.Params.Meta)
+	meta := json.RawMessage(nil)
+	if sl != nil {
+		meta = sl.meta
+	} else if req.Params.Meta != nil {
+		meta, _ = json.Marshal(req.Params.Meta)
+	}
+	result, werr := p.forwardCall(ctx, agentFrom(ctx), req.Params.Name, req.Params.RawArguments, meta, linkSupported(ctx))
+	if sl != nil {
+		sl.set(result, werr)
+		if werr != nil {
+			return nil, werr
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+	}
+	if werr != nil {
+		return nil, werr
+	}
+	return typedResult(result)
+}
+
+// forwardCall routes one tools/call to its upstream and returns the raw
+// result or the error to send downstream.
+func (p *Proxy) forwardCall(ctx context.Context, agent, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
+	entry, ok := p.Catalog().Lookup(name)
+	if !ok {
+		return nil, unknownTool(name)
+	}
+	log := p.log.With().Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name).Logger()
+	up := p.opts.Upstreams[entry.Server]
+	if up.Snapshot().State != upstream.StateConnected {
+		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeError, 0)
+		return nil, notConnected(entry.Server)
+	}
+	params, err := callParams(entry.Name, args, meta)
+	if err != nil {
+		return nil, &wireError{Code: codeInvalidParams, Message: "invalid tools/call params: " + sanitize.Error(err.Error())}
+	}
+	timeout := p.opts.Config.Servers[entry.Server].Timeout.D()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	start := time.Now()
+	result, err := up.Request(cctx, "tools/call", params)
+	elapsed := time.Since(start)
+	outcome, werr := classify(entry, result, err, ctx, cctx, timeout)
+	p.opts.Metrics.ToolCall(entry.Server, entry.Name, outcome, elapsed)
+	if werr != nil {
+		log.Warn().Str("outcome", outcome).Dur("duration", elapsed).Str("error", werr.Message).Msg("tool call failed")
+		return nil, werr
+	}
+	log.Debug().Str("outcome", outcome).Dur("duration", elapsed).Int("bytes", len(result)).Msg("tool call")
+	return p.rewriteResult(agent, entry.Server, result, linkOK), nil
+}
+
+// classify maps a call's error to its metric outcome and downstream error.
+func classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
+	var rpcErr *upstream.RPCError
+	switch {
+	case err == nil:
+		if isErrorResult(result) {
+			return metrics.OutcomeToolError, nil
+		}
+		return metrics.OutcomeOK, nil
+	case ctx.Err() != nil:
+		return metrics.OutcomeCanceled, &wireError{Code: codeServerError, Message: "request cancelled"}
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return metrics.OutcomeTimeout, &wireError{Code: codeTimeout,
+			Message: fmt.Sprintf("MCP tool call '%s' timed out after %s", entry.Exposed, timeout)}
+	case errors.As(err, &rpcErr):
+		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: sanitize.Error(rpcErr.Message)}
+	case errors.Is(err, upstream.ErrNotConnected):
+		return metrics.OutcomeError, notConnected(entry.Server)
+	case errors.Is(err, upstream.ErrConnectionLost):
+		// The call may or may not have run: it is never replayed (SPEC §3).
+		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: sanitize.Error(fmt.Sprintf(
+			"MCP server '%s' was lost during the call; it was not retried and its outcome is unknown (%v)",
+			entry.Server, err))}
+	case errors.Is(err, upstream.ErrResponseTooLarge):
+		var tl *upstream.ResponseTooLargeError
+		msg := "MCP response body exceeds the byte limit"
+		if errors.As(err, &tl) {
+			msg = tl.Error()
+		}
+		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: msg}
+	default:
+		return metrics.OutcomeError, &wireError{Code: codeServerError,
+			Message: sanitize.Error(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
+	}
+}
+
+// linkSupported reports whether the client's protocol version has the
+// resource_link content type (2025-06-18 and later).
+func linkSupported(ctx context.Context) bool {
+	v := server.RequestProtocolVersion(ctx)
+	return v == "" || v >= mcp.ProtocolVersion20250618
+}
+
+func unknownTool(name string) *wireError {
+	return &wireError{Code: codeInvalidParams, Message: "unknown tool: " + sanitize.Error(name)}
+}
+
+func notConnected(server string) *wireError {
+	return &wireError{Code: codeServerError, Message: fmt.Sprintf("MCP server '%s' is not connected", server)}
+}
+
+// callParams builds the upstream tools/call params: the upstream's own tool
+// name, the client's argument bytes as they came, and the client's _meta.
+func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error) {
+	params := []byte(`{}`)
+	var err error
+	params, err = rawjson.Set(params, "name", rawjson.String(name))
+	if err != nil {
+		return nil, err
+	}
+	if len(args) > 0 && string(args) != "null" {
+		if params, err = rawjson.Set(params, "arguments", args); err != nil {
+			return nil, err
+		}
+	}
+	if len(meta) > 0 && string(meta) != "null" && string(meta) != "{}" {
+		if params, err = rawjson.Set(params, "_meta", meta); err != nil {
+			return nil, err
+		}
+	}
+	return params, nil
+}
+
+// isErrorResult reports whether a raw tools/call result has isError: true.
+func isErrorResult(result json.RawMessage) bool {
+	v, ok, err := rawjson.Get(result, "isError")
+	return err == nil && ok && string(v) == "true"
+}
+
+// rewriteResult applies the result rewrites of SPEC §8 and §9.4: blobs to
+// files, Unicode TAG characters out of text. Both return the input slice when
+// there is nothing to change, which is the common case.
+func (p *Proxy) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
+	if p.opts.Blobs != nil {
+		out, report, err := p.opts.Blobs.Rewrite(agent, result, linkOK)
+		if err != nil {
+			p.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
+		} else {
+			result = out
+			p.recordBlobs(server, report)
+		}
+	}
+	return stripResultTags(compactLines(result))
+}
+
+// CallTool calls one tool for agent outside any MCP session (the `call`
+// verb). It follows the same path as a tools/call from a client.
+func (p *Proxy) CallTool(ctx context.Context, agent, name string, args json.RawMessage) (json.RawMessage, error) {
+	result, werr := p.forwardCall(ctx, agent, name, args, nil, true)
+	if werr != nil {
+		return nil, werr
+	}
+	return result, nil
+}
+
+// IsErrorResult reports whether a raw tools/call result has isError: true.
+func IsErrorResult(result json.RawMessage) bool { return isErrorResult(result) }

@@ -1,0 +1,144 @@
+package downstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// ToolEntry is one tool as the proxy exposes it.
+type ToolEntry struct {
+	Exposed     string // the name hosts see and call
+	Server      string // configured server name
+	Name        string // the upstream's own name
+	Description string // exposed description (fallback filled, TAG characters stripped)
+	ReadOnly    bool
+	// Raw is the upstream's tool object with only the name (and, where the
+	// upstream gave none or an unsafe one, the description) replaced.
+	Raw json.RawMessage
+	// Connected is false for the last known tools of a server that is down:
+	// they keep their names and routes but are not listed.
+	Connected bool
+}
+
+// Catalog is an immutable merged view of every upstream's tools.
+type Catalog struct {
+	tools    []*ToolEntry // sorted by exposed name
+	byName   map[string]*ToolEntry
+	listJSON []byte // JSON array of the listed (connected) tools' Raw
+	warnings []string
+}
+
+// serverTools is one server's input to a catalog build.
+type serverTools struct {
+	name      string
+	prefix    string
+	include   []string
+	exclude   []string
+	connected bool
+	tools     []upstream.Tool
+}
+
+// buildCatalog merges servers under style. Naming covers the last known tools
+// of servers that are down too, so that a server going away never renames
+// another server's tools.
+func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
+	inputs := make([]namespace.Input, 0, len(servers))
+	kept := make(map[string][]upstream.Tool, len(servers))
+	for _, s := range servers {
+		in := namespace.Input{Server: s.name, Prefix: s.prefix}
+		for _, t := range s.tools {
+			if !filter.ServerTool(s.include, s.exclude, t.Name) {
+				continue
+			}
+			in.Names = append(in.Names, t.Name)
+			kept[s.name] = append(kept[s.name], t)
+		}
+		inputs = append(inputs, in)
+	}
+	table, warnings := namespace.Build(style, inputs)
+
+	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), warnings: warnings}
+	for _, s := range servers {
+		for _, t := range kept[s.name] {
+			exposed, ok := table.Exposed(s.name, t.Name)
+			if !ok {
+				continue
+			}
+			e, err := exposeTool(s.name, exposed, t)
+			if err != nil {
+				c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
+				continue
+			}
+			e.Connected = s.connected
+			c.byName[exposed] = e
+			c.tools = append(c.tools, e)
+		}
+	}
+	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
+	c.listJSON = joinRaw(c.tools, func(e *ToolEntry) bool { return e.Connected })
+	return c
+}
+
+// exposeTool rewrites one upstream tool object for the downstream side.
+func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
+	raw, err := rawjson.Set(compactLines(t.Raw), "name", rawjson.String(exposed))
+	if err != nil {
+		return nil, err
+	}
+	desc := sanitize.StripTags(t.Description)
+	switch {
+	case desc == "":
+		desc = namespace.DefaultDescription(server, t.Name)
+		raw, err = rawjson.Set(raw, "description", rawjson.String(desc))
+	case desc != t.Description:
+		raw, err = rawjson.Set(raw, "description", rawjson.String(desc))
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
+		ReadOnly: t.ReadOnly, Raw: raw}, nil
+}
+
+// joinRaw writes the Raw of the entries that pass keep as one JSON array.
+func joinRaw(entries []*ToolEntry, keep func(*ToolEntry) bool) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	first := true
+	for _, e := range entries {
+		if !keep(e) {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		buf.Write(e.Raw)
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}
+
+// Lookup returns the tool exposed as name, listed or not.
+func (c *Catalog) Lookup(name string) (*ToolEntry, bool) {
+	e, ok := c.byName[name]
+	return e, ok
+}
+
+// Tools returns every entry, sorted by exposed name. The slice is shared:
+// callers must not modify it.
+func (c *Catalog) Tools() []*ToolEntry { return c.tools }
+
+// ListJSON is the JSON array of listed tools, ready for a tools/list result.
+func (c *Catalog) ListJSON() []byte { return c.listJSON }
+
+// Warnings are the naming and rewrite warnings of this build.
+func (c *Catalog) Warnings() []string { return c.warnings }

@@ -1,0 +1,380 @@
+package downstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// The wire layer. Every client message passes inbound before mcp-go sees it,
+// and every message mcp-go writes passes outbound before the client sees it.
+//
+// inbound notes the ids of tools/list and tools/call requests. A tools/call
+// also gets a slot, whose token is added to the request's params._meta under
+// slotMetaKey so that the tool handler, which mcp-go gives no request id, can
+// find it. The handler leaves the upstream's raw result (or the exact error)
+// in the slot and returns a placeholder to mcp-go; outbound then writes the
+// response to that id itself: {"jsonrpc":"2.0","id":<id>,"result":<raw>}.
+// For tools/list, outbound replaces mcp-go's shadow tools with the catalog's
+// bytes. Everything else passes through both untouched.
+
+// slotMetaKey is the _meta key carrying a slot token from inbound to the
+// tool handler. It never reaches an upstream: the handler forwards the
+// client's original _meta, kept in the slot.
+const slotMetaKey = "io.github.mcp-proxy/slot"
+
+// slot carries one tools/call's outcome from the handler to outbound.
+type slot struct {
+	name   string          // the tool name the client asked for
+	meta   json.RawMessage // the client's params._meta, as it came
+	modern bool            // the request used the stateless 2026-07-28 protocol
+
+	mu     sync.Mutex
+	done   bool
+	result json.RawMessage
+	err    *wireError
+}
+
+func (s *slot) set(result json.RawMessage, err *wireError) {
+	s.mu.Lock()
+	s.done, s.result, s.err = true, result, err
+	s.mu.Unlock()
+}
+
+func (s *slot) get() (done bool, result json.RawMessage, err *wireError) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.done, s.result, s.err
+}
+
+// slotTable maps slot tokens to slots for the tool handler.
+type slotTable struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[string]*slot
+}
+
+func (t *slotTable) add(s *slot) string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.next++
+	tok := strconv.FormatUint(t.next, 36)
+	t.m[tok] = s
+	return tok
+}
+
+func (t *slotTable) remove(tok string) {
+	t.mu.Lock()
+	delete(t.m, tok)
+	t.mu.Unlock()
+}
+
+// fromMeta finds the slot named in a request's _meta.
+func (t *slotTable) fromMeta(meta *mcp.Meta) *slot {
+	if meta == nil {
+		return nil
+	}
+	tok, _ := meta.AdditionalFields[slotMetaKey].(string)
+	if tok == "" {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[tok]
+}
+
+// pendingKind says how outbound treats the response to a noted request.
+type pendingKind int
+
+const (
+	pendingList pendingKind = iota + 1
+	pendingCall
+)
+
+type pendingEntry struct {
+	kind  pendingKind
+	agent string
+	slot  *slot
+	token string
+}
+
+// pending holds the requests of one downstream connection (stdio) or one
+// HTTP POST whose responses outbound rewrites, by raw JSON-RPC id.
+type pending struct {
+	p  *Proxy
+	mu sync.Mutex
+	m  map[string]*pendingEntry
+}
+
+func newPending(p *Proxy) *pending { return &pending{p: p, m: map[string]*pendingEntry{}} }
+
+func (pd *pending) put(id string, e *pendingEntry) {
+	pd.mu.Lock()
+	if old := pd.m[id]; old != nil && old.token != "" {
+		pd.p.slots.remove(old.token)
+	}
+	pd.m[id] = e
+	pd.mu.Unlock()
+}
+
+func (pd *pending) take(id string) *pendingEntry {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	e := pd.m[id]
+	delete(pd.m, id)
+	return e
+}
+
+func (pd *pending) empty() bool {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	return len(pd.m) == 0
+}
+
+// release drops every entry and its slot (the connection or POST ended).
+func (pd *pending) release() {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	for id, e := range pd.m {
+		if e.token != "" {
+			pd.p.slots.remove(e.token)
+		}
+		delete(pd.m, id)
+	}
+}
+
+// envelope is the part of a client message the wire layer reads.
+type envelope struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// inbound notes msg in pd when its response is to be rewritten, and returns
+// the message to hand to mcp-go. msg is never modified. wait is true for a
+// tools/call naming a tool that no upstream has offered yet while upstreams
+// are still starting: the caller hands it on after waitStartup, so that a
+// host calling a tool it remembers is not told "unknown tool" just because
+// the proxy has only just started.
+func (pd *pending) inbound(msg []byte, agent string) (out []byte, wait bool) {
+	var env envelope
+	if json.Unmarshal(msg, &env) != nil || len(env.ID) == 0 || string(env.ID) == "null" {
+		return msg, false // not a request (or not ours to judge): mcp-go answers it
+	}
+	switch env.Method {
+	case string(mcp.MethodToolsList):
+		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, agent: agent})
+		return msg, false
+	case string(mcp.MethodToolsCall):
+		return pd.inboundCall(msg, env, agent)
+	}
+	return msg, false
+}
+
+func (pd *pending) inboundCall(msg []byte, env envelope, agent string) ([]byte, bool) {
+	var params struct {
+		Name string          `json:"name"`
+		Meta json.RawMessage `json:"_meta"`
+	}
+	if len(env.Params) == 0 || json.Unmarshal(env.Params, &params) != nil {
+		return msg, false
+	}
+	meta := params.Meta
+	if len(meta) == 0 || string(meta) == "null" {
+		meta = nil
+	}
+	s := &slot{name: params.Name, meta: meta, modern: isModernMeta(meta)}
+	tok := pd.p.slots.add(s)
+	base := meta
+	if base == nil {
+		base = []byte(`{}`)
+	}
+	newMeta, err := rawjson.Set(base, slotMetaKey, rawjson.String(tok))
+	if err == nil {
+		var newParams []byte
+		if newParams, err = rawjson.Set(env.Params, "_meta", newMeta); err == nil {
+			msg, err = rawjson.Set(msg, "params", newParams)
+		}
+	}
+	if err != nil {
+		pd.p.slots.remove(tok)
+		return msg, false
+	}
+	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, agent: agent, slot: s, token: tok})
+	_, known := pd.p.Catalog().Lookup(params.Name)
+	return msg, !known && pd.p.startupPending()
+}
+
+func isModernMeta(meta json.RawMessage) bool {
+	if meta == nil {
+		return false
+	}
+	v, ok, err := rawjson.Get(meta, mcp.MetaKeyProtocolVersion)
+	if err != nil || !ok {
+		return false
+	}
+	var s string
+	return json.Unmarshal(v, &s) == nil && mcp.IsModernProtocol(s)
+}
+
+// idKey normalizes a raw JSON-RPC id so that the request's spelling and the
+// response's (re-encoded by mcp-go) compare equal.
+func idKey(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	switch x := v.(type) {
+	case string:
+		return "s:" + x
+	case float64:
+		return "n:" + strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return string(raw)
+}
+
+// outbound returns the message to send to the client in place of msg.
+func (pd *pending) outbound(msg []byte) []byte {
+	if pd.empty() {
+		return msg
+	}
+	id, ok := responseID(msg)
+	if !ok {
+		return msg
+	}
+	e := pd.take(idKey(id))
+	if e == nil {
+		return msg
+	}
+	switch e.kind {
+	case pendingList:
+		return pd.p.listResponse(msg, id, e.agent)
+	case pendingCall:
+		pd.p.slots.remove(e.token)
+		return callResponse(msg, id, e.slot)
+	}
+	return msg
+}
+
+// listResponse puts the catalog's tools into mcp-go's tools/list response,
+// keeping every other member of its result (resultType, _meta).
+func (p *Proxy) listResponse(msg []byte, id json.RawMessage, agent string) []byte {
+	result, ok, err := rawjson.Get(msg, "result")
+	if err != nil || !ok {
+		return msg // an error response passes as it is
+	}
+	newResult, err := rawjson.Set(result, "tools", p.listJSON(agent))
+	if err != nil {
+		return msg
+	}
+	return response(id, "result", newResult)
+}
+
+// listJSON is the tools array an agent sees.
+func (p *Proxy) listJSON(agent string) []byte {
+	_ = agent // every agent sees the whole catalog until policies land (SPEC §5)
+	return p.Catalog().ListJSON()
+}
+
+// callResponse writes a tools/call response from its slot.
+func callResponse(msg []byte, id json.RawMessage, s *slot) []byte {
+	done, result, werr := s.get()
+	switch {
+	case done && werr != nil:
+		b, _ := json.Marshal(werr)
+		return response(id, "error", b)
+	case done:
+		if s.modern {
+			if _, has, _ := rawjson.Get(result, "resultType"); !has {
+				if r, err := rawjson.Set(result, "resultType", []byte(`"complete"`)); err == nil {
+					result = r
+				}
+			}
+		}
+		return response(id, "result", result)
+	}
+	// The handler never ran: mcp-go answered on its own. Its "not found"
+	// becomes the proxy's unknown-tool error; anything else passes.
+	if e, ok, _ := rawjson.Get(msg, "error"); ok {
+		var d struct {
+			Code int `json:"code"`
+		}
+		if json.Unmarshal(e, &d) == nil && d.Code == mcp.INVALID_PARAMS {
+			b, _ := json.Marshal(unknownTool(s.name))
+			return response(id, "error", b)
+		}
+	}
+	return msg
+}
+
+// response builds a JSON-RPC response line body (no newline).
+func response(id json.RawMessage, member string, value []byte) []byte {
+	var buf bytes.Buffer
+	buf.Grow(len(value) + len(id) + 40)
+	buf.WriteString(`{"jsonrpc":"2.0","id":`)
+	buf.Write(id)
+	buf.WriteString(`,"`)
+	buf.WriteString(member)
+	buf.WriteString(`":`)
+	buf.Write(value)
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+// responseID returns the id of msg when msg is a response. It reads only as
+// far as it must: mcp-go writes "jsonrpc", "id", then "result" or "error",
+// so a large result is never scanned.
+func responseID(msg []byte) (json.RawMessage, bool) {
+	dec := json.NewDecoder(bytes.NewReader(msg))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var id json.RawMessage
+	isResponse := false
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		switch t {
+		case "id":
+			if err := dec.Decode(&id); err != nil {
+				return nil, false
+			}
+		case "result", "error":
+			isResponse = true
+			if id != nil {
+				return id, true
+			}
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, false
+			}
+		case "method":
+			return nil, false
+		default:
+			var skip json.RawMessage
+			if err := dec.Decode(&skip); err != nil {
+				return nil, false
+			}
+		}
+	}
+	return id, isResponse && id != nil
+}
+
+// callsInFlight reports whether a noted tools/call still awaits its response.
+func (pd *pending) callsInFlight() bool {
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	for _, e := range pd.m {
+		if e.kind == pendingCall {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,236 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// sessionIdleTTL ends HTTP sessions whose client went away without DELETE
+// (mcp-go keeps them forever otherwise).
+const sessionIdleTTL = 30 * time.Minute
+
+// heartbeatInterval keeps idle GET streams alive through proxies and load
+// balancers that cut silent connections after a minute.
+const heartbeatInterval = 25 * time.Second
+
+// HTTPHandler returns the Streamable HTTP handler: the MCP endpoint at
+// listen.path for the default agent, plus /healthz and /readyz.
+func (p *Proxy) HTTPHandler() http.Handler {
+	sessions := newSessionRegistry()
+	hs := server.NewStreamableHTTPServer(p.mcp,
+		server.WithSessionIdManagerResolver(sessions),
+		server.WithSessionIdleTTL(sessionIdleTTL),
+		server.WithHeartbeatInterval(heartbeatInterval),
+		server.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(p.log.Level(zerolog.WarnLevel)))),
+	)
+	mux := http.NewServeMux()
+	mux.Handle(p.opts.Config.Listen.Path, p.wire(hs, p.defaultAgentName()))
+	mux.HandleFunc("/healthz", p.healthz)
+	mux.HandleFunc("/readyz", p.readyz)
+	return mux
+}
+
+// defaultAgentName is the agent served when a request names none.
+func (p *Proxy) defaultAgentName() string {
+	if p.opts.Config.DefaultAgent != "" {
+		return p.opts.Config.DefaultAgent
+	}
+	return defaultAgent
+}
+
+// wire passes HTTP POSTs through the wire layer (front.go) and tags every
+// request with its agent.
+func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx := context.WithValue(r.Context(), agentKey{}, agent)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r.WithContext(ctx))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+		if err != nil {
+			var tooBig *http.MaxBytesError
+			if errors.As(err, &tooBig) {
+				http.Error(w, fmt.Sprintf("request body exceeds the %d-byte limit", maxRequestBytes), http.StatusRequestEntityTooLarge)
+				return
+			}
+			http.Error(w, "cannot read request body", http.StatusBadRequest)
+			return
+		}
+		pd := newPending(p)
+		defer pd.release()
+		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+			var wait bool
+			if body, wait = pd.inbound(body, agent); wait {
+				p.waitStartup(ctx)
+			}
+		}
+		r2 := r.Clone(ctx)
+		r2.Body = io.NopCloser(bytes.NewReader(body))
+		r2.ContentLength = int64(len(body))
+		if pd.empty() {
+			next.ServeHTTP(w, r2)
+			return
+		}
+		ww := &wireWriter{ResponseWriter: w, pd: pd}
+		next.ServeHTTP(ww, r2)
+		ww.finish()
+	})
+}
+
+// wireWriter passes the response to one POST through pending.outbound. A
+// JSON response is held until it is complete; an SSE response is rewritten
+// event by event and flushed as it goes.
+type wireWriter struct {
+	http.ResponseWriter
+	pd     *pending
+	mode   int
+	status int
+	buf    []byte
+}
+
+const (
+	modeUndecided = iota
+	modeJSON
+	modeSSE
+	modePass
+)
+
+func (w *wireWriter) WriteHeader(code int) {
+	if w.mode != modeUndecided {
+		return
+	}
+	ct := w.Header().Get("Content-Type")
+	switch {
+	case strings.HasPrefix(ct, "application/json"):
+		w.mode, w.status = modeJSON, code
+		w.Header().Del("Content-Length")
+		return // written by finish, with the rewritten body
+	case strings.HasPrefix(ct, "text/event-stream"):
+		w.mode = modeSSE
+	default:
+		w.mode = modePass
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *wireWriter) Write(b []byte) (int, error) {
+	if w.mode == modeUndecided {
+		w.WriteHeader(http.StatusOK)
+	}
+	switch w.mode {
+	case modeJSON:
+		w.buf = append(w.buf, b...)
+	case modeSSE:
+		w.buf = append(w.buf, b...)
+		if err := w.writeEvents(); err != nil {
+			return 0, err
+		}
+	default:
+		return w.ResponseWriter.Write(b)
+	}
+	return len(b), nil
+}
+
+// writeEvents writes every complete SSE event in buf, rewriting data lines.
+func (w *wireWriter) writeEvents() error {
+	for {
+		i := bytes.Index(w.buf, []byte("\n\n"))
+		if i < 0 {
+			return nil
+		}
+		event := w.buf[:i+2]
+		w.buf = w.buf[i+2:]
+		if _, err := w.ResponseWriter.Write(w.rewriteEvent(event)); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *wireWriter) rewriteEvent(event []byte) []byte {
+	lines := bytes.Split(event[:len(event)-2], []byte("\n"))
+	changed := false
+	for i, l := range lines {
+		data, ok := bytes.CutPrefix(l, []byte("data: "))
+		if !ok {
+			continue
+		}
+		if out := w.pd.outbound(data); !sameBytes(out, data) {
+			lines[i] = append([]byte("data: "), out...)
+			changed = true
+		}
+	}
+	if !changed {
+		return event
+	}
+	return append(bytes.Join(lines, []byte("\n")), '\n', '\n')
+}
+
+// Flush forwards flushes of SSE responses, which must reach the client as
+// they happen (progress, logs).
+func (w *wireWriter) Flush() {
+	if w.mode == modeJSON {
+		return
+	}
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the underlying writer.
+func (w *wireWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// finish writes what is still held once the handler has returned.
+func (w *wireWriter) finish() {
+	switch w.mode {
+	case modeJSON:
+		body := bytes.TrimRight(w.buf, "\n")
+		out := w.pd.outbound(body)
+		w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
+		w.ResponseWriter.WriteHeader(w.status)
+		_, _ = w.ResponseWriter.Write(append(out, '\n'))
+	case modeSSE:
+		if len(w.buf) > 0 {
+			_, _ = w.ResponseWriter.Write(w.buf)
+		}
+	}
+}
+
+// healthz answers 200 while the process serves.
+func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
+}
+
+// readyz answers 200 once every `required` server is connected, else 503
+// naming those that are not.
+func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
+	var missing []string
+	for _, name := range p.serverNames() {
+		if p.opts.Config.Servers[name].Required && p.opts.Upstreams[name].Snapshot().State != upstream.StateConnected {
+			missing = append(missing, name)
+		}
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	if len(missing) > 0 {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		_, _ = fmt.Fprintf(w, "not ready: %s\n", strings.Join(missing, ", "))
+		return
+	}
+	_, _ = io.WriteString(w, "ready\n")
+}
+
+// Health returns the /healthz and /readyz handlers for the metrics listener.
+func (p *Proxy) Health() (healthz, readyz http.HandlerFunc) { return p.healthz, p.readyz }

@@ -1,0 +1,223 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/blobs"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Upstream is what the proxy needs of one upstream connection.
+type Upstream interface {
+	Snapshot() *upstream.Snapshot
+	// Ready is closed once the first connection attempt has ended.
+	Ready() <-chan struct{}
+	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+}
+
+// Options configures a Proxy. Config and Upstreams are required.
+type Options struct {
+	Config *config.Config
+	// Upstreams holds one connection per enabled server, by server name.
+	Upstreams map[string]Upstream
+	Logger    zerolog.Logger
+	// Metrics may be nil.
+	Metrics *metrics.Metrics
+	// Blobs rewrites embedded blobs in tool results; nil passes them through.
+	Blobs *blobs.Materializer
+	// Version is reported as serverInfo.version.
+	Version string
+}
+
+// Proxy is the downstream MCP server. Its methods are safe for concurrent use.
+type Proxy struct {
+	opts    Options
+	log     zerolog.Logger
+	mcp     *server.MCPServer
+	slots   slotTable
+	catalog atomic.Pointer[Catalog]
+	started time.Time
+
+	mu        sync.Mutex // serializes Refresh
+	lastTools map[string][]upstream.Tool
+	shadowed  []string // exposed names registered with mcp-go, sorted
+}
+
+// New builds the proxy. It does not start serving; see ServeStdio and
+// HTTPHandler.
+func New(opts Options) *Proxy {
+	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), lastTools: map[string][]upstream.Tool{}}
+	p.slots.m = map[string]*slot{}
+	p.catalog.Store(buildCatalog(p.style(), nil))
+
+	hooks := &server.Hooks{}
+	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.waitStartup(ctx) })
+	hooks.AddOnSuccess(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ any) {
+		p.opts.Metrics.Request(agentFrom(ctx), string(method), "ok")
+	})
+	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
+		p.opts.Metrics.Request(agentFrom(ctx), string(method), "error")
+	})
+	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
+		p.opts.Metrics.SessionOpened(agentFrom(ctx), transportOf(s))
+	})
+	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
+		p.opts.Metrics.SessionClosed(agentFrom(ctx), transportOf(s))
+	})
+	p.mcp = server.NewMCPServer("mcp-proxy", opts.Version,
+		server.WithToolCapabilities(true),
+		server.WithHooks(hooks),
+		server.WithRecovery(),
+	)
+	return p
+}
+
+func (p *Proxy) style() namespace.Style { return namespace.Style(p.opts.Config.Naming) }
+
+// Catalog returns the current merged catalog.
+func (p *Proxy) Catalog() *Catalog { return p.catalog.Load() }
+
+// Refresh rebuilds the catalog from the upstreams' current snapshots and, when
+// the listed tools changed, updates mcp-go's registry, which sends one
+// notifications/tools/list_changed to every initialized session. It is called
+// after every upstream snapshot and is cheap when nothing changed.
+func (p *Proxy) Refresh() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.catalog.Load()
+	var servers []serverTools
+	for _, name := range p.serverNames() {
+		cfg := p.opts.Config.Servers[name]
+		snap := p.opts.Upstreams[name].Snapshot()
+		connected := snap.State == upstream.StateConnected
+		if connected {
+			p.lastTools[name] = snap.Tools
+		}
+		servers = append(servers, serverTools{
+			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
+			connected: connected, tools: p.lastTools[name],
+		})
+		n := 0
+		if connected {
+			n = len(snap.Tools)
+		}
+		p.opts.Metrics.UpstreamState(name, connected, n)
+	}
+	c := buildCatalog(p.style(), servers)
+	if bytes.Equal(c.listJSON, old.listJSON) && len(c.tools) == len(old.tools) {
+		p.catalog.Store(c) // routes may differ in connectivity only
+		return
+	}
+	for _, w := range c.warnings {
+		if !slices.Contains(old.warnings, w) {
+			p.log.Warn().Msg(w)
+		}
+	}
+	p.catalog.Store(c)
+	p.syncShadows(c)
+}
+
+// syncShadows registers one small tool per exposed name with mcp-go (mcp-go
+// dispatches tools/call by name; the listed bytes come from the catalog, see
+// front.go). SetTools notifies sessions once per change.
+func (p *Proxy) syncShadows(c *Catalog) {
+	names := make([]string, 0, len(c.tools))
+	tools := make([]server.ServerTool, 0, len(c.tools))
+	for _, e := range c.tools {
+		// The last known tools of a server that is down stay registered, so
+		// that calling one says the server is not connected instead of
+		// "unknown tool"; they are not listed (front.go lists the catalog).
+		names = append(names, e.Exposed)
+		tools = append(tools, server.ServerTool{
+			Tool:    mcp.NewToolWithRawSchema(e.Exposed, "", shadowSchema),
+			Handler: p.callTool,
+		})
+	}
+	p.shadowed = names
+	p.mcp.SetTools(tools...)
+}
+
+// shadowSchema is the input schema of the tools registered with mcp-go. It is
+// never shown to a client: tools/list responses carry the upstream's schema.
+var shadowSchema = json.RawMessage(`{"type":"object"}`)
+
+func (p *Proxy) serverNames() []string {
+	names := make([]string, 0, len(p.opts.Upstreams))
+	for name := range p.opts.Upstreams {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// waitStartup blocks a session's tools/list until every upstream has
+// connected or failed, at most startup_wait after the proxy started (SPEC
+// §3); servers that connect later appear through list_changed.
+func (p *Proxy) waitStartup(ctx context.Context) {
+	deadline := p.started.Add(p.opts.Config.StartupWait.D())
+	timer := time.NewTimer(time.Until(deadline))
+	defer timer.Stop()
+	for _, name := range p.serverNames() {
+		select {
+		case <-p.opts.Upstreams[name].Ready():
+		case <-timer.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+	// The last Ready may have closed before its snapshot reached Refresh.
+	p.Refresh()
+}
+
+// startupPending reports whether some upstream's first connection attempt
+// is still running within startup_wait.
+func (p *Proxy) startupPending() bool {
+	if time.Since(p.started) >= p.opts.Config.StartupWait.D() {
+		return false
+	}
+	for _, u := range p.opts.Upstreams {
+		select {
+		case <-u.Ready():
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// WaitStartup is waitStartup for the CLI verbs that list or call once.
+func (p *Proxy) WaitStartup(ctx context.Context) { p.waitStartup(ctx) }
+
+type agentKey struct{}
+
+// agentFrom returns the agent a request belongs to.
+func agentFrom(ctx context.Context) string {
+	if a, ok := ctx.Value(agentKey{}).(string); ok {
+		return a
+	}
+	return defaultAgent
+}
+
+// defaultAgent is the implicit agent of a config without `agents` (SPEC §5).
+const defaultAgent = "default"
+
+func transportOf(s server.ClientSession) string {
+	if s.SessionID() == "stdio" {
+		return "stdio"
+	}
+	return "http"
+}

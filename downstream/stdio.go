@@ -1,0 +1,178 @@
+package downstream
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// maxRequestBytes caps one client message (a stdio line, an HTTP body): room
+// for a tool call that carries a large file, but bounded, so a broken client
+// cannot make the proxy buffer without end.
+const maxRequestBytes = 32 << 20
+
+// stdioDrain is how long in-flight calls may run after stdin reaches EOF
+// (SPEC §3: in-flight calls get up to 10 s at shutdown).
+const stdioDrain = 10 * time.Second
+
+// stdioWorkers is mcp-go's tool-call worker pool size on stdio. Its default
+// of 5 serializes a busy host; 100 is mcp-go's maximum.
+const stdioWorkers = 100
+
+// ServeStdio serves one session for agent on in/out until in reaches EOF or
+// ctx ends. Only protocol messages are written to out.
+func (p *Proxy) ServeStdio(ctx context.Context, agent string, in io.Reader, out io.Writer) error {
+	ctx = context.WithValue(ctx, agentKey{}, agent)
+	pd := newPending(p)
+	defer pd.release()
+	w := &stdioWriter{out: out, pd: pd}
+	pr, pw := io.Pipe()
+
+	srv := server.NewStdioServer(p.mcp)
+	server.WithWorkerPoolSize(stdioWorkers)(srv)
+	server.WithQueueSize(10000)(srv)
+	srv.SetErrorLogger(log.New(zlogWriter{p.log}, "", 0))
+
+	pumpDone := make(chan struct{})
+	go func() {
+		defer close(pumpDone)
+		err := p.pumpStdin(ctx, in, pw, pd, w, agent)
+		pw.CloseWithError(err)
+	}()
+	err := srv.Listen(ctx, pr, w)
+	_ = pr.Close()
+	if ctx.Err() == nil {
+		<-pumpDone
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return err
+}
+
+// pumpStdin reads client lines, passes each through the wire layer and on to
+// mcp-go. At EOF it waits for in-flight tool calls (at most stdioDrain)
+// before ending mcp-go's input, because mcp-go cancels running handlers when
+// its input ends.
+func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, agent string) error {
+	br := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := readLine(br, maxRequestBytes)
+		if errors.Is(err, errLineTooLong) {
+			w.writeMessage([]byte(fmt.Sprintf(
+				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request exceeds the %d-byte limit"}}`, maxRequestBytes)))
+			continue
+		}
+		if len(bytes.TrimSpace(line)) > 0 {
+			msg, wait := pd.inbound(line, agent)
+			msg = append(msg, '\n')
+			if wait {
+				go func() {
+					p.waitStartup(ctx)
+					_, _ = pw.Write(msg) // io.Pipe serializes concurrent writes
+				}()
+			} else if _, werr := pw.Write(msg); werr != nil {
+				return nil
+			}
+		}
+		if err == io.EOF {
+			p.drain(ctx, pd)
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// drain waits until no tool call of pd is in flight, at most stdioDrain.
+func (p *Proxy) drain(ctx context.Context, pd *pending) {
+	deadline := time.Now().Add(stdioDrain)
+	for time.Now().Before(deadline) && ctx.Err() == nil && pd.callsInFlight() {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var errLineTooLong = errors.New("line too long")
+
+// readLine returns the next line without its newline. A line longer than max
+// is consumed and reported as errLineTooLong without being kept.
+func readLine(br *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	tooLong := false
+	for {
+		chunk, err := br.ReadSlice('\n')
+		if !tooLong {
+			if len(line)+len(chunk) > max+1 {
+				tooLong, line = true, nil
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		if errors.Is(err, bufio.ErrBufferFull) {
+			continue
+		}
+		if tooLong {
+			if err == nil {
+				return nil, errLineTooLong
+			}
+			return nil, err
+		}
+		return bytes.TrimRight(line, "\r\n"), err
+	}
+}
+
+// stdioWriter is the writer mcp-go's stdio server writes to. mcp-go writes
+// one whole message line per Write; each passes the wire layer.
+type stdioWriter struct {
+	mu  sync.Mutex
+	out io.Writer
+	pd  *pending
+	buf []byte
+}
+
+func (w *stdioWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.buf = append(w.buf, b...)
+	for {
+		i := bytes.IndexByte(w.buf, '\n')
+		if i < 0 {
+			break
+		}
+		msg := w.buf[:i]
+		out := w.pd.outbound(msg)
+		var err error
+		if sameBytes(out, msg) {
+			_, err = w.out.Write(w.buf[:i+1])
+		} else {
+			_, err = w.out.Write(append(out, '\n'))
+		}
+		w.buf = w.buf[i+1:]
+		if err != nil {
+			return 0, err
+		}
+	}
+	if len(w.buf) == 0 {
+		w.buf = nil
+	}
+	return len(b), nil
+}
+
+// writeMessage writes one message the proxy answers itself.
+func (w *stdioWriter) writeMessage(msg []byte) {
+	_, _ = w.Write(append(msg, '\n'))
+}
+
+// sameBytes reports whether a and b are the same slice (not just equal).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
