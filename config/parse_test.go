@@ -31,12 +31,9 @@ func lines(l ...string) string { return strings.Join(l, "\n") }
 // Parse returns for it.
 var invalidConfigs = map[string]string{
 	"invalid-agents-public.yaml": lines(
-		`agents: not supported yet`,
 		`agents.open.tokens: required because listen.addr "[::]:8080" is not a loopback address`,
-		`bundles: not supported yet`,
 	),
 	"invalid-agents.yaml": lines(
-		`agents: not supported yet`,
 		`agents.assistant: agent name conflicts with "Assistant" (names are compared ignoring case)`,
 		`agents.assistant.allowed_tools[0]: empty tool name`,
 		`agents.assistant.auto_approve[0]: empty pattern`,
@@ -48,20 +45,16 @@ var invalidConfigs = map[string]string{
 		`agents.assistant.tool_filter_groups[0].mode: must be always or dynamic, got "sometimes"`,
 		`agents.assistant.tool_filter_groups[0].tools[0]: pattern "a*b*" has more than one "*"`,
 		`agents.bad__name: agent name must not contain "__", which separates server and tool names`,
-		`bundles: not supported yet`,
 		`default_agent: no agent named "nobody" (agents: Assistant, assistant, bad__name)`,
-		`default_agent: not supported yet`,
 	),
 	"invalid-blobs-tilde.yaml": `blobs.dir: "~" is not expanded: write ${HOME} instead`,
 	"invalid-blobs.yaml": lines(
 		`blobs.dir: must be an absolute path, got "blobs"`,
 		`blobs.mode: must be file or passthrough, got "inline"`,
 	),
-	"invalid-command-and-url.yaml": `servers.both: command and url are mutually exclusive: a server is a subprocess or a URL, not both`,
-	"invalid-default-agent.yaml": lines(
-		`default_agent: no agents are defined, so the only agent is "default", got "assistant"`,
-		`default_agent: not supported yet`,
-	),
+	"invalid-command-and-url.yaml":   `servers.both: command and url are mutually exclusive: a server is a subprocess or a URL, not both`,
+	"invalid-default-agent.yaml":     `default_agent: no agents are defined, so the only agent is "default", got "assistant"`,
+	"invalid-dynamic-group.yaml":     `agents.a.tool_filter_groups[1].mode: not supported yet`,
 	"invalid-duplicate-key.yaml":     `servers.files.command: duplicate key (first at line 3)`,
 	"invalid-duration-negative.yaml": `servers.files.timeout: invalid duration "-5s": must not be negative`,
 	"invalid-env-bad-name.yaml":      `servers.files.cwd: invalid variable name in ${...}: use letters, digits and _, not starting with a digit`,
@@ -544,8 +537,6 @@ func TestLoad(t *testing.T) {
 func TestNullEntries(t *testing.T) {
 	cfg, err := Parse([]byte("servers:\n  a:\nbundles:\n  b:\nagents:\n  x:\n"), testEnv())
 	want := lines(
-		"agents: not supported yet",
-		"bundles: not supported yet",
 		"servers.a: needs command (a stdio server) or url (an http or sse server)",
 	)
 	if err == nil || err.Error() != want {

@@ -37,14 +37,17 @@ func (c *Config) unsupported() []error {
 	if c.isSet("untrusted_text_limit") {
 		flag("untrusted_text_limit")
 	}
-	if c.isSet("agents") || len(c.Agents) > 0 {
-		flag("agents")
-	}
-	if c.isSet("bundles") || len(c.Bundles) > 0 {
-		flag("bundles")
-	}
-	if c.isSet("default_agent") || c.DefaultAgent != "" {
-		flag("default_agent")
+	for _, name := range sortedKeys(c.Agents) {
+		a := c.Agents[name]
+		if a == nil {
+			continue
+		}
+		for i, g := range a.ToolFilterGroups {
+			if g.Mode == "dynamic" {
+				// dynamic groups are made visible by tool_search queries.
+				flag(indexPath(joinPath("agents", pathKey(name))+".tool_filter_groups", i) + ".mode")
+			}
+		}
 	}
 	return out
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -42,12 +43,19 @@ func (e *wireError) Error() string { return e.Message }
 func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	sl := p.slots.fromMeta(req.Params.Meta)
 	meta := json.RawMessage(nil)
+	var st *sessionState
 	if sl != nil {
-		meta = sl.meta
-	} else if req.Params.Meta != nil {
-		meta, _ = json.Marshal(req.Params.Meta)
+		meta, st = sl.meta, sl.state
+	} else {
+		if req.Params.Meta != nil {
+			meta, _ = json.Marshal(req.Params.Meta)
+		}
+		var err error
+		if st, err = p.stateFor(ctx, "", req.Header); err != nil {
+			return nil, &wireError{Code: codeInvalidParams, Message: err.Error()}
+		}
 	}
-	result, werr := p.forwardCall(ctx, agentFrom(ctx), req.Params.Name, req.Params.RawArguments, meta, linkSupported(ctx))
+	result, werr := p.forwardCall(ctx, st, req.Params.Name, req.Params.RawArguments, meta, linkSupported(ctx))
 	if sl != nil {
 		sl.set(result, werr)
 		if werr != nil {
@@ -63,17 +71,32 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 
 // forwardCall routes one tools/call to its upstream and returns the raw
 // result or the error to send downstream.
-func (p *Proxy) forwardCall(ctx context.Context, agent, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
+func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
 	entry, ok := p.Catalog().Lookup(name)
 	if !ok {
 		return nil, unknownTool(name)
 	}
+	agent := st.agent.Name
 	log := p.log.With().Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name).Logger()
+	if rule := st.agent.Decide(entry.policyTool(), st.perCall); rule != filter.RuleNone {
+		p.opts.Metrics.PolicyDenial(agent, string(rule))
+		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeDenied, 0)
+		log.Debug().Str("rule", string(rule)).Msg("tool call denied")
+		if rule.Hidden() {
+			return nil, unknownTool(name)
+		}
+		return denied(name, rule), nil
+	}
 	up := p.opts.Upstreams[entry.Server]
 	if up.Snapshot().State != upstream.StateConnected {
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeError, 0)
 		return nil, notConnected(entry.Server)
 	}
+	if refusal := p.approve(ctx, st, entry, args); refusal != nil {
+		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeDenied, 0)
+		return refusal, nil
+	}
+	args = withoutApproved(args)
 	params, err := callParams(entry.Name, args, meta)
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid tools/call params: " + sanitize.Error(err.Error())}
@@ -192,8 +215,12 @@ func (p *Proxy) rewriteResult(agent, server string, result json.RawMessage, link
 
 // CallTool calls one tool for agent outside any MCP session (the `call`
 // verb). It follows the same path as a tools/call from a client.
-func (p *Proxy) CallTool(ctx context.Context, agent, name string, args json.RawMessage) (json.RawMessage, error) {
-	result, werr := p.forwardCall(ctx, agent, name, args, nil, true)
+func (p *Proxy) CallTool(ctx context.Context, agent string, perCall []string, name string, args json.RawMessage) (json.RawMessage, error) {
+	st, err := p.newState(agent, perCall)
+	if err != nil {
+		return nil, err
+	}
+	result, werr := p.forwardCall(ctx, st, name, args, nil, true)
 	if werr != nil {
 		return nil, werr
 	}

@@ -26,6 +26,10 @@ type ToolEntry struct {
 	// Connected is false for the last known tools of a server that is down:
 	// they keep their names and routes but are not listed.
 	Connected bool
+	// Filtered is true when the server's tools.include/exclude drop the
+	// tool: it is never listed, and calling it is "unknown tool" (SPEC §5
+	// rule 2), counted as a server_filter denial.
+	Filtered bool
 }
 
 // Catalog is an immutable merged view of every upstream's tools.
@@ -55,9 +59,6 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 	for _, s := range servers {
 		in := namespace.Input{Server: s.name, Prefix: s.prefix}
 		for _, t := range s.tools {
-			if !filter.ServerTool(s.include, s.exclude, t.Name) {
-				continue
-			}
 			in.Names = append(in.Names, t.Name)
 			kept[s.name] = append(kept[s.name], t)
 		}
@@ -78,12 +79,13 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 				continue
 			}
 			e.Connected = s.connected
+			e.Filtered = !filter.ServerTool(s.include, s.exclude, t.Name)
 			c.byName[exposed] = e
 			c.tools = append(c.tools, e)
 		}
 	}
 	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
-	c.listJSON = joinRaw(c.tools, func(e *ToolEntry) bool { return e.Connected })
+	c.listJSON = joinRaw(c.tools, func(e *ToolEntry) bool { return e.Connected && !e.Filtered })
 	return c
 }
 

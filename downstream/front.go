@@ -30,6 +30,7 @@ const slotMetaKey = "io.github.mcp-proxy/slot"
 
 // slot carries one tools/call's outcome from the handler to outbound.
 type slot struct {
+	state  *sessionState   // the session the call belongs to
 	name   string          // the tool name the client asked for
 	meta   json.RawMessage // the client's params._meta, as it came
 	modern bool            // the request used the stateless 2026-07-28 protocol
@@ -98,7 +99,7 @@ const (
 
 type pendingEntry struct {
 	kind  pendingKind
-	agent string
+	state *sessionState
 	slot  *slot
 	token string
 }
@@ -161,22 +162,22 @@ type envelope struct {
 // are still starting: the caller hands it on after waitStartup, so that a
 // host calling a tool it remembers is not told "unknown tool" just because
 // the proxy has only just started.
-func (pd *pending) inbound(msg []byte, agent string) (out []byte, wait bool) {
+func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool) {
 	var env envelope
 	if json.Unmarshal(msg, &env) != nil || len(env.ID) == 0 || string(env.ID) == "null" {
 		return msg, false // not a request (or not ours to judge): mcp-go answers it
 	}
 	switch env.Method {
 	case string(mcp.MethodToolsList):
-		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, agent: agent})
+		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, state: st})
 		return msg, false
 	case string(mcp.MethodToolsCall):
-		return pd.inboundCall(msg, env, agent)
+		return pd.inboundCall(msg, env, st)
 	}
 	return msg, false
 }
 
-func (pd *pending) inboundCall(msg []byte, env envelope, agent string) ([]byte, bool) {
+func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]byte, bool) {
 	var params struct {
 		Name string          `json:"name"`
 		Meta json.RawMessage `json:"_meta"`
@@ -188,7 +189,7 @@ func (pd *pending) inboundCall(msg []byte, env envelope, agent string) ([]byte, 
 	if len(meta) == 0 || string(meta) == "null" {
 		meta = nil
 	}
-	s := &slot{name: params.Name, meta: meta, modern: isModernMeta(meta)}
+	s := &slot{state: st, name: params.Name, meta: meta, modern: isModernMeta(meta)}
 	tok := pd.p.slots.add(s)
 	base := meta
 	if base == nil {
@@ -205,7 +206,7 @@ func (pd *pending) inboundCall(msg []byte, env envelope, agent string) ([]byte, 
 		pd.p.slots.remove(tok)
 		return msg, false
 	}
-	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, agent: agent, slot: s, token: tok})
+	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, state: st, slot: s, token: tok})
 	_, known := pd.p.Catalog().Lookup(params.Name)
 	return msg, !known && pd.p.startupPending()
 }
@@ -253,7 +254,7 @@ func (pd *pending) outbound(msg []byte) []byte {
 	}
 	switch e.kind {
 	case pendingList:
-		return pd.p.listResponse(msg, id, e.agent)
+		return pd.p.listResponse(msg, id, e.state)
 	case pendingCall:
 		pd.p.slots.remove(e.token)
 		return callResponse(msg, id, e.slot)
@@ -263,22 +264,16 @@ func (pd *pending) outbound(msg []byte) []byte {
 
 // listResponse puts the catalog's tools into mcp-go's tools/list response,
 // keeping every other member of its result (resultType, _meta).
-func (p *Proxy) listResponse(msg []byte, id json.RawMessage, agent string) []byte {
+func (p *Proxy) listResponse(msg []byte, id json.RawMessage, st *sessionState) []byte {
 	result, ok, err := rawjson.Get(msg, "result")
 	if err != nil || !ok {
 		return msg // an error response passes as it is
 	}
-	newResult, err := rawjson.Set(result, "tools", p.listJSON(agent))
+	newResult, err := rawjson.Set(result, "tools", p.viewFor(st).listJSON)
 	if err != nil {
 		return msg
 	}
 	return response(id, "result", newResult)
-}
-
-// listJSON is the tools array an agent sees.
-func (p *Proxy) listJSON(agent string) []byte {
-	_ = agent // every agent sees the whole catalog until policies land (SPEC §5)
-	return p.Catalog().ListJSON()
 }
 
 // callResponse writes a tools/call response from its slot.

@@ -36,18 +36,52 @@ func (p *Proxy) HTTPHandler() http.Handler {
 		server.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(p.log.Level(zerolog.WarnLevel)))),
 	)
 	mux := http.NewServeMux()
-	mux.Handle(p.opts.Config.Listen.Path, p.wire(hs, p.defaultAgentName()))
+	mux.Handle(p.opts.Config.Listen.Path, p.endpoint(hs, false))
+	mux.Handle(agentPathPattern, p.endpoint(hs, true))
 	mux.HandleFunc("/healthz", p.healthz)
 	mux.HandleFunc("/readyz", p.readyz)
 	return mux
 }
 
-// defaultAgentName is the agent served when a request names none.
+// agentPathPattern serves one agent per path (SPEC §4).
+const agentPathPattern = "/agents/{agent}/mcp"
+
+// defaultAgentName is the agent served when a request names none: the
+// configured default_agent, or the implicit agent when there are no agents.
+// It is "" when agents exist and none is the default.
 func (p *Proxy) defaultAgentName() string {
-	if p.opts.Config.DefaultAgent != "" {
+	if p.opts.Config.HasAgents() {
 		return p.opts.Config.DefaultAgent
 	}
 	return defaultAgent
+}
+
+// endpoint serves the MCP endpoint of one agent: the default agent, or the
+// one named in the path. It refuses unknown agents (404, listing the
+// agents), foreign Origins (403) and missing or wrong bearer tokens (401)
+// before anything reaches mcp-go.
+func (p *Proxy) endpoint(next http.Handler, fromPath bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := p.defaultAgentName()
+		if fromPath {
+			name = r.PathValue("agent")
+		}
+		a, err := p.resolveAgent(name)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusNotFound)
+			return
+		}
+		if !originAllowed(r) {
+			http.Error(w, "Forbidden: Origin "+strconvQuote(r.Header.Get("Origin"))+" is not allowed", http.StatusForbidden)
+			return
+		}
+		if !p.authorized(r, a.Name) {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-proxy"`)
+			http.Error(w, "Unauthorized: a valid bearer token for agent "+strconvQuote(a.Name)+" is required", http.StatusUnauthorized)
+			return
+		}
+		p.wire(next, a.Name).ServeHTTP(w, r)
+	})
 }
 
 // wire passes HTTP POSTs through the wire layer (front.go) and tags every
@@ -72,8 +106,13 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		pd := newPending(p)
 		defer pd.release()
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
+			st, err := p.stateFor(ctx, r.Header.Get(server.HeaderKeySessionID), r.Header)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusNotFound)
+				return
+			}
 			var wait bool
-			if body, wait = pd.inbound(body, agent); wait {
+			if body, wait = pd.inbound(body, st); wait {
 				p.waitStartup(ctx)
 			}
 		}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -54,12 +55,19 @@ type Proxy struct {
 	mu        sync.Mutex // serializes Refresh
 	lastTools map[string][]upstream.Tool
 	shadowed  []string // exposed names registered with mcp-go, sorted
+
+	agentsMu sync.Mutex
+	agents   map[string]*filter.Agent // resolved agents of the current config
+	states   sync.Map                 // session id -> *sessionState
+	viewsMu  sync.Mutex
+	views    map[viewKey]*view
 }
 
 // New builds the proxy. It does not start serving; see ServeStdio and
 // HTTPHandler.
 func New(opts Options) *Proxy {
-	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), lastTools: map[string][]upstream.Tool{}}
+	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), lastTools: map[string][]upstream.Tool{},
+		agents: map[string]*filter.Agent{}, views: map[viewKey]*view{}}
 	p.slots.m = map[string]*slot{}
 	p.catalog.Store(buildCatalog(p.style(), nil))
 
@@ -71,11 +79,19 @@ func New(opts Options) *Proxy {
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
 		p.opts.Metrics.Request(agentFrom(ctx), string(method), "error")
 	})
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
+		if s := server.ClientSessionFromContext(ctx); s != nil && transportOf(s) == "http" {
+			p.registerState(ctx, req.Header)
+		}
+	})
 	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionOpened(agentFrom(ctx), transportOf(s))
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionClosed(agentFrom(ctx), transportOf(s))
+		if s.SessionID() != "stdio" {
+			p.states.Delete(s.SessionID())
+		}
 	})
 	p.mcp = server.NewMCPServer("mcp-proxy", opts.Version,
 		server.WithToolCapabilities(true),

@@ -27,10 +27,17 @@ const stdioDrain = 10 * time.Second
 // of 5 serializes a busy host; 100 is mcp-go's maximum.
 const stdioWorkers = 100
 
-// ServeStdio serves one session for agent on in/out until in reaches EOF or
-// ctx ends. Only protocol messages are written to out.
-func (p *Proxy) ServeStdio(ctx context.Context, agent string, in io.Reader, out io.Writer) error {
-	ctx = context.WithValue(ctx, agentKey{}, agent)
+// ServeStdio serves one session for agent ("" = the default agent) on
+// in/out until in reaches EOF or ctx ends, with the session's per-call
+// allow-list perCall (nil = none). Only protocol messages are written to
+// out. An unknown agent is an error wrapping filter.ErrUnknownAgent.
+func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
+	st, err := p.newState(agent, perCall)
+	if err != nil {
+		return err
+	}
+	p.states.Store("stdio", st)
+	ctx = context.WithValue(ctx, agentKey{}, st.agent.Name)
 	pd := newPending(p)
 	defer pd.release()
 	w := &stdioWriter{out: out, pd: pd}
@@ -44,10 +51,10 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, in io.Reader, out 
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
-		err := p.pumpStdin(ctx, in, pw, pd, w, agent)
+		err := p.pumpStdin(ctx, in, pw, pd, w, st)
 		pw.CloseWithError(err)
 	}()
-	err := srv.Listen(ctx, pr, w)
+	err = srv.Listen(ctx, pr, w)
 	_ = pr.Close()
 	if ctx.Err() == nil {
 		<-pumpDone
@@ -62,7 +69,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, in io.Reader, out 
 // mcp-go. At EOF it waits for in-flight tool calls (at most stdioDrain)
 // before ending mcp-go's input, because mcp-go cancels running handlers when
 // its input ends.
-func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, agent string) error {
+func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
 		line, err := readLine(br, maxRequestBytes)
@@ -72,7 +79,7 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 			continue
 		}
 		if len(bytes.TrimSpace(line)) > 0 {
-			msg, wait := pd.inbound(line, agent)
+			msg, wait := pd.inbound(line, st)
 			msg = append(msg, '\n')
 			if wait {
 				go func() {

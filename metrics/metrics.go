@@ -29,6 +29,8 @@ type Metrics struct {
 	sessionsActive   *prometheus.GaugeVec
 	blobs            *prometheus.CounterVec
 	blobBytes        *prometheus.CounterVec
+	policyDenials    *prometheus.CounterVec
+	approvals        *prometheus.CounterVec
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -74,9 +76,18 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_blob_bytes_total",
 			Help: "Decoded bytes of embedded blobs in tool results by server and result.",
 		}, []string{"server", "result"}),
+		policyDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_policy_denials_total",
+			Help: "Tool calls refused by a policy rule, by agent and rule (not_granted, server_filter, excluded_tools, allowed_tools, per_call_allowed_tools, read_only).",
+		}, []string{"agent", "rule"}),
+		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_approvals_total",
+			Help: "Approval questions by agent and decision (approve, always, deny, decline, cancel, timeout, unsupported, error).",
+		}, []string{"agent", "decision"}),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
-		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes} {
+		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
+		m.policyDenials, m.approvals} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -154,4 +165,20 @@ func (m *Metrics) Blob(server, result string, bytes int64) {
 	}
 	m.blobs.WithLabelValues(server, result).Inc()
 	m.blobBytes.WithLabelValues(server, result).Add(float64(bytes))
+}
+
+// PolicyDenial counts one call refused by rule.
+func (m *Metrics) PolicyDenial(agent, rule string) {
+	if m == nil {
+		return
+	}
+	m.policyDenials.WithLabelValues(agent, rule).Inc()
+}
+
+// Approval counts one approval question by its decision.
+func (m *Metrics) Approval(agent, decision string) {
+	if m == nil {
+		return
+	}
+	m.approvals.WithLabelValues(agent, decision).Inc()
 }

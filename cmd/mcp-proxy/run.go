@@ -35,6 +35,7 @@ type options struct {
 	transport     string
 	listen        string
 	allowedTools  string
+	allowedSet    bool
 	logLevel      string
 	logFormat     string
 	metricsListen string
@@ -58,7 +59,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.agent, "agent", "", "agent to serve (default: default_agent, or the implicit agent 'default')")
 	fs.StringVar(&o.transport, "transport", "", "downstream transport: stdio or http (overrides listen.transport)")
 	fs.StringVar(&o.listen, "listen", "", "HTTP listen address host:port (implies --transport http)")
-	fs.StringVar(&o.allowedTools, "allowed-tools", "", "comma-separated per-session tool allow-list (stdio)")
+	fs.Func("allowed-tools", "comma-separated per-session tool allow-list: a strict intersection with the agent's grants (stdio, call, tools)", func(s string) error {
+		o.allowedTools, o.allowedSet = s, true
+		return nil
+	})
 	fs.StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
@@ -87,10 +91,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		return usageErr("unknown verb %q (serve, validate, tools, call, import, version)", verb)
 	}
-	if o.allowedTools != "" {
-		return usageErr("--allowed-tools: not supported yet")
-	}
-
 	cfg, path, err := loadConfig(o)
 	if err != nil {
 		return err

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
@@ -21,12 +23,8 @@ const httpShutdownGrace = 10 * time.Second
 const readHeaderTimeout = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
-	agent := o.agent
-	if agent == "" {
-		agent = defaultAgent(cfg)
-	}
-	if agent != defaultAgent(cfg) {
-		return usageErr("unknown agent %q (agents: %s)", agent, defaultAgent(cfg))
+	if _, err := filter.Resolve(cfg, o.agent); err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	rt, err := startRuntime(ctx, cfg, stderr)
 	if err != nil {
@@ -46,15 +44,24 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	if cfg.Listen.Transport == "http" {
 		return rt.serveHTTP(ctx, cfg)
 	}
-	rt.log.Info().Str("agent", agent).Msg("serving MCP on stdio")
-	return rt.proxy.ServeStdio(ctx, agent, stdin, stdout)
+	rt.log.Info().Str("agent", agentName(cfg, o.agent)).Msg("serving MCP on stdio")
+	return rt.proxy.ServeStdio(ctx, o.agent, o.perCall(), stdin, stdout)
 }
 
-func defaultAgent(cfg *config.Config) string {
-	if cfg.DefaultAgent != "" {
+// agentName is the agent a verb serves: --agent, else the default agent.
+func agentName(cfg *config.Config, flagAgent string) string {
+	switch {
+	case flagAgent != "":
+		return flagAgent
+	case cfg.HasAgents():
 		return cfg.DefaultAgent
 	}
-	return "default"
+	return config.ImplicitAgent
+}
+
+// perCall is the --allowed-tools list, nil when the flag was not given.
+func (o options) perCall() []string {
+	return downstream.ParseAllowedTools(o.allowedTools, o.allowedSet)
 }
 
 // serveHTTP serves the Streamable HTTP endpoint until ctx ends.

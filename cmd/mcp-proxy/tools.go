@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -34,9 +35,9 @@ type toolReport struct {
 }
 
 func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr io.Writer) error {
-	agent := o.agent
-	if agent == "" {
-		agent = defaultAgent(cfg)
+	a, err := filter.Resolve(cfg, o.agent)
+	if err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	rt, err := startRuntime(ctx, cfg, stderr)
 	if err != nil {
@@ -44,7 +45,7 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 	}
 	defer rt.close()
 	rt.waitAll(ctx)
-	rep := buildToolsReport(rt, agent)
+	rep := buildToolsReport(rt, a, o.perCall())
 	if o.json {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -65,15 +66,19 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 	return tw.Flush()
 }
 
-func buildToolsReport(rt *runtime, agent string) toolsReport {
+func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsReport {
 	byServer := map[string][]toolReport{}
 	for _, e := range rt.proxy.Catalog().Tools() {
-		if e.Connected {
+		t := filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+		if e.Connected && a.Decide(t, perCall) == filter.RuleNone && a.Visible(t, nil) {
 			byServer[e.Server] = append(byServer[e.Server], toolReport{Name: e.Exposed, Original: e.Name, Description: e.Description})
 		}
 	}
-	rep := toolsReport{Agent: agent, Servers: []serverReport{}}
+	rep := toolsReport{Agent: a.Name, Servers: []serverReport{}}
 	for name, c := range rt.conns {
+		if !a.Granted(name) {
+			continue
+		}
 		s := c.Snapshot()
 		sr := serverReport{Name: name, State: s.State.String(), Tools: byServer[name]}
 		if sr.Tools == nil {
@@ -85,7 +90,7 @@ func buildToolsReport(rt *runtime, agent string) toolsReport {
 		rep.Servers = append(rep.Servers, sr)
 	}
 	for name, s := range rt.cfg.Servers {
-		if !s.IsEnabled() || !rt.cfg.IsEnabled() {
+		if (!s.IsEnabled() || !rt.cfg.IsEnabled()) && (!rt.cfg.HasAgents() || filter.Grants(rt.cfg, rt.cfg.Agents[a.Name])[name]) {
 			rep.Servers = append(rep.Servers, serverReport{Name: name, State: "disabled", Tools: []toolReport{}})
 		}
 	}
@@ -111,9 +116,8 @@ func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments
 	if !json.Valid([]byte(arguments)) {
 		return usageErr("arguments are not valid JSON: %s", arguments)
 	}
-	agent := o.agent
-	if agent == "" {
-		agent = defaultAgent(cfg)
+	if _, err := filter.Resolve(cfg, o.agent); err != nil {
+		return &exitError{code: exitUsage, err: err}
 	}
 	rt, err := startRuntime(ctx, cfg, stderr)
 	if err != nil {
@@ -121,7 +125,7 @@ func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments
 	}
 	defer rt.close()
 	rt.waitAll(ctx)
-	result, err := rt.proxy.CallTool(ctx, agent, name, json.RawMessage(arguments))
+	result, err := rt.proxy.CallTool(ctx, o.agent, o.perCall(), name, json.RawMessage(arguments))
 	if err != nil {
 		return &exitError{code: exitRuntime, err: err}
 	}

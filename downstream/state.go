@@ -1,0 +1,195 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// allowedToolsHeader carries an HTTP session's per-call allow-list on its
+// initialize (SPEC §4), the seed's caller-supplied allowed_tools.
+const allowedToolsHeader = "X-MCP-Allowed-Tools"
+
+// sessionState is what the proxy keeps per downstream session. Its grants
+// are fixed when the session starts (SPEC §5): the agent is resolved once.
+type sessionState struct {
+	agent *filter.Agent
+	// perCall is the session's per-call allow-list; nil when none was given.
+	perCall []string
+
+	mu     sync.Mutex
+	always map[string]bool // tools the user approved "always" in this session
+}
+
+func (s *sessionState) approvedAlways(tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.always[tool]
+}
+
+func (s *sessionState) approveAlways(tool string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.always == nil {
+		s.always = map[string]bool{}
+	}
+	s.always[tool] = true
+}
+
+// ParseAllowedTools splits a comma-separated per-call list. An absent list
+// is nil (no narrowing); a present but empty one allows nothing.
+func ParseAllowedTools(s string, present bool) []string {
+	if !present {
+		return nil
+	}
+	out := []string{}
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// newState starts the state of a session of agent.
+func (p *Proxy) newState(agent string, perCall []string) (*sessionState, error) {
+	a, err := p.resolveAgent(agent)
+	if err != nil {
+		return nil, err
+	}
+	return &sessionState{agent: a, perCall: perCall}, nil
+}
+
+// resolveAgent returns the resolved agent, cached per config.
+func (p *Proxy) resolveAgent(name string) (*filter.Agent, error) {
+	if name == "" {
+		name = p.defaultAgentName()
+	}
+	p.agentsMu.Lock()
+	defer p.agentsMu.Unlock()
+	if a := p.agents[name]; a != nil {
+		return a, nil
+	}
+	a, err := filter.Resolve(p.opts.Config, name)
+	if err != nil {
+		return nil, err
+	}
+	p.agents[name] = a
+	return a, nil
+}
+
+// registerState records the state of an HTTP session at its initialize.
+func (p *Proxy) registerState(ctx context.Context, header http.Header) {
+	s := server.ClientSessionFromContext(ctx)
+	if s == nil || s.SessionID() == "" {
+		return
+	}
+	var perCall []string
+	if v, ok := header[http.CanonicalHeaderKey(allowedToolsHeader)]; ok {
+		perCall = ParseAllowedTools(strings.Join(v, ","), true)
+	}
+	st, err := p.newState(agentFrom(ctx), perCall)
+	if err != nil {
+		return // the HTTP layer already refused unknown agents
+	}
+	p.states.Store(s.SessionID(), st)
+}
+
+// stateFor returns the state of the session a request belongs to. A request
+// without a registered session (the stateless 2026-07-28 protocol) gets a
+// state built from its agent and its own header.
+func (p *Proxy) stateFor(ctx context.Context, sessionID string, header http.Header) (*sessionState, error) {
+	if sessionID == "" {
+		if s := server.ClientSessionFromContext(ctx); s != nil {
+			sessionID = s.SessionID()
+		}
+	}
+	if v, ok := p.states.Load(sessionID); ok && sessionID != "" {
+		return v.(*sessionState), nil
+	}
+	var perCall []string
+	if v, ok := header[http.CanonicalHeaderKey(allowedToolsHeader)]; ok {
+		perCall = ParseAllowedTools(strings.Join(v, ","), true)
+	}
+	return p.newState(agentFrom(ctx), perCall)
+}
+
+// view is the tools one kind of session sees: its agent and per-call list
+// applied to one catalog.
+type view struct {
+	catalog  *Catalog
+	listJSON []byte
+}
+
+type viewKey struct {
+	agent   *filter.Agent
+	perCall string
+}
+
+// viewFor returns the session's view of the current catalog, computed once
+// per (agent, per-call list, catalog) and shared by the sessions alike.
+func (p *Proxy) viewFor(st *sessionState) *view {
+	c := p.Catalog()
+	key := viewKey{agent: st.agent, perCall: perCallKey(st.perCall)}
+	p.viewsMu.Lock()
+	defer p.viewsMu.Unlock()
+	if v := p.views[key]; v != nil && v.catalog == c {
+		return v
+	}
+	v := &view{catalog: c, listJSON: joinRaw(c.tools, func(e *ToolEntry) bool {
+		return e.Connected && st.agent.Decide(e.policyTool(), st.perCall) == filter.RuleNone &&
+			st.agent.Visible(e.policyTool(), nil)
+	})}
+	p.views[key] = v
+	return v
+}
+
+func perCallKey(list []string) string {
+	if list == nil {
+		return "\x00none"
+	}
+	return strings.Join(list, ",")
+}
+
+// policyTool describes an entry to the policy.
+func (e *ToolEntry) policyTool() filter.Tool {
+	return filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+}
+
+// denied is the isError result of a tool a policy rule 3–6 denies (SPEC §5).
+func denied(exposed string, rule filter.Rule) []byte {
+	return textResult("tool '"+exposed+"' is denied by "+string(rule), true)
+}
+
+// textResult builds a tools/call result with one text item.
+func textResult(text string, isError bool) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"content":[{"type":"text","text":`)
+	buf.Write(rawjson.String(text))
+	buf.WriteString(`}]`)
+	if isError {
+		buf.WriteString(`,"isError":true`)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}
+
+// clientCanElicit reports whether the session's client declared the
+// elicitation capability.
+func clientCanElicit(ctx context.Context) bool {
+	s, ok := server.ClientSessionFromContext(ctx).(server.SessionWithClientInfo)
+	if !ok {
+		return false
+	}
+	caps := s.GetClientCapabilities()
+	return caps.Elicitation != nil
+}
+
+

@@ -1,0 +1,216 @@
+package filter
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+// Rule names why a tool is denied; the values are SPEC §5's, used in denial
+// texts and as the metric label `rule`.
+type Rule string
+
+// The rules of SPEC §5, in the order they are applied.
+const (
+	RuleNone                Rule = ""
+	RuleNotGranted          Rule = "not_granted"
+	RuleServerFilter        Rule = "server_filter"
+	RuleExcludedTools       Rule = "excluded_tools"
+	RuleAllowedTools        Rule = "allowed_tools"
+	RulePerCallAllowedTools Rule = "per_call_allowed_tools"
+	RuleReadOnly            Rule = "read_only"
+)
+
+// Hidden reports whether the rule hides a tool completely: calling it is the
+// JSON-RPC error `unknown tool`, so the agent learns nothing of what it was
+// not granted. The other rules answer a call with a result naming the rule.
+func (r Rule) Hidden() bool { return r == RuleNotGranted || r == RuleServerFilter }
+
+// Autonomy levels of SPEC §5.
+const (
+	AutonomyFull       = "full"
+	AutonomySupervised = "supervised"
+	AutonomyReadOnly   = "read_only"
+)
+
+// ErrUnknownAgent is returned for an agent that is asked for but not defined.
+var ErrUnknownAgent = errors.New("unknown agent")
+
+// Tool is what the policy needs to know about one exposed tool.
+type Tool struct {
+	Exposed string
+	// Server is the configured server; "" for the proxy's own tools.
+	Server string
+	// ReadOnly is the upstream's annotations.readOnlyHint.
+	ReadOnly bool
+	// Filtered is true when the server's own tools.include/exclude drop it.
+	Filtered bool
+}
+
+// Own reports whether the tool is one of the proxy's own (tool_search,
+// call_tool, mcp_resources, mcp_prompts).
+func (t Tool) Own() bool { return t.Server == "" }
+
+// Agent is one agent's resolved grants and settings. It is immutable: a
+// session resolves its agent once, when it starts, so that a config reload
+// applies to new sessions only (SPEC §3, §5).
+type Agent struct {
+	Name     string
+	granted  map[string]bool
+	excluded []string
+	allowed  []string
+	autonomy string
+	auto     []string
+	ask      []string
+	groups   []config.FilterGroup
+}
+
+// Resolve returns the agent named name (the default agent when name is
+// empty). Without `agents` in the config there is one implicit agent,
+// `default`, granted every enabled server with autonomy full.
+func Resolve(cfg *config.Config, name string) (*Agent, error) {
+	if !cfg.HasAgents() {
+		if name != "" && name != config.ImplicitAgent {
+			return nil, fmt.Errorf("%w %q: no agents are configured; the implicit agent is %q", ErrUnknownAgent, name, config.ImplicitAgent)
+		}
+		a := &Agent{Name: config.ImplicitAgent, granted: map[string]bool{}, autonomy: AutonomyFull}
+		for n, s := range cfg.Servers {
+			if s.IsEnabled() {
+				a.granted[n] = true
+			}
+		}
+		return a, nil
+	}
+	if name == "" {
+		name = cfg.DefaultAgent
+	}
+	if name == "" {
+		return nil, fmt.Errorf("%w: no agent named and no default_agent set; agents: %s", ErrUnknownAgent, strings.Join(cfg.AgentNames(), ", "))
+	}
+	ac := cfg.Agents[name]
+	if ac == nil {
+		return nil, fmt.Errorf("%w %q; agents: %s", ErrUnknownAgent, name, strings.Join(cfg.AgentNames(), ", "))
+	}
+	a := &Agent{
+		Name: name, granted: Grants(cfg, ac), excluded: ac.ExcludedTools, allowed: ac.AllowedTools,
+		autonomy: ac.Autonomy, auto: ac.AutoApprove, ask: ac.AlwaysAsk, groups: ac.ToolFilterGroups,
+	}
+	if a.autonomy == "" {
+		a.autonomy = AutonomyFull
+	}
+	return a, nil
+}
+
+// Grants resolves an agent's servers (seed 001): the union of the servers of
+// all its bundles, minus every name any of those bundles excludes (deny
+// wins). Unknown bundle aliases and unknown or disabled servers grant
+// nothing; an agent with no bundles reaches no server.
+func Grants(cfg *config.Config, a *config.Agent) map[string]bool {
+	granted := map[string]bool{}
+	denied := map[string]bool{}
+	for _, alias := range a.MCPBundles {
+		b := cfg.Bundles[alias]
+		if b == nil {
+			continue
+		}
+		for _, s := range b.Servers {
+			if sc := cfg.Servers[s]; sc != nil && sc.IsEnabled() {
+				granted[s] = true
+			}
+		}
+		for _, s := range b.Exclude {
+			denied[s] = true
+		}
+	}
+	for s := range denied {
+		delete(granted, s)
+	}
+	return granted
+}
+
+// Servers returns the agent's granted servers, sorted.
+func (a *Agent) Servers() []string {
+	out := make([]string, 0, len(a.granted))
+	for s := range a.granted {
+		out = append(out, s)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Granted reports whether the agent reaches server.
+func (a *Agent) Granted(server string) bool { return a.granted[server] }
+
+// Decide applies SPEC §5's rules 1–6 in order to t for this agent, with the
+// session's per-call list (nil when none was given; an empty non-nil list
+// allows nothing). It returns RuleNone when the agent may call the tool.
+func (a *Agent) Decide(t Tool, perCall []string) Rule {
+	switch {
+	case !t.Own() && !a.granted[t.Server]:
+		return RuleNotGranted
+	case t.Filtered:
+		return RuleServerFilter
+	case matchList(a.excluded, t.Exposed):
+		return RuleExcludedTools
+	case len(a.allowed) > 0 && !slices.Contains(a.allowed, t.Exposed) && t.Own():
+		// A non-empty allowed_tools admits every upstream tool (the seed's
+		// `__` auto-admit); the proxy's own tools need an exact entry.
+		return RuleAllowedTools
+	case perCall != nil && !slices.Contains(perCall, t.Exposed):
+		return RulePerCallAllowedTools
+	case a.autonomy == AutonomyReadOnly && !t.ReadOnly && !t.Own():
+		return RuleReadOnly
+	}
+	return RuleNone
+}
+
+// Visible reports whether an allowed tool is listed, given the agent's
+// tool_filter_groups (visibility only, never capability): with no groups
+// every tool is listed; with some, an upstream tool must match the tools of
+// an `always` group or of a `dynamic` group in active (activated by a
+// tool_search keyword). A group without tools matches nothing.
+func (a *Agent) Visible(t Tool, active func(group int) bool) bool {
+	if len(a.groups) == 0 || t.Own() {
+		return true
+	}
+	for i, g := range a.groups {
+		if g.Mode == "dynamic" && (active == nil || !active(i)) {
+			continue
+		}
+		if matchList(g.Tools, t.Exposed) {
+			return true
+		}
+	}
+	return false
+}
+
+// Approval is the outcome of the approval gate.
+type Approval int
+
+// The approval outcomes.
+const (
+	ApprovalRun Approval = iota // run without asking
+	ApprovalAsk                 // ask the user through the client
+)
+
+// Approval applies the seed's order (SPEC §5): autonomy full → run;
+// always_ask match → ask; auto_approve match → run; approved "always"
+// earlier in this session → run; else ask. tool_search is always run.
+func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
+	switch {
+	case a.autonomy == AutonomyFull, exposed == "tool_search":
+		return ApprovalRun
+	case matchList(a.ask, exposed):
+		return ApprovalAsk
+	case matchList(a.auto, exposed), approvedAlways:
+		return ApprovalRun
+	}
+	return ApprovalAsk
+}
+
+// Autonomy returns the agent's autonomy level.
+func (a *Agent) Autonomy() string { return a.autonomy }
