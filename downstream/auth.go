@@ -15,7 +15,7 @@ import (
 // time taken says nothing about which one nearly matched.
 func (p *Proxy) authorized(r *http.Request, agent string) bool {
 	var tokens []string
-	if a := p.opts.Config.Agents[agent]; a != nil {
+	if a := p.gen().cfg.Agents[agent]; a != nil {
 		tokens = a.Tokens
 	}
 	if len(tokens) == 0 {

@@ -87,8 +87,9 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		}
 		return denied(name, rule), nil
 	}
-	up := p.opts.Upstreams[entry.Server]
-	if up.Snapshot().State != upstream.StateConnected {
+	g := p.gen()
+	up, scfg := g.ups[entry.Server], g.cfg.Servers[entry.Server]
+	if up == nil || scfg == nil || up.Snapshot().State != upstream.StateConnected {
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeError, 0)
 		return nil, notConnected(entry.Server)
 	}
@@ -101,7 +102,7 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid tools/call params: " + sanitize.Error(err.Error())}
 	}
-	timeout := p.opts.Config.Servers[entry.Server].Timeout.D()
+	timeout := scfg.Timeout.D()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 

@@ -35,8 +35,11 @@ func (p *Proxy) HTTPHandler() http.Handler {
 		server.WithHeartbeatInterval(heartbeatInterval),
 		server.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(p.log.Level(zerolog.WarnLevel)))),
 	)
+	p.httpMu.Lock()
+	p.httpServers = append(p.httpServers, hs)
+	p.httpMu.Unlock()
 	mux := http.NewServeMux()
-	mux.Handle(p.opts.Config.Listen.Path, p.endpoint(hs, false))
+	mux.Handle(p.gen().cfg.Listen.Path, p.endpoint(hs, false))
 	mux.Handle(agentPathPattern, p.endpoint(hs, true))
 	mux.HandleFunc("/healthz", p.healthz)
 	mux.HandleFunc("/readyz", p.readyz)
@@ -50,8 +53,8 @@ const agentPathPattern = "/agents/{agent}/mcp"
 // configured default_agent, or the implicit agent when there are no agents.
 // It is "" when agents exist and none is the default.
 func (p *Proxy) defaultAgentName() string {
-	if p.opts.Config.HasAgents() {
-		return p.opts.Config.DefaultAgent
+	if cfg := p.gen().cfg; cfg.HasAgents() {
+		return cfg.DefaultAgent
 	}
 	return defaultAgent
 }
@@ -105,6 +108,8 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		}
 		pd := newPending(p)
 		defer pd.release()
+		p.httpCalls.Add(1)
+		defer p.httpCalls.Add(-1)
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
 			st, err := p.stateFor(ctx, r.Header.Get(server.HeaderKeySessionID), r.Header)
 			if err != nil {
@@ -127,6 +132,25 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		next.ServeHTTP(ww, r2)
 		ww.finish()
 	})
+}
+
+// ShutdownHTTP ends the HTTP side gracefully: it waits until no tool call
+// is in flight (or ctx ends), then closes every session, which ends the
+// long-lived GET streams that would otherwise keep http.Server.Shutdown
+// waiting. Call it after http.Server.Shutdown has stopped new requests.
+func (p *Proxy) ShutdownHTTP(ctx context.Context) {
+	for p.httpCalls.Load() > 0 && ctx.Err() == nil {
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	p.httpMu.Lock()
+	servers := p.httpServers
+	p.httpMu.Unlock()
+	for _, hs := range servers {
+		hs.CloseSessions(ctx)
+	}
 }
 
 // wireWriter passes the response to one POST through pending.outbound. A
@@ -257,8 +281,9 @@ func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
 // naming those that are not.
 func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 	var missing []string
-	for _, name := range p.serverNames() {
-		if p.opts.Config.Servers[name].Required && p.opts.Upstreams[name].Snapshot().State != upstream.StateConnected {
+	g := p.gen()
+	for _, name := range g.serverNames() {
+		if g.cfg.Servers[name].Required && g.ups[name].Snapshot().State != upstream.StateConnected {
 			missing = append(missing, name)
 		}
 	}

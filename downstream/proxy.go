@@ -52,9 +52,14 @@ type Proxy struct {
 	catalog atomic.Pointer[Catalog]
 	started time.Time
 
+	cur       atomic.Pointer[generation]
 	mu        sync.Mutex // serializes Refresh
 	lastTools map[string][]upstream.Tool
 	shadowed  []string // exposed names registered with mcp-go, sorted
+
+	httpMu      sync.Mutex
+	httpServers []*server.StreamableHTTPServer
+	httpCalls   atomic.Int64 // POSTs being served
 
 	agentsMu sync.Mutex
 	agents   map[string]*filter.Agent // resolved agents of the current config
@@ -69,6 +74,7 @@ func New(opts Options) *Proxy {
 	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), lastTools: map[string][]upstream.Tool{},
 		agents: map[string]*filter.Agent{}, views: map[viewKey]*view{}}
 	p.slots.m = map[string]*slot{}
+	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams})
 	p.catalog.Store(buildCatalog(p.style(), nil))
 
 	hooks := &server.Hooks{}
@@ -101,7 +107,27 @@ func New(opts Options) *Proxy {
 	return p
 }
 
-func (p *Proxy) style() namespace.Style { return namespace.Style(p.opts.Config.Naming) }
+// generation is one config and the upstreams built from it. A reload
+// (SIGHUP) swaps it whole, so a reader never mixes two configs.
+type generation struct {
+	cfg *config.Config
+	ups map[string]Upstream
+}
+
+func (p *Proxy) gen() *generation { return p.cur.Load() }
+
+// Reload switches the proxy to a new config and upstream set (SPEC §3:
+// SIGHUP). Sessions keep the grants they started with; new sessions resolve
+// their agent from cfg. The listen settings of the old config stay in force.
+func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
+	p.cur.Store(&generation{cfg: cfg, ups: ups})
+	p.agentsMu.Lock()
+	p.agents = map[string]*filter.Agent{}
+	p.agentsMu.Unlock()
+	p.Refresh()
+}
+
+func (p *Proxy) style() namespace.Style { return namespace.Style(p.gen().cfg.Naming) }
 
 // Catalog returns the current merged catalog.
 func (p *Proxy) Catalog() *Catalog { return p.catalog.Load() }
@@ -114,10 +140,16 @@ func (p *Proxy) Refresh() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := p.catalog.Load()
+	g := p.gen()
 	var servers []serverTools
-	for _, name := range p.serverNames() {
-		cfg := p.opts.Config.Servers[name]
-		snap := p.opts.Upstreams[name].Snapshot()
+	for name := range p.lastTools {
+		if g.ups[name] == nil {
+			delete(p.lastTools, name) // removed by a reload
+		}
+	}
+	for _, name := range g.serverNames() {
+		cfg := g.cfg.Servers[name]
+		snap := g.ups[name].Snapshot()
 		connected := snap.State == upstream.StateConnected
 		if connected {
 			p.lastTools[name] = snap.Tools
@@ -170,9 +202,9 @@ func (p *Proxy) syncShadows(c *Catalog) {
 // never shown to a client: tools/list responses carry the upstream's schema.
 var shadowSchema = json.RawMessage(`{"type":"object"}`)
 
-func (p *Proxy) serverNames() []string {
-	names := make([]string, 0, len(p.opts.Upstreams))
-	for name := range p.opts.Upstreams {
+func (g *generation) serverNames() []string {
+	names := make([]string, 0, len(g.ups))
+	for name := range g.ups {
 		names = append(names, name)
 	}
 	slices.Sort(names)
@@ -183,12 +215,13 @@ func (p *Proxy) serverNames() []string {
 // connected or failed, at most startup_wait after the proxy started (SPEC
 // §3); servers that connect later appear through list_changed.
 func (p *Proxy) waitStartup(ctx context.Context) {
-	deadline := p.started.Add(p.opts.Config.StartupWait.D())
+	g := p.gen()
+	deadline := p.started.Add(g.cfg.StartupWait.D())
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for _, name := range p.serverNames() {
+	for _, name := range g.serverNames() {
 		select {
-		case <-p.opts.Upstreams[name].Ready():
+		case <-g.ups[name].Ready():
 		case <-timer.C:
 			return
 		case <-ctx.Done():
@@ -202,10 +235,11 @@ func (p *Proxy) waitStartup(ctx context.Context) {
 // startupPending reports whether some upstream's first connection attempt
 // is still running within startup_wait.
 func (p *Proxy) startupPending() bool {
-	if time.Since(p.started) >= p.opts.Config.StartupWait.D() {
+	g := p.gen()
+	if time.Since(p.started) >= g.cfg.StartupWait.D() {
 		return false
 	}
-	for _, u := range p.opts.Upstreams {
+	for _, u := range g.ups {
 		select {
 		case <-u.Ready():
 		default:

@@ -77,7 +77,7 @@ func (p *Proxy) resolveAgent(name string) (*filter.Agent, error) {
 	if a := p.agents[name]; a != nil {
 		return a, nil
 	}
-	a, err := filter.Resolve(p.opts.Config, name)
+	a, err := filter.Resolve(p.gen().cfg, name)
 	if err != nil {
 		return nil, err
 	}

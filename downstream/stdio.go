@@ -48,13 +48,28 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	server.WithQueueSize(10000)(srv)
 	srv.SetErrorLogger(log.New(zlogWriter{p.log}, "", 0))
 
+	// mcp-go cancels every running handler when its context ends, so it
+	// gets a context of its own: a signal (ctx) first lets in-flight calls
+	// finish, at most stdioDrain, like stdin EOF does (SPEC §3).
+	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
+	defer lcancel()
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
 		err := p.pumpStdin(ctx, in, pw, pd, w, st)
 		pw.CloseWithError(err)
 	}()
-	err = srv.Listen(ctx, pr, w)
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.drain(context.Background(), pd)
+			lcancel()
+			pw.CloseWithError(io.EOF)
+		case <-lctx.Done():
+		}
+	}()
+	err = srv.Listen(lctx, pr, w)
+	lcancel()
 	_ = pr.Close()
 	if ctx.Err() == nil {
 		<-pumpDone
@@ -91,7 +106,7 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 			}
 		}
 		if err == io.EOF {
-			p.drain(ctx, pd)
+			p.drain(context.Background(), pd)
 			return nil
 		}
 		if err != nil {

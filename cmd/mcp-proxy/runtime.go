@@ -27,17 +27,50 @@ const closeBudget = 5 * time.Second
 // runtime is one running set of upstream connections and the proxy in
 // front of them.
 type runtime struct {
+	mu       sync.Mutex // guards cfg and conns across reloads
 	cfg      *config.Config
 	log      zerolog.Logger
+	logOut   *scrubbedOutput
+	connCtx  context.Context // the lifetime of upstream connections
 	registry *prometheus.Registry
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
 }
 
+// scrubbedOutput is the log output: stderr behind a secret scrubber that a
+// reload can extend with the new config's secrets.
+type scrubbedOutput struct {
+	stderr  io.Writer
+	mu      sync.Mutex
+	secrets []string
+	w       io.Writer
+}
+
+func newScrubbedOutput(stderr io.Writer, secrets []string) *scrubbedOutput {
+	o := &scrubbedOutput{stderr: stderr}
+	o.addSecrets(secrets)
+	return o
+}
+
+// addSecrets adds secret values to scrub; the old ones stay, since earlier
+// lines of a running process may be repeated (errors, retries).
+func (o *scrubbedOutput) addSecrets(secrets []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.secrets = append(o.secrets, secrets...)
+	o.w = sanitize.NewScrubber(o.secrets).Writer(o.stderr)
+}
+
+func (o *scrubbedOutput) Write(b []byte) (int, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.w.Write(b)
+}
+
 // newLogger builds the process logger: stderr only, secrets scrubbed.
-func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
-	w := sanitize.NewScrubber(cfg.Secrets()).Writer(stderr)
+func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
+	w := out
 	if cfg.Log.Format == "console" {
 		w = zerolog.ConsoleWriter{Out: w, NoColor: true, TimeFormat: time.RFC3339}
 	}
@@ -51,7 +84,8 @@ func newLogger(cfg *config.Config, stderr io.Writer) zerolog.Logger {
 // startRuntime connects every enabled server in the background and builds
 // the proxy. It returns at once; upstreams appear as they connect.
 func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*runtime, error) {
-	rt := &runtime{cfg: cfg, log: newLogger(cfg, stderr), registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	out := newScrubbedOutput(stderr, cfg.Secrets())
+	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
 	m, err := metrics.New(rt.registry)
 	if err != nil {
 		return nil, err
@@ -70,10 +104,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 			if !s.IsEnabled() {
 				continue
 			}
-			c := upstream.New(s, upstream.Options{
-				Logger:     rt.log.With().Str("server", name).Logger(),
-				OnSnapshot: rt.onSnapshot(name),
-			})
+			c := rt.newConn(name, s)
 			rt.conns[name] = c
 			ups[name] = c
 		}
@@ -83,10 +114,21 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 	rt.proxy = downstream.New(downstream.Options{
 		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
 	})
+	// Connections live until close, not until the signal: at shutdown the
+	// in-flight calls must still reach their upstreams (SPEC §3).
+	rt.connCtx = context.WithoutCancel(ctx)
 	for _, c := range rt.conns {
-		c.Start(ctx)
+		c.Start(rt.connCtx)
 	}
 	return rt, nil
+}
+
+// newConn builds the connection of one server (not started).
+func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
+	return upstream.New(s, upstream.Options{
+		Logger:     rt.log,
+		OnSnapshot: rt.onSnapshot(name),
+	})
 }
 
 // onSnapshot returns the snapshot hook of one server: refresh the proxy's
@@ -119,9 +161,21 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 	}
 }
 
+// connections returns the current connections, a copy safe to range over
+// while a reload runs.
+func (rt *runtime) connections() map[string]*upstream.Conn {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	out := make(map[string]*upstream.Conn, len(rt.conns))
+	for n, c := range rt.conns {
+		out[n] = c
+	}
+	return out
+}
+
 // waitAll waits until every upstream's first connection attempt ended.
 func (rt *runtime) waitAll(ctx context.Context) {
-	for _, c := range rt.conns {
+	for _, c := range rt.connections() {
 		select {
 		case <-c.Ready():
 		case <-ctx.Done():
@@ -134,14 +188,15 @@ func (rt *runtime) waitAll(ctx context.Context) {
 // summary logs one line per server and a total, the operator's view of
 // what the proxy serves.
 func (rt *runtime) summary() {
-	names := make([]string, 0, len(rt.conns))
-	for n := range rt.conns {
+	conns := rt.connections()
+	names := make([]string, 0, len(conns))
+	for n := range conns {
 		names = append(names, n)
 	}
 	sort.Strings(names)
 	connected, tools := 0, 0
 	for _, n := range names {
-		s := rt.conns[n].Snapshot()
+		s := conns[n].Snapshot()
 		if s.State == upstream.StateConnected {
 			connected++
 			tools += len(s.Tools)
@@ -149,7 +204,7 @@ func (rt *runtime) summary() {
 	}
 	var states []string
 	for _, n := range names {
-		states = append(states, n+"="+rt.conns[n].Snapshot().State.String())
+		states = append(states, n+"="+conns[n].Snapshot().State.String())
 	}
 	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", tools).
 		Int("exposed_tools", countListed(rt.proxy.Catalog())).Str("states", strings.Join(states, " ")).Msg("startup summary")
@@ -168,7 +223,7 @@ func countListed(c *downstream.Catalog) int {
 // close closes every upstream in parallel, bounded by closeBudget.
 func (rt *runtime) close() {
 	var wg sync.WaitGroup
-	for name, c := range rt.conns {
+	for name, c := range rt.connections() {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()

@@ -36,6 +36,8 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	}
 	stopMetrics := rt.serveMetrics(cfg)
 	defer stopMetrics()
+	stopReload := rt.reloadOnHUP(ctx, o)
+	defer stopReload()
 	go func() {
 		rt.waitAll(ctx)
 		rt.summary()
@@ -80,11 +82,17 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 		return fmt.Errorf("http server: %w", err)
 	case <-ctx.Done():
 	}
-	rt.log.Info().Msg("shutting down")
+	rt.log.Info().Msg("shutting down: finishing in-flight calls")
 	sctx, cancel := context.WithTimeout(context.Background(), httpShutdownGrace)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return err
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	rt.proxy.ShutdownHTTP(sctx)
+	if err := <-shut; err != nil {
+		_ = srv.Close()
+		if !errors.Is(err, context.DeadlineExceeded) {
+			return err
+		}
 	}
 	return nil
 }

@@ -75,7 +75,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsRepor
 		}
 	}
 	rep := toolsReport{Agent: a.Name, Servers: []serverReport{}}
-	for name, c := range rt.conns {
+	for name, c := range rt.connections() {
 		if !a.Granted(name) {
 			continue
 		}
