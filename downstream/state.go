@@ -191,5 +191,3 @@ func clientCanElicit(ctx context.Context) bool {
 	caps := s.GetClientCapabilities()
 	return caps.Elicitation != nil
 }
-
-
