@@ -1,0 +1,109 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// loopback is the only address anything here listens on or dials.
+const loopback = "127.0.0.1"
+
+// env is what every scenario shares: the options, the processes, the temp
+// directory for configs and the progress writer.
+type env struct {
+	o        options
+	fleet    *fleet
+	dir      string
+	progress io.Writer
+	configs  int
+}
+
+// largeN is the request count of the heavy scenarios (1 MiB calls, 2000-tool
+// lists): a tenth of -n, at least one per round.
+func (e *env) largeN() int { return max(e.o.n/10, e.o.rounds) }
+
+func (e *env) progressf(format string, args ...any) {
+	fmt.Fprintf(e.progress, format+"\n", args...)
+}
+
+// fixtureSpec runs the fixture over stdio.
+func (e *env) fixtureSpec(name string, args []string) procSpec {
+	return procSpec{name: name, path: e.o.fixture, args: args, stdio: true}
+}
+
+// proxySpec runs the proxy over stdio on config file cfg.
+func (e *env) proxySpec(cfg string) procSpec {
+	return procSpec{name: "mcp-proxy", path: e.o.proxy, args: []string{"serve", "--config", cfg}, stdio: true}
+}
+
+// proxyConfig is the part of mcp-proxy's config the load test writes.
+type proxyConfig struct {
+	Log     map[string]string       `yaml:"log"`
+	Blobs   map[string]string       `yaml:"blobs"`
+	Servers map[string]serverConfig `yaml:"servers"`
+}
+
+// serverConfig is one upstream: a stdio command or an HTTP url.
+type serverConfig struct {
+	Command string   `yaml:"command,omitempty"`
+	Args    []string `yaml:"args,omitempty"`
+	URL     string   `yaml:"url,omitempty"`
+}
+
+// writeConfig writes a proxy config with these upstreams into the temp
+// directory and returns its path. Logs stay at warn (no per-request lines)
+// and blobs pass through, so the proxy does no work the direct side skips.
+func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
+	cfg := proxyConfig{
+		Log:     map[string]string{"level": "warn"},
+		Blobs:   map[string]string{"mode": "passthrough"},
+		Servers: servers,
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return "", fmt.Errorf("proxy config: %w", err)
+	}
+	e.configs++
+	path := filepath.Join(e.dir, fmt.Sprintf("config-%d.yaml", e.configs))
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return "", fmt.Errorf("proxy config: %w", err)
+	}
+	return path, nil
+}
+
+// fixtureURL reads the fixture's "listening on http://ADDR/mcp" line.
+func fixtureURL(line string) (string, bool) {
+	_, rest, ok := strings.Cut(line, "listening on ")
+	if !ok {
+		return "", false
+	}
+	return loopbackURL(strings.TrimSpace(rest))
+}
+
+// proxyURL reads the "url" of the proxy's JSON log line that announces its
+// Streamable HTTP endpoint.
+func proxyURL(line string) (string, bool) {
+	var l struct {
+		URL string `json:"url"`
+	}
+	if json.Unmarshal([]byte(line), &l) != nil || l.URL == "" {
+		return "", false
+	}
+	return loopbackURL(l.URL)
+}
+
+// loopbackURL accepts only http://127.0.0.1:PORT/mcp.
+func loopbackURL(s string) (string, bool) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "http" || u.Hostname() != loopback || u.Port() == "" || u.Path != "/mcp" {
+		return "", false
+	}
+	return s, true
+}

@@ -1,0 +1,273 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRunEveryScenario builds mcp-proxy and the fixture, runs every
+// scenario with tiny counts, and checks the table and the JSON a user would
+// read: every scenario present, no error, every number positive, and no
+// process left running.
+func TestRunEveryScenario(t *testing.T) {
+	dir := t.TempDir()
+	proxyBin := filepath.Join(dir, "mcp-proxy")
+	fixtureBin := filepath.Join(dir, "fixture")
+	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	jsonPath := filepath.Join(dir, "out.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	argv := []string{"loadtest", "-proxy", proxyBin, "-fixture", fixtureBin, "-n", "20", "-rounds", "2", "-json", jsonPath}
+	if err := run(ctx, argv, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+
+	table := stdout.String()
+	for _, want := range []string{"command: `loadtest -proxy " + proxyBin, "machine: nproc ", "| scenario | n | direct p50 |"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("table lacks %q:\n%s", want, table)
+		}
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("JSON output does not parse: %v", err)
+	}
+	if len(rep.Results) != len(scenarios) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(scenarios))
+	}
+	for i, r := range rep.Results {
+		if r.Scenario != scenarios[i].name || r.Error != "" || (r.Verdict != "pass" && r.Verdict != "miss" && r.Verdict != "none") {
+			t.Errorf("result %d: scenario %q verdict %q error %q", i, r.Scenario, r.Verdict, r.Error)
+		}
+		if !strings.Contains(table, "| "+r.Scenario+" | ") {
+			t.Errorf("table has no row for %s", r.Scenario)
+		}
+	}
+	var generic any
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	if n := checkNumbers(t, "", generic); n < 60 {
+		t.Errorf("only %d numbers in the JSON output", n)
+	}
+	if left := runningBinaries(proxyBin, fixtureBin); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+}
+
+// checkNumbers fails on any number that is not positive (the signed
+// added_time_ratio only has to be finite) and returns how many it saw.
+func checkNumbers(t *testing.T, path string, v any) int {
+	t.Helper()
+	switch x := v.(type) {
+	case map[string]any:
+		n := 0
+		for k, e := range x {
+			n += checkNumbers(t, path+"."+k, e)
+		}
+		return n
+	case []any:
+		n := 0
+		for i, e := range x {
+			n += checkNumbers(t, path+"["+strconv.Itoa(i)+"]", e)
+		}
+		return n
+	case float64:
+		signed := strings.HasSuffix(path, ".added_time_ratio")
+		if math.IsNaN(x) || math.IsInf(x, 0) || (!signed && x <= 0) {
+			t.Errorf("%s = %v, want a positive number", path, x)
+		}
+		return 1
+	}
+	return 0
+}
+
+// runningBinaries lists live processes whose executable is one of bins.
+func runningBinaries(bins ...string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil {
+			continue
+		}
+		for _, b := range bins {
+			if exe == b {
+				if _, _, ok := statFields(pid); ok { // zombies do not count
+					out = append(out, e.Name()+" "+exe)
+				}
+			}
+		}
+	}
+	return out
+}
+
+func TestPercentile(t *testing.T) {
+	ds := func(ms ...int) []time.Duration {
+		out := make([]time.Duration, len(ms))
+		for i, m := range ms {
+			out[i] = time.Duration(m) * time.Millisecond
+		}
+		return out
+	}
+	tests := []struct {
+		name   string
+		sorted []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		{"one sample", ds(7), 50, 7 * time.Millisecond},
+		{"median of odd", ds(1, 2, 3, 4, 5), 50, 3 * time.Millisecond},
+		{"median of even is the lower", ds(1, 2, 3, 4), 50, 2 * time.Millisecond},
+		{"p99 of 5 is the max", ds(1, 2, 3, 4, 5), 99, 5 * time.Millisecond},
+		{"p99 of 200", ds(seq(200)...), 99, 198 * time.Millisecond},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := percentile(tc.sorted, tc.p); got != tc.want {
+				t.Errorf("percentile(%v) = %v, want %v", tc.p, got, tc.want)
+			}
+		})
+	}
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+func TestReadSSE(t *testing.T) {
+	tests := []struct {
+		name     string
+		stream   string
+		wantRes  string
+		wantErr  string
+		requests int
+	}{
+		{"response only", "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{\"a\":1}}\n\n", `{"a":1}`, "", 0},
+		{"notification then response", ": comment\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n\n" +
+			"id: 9\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n", `{}`, "", 0},
+		{"server request answered", "data: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n", `{}`, "", 1},
+		{"multi-line data", "data: {\"jsonrpc\":\"2.0\",\ndata: \"id\":3,\"result\":{}}\n\n", `{}`, "", 0},
+		{"last event without blank line", "data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}", `{}`, "", 0},
+		{"ends without response", "data: {\"jsonrpc\":\"2.0\",\"method\":\"x\"}\n\n", "", "event stream ended before the response", 0},
+		{"other id", "data: {\"jsonrpc\":\"2.0\",\"id\":4,\"result\":{}}\n\n", "", "response to request 4, want 3", 0},
+		{"not JSON", "data: {oops\n\n", "", "bad JSON-RPC message", 0},
+		{"rpc error", "data: {\"jsonrpc\":\"2.0\",\"id\":3,\"error\":{\"code\":-32602,\"message\":\"bad\"}}\n\n", "", "JSON-RPC error -32602: bad", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			requests := 0
+			e, err := readSSE(strings.NewReader(tc.stream), "3", func(*envelope) error { requests++; return nil })
+			var res json.RawMessage
+			if err == nil {
+				res, err = e.outcome()
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || string(res) != tc.wantRes || requests != tc.requests {
+				t.Fatalf("got %s, %v, %d server requests; want %s, %d", res, err, requests, tc.wantRes, tc.requests)
+			}
+		})
+	}
+}
+
+// FuzzReadSSE checks the event stream reader never panics and ends with a
+// response or an error on any input.
+func FuzzReadSSE(f *testing.F) {
+	f.Add("data: {\"jsonrpc\":\"2.0\",\"id\":3,\"result\":{}}\n\n")
+	f.Add("data: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n")
+	f.Add("data:\n\ndata: [\n\n")
+	f.Fuzz(func(t *testing.T, stream string) {
+		e, err := readSSE(strings.NewReader(stream), "3", func(*envelope) error { return nil })
+		if (e == nil) == (err == nil) {
+			t.Fatalf("readSSE returned %v and %v", e, err)
+		}
+		if e != nil && idKey(e.ID) != "3" {
+			t.Fatalf("returned a response to %s", e.ID)
+		}
+	})
+}
+
+func TestParseOptionsErrors(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no binaries", nil, "-proxy and -fixture are required"},
+		{"unknown scenario", []string{"-proxy", exe, "-fixture", exe, "-scenarios", "call-stdio-c1,nope"}, `unknown scenario "nope"`},
+		{"n below rounds", []string{"-proxy", exe, "-fixture", exe, "-n", "2", "-rounds", "3"}, "-n must be at least -rounds"},
+		{"not executable", []string{"-proxy", exe, "-fixture", os.DevNull}, "is not an executable file"},
+		{"stray argument", []string{"-proxy", exe, "-fixture", exe, "extra"}, "unexpected arguments"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := parseOptions(tc.args, &bytes.Buffer{})
+			if !errors.Is(err, errUsage) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a usage error containing %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestReadyLines(t *testing.T) {
+	tests := []struct {
+		name  string
+		parse func(string) (string, bool)
+		line  string
+		want  string
+	}{
+		{"fixture", fixtureURL, "listening on http://127.0.0.1:4242/mcp", "http://127.0.0.1:4242/mcp"},
+		{"fixture other line", fixtureURL, "fixture: serving stdio: 17 tools listed", ""},
+		{"fixture not loopback", fixtureURL, "listening on http://10.0.0.1:4242/mcp", ""},
+		{"proxy", proxyURL, `{"level":"info","url":"http://127.0.0.1:5555/mcp","message":"serving MCP"}`, "http://127.0.0.1:5555/mcp"},
+		{"proxy metrics path", proxyURL, `{"level":"info","url":"http://127.0.0.1:9464/metrics","message":"serving metrics"}`, ""},
+		{"proxy all interfaces", proxyURL, `{"url":"http://0.0.0.0:5555/mcp"}`, ""},
+		{"proxy not JSON", proxyURL, `INF serving url=http://127.0.0.1:5555/mcp`, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := tc.parse(tc.line)
+			if got != tc.want || ok != (tc.want != "") {
+				t.Fatalf("got %q, %v; want %q", got, ok, tc.want)
+			}
+		})
+	}
+}
