@@ -1,10 +1,12 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -184,12 +186,41 @@ func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error
 			return nil, err
 		}
 	}
+	meta, err = hopMeta(meta)
+	if err != nil {
+		return nil, err
+	}
 	if len(meta) > 0 && string(meta) != "null" && string(meta) != "{}" {
 		if params, err = rawjson.Set(params, "_meta", meta); err != nil {
 			return nil, err
 		}
 	}
 	return params, nil
+}
+
+// protocolMetaPrefix marks the _meta keys that describe one hop of the
+// protocol (the 2026-07-28 per-request version, client info and
+// capabilities). They belong to the client's connection with the proxy, not
+// to the proxy's connection upstream, so they are not forwarded.
+const protocolMetaPrefix = "io.modelcontextprotocol/"
+
+// hopMeta returns meta without its per-hop protocol keys.
+func hopMeta(meta json.RawMessage) (json.RawMessage, error) {
+	if len(meta) == 0 || meta[0] != '{' || !bytes.Contains(meta, []byte(protocolMetaPrefix)) {
+		return meta, nil
+	}
+	ms, err := rawjson.Members(meta)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range ms {
+		if strings.HasPrefix(m.Key, protocolMetaPrefix) {
+			if meta, err = rawjson.Delete(meta, m.Key); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return meta, nil
 }
 
 // isErrorResult reports whether a raw tools/call result has isError: true.

@@ -99,6 +99,9 @@ const (
 
 type pendingEntry struct {
 	kind  pendingKind
+	// id is the client's own id bytes, echoed in the responses the wire
+	// layer writes (mcp-go turns integer ids above 2^53 into float64).
+	id    json.RawMessage
 	state *sessionState
 	slot  *slot
 	token string
@@ -169,7 +172,7 @@ func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool)
 	}
 	switch env.Method {
 	case string(mcp.MethodToolsList):
-		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, state: st})
+		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, id: env.ID, state: st})
 		return msg, false
 	case string(mcp.MethodToolsCall):
 		return pd.inboundCall(msg, env, st)
@@ -206,7 +209,7 @@ func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]by
 		pd.p.slots.remove(tok)
 		return msg, false
 	}
-	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, state: st, slot: s, token: tok})
+	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, id: env.ID, state: st, slot: s, token: tok})
 	_, known := pd.p.Catalog().Lookup(params.Name)
 	return msg, !known && pd.p.startupPending()
 }
@@ -254,10 +257,10 @@ func (pd *pending) outbound(msg []byte) []byte {
 	}
 	switch e.kind {
 	case pendingList:
-		return pd.p.listResponse(msg, id, e.state)
+		return pd.p.listResponse(msg, e.id, e.state)
 	case pendingCall:
 		pd.p.slots.remove(e.token)
-		return callResponse(msg, id, e.slot)
+		return pd.p.callResponse(msg, e.id, e.slot)
 	}
 	return msg
 }
@@ -277,7 +280,7 @@ func (p *Proxy) listResponse(msg []byte, id json.RawMessage, st *sessionState) [
 }
 
 // callResponse writes a tools/call response from its slot.
-func callResponse(msg []byte, id json.RawMessage, s *slot) []byte {
+func (p *Proxy) callResponse(msg []byte, id json.RawMessage, s *slot) []byte {
 	done, result, werr := s.get()
 	switch {
 	case done && werr != nil:
@@ -293,9 +296,11 @@ func callResponse(msg []byte, id json.RawMessage, s *slot) []byte {
 		}
 		return response(id, "result", result)
 	}
-	// The handler never ran: mcp-go answered on its own. Its "not found"
-	// becomes the proxy's unknown-tool error; anything else passes.
-	if e, ok, _ := rawjson.Get(msg, "error"); ok {
+	// The handler never ran: mcp-go answered on its own. When the tool does
+	// not exist for this session, its "not found" becomes the proxy's
+	// unknown-tool error; any other answer (a malformed modern request, say)
+	// passes as mcp-go wrote it.
+	if e, ok, _ := rawjson.Get(msg, "error"); ok && !p.exists(s) {
 		var d struct {
 			Code int `json:"code"`
 		}
@@ -305,6 +310,13 @@ func callResponse(msg []byte, id json.RawMessage, s *slot) []byte {
 		}
 	}
 	return msg
+}
+
+// exists reports whether the slot's tool exists for its session: in the
+// catalog and not hidden by rules 1–2.
+func (p *Proxy) exists(s *slot) bool {
+	e, ok := p.Catalog().Lookup(s.name)
+	return ok && (s.state == nil || !s.state.agent.Decide(e.policyTool(), s.state.perCall).Hidden())
 }
 
 // response builds a JSON-RPC response line body (no newline).

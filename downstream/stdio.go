@@ -125,15 +125,18 @@ func (p *Proxy) drain(ctx context.Context, pd *pending) {
 
 var errLineTooLong = errors.New("line too long")
 
-// readLine returns the next line without its newline. A line longer than max
-// is consumed and reported as errLineTooLong without being kept.
+// readLine returns the next line without its line ending. A message (the
+// line without "\n" or "\r\n") longer than max is consumed and reported as
+// errLineTooLong without being kept, also when it is the last line before
+// EOF (the next call then returns io.EOF).
 func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	var line []byte
 	tooLong := false
 	for {
 		chunk, err := br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(chunk) > max+1 {
+			// Keep at most max bytes plus a line ending; more cannot fit.
+			if len(line)+len(chunk) > max+2 {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, chunk...)
@@ -142,13 +145,14 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue
 		}
-		if tooLong {
-			if err == nil {
-				return nil, errLineTooLong
-			}
-			return nil, err
+		if !tooLong {
+			line = bytes.TrimSuffix(bytes.TrimSuffix(line, []byte("\n")), []byte("\r"))
+			tooLong = len(line) > max
 		}
-		return bytes.TrimRight(line, "\r\n"), err
+		if tooLong {
+			return nil, errLineTooLong
+		}
+		return line, err
 	}
 }
 

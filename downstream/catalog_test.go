@@ -1,0 +1,271 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+func TestExposeToolRewritesOnlyNameAndUnsafeDescription(t *testing.T) {
+	tests := []struct {
+		name     string
+		raw      string
+		wantRaw  string
+		wantDesc string
+	}{
+		{
+			name:     "kept as is",
+			raw:      `{"name":"t","description":"caf\u00e9 \"q\"","inputSchema":{"type":"object","title":"T"},"_meta":{"a":1},"icons":[]}`,
+			wantRaw:  `{"name":"fx__t","description":"caf\u00e9 \"q\"","inputSchema":{"type":"object","title":"T"},"_meta":{"a":1},"icons":[]}`,
+			wantDesc: "café \"q\"",
+		},
+		{
+			name:     "no description",
+			raw:      `{"inputSchema":{"type":"object"},"name":"t"}`,
+			wantRaw:  `{"inputSchema":{"type":"object"},"name":"fx__t","description":"MCP tool t from fx"}`,
+			wantDesc: "MCP tool t from fx",
+		},
+		{
+			name:     "empty description",
+			raw:      `{"name":"t","description":"","x":[1]}`,
+			wantRaw:  `{"name":"fx__t","description":"MCP tool t from fx","x":[1]}`,
+			wantDesc: "MCP tool t from fx",
+		},
+		{
+			name:     "description not a string",
+			raw:      `{"name":"t","description":{"text":"hi"}}`,
+			wantRaw:  `{"name":"fx__t","description":"MCP tool t from fx"}`,
+			wantDesc: "MCP tool t from fx",
+		},
+		{
+			name:     "TAG characters as UTF-8",
+			raw:      "{\"name\":\"t\",\"description\":\"Read\U000E0049\U000E0047\U000E004E files\",\"annotations\":{\"readOnlyHint\":true}}",
+			wantRaw:  `{"name":"fx__t","description":"Read files","annotations":{"readOnlyHint":true}}`,
+			wantDesc: "Read files",
+		},
+		{
+			name:     "TAG characters as escapes",
+			raw:      `{"name":"t","description":"Read\uDB40\uDC41\udb40\udc7f files","inputSchema":{"type":"object"}}`,
+			wantRaw:  `{"name":"fx__t","description":"Read files","inputSchema":{"type":"object"}}`,
+			wantDesc: "Read files",
+		},
+		{
+			name:     "only TAG characters",
+			raw:      `{"name":"t","description":"\uDB40\uDC41"}`,
+			wantRaw:  `{"name":"fx__t","description":"MCP tool t from fx"}`,
+			wantDesc: "MCP tool t from fx",
+		},
+		{
+			name:     "pretty-printed",
+			raw:      "{\n  \"name\": \"t\",\n  \"description\": \"d\",\n  \"inputSchema\": {\"type\": \"object\"}\n}",
+			wantRaw:  `{"name":"fx__t","description":"d","inputSchema":{"type":"object"}}`,
+			wantDesc: "d",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := buildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx", prefix: "fx", connected: true, tools: []upstream.Tool{rawTool(tt.raw)}}})
+			e, ok := c.Lookup("fx__t")
+			if !ok {
+				t.Fatalf("fx__t not in the catalog (warnings %v)", c.Warnings())
+			}
+			if string(e.Raw) != tt.wantRaw {
+				t.Errorf("Raw =\n%s\nwant\n%s", e.Raw, tt.wantRaw)
+			}
+			if e.Description != tt.wantDesc {
+				t.Errorf("Description = %q, want %q", e.Description, tt.wantDesc)
+			}
+			if e.Server != "fx" || e.Name != "t" || !e.Connected {
+				t.Errorf("entry = %+v", e)
+			}
+			if want := "[" + tt.wantRaw + "]"; string(c.ListJSON()) != want {
+				t.Errorf("ListJSON = %s, want %s", c.ListJSON(), want)
+			}
+		})
+	}
+}
+
+func TestCatalogNeverModifiesUpstreamBytes(t *testing.T) {
+	raw := `{"name":"t","description":"x\uDB40\uDC41"}`
+	tool := rawTool(raw)
+	buildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx", prefix: "fx", connected: true, tools: []upstream.Tool{tool}}})
+	if string(tool.Raw) != raw {
+		t.Fatalf("upstream tool bytes changed: %s", tool.Raw)
+	}
+}
+
+func TestCompactLines(t *testing.T) {
+	tests := []struct {
+		in, want string
+		same     bool
+	}{
+		{`{"a":1}`, `{"a":1}`, true},
+		{`{"a":"line\nbreak"}`, `{"a":"line\nbreak"}`, true},
+		{"{\n  \"a\": 1,\n  \"b\": [1, 2]\n}", `{"a":1,"b":[1,2]}`, false},
+		{"{\r\n\t\"a\" : \"x y\"\r\n}", `{"a":"x y"}`, false},
+		{"{\n  \"a\": ", "{\n  \"a\": ", true}, // invalid: kept
+	}
+	for _, tt := range tests {
+		in := []byte(tt.in)
+		got := compactLines(in)
+		if string(got) != tt.want {
+			t.Errorf("compactLines(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if tt.same && !sameBytes(got, in) {
+			t.Errorf("compactLines(%q) copied its input", tt.in)
+		}
+	}
+}
+
+func TestCatalogSortedAcrossServers(t *testing.T) {
+	c := buildCatalog(namespace.StyleZeroclaw, []serverTools{
+		{name: "zeta", prefix: "zeta", connected: true, tools: []upstream.Tool{rawTool(`{"name":"a"}`)}},
+		{name: "alpha", prefix: "alpha", connected: true, tools: []upstream.Tool{rawTool(`{"name":"b"}`), rawTool(`{"name":"a"}`)}},
+	})
+	var names []string
+	for _, e := range c.Tools() {
+		names = append(names, e.Exposed)
+	}
+	if got := joinStrings(names); got != "alpha__a alpha__b zeta__a" {
+		t.Errorf("Tools = %s", got)
+	}
+	if _, ok := c.Lookup("nope"); ok {
+		t.Error("Lookup(nope) = true")
+	}
+}
+
+func joinStrings(s []string) string {
+	var b bytes.Buffer
+	for i, x := range s {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(x)
+	}
+	return b.String()
+}
+
+func TestCatalogServerFilter(t *testing.T) {
+	tools := []upstream.Tool{rawTool(`{"name":"read_file"}`), rawTool(`{"name":"write_file"}`), rawTool(`{"name":"list"}`)}
+	tests := []struct {
+		name             string
+		include, exclude []string
+		listed           string
+	}{
+		{"none", nil, nil, "fx__list fx__read_file fx__write_file"},
+		{"include", []string{"read_*", "list"}, nil, "fx__list fx__read_file"},
+		{"exclude", nil, []string{"write_*"}, "fx__list fx__read_file"},
+		{"include wins", []string{"write_file"}, []string{"write_*"}, "fx__write_file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := buildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx", prefix: "fx", include: tt.include, exclude: tt.exclude, connected: true, tools: tools}})
+			var listed []string
+			for _, e := range c.Tools() {
+				if e.Connected && !e.Filtered {
+					listed = append(listed, e.Exposed)
+				}
+			}
+			if got := joinStrings(listed); got != tt.listed {
+				t.Errorf("listed = %q, want %q", got, tt.listed)
+			}
+			for _, name := range listed {
+				if !bytes.Contains(c.ListJSON(), []byte(`"`+name+`"`)) {
+					t.Errorf("%s missing from ListJSON %s", name, c.ListJSON())
+				}
+			}
+			for _, e := range c.Tools() {
+				if e.Filtered && bytes.Contains(c.ListJSON(), []byte(`"`+e.Exposed+`"`)) {
+					t.Errorf("filtered %s is in ListJSON", e.Exposed)
+				}
+			}
+		})
+	}
+}
+
+func TestServerFilterFromConfig(t *testing.T) {
+	fx := connected(`{"name":"read_file"}`, `{"name":"write_file"}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx:
+    command: fixture
+    tools:
+      exclude: ["write_*"]
+`, map[string]*fakeUpstream{"fx": fx})
+	if got := string(p.Catalog().ListJSON()); got != `[{"name":"fx__read_file","description":"MCP tool read_file from fx"}]` {
+		t.Errorf("ListJSON = %s", got)
+	}
+	_, err := p.CallTool(context.Background(), "", nil, "fx__write_file", []byte(`{}`))
+	var werr *wireError
+	if !errors.As(err, &werr) || werr.Code != codeInvalidParams || werr.Message != "unknown tool: fx__write_file" {
+		t.Errorf("calling an excluded tool: %v, want unknown tool", err)
+	}
+	if len(fx.requests()) != 0 {
+		t.Error("an excluded tool reached the upstream")
+	}
+}
+
+func TestDownServerKeepsNamesButIsNotListed(t *testing.T) {
+	// Both servers expose bare names that collide, so both fall back to
+	// their prefixed forms. When b goes down its last tools still count:
+	// a's tool must not be renamed to the bare name.
+	a := connected(`{"name":"x"}`)
+	b := connected(`{"name":"x"}`, `{"name":"y"}`)
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture, prefix: ""}
+  b: {command: fixture, prefix: ""}
+`, map[string]*fakeUpstream{"a": a, "b": b})
+	before := exposedNames(p.Catalog())
+	if before != "a__x b__x y" {
+		t.Fatalf("names = %q", before)
+	}
+	b.set(upstream.StateFailed)
+	p.Refresh()
+	c := p.Catalog()
+	if got := exposedNames(c); got != before {
+		t.Errorf("names after b went down = %q, want %q", got, before)
+	}
+	for _, name := range []string{"b__x", "y"} {
+		e, ok := c.Lookup(name)
+		if !ok || e.Connected {
+			t.Errorf("Lookup(%s) = %+v, %v; want a known, unconnected entry", name, e, ok)
+		}
+	}
+	if got := string(c.ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
+		t.Errorf("ListJSON = %s, want only a's tool", got)
+	}
+	_, err := p.CallTool(context.Background(), "", nil, "y", []byte(`{}`))
+	var werr *wireError
+	if !errors.As(err, &werr) || werr.Code != codeServerError || werr.Message != "MCP server 'b' is not connected" {
+		t.Errorf("calling a down server's tool: %v", err)
+	}
+
+	// Back up: listed again under the same names.
+	b.set(upstream.StateConnected, `{"name":"x"}`, `{"name":"y"}`)
+	p.Refresh()
+	if got := exposedNames(p.Catalog()); got != before {
+		t.Errorf("names after b came back = %q", got)
+	}
+	if got := string(p.Catalog().ListJSON()); !bytes.Contains([]byte(got), []byte(`"y"`)) {
+		t.Errorf("ListJSON after b came back = %s", got)
+	}
+}
+
+func exposedNames(c *Catalog) string {
+	var names []string
+	for _, e := range c.Tools() {
+		names = append(names, e.Exposed)
+	}
+	return joinStrings(names)
+}
