@@ -154,9 +154,32 @@ func (pd *pending) release() {
 
 // envelope is the part of a client message the wire layer reads.
 type envelope struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
+	ID     json.RawMessage
+	Method string
+	Params json.RawMessage
+}
+
+// readEnvelope reads a client message's id, method and params in one pass
+// (sub-slices of msg, no copies). ok is false for anything but a JSON object.
+func readEnvelope(msg []byte) (env envelope, ok bool) {
+	ms, err := rawjson.Members(msg)
+	if err != nil {
+		return env, false
+	}
+	for _, m := range ms {
+		v := msg[m.ValueStart:m.ValueEnd]
+		switch m.Key {
+		case "id":
+			env.ID = v
+		case "method":
+			if json.Unmarshal(v, &env.Method) != nil {
+				return env, false
+			}
+		case "params":
+			env.Params = v
+		}
+	}
+	return env, true
 }
 
 // inbound notes msg in pd when its response is to be rewritten, and returns
@@ -166,8 +189,8 @@ type envelope struct {
 // host calling a tool it remembers is not told "unknown tool" just because
 // the proxy has only just started.
 func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool) {
-	var env envelope
-	if json.Unmarshal(msg, &env) != nil || len(env.ID) == 0 || string(env.ID) == "null" {
+	env, ok := readEnvelope(msg)
+	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
 		return msg, false // not a request (or not ours to judge): mcp-go answers it
 	}
 	switch env.Method {
@@ -182,11 +205,22 @@ func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool)
 
 func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]byte, bool) {
 	var params struct {
-		Name string          `json:"name"`
-		Meta json.RawMessage `json:"_meta"`
+		Name string
+		Meta json.RawMessage
 	}
-	if len(env.Params) == 0 || json.Unmarshal(env.Params, &params) != nil {
+	ms, err := rawjson.Members(env.Params)
+	if err != nil {
 		return msg, false
+	}
+	for _, m := range ms {
+		switch m.Key {
+		case "name":
+			if json.Unmarshal(env.Params[m.ValueStart:m.ValueEnd], &params.Name) != nil {
+				return msg, false
+			}
+		case "_meta":
+			params.Meta = env.Params[m.ValueStart:m.ValueEnd]
+		}
 	}
 	meta := params.Meta
 	if len(meta) == 0 || string(meta) == "null" {
@@ -337,41 +371,22 @@ func response(id json.RawMessage, member string, value []byte) []byte {
 // far as it must: mcp-go writes "jsonrpc", "id", then "result" or "error",
 // so a large result is never scanned.
 func responseID(msg []byte) (json.RawMessage, bool) {
-	dec := json.NewDecoder(bytes.NewReader(msg))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	vals, stopped, err := rawjson.Prefix(msg, "result", "error", "method")
+	if err != nil || stopped == "method" {
 		return nil, false
 	}
-	var id json.RawMessage
-	isResponse := false
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		switch t {
-		case "id":
-			if err := dec.Decode(&id); err != nil {
-				return nil, false
-			}
-		case "result", "error":
-			isResponse = true
-			if id != nil {
-				return id, true
-			}
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, false
-			}
-		case "method":
-			return nil, false
-		default:
-			var skip json.RawMessage
-			if err := dec.Decode(&skip); err != nil {
-				return nil, false
-			}
-		}
+	if stopped == "" {
+		return nil, false // no result or error member: not a response
 	}
-	return id, isResponse && id != nil
+	if id, ok := vals["id"]; ok {
+		return id, true
+	}
+	// "id" after "result": read the whole envelope (never from mcp-go).
+	all, _, err := rawjson.Prefix(msg)
+	if err != nil || all["id"] == nil || all["method"] != nil {
+		return nil, false
+	}
+	return all["id"], true
 }
 
 // callsInFlight reports whether a noted tools/call still awaits its response.

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 )
 
 // ErrNotObject is returned when the input is not a JSON object.
@@ -130,51 +129,112 @@ func Delete(obj []byte, key string) ([]byte, error) {
 }
 
 // walk calls fn for each top-level member of obj until fn returns false.
+// The whole object is validated when fn never stops the walk; a walk that
+// stops early has validated everything up to the member it stopped at.
 func walk(obj []byte, fn func(Member) bool) error {
-	dec := json.NewDecoder(bytes.NewReader(obj))
-	tok, err := dec.Token()
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrNotObject, err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return ErrNotObject
 	}
-	for dec.More() {
-		start := skipSpaceComma(obj, int(dec.InputOffset()))
-		tok, err := dec.Token()
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return trailing(obj, i+1)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return syntaxError(i, "expected a member name")
+		}
+		start := i
+		end, err := scanString(obj, i)
 		if err != nil {
-			return fmt.Errorf("rawjson: reading key: %w", err)
+			return err
 		}
-		key, ok := tok.(string)
-		if !ok {
-			return fmt.Errorf("rawjson: object key is %T", tok)
+		key, err := memberKey(obj[start:end])
+		if err != nil {
+			return fmt.Errorf("rawjson: member name: %w", err)
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil {
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return syntaxError(i, "expected ':'")
+		}
+		vs := skipSpace(obj, i+1)
+		ve, err := scanValue(obj, vs, 1)
+		if err != nil {
 			return fmt.Errorf("rawjson: member %q: %w", key, err)
 		}
-		end := int(dec.InputOffset())
-		if !fn(Member{Key: key, Start: start, ValueStart: end - len(v), ValueEnd: end}) {
+		if !fn(Member{Key: key, Start: start, ValueStart: vs, ValueEnd: ve}) {
 			return nil
 		}
+		i = skipSpace(obj, ve)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+			continue
+		}
+		if i < len(obj) && obj[i] == '}' {
+			return trailing(obj, i+1)
+		}
+		return syntaxError(i, "expected ',' or '}'")
 	}
-	if _, err := dec.Token(); err != nil {
-		return fmt.Errorf("rawjson: closing object: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
+}
+
+// trailing accepts only white space after the object.
+func trailing(obj []byte, i int) error {
+	if skipSpace(obj, i) != len(obj) {
 		return errors.New("rawjson: data after the object")
 	}
 	return nil
 }
 
-func skipSpaceComma(b []byte, i int) int {
-	for i < len(b) {
-		switch b[i] {
-		case ' ', '\t', '\r', '\n', ',':
-			i++
-		default:
-			return i
-		}
+// Prefix reads the members of obj in order until it meets one named in stop,
+// whose value it does not scan. It returns the values of the members before
+// it and the name it stopped at ("" when it read the whole object). It lets
+// a caller read a JSON-RPC envelope's "id" without scanning a large
+// "result" that follows.
+func Prefix(obj []byte, stop ...string) (map[string]json.RawMessage, string, error) {
+	vals := map[string]json.RawMessage{}
+	i := skipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return nil, "", ErrNotObject
 	}
-	return i
+	i = skipSpace(obj, i+1)
+	if i < len(obj) && obj[i] == '}' {
+		return vals, "", trailing(obj, i+1)
+	}
+	for {
+		if i >= len(obj) || obj[i] != '"' {
+			return nil, "", syntaxError(i, "expected a member name")
+		}
+		end, err := scanString(obj, i)
+		if err != nil {
+			return nil, "", err
+		}
+		key, err := memberKey(obj[i:end])
+		if err != nil {
+			return nil, "", err
+		}
+		for _, s := range stop {
+			if key == s {
+				return vals, key, nil
+			}
+		}
+		i = skipSpace(obj, end)
+		if i >= len(obj) || obj[i] != ':' {
+			return nil, "", syntaxError(i, "expected ':'")
+		}
+		vs := skipSpace(obj, i+1)
+		ve, err := scanValue(obj, vs, 1)
+		if err != nil {
+			return nil, "", err
+		}
+		vals[key] = obj[vs:ve]
+		i = skipSpace(obj, ve)
+		if i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+			continue
+		}
+		if i < len(obj) && obj[i] == '}' {
+			return vals, "", trailing(obj, i+1)
+		}
+		return nil, "", syntaxError(i, "expected ',' or '}'")
+	}
 }

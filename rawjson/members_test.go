@@ -118,3 +118,27 @@ func FuzzSetDelete(f *testing.F) {
 		}
 	})
 }
+
+// FuzzMembersValidity checks the hand-written scanner against encoding/json:
+// Members accepts exactly the valid JSON objects, and the member ranges it
+// reports are the values encoding/json sees.
+func FuzzMembersValidity(f *testing.F) {
+	for _, s := range []string{`{}`, `{"a":1}`, ` {"a":[1,{"b":"\u00e9\n"}],"c":-0.5e+10} `, `{"a":01}`, `{"a":1,}`,
+		`{"a":"\x01"}`, `{"a":tru}`, `[1]`, `{"a":{"b":[]}}x`, `{"\u0061":null}`, `{"a":1e}`, `{"a":-}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ms, err := Members(b)
+		var asObject map[string]json.RawMessage
+		isObject := json.Valid(b) && json.Unmarshal(b, &asObject) == nil
+		if (err == nil) != isObject {
+			t.Fatalf("Members(%q) err = %v, but encoding/json object = %v", b, err, isObject)
+		}
+		for _, m := range ms {
+			v := b[m.ValueStart:m.ValueEnd]
+			if !json.Valid(v) {
+				t.Fatalf("member %q value %q is not valid JSON", m.Key, v)
+			}
+		}
+	})
+}

@@ -1,0 +1,52 @@
+package downstream
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"testing"
+)
+
+// BenchmarkStdioCall measures the proxy's own cost of one tools/call on
+// stdio: the wire layer, mcp-go's stdio server and the call path, against
+// an upstream that answers at once. Run with -cpuprofile to see where it goes.
+func BenchmarkStdioCall(b *testing.B) {
+	up := connected(`{"name":"echo","description":"Echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}`)
+	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}],"structuredContent":{"echo":"hello"}}`)
+	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
+	p := newProxy(b, oneServerYAML, map[string]*fakeUpstream{"fx": up})
+	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
+
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.ServeStdio(ctx, "", nil, inR, outW) }()
+	lines := bufio.NewReaderSize(outR, 1<<20)
+	send := func(s string) {
+		if _, err := io.WriteString(inW, s+"\n"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	read := func() string {
+		l, err := lines.ReadString('\n')
+		if err != nil {
+			b.Fatal(err)
+		}
+		return l
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	read()
+	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	b.ResetTimer()
+	for i := 1; i <= b.N; i++ {
+		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i))
+		read()
+	}
+	b.StopTimer()
+	_ = inW.Close()
+	cancel()
+	<-done
+}

@@ -1,0 +1,208 @@
+package rawjson
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// maxDepth bounds nesting so that a hostile document cannot exhaust the
+// stack; encoding/json uses the same figure.
+const maxDepth = 10000
+
+var errDepth = errors.New("rawjson: exceeded max depth")
+
+// syntaxError reports a malformed document at byte offset off.
+func syntaxError(off int, what string) error {
+	return fmt.Errorf("rawjson: invalid JSON at offset %d: %s", off, what)
+}
+
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && isSpace(b[i]) {
+		i++
+	}
+	return i
+}
+
+// scanValue validates the JSON value starting at b[i] (no leading space)
+// and returns the offset just after it. It is one pass with no allocation,
+// which is what makes member lookups on large results cheap.
+func scanValue(b []byte, i, depth int) (int, error) {
+	if i >= len(b) {
+		return 0, syntaxError(i, "unexpected end")
+	}
+	switch c := b[i]; {
+	case c == '{':
+		return scanObject(b, i, depth+1)
+	case c == '[':
+		return scanArray(b, i, depth+1)
+	case c == '"':
+		return scanString(b, i)
+	case c == '-' || (c >= '0' && c <= '9'):
+		return scanNumber(b, i)
+	case c == 't':
+		return scanLiteral(b, i, "true")
+	case c == 'f':
+		return scanLiteral(b, i, "false")
+	case c == 'n':
+		return scanLiteral(b, i, "null")
+	}
+	return 0, syntaxError(i, "unexpected character")
+}
+
+func scanObject(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errDepth
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == '}' {
+		return i + 1, nil
+	}
+	for {
+		if i >= len(b) || b[i] != '"' {
+			return 0, syntaxError(i, "expected a member name")
+		}
+		end, err := scanString(b, i)
+		if err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, end)
+		if i >= len(b) || b[i] != ':' {
+			return 0, syntaxError(i, "expected ':'")
+		}
+		if i, err = scanValue(b, skipSpace(b, i+1), depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == '}' {
+			return i + 1, nil
+		}
+		return 0, syntaxError(i, "expected ',' or '}'")
+	}
+}
+
+func scanArray(b []byte, i, depth int) (int, error) {
+	if depth > maxDepth {
+		return 0, errDepth
+	}
+	i = skipSpace(b, i+1)
+	if i < len(b) && b[i] == ']' {
+		return i + 1, nil
+	}
+	for {
+		var err error
+		if i, err = scanValue(b, i, depth); err != nil {
+			return 0, err
+		}
+		i = skipSpace(b, i)
+		if i < len(b) && b[i] == ',' {
+			i = skipSpace(b, i+1)
+			continue
+		}
+		if i < len(b) && b[i] == ']' {
+			return i + 1, nil
+		}
+		return 0, syntaxError(i, "expected ',' or ']'")
+	}
+}
+
+// scanString validates a string starting at its opening quote and returns
+// the offset after the closing one.
+func scanString(b []byte, i int) (int, error) {
+	for j := i + 1; j < len(b); j++ {
+		switch c := b[j]; {
+		case c == '"':
+			return j + 1, nil
+		case c == '\\':
+			j++
+			if j >= len(b) {
+				return 0, syntaxError(j, "unterminated escape")
+			}
+			switch b[j] {
+			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
+			case 'u':
+				if j+4 >= len(b) || !isHex(b[j+1]) || !isHex(b[j+2]) || !isHex(b[j+3]) || !isHex(b[j+4]) {
+					return 0, syntaxError(j, "invalid \\u escape")
+				}
+				j += 4
+			default:
+				return 0, syntaxError(j, "invalid escape")
+			}
+		case c < 0x20:
+			return 0, syntaxError(j, "control character in string")
+		}
+	}
+	return 0, syntaxError(len(b), "unterminated string")
+}
+
+func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
+
+func isDigit(c byte) bool { return c >= '0' && c <= '9' }
+
+// scanNumber validates a number by the JSON grammar:
+// -? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?
+func scanNumber(b []byte, i int) (int, error) {
+	start := i
+	if b[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(b) && b[i] == '0':
+		i++
+	case i < len(b) && b[i] >= '1' && b[i] <= '9':
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	default:
+		return 0, syntaxError(start, "invalid number")
+	}
+	if i < len(b) && b[i] == '.' {
+		i++
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, syntaxError(start, "invalid number")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	if i < len(b) && (b[i] == 'e' || b[i] == 'E') {
+		i++
+		if i < len(b) && (b[i] == '+' || b[i] == '-') {
+			i++
+		}
+		if i >= len(b) || !isDigit(b[i]) {
+			return 0, syntaxError(start, "invalid number")
+		}
+		for i < len(b) && isDigit(b[i]) {
+			i++
+		}
+	}
+	return i, nil
+}
+
+func scanLiteral(b []byte, i int, lit string) (int, error) {
+	if len(b)-i < len(lit) || string(b[i:i+len(lit)]) != lit {
+		return 0, syntaxError(i, "invalid literal")
+	}
+	return i + len(lit), nil
+}
+
+// memberKey decodes a member name from its quoted bytes; names without
+// escapes (nearly all) are read without decoding.
+func memberKey(quoted []byte) (string, error) {
+	inner := quoted[1 : len(quoted)-1]
+	for _, c := range inner {
+		if c == '\\' || c >= 0x80 {
+			var s string
+			err := json.Unmarshal(quoted, &s)
+			return s, err
+		}
+	}
+	return string(inner), nil
+}
