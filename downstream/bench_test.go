@@ -6,6 +6,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -49,4 +53,48 @@ func BenchmarkStdioCall(b *testing.B) {
 	_ = inW.Close()
 	cancel()
 	<-done
+}
+
+// BenchmarkHTTPCall measures tools/call through the Streamable HTTP handler
+// with parallel clients on one session, against an upstream that answers at
+// once.
+func BenchmarkHTTPCall(b *testing.B) {
+	up := connected(`{"name":"echo","description":"Echo","inputSchema":{"type":"object"}}`)
+	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)
+	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
+	p := newProxy(b, oneServerYAML, map[string]*fakeUpstream{"fx": up})
+	srv := httptest.NewServer(p.HTTPHandler())
+	defer srv.Close()
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
+	post := func(sid, body string) (*http.Response, error) {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+		if sid != "" {
+			req.Header.Set("Mcp-Session-Id", sid)
+		}
+		return client.Do(req)
+	}
+	resp, err := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sid := resp.Header.Get("Mcp-Session-Id")
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	var n atomic.Int64
+	b.SetParallelism(4)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			resp, err := post(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`, n.Add(1)))
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	})
 }

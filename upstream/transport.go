@@ -20,6 +20,10 @@ const minSSEResponseTimeout = 60 * time.Second
 
 // newTransport builds the transport for the server's configured kind. For
 // stdio it also starts the child process (s.proc).
+// maxIdleConnsPerUpstream is how many idle keep-alive connections an HTTP
+// upstream keeps: enough for the concurrency a busy proxy sends one server.
+const maxIdleConnsPerUpstream = 64
+
 func (s *session) newTransport(ctx context.Context) (transport.Interface, error) {
 	cfg := s.c.cfg
 	switch kind := s.c.transportKind(); kind {
@@ -100,6 +104,11 @@ func (s *session) httpClient() (*http.Client, error) {
 		return nil, fmt.Errorf("server url: %w", err)
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
+	// Every request of this connection goes to one host, from every
+	// downstream session at once; net/http's default of 2 idle connections
+	// per host would open and close a connection for most concurrent calls.
+	base.MaxIdleConnsPerHost = maxIdleConnsPerUpstream
+	s.httpBase = base // its idle connections are closed with the session
 	if cfg.TLSCACertPath != "" {
 		if err := RequireHTTPS(u); err != nil {
 			return nil, err
