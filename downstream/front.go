@@ -98,7 +98,7 @@ const (
 )
 
 type pendingEntry struct {
-	kind  pendingKind
+	kind pendingKind
 	// id is the client's own id bytes, echoed in the responses the wire
 	// layer writes (mcp-go turns integer ids above 2^53 into float64).
 	id    json.RawMessage
