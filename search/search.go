@@ -1,0 +1,230 @@
+package search
+
+import (
+	"sort"
+	"strings"
+	"unicode"
+)
+
+// Query bounds and weights.
+const (
+	// maxQueryTerms bounds the terms taken from one query (before related
+	// words and prefixes are added); a model's query is a few words.
+	maxQueryTerms = 64
+	// minPrefixLen is the shortest query term that also matches longer
+	// index terms starting with it ("config" → "configuration"). Shorter
+	// ones match too much ("add" would match "address").
+	minPrefixLen = 4
+	// maxPrefixExpansions bounds the index terms one query term expands to.
+	maxPrefixExpansions = 16
+	// prefixWeight is the query weight of a prefix match, below
+	// relatedWeight: a partial word is weaker evidence than a synonym.
+	prefixWeight = 0.3
+)
+
+// qterm is one weighted query term.
+type qterm struct {
+	term string
+	id   int32
+	w    float64
+}
+
+// accumulator holds one query's per-document scores. Instances are pooled
+// per index so a query allocates no per-document array.
+type accumulator struct {
+	scores  []float64
+	touched []int32
+}
+
+func newAccumulator(n int) *accumulator {
+	return &accumulator{scores: make([]float64, n)}
+}
+
+// Search returns at most max documents matching query, best first: by score
+// descending, then by name ascending. It returns nil when max <= 0, when the
+// query has no searchable words (empty, only stop words or punctuation) and
+// when nothing matches. Only the first 8 KiB and 64 words of the query are
+// used. Safe for concurrent use.
+func (ix *Index) Search(query string, max int) []Hit {
+	if max <= 0 || len(ix.docs) == 0 {
+		return nil
+	}
+	qts := ix.queryTerms(query)
+	if len(qts) == 0 {
+		return nil
+	}
+	acc := ix.scratch.Get().(*accumulator)
+	defer func() {
+		for _, d := range acc.touched {
+			acc.scores[d] = 0
+		}
+		acc.touched = acc.touched[:0]
+		ix.scratch.Put(acc)
+	}()
+	for _, q := range qts {
+		ti := ix.info[q.id]
+		wq := q.w * float64(ti.idf)
+		for _, p := range ix.postings[ti.start:ti.end] {
+			c := wq * float64(p.w)
+			if c <= 0 {
+				continue
+			}
+			if acc.scores[p.doc] == 0 {
+				acc.touched = append(acc.touched, p.doc)
+			}
+			acc.scores[p.doc] += c
+		}
+	}
+	if len(acc.touched) == 0 {
+		return nil
+	}
+	top := selectTop(acc.scores, acc.touched, max)
+	hits := make([]Hit, len(top))
+	for i, d := range top {
+		hits[i] = Hit{Doc: &ix.docs[d], Score: acc.scores[d]}
+	}
+	return hits
+}
+
+// queryTerms analyzes query into the index terms it looks for, each once
+// with its highest weight, sorted by term so that scores are summed in the
+// same order whatever the index's term ids are. Terms absent from the index
+// are dropped.
+func (ix *Index) queryTerms(query string) []qterm {
+	if len(query) > maxTextBytes {
+		query = query[:maxTextBytes]
+	}
+	var out []qterm
+	set := func(term string, w float64) {
+		id, ok := ix.terms[term]
+		if !ok {
+			return
+		}
+		for i := range out {
+			if out[i].term == term {
+				if w > out[i].w {
+					out[i].w = w
+				}
+				return
+			}
+		}
+		out = append(out, qterm{term, id, w})
+	}
+
+	// Identifier-like words ("read_file", "github__create_issue",
+	// "getTinyImage") also match a tool's name as a whole.
+	nWords := 0
+	for _, w := range strings.Fields(query) {
+		if nWords++; nWords > maxQueryTerms {
+			break
+		}
+		w = strings.TrimFunc(w, func(r rune) bool { return !isWordRune(r) })
+		if looksLikeIdent(w) {
+			set(identPrefix+strings.ToLower(w), 1)
+		}
+	}
+
+	var base []string
+	analyzer{}.terms(query, maxQueryTerms, func(t string) {
+		base = append(base, t)
+		set(t, 1)
+	})
+	for _, t := range base {
+		for _, r := range related[t] {
+			set(r, relatedWeight)
+		}
+		if len(t) >= minPrefixLen {
+			ix.prefixes(t, func(v string) { set(v, prefixWeight) })
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].term < out[j].term })
+	return out
+}
+
+// prefixes calls f with up to maxPrefixExpansions index terms that start
+// with p and are longer than p, in sorted order.
+func (ix *Index) prefixes(p string, f func(string)) {
+	i := sort.SearchStrings(ix.vocab, p)
+	for n := 0; i < len(ix.vocab) && n < maxPrefixExpansions; i++ {
+		v := ix.vocab[i]
+		if !strings.HasPrefix(v, p) {
+			return
+		}
+		if len(v) > len(p) {
+			f(v)
+			n++
+		}
+	}
+}
+
+// looksLikeIdent reports whether a query word is written like a tool name:
+// it contains '_', '-' or '.' between word characters, or a lowercase letter
+// followed by an uppercase one.
+func looksLikeIdent(w string) bool {
+	var prev rune
+	for i, r := range w {
+		if i > 0 && (r == '_' || r == '-' || r == '.') {
+			return true
+		}
+		if i > 0 && unicode.IsLower(prev) && unicode.IsUpper(r) {
+			return true
+		}
+		prev = r
+	}
+	return false
+}
+
+// better reports whether document a ranks before b: higher score, then lower
+// index (the index is sorted by name).
+func better(scores []float64, a, b int32) bool {
+	if scores[a] != scores[b] {
+		return scores[a] > scores[b]
+	}
+	return a < b
+}
+
+// selectTop returns the best k of cands, best first, using a bounded heap
+// whose root is the worst document kept so far.
+func selectTop(scores []float64, cands []int32, k int) []int32 {
+	if k > len(cands) {
+		k = len(cands)
+	}
+	h := make([]int32, 0, k)
+	down := func(i int) {
+		for {
+			l := 2*i + 1
+			if l >= len(h) {
+				return
+			}
+			w := l // the worse child
+			if r := l + 1; r < len(h) && better(scores, h[l], h[r]) {
+				w = r
+			}
+			if !better(scores, h[i], h[w]) {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	for _, d := range cands {
+		if len(h) < k {
+			h = append(h, d)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if !better(scores, h[p], h[i]) {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if better(scores, d, h[0]) {
+			h[0] = d
+			down(0)
+		}
+	}
+	sort.Slice(h, func(i, j int) bool { return better(scores, h[i], h[j]) })
+	return h
+}
