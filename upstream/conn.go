@@ -34,15 +34,30 @@ type Options struct {
 	// Environ lists the proxy's environment; it defaults to os.Environ. It
 	// provides XDG_* variables, and everything with inherit_env.
 	Environ func() []string
+	// Backoff returns the wait before reconnect attempt n, where n = 1 is
+	// the first attempt after a dropped connection or a failed first
+	// connection. nil is the SPEC schedule: 1 s doubled per attempt (1, 2,
+	// 4, 8, 16 s), capped at 60 s, jittered by ±20 %. After 5 failed
+	// reconnect attempts the server is parked whatever Backoff says. A
+	// negative wait counts as 0.
+	Backoff func(n int) time.Duration
+	// ProbeInterval is the wait between the connect attempts (probes) of a
+	// parked server; 0 or less means 300 s.
+	ProbeInterval time.Duration
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are
 // safe for concurrent use.
 type Conn struct {
-	cfg  *config.Server
-	name string
-	opts Options
-	log  zerolog.Logger
+	cfg   *config.Server
+	name  string
+	opts  Options
+	log   zerolog.Logger
+	sched schedule
+
+	// notifyMu makes OnNotification calls of an outgoing and an incoming
+	// session (HTTP session renewal) never overlap.
+	notifyMu sync.Mutex
 
 	snap atomic.Pointer[Snapshot]
 	ids  atomic.Uint64 // request ids px-<n>
@@ -70,6 +85,7 @@ func New(cfg *config.Server, opts Options) *Conn {
 		name:  cfg.Name,
 		opts:  opts,
 		log:   opts.Logger.With().Str("server", cfg.Name).Logger(),
+		sched: scheduleOf(opts),
 		ready: make(chan struct{}),
 	}
 	c.snap.Store(&Snapshot{Server: cfg.Name, State: StateConnecting})
@@ -79,12 +95,14 @@ func New(cfg *config.Server, opts Options) *Conn {
 // Name returns the configured server name.
 func (c *Conn) Name() string { return c.name }
 
-// Start connects in the background and returns at once. The first attempt
+// Start connects in the background and returns at once. Every attempt
 // (transport, initialize and first discovery) is bounded by connect_timeout;
-// Ready is closed when it ends. ctx is the lifetime of the connection: when
-// it ends the Conn shuts down as if Close had been called (but Close must
-// still be called to wait for it). A second Start, or a Start after Close,
-// does nothing.
+// Ready is closed when the first one ends. A failed first attempt, and a
+// connection that drops later, are retried on the reconnect schedule (see
+// Options.Backoff) until one connects or the Conn is closed. ctx is the
+// lifetime of the connection: when it ends the Conn shuts down as if Close
+// had been called (but Close must still be called to wait for it). A second
+// Start, or a Start after Close, does nothing.
 func (c *Conn) Start(ctx context.Context) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -106,14 +124,16 @@ func (c *Conn) Start(ctx context.Context) {
 func (c *Conn) Snapshot() *Snapshot { return c.snap.Load() }
 
 // Ready is closed once the first connect attempt has ended, connected or
-// failed, or when the Conn is closed.
+// failed, or when the Conn is closed. Reconnect attempts do not reopen it.
 func (c *Conn) Ready() <-chan struct{} { return c.ready }
 
-// Close shuts the connection down: the live session is torn down (stdio:
-// stdin closed, 2 s, SIGTERM to the process group, 3 s, SIGKILL), StateClosed
-// is published, and Close returns once every goroutine the Conn started has
-// ended. It is idempotent, safe before Start and after a partial start, and
-// bounded (about 7 s for a stdio child that ignores everything).
+// Close shuts the connection down: a wait for the next attempt ends at
+// once, an attempt under way is abandoned, the live session is torn down
+// (stdio: stdin closed, 2 s, SIGTERM to the process group, 3 s, SIGKILL),
+// StateClosed is published, and Close returns once every goroutine the Conn
+// started has ended, including the teardown of earlier sessions and
+// attempts. It is idempotent, safe before Start and after a partial start,
+// and bounded (about 7 s for a stdio child that ignores everything).
 func (c *Conn) Close() error {
 	c.mu.Lock()
 	if c.closed {
@@ -137,45 +157,6 @@ func (c *Conn) Close() error {
 	}
 	c.markReady()
 	return nil
-}
-
-// run owns the connection for the lifetime ctx: it connects once and
-// supervises the session until it dies or ctx ends. Reconnection with backoff
-// is meant to wrap connect here.
-func (c *Conn) run(ctx context.Context) {
-	defer c.markReady()
-	s, err := c.connect(ctx)
-	if err != nil {
-		if ctx.Err() == nil {
-			c.log.Warn().Err(safe(err)).Msg("connect failed")
-			c.publishFailed(nil, err)
-			c.markReady()
-			<-ctx.Done()
-		}
-		c.publishClosed()
-		return
-	}
-	if !c.publishConnected(s, s.initial) {
-		c.publishClosed()
-		s.close()
-		return
-	}
-	s.initial = nil
-	c.log.Info().Str("protocol", s.protocol).Int("tools", len(c.Snapshot().Tools)).Msg("connected")
-	c.markReady()
-	s.startBackground()
-	select {
-	case <-s.dead:
-		err := s.deathErr()
-		c.log.Warn().Err(err).Msg("connection lost")
-		c.publishFailed(s, err)
-		s.close()
-		<-ctx.Done()
-		c.publishClosed()
-	case <-ctx.Done():
-		c.publishClosed()
-		s.close()
-	}
 }
 
 func (c *Conn) markReady() { c.readyOnce.Do(func() { close(c.ready) }) }
@@ -208,49 +189,99 @@ func (c *Conn) publishLocked(mutate func(*Snapshot)) *Snapshot {
 	return &next
 }
 
-// publishConnected makes s the live session and publishes its catalog.
-// It reports false (and publishes nothing) if the Conn is closing.
-func (c *Conn) publishConnected(s *session, cat *catalog) bool {
+// publishConnected makes s, a new connection, the live session and
+// publishes its catalog. It reports false (and publishes nothing) if the
+// Conn is closing.
+func (c *Conn) publishConnected(s *session) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
 		return false
 	}
 	c.sess = s
-	c.publishLocked(func(snap *Snapshot) {
-		*snap = Snapshot{
-			State:           StateConnected,
-			Capabilities:    s.caps,
-			ServerInfo:      s.serverInfo,
-			Instructions:    s.instructions,
-			ProtocolVersion: s.protocol,
-		}
-		cat.apply(snap)
-	})
+	next := connectedSnapshot(s, s.initial)
+	c.publishLocked(func(snap *Snapshot) { *snap = next })
 	return true
 }
 
+// replaceSession makes s, the re-initialized successor of the expired HTTP
+// session old, the live session. Its snapshot is published only if it
+// differs from the current one (a server may come back with other tools).
+// It reports false if the Conn is closing or old is no longer live.
+func (c *Conn) replaceSession(old, s *session) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || c.sess != old {
+		return false
+	}
+	c.sess = s
+	if next := connectedSnapshot(s, s.initial); !sameSnapshot(c.snap.Load(), &next) {
+		c.publishLocked(func(snap *Snapshot) { *snap = next })
+	}
+	return true
+}
+
+// connectedSnapshot is the StateConnected snapshot of s with catalog cat.
+func connectedSnapshot(s *session, cat *catalog) Snapshot {
+	snap := Snapshot{
+		State:           StateConnected,
+		Capabilities:    s.caps,
+		ServerInfo:      s.serverInfo,
+		Instructions:    s.instructions,
+		ProtocolVersion: s.protocol,
+	}
+	cat.apply(&snap)
+	return snap
+}
+
 // publishCatalog publishes a re-discovered part of s's catalog, if s is
-// still the live session.
+// still the live session and the catalog changed.
 func (c *Conn) publishCatalog(s *session, cat *catalog) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess != s || c.closed {
 		return
 	}
-	c.publishLocked(cat.apply)
+	next := *c.snap.Load()
+	cat.apply(&next)
+	if sameSnapshot(c.snap.Load(), &next) {
+		return
+	}
+	c.publishLocked(func(snap *Snapshot) { *snap = next })
 }
 
-// publishFailed publishes StateFailed with err (sanitized). If s is not nil
-// it stops being the live session first.
-func (c *Conn) publishFailed(s *session, err error) {
+// publishConnecting publishes StateConnecting for reconnect attempt n,
+// keeping the error of the attempt before.
+func (c *Conn) publishConnecting(n int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return
+	}
+	c.publishLocked(func(snap *Snapshot) {
+		*snap = Snapshot{State: StateConnecting, Err: snap.Err, Attempt: n}
+	})
+}
+
+// publishDown publishes StateFailed, or StateParked, with err (sanitized),
+// the attempt that failed and when the next one starts. If s is not nil it
+// stops being the live session first, so requests fail at once with
+// ErrNotConnected.
+func (c *Conn) publishDown(s *session, err error, attempt int, next time.Time, parked bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if s != nil && c.sess == s {
 		c.sess = nil
 	}
+	if c.closed {
+		return // StateClosed follows at once
+	}
+	state := StateFailed
+	if parked {
+		state = StateParked
+	}
 	c.publishLocked(func(snap *Snapshot) {
-		*snap = Snapshot{State: StateFailed, Err: safe(err)}
+		*snap = Snapshot{State: state, Err: safe(err), Attempt: attempt, NextRetry: next}
 	})
 }
 

@@ -93,7 +93,7 @@ func (s *session) discover(ctx context.Context, want kind) (*catalog, error) {
 		}
 		items, err := s.listAll(ctx, spec)
 		if err != nil {
-			if ctx.Err() != nil || s.ctx.Err() != nil {
+			if ctx.Err() != nil || s.ctx.Err() != nil || errors.Is(err, ErrSessionExpired) {
 				return nil, err
 			}
 			var rpc *RPCError

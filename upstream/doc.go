@@ -11,17 +11,35 @@
 // proxy's clients byte for byte. The typed client is used only for Start,
 // Initialize and Ping.
 //
-// Lifecycle: Start connects once in the background (connect); a session that
-// dies (the child exits or closes its stdout, a keepalive ping fails, an SSE
-// stream drops, an HTTP session expires) publishes StateFailed at once, fails
-// its requests in flight with ErrConnectionLost, and is torn down. A failed
-// snapshot carries no catalog. Reconnection is to wrap connect in Conn.run.
+// Lifecycle: Start connects in the background (connect, bounded by
+// connect_timeout). A session that dies (the child exits or closes its
+// stdout, a keepalive ping fails, an SSE stream drops, an HTTP session
+// cannot be re-established) publishes StateFailed at once, fails its
+// requests in flight with ErrConnectionLost (never re-sent), and is torn
+// down; requests get ErrNotConnected at once until a new session is up. The
+// supervisor (Conn.run, supervise.go) then reconnects on the SPEC schedule:
+// waits of 1, 2, 4, 8, 16 s (±20 % jitter, capped at 60 s) before 5
+// attempts, publishing StateConnecting during each and StateFailed (with
+// Attempt and NextRetry) between them; then StateParked, with a full connect
+// attempt every 300 s until one succeeds. A failed first connection is
+// retried the same way. Every new session publishes StateConnected with its
+// catalog under a new Generation. A failed snapshot carries no catalog.
+//
+// HTTP session expiry: a 404 or 410 for the session id (mcp-go's
+// ErrSessionTerminated) means the server refused the request unexecuted.
+// The supervisor renews the session with a fresh transport and client
+// (initialize and full discovery), publishing the catalog only if it
+// changed, and every request that met the expiry is re-sent once on the new
+// session; the old one is closed when its requests in flight end. A failed
+// renewal, or a 404 again on the re-sent request, drops the connection.
 //
 // Discovery: tools/list failures fail the connection when the server
 // advertises tools; resources, templates and prompts are listed only when
 // advertised, and a failure there only logs and leaves that list nil.
 // list_changed notifications re-discover their kind, one run at a time, with
-// bursts coalesced into one pending run.
+// bursts coalesced into one pending run; a re-discovery that finds nothing
+// new publishes nothing. A new session's first discovery runs before it is
+// published, and notifications that arrive meanwhile become one run after.
 //
 // A Conn never blocks another Conn: every upstream has its own goroutines,
 // its own request contexts and its own shutdown.

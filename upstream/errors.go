@@ -33,6 +33,12 @@ var (
 	ErrConnectionLost = errors.New("connection lost")
 	// ErrProcessExited: a stdio server's process ended.
 	ErrProcessExited = errors.New("process exited")
+	// ErrSessionExpired: a Streamable HTTP server answered 404 or 410 for
+	// the session id the proxy held. The session is re-initialized and the
+	// request that met it re-sent once (it was not executed); when that
+	// fails too, the connection is dropped and reconnected. A request that
+	// fails this way also matches ErrNotConnected.
+	ErrSessionExpired = errors.New("HTTP session expired")
 	// ErrConnectTimeout: connect, initialize and first discovery took longer
 	// than connect_timeout.
 	ErrConnectTimeout = errors.New("connect timed out")
@@ -52,4 +58,7 @@ var (
 	errSessionClosed = errors.New("connection closed")
 	// errStdoutClosed: a stdio child closed its stdout but did not exit.
 	errStdoutClosed = errors.New("process closed its stdout")
+	// errNotFound: a Streamable HTTP server without sessions answered 404
+	// (mcp-go reports it as ErrSessionTerminated, which says otherwise).
+	errNotFound = errors.New("the server answered HTTP 404 Not Found")
 )

@@ -119,6 +119,12 @@ func runFake(mode []string) {
 		case "notify":
 			write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":1}}}`)
 			reply(id, `{"content":[]}`)
+		case "burst":
+			// Many list_changed notifications at once, the catalog unchanged.
+			for range 100 {
+				write(`{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}`)
+			}
+			reply(id, `{"content":[]}`)
 		default:
 			replyErr(id, -32602, "unknown tool "+p.Name, "")
 		}
@@ -154,6 +160,9 @@ func runFake(mode []string) {
 				reply(m.ID, `{}`)
 			}
 		case "tools/list":
+			if has("countlists") {
+				fmt.Fprintln(os.Stderr, "fake served tools/list")
+			}
 			switch cursor.Cursor {
 			case "":
 				reply(m.ID, `{"tools":[`+exoticTool+`,{"name":"alpha","description":"first"}],"nextCursor":"c1"}`)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -88,16 +89,49 @@ func fakeServer(t *testing.T, name string, modes ...string) *config.Server {
 	}
 }
 
-// snapshots records every snapshot OnSnapshot delivers.
+// snapshots records every snapshot OnSnapshot delivers, and when.
 type snapshots struct {
 	mu  sync.Mutex
 	all []*Snapshot
+	at  []time.Time
 }
 
 func (s *snapshots) add(snap *Snapshot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.all = append(s.all, snap)
+	s.at = append(s.at, time.Now())
+}
+
+// wait waits until a delivered snapshot after index from satisfies cond,
+// and returns its index, the snapshot and when it was delivered.
+func (s *snapshots) wait(t *testing.T, d time.Duration, from int, what string, cond func(*Snapshot) bool) (int, *Snapshot, time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		s.mu.Lock()
+		for i := from; i < len(s.all); i++ {
+			if cond(s.all[i]) {
+				snap, at := s.all[i], s.at[i]
+				s.mu.Unlock()
+				return i, snap, at
+			}
+		}
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no such snapshot within %s; delivered: %s", what, d, s.describe())
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+// describe lists the delivered snapshots as state#attempt.
+func (s *snapshots) describe() string {
+	var out []string
+	for _, snap := range s.list() {
+		out = append(out, fmt.Sprintf("%s#%d", snap.State, snap.Attempt))
+	}
+	return strings.Join(out, " ")
 }
 
 func (s *snapshots) list() []*Snapshot {
@@ -106,10 +140,21 @@ func (s *snapshots) list() []*Snapshot {
 	return append([]*Snapshot(nil), s.all...)
 }
 
+// noRetry is a reconnect backoff that keeps a failed Conn failed for the
+// length of any test, so tests of one failure see it stay put.
+func noRetry(int) time.Duration { return time.Hour }
+
+// fastRetry is a reconnect schedule for tests: every wait is 50 ms.
+func fastRetry(int) time.Duration { return 50 * time.Millisecond }
+
 // start creates and starts a Conn, closes it at cleanup, and waits until its
-// first connect attempt ended.
+// first connect attempt ended. Unless opts sets a Backoff, a failed
+// connection is not retried within the test (noRetry).
 func start(t *testing.T, cfg *config.Server, opts Options) *Conn {
 	t.Helper()
+	if opts.Backoff == nil {
+		opts.Backoff = noRetry
+	}
 	c := New(cfg, opts)
 	c.Start(context.Background())
 	t.Cleanup(func() { _ = c.Close() })

@@ -8,6 +8,8 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+
+	"github.com/mark3labs/mcp-go/client/transport"
 )
 
 // headerTransport is the outermost RoundTripper of an http or sse upstream.
@@ -22,6 +24,11 @@ import (
 // It also reports an over-long response body to the request that read it
 // (see withTooLargeSink): mcp-go turns a failed SSE response stream into
 // "unexpected nil response", losing the reason.
+//
+// And it hands mcp-go a 410 Gone for a request that carried a session id as
+// a 404: both mean the server no longer knows the session (SPEC §9.2), but
+// mcp-go only recognizes the 404 (ErrSessionTerminated), and would
+// otherwise report a 410 as a plain failed request.
 type headerTransport struct {
 	next    http.RoundTripper
 	origin  string // scheme://host of the server URL
@@ -50,6 +57,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	sink, _ := req.Context().Value(tooLargeKey{}).(*tooLargeSink)
 	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.StatusCode == http.StatusGone && req.Header.Get(transport.HeaderKeySessionID) != "" {
+		resp.StatusCode, resp.Status = http.StatusNotFound, "404 Not Found"
+	}
 	if sink == nil {
 		return resp, err
 	}

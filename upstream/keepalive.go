@@ -11,7 +11,9 @@ import (
 const maxPingTimeout = 30 * time.Second
 
 // keepalive pings the upstream every interval. A ping that fails or does not
-// answer within its timeout kills the session with "keepalive ping failed".
+// answer within its timeout kills the session with "keepalive ping failed",
+// which starts reconnection; a ping refused for an expired HTTP session
+// renews the session instead. It ends when the session dies or is retired.
 func (s *session) keepalive(interval time.Duration) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -20,6 +22,8 @@ func (s *session) keepalive(interval time.Duration) {
 		select {
 		case <-s.ctx.Done():
 			return
+		case <-s.retiring:
+			return
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, timeout)
@@ -27,6 +31,10 @@ func (s *session) keepalive(interval time.Duration) {
 		cancel()
 		if err != nil {
 			if s.ctx.Err() != nil {
+				return
+			}
+			if s.sessionExpired(err) {
+				s.expire()
 				return
 			}
 			s.die(fmt.Errorf("keepalive ping failed: %w", err))

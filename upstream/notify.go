@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -42,7 +43,9 @@ func (s *session) deliverNotifications() {
 				s.log.Warn().Uint64("dropped", dropped).Msg("upstream notifications were dropped")
 			}
 			if s.c.opts.OnNotification != nil {
+				s.c.notifyMu.Lock()
 				s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
+				s.c.notifyMu.Unlock()
 			}
 		}
 	}
@@ -93,12 +96,15 @@ func (r *refresher) take() kind {
 }
 
 // refreshLoop re-discovers what list_changed notifications asked for and
-// publishes it, until the session dies. A failed re-discovery keeps the
-// previous catalog and is logged.
+// publishes it if it changed, until the session dies or is retired. A failed
+// re-discovery keeps the previous catalog and is logged; one refused for an
+// expired HTTP session renews the session, whose discovery covers it.
 func (s *session) refreshLoop() {
 	for {
 		select {
 		case <-s.ctx.Done():
+			return
+		case <-s.retiring:
 			return
 		case <-s.refresh.wake:
 		}
@@ -109,6 +115,10 @@ func (s *session) refreshLoop() {
 		ctx, cancel := context.WithTimeout(s.ctx, s.c.connectTimeout())
 		cat, err := s.discover(ctx, want)
 		cancel()
+		if errors.Is(err, ErrSessionExpired) {
+			s.expire()
+			return
+		}
 		if err != nil {
 			if s.ctx.Err() == nil {
 				s.log.Warn().Err(err).Msg("re-discovery after list_changed failed; keeping the previous list")

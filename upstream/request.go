@@ -39,12 +39,20 @@ func (e *RPCError) Error() string {
 // request is bounded by the server's timeout.
 //
 // Errors: a JSON-RPC error answer is an *RPCError; no live connection wraps
-// ErrNotConnected; a connection that dies while the request is in flight
-// fails it at once with ErrConnectionLost (it is never re-sent); if ctx ends
-// first, notifications/cancelled is sent upstream and ctx.Err() is returned
+// ErrNotConnected, at once (a Conn that is reconnecting does not wait); a
+// connection that dies while the request is in flight fails it at once with
+// ErrConnectionLost (it is never re-sent); if ctx ends first,
+// notifications/cancelled is sent upstream and ctx.Err() is returned
 // wrapped. Every error text is sanitized.
+//
+// A Streamable HTTP server that answers 404 or 410 for the session refused
+// the request without executing it: the session is re-initialized (once for
+// all requests that met it) and the request re-sent once on the new
+// session. If the re-initialization fails, or the re-sent request meets an
+// expired session again, the connection is dropped (and reconnected on the
+// schedule) and the error wraps ErrNotConnected and ErrSessionExpired.
 func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	s := c.current()
+	s := c.acquire()
 	if s == nil {
 		return nil, c.opError(method, ErrNotConnected)
 	}
@@ -53,7 +61,43 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		ctx, cancel = context.WithTimeout(ctx, c.requestTimeout())
 		defer cancel()
 	}
-	return s.request(ctx, method, params)
+	raw, err := s.request(ctx, method, params)
+	s.end() // a renewal retires s once its requests have ended
+	if !errors.Is(err, ErrSessionExpired) {
+		return raw, err
+	}
+	next, err := s.awaitRenewal(ctx)
+	if err != nil {
+		return nil, c.opError(method, err)
+	}
+	if !next.begin() {
+		return nil, c.opError(method, expiredErr(next.deathErr()))
+	}
+	defer next.end()
+	raw, err = next.request(ctx, method, params)
+	if errors.Is(err, ErrSessionExpired) {
+		next.die(fmt.Errorf("%w again right after re-initialize", ErrSessionExpired))
+		return nil, c.opError(method, expiredErr(next.deathErr()))
+	}
+	return raw, err
+}
+
+// acquire returns the live session with a request registered on it (the
+// caller ends it with end), or nil when there is no live session.
+func (c *Conn) acquire() *session {
+	for {
+		s := c.current()
+		if s == nil || s.ctx.Err() != nil {
+			return nil
+		}
+		if s.begin() {
+			return s
+		}
+		if c.current() == s {
+			return nil // closing, and no successor yet
+		}
+		// Replaced and closed between the two looks: take its successor.
+	}
 }
 
 // isObject reports whether raw is one valid JSON object.
@@ -77,6 +121,10 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	defer stop()
 	_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, s.tr.SendNotification(nctx, n) })
 	if err != nil {
+		if s.sessionExpired(err) && ctx.Err() == nil {
+			s.expire() // not re-sent: it would concern the old session
+			return c.opError(method, expiredErr(ErrSessionExpired))
+		}
 		if s.ctx.Err() != nil {
 			return c.opError(method, s.lost())
 		}
@@ -163,6 +211,12 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 		switch {
 		case tooLarge.get() != nil:
 			return nil, s.c.opError(method, tooLarge.get())
+		case s.sessionExpired(err) && ctx.Err() == nil:
+			// The server did not execute the request: the caller may
+			// re-send it once the session is renewed.
+			return nil, s.c.opError(method, ErrSessionExpired)
+		case errors.Is(err, transport.ErrSessionTerminated) && !s.holdsSession:
+			return nil, s.c.opError(method, errNotFound)
 		case s.ctx.Err() != nil:
 			return nil, s.c.opError(method, s.lost())
 		case ctx.Err() != nil:
@@ -175,9 +229,6 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 				return nil, s.c.opError(method, s.lost())
 			}
 			return nil, s.c.opError(method, fmt.Errorf("%w: %w", ErrConnectionLost, err))
-		case errors.Is(err, transport.ErrSessionTerminated):
-			s.die(fmt.Errorf("session expired: %w", err))
-			return nil, s.c.opError(method, s.lost())
 		default:
 			return nil, s.c.opError(method, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -29,13 +30,16 @@ const protocolAuto = "auto"
 
 // session is one connected generation of a Conn: one transport, one
 // initialize, one catalog. It dies once (die) and is torn down once (close);
-// a reconnect makes a new session.
+// a reconnect makes a new session, and so does the renewal of an expired
+// HTTP session (expire), which hands waiting requests its successor.
 type session struct {
 	c    *Conn
 	log  zerolog.Logger
 	cl   *client.Client
 	tr   transport.Interface
 	proc *process // stdio only
+
+	httpBase *http.Transport // http and sse only: the session's own pool
 
 	ctx     context.Context // ends when the session dies
 	cancel  context.CancelCauseFunc
@@ -46,6 +50,7 @@ type session struct {
 	// Set by open before the session is published, read-only afterwards.
 	protocol     string
 	modern       bool
+	holdsSession bool // Streamable HTTP with a session id: a 404 means it expired
 	caps         Capabilities
 	serverInfo   json.RawMessage
 	instructions string
@@ -55,8 +60,25 @@ type session struct {
 	dropped atomic.Uint64                // notifications dropped since the last delivery
 	refresh refresher
 
-	mu        sync.Mutex // guards closing against wg.Add
+	// HTTP session renewal: expire closes expired (once), which asks the
+	// supervisor to renew; finishRenewal sets next (the successor, nil if
+	// the renewal failed) and renewErr, then closes renewed.
+	expired    chan struct{}
+	expireOnce sync.Once
+	renewed    chan struct{}
+	renewOnce  sync.Once
+	next       *session
+	renewErr   error
+
+	// retiring is closed when a renewed session is retired: its background
+	// loops stop, and it is closed once calls drops to zero.
+	retiring chan struct{}
+
+	mu        sync.Mutex // guards closing against wg.Add, retired, calls and idle
 	closing   bool
+	retired   bool
+	calls     int           // requests in flight (begin/end)
+	idle      chan struct{} // closed when calls reaches 0 after retire
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 }
@@ -64,13 +86,16 @@ type session struct {
 func newSession(c *Conn, lifetime context.Context) *session {
 	ctx, cancel := context.WithCancelCause(lifetime)
 	return &session{
-		c:       c,
-		log:     c.log,
-		ctx:     ctx,
-		cancel:  cancel,
-		dead:    make(chan struct{}),
-		notes:   make(chan mcp.JSONRPCNotification, notificationQueue),
-		refresh: refresher{wake: make(chan struct{}, 1)},
+		c:        c,
+		log:      c.log,
+		ctx:      ctx,
+		cancel:   cancel,
+		dead:     make(chan struct{}),
+		notes:    make(chan mcp.JSONRPCNotification, notificationQueue),
+		refresh:  refresher{wake: make(chan struct{}, 1)},
+		expired:  make(chan struct{}),
+		renewed:  make(chan struct{}),
+		retiring: make(chan struct{}),
 	}
 }
 
@@ -145,6 +170,9 @@ func (s *session) open(ctx context.Context) error {
 		s.protocol = res.ProtocolVersion
 	}
 	s.modern = mcp.IsModernProtocol(s.protocol)
+	if h, ok := tr.(*transport.StreamableHTTP); ok {
+		s.holdsSession = h.GetSessionId() != ""
+	}
 	s.caps = capabilitiesOf(res.Capabilities)
 	s.instructions = res.Instructions
 	if info, err := json.Marshal(res.ServerInfo); err == nil {
@@ -254,12 +282,14 @@ func (s *session) deathErr() error {
 	return s.err
 }
 
-// close tears the session down: it dies (if it had not), the transport is
-// closed, a stdio child and its process group are stopped, and every
-// goroutine of the session is waited for. Idempotent and bounded.
+// close tears the session down: it dies (if it had not), requests waiting
+// for its renewal are released, the transport is closed, a stdio child and
+// its process group are stopped, and every goroutine of the session is
+// waited for. Idempotent and bounded.
 func (s *session) close() {
 	s.closeOnce.Do(func() {
 		s.die(errSessionClosed)
+		s.finishRenewal(nil, s.deathErr())
 		s.mu.Lock()
 		s.closing = true
 		s.mu.Unlock()
@@ -271,8 +301,96 @@ func (s *session) close() {
 		if s.proc != nil {
 			s.proc.terminate()
 		}
+		if s.httpBase != nil {
+			// Keep-alive connections would outlive the session (and their
+			// goroutines with them) until the idle timeout.
+			s.httpBase.CloseIdleConnections()
+		}
 		s.wg.Wait()
 	})
+}
+
+// expire reports that the server no longer knows this HTTP session; the
+// supervisor renews it (once). It never blocks.
+func (s *session) expire() {
+	s.expireOnce.Do(func() { close(s.expired) })
+}
+
+// sessionExpired reports whether err means that the server refused a
+// request, unexecuted, because it no longer knows the session id: mcp-go's
+// ErrSessionTerminated, for a 404 (or a 410, see headerTransport) or because
+// another request met one first, on a session that had an id. A server that
+// gave no session id just answered 404.
+func (s *session) sessionExpired(err error) bool {
+	return s.holdsSession && errors.Is(err, transport.ErrSessionTerminated)
+}
+
+// finishRenewal ends the renewal of s (once): next is its successor, or nil
+// with err saying why there is none.
+func (s *session) finishRenewal(next *session, err error) {
+	s.renewOnce.Do(func() {
+		s.next, s.renewErr = next, err
+		close(s.renewed)
+	})
+}
+
+// awaitRenewal asks for s to be renewed and waits for its successor, or for
+// ctx. With no successor the error matches ErrNotConnected and
+// ErrSessionExpired.
+func (s *session) awaitRenewal(ctx context.Context) (*session, error) {
+	s.expire()
+	select {
+	case <-s.renewed:
+		if s.next == nil {
+			return nil, expiredErr(s.renewErr)
+		}
+		return s.next, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// begin registers a request in flight; it reports false once the session
+// is closing. Every true begin is paired with one end.
+func (s *session) begin() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.calls++
+	return true
+}
+
+func (s *session) end() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	if s.calls == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
+
+// retire stops the background loops of a session that was replaced, and
+// returns a channel closed once no request is in flight on it.
+func (s *session) retire() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.retired {
+		s.retired = true
+		close(s.retiring)
+	}
+	if s.idle != nil {
+		return s.idle
+	}
+	idle := make(chan struct{})
+	if s.calls == 0 {
+		close(idle)
+	} else {
+		s.idle = idle
+	}
+	return idle
 }
 
 // superviseProcess notices at once when the stdio child exits or closes its

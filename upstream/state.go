@@ -1,24 +1,36 @@
 package upstream
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"reflect"
+	"time"
+)
 
 // State is where a connection stands.
 type State int
 
-// The states of a Conn, in the order a healthy connection passes through them.
+// The states of a Conn. A connection that drops goes from StateConnected to
+// StateFailed, then through StateConnecting (an attempt) and StateFailed
+// (the wait before the next one) until it connects again, or to StateParked
+// once the reconnect attempts are spent.
 const (
-	// StateConnecting: the first connect attempt has not ended yet.
+	// StateConnecting: a connect attempt is under way (the first one, or a
+	// reconnect attempt: see Snapshot.Attempt).
 	StateConnecting State = iota
 	// StateConnected: initialized and discovered; requests are accepted.
 	StateConnected
-	// StateFailed: the connect attempt or the live connection failed; see
-	// Snapshot.Err.
+	// StateFailed: the last connect attempt or the live connection failed
+	// (Snapshot.Err); the next attempt starts at Snapshot.NextRetry.
 	StateFailed
 	// StateClosed: Close was called or the Start context ended.
 	StateClosed
+	// StateParked: every reconnect attempt failed; the server is probed
+	// with a full connect attempt every probe interval (300 s), the next one
+	// at Snapshot.NextRetry.
+	StateParked
 )
 
-// String returns "connecting", "connected", "failed" or "closed".
+// String returns "connecting", "connected", "failed", "closed" or "parked".
 func (s State) String() string {
 	switch s {
 	case StateConnecting:
@@ -29,6 +41,8 @@ func (s State) String() string {
 		return "failed"
 	case StateClosed:
 		return "closed"
+	case StateParked:
+		return "parked"
 	default:
 		return "unknown"
 	}
@@ -63,9 +77,21 @@ type Snapshot struct {
 	Server string
 	// State is where the connection stands.
 	State State
-	// Err says why State is StateFailed (nil otherwise). Its text is
-	// sanitized and safe to show to users and to log.
+	// Err says why the server is down: set in StateFailed and StateParked,
+	// and kept in StateConnecting while a reconnect attempt runs; nil when
+	// connected, closed, or during the first attempt. Its text is sanitized
+	// and safe to show to users and to log.
 	Err error
+	// Attempt numbers the connect attempts since the server was last up:
+	// 0 is the first connection after Start or the live connection that
+	// dropped, 1, 2, ... are the reconnect attempts that follow (probes of
+	// a parked server continue the count). In StateConnecting it is the
+	// attempt under way; in StateFailed and StateParked the one that failed.
+	// 0 when connected or closed.
+	Attempt int
+	// NextRetry is when the next connect attempt starts; set in StateFailed
+	// and StateParked only.
+	NextRetry time.Time
 	// Tools are the discovered tools in the upstream's order, without
 	// nameless or duplicate entries. Empty unless State is StateConnected.
 	Tools []Tool
@@ -84,4 +110,14 @@ type Snapshot struct {
 	// Generation increases by one on every publish; the initial snapshot
 	// (StateConnecting, never published) has Generation 0.
 	Generation uint64
+}
+
+// sameSnapshot reports whether a and b say the same, Server and Generation
+// (set by the publisher) aside: a re-discovery or re-initialization that
+// finds this publishes nothing.
+func sameSnapshot(a, b *Snapshot) bool {
+	x, y := *a, *b
+	x.Server, y.Server = "", ""
+	x.Generation, y.Generation = 0, 0
+	return reflect.DeepEqual(x, y)
 }

@@ -249,7 +249,7 @@ func TestErrorsAreSanitized(t *testing.T) {
 
 func TestStateString(t *testing.T) {
 	t.Parallel()
-	want := map[State]string{StateConnecting: "connecting", StateConnected: "connected", StateFailed: "failed", StateClosed: "closed", State(9): "unknown"}
+	want := map[State]string{StateConnecting: "connecting", StateConnected: "connected", StateFailed: "failed", StateClosed: "closed", StateParked: "parked", State(9): "unknown"}
 	for s, w := range want {
 		if s.String() != w {
 			t.Errorf("%d: %q, want %q", s, s.String(), w)

@@ -146,13 +146,16 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			case upstream.StateConnected:
 				rt.metrics.UpstreamConnect(name, "ok")
 				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
-			case upstream.StateFailed:
+			case upstream.StateFailed, upstream.StateParked:
 				rt.metrics.UpstreamConnect(name, "error")
-				ev := rt.log.Warn().Str("server", name)
+				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Int("attempt", s.Attempt)
 				if s.Err != nil {
 					ev = ev.Str("error", s.Err.Error())
 				}
-				ev.Msg("upstream failed")
+				if !s.NextRetry.IsZero() {
+					ev = ev.Time("next_retry", s.NextRetry)
+				}
+				ev.Msg("upstream down")
 			}
 		}
 		if rt.proxy != nil {

@@ -1,0 +1,343 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+// flakyFake is a stdio server whose first `failures` starts exit with status
+// 1 before speaking; later starts run the fake. starts reports how many
+// times it was started.
+func flakyFake(t *testing.T, name string, failures int) (cfg *config.Server, starts func() int) {
+	t.Helper()
+	count := filepath.Join(t.TempDir(), "starts")
+	cfg = fakeServer(t, name)
+	cfg.Args = []string{"-c", `n=$(cat "$1" 2>/dev/null || echo 0); n=$((n+1)); echo "$n" > "$1"; ` +
+		`[ "$n" -le "$2" ] && exit 1; exec "$0"`, cfg.Command, count, strconv.Itoa(failures)}
+	cfg.Command = "sh"
+	return cfg, func() int {
+		b, _ := os.ReadFile(count)
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+}
+
+func childPID(t *testing.T, c *Conn) int {
+	t.Helper()
+	var pid int
+	if err := json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &pid); err != nil || pid <= 0 {
+		t.Fatalf("pid: %v", err)
+	}
+	return pid
+}
+
+// wantStates checks the delivered snapshots as state#attempt.
+func wantStates(t *testing.T, seen *snapshots, want string) {
+	t.Helper()
+	if got := seen.describe(); got != want {
+		t.Errorf("snapshots %s\n      want %s", got, want)
+	}
+}
+
+func TestReconnectAfterKill(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	backoff := func(int) time.Duration { return 500 * time.Millisecond }
+	c := start(t, fakeServer(t, "killed"), Options{OnSnapshot: seen.add, Backoff: backoff})
+	first := mustConnected(t, c)
+	pid := childPID(t, c)
+
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"slow"}`))
+		errc <- err
+	}()
+	time.Sleep(100 * time.Millisecond) // the call is in flight
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if d := time.Since(killed); d > time.Second {
+			t.Errorf("in-flight call failed after %s, want < 1s", d)
+		}
+		if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "killed by signal killed") {
+			t.Errorf("in-flight call: %v, want connection lost: killed", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("in-flight call did not fail")
+	}
+
+	_, failed, failedAt := seen.wait(t, 2*time.Second, 1, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+	if failed.Attempt != 0 || !errors.Is(failed.Err, ErrProcessExited) || len(failed.Tools) != 0 {
+		t.Errorf("failed snapshot: attempt %d err %v, %d tools", failed.Attempt, failed.Err, len(failed.Tools))
+	}
+	if d := failed.NextRetry.Sub(failedAt); d < 400*time.Millisecond || d > 600*time.Millisecond {
+		t.Errorf("NextRetry %s after the failure, want the 500ms backoff", d)
+	}
+	began := time.Now()
+	if _, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"echo"}`)); !errors.Is(err, ErrNotConnected) {
+		t.Errorf("request while down: %v, want ErrNotConnected", err)
+	}
+	if d := time.Since(began); d > 100*time.Millisecond {
+		t.Errorf("request while down took %s, want at once", d)
+	}
+
+	_, back, backAt := seen.wait(t, 10*time.Second, 2, "connected again", func(s *Snapshot) bool { return s.State == StateConnected })
+	if backAt.Sub(failedAt) < 400*time.Millisecond {
+		t.Errorf("reconnected %s after the failure, before the backoff", backAt.Sub(failedAt))
+	}
+	if back.Generation <= failed.Generation || len(back.Tools) != len(first.Tools) || back.Err != nil || back.Attempt != 0 {
+		t.Errorf("new snapshot: generation %d (failed %d), %d tools, err %v, attempt %d",
+			back.Generation, failed.Generation, len(back.Tools), back.Err, back.Attempt)
+	}
+	if newPID := childPID(t, c); newPID == pid {
+		t.Errorf("same child pid %d after reconnect", pid)
+	}
+	callTool(t, c, "echo", map[string]any{"after": "reconnect"})
+	wantStates(t, &seen, "connected#0 failed#0 connecting#1 connected#0")
+}
+
+func TestReconnectFailsThenWorks(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	cfg, starts := flakyFake(t, "flaky", 3)
+	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: fastRetry})
+	// Ready closed when the first attempt failed.
+	if s := c.Snapshot(); s.State == StateConnected {
+		t.Errorf("connected at Ready; the first attempt must have failed")
+	}
+	waitSnapshot(t, c, 10*time.Second, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
+	if n := starts(); n != 4 {
+		t.Errorf("started %d times, want 4 (3 failures, then the 4th attempt)", n)
+	}
+	wantStates(t, &seen, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 connected#0")
+	for _, s := range seen.list() {
+		if s.State == StateFailed && (s.Err == nil || s.Err.Error() != "process exited with status 1" || s.NextRetry.IsZero()) {
+			t.Errorf("failed#%d: err %v next retry %v", s.Attempt, s.Err, s.NextRetry)
+		}
+		if s.State == StateConnecting && s.Err == nil {
+			t.Errorf("connecting#%d does not keep the last error", s.Attempt)
+		}
+	}
+	callTool(t, c, "echo", nil)
+}
+
+func TestReconnectParksThenProbes(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	cfg, starts := flakyFake(t, "parked", 1+reconnectAttempts)
+	const probe = 400 * time.Millisecond
+	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: fastRetry, ProbeInterval: probe})
+	_, parked, parkedAt := seen.wait(t, 10*time.Second, 0, "parked", func(s *Snapshot) bool { return s.State == StateParked })
+	if parked.Attempt != reconnectAttempts || parked.Err == nil {
+		t.Errorf("parked snapshot: attempt %d err %v", parked.Attempt, parked.Err)
+	}
+	if d := parked.NextRetry.Sub(parkedAt); d < probe-100*time.Millisecond || d > probe+100*time.Millisecond {
+		t.Errorf("parked NextRetry in %s, want the probe interval %s", d, probe)
+	}
+	if s := c.Snapshot(); s.State == StateParked {
+		if _, err := c.Request(context.Background(), "tools/list", nil); !errors.Is(err, ErrNotConnected) {
+			t.Errorf("request while parked: %v", err)
+		}
+	}
+	_, _, backAt := seen.wait(t, 10*time.Second, 0, "probe connects", func(s *Snapshot) bool { return s.State == StateConnected })
+	if d := backAt.Sub(parkedAt); d < probe-100*time.Millisecond {
+		t.Errorf("probe after %s, want after the probe interval %s", d, probe)
+	}
+	if n := starts(); n != 2+reconnectAttempts {
+		t.Errorf("started %d times, want %d", n, 2+reconnectAttempts)
+	}
+	wantStates(t, &seen, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 failed#3 "+
+		"connecting#4 failed#4 connecting#5 parked#5 connecting#6 connected#0")
+	callTool(t, c, "echo", nil)
+}
+
+func TestReconnectAfterKeepaliveFailure(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	cfg := fakeServer(t, "deaf-again", "noping")
+	cfg.Keepalive = dur(200 * time.Millisecond)
+	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: fastRetry})
+	first := mustConnected(t, c)
+	_, failed, _ := seen.wait(t, 5*time.Second, 1, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+	if failed.Err == nil || !strings.HasPrefix(failed.Err.Error(), "keepalive ping failed: ") {
+		t.Errorf("err %v", failed.Err)
+	}
+	_, back, _ := seen.wait(t, 5*time.Second, 2, "connected again", func(s *Snapshot) bool { return s.State == StateConnected })
+	if back.Generation <= first.Generation || len(back.Tools) != len(first.Tools) {
+		t.Errorf("reconnected: generation %d (first %d), %d tools", back.Generation, first.Generation, len(back.Tools))
+	}
+}
+
+func TestCloseDuringBackoff(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name  string
+		opts  Options
+		state State
+	}{
+		{"backoff wait", Options{Backoff: func(int) time.Duration { return 30 * time.Second }}, StateFailed},
+		{"parked wait", Options{Backoff: func(int) time.Duration { return 0 }, ProbeInterval: time.Minute}, StateParked},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeServer(t, "down")
+			cfg.Command, cfg.Args = "sh", []string{"-c", "exit 7"}
+			c := start(t, cfg, tc.opts)
+			waitSnapshot(t, c, 10*time.Second, tc.state.String(), func(s *Snapshot) bool { return s.State == tc.state })
+			began := time.Now()
+			_ = c.Close()
+			if d := time.Since(began); d > time.Second {
+				t.Errorf("Close took %s during the wait, want < 1s", d)
+			}
+			if s := c.Snapshot(); s.State != StateClosed {
+				t.Errorf("state %s after Close", s.State)
+			}
+		})
+	}
+}
+
+// TestListChangedBurstCoalesced: 100 list_changed notifications at once lead
+// to at most two re-discoveries (one running, one pending), and an unchanged
+// catalog publishes nothing.
+func TestListChangedBurstCoalesced(t *testing.T) {
+	t.Parallel()
+	var logs logBuffer
+	var seen snapshots
+	c := start(t, fakeServer(t, "bursty", "countlists"), Options{Logger: testLogger(&logs), OnSnapshot: seen.add})
+	before := mustConnected(t, c)
+	const pages = 3 // the fake's tools/list has three pages
+	lists := func() int { return len(logs.lines("fake served tools/list")) }
+	waitFor(t, 5*time.Second, "initial discovery logged", func() bool { return lists() == pages })
+
+	callTool(t, c, "burst", nil)
+	// Wait until the count has not moved for a while.
+	last, stable := -1, time.Now()
+	for time.Since(stable) < 500*time.Millisecond {
+		if n := lists(); n != last {
+			last, stable = n, time.Now()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if runs := (last - pages) / pages; runs < 1 || runs > 2 || (last-pages)%pages != 0 {
+		t.Errorf("%d tools/list pages after the burst, want 1 or 2 full re-discoveries of %d pages", last-pages, pages)
+	}
+	if s := c.Snapshot(); s.Generation != before.Generation || len(seen.list()) != 1 {
+		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(seen.list()))
+	}
+}
+
+// TestReconnectTimingSPECSchedule measures a kill -9 of the stdio child
+// with the SPEC schedule: StateFailed at once, StateConnected again after
+// 1 s ±20 % plus the connect time.
+func TestReconnectTimingSPECSchedule(t *testing.T) {
+	t.Parallel()
+	var seen snapshots
+	c := start(t, fakeServer(t, "timed"), Options{OnSnapshot: seen.add, Backoff: specBackoff})
+	mustConnected(t, c)
+	pid := childPID(t, c)
+	killed := time.Now()
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_, failed, failedAt := seen.wait(t, 5*time.Second, 1, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+	_, _, connectingAt := seen.wait(t, 5*time.Second, 2, "connecting", func(s *Snapshot) bool { return s.State == StateConnecting })
+	_, _, backAt := seen.wait(t, 10*time.Second, 2, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
+	toFailed, toBack := failedAt.Sub(killed), backAt.Sub(killed)
+	backoff, connect := failed.NextRetry.Sub(failedAt), backAt.Sub(connectingAt)
+	t.Logf("kill -9 -> failed %s; -> connected %s (backoff %s, connect %s)", toFailed, toBack, backoff, connect)
+	if toFailed > 500*time.Millisecond {
+		t.Errorf("failed %s after the kill, want at once", toFailed)
+	}
+	if backoff < 790*time.Millisecond || backoff > 1210*time.Millisecond {
+		t.Errorf("backoff %s, want 1s ±20%%", backoff)
+	}
+	if wait := connectingAt.Sub(failedAt); wait < 790*time.Millisecond || wait > backoff+300*time.Millisecond {
+		t.Errorf("next attempt %s after the failure, want the backoff %s", wait, backoff)
+	}
+}
+
+// openFDs counts the process's open file descriptors.
+func openFDs(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(entries)
+}
+
+// settle polls count until it is at most limit (5 s at most) and returns
+// the last value.
+func settle(count func() int, limit int) int {
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := count()
+		if n <= limit || time.Now().After(deadline) {
+			return n
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestNoGoroutineLeakAcrossReconnects kills the child five times; the
+// goroutine and file descriptor counts after the last reconnect are what
+// they were after the first connection, and after Close what they were
+// before New. Not parallel: it counts the whole process's goroutines and
+// descriptors.
+func TestNoGoroutineLeakAcrossReconnects(t *testing.T) {
+	fds := func() int { return openFDs(t) }
+	initial, initialFDs := runtime.NumGoroutine(), fds()
+	var seen snapshots
+	cfg := fakeServer(t, "cycles")
+	cfg.Keepalive = dur(time.Hour) // a keepalive goroutine per session too
+	c := New(cfg, Options{OnSnapshot: seen.add, Backoff: fastRetry})
+	c.Start(context.Background())
+	defer c.Close()
+	idx, _, _ := seen.wait(t, 10*time.Second, 0, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
+	childPID(t, c)
+	time.Sleep(100 * time.Millisecond)
+	connected, connectedFDs := runtime.NumGoroutine(), fds()
+
+	for cycle := range 5 {
+		pid := childPID(t, c)
+		if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		idx, _, _ = seen.wait(t, 5*time.Second, idx+1, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+		idx, _, _ = seen.wait(t, 10*time.Second, idx+1, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
+		if processAlive(pid) {
+			t.Errorf("cycle %d: old child %d still alive", cycle, pid)
+		}
+	}
+	childPID(t, c)
+	if n := settle(fds, connectedFDs); n > connectedFDs {
+		t.Errorf("%d open files after 5 reconnects, %d after the first connection", n, connectedFDs)
+	}
+	if n := settle(runtime.NumGoroutine, connected); n > connected {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after 5 reconnects, %d after the first connection:\n%s",
+			n, connected, buf[:runtime.Stack(buf, true)])
+	}
+	_ = c.Close()
+	if n := settle(fds, initialFDs); n > initialFDs {
+		t.Errorf("%d open files after Close, %d before New", n, initialFDs)
+	}
+	if n := settle(runtime.NumGoroutine, initial); n > initial {
+		buf := make([]byte, 1<<20)
+		t.Errorf("%d goroutines after Close, %d before New:\n%s", n, initial, buf[:runtime.Stack(buf, true)])
+	}
+}
