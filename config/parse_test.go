@@ -38,7 +38,6 @@ var invalidConfigs = map[string]string{
 		`agents.assistant.allowed_tools[0]: empty tool name`,
 		`agents.assistant.auto_approve[0]: empty pattern`,
 		`agents.assistant.autonomy: must be full, supervised or read_only, got "yolo"`,
-		`agents.assistant.deferred_loading: not supported yet`,
 		`agents.assistant.excluded_tools[0]: pattern "files__*write*" has more than one "*"`,
 		`agents.assistant.tokens[0]: empty token`,
 		`agents.assistant.tokens[1]: token contains spaces or control characters`,
@@ -54,7 +53,6 @@ var invalidConfigs = map[string]string{
 	),
 	"invalid-command-and-url.yaml":   `servers.both: command and url are mutually exclusive: a server is a subprocess or a URL, not both`,
 	"invalid-default-agent.yaml":     `default_agent: no agents are defined, so the only agent is "default", got "assistant"`,
-	"invalid-dynamic-group.yaml":     `agents.a.tool_filter_groups[1].mode: not supported yet`,
 	"invalid-duplicate-key.yaml":     `servers.files.command: duplicate key (first at line 3)`,
 	"invalid-duration-negative.yaml": `servers.files.timeout: invalid duration "-5s": must not be negative`,
 	"invalid-env-bad-name.yaml":      `servers.files.cwd: invalid variable name in ${...}: use letters, digits and _, not starting with a digit`,
@@ -159,8 +157,6 @@ var invalidConfigs = map[string]string{
 	"invalid-unknown-key.yaml":     `servers.github.commnd: unknown key`,
 	"invalid-unknown-top-key.yaml": `mcp: unknown key`,
 	"invalid-unsupported.yaml": lines(
-		`deferred_call_tool: not supported yet`,
-		`deferred_loading: not supported yet`,
 		`servers.docs.pinned_resources: not supported yet`,
 		`servers.docs.sampling: not supported yet`,
 		`untrusted_text_limit: not supported yet`,
@@ -227,7 +223,7 @@ func TestParseSentinels(t *testing.T) {
 		{"unknown key", "servers:\n  a:\n    commnd: x\n", ErrUnknownKey},
 		{"missing variable", "servers:\n  a:\n    command: ${NOPE}\n", ErrMissingEnv},
 		{"malformed reference", "servers:\n  a:\n    command: ${\n", ErrBadReference},
-		{"not supported", "deferred_loading: true\n", ErrNotSupported},
+		{"not supported", "untrusted_text_limit: 500\n", ErrNotSupported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

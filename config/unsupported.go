@@ -23,31 +23,8 @@ func (c *Config) unsupported() []error {
 			}
 		}
 	}
-	if c.DeferredLoading {
-		flag("deferred_loading")
-	}
-	for _, name := range sortedKeys(c.Agents) {
-		if a := c.Agents[name]; a != nil && a.DeferredLoading != nil && *a.DeferredLoading {
-			flag(joinPath("agents", pathKey(name)) + ".deferred_loading")
-		}
-	}
-	if c.isSet("deferred_call_tool") {
-		flag("deferred_call_tool")
-	}
 	if c.isSet("untrusted_text_limit") {
 		flag("untrusted_text_limit")
-	}
-	for _, name := range sortedKeys(c.Agents) {
-		a := c.Agents[name]
-		if a == nil {
-			continue
-		}
-		for i, g := range a.ToolFilterGroups {
-			if g.Mode == "dynamic" {
-				// dynamic groups are made visible by tool_search queries.
-				flag(indexPath(joinPath("agents", pathKey(name))+".tool_filter_groups", i) + ".mode")
-			}
-		}
 	}
 	return out
 }

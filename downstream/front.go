@@ -306,7 +306,7 @@ func (p *Proxy) listResponse(msg []byte, id json.RawMessage, st *sessionState) [
 	if err != nil || !ok {
 		return msg // an error response passes as it is
 	}
-	newResult, err := rawjson.Set(result, "tools", p.viewFor(st).listJSON)
+	newResult, err := rawjson.Set(result, "tools", p.listFor(st))
 	if err != nil {
 		return msg
 	}

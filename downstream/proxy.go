@@ -85,9 +85,20 @@ func New(opts Options) *Proxy {
 	hooks.AddOnError(func(ctx context.Context, _ any, method mcp.MCPMethod, _ any, _ error) {
 		p.opts.Metrics.Request(agentFrom(ctx), string(method), "error")
 	})
-	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, _ *mcp.InitializeResult) {
-		if s := server.ClientSessionFromContext(ctx); s != nil && transportOf(s) == "http" {
+	hooks.AddAfterInitialize(func(ctx context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
+		s := server.ClientSessionFromContext(ctx)
+		if s == nil {
+			return
+		}
+		if transportOf(s) == "http" {
 			p.registerState(ctx, req.Header)
+		}
+		if st, err := p.stateFor(ctx, s.SessionID(), req.Header); err == nil && st.agent.Deferred {
+			// The instructions are the model's only list of deferred tools,
+			// so a deferred session's initialize waits for upstreams (at
+			// most startup_wait) before it is answered.
+			p.waitStartup(ctx)
+			res.Instructions = p.deferredInstructions(st)
 		}
 	})
 	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
@@ -193,6 +204,14 @@ func (p *Proxy) syncShadows(c *Catalog) {
 			Tool:    mcp.NewToolWithRawSchema(e.Exposed, "", shadowSchema),
 			Handler: p.callTool,
 		})
+	}
+	// The own tools are registered always; the handler decides per session
+	// whether they are offered (deferred.go).
+	for _, own := range []string{toolSearchName, callToolName} {
+		if _, taken := c.byName[own]; !taken {
+			names = append(names, own)
+			tools = append(tools, server.ServerTool{Tool: mcp.NewToolWithRawSchema(own, "", shadowSchema), Handler: p.callTool})
+		}
 	}
 	p.shadowed = names
 	p.mcp.SetTools(tools...)

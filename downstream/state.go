@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/search"
 )
 
 // allowedToolsHeader carries an HTTP session's per-call allow-list on its
@@ -26,6 +27,8 @@ type sessionState struct {
 
 	mu     sync.Mutex
 	always map[string]bool // tools the user approved "always" in this session
+
+	deferred deferredState
 }
 
 func (s *sessionState) approvedAlways(tool string) bool {
@@ -125,7 +128,11 @@ func (p *Proxy) stateFor(ctx context.Context, sessionID string, header http.Head
 // applied to one catalog.
 type view struct {
 	catalog  *Catalog
-	listJSON []byte
+	listJSON []byte // for sessions that have activated nothing
+
+	searchOnce sync.Once // the tool_search index of the view, built on first use
+	index      *search.Index
+	docs       map[string]*search.Doc
 }
 
 type viewKey struct {
@@ -143,12 +150,18 @@ func (p *Proxy) viewFor(st *sessionState) *view {
 	if v := p.views[key]; v != nil && v.catalog == c {
 		return v
 	}
-	v := &view{catalog: c, listJSON: joinRaw(c.tools, func(e *ToolEntry) bool {
-		return e.Connected && st.agent.Decide(e.policyTool(), st.perCall) == filter.RuleNone &&
-			st.agent.Visible(e.policyTool(), nil)
-	})}
+	v := &view{catalog: c, listJSON: p.sessionList(&sessionState{agent: st.agent, perCall: st.perCall})}
 	p.views[key] = v
 	return v
+}
+
+// listFor is the session's tools array: the shared view while the session
+// has activated nothing, else its own.
+func (p *Proxy) listFor(st *sessionState) []byte {
+	if st.deferred.empty() {
+		return p.viewFor(st).listJSON
+	}
+	return p.sessionList(st)
 }
 
 func perCallKey(list []string) string {

@@ -59,7 +59,11 @@ func (t Tool) Own() bool { return t.Server == "" }
 // session resolves its agent once, when it starts, so that a config reload
 // applies to new sessions only (SPEC §3, §5).
 type Agent struct {
-	Name     string
+	Name string
+	// Deferred is true when the agent runs in deferred mode (SPEC §6).
+	Deferred bool
+	// CallTool is true when deferred mode lists call_tool.
+	CallTool bool
 	granted  map[string]bool
 	excluded []string
 	allowed  []string
@@ -77,7 +81,8 @@ func Resolve(cfg *config.Config, name string) (*Agent, error) {
 		if name != "" && name != config.ImplicitAgent {
 			return nil, fmt.Errorf("%w %q: no agents are configured; the implicit agent is %q", ErrUnknownAgent, name, config.ImplicitAgent)
 		}
-		a := &Agent{Name: config.ImplicitAgent, granted: map[string]bool{}, autonomy: AutonomyFull}
+		a := &Agent{Name: config.ImplicitAgent, granted: map[string]bool{}, autonomy: AutonomyFull,
+			Deferred: cfg.DeferredFor(nil), CallTool: cfg.CallToolListed()}
 		for n, s := range cfg.Servers {
 			if s.IsEnabled() {
 				a.granted[n] = true
@@ -98,6 +103,7 @@ func Resolve(cfg *config.Config, name string) (*Agent, error) {
 	a := &Agent{
 		Name: name, granted: Grants(cfg, ac), excluded: ac.ExcludedTools, allowed: ac.AllowedTools,
 		autonomy: ac.Autonomy, auto: ac.AutoApprove, ask: ac.AlwaysAsk, groups: ac.ToolFilterGroups,
+		Deferred: cfg.DeferredFor(ac), CallTool: cfg.CallToolListed(),
 	}
 	if a.autonomy == "" {
 		a.autonomy = AutonomyFull
@@ -182,6 +188,48 @@ func (a *Agent) Visible(t Tool, active func(group int) bool) bool {
 			continue
 		}
 		if matchList(g.Tools, t.Exposed) {
+			return true
+		}
+	}
+	return false
+}
+
+// HasDynamicGroups reports whether any tool_filter_group is dynamic; then
+// tool_search is listed in eager mode too (SPEC §5).
+func (a *Agent) HasDynamicGroups() bool {
+	for _, g := range a.groups {
+		if g.Mode == "dynamic" {
+			return true
+		}
+	}
+	return false
+}
+
+// GroupsFor returns the dynamic groups one of whose keywords the query
+// contains, case-insensitively: a tool_search query stands in for the user
+// message the proxy never sees.
+func (a *Agent) GroupsFor(query string) []int {
+	q := strings.ToLower(query)
+	var out []int
+	for i, g := range a.groups {
+		if g.Mode != "dynamic" {
+			continue
+		}
+		for _, k := range g.Keywords {
+			if k != "" && strings.Contains(q, strings.ToLower(k)) {
+				out = append(out, i)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// InAlwaysGroup reports whether t matches an `always` group: in deferred
+// mode those tools are listed without a search.
+func (a *Agent) InAlwaysGroup(t Tool) bool {
+	for _, g := range a.groups {
+		if g.Mode == "always" && matchList(g.Tools, t.Exposed) {
 			return true
 		}
 	}

@@ -31,6 +31,7 @@ type Metrics struct {
 	blobBytes        *prometheus.CounterVec
 	policyDenials    *prometheus.CounterVec
 	approvals        *prometheus.CounterVec
+	toolSearch       *prometheus.CounterVec
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -84,10 +85,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_approvals_total",
 			Help: "Approval questions by agent and decision (approve, always, deny, decline, cancel, timeout, unsupported, error).",
 		}, []string{"agent", "decision"}),
+		toolSearch: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_tool_search_queries_total",
+			Help: "tool_search queries by agent and mode (keyword, select).",
+		}, []string{"agent", "mode"}),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals} {
+		m.policyDenials, m.approvals, m.toolSearch} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -181,4 +186,12 @@ func (m *Metrics) Approval(agent, decision string) {
 		return
 	}
 	m.approvals.WithLabelValues(agent, decision).Inc()
+}
+
+// ToolSearch counts one tool_search query; mode is "keyword" or "select".
+func (m *Metrics) ToolSearch(agent, mode string) {
+	if m == nil {
+		return
+	}
+	m.toolSearch.WithLabelValues(agent, mode).Inc()
 }

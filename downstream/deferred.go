@@ -1,0 +1,271 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/search"
+)
+
+// The proxy's own tools of deferred loading (SPEC §6).
+const (
+	toolSearchName = "tool_search"
+	callToolName   = "call_tool"
+)
+
+// defaultMaxResults is tool_search's max_results when the model gives none
+// (seed).
+const defaultMaxResults = 5
+
+// toolSearchDef and callToolDef are the listed definitions of the own tools.
+var (
+	toolSearchDef = []byte(`{"name":"tool_search","description":"Find the tools you can use and load their full definitions. ` +
+		`Give keywords describing what you want to do, or \"select:name1,name2\" to load tools by exact name. ` +
+		`Every tool returned can then be called directly.","inputSchema":{"type":"object","properties":{` +
+		`"query":{"type":"string","description":"Keywords, or select:<tool name>[,<tool name>...] for exact names."},` +
+		`"max_results":{"type":"number","description":"How many tools a keyword search returns (default 5).","default":5}},` +
+		`"required":["query"]},"annotations":{"title":"Search tools","readOnlyHint":true,"openWorldHint":false}}`)
+	callToolDef = []byte(`{"name":"call_tool","description":"Call any tool you may use by its exact name, with its arguments. ` +
+		`Use it for a tool found with tool_search that is not in your tool list.","inputSchema":{"type":"object","properties":{` +
+		`"name":{"type":"string","description":"The exact tool name, as tool_search returned it."},` +
+		`"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`)
+)
+
+// deferredState is a session's deferred-loading state: the tools its
+// searches activated and the dynamic groups its queries made visible.
+type deferredState struct {
+	mu        sync.Mutex
+	activated map[string]bool
+	groups    map[int]bool
+}
+
+func (d *deferredState) isActivated(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.activated[name]
+}
+
+func (d *deferredState) groupActive(i int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.groups[i]
+}
+
+// activate records names and groups; it reports whether anything was new.
+func (d *deferredState) activate(names []string, groups []int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.activated == nil {
+		d.activated, d.groups = map[string]bool{}, map[int]bool{}
+	}
+	changed := false
+	for _, n := range names {
+		if !d.activated[n] {
+			d.activated[n], changed = true, true
+		}
+	}
+	for _, g := range groups {
+		if !d.groups[g] {
+			d.groups[g], changed = true, true
+		}
+	}
+	return changed
+}
+
+// empty reports whether the session has activated nothing yet, so that it
+// can share the agent's cached view.
+func (d *deferredState) empty() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.activated) == 0 && len(d.groups) == 0
+}
+
+// ownTool reports whether name is one of the proxy's own tools and is
+// offered to the session: tool_search in deferred mode or when the agent
+// has dynamic groups, call_tool in deferred mode unless turned off.
+func ownTool(st *sessionState, name string) bool {
+	switch name {
+	case toolSearchName:
+		return st.agent.Deferred || st.agent.HasDynamicGroups()
+	case callToolName:
+		return st.agent.Deferred && st.agent.CallTool
+	}
+	return false
+}
+
+// listedFor reports whether a catalog entry is in the session's tools/list.
+func listedFor(st *sessionState, e *ToolEntry) bool {
+	t := e.policyTool()
+	if !e.Connected || st.agent.Decide(t, st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+		return false
+	}
+	if st.agent.Deferred {
+		return st.deferred.isActivated(e.Exposed) || st.agent.InAlwaysGroup(t)
+	}
+	return st.agent.Visible(t, st.deferred.groupActive)
+}
+
+// ownToolsJSON is the own tools the session lists, each followed by a comma.
+func ownToolsJSON(st *sessionState) []byte {
+	var out []byte
+	for _, def := range []struct {
+		name string
+		raw  []byte
+	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}} {
+		if ownTool(st, def.name) {
+			out = append(append(out, def.raw...), ',')
+		}
+	}
+	return out
+}
+
+// sessionList is the session's tools array.
+func (p *Proxy) sessionList(st *sessionState) []byte {
+	c := p.Catalog()
+	own := ownToolsJSON(st)
+	list := joinRaw(c.tools, func(e *ToolEntry) bool { return listedFor(st, e) })
+	if len(own) == 0 {
+		return list
+	}
+	out := make([]byte, 0, len(own)+len(list))
+	out = append(out, '[')
+	out = append(out, own...)
+	if len(list) > 2 {
+		out = append(out, list[1:]...)
+	} else {
+		out[len(out)-1] = ']'
+	}
+	return out
+}
+
+// searchIndex is the index of the tools the session may call: only those
+// are ever indexed or returned (SPEC §6). It is built once per agent,
+// per-call list and catalog.
+func (p *Proxy) searchIndex(st *sessionState) (*search.Index, map[string]*search.Doc) {
+	v := p.viewFor(st)
+	v.searchOnce.Do(func() {
+		var docs []search.Doc
+		for _, e := range v.catalog.tools {
+			if !e.Connected || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+				continue
+			}
+			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
+			docs = append(docs, search.Doc{Name: e.Exposed, Server: e.Server, Description: e.Description, Schema: schema, Raw: e.Raw})
+		}
+		v.index = search.Build(docs)
+		v.docs = make(map[string]*search.Doc, len(docs))
+		for i := range docs {
+			v.docs[docs[i].Name] = &docs[i]
+		}
+	})
+	return v.index, v.docs
+}
+
+// toolSearch runs the tool_search tool (SPEC §6) and activates what it
+// returns for the session, which then gets one list_changed.
+func (p *Proxy) toolSearch(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+	var in struct {
+		Query      string   `json:"query"`
+		MaxResults *float64 `json:"max_results"`
+	}
+	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
+		return textResult("arguments must be an object with a string query", true)
+	}
+	query := strings.TrimSpace(in.Query)
+	if query == "" {
+		return textResult(search.QueryRequired, true)
+	}
+	max := defaultMaxResults
+	if in.MaxResults != nil && *in.MaxResults >= 1 {
+		max = int(min(*in.MaxResults, 1000))
+	}
+	ix, docs := p.searchIndex(st)
+	var found []*search.Doc
+	var text string
+	if names, ok := search.ParseSelect(query); ok {
+		p.opts.Metrics.ToolSearch(st.agent.Name, "select")
+		var missing []string
+		for _, n := range names {
+			if d := docs[n]; d != nil {
+				found = append(found, d)
+			} else {
+				missing = append(missing, n) // unknown or denied: never told apart
+			}
+		}
+		text = search.FormatSelect(found, missing)
+	} else {
+		p.opts.Metrics.ToolSearch(st.agent.Name, "keyword")
+		for _, h := range ix.Search(query, max) {
+			found = append(found, h.Doc)
+		}
+		text = search.NoMatches
+		if len(found) > 0 {
+			text = search.Format(found)
+		}
+	}
+	names := make([]string, len(found))
+	for i, d := range found {
+		names[i] = d.Name
+	}
+	if st.deferred.activate(names, st.agent.GroupsFor(query)) {
+		notifyToolsChanged(p, ctx)
+	}
+	return textResult(text, false)
+}
+
+// notifyToolsChanged sends list_changed to the session of ctx alone.
+func notifyToolsChanged(p *Proxy, ctx context.Context) {
+	if s := server.ClientSessionFromContext(ctx); s != nil {
+		_ = p.mcp.SendNotificationToSpecificClient(s.SessionID(), "notifications/tools/list_changed", nil)
+	}
+}
+
+// callTool runs call_tool: the named tool through the same path as a direct
+// call, so it returns whatever the direct call would.
+func (p *Proxy) callToolTool(ctx context.Context, st *sessionState, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
+	var in struct {
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
+		return textResult("arguments must be an object with a string name", true), nil
+	}
+	switch {
+	case in.Name == "":
+		return textResult("call_tool needs the name of the tool to call", true), nil
+	case in.Name == callToolName:
+		return textResult("call_tool cannot call itself", true), nil
+	case len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{':
+		return textResult("arguments must be an object", true), nil
+	}
+	return p.forwardCall(ctx, st, in.Name, in.Arguments, meta, linkOK)
+}
+
+// deferredInstructions is the initialize instructions section of deferred
+// mode: what is available and how to load it (SPEC §6).
+func (p *Proxy) deferredInstructions(st *sessionState) string {
+	_, docs := p.searchIndex(st)
+	list := make([]*search.Doc, 0, len(docs))
+	for _, e := range p.Catalog().tools {
+		if d := docs[e.Exposed]; d != nil && !listedFor(st, e) {
+			list = append(list, d)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("## Deferred Tools\n\n")
+	b.WriteString("The tools below can be used, but their definitions are not loaded yet. " +
+		"Before calling one, call tool_search with keywords for what you want to do, or with " +
+		"\"select:<name>[,<name>...]\" for exact names; the tools it returns can then be called directly")
+	if st.agent.CallTool {
+		b.WriteString(", or through call_tool")
+	}
+	b.WriteString(".\n\n")
+	b.WriteString(search.DeferredList(list))
+	return b.String()
+}
