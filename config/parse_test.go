@@ -122,7 +122,6 @@ var invalidConfigs = map[string]string{
 	"invalid-required-disabled.yaml": `servers.local.required: a disabled server can never be ready: drop required or enable the server`,
 	"invalid-resource-prefix.yaml":   `servers.my_files: resource URI prefix "my-files" is also the prefix of server "my-files" (prefixes are lowercased with "_" as "-")`,
 	"invalid-sampling.yaml": lines(
-		`servers.llm.sampling: not supported yet`,
 		`servers.llm.sampling.max_rpm: must be greater than 0`,
 		`servers.llm.sampling.max_tokens_cap: must be greater than 0`,
 		`servers.llm.sampling.timeout: must be greater than 0`,
@@ -158,7 +157,6 @@ var invalidConfigs = map[string]string{
 	"invalid-unknown-top-key.yaml": `mcp: unknown key`,
 	"invalid-unsupported.yaml": lines(
 		`servers.docs.pinned_resources: not supported yet`,
-		`servers.docs.sampling: not supported yet`,
 		`untrusted_text_limit: not supported yet`,
 	),
 	"invalid-untrusted-text-limit.yaml": lines(

@@ -16,12 +16,6 @@ func (c *Config) unsupported() []error {
 		if len(s.PinnedResources) > 0 {
 			flag(path + ".pinned_resources")
 		}
-		for _, f := range []string{"enabled", "max_rpm", "max_tokens_cap", "timeout", "allowed_models"} {
-			if c.isSet(path + ".sampling." + f) {
-				flag(path + ".sampling")
-				break
-			}
-		}
 	}
 	if c.isSet("untrusted_text_limit") {
 		flag("untrusted_text_limit")

@@ -48,6 +48,9 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	var st *sessionState
 	if sl != nil {
 		meta, st = sl.meta, sl.state
+		if sl.direct != nil {
+			ctx = context.WithValue(ctx, directKey{}, sl.direct)
+		}
 	} else {
 		if req.Params.Meta != nil {
 			meta, _ = json.Marshal(req.Params.Meta)
@@ -108,6 +111,10 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		return refusal, nil
 	}
 	args = withoutApproved(args)
+	end := p.calls.begin(entry.Server, st)
+	defer end()
+	meta, progress := p.progress.open(ctx, meta)
+	defer progress.close()
 	params, err := callParams(entry.Name, args, meta)
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid tools/call params: " + sanitize.Error(err.Error())}

@@ -34,6 +34,7 @@ type slot struct {
 	name   string          // the tool name the client asked for
 	meta   json.RawMessage // the client's params._meta, as it came
 	modern bool            // the request used the stateless 2026-07-28 protocol
+	direct func([]byte)    // see pending.direct
 
 	mu     sync.Mutex
 	done   bool
@@ -110,7 +111,10 @@ type pendingEntry struct {
 // pending holds the requests of one downstream connection (stdio) or one
 // HTTP POST whose responses outbound rewrites, by raw JSON-RPC id.
 type pending struct {
-	p  *Proxy
+	p *Proxy
+	// direct writes a message to the client in order with the responses
+	// the wire layer writes (stdio); nil when the transport has no such path.
+	direct func(msg []byte)
 	mu sync.Mutex
 	m  map[string]*pendingEntry
 }
@@ -226,7 +230,7 @@ func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]by
 	if len(meta) == 0 || string(meta) == "null" {
 		meta = nil
 	}
-	s := &slot{state: st, name: params.Name, meta: meta, modern: isModernMeta(meta)}
+	s := &slot{state: st, name: params.Name, meta: meta, modern: isModernMeta(meta), direct: pd.direct}
 	tok := pd.p.slots.add(s)
 	base := meta
 	if base == nil {

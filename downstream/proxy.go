@@ -66,6 +66,10 @@ type Proxy struct {
 	states   sync.Map                 // session id -> *sessionState
 	viewsMu  sync.Mutex
 	views    map[viewKey]*view
+
+	calls        callRegistry  // tool calls in flight, per server and session
+	progress     progressRelay // progress tokens of calls in flight
+	samplingRate rateWindow    // sampling requests per server, last minute
 }
 
 // New builds the proxy. It does not start serving; see ServeStdio and
@@ -74,6 +78,7 @@ func New(opts Options) *Proxy {
 	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), lastTools: map[string][]upstream.Tool{},
 		agents: map[string]*filter.Agent{}, views: map[viewKey]*view{}}
 	p.slots.m = map[string]*slot{}
+	p.progress.p = p
 	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams})
 	p.catalog.Store(buildCatalog(p.style(), nil))
 
@@ -103,6 +108,12 @@ func New(opts Options) *Proxy {
 	})
 	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionOpened(agentFrom(ctx), transportOf(s))
+		if v, ok := p.states.Load(s.SessionID()); ok && transportOf(s) == "stdio" {
+			v.(*sessionState).setSession(s)
+		}
+	})
+	hooks.AddAfterSetLevel(func(_ context.Context, _ any, req *mcp.SetLevelRequest, _ *mcp.EmptyResult) {
+		p.fanOutLogLevel(req.Params.Level)
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionClosed(agentFrom(ctx), transportOf(s))
@@ -112,6 +123,7 @@ func New(opts Options) *Proxy {
 	})
 	p.mcp = server.NewMCPServer("mcp-proxy", opts.Version,
 		server.WithToolCapabilities(true),
+		server.WithLogging(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 	)

@@ -29,6 +29,21 @@ type sessionState struct {
 	always map[string]bool // tools the user approved "always" in this session
 
 	deferred deferredState
+
+	sess server.ClientSession // the mcp-go session, once known; see session()
+}
+
+func (s *sessionState) setSession(sess server.ClientSession) {
+	s.mu.Lock()
+	s.sess = sess
+	s.mu.Unlock()
+}
+
+// session is the mcp-go session, or nil (a stateless request's state).
+func (s *sessionState) session() server.ClientSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sess
 }
 
 func (s *sessionState) approvedAlways(tool string) bool {
@@ -102,6 +117,7 @@ func (p *Proxy) registerState(ctx context.Context, header http.Header) {
 	if err != nil {
 		return // the HTTP layer already refused unknown agents
 	}
+	st.setSession(s)
 	p.states.Store(s.SessionID(), st)
 }
 

@@ -41,6 +41,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	pd := newPending(p)
 	defer pd.release()
 	w := &stdioWriter{out: out, pd: pd}
+	pd.direct = w.writeMessage
 	pr, pw := io.Pipe()
 
 	srv := server.NewStdioServer(p.mcp)

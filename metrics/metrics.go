@@ -32,6 +32,7 @@ type Metrics struct {
 	policyDenials    *prometheus.CounterVec
 	approvals        *prometheus.CounterVec
 	toolSearch       *prometheus.CounterVec
+	sampling         *prometheus.CounterVec
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -89,10 +90,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_tool_search_queries_total",
 			Help: "tool_search queries by agent and mode (keyword, select).",
 		}, []string{"agent", "mode"}),
+		sampling: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_sampling_requests_total",
+			Help: "Sampling requests from upstream servers by server and outcome (ok, error, timeout, unsupported, unroutable, invalid, refused_disabled, refused_rate, refused_model).",
+		}, []string{"server", "outcome"}),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -194,4 +199,12 @@ func (m *Metrics) ToolSearch(agent, mode string) {
 		return
 	}
 	m.toolSearch.WithLabelValues(agent, mode).Inc()
+}
+
+// Sampling counts one sampling request of an upstream by its outcome.
+func (m *Metrics) Sampling(server, outcome string) {
+	if m == nil {
+		return
+	}
+	m.sampling.WithLabelValues(server, outcome).Inc()
 }

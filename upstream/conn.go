@@ -28,6 +28,14 @@ type Options struct {
 	// the notification had none. It runs on a goroutine of the Conn (in
 	// arrival order) and must not block.
 	OnNotification func(server, method string, params json.RawMessage)
+	// OnRequest answers the upstream's requests to the client
+	// (sampling/createMessage, elicitation/create, roots/list). With it set
+	// the connection advertises the sampling, elicitation and roots
+	// capabilities (not over SSE, where mcp-go cannot answer requests). ctx
+	// is the request's: over Streamable HTTP, a request that arrives on the
+	// stream of a call derives from that call's context. A returned *RPCError
+	// is sent with its code and message; nil = not advertised.
+	OnRequest func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error)
 	// LookupEnv reads one variable of the proxy's environment; it defaults to
 	// os.LookupEnv. It builds a stdio child's filtered environment.
 	LookupEnv func(string) (string, bool)

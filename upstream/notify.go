@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -22,12 +23,33 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 		s.refresh.request(k)
 		return
 	}
+	s.queued.Add(1)
 	select {
 	case s.notes <- n:
 	default:
+		s.delivered.Add(1) // dropped: counted so that barrier never waits for it
 		if s.dropped.Add(1) == 1 {
 			s.log.Warn().Str("method", n.Method).Msg("notification queue full; dropping notifications")
 		}
+	}
+}
+
+// notificationBarrierLimit bounds how long a response waits for the
+// notifications that arrived before it (a slow OnNotification).
+const notificationBarrierLimit = time.Second
+
+// barrier waits until every notification that arrived before now has been
+// handed to OnNotification: a call's progress and log messages precede its
+// result on the wire, and the result must not overtake them (the relay of a
+// call's progress ends when the call returns).
+func (s *session) barrier(ctx context.Context) {
+	mark := s.queued.Load()
+	if s.delivered.Load() >= mark {
+		return
+	}
+	deadline := time.Now().Add(notificationBarrierLimit)
+	for s.delivered.Load() < mark && time.Now().Before(deadline) && ctx.Err() == nil && s.ctx.Err() == nil {
+		time.Sleep(200 * time.Microsecond)
 	}
 }
 
@@ -47,6 +69,7 @@ func (s *session) deliverNotifications() {
 				s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
 				s.c.notifyMu.Unlock()
 			}
+			s.delivered.Add(1)
 		}
 	}
 }

@@ -233,6 +233,7 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 			return nil, s.c.opError(method, err)
 		}
 	}
+	s.barrier(ctx)
 	if e := resp.Error; e != nil {
 		if tl := (&ResponseTooLargeError{Limit: s.c.maxResponseBytes()}); e.Code == tooLargeCode && e.Message == tl.Error() {
 			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer

@@ -58,6 +58,9 @@ type session struct {
 
 	notes   chan mcp.JSONRPCNotification // to OnNotification, see notify.go
 	dropped atomic.Uint64                // notifications dropped since the last delivery
+	// queued and delivered count notifications handed off and passed on
+	// (or dropped); barrier compares them.
+	queued, delivered atomic.Uint64
 	refresh refresher
 
 	// HTTP session renewal: expire closes expired (once), which asks the
@@ -146,6 +149,12 @@ func (s *session) open(ctx context.Context) error {
 	if err := s.cl.Start(s.ctx); err != nil {
 		return fmt.Errorf("start transport: %w", err)
 	}
+	var caps mcp.ClientCapabilities
+	if bi, ok := tr.(transport.BidirectionalInterface); ok && s.c.opts.OnRequest != nil {
+		// Replaces the handler Start installed: requests go to OnRequest.
+		bi.SetRequestHandler(s.serveRequest)
+		caps = relayCapabilities()
+	}
 	if sse, ok := tr.(*transport.SSE); ok {
 		if err := s.checkSSEEndpoint(sse); err != nil {
 			return err
@@ -158,6 +167,7 @@ func (s *session) open(ctx context.Context) error {
 	res, err := s.cl.Initialize(WithMethod(ctx, string(mcp.MethodInitialize)), mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: s.preferredProtocol(),
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: Version},
+		Capabilities:    caps,
 	}})
 	if err != nil {
 		if errors.Is(err, transport.ErrLegacySSEServer) {

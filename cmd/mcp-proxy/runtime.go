@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
@@ -128,6 +129,14 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 	return upstream.New(s, upstream.Options{
 		Logger:     rt.log,
 		OnSnapshot: rt.onSnapshot(name),
+		// The proxy is built after the first connections and before they
+		// start; these run only once a connection is up.
+		OnNotification: func(server, method string, params json.RawMessage) {
+			rt.proxy.OnUpstreamNotification(server, method, params)
+		},
+		OnRequest: func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+			return rt.proxy.OnUpstreamRequest(ctx, server, method, params)
+		},
 	})
 }
 

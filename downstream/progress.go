@@ -1,0 +1,183 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// Progress relay (SPEC §10). A call's progress token is replaced upstream by
+// one of the proxy's own ("px-progress-<n>"), so that two sessions using
+// the same token never mix; notifications come back with the client's token.
+// mcp-go drops a notification when a session's queue is full, so each call
+// has one sender that retries, and a value that arrives while an earlier one
+// is still waiting replaces it: intermediate values may be coalesced, order
+// is kept, and the last one is delivered before the call's response.
+
+// progressFlushLimit bounds how long a call's response waits for its last
+// progress notification to be handed to the client.
+const progressFlushLimit = 2 * time.Second
+
+// progressRetry is the pause between attempts while a session's
+// notification queue is full.
+const progressRetry = 2 * time.Millisecond
+
+type progressRelay struct {
+	p      *Proxy
+	mu     sync.Mutex
+	next   uint64
+	routes map[string]*progressRoute
+}
+
+// directKey carries a call's direct writer (pending.direct) in its context.
+type directKey struct{}
+
+// progressRoute carries one call's progress to its client.
+type progressRoute struct {
+	relay  *progressRelay
+	key    string
+	ctx    context.Context // the call's context: it carries the session
+	direct func([]byte)    // write in order with the call's response (stdio), or nil
+	token any             // the client's token, as decoded (json.Number kept)
+
+	mu      sync.Mutex
+	latest  map[string]any
+	sending bool
+	idle    chan struct{} // closed when the sender has nothing left
+}
+
+// open rewrites meta's progress token for the upstream and registers the
+// route. With no token it returns meta and a nil route.
+func (r *progressRelay) open(ctx context.Context, meta json.RawMessage) (json.RawMessage, *progressRoute) {
+	if len(meta) == 0 || !bytes.Contains(meta, []byte("progressToken")) {
+		return meta, nil
+	}
+	raw, ok, err := rawjson.Get(meta, "progressToken")
+	if err != nil || !ok {
+		return meta, nil
+	}
+	token, err := decodeNumberKept(raw)
+	if err != nil || token == nil {
+		return meta, nil
+	}
+	r.mu.Lock()
+	r.next++
+	key := "px-progress-" + strconv.FormatUint(r.next, 10)
+	route := &progressRoute{relay: r, key: key, ctx: ctx, token: token}
+	route.direct, _ = ctx.Value(directKey{}).(func([]byte))
+	if r.routes == nil {
+		r.routes = map[string]*progressRoute{}
+	}
+	r.routes[key] = route
+	r.mu.Unlock()
+	out, err := rawjson.Set(meta, "progressToken", rawjson.String(key))
+	if err != nil {
+		route.close()
+		return meta, nil
+	}
+	return out, route
+}
+
+// deliver routes one upstream notifications/progress.
+func (r *progressRelay) deliver(params json.RawMessage) {
+	var m map[string]any
+	dec := json.NewDecoder(bytes.NewReader(params))
+	dec.UseNumber()
+	if dec.Decode(&m) != nil {
+		return
+	}
+	key, _ := m["progressToken"].(string)
+	r.mu.Lock()
+	route := r.routes[key]
+	r.mu.Unlock()
+	if route == nil {
+		return // a late notification of a finished call
+	}
+	m["progressToken"] = route.token
+	route.push(m)
+}
+
+func (rt *progressRoute) push(m map[string]any) {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.latest = m
+	if !rt.sending {
+		rt.sending = true
+		rt.idle = make(chan struct{})
+		go rt.send()
+	}
+}
+
+// send delivers the latest value until none is left.
+func (rt *progressRoute) send() {
+	for {
+		rt.mu.Lock()
+		m := rt.latest
+		rt.latest = nil
+		if m == nil {
+			rt.sending = false
+			close(rt.idle)
+			rt.mu.Unlock()
+			return
+		}
+		rt.mu.Unlock()
+		if rt.direct != nil {
+			// Written by the proxy itself, so it precedes the response.
+			if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationProgress, "params": m}); err == nil {
+				rt.direct(b)
+			}
+			continue
+		}
+		for {
+			err := rt.relay.p.mcp.SendNotificationToClient(rt.ctx, string(mcp.MethodNotificationProgress), m)
+			if !errors.Is(err, server.ErrNotificationChannelBlocked) || rt.ctx.Err() != nil {
+				break
+			}
+			time.Sleep(progressRetry)
+			rt.mu.Lock()
+			newer := rt.latest != nil
+			rt.mu.Unlock()
+			if newer {
+				break // coalesce: the newer value replaces this one
+			}
+		}
+	}
+}
+
+// close waits (bounded) for the last value to be handed over, then drops
+// the route. A nil route is a no-op.
+func (rt *progressRoute) close() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	idle, sending := rt.idle, rt.sending
+	rt.mu.Unlock()
+	if sending {
+		select {
+		case <-idle:
+		case <-time.After(progressFlushLimit):
+		}
+	}
+	rt.relay.mu.Lock()
+	delete(rt.relay.routes, rt.key)
+	rt.relay.mu.Unlock()
+}
+
+// decodeNumberKept decodes a JSON value keeping numbers exact.
+func decodeNumberKept(raw json.RawMessage) (any, error) {
+	var v any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	err := dec.Decode(&v)
+	return v, err
+}
