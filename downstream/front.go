@@ -115,8 +115,8 @@ type pending struct {
 	// direct writes a message to the client in order with the responses
 	// the wire layer writes (stdio); nil when the transport has no such path.
 	direct func(msg []byte)
-	mu sync.Mutex
-	m  map[string]*pendingEntry
+	mu     sync.Mutex
+	m      map[string]*pendingEntry
 }
 
 func newPending(p *Proxy) *pending { return &pending{p: p, m: map[string]*pendingEntry{}} }

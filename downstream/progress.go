@@ -47,7 +47,7 @@ type progressRoute struct {
 	key    string
 	ctx    context.Context // the call's context: it carries the session
 	direct func([]byte)    // write in order with the call's response (stdio), or nil
-	token any             // the client's token, as decoded (json.Number kept)
+	token  any             // the client's token, as decoded (json.Number kept)
 
 	mu      sync.Mutex
 	latest  map[string]any

@@ -324,7 +324,8 @@ func TestServeStdio(t *testing.T) {
 	if len(reqs) != 1 {
 		t.Fatalf("upstream got %d requests, want 1", len(reqs))
 	}
-	if want := `{"name":"echo","arguments":{"text":"hi", "n":18446744073709551615},"_meta":{"progressToken":7}}`; reqs[0].Method != "tools/call" || reqs[0].Params != want {
+	// The client's progress token 7 is replaced upstream by the proxy's own.
+	if want := `{"name":"echo","arguments":{"text":"hi", "n":18446744073709551615},"_meta":{"progressToken":"px-progress-1"}}`; reqs[0].Method != "tools/call" || reqs[0].Params != want {
 		t.Errorf("upstream request = %s %s\nwant tools/call %s", reqs[0].Method, reqs[0].Params, want)
 	}
 

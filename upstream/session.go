@@ -61,7 +61,7 @@ type session struct {
 	// queued and delivered count notifications handed off and passed on
 	// (or dropped); barrier compares them.
 	queued, delivered atomic.Uint64
-	refresh refresher
+	refresh           refresher
 
 	// HTTP session renewal: expire closes expired (once), which asks the
 	// supervisor to renew; finishRenewal sets next (the successor, nil if

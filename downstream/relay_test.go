@@ -1,0 +1,103 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// TestProgressRelayStdio: the upstream sees the proxy's own token, the
+// client gets its own token back, every value in order and all of them
+// before the call's response.
+func TestProgressRelayStdio(t *testing.T) {
+	fx := connected(`{"name":"work","inputSchema":{"type":"object"}}`)
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	fx.RequestFn = func(_ context.Context, _ string, params json.RawMessage) (json.RawMessage, error) {
+		meta, _, _ := rawjson.Get(params, "_meta")
+		tok, _, _ := rawjson.Get(meta, "progressToken")
+		if !strings.HasPrefix(string(tok), `"px-progress-`) {
+			t.Errorf("upstream token = %s", tok)
+		}
+		for i := 1; i <= 50; i++ {
+			p.OnUpstreamNotification("fx", "notifications/progress",
+				json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":`+itoa(i)+`,"total":50}`))
+			time.Sleep(time.Millisecond)
+		}
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	c := startStdio(t, p)
+	c.initialize()
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__work","_meta":{"progressToken":12345678901234567890}}}`)
+	var got []float64
+	for line := range c.lines {
+		if _, isResp := responseID([]byte(line)); isResp {
+			break
+		}
+		var n struct {
+			Method string `json:"method"`
+			Params struct {
+				Token    json.RawMessage `json:"progressToken"`
+				Progress float64         `json:"progress"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(line), &n) != nil || n.Method != "notifications/progress" {
+			continue
+		}
+		if string(n.Params.Token) != "12345678901234567890" {
+			t.Fatalf("client token = %s", n.Params.Token)
+		}
+		got = append(got, n.Params.Progress)
+	}
+	if len(got) == 0 || got[len(got)-1] != 50 {
+		t.Fatalf("progress before the response = %v; the last value (50) must arrive first", got)
+	}
+	for i := 1; i < len(got); i++ {
+		if got[i] <= got[i-1] {
+			t.Fatalf("progress out of order: %v", got)
+		}
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func TestSamplingRateWindow(t *testing.T) {
+	var w rateWindow
+	now := time.Now()
+	for i := 0; i < 3; i++ {
+		if !w.allow("s", 3, now.Add(time.Duration(i)*time.Second)) {
+			t.Fatalf("request %d refused", i)
+		}
+	}
+	if w.allow("s", 3, now.Add(10*time.Second)) {
+		t.Fatal("4th request within a minute allowed")
+	}
+	if !w.allow("other", 3, now) {
+		t.Fatal("another server shares the window")
+	}
+	if !w.allow("s", 3, now.Add(61*time.Second)) {
+		t.Fatal("the window did not slide")
+	}
+}
+
+func TestUpstreamRequestRouting(t *testing.T) {
+	fx := connected(`{"name":"work","inputSchema":{"type":"object"}}`)
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	_, err := p.OnUpstreamRequest(context.Background(), "fx", "sampling/createMessage", json.RawMessage(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "no client call to this server is in flight") {
+		t.Fatalf("no call in flight: %v", err)
+	}
+	a, _ := p.newState("", nil)
+	b, _ := p.newState("", nil)
+	endA := p.calls.begin("fx", a)
+	endB := p.calls.begin("fx", b)
+	_, err = p.OnUpstreamRequest(context.Background(), "fx", "sampling/createMessage", json.RawMessage(`{}`))
+	if err == nil || !strings.Contains(err.Error(), "2 client sessions have calls in flight") {
+		t.Fatalf("two sessions: %v", err)
+	}
+	endA()
+	endB()
+}
