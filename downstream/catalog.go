@@ -38,6 +38,7 @@ type Catalog struct {
 	byName   map[string]*ToolEntry
 	listJSON []byte // JSON array of the listed (connected) tools' Raw
 	warnings []string
+	surface  *surface // resources, templates and prompts (surface.go)
 }
 
 // serverTools is one server's input to a catalog build.

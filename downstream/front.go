@@ -2,8 +2,10 @@ package downstream
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -403,4 +405,43 @@ func (pd *pending) callsInFlight() bool {
 		}
 	}
 	return false
+}
+
+// directAnswer returns the function that answers msg in place of mcp-go
+// when msg is a request of the resources/prompts surface (surface_calls.go),
+// else nil. The function blocks on the upstream; callers run it off their
+// read loop.
+func (pd *pending) directAnswer(msg []byte, st *sessionState) func(ctx context.Context) []byte {
+	env, ok := readEnvelope(msg)
+	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
+		return nil
+	}
+	h := directMethods[env.Method]
+	if h == nil {
+		return nil
+	}
+	var meta json.RawMessage
+	if len(env.Params) > 0 {
+		meta, _, _ = rawjson.Get(env.Params, "_meta")
+	}
+	modern := isModernMeta(meta)
+	p := pd.p
+	return func(ctx context.Context) []byte {
+		if strings.HasSuffix(env.Method, "/list") {
+			p.waitStartup(ctx) // like tools/list (SPEC §3)
+		}
+		res, werr := h(p, ctx, st, env.Params)
+		if werr != nil {
+			p.opts.Metrics.Request(st.agent.Name, env.Method, "error")
+			b, _ := json.Marshal(werr)
+			return response(env.ID, "error", b)
+		}
+		p.opts.Metrics.Request(st.agent.Name, env.Method, "ok")
+		if modern {
+			if r, err := rawjson.Set(res, "resultType", []byte(`"complete"`)); err == nil {
+				res = r
+			}
+		}
+		return response(env.ID, "result", res)
+	}
 }

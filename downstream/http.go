@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
@@ -37,6 +38,7 @@ func (p *Proxy) HTTPHandler() http.Handler {
 	)
 	p.httpMu.Lock()
 	p.httpServers = append(p.httpServers, hs)
+	p.httpSessions = sessions
 	p.httpMu.Unlock()
 	mux := http.NewServeMux()
 	mux.Handle(p.gen().cfg.Listen.Path, p.endpoint(hs, false))
@@ -116,6 +118,10 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 				http.Error(w, err.Error(), http.StatusNotFound)
 				return
 			}
+			if answer := pd.directAnswer(body, st); answer != nil {
+				p.answerDirect(w, r.WithContext(ctx), agent, answer)
+				return
+			}
 			var wait bool
 			if body, wait = pd.inbound(body, st); wait {
 				p.waitStartup(ctx)
@@ -132,6 +138,31 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		next.ServeHTTP(ww, r2)
 		ww.finish()
 	})
+}
+
+// answerDirect writes the wire layer's own answer to a POST, after the
+// session checks mcp-go would have made: a request of a session the proxy
+// did not issue (or of another agent) is 404; a request without a session
+// id is accepted only in the stateless 2026-07-28 protocol.
+func (p *Proxy) answerDirect(w http.ResponseWriter, r *http.Request, agent string, answer func(context.Context) []byte) {
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	p.httpMu.Lock()
+	reg := p.httpSessions
+	p.httpMu.Unlock()
+	switch {
+	case sid != "":
+		if _, err := (agentSessions{reg: reg, agent: agent}).Validate(sid); err != nil {
+			http.Error(w, "Session not found", http.StatusNotFound)
+			return
+		}
+	case !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
+		http.Error(w, "Bad Request: Mcp-Session-Id header must be provided", http.StatusBadRequest)
+		return
+	}
+	out := answer(r.Context())
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
+	_, _ = w.Write(append(out, '\n'))
 }
 
 // ShutdownHTTP ends the HTTP side gracefully: it waits until no tool call

@@ -57,9 +57,10 @@ type Proxy struct {
 	lastTools map[string][]upstream.Tool
 	shadowed  []string // exposed names registered with mcp-go, sorted
 
-	httpMu      sync.Mutex
-	httpServers []*server.StreamableHTTPServer
-	httpCalls   atomic.Int64 // POSTs being served
+	httpMu       sync.Mutex
+	httpServers  []*server.StreamableHTTPServer
+	httpSessions *sessionRegistry
+	httpCalls    atomic.Int64 // POSTs being served
 
 	agentsMu sync.Mutex
 	agents   map[string]*filter.Agent // resolved agents of the current config
@@ -67,6 +68,7 @@ type Proxy struct {
 	viewsMu  sync.Mutex
 	views    map[viewKey]*view
 
+	subs         subscriptions // resource subscriptions, per server and URI
 	calls        callRegistry  // tool calls in flight, per server and session
 	progress     progressRelay // progress tokens of calls in flight
 	samplingRate rateWindow    // sampling requests per server, last minute
@@ -80,7 +82,9 @@ func New(opts Options) *Proxy {
 	p.slots.m = map[string]*slot{}
 	p.progress.p = p
 	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams})
-	p.catalog.Store(buildCatalog(p.style(), nil))
+	empty := buildCatalog(p.style(), nil)
+	empty.surface, _ = buildSurface(p.style(), nil)
+	p.catalog.Store(empty)
 
 	hooks := &server.Hooks{}
 	hooks.AddBeforeListTools(func(ctx context.Context, _ any, _ *mcp.ListToolsRequest) { p.waitStartup(ctx) })
@@ -123,6 +127,9 @@ func New(opts Options) *Proxy {
 	})
 	p.mcp = server.NewMCPServer("mcp-proxy", opts.Version,
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithCompletions(),
 		server.WithLogging(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
@@ -165,6 +172,7 @@ func (p *Proxy) Refresh() {
 	old := p.catalog.Load()
 	g := p.gen()
 	var servers []serverTools
+	var surfaces []surfaceServer
 	for name := range p.lastTools {
 		if g.ups[name] == nil {
 			delete(p.lastTools, name) // removed by a reload
@@ -181,6 +189,12 @@ func (p *Proxy) Refresh() {
 			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
 			connected: connected, tools: p.lastTools[name],
 		})
+		surfaces = append(surfaces, surfaceServer{
+			name: name, prefix: cfg.PrefixValue(), connected: connected,
+			resources:     snap.Capabilities.Resources && cfg.ResourcesEnabled(),
+			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
+			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
+		})
 		n := 0
 		if connected {
 			n = len(snap.Tools)
@@ -188,6 +202,10 @@ func (p *Proxy) Refresh() {
 		p.opts.Metrics.UpstreamState(name, connected, n)
 	}
 	c := buildCatalog(p.style(), servers)
+	var sw []string
+	c.surface, sw = buildSurface(p.style(), surfaces)
+	c.warnings = append(c.warnings, sw...)
+	p.notifySurfaceChanges(old.surface, c.surface)
 	if bytes.Equal(c.listJSON, old.listJSON) && len(c.tools) == len(old.tools) {
 		p.catalog.Store(c) // routes may differ in connectivity only
 		return

@@ -234,8 +234,13 @@ func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessag
 		p.progress.deliver(params)
 	case "notifications/message":
 		p.forwardLog(srv, params)
+	case "notifications/resources/updated":
+		p.resourceUpdated(srv, params)
 	}
 }
+
+// errBlocked is mcp-go's "session queue full" error.
+var errBlocked = server.ErrNotificationChannelBlocked
 
 // forwardLog sends an upstream log message to every session whose agent
 // is granted the server, at that session's log level.

@@ -94,7 +94,9 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request exceeds the %d-byte limit"}}`, maxRequestBytes)))
 			continue
 		}
-		if len(bytes.TrimSpace(line)) > 0 {
+		if answer := pd.directAnswer(line, st); answer != nil {
+			go w.writeMessage(answer(ctx))
+		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, wait := pd.inbound(line, st)
 			msg = append(msg, '\n')
 			if wait {

@@ -1,0 +1,188 @@
+package downstream
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// The rest of the MCP surface (SPEC §7.1): resources, resource templates and
+// prompts of every server, merged under namespaced names and URIs. Like
+// tools, they keep the upstream's bytes; only the name or URI changes.
+
+// itemEntry is one resource, template or prompt as the proxy exposes it.
+type itemEntry struct {
+	Server string
+	Key    string          // exposed URI, URI template or prompt name
+	Orig   string          // the upstream's own
+	Raw    json.RawMessage // the upstream's object with Key in place of Orig
+}
+
+// surface is the merged resources, templates and prompts of one catalog.
+type surface struct {
+	resources []*itemEntry
+	templates []*itemEntry
+	prompts   []*itemEntry
+	byPrompt  map[string]*itemEntry
+	// resourcesJSON, templatesJSON and promptsJSON are the full lists, to
+	// tell whether a rebuild changed what clients see.
+	resourcesJSON, templatesJSON, promptsJSON []byte
+}
+
+// surfaceServer is one server's input to a surface build.
+type surfaceServer struct {
+	name                string
+	prefix              string
+	connected           bool
+	resources, prompts  bool // advertised and allowed (tools.resources / tools.prompts)
+	snapResources       []json.RawMessage
+	snapTemplates       []json.RawMessage
+	snapPrompts         []json.RawMessage
+	capabilities        upstream.Capabilities
+	resourcesSubscribes bool
+}
+
+func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []string) {
+	s := &surface{byPrompt: map[string]*itemEntry{}}
+	var warnings []string
+	var inputs []namespace.Input
+	promptRaw := map[string]map[string]json.RawMessage{}
+	for _, sv := range servers {
+		if !sv.connected {
+			continue
+		}
+		if sv.resources {
+			for _, raw := range sv.snapResources {
+				if e, err := wrapItem(sv.name, raw, "uri"); err == nil {
+					s.resources = append(s.resources, e)
+				} else {
+					warnings = append(warnings, fmt.Sprintf("server %s: resource skipped: %v", sv.name, err))
+				}
+			}
+			for _, raw := range sv.snapTemplates {
+				if e, err := wrapItem(sv.name, raw, "uriTemplate"); err == nil {
+					s.templates = append(s.templates, e)
+				} else {
+					warnings = append(warnings, fmt.Sprintf("server %s: resource template skipped: %v", sv.name, err))
+				}
+			}
+		}
+		if sv.prompts {
+			in := namespace.Input{Server: sv.name, Prefix: sv.prefix}
+			promptRaw[sv.name] = map[string]json.RawMessage{}
+			for _, raw := range sv.snapPrompts {
+				name, err := stringMember(raw, "name")
+				if err != nil {
+					warnings = append(warnings, fmt.Sprintf("server %s: prompt skipped: %v", sv.name, err))
+					continue
+				}
+				in.Names = append(in.Names, name)
+				promptRaw[sv.name][name] = raw
+			}
+			inputs = append(inputs, in)
+		}
+	}
+	table, w := namespace.Build(style, inputs)
+	warnings = append(warnings, w...)
+	for _, r := range table.Routes() {
+		raw, err := rawjson.Set(compactLines(promptRaw[r.Server][r.Name]), "name", rawjson.String(r.Exposed))
+		if err != nil {
+			continue
+		}
+		e := &itemEntry{Server: r.Server, Key: r.Exposed, Orig: r.Name, Raw: raw}
+		s.prompts = append(s.prompts, e)
+		s.byPrompt[r.Exposed] = e
+	}
+	s.resourcesJSON = joinItems(s.resources, nil)
+	s.templatesJSON = joinItems(s.templates, nil)
+	s.promptsJSON = joinItems(s.prompts, nil)
+	return s, warnings
+}
+
+// wrapItem rewrites a resource's "uri" or a template's "uriTemplate" to
+// the native proxied form <server>+<uri> (SPEC §2).
+func wrapItem(server string, raw json.RawMessage, member string) (*itemEntry, error) {
+	orig, err := stringMember(raw, member)
+	if err != nil {
+		return nil, err
+	}
+	key := namespace.WrapURI(server, orig)
+	out, err := rawjson.Set(compactLines(raw), member, rawjson.String(key))
+	if err != nil {
+		return nil, err
+	}
+	return &itemEntry{Server: server, Key: key, Orig: orig, Raw: out}, nil
+}
+
+// stringMember reads a string member of an object.
+func stringMember(raw json.RawMessage, key string) (string, error) {
+	v, ok, err := rawjson.Get(raw, key)
+	if err != nil {
+		return "", err
+	}
+	var s string
+	if !ok || json.Unmarshal(v, &s) != nil || s == "" {
+		return "", fmt.Errorf("no string %q", key)
+	}
+	return s, nil
+}
+
+// joinItems writes the Raw of the entries that pass keep (nil = all) as one
+// JSON array.
+func joinItems(items []*itemEntry, keep func(*itemEntry) bool) []byte {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	first := true
+	for _, e := range items {
+		if keep != nil && !keep(e) {
+			continue
+		}
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		buf.Write(e.Raw)
+	}
+	buf.WriteByte(']')
+	return buf.Bytes()
+}
+
+// wrapContentsURIs rewrites the "uri" of each item of a resources/read
+// result's contents to the prefixed form the client asked with (SPEC §7.1).
+func wrapContentsURIs(result json.RawMessage, server string, seedForm bool) json.RawMessage {
+	contents, ok, err := rawjson.Get(result, "contents")
+	if err != nil || !ok {
+		return result
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(contents, &items) != nil {
+		return result
+	}
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if uri, err := stringMember(it, "uri"); err == nil {
+			wrapped := namespace.WrapURI(server, uri)
+			if seedForm {
+				wrapped = namespace.WrapSeedURI(server, uri)
+			}
+			if out, err := rawjson.Set(it, "uri", rawjson.String(wrapped)); err == nil {
+				it = out
+			}
+		}
+		buf.Write(it)
+	}
+	buf.WriteByte(']')
+	out, err := rawjson.Set(result, "contents", buf.Bytes())
+	if err != nil {
+		return result
+	}
+	return out
+}

@@ -1,0 +1,287 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// codeResourceNotFound is MCP's error code for an unknown resource.
+const codeResourceNotFound = -32002
+
+// directHandler answers one request of the resources/prompts surface.
+type directHandler func(p *Proxy, ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError)
+
+// directMethods are the methods the wire layer answers itself, from the
+// catalog and the upstreams' own bytes, instead of mcp-go's typed
+// registries (which would drop fields and could not route by prefix).
+var directMethods = map[string]directHandler{
+	"resources/list":           (*Proxy).listResources,
+	"resources/templates/list": (*Proxy).listTemplates,
+	"prompts/list":             (*Proxy).listPrompts,
+	"resources/read":           (*Proxy).readResource,
+	"resources/subscribe":      (*Proxy).subscribe,
+	"resources/unsubscribe":    (*Proxy).unsubscribe,
+	"prompts/get":              (*Proxy).getPrompt,
+	"completion/complete":      (*Proxy).complete,
+}
+
+// granted reports whether the session's agent reaches the entry's server.
+func granted(st *sessionState) func(*itemEntry) bool {
+	return func(e *itemEntry) bool { return st.agent.Granted(e.Server) }
+}
+
+func listResult(member string, list []byte) json.RawMessage {
+	return json.RawMessage(`{"` + member + `":` + string(list) + `}`)
+}
+
+func (p *Proxy) listResources(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
+	return listResult("resources", joinItems(p.Catalog().surface.resources, granted(st))), nil
+}
+
+func (p *Proxy) listTemplates(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
+	return listResult("resourceTemplates", joinItems(p.Catalog().surface.templates, granted(st))), nil
+}
+
+func (p *Proxy) listPrompts(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
+	return listResult("prompts", joinItems(p.Catalog().surface.prompts, granted(st))), nil
+}
+
+// resourceRoute finds the server of a proxied resource URI (either form,
+// SPEC §2) that the session may read.
+func (p *Proxy) resourceRoute(st *sessionState, uri string) (srv, orig string, seedForm bool, up Upstream, werr *wireError) {
+	g := p.gen()
+	names := g.serverNames()
+	srv, orig, ok := namespace.ParseURI(uri, names)
+	cfg := g.cfg.Servers[srv]
+	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
+		return "", "", false, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
+	}
+	up = g.ups[srv]
+	if up == nil || up.Snapshot().State != upstream.StateConnected {
+		return "", "", false, nil, notConnected(srv)
+	}
+	return srv, orig, !strings.HasPrefix(uri, namespace.URIPrefix(srv)+"+"), up, nil
+}
+
+// uriParam reads params.uri.
+func uriParam(params json.RawMessage) (string, *wireError) {
+	uri, err := stringMember(params, "uri")
+	if err != nil {
+		return "", &wireError{Code: codeInvalidParams, Message: "params.uri is required"}
+	}
+	return uri, nil
+}
+
+func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	uri, werr := uriParam(params)
+	if werr != nil {
+		return nil, werr
+	}
+	srv, orig, seed, up, werr := p.resourceRoute(st, uri)
+	if werr != nil {
+		return nil, werr
+	}
+	out, err := rawjson.Set(params, "uri", rawjson.String(orig))
+	if err != nil {
+		return nil, &wireError{Code: codeInvalidParams, Message: "invalid params"}
+	}
+	res, werr := p.forward(ctx, srv, up, "resources/read", out)
+	if werr != nil {
+		return nil, werr
+	}
+	return wrapContentsURIs(compactLines(res), srv, seed), nil
+}
+
+// forward sends one request upstream within the server's timeout and maps
+// its error like a tool call's.
+func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
+	cfg := p.gen().cfg.Servers[srv]
+	timeout := 120 * time.Second
+	if cfg != nil {
+		timeout = cfg.Timeout.D()
+	}
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	params, _ = hopMeta(params)
+	res, err := up.Request(cctx, method, params)
+	if err == nil {
+		return res, nil
+	}
+	var rpc *upstream.RPCError
+	switch {
+	case ctx.Err() != nil:
+		return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
+	case errors.Is(cctx.Err(), context.DeadlineExceeded):
+		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
+	case errors.As(err, &rpc):
+		return nil, &wireError{Code: rpc.Code, Message: sanitize.Error(rpc.Message)}
+	case errors.Is(err, upstream.ErrNotConnected):
+		return nil, notConnected(srv)
+	}
+	return nil, &wireError{Code: codeServerError, Message: sanitize.Error("MCP server '" + srv + "': " + err.Error())}
+}
+
+// subscriptions routes notifications/resources/updated to the sessions
+// that subscribed, each with the URI form it used.
+type subscriptions struct {
+	mu sync.Mutex
+	m  map[string]map[*sessionState]string // server NUL uri -> session -> client's uri
+}
+
+func subKey(srv, orig string) string { return srv + "\x00" + orig }
+
+func (p *Proxy) subscribe(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	return p.subscription(ctx, st, params, true)
+}
+
+func (p *Proxy) unsubscribe(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	return p.subscription(ctx, st, params, false)
+}
+
+func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+	uri, werr := uriParam(params)
+	if werr != nil {
+		return nil, werr
+	}
+	srv, orig, _, up, werr := p.resourceRoute(st, uri)
+	if werr != nil {
+		return nil, werr
+	}
+	if !up.Snapshot().Capabilities.ResourcesSubscribe {
+		return nil, &wireError{Code: codeMethodNotFound, Message: "MCP server '" + srv + "' does not support resource subscriptions"}
+	}
+	method := "resources/unsubscribe"
+	if on {
+		method = "resources/subscribe"
+	}
+	out, _ := rawjson.Set(params, "uri", rawjson.String(orig))
+	if _, werr := p.forward(ctx, srv, up, method, out); werr != nil {
+		return nil, werr
+	}
+	p.subs.mu.Lock()
+	defer p.subs.mu.Unlock()
+	if p.subs.m == nil {
+		p.subs.m = map[string]map[*sessionState]string{}
+	}
+	k := subKey(srv, orig)
+	if on {
+		if p.subs.m[k] == nil {
+			p.subs.m[k] = map[*sessionState]string{}
+		}
+		p.subs.m[k][st] = uri
+	} else {
+		delete(p.subs.m[k], st)
+	}
+	return json.RawMessage(`{}`), nil
+}
+
+// resourceUpdated forwards an upstream's notifications/resources/updated to
+// the sessions subscribed to that resource.
+func (p *Proxy) resourceUpdated(srv string, params json.RawMessage) {
+	orig, err := stringMember(params, "uri")
+	if err != nil {
+		return
+	}
+	p.subs.mu.Lock()
+	targets := map[*sessionState]string{}
+	for st, uri := range p.subs.m[subKey(srv, orig)] {
+		targets[st] = uri
+	}
+	p.subs.mu.Unlock()
+	for st, uri := range targets {
+		if sess := st.session(); sess != nil {
+			p.notifySession(sess.SessionID(), "notifications/resources/updated", map[string]any{"uri": uri})
+		}
+	}
+}
+
+func (p *Proxy) getPrompt(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	name, err := stringMember(params, "name")
+	if err != nil {
+		return nil, &wireError{Code: codeInvalidParams, Message: "params.name is required"}
+	}
+	e := p.Catalog().surface.byPrompt[name]
+	if e == nil || !st.agent.Granted(e.Server) {
+		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
+	}
+	up := p.gen().ups[e.Server]
+	if up == nil || up.Snapshot().State != upstream.StateConnected {
+		return nil, notConnected(e.Server)
+	}
+	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
+	return p.forward(ctx, e.Server, up, "prompts/get", out)
+}
+
+// complete routes completion/complete by its reference: a prompt's exposed
+// name or a resource (template) URI.
+func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	ref, ok, err := rawjson.Get(params, "ref")
+	if err != nil || !ok {
+		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref is required"}
+	}
+	kind, _ := stringMember(ref, "type")
+	var srv, member, orig string
+	switch kind {
+	case "ref/prompt":
+		name, _ := stringMember(ref, "name")
+		e := p.Catalog().surface.byPrompt[name]
+		if e == nil || !st.agent.Granted(e.Server) {
+			return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
+		}
+		srv, member, orig = e.Server, "name", e.Orig
+	case "ref/resource":
+		uri, _ := stringMember(ref, "uri")
+		s, o, ok := namespace.ParseURI(uri, p.gen().serverNames())
+		if !ok || !st.agent.Granted(s) {
+			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
+		}
+		srv, member, orig = s, "uri", o
+	default:
+		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref.type must be ref/prompt or ref/resource"}
+	}
+	up := p.gen().ups[srv]
+	if up == nil || up.Snapshot().State != upstream.StateConnected {
+		return nil, notConnected(srv)
+	}
+	if !up.Snapshot().Capabilities.Completions {
+		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from
+	}
+	newRef, _ := rawjson.Set(ref, member, rawjson.String(orig))
+	out, _ := rawjson.Set(params, "ref", newRef)
+	return p.forward(ctx, srv, up, "completion/complete", out)
+}
+
+// notifySession sends a notification to one session, retrying briefly
+// while mcp-go's queue for it is full (mcp-go drops it otherwise).
+func (p *Proxy) notifySession(sessionID, method string, params map[string]any) {
+	for i := 0; i < 50; i++ {
+		if err := p.mcp.SendNotificationToSpecificClient(sessionID, method, params); err == nil || !errors.Is(err, errBlocked) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// notifySurfaceChanges sends resources/list_changed and prompts/list_changed
+// to every session when the merged lists changed.
+func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
+	if old == nil {
+		return
+	}
+	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
+		p.mcp.SendNotificationToAllClients("notifications/resources/list_changed", nil)
+	}
+	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
+		p.mcp.SendNotificationToAllClients("notifications/prompts/list_changed", nil)
+	}
+}
