@@ -18,9 +18,6 @@ var (
 	ErrMissingEnv = errors.New("environment variable is not set")
 	// ErrBadReference is a malformed ${...} reference.
 	ErrBadReference = errors.New("malformed ${...} reference")
-	// ErrNotSupported is a feature that is parsed and validated but whose
-	// behaviour is not implemented yet.
-	ErrNotSupported = errors.New("not supported yet")
 	// ErrNoConfig is returned by Locate when no configuration file exists.
 	ErrNoConfig = errors.New("no config file found")
 	// ErrImport is returned by ImportJSON for input it cannot read.

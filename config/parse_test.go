@@ -152,17 +152,10 @@ var invalidConfigs = map[string]string{
 		`servers.events.transport: sse needs url, not command`,
 		`servers.local.transport: stdio needs command, not url`,
 	),
-	"invalid-transport.yaml":       `servers.ws.transport: must be stdio, http or sse, got "websocket"`,
-	"invalid-unknown-key.yaml":     `servers.github.commnd: unknown key`,
-	"invalid-unknown-top-key.yaml": `mcp: unknown key`,
-	"invalid-unsupported.yaml": lines(
-		`servers.docs.pinned_resources: not supported yet`,
-		`untrusted_text_limit: not supported yet`,
-	),
-	"invalid-untrusted-text-limit.yaml": lines(
-		`untrusted_text_limit: must be greater than 0`,
-		`untrusted_text_limit: not supported yet`,
-	),
+	"invalid-transport.yaml":            `servers.ws.transport: must be stdio, http or sse, got "websocket"`,
+	"invalid-unknown-key.yaml":          `servers.github.commnd: unknown key`,
+	"invalid-unknown-top-key.yaml":      `mcp: unknown key`,
+	"invalid-untrusted-text-limit.yaml": `untrusted_text_limit: must be greater than 0`,
 	"invalid-url.yaml": lines(
 		`servers.broken.url: not a valid URL`,
 		`servers.ftp.url: scheme must be http or https`,
@@ -221,7 +214,6 @@ func TestParseSentinels(t *testing.T) {
 		{"unknown key", "servers:\n  a:\n    commnd: x\n", ErrUnknownKey},
 		{"missing variable", "servers:\n  a:\n    command: ${NOPE}\n", ErrMissingEnv},
 		{"malformed reference", "servers:\n  a:\n    command: ${\n", ErrBadReference},
-		{"not supported", "untrusted_text_limit: 500\n", ErrNotSupported},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

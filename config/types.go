@@ -37,8 +37,7 @@ type Config struct {
 type docInfo struct {
 	// present holds the key path of every key the document gave a non-null
 	// value. Defaults use it to tell an explicit zero (keepalive: 0 turns
-	// pings off) from an absent key, and the "not supported yet" check to
-	// see what was set explicitly.
+	// pings off) from an absent key.
 	present map[string]bool
 	// secretVars are the values of environment variables referenced inside
 	// secret values ("Bearer ${TOKEN}"): secrets of their own.

@@ -62,7 +62,6 @@ func (c *Config) Validate() error {
 	c.validateListen(v)
 	c.validateServers(v)
 	c.validateAgents(v)
-	v.problems = append(v.problems, c.unsupported()...)
 	sort.SliceStable(v.problems, func(i, j int) bool {
 		return problemPath(v.problems[i]) < problemPath(v.problems[j])
 	})

@@ -77,13 +77,8 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 // forwardCall routes one tools/call to its upstream and returns the raw
 // result or the error to send downstream.
 func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
-	if ownTool(st, name) {
-		// tool_search is always auto-approved; call_tool goes through the
-		// full path of the tool it names.
-		if name == toolSearchName {
-			return p.toolSearch(ctx, st, args), nil
-		}
-		return p.callToolTool(ctx, st, args, meta, linkOK)
+	if res, werr, own := p.ownCall(ctx, st, name, args, meta, linkOK); own {
+		return res, werr
 	}
 	entry, ok := p.Catalog().Lookup(name)
 	if !ok {

@@ -112,23 +112,49 @@ func listedFor(st *sessionState, e *ToolEntry) bool {
 }
 
 // ownToolsJSON is the own tools the session lists, each followed by a comma.
-func ownToolsJSON(st *sessionState) []byte {
+func (p *Proxy) ownToolsJSON(st *sessionState) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
 		raw  []byte
-	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}} {
-		if ownTool(st, def.name) {
+	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}, {mcpResourcesName, mcpResourcesDef}, {mcpPromptsName, mcpPromptsDef}} {
+		if ownTool(st, def.name) || p.seedToolOffered(st, def.name) {
 			out = append(append(out, def.raw...), ',')
 		}
 	}
 	return out
 }
 
+// ownCall runs the proxy's own tools. own is false when name is not one
+// the session is offered; a seed tool a policy rule denies is refused by
+// name (SPEC §5: the own tools follow rules 3–5).
+func (p *Proxy) ownCall(ctx context.Context, st *sessionState, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError, bool) {
+	switch {
+	case ownTool(st, name) && name == toolSearchName:
+		p.opts.Metrics.Request(st.agent.Name, "tools/call "+name, "ok")
+		return p.toolSearch(ctx, st, args), nil, true // always auto-approved
+	case ownTool(st, name):
+		res, werr := p.callToolTool(ctx, st, args, meta, linkOK)
+		return res, werr, true
+	case name != mcpResourcesName && name != mcpPromptsName:
+		return nil, nil, false
+	case len(p.seedServers(st, name == mcpResourcesName)) == 0:
+		return nil, nil, false
+	}
+	if rule := st.agent.Decide(filter.Tool{Exposed: name}, st.perCall); rule != filter.RuleNone {
+		p.opts.Metrics.PolicyDenial(st.agent.Name, string(rule))
+		return denied(name, rule), nil, true
+	}
+	if name == mcpResourcesName {
+		return p.mcpResources(ctx, st, args), nil, true
+	}
+	return p.mcpPrompts(ctx, st, args), nil, true
+}
+
 // sessionList is the session's tools array.
 func (p *Proxy) sessionList(st *sessionState) []byte {
 	c := p.Catalog()
-	own := ownToolsJSON(st)
+	own := p.ownToolsJSON(st)
 	list := joinRaw(c.tools, func(e *ToolEntry) bool { return listedFor(st, e) })
 	if len(own) == 0 {
 		return list

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,13 +103,22 @@ func New(opts Options) *Proxy {
 		if transportOf(s) == "http" {
 			p.registerState(ctx, req.Header)
 		}
-		if st, err := p.stateFor(ctx, s.SessionID(), req.Header); err == nil && st.agent.Deferred {
-			// The instructions are the model's only list of deferred tools,
-			// so a deferred session's initialize waits for upstreams (at
-			// most startup_wait) before it is answered.
-			p.waitStartup(ctx)
-			res.Instructions = p.deferredInstructions(st)
+		st, err := p.stateFor(ctx, s.SessionID(), req.Header)
+		if err != nil || (!st.agent.Deferred && !p.hasPinned()) {
+			return
 		}
+		// The instructions are the model's only list of deferred tools and
+		// carry the pinned resources, so such a session's initialize waits
+		// for upstreams (at most startup_wait) before it is answered.
+		p.waitStartup(ctx)
+		var parts []string
+		if st.agent.Deferred {
+			parts = append(parts, p.deferredInstructions(st))
+		}
+		if pinned := p.pinnedInstructions(ctx, st); pinned != "" {
+			parts = append(parts, pinned)
+		}
+		res.Instructions = strings.Join(parts, "\n")
 	})
 	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionOpened(agentFrom(ctx), transportOf(s))
@@ -237,7 +247,7 @@ func (p *Proxy) syncShadows(c *Catalog) {
 	}
 	// The own tools are registered always; the handler decides per session
 	// whether they are offered (deferred.go).
-	for _, own := range []string{toolSearchName, callToolName} {
+	for _, own := range []string{toolSearchName, callToolName, mcpResourcesName, mcpPromptsName} {
 		if _, taken := c.byName[own]; !taken {
 			names = append(names, own)
 			tools = append(tools, server.ServerTool{Tool: mcp.NewToolWithRawSchema(own, "", shadowSchema), Handler: p.callTool})
@@ -292,6 +302,16 @@ func (p *Proxy) startupPending() bool {
 		select {
 		case <-u.Ready():
 		default:
+			return true
+		}
+	}
+	return false
+}
+
+// hasPinned reports whether any server has pinned_resources.
+func (p *Proxy) hasPinned() bool {
+	for _, s := range p.gen().cfg.Servers {
+		if len(s.PinnedResources) > 0 {
 			return true
 		}
 	}

@@ -1,0 +1,405 @@
+package downstream
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// The seed's built-in resource and prompt tools (SPEC §7.2), for hosts that
+// only use tools. Everything they return is untrusted upstream content:
+// wrapped with its provenance, sanitized, and cut per item.
+
+const (
+	mcpResourcesName = "mcp_resources"
+	mcpPromptsName   = "mcp_prompts"
+)
+
+var (
+	mcpResourcesDef = []byte(`{"name":"mcp_resources","description":"List or read the resources of the connected MCP servers. ` +
+		`action list (optionally for one server, with its cursor) returns resources with <server>__<uri> URIs; action read with such a uri returns its content.",` +
+		`"inputSchema":{"type":"object","properties":{"action":{"type":"string","enum":["list","read"]},` +
+		`"server":{"type":"string","description":"List one server's resources, page by page."},` +
+		`"cursor":{"type":"string","description":"next_cursor of the previous page of that server."},` +
+		`"uri":{"type":"string","description":"The <server>__<uri> of the resource to read."}},"required":["action"]},` +
+		`"annotations":{"title":"MCP resources","readOnlyHint":true}}`)
+	mcpPromptsDef = []byte(`{"name":"mcp_prompts","description":"List the prompts of the connected MCP servers, or get one rendered with its arguments. ` +
+		`Prompt names are <server>__<name>.","inputSchema":{"type":"object","properties":{"action":{"type":"string","enum":["list","get"]},` +
+		`"server":{"type":"string","description":"List one server's prompts, page by page."},` +
+		`"cursor":{"type":"string","description":"next_cursor of the previous page of that server."},` +
+		`"name":{"type":"string","description":"The <server>__<name> of the prompt to get."},` +
+		`"arguments":{"type":"object","description":"The prompt's arguments."}},"required":["action"]},` +
+		`"annotations":{"title":"MCP prompts","readOnlyHint":true}}`)
+)
+
+// seedToolOffered reports whether the session lists mcp_resources (resp.
+// mcp_prompts): a granted server offers and allows resources (prompts), and
+// rules 3–5 let the agent call it (SPEC §5, §7.2).
+func (p *Proxy) seedToolOffered(st *sessionState, name string) bool {
+	if name != mcpResourcesName && name != mcpPromptsName {
+		return false
+	}
+	if st.agent.Decide(filter.Tool{Exposed: name}, st.perCall) != filter.RuleNone {
+		return false
+	}
+	return len(p.seedServers(st, name == mcpResourcesName)) > 0
+}
+
+// seedServers are the granted, connected servers offering resources (or
+// prompts) that the config allows, sorted.
+func (p *Proxy) seedServers(st *sessionState, resources bool) []string {
+	g := p.gen()
+	var out []string
+	for _, name := range g.serverNames() {
+		cfg, up := g.cfg.Servers[name], g.ups[name]
+		if cfg == nil || up == nil || !st.agent.Granted(name) {
+			continue
+		}
+		s := up.Snapshot()
+		if s.State != upstream.StateConnected {
+			continue
+		}
+		if resources && s.Capabilities.Resources && cfg.ResourcesEnabled() || !resources && s.Capabilities.Prompts && cfg.PromptsEnabled() {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// seedArgs are the arguments of both tools.
+type seedArgs struct {
+	Action    string          `json:"action"`
+	Server    string          `json:"server"`
+	Cursor    string          `json:"cursor"`
+	URI       string          `json:"uri"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+func errorText(s string) json.RawMessage { return textResult(s, true) }
+
+// mcpResources runs the mcp_resources tool.
+func (p *Proxy) mcpResources(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+	var in seedArgs
+	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
+		return errorText("arguments must be an object")
+	}
+	switch in.Action {
+	case "list":
+		return p.seedList(ctx, st, in, true)
+	case "read":
+		return p.seedRead(ctx, st, in.URI)
+	}
+	return errorText("missing required `action` (list|read)")
+}
+
+// mcpPrompts runs the mcp_prompts tool.
+func (p *Proxy) mcpPrompts(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+	var in seedArgs
+	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
+		return errorText("arguments must be an object")
+	}
+	switch in.Action {
+	case "list":
+		return p.seedList(ctx, st, in, false)
+	case "get":
+		return p.seedGet(ctx, st, in)
+	}
+	return errorText("missing required `action` (list|get)")
+}
+
+// seedList lists resources (or prompts): every server's from the catalog,
+// or one server's page through its own cursor.
+func (p *Proxy) seedList(ctx context.Context, st *sessionState, in seedArgs, resources bool) json.RawMessage {
+	kind, member, key := "prompts", "prompts", "name"
+	if resources {
+		kind, member, key = "resources", "resources", "uri"
+	}
+	if in.Server == "" {
+		if in.Cursor != "" {
+			return errorText("`cursor` requires a `server` (pagination is per-server); omit `cursor` for an all-server list")
+		}
+		var items []json.RawMessage
+		for _, srv := range p.seedServers(st, resources) {
+			snap := p.gen().ups[srv].Snapshot()
+			list := snap.Prompts
+			if resources {
+				list = snap.Resources
+			}
+			for _, raw := range list {
+				if out, ok := seedItem(srv, raw, key, resources); ok {
+					items = append(items, out)
+				}
+			}
+		}
+		return textResult(string(joinRawList(items)), false)
+	}
+	if werr := p.seedServerCheck(st, in.Server, resources); werr != "" {
+		return errorText(werr)
+	}
+	params := []byte(`{}`)
+	if in.Cursor != "" {
+		params, _ = rawjson.Set(params, "cursor", rawjson.String(in.Cursor))
+	}
+	up := p.gen().ups[in.Server]
+	res, werr := p.forward(ctx, in.Server, up, kind+"/list", params)
+	if werr != nil {
+		return errorText(werr.Message)
+	}
+	var page struct {
+		Items      []json.RawMessage `json:"-"`
+		NextCursor *string           `json:"nextCursor"`
+	}
+	_ = json.Unmarshal(res, &page)
+	listRaw, _, _ := rawjson.Get(res, member)
+	var raws []json.RawMessage
+	_ = json.Unmarshal(listRaw, &raws)
+	var items []json.RawMessage
+	for _, raw := range raws {
+		if out, ok := seedItem(in.Server, raw, key, resources); ok {
+			items = append(items, out)
+		}
+	}
+	out := []byte(`{}`)
+	out, _ = rawjson.Set(out, member, joinRawList(items))
+	next := []byte("null")
+	if page.NextCursor != nil && *page.NextCursor != "" {
+		next = rawjson.String(*page.NextCursor)
+	}
+	out, _ = rawjson.Set(out, "next_cursor", next)
+	return textResult(string(out), false)
+}
+
+// seedItem rewrites a resource's uri (or a prompt's name) to <server>__x.
+func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json.RawMessage, bool) {
+	v, err := stringMember(raw, key)
+	if err != nil {
+		return nil, false
+	}
+	wrapped := srv + "__" + v
+	if resources {
+		wrapped = namespace.WrapSeedURI(srv, v)
+	}
+	out, err := rawjson.Set(compactLines(raw), key, rawjson.String(wrapped))
+	return out, err == nil
+}
+
+func joinRawList(items []json.RawMessage) []byte {
+	var b strings.Builder
+	b.WriteByte('[')
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	b.WriteByte(']')
+	return []byte(b.String())
+}
+
+// seedServerCheck validates a server named in the tools' arguments.
+func (p *Proxy) seedServerCheck(st *sessionState, srv string, resources bool) string {
+	g := p.gen()
+	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
+		return "unknown MCP server `" + sanitize.Error(srv) + "`"
+	}
+	if !slices.Contains(p.seedServers(st, resources), srv) {
+		if g.ups[srv].Snapshot().State != upstream.StateConnected {
+			return notConnected(srv).Message
+		}
+		if resources {
+			return "MCP server `" + srv + "` does not support resources"
+		}
+		return "MCP server `" + srv + "` does not support prompts"
+	}
+	return ""
+}
+
+// splitSeed splits "<server>__<rest>" for a granted server.
+func (p *Proxy) splitSeed(st *sessionState, x string) (srv, rest string, errText string) {
+	srv, rest, ok := namespace.ParseURI(x, p.gen().serverNames())
+	if !ok {
+		if before, _, found := strings.Cut(x, "__"); found && before != "" {
+			return "", "", "unknown MCP server `" + sanitize.Error(before) + "`"
+		}
+		return "", "", "missing server prefix in `" + sanitize.Error(x) + "`"
+	}
+	return srv, rest, ""
+}
+
+// seedRead reads one resource and wraps each content item (SPEC §7.2).
+func (p *Proxy) seedRead(ctx context.Context, st *sessionState, uri string) json.RawMessage {
+	srv, orig, errText := p.splitSeed(st, uri)
+	if errText != "" {
+		return errorText(errText)
+	}
+	if msg := p.seedServerCheck(st, srv, true); msg != "" {
+		return errorText(msg)
+	}
+	params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
+	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "resources/read", params)
+	if werr != nil {
+		return errorText(werr.Message)
+	}
+	return textResult(p.renderContents(srv, orig, res), false)
+}
+
+// renderContents wraps a resources/read result's items as untrusted text.
+func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
+	var r struct {
+		Contents []struct {
+			URI      string  `json:"uri"`
+			MimeType string  `json:"mimeType"`
+			Text     *string `json:"text"`
+			Blob     *string `json:"blob"`
+		} `json:"contents"`
+	}
+	_ = json.Unmarshal(res, &r)
+	var b strings.Builder
+	for i, c := range r.Contents {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		itemURI := c.URI
+		if itemURI == "" {
+			itemURI = uri
+		}
+		mime := c.MimeType
+		fmt.Fprintf(&b, `<mcp-resource server="%s" uri="%s" mime="%s" trust="untrusted-external">`+"\n",
+			attr(srv), attr(itemURI), attr(mime))
+		switch {
+		case c.Text != nil:
+			b.WriteString(p.untrusted(*c.Text))
+		case c.Blob != nil:
+			n := base64.StdEncoding.DecodedLen(len(*c.Blob)) // an upper bound if it does not decode
+			if raw, err := base64.StdEncoding.DecodeString(*c.Blob); err == nil {
+				n = len(raw)
+			}
+			fmt.Fprintf(&b, "[binary blob, %d bytes, mime=%s]", n, mime)
+		}
+		b.WriteString("\n</mcp-resource>")
+	}
+	return b.String()
+}
+
+// seedGet gets one prompt and renders its messages (SPEC §7.2).
+func (p *Proxy) seedGet(ctx context.Context, st *sessionState, in seedArgs) json.RawMessage {
+	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
+		return errorText("arguments must be an object")
+	}
+	srv, name, errText := p.splitSeed(st, in.Name)
+	if errText != "" {
+		return errorText(errText)
+	}
+	if msg := p.seedServerCheck(st, srv, false); msg != "" {
+		return errorText(msg)
+	}
+	params, _ := rawjson.Set([]byte(`{}`), "name", rawjson.String(name))
+	if len(in.Arguments) > 0 && string(in.Arguments) != "null" {
+		params, _ = rawjson.Set(params, "arguments", in.Arguments)
+	}
+	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "prompts/get", params)
+	if werr != nil {
+		return errorText(werr.Message)
+	}
+	var r struct {
+		Messages []struct {
+			Role    string          `json:"role"`
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	_ = json.Unmarshal(res, &r)
+	var b strings.Builder
+	fmt.Fprintf(&b, `<mcp-prompt server="%s" name="%s" trust="untrusted-external">`+"\n", attr(srv), attr(name))
+	for _, m := range r.Messages {
+		fmt.Fprintf(&b, "[%s] %s\n", m.Role, p.messageText(m.Content))
+	}
+	b.WriteString("</mcp-prompt>")
+	return textResult(b.String(), false)
+}
+
+// messageText renders one prompt message's content.
+func (p *Proxy) messageText(content json.RawMessage) string {
+	var c struct {
+		Type     string `json:"type"`
+		Text     string `json:"text"`
+		MimeType string `json:"mimeType"`
+		Resource *struct {
+			URI  string  `json:"uri"`
+			Text *string `json:"text"`
+		} `json:"resource"`
+	}
+	_ = json.Unmarshal(content, &c)
+	switch {
+	case c.Type == "text":
+		return p.untrusted(c.Text)
+	case c.Type == "resource" && c.Resource != nil && c.Resource.Text != nil:
+		return p.untrusted(*c.Resource.Text)
+	case c.MimeType != "":
+		return "[" + c.Type + ", mime=" + c.MimeType + "]"
+	}
+	return "[" + c.Type + " content]"
+}
+
+// untrusted sanitizes upstream text and cuts it to untrusted_text_limit
+// characters (SPEC §7.2).
+func (p *Proxy) untrusted(s string) string {
+	s = sanitize.StripTags(sanitize.Text(s))
+	limit := p.gen().cfg.UntrustedTextLimit
+	if r := []rune(s); limit > 0 && len(r) > limit {
+		return string(r[:limit]) + fmt.Sprintf("… [truncated %d chars]", len(r)-limit)
+	}
+	return s
+}
+
+// attr escapes a value for the wrappers' attributes.
+func attr(s string) string {
+	return strings.NewReplacer(`&`, "&amp;", `"`, "&quot;", `<`, "&lt;", `>`, "&gt;", "\n", " ").Replace(s)
+}
+
+// pinnedInstructions reads the granted servers' pinned_resources once, when
+// a session starts, and renders them for the initialize instructions (SPEC
+// §7.3). Each is checked as the name <server>__<uri> against the agent's
+// grant, excluded_tools and allowed_tools; failures are skipped with a
+// warning.
+func (p *Proxy) pinnedInstructions(ctx context.Context, st *sessionState) string {
+	g := p.gen()
+	var parts []string
+	for _, srv := range g.serverNames() {
+		cfg := g.cfg.Servers[srv]
+		for _, uri := range cfg.PinnedResources {
+			name := namespace.WrapSeedURI(srv, uri)
+			log := p.log.Warn().Str("agent", st.agent.Name).Str("server", srv).Str("uri", sanitize.Error(uri))
+			if rule := st.agent.Decide(filter.Tool{Exposed: name, Server: srv, ReadOnly: true}, st.perCall); rule != filter.RuleNone {
+				if rule != filter.RuleNotGranted {
+					log.Str("rule", string(rule)).Msg("pinned resource skipped: denied")
+				}
+				continue
+			}
+			if !cfg.ResourcesEnabled() || g.ups[srv] == nil {
+				log.Msg("pinned resource skipped: resources not allowed for this server")
+				continue
+			}
+			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
+			res, werr := p.forward(ctx, srv, g.ups[srv], "resources/read", params)
+			if werr != nil {
+				log.Str("error", werr.Message).Msg("pinned resource skipped: read failed")
+				continue
+			}
+			parts = append(parts, p.renderContents(srv, uri, res))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "## Pinned MCP Resources\n\n" + strings.Join(parts, "\n") + "\n"
+}
