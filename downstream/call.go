@@ -32,8 +32,27 @@ const (
 
 // wireError is a JSON-RPC error the proxy sends downstream as it is.
 type wireError struct {
-	Code    int    `json:"code"`
-	Message string `json:"message"`
+	Code    int             `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// maxErrorData bounds the upstream error data passed downstream.
+const maxErrorData = 64 << 10
+
+// errorData is an upstream error's data as it may go downstream: sanitized
+// like every error text (SPEC §9.4); dropped when too large or when
+// sanitizing left it invalid. Clients act on it (URL elicitation, -32042,
+// carries its elicitations there).
+func errorData(data json.RawMessage) json.RawMessage {
+	if len(data) == 0 || len(data) > maxErrorData {
+		return nil
+	}
+	clean := json.RawMessage(sanitize.Text(string(data)))
+	if !json.Valid(clean) {
+		return nil
+	}
+	return clean
 }
 
 func (e *wireError) Error() string { return e.Message }
@@ -146,7 +165,7 @@ func classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx con
 		return metrics.OutcomeTimeout, &wireError{Code: codeTimeout,
 			Message: fmt.Sprintf("MCP tool call '%s' timed out after %s", entry.Exposed, timeout)}
 	case errors.As(err, &rpcErr):
-		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: sanitize.Error(rpcErr.Message)}
+		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: sanitize.Error(rpcErr.Message), Data: errorData(rpcErr.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
 		return metrics.OutcomeError, notConnected(entry.Server)
 	case errors.Is(err, upstream.ErrConnectionLost):

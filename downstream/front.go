@@ -98,6 +98,7 @@ type pendingKind int
 const (
 	pendingList pendingKind = iota + 1
 	pendingCall
+	pendingEcho // only the client's id is put back
 )
 
 type pendingEntry struct {
@@ -199,17 +200,61 @@ func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool)
 	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
 		return msg, false // not a request (or not ours to judge): mcp-go answers it
 	}
+	clientID := env.ID
+	if !safeID(env.ID) {
+		// mcp-go would not echo this id exactly (a big integer becomes a
+		// float64, escapes are re-encoded): it sees a surrogate, and the
+		// response gets the client's bytes back.
+		sur := rawjson.String("mcp-proxy-id-" + strconv.FormatUint(pd.p.ids.Add(1), 10))
+		if out, err := rawjson.Set(msg, "id", sur); err == nil {
+			msg, env.ID = out, sur
+		}
+	}
 	switch env.Method {
 	case string(mcp.MethodToolsList):
-		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, id: env.ID, state: st})
+		pd.put(idKey(env.ID), &pendingEntry{kind: pendingList, id: clientID, state: st})
 		return msg, false
 	case string(mcp.MethodToolsCall):
-		return pd.inboundCall(msg, env, st)
+		return pd.inboundCall(msg, env, clientID, st)
+	}
+	if !bytes.Equal(env.ID, clientID) {
+		pd.put(idKey(env.ID), &pendingEntry{kind: pendingEcho, id: clientID})
 	}
 	return msg, false
 }
 
-func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]byte, bool) {
+// maxSafeID is the largest integer id a float64 holds exactly (2^53).
+const maxSafeID = 1 << 53
+
+// safeID reports whether mcp-go echoes id exactly as the client wrote it:
+// a string of plain printable ASCII (no escapes, nothing encoding/json
+// would escape), or an integer written canonically with |n| <= 2^53.
+func safeID(id json.RawMessage) bool {
+	if len(id) >= 2 && id[0] == '"' {
+		for _, c := range id[1 : len(id)-1] {
+			if c < 0x20 || c >= 0x7f || c == '\\' || c == '"' || c == '<' || c == '>' || c == '&' {
+				return false
+			}
+		}
+		return true
+	}
+	s := string(id)
+	if strings.HasPrefix(s, "-") {
+		s = s[1:]
+	}
+	if s == "" || len(s) > 16 || (s[0] == '0' && len(s) > 1) {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	n, err := strconv.ParseUint(s, 10, 64)
+	return err == nil && n <= maxSafeID
+}
+
+func (pd *pending) inboundCall(msg []byte, env envelope, clientID json.RawMessage, st *sessionState) ([]byte, bool) {
 	var params struct {
 		Name string
 		Meta json.RawMessage
@@ -249,7 +294,7 @@ func (pd *pending) inboundCall(msg []byte, env envelope, st *sessionState) ([]by
 		pd.p.slots.remove(tok)
 		return msg, false
 	}
-	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, id: env.ID, state: st, slot: s, token: tok})
+	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, id: clientID, state: st, slot: s, token: tok})
 	_, known := pd.p.Catalog().Lookup(params.Name)
 	return msg, !known && pd.p.startupPending()
 }
@@ -301,6 +346,10 @@ func (pd *pending) outbound(msg []byte) []byte {
 	case pendingCall:
 		pd.p.slots.remove(e.token)
 		return pd.p.callResponse(msg, e.id, e.slot)
+	case pendingEcho:
+		if out, err := rawjson.Set(msg, "id", e.id); err == nil {
+			return out
+		}
 	}
 	return msg
 }

@@ -70,6 +70,7 @@ type Proxy struct {
 	views    map[viewKey]*view
 
 	subs         subscriptions // resource subscriptions, per server and URI
+	ids          atomic.Uint64 // surrogate request ids (front.go)
 	calls        callRegistry  // tool calls in flight, per server and session
 	progress     progressRelay // progress tokens of calls in flight
 	samplingRate rateWindow    // sampling requests per server, last minute

@@ -124,7 +124,7 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
-		return nil, &wireError{Code: rpc.Code, Message: sanitize.Error(rpc.Message)}
+		return nil, &wireError{Code: rpc.Code, Message: sanitize.Error(rpc.Message), Data: errorData(rpc.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
 		return nil, notConnected(srv)
 	}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
+	"log/slog"
 	"sort"
 	"strings"
 	"sync"
@@ -87,6 +89,11 @@ func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
 func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*runtime, error) {
 	out := newScrubbedOutput(stderr, cfg.Secrets())
 	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	// Libraries that log through slog's or the log package's defaults
+	// (mcp-go does in places) go through the same scrubbed zerolog output.
+	slog.SetDefault(slog.New(zerolog.NewSlogHandler(rt.log.With().Str("component", "library").Logger())))
+	log.SetFlags(0)
+	log.SetOutput(zlogLine{rt.log})
 	m, err := metrics.New(rt.registry)
 	if err != nil {
 		return nil, err
@@ -122,6 +129,14 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		c.Start(rt.connCtx)
 	}
 	return rt, nil
+}
+
+// zlogLine writes standard-library log lines as zerolog warnings.
+type zlogLine struct{ log zerolog.Logger }
+
+func (z zlogLine) Write(b []byte) (int, error) {
+	z.log.Warn().Str("component", "library").Msg(strings.TrimSpace(string(b)))
+	return len(b), nil
 }
 
 // newConn builds the connection of one server (not started).

@@ -1,0 +1,109 @@
+package integration
+
+import (
+	"cmp"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// slowInit is how long the slow fixture takes to answer initialize; with
+// the short startup_wait it takes slowInitShort, which leaves a wide margin
+// between the 200ms wait and the slow server's arrival on a busy machine.
+const (
+	slowInit      = "1500ms"
+	slowInitShort = "3s"
+)
+
+// connectFor connects the go-sdk client to the proxy over tr, offering
+// protocol version proto ("" for the SDK's latest).
+func connectFor(t *testing.T, tr, cfg string, opts *mcp.ClientOptions, proto string) *mcp.ClientSession {
+	t.Helper()
+	var sopts *mcp.ClientSessionOptions
+	if proto != "" {
+		sopts = &mcp.ClientSessionOptions{ProtocolVersion: proto}
+	}
+	var cs *mcp.ClientSession
+	if tr == "stdio" {
+		cs, _ = sdkStdioProxy(t, cfg, opts, sopts)
+	} else {
+		url, _ := startHTTPProxy(t, cfg)
+		cs = sdkHTTP(t, url, opts, sopts)
+	}
+	if got := cs.InitializeResult().ProtocolVersion; proto != "" && got != proto {
+		t.Fatalf("negotiated protocol %s, want %s", got, proto)
+	}
+	return cs
+}
+
+// TestStartupWait: a session's first tools/list waits for slow upstreams
+// (startup_wait, default 10s); with a short startup_wait it does not, and the
+// slow server's tools arrive later with notifications/tools/list_changed
+// (for a 2025-11-25 client on the session's streams, for the SDK's default
+// 2026-07-28 through subscriptions/listen).
+func TestStartupWait(t *testing.T) {
+	t.Parallel()
+	servers := func(delay string) []string {
+		return []string{
+			fixtureServer("fast", []string{"-no-weird"}),
+			fixtureServer("slow", []string{"-no-weird", "-init-delay", delay}),
+		}
+	}
+	for _, tr := range []string{"stdio", "http"} {
+		t.Run(tr+"/default wait", func(t *testing.T) {
+			t.Parallel()
+			cs := connectFor(t, tr, writeConfig(t, "", servers(slowInit)...), nil, "")
+			names := toolNames(listTools(t, cs))
+			if !hasName(names, "slow__echo") || !hasName(names, "fast__echo") {
+				t.Errorf("the first tools/list lacks slow__echo or fast__echo: %v", names)
+			}
+		})
+		t.Run(tr+"/call before list", func(t *testing.T) {
+			t.Parallel()
+			// A host that remembers a tool calls it at once, before any
+			// tools/list and before its server has connected: the call
+			// waits for the server instead of failing as unknown.
+			cs := connectFor(t, tr, writeConfig(t, "", servers(slowInit)...), nil, "")
+			if got := contentText(callTool(t, cs, "slow__echo", map[string]any{"text": "early"})); got != "early" {
+				t.Errorf("slow__echo: %q", got)
+			}
+		})
+		for _, proto := range []string{"2025-11-25", ""} {
+			t.Run(tr+"/short wait/"+cmp.Or(proto, "sdk default"), func(t *testing.T) {
+				t.Parallel()
+				changed := make(chan struct{}, 64)
+				opts := &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+					select {
+					case changed <- struct{}{}:
+					default:
+					}
+				}}
+				cs := connectFor(t, tr, writeConfig(t, "startup_wait: 200ms\n", servers(slowInitShort)...), opts, proto)
+				// (fast's tools are not required here: on a busy machine even
+				// the fast fixture may need more than 200ms.)
+				names := toolNames(listTools(t, cs))
+				if hasName(names, "slow__echo") {
+					t.Fatalf("the first tools/list already has slow__echo (init delay %s, startup_wait 200ms): %v", slowInitShort, names)
+				}
+				deadline := time.After(15 * time.Second)
+				for notified := 0; ; {
+					select {
+					case <-changed:
+						notified++
+					case <-deadline:
+						t.Fatalf("slow__echo and fast__echo are not both listed after %d list_changed notifications: %v", notified, names)
+					}
+					names = toolNames(listTools(t, cs))
+					if hasName(names, "slow__echo") && hasName(names, "fast__echo") {
+						if got := contentText(callTool(t, cs, "slow__echo", map[string]any{"text": "late"})); got != "late" {
+							t.Errorf("slow__echo: %q", got)
+						}
+						return
+					}
+				}
+			})
+		}
+	}
+}
