@@ -14,9 +14,9 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
-// approvalTimeout bounds how long the proxy waits for a person to answer an
-// approval question (SPEC §5).
-const approvalTimeout = 300 * time.Second
+// defaultApprovalTimeout bounds how long the proxy waits for a person to
+// answer an approval question (SPEC §5); Options.ApprovalTimeout overrides.
+const defaultApprovalTimeout = 300 * time.Second
 
 // approvalArgsLimit cuts the arguments shown in an approval question.
 const approvalArgsLimit = 1000
@@ -42,6 +42,10 @@ func (p *Proxy) approve(ctx context.Context, st *sessionState, e *ToolEntry, arg
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
 			"or set agents.%s.autonomy to full.", e.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true)
+	}
+	approvalTimeout := defaultApprovalTimeout
+	if p.opts.ApprovalTimeout > 0 {
+		approvalTimeout = p.opts.ApprovalTimeout
 	}
 	actx, cancel := context.WithTimeout(ctx, approvalTimeout)
 	defer cancel()

@@ -42,6 +42,8 @@ type Options struct {
 	Blobs *blobs.Materializer
 	// Version is reported as serverInfo.version.
 	Version string
+	// ApprovalTimeout bounds an approval question; 0 means 300 s (SPEC §5).
+	ApprovalTimeout time.Duration
 }
 
 // Proxy is the downstream MCP server. Its methods are safe for concurrent use.
