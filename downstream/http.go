@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -110,6 +111,8 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		}
 		pd := newPending(p)
 		defer pd.release()
+		ww := &wireWriter{ResponseWriter: w, pd: pd}
+		pd.direct = ww.inject
 		p.httpCalls.Add(1)
 		defer p.httpCalls.Add(-1)
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
@@ -134,7 +137,6 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 			next.ServeHTTP(w, r2)
 			return
 		}
-		ww := &wireWriter{ResponseWriter: w, pd: pd}
 		next.ServeHTTP(ww, r2)
 		ww.finish()
 	})
@@ -186,13 +188,20 @@ func (p *Proxy) ShutdownHTTP(ctx context.Context) {
 
 // wireWriter passes the response to one POST through pending.outbound. A
 // JSON response is held until it is complete; an SSE response is rewritten
-// event by event and flushed as it goes.
+// event by event and flushed as it goes. inject writes the proxy's own
+// messages (a call's progress) into the same stream, turning a response
+// that would have been JSON into SSE, so that they precede the response:
+// mcp-go's session queue would let the response overtake them.
 type wireWriter struct {
 	http.ResponseWriter
-	pd     *pending
-	mode   int
-	status int
-	buf    []byte
+	pd *pending
+
+	mu      sync.Mutex // mcp-go and the progress sender write concurrently
+	mode    int
+	status  int
+	buf     []byte
+	forced  bool // the proxy switched the response to SSE
+	mcpgoSS bool // mcp-go itself chose SSE after the switch
 }
 
 const (
@@ -203,10 +212,25 @@ const (
 )
 
 func (w *wireWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeaderLocked(code)
+}
+
+func (w *wireWriter) writeHeaderLocked(code int) {
+	ct := w.Header().Get("Content-Type")
+	if w.forced {
+		// Headers are out already (SSE): keep mcp-go's body in the right
+		// shape for finish.
+		w.mcpgoSS = strings.HasPrefix(ct, "text/event-stream")
+		if w.mcpgoSS {
+			w.mode = modeSSE
+		}
+		return
+	}
 	if w.mode != modeUndecided {
 		return
 	}
-	ct := w.Header().Get("Content-Type")
 	switch {
 	case strings.HasPrefix(ct, "application/json"):
 		w.mode, w.status = modeJSON, code
@@ -221,8 +245,10 @@ func (w *wireWriter) WriteHeader(code int) {
 }
 
 func (w *wireWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.mode == modeUndecided {
-		w.WriteHeader(http.StatusOK)
+		w.writeHeaderLocked(http.StatusOK)
 	}
 	switch w.mode {
 	case modeJSON:
@@ -236,6 +262,32 @@ func (w *wireWriter) Write(b []byte) (int, error) {
 		return w.ResponseWriter.Write(b)
 	}
 	return len(b), nil
+}
+
+// inject writes one message of the proxy's own as an SSE event of this
+// response, switching the response to SSE if it was not already.
+func (w *wireWriter) inject(msg []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch w.mode {
+	case modePass:
+		return // not a stream the proxy can add to
+	case modeUndecided, modeJSON:
+		if !w.forced {
+			w.forced = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.Header().Del("Content-Length")
+			w.ResponseWriter.WriteHeader(http.StatusOK)
+			if w.mode == modeUndecided {
+				w.mode = modeJSON // mcp-go's answer is buffered and sent as an event by finish
+			}
+		}
+	}
+	_, _ = w.ResponseWriter.Write([]byte("event: message\ndata: " + string(msg) + "\n\n"))
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
 }
 
 // writeEvents writes every complete SSE event in buf, rewriting data lines.
@@ -275,6 +327,8 @@ func (w *wireWriter) rewriteEvent(event []byte) []byte {
 // Flush forwards flushes of SSE responses, which must reach the client as
 // they happen (progress, logs).
 func (w *wireWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if w.mode == modeJSON {
 		return
 	}
@@ -288,14 +342,19 @@ func (w *wireWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // finish writes what is still held once the handler has returned.
 func (w *wireWriter) finish() {
-	switch w.mode {
-	case modeJSON:
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	switch {
+	case w.mode == modeJSON && w.forced:
+		out := w.pd.outbound(bytes.TrimRight(w.buf, "\n"))
+		_, _ = w.ResponseWriter.Write([]byte("event: message\ndata: " + string(out) + "\n\n"))
+	case w.mode == modeJSON:
 		body := bytes.TrimRight(w.buf, "\n")
 		out := w.pd.outbound(body)
 		w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
 		w.ResponseWriter.WriteHeader(w.status)
 		_, _ = w.ResponseWriter.Write(append(out, '\n'))
-	case modeSSE:
+	case w.mode == modeSSE:
 		if len(w.buf) > 0 {
 			_, _ = w.ResponseWriter.Write(w.buf)
 		}
