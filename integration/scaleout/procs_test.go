@@ -1,0 +1,253 @@
+package scaleout
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Bounds of every wait. The machine is small and shared, and the replicas
+// run under the race detector when the test does: these are generous on
+// purpose, so that a hang fails the test instead of the run.
+const (
+	buildTimeout = 5 * time.Minute  // go build of the proxy and the fixture
+	startTimeout = 60 * time.Second // a process serves (URL logged, port accepting, ready)
+	callTimeout  = 30 * time.Second // one HTTP request answered
+	exitTimeout  = 20 * time.Second // a process exits after being asked to
+)
+
+// moduleRoot is the repository root, two levels above this package.
+func moduleRoot(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		t.Fatalf("module root not found: %v", err)
+	}
+	return root
+}
+
+// buildBinaries builds mcp-proxy (with -race when the test has it) and the
+// fixture into a temporary directory.
+func buildBinaries(t *testing.T) (proxy, fixture string) {
+	t.Helper()
+	root := moduleRoot(t)
+	dir := t.TempDir()
+	proxy, fixture = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "fixture")
+	proxyArgs := []string{"build", "-o", proxy, "./cmd/mcp-proxy"}
+	if raceEnabled {
+		proxyArgs = []string{"build", "-race", "-o", proxy, "./cmd/mcp-proxy"}
+	}
+	for _, args := range [][]string{{"build", "-o", fixture, "./integration/fixture"}, proxyArgs} {
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return proxy, fixture
+}
+
+// logBuffer collects a process's stderr while it runs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// proc is a child process of the test, in its own process group.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *logBuffer
+	done   chan struct{} // closed once Wait has returned
+	err    error         // Wait's result, valid after done
+	// cleanExit: the process must exit with status 0 when the test stops
+	// it with SIGTERM.
+	cleanExit bool
+}
+
+// startProc starts cmd in its own process group with stderr captured
+// (onLine, if not nil, sees each line as it arrives) and registers a
+// cleanup that stops it: SIGTERM, then SIGKILL to the group after
+// exitTimeout.
+func startProc(t *testing.T, name string, cmd *exec.Cmd, onLine func(string)) *proc {
+	t.Helper()
+	p := &proc{name: name, cmd: cmd, stderr: &logBuffer{}, done: make(chan struct{})}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pipe, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("%s: start %s: %v", name, cmd.Path, err)
+	}
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		br := bufio.NewReaderSize(pipe, 64<<10)
+		for {
+			line, err := br.ReadString('\n')
+			if line != "" {
+				_, _ = p.stderr.Write([]byte(line))
+				if onLine != nil {
+					onLine(strings.TrimRight(line, "\r\n"))
+				}
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	go func() {
+		<-drained // Wait closes the pipe: read it to the end first
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	t.Cleanup(func() {
+		if p.stop(t) && p.cleanExit && p.err != nil {
+			t.Errorf("%s exited with %v on SIGTERM, want status 0", name, p.err)
+		}
+		if s := p.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
+			i := strings.Index(s, "WARNING: DATA RACE")
+			t.Errorf("%s reported a data race:\n%s", name, s[i:min(len(s), i+8000)])
+		}
+		if t.Failed() {
+			t.Logf("%s stderr (tail):\n%s", name, tail(p.stderr.String(), 4000))
+		}
+	})
+	return p
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop ends the process if it still runs: SIGTERM, then SIGKILL to its
+// group after exitTimeout. It reports whether the test stopped it (false
+// when it had already exited).
+func (p *proc) stop(t *testing.T) bool {
+	if p.exited() {
+		return false
+	}
+	_ = syscall.Kill(p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(exitTimeout):
+	}
+	t.Errorf("%s did not exit within %s of SIGTERM; killing its process group", p.name, exitTimeout)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+	case <-time.After(exitTimeout):
+		t.Errorf("%s survived SIGKILL", p.name)
+	}
+	return true
+}
+
+// kill sends SIGKILL to the process alone (not its children, which the
+// proxy runs in process groups of their own) and waits for it to end.
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	if err := syscall.Kill(p.cmd.Process.Pid, syscall.SIGKILL); err != nil {
+		t.Fatalf("kill %s: %v", p.name, err)
+	}
+	select {
+	case <-p.done:
+	case <-time.After(exitTimeout):
+		t.Fatalf("%s survived SIGKILL for %s", p.name, exitTimeout)
+	}
+}
+
+// processesRunning returns the pids of live (not zombie) processes whose
+// argv[0] is binary and whose arguments include arg. The binary lives in
+// the test's own temporary directory, so only this test's processes
+// match.
+func processesRunning(binary, arg string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
+		if argv[0] != binary {
+			continue
+		}
+		found := false
+		for _, a := range argv[1:] {
+			found = found || a == arg
+		}
+		if !found {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// waitGone waits until no process runs binary with arg, at most d.
+func waitGone(binary, arg string, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		pids := processesRunning(binary, arg)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
