@@ -35,25 +35,41 @@ var directMethods = map[string]directHandler{
 	"completion/complete":      (*Proxy).complete,
 }
 
-// granted reports whether the session's agent reaches the entry's server.
-func granted(st *sessionState) func(*itemEntry) bool {
-	return func(e *itemEntry) bool { return st.agent.Granted(e.Server) }
+// listPage answers one page of a merged list with the proxy's own cursors
+// (SPEC §7.1): the session's items, listPageSize at a time.
+func listPage(member string, items []*itemEntry, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	var mine []*itemEntry
+	for _, e := range items {
+		if st.agent.Granted(e.Server) {
+			mine = append(mine, e)
+		}
+	}
+	whole := joinItems(mine, nil)
+	off := 0
+	if cursor, err := stringMember(params, "cursor"); err == nil {
+		if off, err = decodeCursor(cursor, whole, len(mine)); err != nil {
+			return nil, &wireError{Code: codeInvalidParams, Message: err.Error()}
+		}
+	}
+	end := min(off+listPageSize, len(mine))
+	out := []byte(`{}`)
+	out, _ = rawjson.Set(out, member, joinItems(mine[off:end], nil))
+	if end < len(mine) {
+		out, _ = rawjson.Set(out, "nextCursor", rawjson.String(encodeCursor(whole, end)))
+	}
+	return out, nil
 }
 
-func listResult(member string, list []byte) json.RawMessage {
-	return json.RawMessage(`{"` + member + `":` + string(list) + `}`)
+func (p *Proxy) listResources(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	return listPage("resources", p.Catalog().surface.resources, st, params)
 }
 
-func (p *Proxy) listResources(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
-	return listResult("resources", joinItems(p.Catalog().surface.resources, granted(st))), nil
+func (p *Proxy) listTemplates(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	return listPage("resourceTemplates", p.Catalog().surface.templates, st, params)
 }
 
-func (p *Proxy) listTemplates(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
-	return listResult("resourceTemplates", joinItems(p.Catalog().surface.templates, granted(st))), nil
-}
-
-func (p *Proxy) listPrompts(_ context.Context, st *sessionState, _ json.RawMessage) (json.RawMessage, *wireError) {
-	return listResult("prompts", joinItems(p.Catalog().surface.prompts, granted(st))), nil
+func (p *Proxy) listPrompts(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+	return listPage("prompts", p.Catalog().surface.prompts, st, params)
 }
 
 // resourceRoute finds the server of a proxied resource URI (either form,

@@ -1,0 +1,99 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+func TestCursorRoundTrip(t *testing.T) {
+	list := []byte(`[{"uri":"a"},{"uri":"b"}]`)
+	c := encodeCursor(list, 1)
+	if off, err := decodeCursor(c, list, 2); err != nil || off != 1 {
+		t.Fatalf("decode = %d, %v", off, err)
+	}
+	for name, tc := range map[string]struct {
+		cursor string
+		list   []byte
+	}{
+		"changed list": {c, []byte(`[{"uri":"a"}]`)},
+		"garbage":      {"%%%", list},
+		"empty":        {"", list},
+		"offset past":  {encodeCursor(list, 5), list},
+		"offset zero":  {encodeCursor(list, 0), list},
+	} {
+		if _, err := decodeCursor(tc.cursor, tc.list, 2); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func FuzzDecodeCursor(f *testing.F) {
+	list := []byte(`[1,2,3]`)
+	f.Add(encodeCursor(list, 1))
+	f.Add("AAAAAAAAAAAAAAAA")
+	f.Fuzz(func(t *testing.T, cursor string) {
+		off, err := decodeCursor(cursor, list, 3)
+		if err == nil && (off <= 0 || off >= 3) {
+			t.Fatalf("cursor %q decoded to offset %d", cursor, off)
+		}
+	})
+}
+
+// TestMergedResourcePages pages 1,200 resources of two servers with the
+// proxy's cursors: every item once, in order, and a stale cursor refused.
+func TestMergedResourcePages(t *testing.T) {
+	mk := func(prefix string, n int) []json.RawMessage {
+		var out []json.RawMessage
+		for i := 0; i < n; i++ {
+			out = append(out, json.RawMessage(fmt.Sprintf(`{"uri":"test://%s/%d","name":"r%d"}`, prefix, i, i)))
+		}
+		return out
+	}
+	a, b := &fakeUpstream{}, &fakeUpstream{}
+	a.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}, Resources: mk("a", 700)})
+	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}, Resources: mk("b", 500)})
+	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  a: {command: a}\n  b: {command: b}\n", map[string]*fakeUpstream{"a": a, "b": b})
+	st := testState(t, p)
+	seen := map[string]bool{}
+	params := json.RawMessage(`{}`)
+	pages := 0
+	for {
+		res, werr := p.listResources(context.Background(), st, params)
+		if werr != nil {
+			t.Fatal(werr)
+		}
+		var page struct {
+			Resources []struct {
+				URI string `json:"uri"`
+			} `json:"resources"`
+			NextCursor string `json:"nextCursor"`
+		}
+		if err := json.Unmarshal(res, &page); err != nil {
+			t.Fatal(err)
+		}
+		pages++
+		for _, r := range page.Resources {
+			if seen[r.URI] {
+				t.Fatalf("%s listed twice", r.URI)
+			}
+			seen[r.URI] = true
+		}
+		if page.NextCursor == "" {
+			break
+		}
+		params = json.RawMessage(`{"cursor":"` + page.NextCursor + `"}`)
+	}
+	if len(seen) != 1200 || pages != 3 || !seen["a+test://a/699"] || !seen["b+test://b/0"] {
+		t.Fatalf("%d items over %d pages", len(seen), pages)
+	}
+	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}, Resources: mk("b", 10)})
+	p.Refresh()
+	if _, werr := p.listResources(context.Background(), st, params); werr == nil || !strings.Contains(werr.Message, "invalid or expired cursor") {
+		t.Fatalf("stale cursor: %v", werr)
+	}
+}
