@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -113,21 +112,30 @@ func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
 
 // joinRaw writes the Raw of the entries that pass keep as one JSON array.
 func joinRaw(entries []*ToolEntry, keep func(*ToolEntry) bool) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	first := true
+	var raws []json.RawMessage
 	for _, e := range entries {
-		if !keep(e) {
-			continue
+		if keep(e) {
+			raws = append(raws, e.Raw)
 		}
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		buf.Write(e.Raw)
 	}
-	buf.WriteByte(']')
-	return buf.Bytes()
+	return jsonArray(raws)
+}
+
+// jsonArray writes JSON values, each valid on its own, as one JSON array.
+func jsonArray(values []json.RawMessage) []byte {
+	n := 2
+	for _, v := range values {
+		n += len(v) + 1
+	}
+	buf := make([]byte, 0, n)
+	buf = append(buf, '[')
+	for i, v := range values {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		buf = append(buf, v...)
+	}
+	return append(buf, ']')
 }
 
 // Lookup returns the tool exposed as name, listed or not.

@@ -85,16 +85,7 @@ func stripResultTags(result json.RawMessage) json.RawMessage {
 	if !changed {
 		return result
 	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, item := range items {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
-		buf.Write(item)
-	}
-	buf.WriteByte(']')
-	out, err := rawjson.Set(result, "content", buf.Bytes())
+out, err := rawjson.Set(result, "content", jsonArray(items))
 	if err != nil {
 		return result
 	}

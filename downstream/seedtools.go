@@ -141,7 +141,7 @@ func (p *Proxy) seedList(ctx context.Context, st *sessionState, in seedArgs, res
 				}
 			}
 		}
-		return textResult(string(joinRawList(items)), false)
+		return textResult(string(jsonArray(items)), false)
 	}
 	if werr := p.seedServerCheck(st, in.Server, resources); werr != "" {
 		return errorText(werr)
@@ -170,7 +170,7 @@ func (p *Proxy) seedList(ctx context.Context, st *sessionState, in seedArgs, res
 		}
 	}
 	out := []byte(`{}`)
-	out, _ = rawjson.Set(out, member, joinRawList(items))
+	out, _ = rawjson.Set(out, member, jsonArray(items))
 	next := []byte("null")
 	if page.NextCursor != nil && *page.NextCursor != "" {
 		next = rawjson.String(*page.NextCursor)
@@ -193,18 +193,6 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 	return out, err == nil
 }
 
-func joinRawList(items []json.RawMessage) []byte {
-	var b strings.Builder
-	b.WriteByte('[')
-	for i, it := range items {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(it)
-	}
-	b.WriteByte(']')
-	return []byte(b.String())
-}
 
 // seedServerCheck validates a server named in the tools' arguments.
 func (p *Proxy) seedServerCheck(st *sessionState, srv string, resources bool) string {

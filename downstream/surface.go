@@ -134,21 +134,13 @@ func stringMember(raw json.RawMessage, key string) (string, error) {
 // joinItems writes the Raw of the entries that pass keep (nil = all) as one
 // JSON array.
 func joinItems(items []*itemEntry, keep func(*itemEntry) bool) []byte {
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	first := true
+	var raws []json.RawMessage
 	for _, e := range items {
-		if keep != nil && !keep(e) {
-			continue
+		if keep == nil || keep(e) {
+			raws = append(raws, e.Raw)
 		}
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		buf.Write(e.Raw)
 	}
-	buf.WriteByte(']')
-	return buf.Bytes()
+	return jsonArray(raws)
 }
 
 // wrapContentsURIs rewrites the "uri" of each item of a resources/read

@@ -18,6 +18,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -82,6 +83,17 @@ func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
 		level = zerolog.InfoLevel
 	}
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
+}
+
+// startFor resolves the agent a verb serves (an unknown one is a usage
+// error listing the agents) and starts the runtime.
+func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writer) (*runtime, *filter.Agent, error) {
+	a, err := filter.Resolve(cfg, o.agent)
+	if err != nil {
+		return nil, nil, &exitError{code: exitUsage, err: err}
+	}
+	rt, err := startRuntime(ctx, cfg, stderr)
+	return rt, a, err
 }
 
 // startRuntime connects every enabled server in the background and builds

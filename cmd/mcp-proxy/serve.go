@@ -11,7 +11,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
-	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
@@ -23,10 +22,7 @@ const httpShutdownGrace = 10 * time.Second
 const readHeaderTimeout = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
-	if _, err := filter.Resolve(cfg, o.agent); err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	rt, err := startRuntime(ctx, cfg, stderr)
+	rt, _, err := startFor(ctx, cfg, o, stderr)
 	if err != nil {
 		return err
 	}

@@ -35,11 +35,7 @@ type toolReport struct {
 }
 
 func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr io.Writer) error {
-	a, err := filter.Resolve(cfg, o.agent)
-	if err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	rt, err := startRuntime(ctx, cfg, stderr)
+	rt, a, err := startFor(ctx, cfg, o, stderr)
 	if err != nil {
 		return err
 	}
@@ -116,10 +112,7 @@ func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments
 	if !json.Valid([]byte(arguments)) {
 		return usageErr("arguments are not valid JSON: %s", arguments)
 	}
-	if _, err := filter.Resolve(cfg, o.agent); err != nil {
-		return &exitError{code: exitUsage, err: err}
-	}
-	rt, err := startRuntime(ctx, cfg, stderr)
+	rt, _, err := startFor(ctx, cfg, o, stderr)
 	if err != nil {
 		return err
 	}
