@@ -85,7 +85,7 @@ func stripResultTags(result json.RawMessage) json.RawMessage {
 	if !changed {
 		return result
 	}
-out, err := rawjson.Set(result, "content", jsonArray(items))
+	out, err := rawjson.Set(result, "content", jsonArray(items))
 	if err != nil {
 		return result
 	}

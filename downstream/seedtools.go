@@ -193,7 +193,6 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 	return out, err == nil
 }
 
-
 // seedServerCheck validates a server named in the tools' arguments.
 func (p *Proxy) seedServerCheck(st *sessionState, srv string, resources bool) string {
 	g := p.gen()
