@@ -97,3 +97,40 @@ func TestMergedResourcePages(t *testing.T) {
 		t.Fatalf("stale cursor: %v", werr)
 	}
 }
+
+// TestBareURIsWithEmptyPrefix: a prefix "" server's URIs stay bare, two such
+// servers listing one URI both fall back to <server>+<uri>, and bare URIs
+// a template describes route to its server.
+func TestBareURIsWithEmptyPrefix(t *testing.T) {
+	snap := func(uris ...string) *upstream.Snapshot {
+		s := &upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}}
+		for _, u := range uris {
+			s.Resources = append(s.Resources, json.RawMessage(`{"uri":"`+u+`","name":"n"}`))
+		}
+		return s
+	}
+	a, b, c := &fakeUpstream{}, &fakeUpstream{}, &fakeUpstream{}
+	a.snap.Store(snap("test://only-a", "test://shared"))
+	sb := snap("test://shared")
+	sb.ResourceTemplates = []json.RawMessage{json.RawMessage(`{"uriTemplate":"tpl://b/{id}","name":"t"}`)}
+	b.snap.Store(sb)
+	c.snap.Store(snap("test://shared"))
+	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  a: {command: a, prefix: \"\"}\n  b: {command: b, prefix: \"\"}\n  c: {command: c}\n",
+		map[string]*fakeUpstream{"a": a, "b": b, "c": c})
+	res, _ := p.listResources(context.Background(), testState(t, p), json.RawMessage(`{}`))
+	for _, want := range []string{`"test://only-a"`, `"a+test://shared"`, `"b+test://shared"`, `"c+test://shared"`} {
+		if !strings.Contains(string(res), want) {
+			t.Errorf("resources/list lacks %s: %s", want, res)
+		}
+	}
+	s := p.Catalog().surface
+	names := p.gen().serverNames()
+	for uri, want := range map[string]string{"test://only-a": "a", "b+test://shared": "b", "tpl://b/7": "b", "c+test://shared": "c"} {
+		if srv, _, _, ok := s.route(uri, names); !ok || srv != want {
+			t.Errorf("route(%s) = %s, %v; want %s", uri, srv, ok, want)
+		}
+	}
+	if srv, _, _, ok := s.route("test://unknown", names); ok {
+		t.Errorf("an unknown bare URI with two bare servers routed to %s", srv)
+	}
+}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -28,6 +30,11 @@ type surface struct {
 	templates []*itemEntry
 	prompts   []*itemEntry
 	byPrompt  map[string]*itemEntry
+	// bare maps the URIs a `prefix: ""` server exposes unprefixed to that
+	// server; bareServers are those servers (they may also own URIs that
+	// only a template of theirs describes).
+	bare        map[string]string
+	bareServers []string
 	// resourcesJSON, templatesJSON and promptsJSON are the full lists, to
 	// tell whether a rebuild changed what clients see.
 	resourcesJSON, templatesJSON, promptsJSON []byte
@@ -47,7 +54,20 @@ type surfaceServer struct {
 }
 
 func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []string) {
-	s := &surface{byPrompt: map[string]*itemEntry{}}
+	s := &surface{byPrompt: map[string]*itemEntry{}, bare: map[string]string{}}
+	// A `prefix: ""` server's resource URIs stay bare, like its tool names,
+	// unless another such server lists the same URI: then both fall back
+	// to <server>+<uri> (SPEC §2's rule for bare names).
+	bareCount := map[string]int{}
+	for _, sv := range servers {
+		if sv.connected && sv.resources && sv.prefix == "" {
+			for _, raw := range sv.snapResources {
+				if uri, err := stringMember(raw, "uri"); err == nil {
+					bareCount[uri]++
+				}
+			}
+		}
+	}
 	var warnings []string
 	var inputs []namespace.Input
 	promptRaw := map[string]map[string]json.RawMessage{}
@@ -56,7 +76,15 @@ func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []s
 			continue
 		}
 		if sv.resources {
+			if sv.prefix == "" {
+				s.bareServers = append(s.bareServers, sv.name)
+			}
 			for _, raw := range sv.snapResources {
+				if uri, err := stringMember(raw, "uri"); err == nil && sv.prefix == "" && bareCount[uri] == 1 {
+					s.resources = append(s.resources, &itemEntry{Server: sv.name, Key: uri, Orig: uri, Raw: compactLines(raw)})
+					s.bare[uri] = sv.name
+					continue
+				}
 				if e, err := wrapItem(sv.name, raw, "uri"); err == nil {
 					s.resources = append(s.resources, e)
 				} else {
@@ -64,6 +92,12 @@ func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []s
 				}
 			}
 			for _, raw := range sv.snapTemplates {
+				if sv.prefix == "" {
+					if tpl, err := stringMember(raw, "uriTemplate"); err == nil {
+						s.templates = append(s.templates, &itemEntry{Server: sv.name, Key: tpl, Orig: tpl, Raw: compactLines(raw)})
+					}
+					continue
+				}
 				if e, err := wrapItem(sv.name, raw, "uriTemplate"); err == nil {
 					s.templates = append(s.templates, e)
 				} else {
@@ -101,6 +135,36 @@ func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []s
 	s.templatesJSON = joinItems(s.templates, nil)
 	s.promptsJSON = joinItems(s.prompts, nil)
 	return s, warnings
+}
+
+// route finds the server of a URI a client sent: the prefixed forms of
+// SPEC §2 (either), a bare URI a `prefix: ""` server listed, or a bare URI
+// one of its templates describes (the text before the template's first
+// '{' must start it); with several such servers matching, none.
+func (s *surface) route(uri string, servers []string) (srv, orig string, bare, ok bool) {
+	if srv, orig, ok := namespace.ParseURI(uri, servers); ok {
+		return srv, orig, false, true
+	}
+	if srv, ok := s.bare[uri]; ok {
+		return srv, uri, true, true
+	}
+	match := ""
+	for _, t := range s.templates {
+		if t.Key != t.Orig || !slices.Contains(s.bareServers, t.Server) {
+			continue
+		}
+		head, _, _ := strings.Cut(t.Orig, "{")
+		if head != "" && strings.HasPrefix(uri, head) && t.Server != match {
+			if match != "" {
+				return "", "", false, false
+			}
+			match = t.Server
+		}
+	}
+	if match == "" && len(s.bareServers) == 1 {
+		match = s.bareServers[0]
+	}
+	return match, uri, true, match != ""
 }
 
 // wrapItem rewrites a resource's "uri" or a template's "uriTemplate" to

@@ -18,6 +18,16 @@ import (
 // codeResourceNotFound is MCP's error code for an unknown resource.
 const codeResourceNotFound = -32002
 
+// uriForm is the form a client wrote a resource URI in; results come back
+// in the same form.
+type uriForm int
+
+const (
+	formNative uriForm = iota + 1 // <server>+<uri>
+	formSeed                      // <server>__<uri>
+	formBare                      // a prefix "" server's own URI
+)
+
 // directHandler answers one request of the resources/prompts surface.
 type directHandler func(p *Proxy, ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError)
 
@@ -74,19 +84,26 @@ func (p *Proxy) listPrompts(_ context.Context, st *sessionState, params json.Raw
 
 // resourceRoute finds the server of a proxied resource URI (either form,
 // SPEC §2) that the session may read.
-func (p *Proxy) resourceRoute(st *sessionState, uri string) (srv, orig string, seedForm bool, up Upstream, werr *wireError) {
+func (p *Proxy) resourceRoute(st *sessionState, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
 	g := p.gen()
-	names := g.serverNames()
-	srv, orig, ok := namespace.ParseURI(uri, names)
+	srv, orig, bare, ok := p.Catalog().surface.route(uri, g.serverNames())
 	cfg := g.cfg.Servers[srv]
 	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
-		return "", "", false, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
+		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 	}
 	up = g.ups[srv]
 	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return "", "", false, nil, notConnected(srv)
+		return "", "", 0, nil, notConnected(srv)
 	}
-	return srv, orig, !strings.HasPrefix(uri, namespace.URIPrefix(srv)+"+"), up, nil
+	switch {
+	case bare:
+		form = formBare
+	case strings.HasPrefix(uri, namespace.URIPrefix(srv)+"+"):
+		form = formNative
+	default:
+		form = formSeed
+	}
+	return srv, orig, form, up, nil
 }
 
 // uriParam reads params.uri.
@@ -103,7 +120,7 @@ func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.
 	if werr != nil {
 		return nil, werr
 	}
-	srv, orig, seed, up, werr := p.resourceRoute(st, uri)
+	srv, orig, form, up, werr := p.resourceRoute(st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -115,7 +132,10 @@ func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.
 	if werr != nil {
 		return nil, werr
 	}
-	return wrapContentsURIs(compactLines(res), srv, seed), nil
+	if form == formBare {
+		return compactLines(res), nil
+	}
+	return wrapContentsURIs(compactLines(res), srv, form == formSeed), nil
 }
 
 // forward sends one request upstream within the server's timeout and maps
@@ -257,7 +277,7 @@ func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawM
 		srv, member, orig = e.Server, "name", e.Orig
 	case "ref/resource":
 		uri, _ := stringMember(ref, "uri")
-		s, o, ok := namespace.ParseURI(uri, p.gen().serverNames())
+		s, o, _, ok := p.Catalog().surface.route(uri, p.gen().serverNames())
 		if !ok || !st.agent.Granted(s) {
 			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 		}

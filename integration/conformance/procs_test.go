@@ -1,0 +1,292 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Bounds of every wait. The machine is small and shared, and the proxy runs
+// under the race detector when the tests do: these are generous on purpose,
+// so that a hang fails the test instead of the whole run.
+const (
+	buildTimeout = 5 * time.Minute  // go build of the proxy and of the reference server
+	startTimeout = 45 * time.Second // a process accepts connections (and the proxy is ready)
+	suiteTimeout = 4 * time.Minute  // one run of the whole server suite (about 3 s unloaded)
+	listTimeout  = time.Minute      // `conformance list`, `node --version`
+	exitTimeout  = 20 * time.Second // a process exits after SIGTERM (then after SIGKILL)
+	pollInterval = 50 * time.Millisecond
+)
+
+// startAttempts is how many times a server is started on a fresh port when
+// the one picked was taken in between (freePort cannot reserve it).
+const startAttempts = 3
+
+// moduleRoot is the repository root, two levels above this package.
+func moduleRoot() (string, error) {
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("module root not found: %w", err)
+	}
+	return root, nil
+}
+
+// buildBinaries builds mcp-proxy (with -race when the tests have it) and
+// the reference server into dir.
+func buildBinaries(root, dir string) (proxy, server string, err error) {
+	proxy, server = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "everything-server")
+	proxyArgs := []string{"build", "-o", proxy, "./cmd/mcp-proxy"}
+	if raceEnabled {
+		proxyArgs = []string{"build", "-race", "-o", proxy, "./cmd/mcp-proxy"}
+	}
+	builds := [][]string{
+		proxyArgs,
+		{"build", "-o", server, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
+	}
+	for _, args := range builds {
+		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = root
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			return "", "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	return proxy, server, nil
+}
+
+// logBuffer collects a process's stderr while it runs.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// tail returns the last n bytes of s, for failure messages.
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// proc is a long-running child of a test (a server), in its own process
+// group, with its stderr captured.
+type proc struct {
+	name   string
+	cmd    *exec.Cmd
+	stderr *logBuffer
+	done   chan struct{} // closed once Wait has returned
+	err    error         // Wait's result, valid after done
+}
+
+// startProc starts cmd in a process group of its own.
+func startProc(name string, cmd *exec.Cmd) (*proc, error) {
+	p := &proc{name: name, cmd: cmd, stderr: &logBuffer{}, done: make(chan struct{})}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Stdout = p.stderr // neither server writes to stdout in these modes; keep it if one does
+	cmd.Stderr = p.stderr
+	// A grandchild holding the pipes open must not hold up Wait for long.
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("%s: start %s: %w", name, cmd.Path, err)
+	}
+	go func() {
+		p.err = cmd.Wait()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// exited reports whether the process has ended.
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// errNotStopped: a process outlived SIGTERM (it was then killed).
+var errNotStopped = errors.New("did not exit on SIGTERM")
+
+// stop ends the process if it still runs: SIGTERM to its group, then
+// SIGKILL after exitTimeout. It returns the process's exit error when the
+// process was already gone or ended on SIGTERM (nil for status 0), and
+// errNotStopped when it had to be killed.
+func (p *proc) stop() error {
+	if p.exited() {
+		return p.err
+	}
+	pgid := p.cmd.Process.Pid
+	_ = syscall.Kill(-pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return p.err
+	case <-time.After(exitTimeout):
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	select {
+	case <-p.done:
+		return fmt.Errorf("%s %w within %s and was killed", p.name, errNotStopped, exitTimeout)
+	case <-time.After(exitTimeout):
+		return fmt.Errorf("%s %w and survived SIGKILL for %s", p.name, errNotStopped, exitTimeout)
+	}
+}
+
+// raceReport returns the first data race report in the process's stderr,
+// or "".
+func (p *proc) raceReport() string {
+	s := p.stderr.String()
+	i := strings.Index(s, "WARNING: DATA RACE")
+	if i < 0 {
+		return ""
+	}
+	return s[i:min(len(s), i+8000)]
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+// errExited: a server ended before it was ready.
+var errExited = errors.New("exited before it was ready")
+
+// waitReady polls url until it answers 200, the process exits (errExited)
+// or startTimeout passes. Any HTTP answer counts when url is a plain port
+// probe (want200 false).
+func waitReady(p *proc, url string, want200 bool) error {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	deadline := time.Now().Add(startTimeout)
+	last := "no answer"
+	for time.Now().Before(deadline) {
+		if p.exited() {
+			return fmt.Errorf("%s %w (%v):\n%s", p.name, errExited, p.err, tail(p.stderr.String(), 3000))
+		}
+		res, err := hc.Get(url)
+		if err == nil {
+			_ = res.Body.Close()
+			if !want200 || res.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = res.Status
+		} else {
+			last = err.Error()
+		}
+		time.Sleep(pollInterval)
+	}
+	return fmt.Errorf("%s: %s not ready within %s (last: %s)", p.name, url, startTimeout, last)
+}
+
+// startServer starts a server on a fresh loopback port and waits until
+// ready answers: newCmd builds the command for a port, ready is the URL
+// path to poll ("" only waits for any HTTP answer on "/"). A server that
+// exits before it is ready (the port was taken meanwhile, say) is tried
+// again on another port, startAttempts times in all.
+func startServer(name, readyPath string, newCmd func(port int) *exec.Cmd) (*proc, int, error) {
+	var lastErr error
+	for range startAttempts {
+		port, err := freePort()
+		if err != nil {
+			return nil, 0, err
+		}
+		p, err := startProc(name, newCmd(port))
+		if err != nil {
+			return nil, 0, err
+		}
+		base := "http://127.0.0.1:" + strconv.Itoa(port)
+		if readyPath == "" {
+			err = waitReady(p, base+"/", false)
+		} else {
+			err = waitReady(p, base+readyPath, true)
+		}
+		if err == nil {
+			return p, port, nil
+		}
+		_ = p.stop()
+		lastErr = err
+		if !errors.Is(err, errExited) {
+			break
+		}
+	}
+	return nil, 0, lastErr
+}
+
+// processesRunning returns the pids of live (not zombie) processes whose
+// argv[0] is binary. The binaries live in the test's own temporary
+// directory, so only this test's processes match.
+func processesRunning(binary string) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	var pids []int
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(raw) == 0 {
+			continue
+		}
+		if argv0, _, _ := strings.Cut(string(raw), "\x00"); argv0 != binary {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	return pids
+}
+
+// waitGone waits until no process runs binary, at most d, and returns the
+// pids still running then.
+func waitGone(binary string, d time.Duration) []int {
+	deadline := time.Now().Add(d)
+	for {
+		pids := processesRunning(binary)
+		if len(pids) == 0 || time.Now().After(deadline) {
+			return pids
+		}
+		time.Sleep(pollInterval)
+	}
+}
