@@ -35,6 +35,9 @@ type wireError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
+	// input, when set, is not an error: the call needs the client's input
+	// first (a 2026-07-28 multi round-trip); mcp-go writes it as the result.
+	input *mcp.CallToolResult
 }
 
 // maxErrorData bounds the upstream error data passed downstream.
@@ -44,11 +47,11 @@ const maxErrorData = 64 << 10
 // like every error text (SPEC §9.4); dropped when too large or when
 // sanitizing left it invalid. Clients act on it (URL elicitation, -32042,
 // carries its elicitations there).
-func errorData(data json.RawMessage) json.RawMessage {
+func (p *Proxy) errorData(data json.RawMessage) json.RawMessage {
 	if len(data) == 0 || len(data) > maxErrorData {
 		return nil
 	}
-	clean := json.RawMessage(sanitize.Text(string(data)))
+	clean := json.RawMessage(p.cleanText(string(data)))
 	if !json.Valid(clean) {
 		return nil
 	}
@@ -79,7 +82,13 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 			return nil, &wireError{Code: codeInvalidParams, Message: err.Error()}
 		}
 	}
+	if server.IsModernRequest(ctx) {
+		ctx = context.WithValue(ctx, roundTripKey{}, &roundTrip{responses: req.Params.InputResponses, state: req.Params.RequestState})
+	}
 	result, werr := p.forwardCall(ctx, st, req.Params.Name, req.Params.RawArguments, meta, linkSupported(ctx))
+	if werr != nil && werr.input != nil {
+		return werr.input, nil // the slot stays empty: mcp-go's answer goes out as it is
+	}
 	if sl != nil {
 		sl.set(result, werr)
 		if werr != nil {
@@ -120,7 +129,11 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeError, 0)
 		return nil, notConnected(entry.Server)
 	}
-	if refusal := p.approve(ctx, st, entry, args); refusal != nil {
+	refusal, ask := p.approve(ctx, st, entry, args)
+	if ask != nil {
+		return nil, &wireError{input: ask}
+	}
+	if refusal != nil {
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeDenied, 0)
 		return refusal, nil
 	}
@@ -140,7 +153,7 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 	start := time.Now()
 	result, err := up.Request(cctx, "tools/call", params)
 	elapsed := time.Since(start)
-	outcome, werr := classify(entry, result, err, ctx, cctx, timeout)
+	outcome, werr := p.classify(entry, result, err, ctx, cctx, timeout)
 	p.opts.Metrics.ToolCall(entry.Server, entry.Name, outcome, elapsed)
 	if werr != nil {
 		log.Warn().Str("outcome", outcome).Dur("duration", elapsed).Str("error", werr.Message).Msg("tool call failed")
@@ -151,7 +164,7 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 }
 
 // classify maps a call's error to its metric outcome and downstream error.
-func classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
+func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
 	var rpcErr *upstream.RPCError
 	switch {
 	case err == nil:
@@ -165,12 +178,12 @@ func classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx con
 		return metrics.OutcomeTimeout, &wireError{Code: codeTimeout,
 			Message: fmt.Sprintf("MCP tool call '%s' timed out after %s", entry.Exposed, timeout)}
 	case errors.As(err, &rpcErr):
-		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: sanitize.Error(rpcErr.Message), Data: errorData(rpcErr.Data)}
+		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
 		return metrics.OutcomeError, notConnected(entry.Server)
 	case errors.Is(err, upstream.ErrConnectionLost):
 		// The call may or may not have run: it is never replayed (SPEC §3).
-		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: sanitize.Error(fmt.Sprintf(
+		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: p.errText(fmt.Sprintf(
 			"MCP server '%s' was lost during the call; it was not retried and its outcome is unknown (%v)",
 			entry.Server, err))}
 	case errors.Is(err, upstream.ErrResponseTooLarge):
@@ -182,7 +195,7 @@ func classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx con
 		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: msg}
 	default:
 		return metrics.OutcomeError, &wireError{Code: codeServerError,
-			Message: sanitize.Error(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
+			Message: p.errText(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
 	}
 }
 

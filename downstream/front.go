@@ -340,18 +340,23 @@ func (pd *pending) outbound(msg []byte) []byte {
 	if e == nil {
 		return msg
 	}
+	var out []byte
 	switch e.kind {
 	case pendingList:
-		return pd.p.listResponse(msg, e.id, e.state)
+		out = pd.p.listResponse(msg, e.id, e.state)
 	case pendingCall:
 		pd.p.slots.remove(e.token)
-		return pd.p.callResponse(msg, e.id, e.slot)
-	case pendingEcho:
-		if out, err := rawjson.Set(msg, "id", e.id); err == nil {
-			return out
+		out = pd.p.callResponse(msg, e.id, e.slot)
+	default:
+		out = msg
+	}
+	// A response passed as mcp-go wrote it carries the surrogate id.
+	if sameBytes(out, msg) && !bytes.Equal(id, e.id) {
+		if fixed, err := rawjson.Set(msg, "id", e.id); err == nil {
+			return fixed
 		}
 	}
-	return msg
+	return out
 }
 
 // listResponse puts the catalog's tools into mcp-go's tools/list response,

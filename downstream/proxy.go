@@ -3,6 +3,7 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -56,7 +58,8 @@ type Proxy struct {
 	started time.Time
 
 	cur       atomic.Pointer[generation]
-	mu        sync.Mutex // serializes Refresh
+	scrubber  atomic.Pointer[sanitize.Scrubber] // the config's secret values
+	mu        sync.Mutex                        // serializes Refresh
 	lastTools map[string][]upstream.Tool
 	shadowed  []string // exposed names registered with mcp-go, sorted
 
@@ -73,6 +76,7 @@ type Proxy struct {
 
 	subs         subscriptions // resource subscriptions, per server and URI
 	ids          atomic.Uint64 // surrogate request ids (front.go)
+	roundTripKey [32]byte      // signs approval round trips (approval.go)
 	calls        callRegistry  // tool calls in flight, per server and session
 	progress     progressRelay // progress tokens of calls in flight
 	samplingRate rateWindow    // sampling requests per server, last minute
@@ -85,7 +89,9 @@ func New(opts Options) *Proxy {
 		agents: map[string]*filter.Agent{}, views: map[viewKey]*view{}}
 	p.slots.m = map[string]*slot{}
 	p.progress.p = p
+	_, _ = rand.Read(p.roundTripKey[:]) // crypto/rand.Read never fails on supported platforms
 	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams})
+	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	empty := buildCatalog(p.style(), nil)
 	empty.surface, _ = buildSurface(p.style(), nil)
 	p.catalog.Store(empty)
@@ -163,12 +169,22 @@ func (p *Proxy) gen() *generation { return p.cur.Load() }
 // SIGHUP). Sessions keep the grants they started with; new sessions resolve
 // their agent from cfg. The listen settings of the old config stay in force.
 func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
+	old := p.gen().cfg.Secrets()
 	p.cur.Store(&generation{cfg: cfg, ups: ups})
+	// The old values stay known: a reply may still quote one.
+	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 	p.agentsMu.Lock()
 	p.agents = map[string]*filter.Agent{}
 	p.agentsMu.Unlock()
 	p.Refresh()
 }
+
+// cleanText removes the config's secret values and the generic secret
+// patterns from text of upstream origin that goes to a client (SPEC §9.4).
+func (p *Proxy) cleanText(s string) string { return p.scrubber.Load().Text(s) }
+
+// errText is cleanText for error texts: also cut to 500 characters.
+func (p *Proxy) errText(s string) string { return sanitize.Error(p.cleanText(s)) }
 
 func (p *Proxy) style() namespace.Style { return namespace.Style(p.gen().cfg.Naming) }
 

@@ -340,7 +340,7 @@ func (p *Proxy) messageText(content json.RawMessage) string {
 // untrusted sanitizes upstream text and cuts it to untrusted_text_limit
 // characters (SPEC §7.2).
 func (p *Proxy) untrusted(s string) string {
-	s = sanitize.StripTags(sanitize.Text(s))
+	s = sanitize.StripTags(p.cleanText(s))
 	limit := p.gen().cfg.UntrustedTextLimit
 	if r := []rune(s); limit > 0 && len(r) > limit {
 		return string(r[:limit]) + fmt.Sprintf("… [truncated %d chars]", len(r)-limit)

@@ -160,11 +160,11 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
-		return nil, &wireError{Code: rpc.Code, Message: sanitize.Error(rpc.Message), Data: errorData(rpc.Data)}
+		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
 		return nil, notConnected(srv)
 	}
-	return nil, &wireError{Code: codeServerError, Message: sanitize.Error("MCP server '" + srv + "': " + err.Error())}
+	return nil, &wireError{Code: codeServerError, Message: p.errText("MCP server '" + srv + "': " + err.Error())}
 }
 
 // subscriptions routes notifications/resources/updated to the sessions

@@ -85,12 +85,15 @@ func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
 	return zerolog.New(w).Level(level).With().Timestamp().Logger()
 }
 
-// startFor resolves the agent a verb serves (an unknown one is a usage
-// error listing the agents) and starts the runtime.
-func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writer) (*runtime, *filter.Agent, error) {
-	a, err := filter.Resolve(cfg, o.agent)
-	if err != nil {
-		return nil, nil, &exitError{code: exitUsage, err: err}
+// startFor resolves the agent a verb serves when needAgent (an unknown one
+// is a usage error listing the agents) and starts the runtime.
+func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writer, needAgent bool) (*runtime, *filter.Agent, error) {
+	var a *filter.Agent
+	if needAgent {
+		var err error
+		if a, err = filter.Resolve(cfg, o.agent); err != nil {
+			return nil, nil, &exitError{code: exitUsage, err: err}
+		}
 	}
 	rt, err := startRuntime(ctx, cfg, stderr)
 	return rt, a, err

@@ -22,7 +22,10 @@ const httpShutdownGrace = 10 * time.Second
 const readHeaderTimeout = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
-	rt, _, err := startFor(ctx, cfg, o, stderr)
+	// An HTTP server with no --agent serves every agent on its own path;
+	// its default path answers 404 listing the agents when none is the
+	// default (SPEC §5). stdio serves one agent, which must exist.
+	rt, _, err := startFor(ctx, cfg, o, stderr, o.agent != "" || cfg.Listen.Transport != "http")
 	if err != nil {
 		return err
 	}

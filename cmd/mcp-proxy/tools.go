@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -35,7 +36,7 @@ type toolReport struct {
 }
 
 func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr io.Writer) error {
-	rt, a, err := startFor(ctx, cfg, o, stderr)
+	rt, a, err := startFor(ctx, cfg, o, stderr, true)
 	if err != nil {
 		return err
 	}
@@ -71,6 +72,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsRepor
 		}
 	}
 	rep := toolsReport{Agent: a.Name, Servers: []serverReport{}}
+	scrub := sanitize.NewScrubber(rt.cfg.Secrets()) // an upstream may echo a header in its error
 	for name, c := range rt.connections() {
 		if !a.Granted(name) {
 			continue
@@ -81,7 +83,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsRepor
 			sr.Tools = []toolReport{}
 		}
 		if s.Err != nil && s.State != upstream.StateConnected {
-			sr.Error = s.Err.Error()
+			sr.Error = scrub.Text(s.Err.Error())
 		}
 		rep.Servers = append(rep.Servers, sr)
 	}
@@ -112,7 +114,7 @@ func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments
 	if !json.Valid([]byte(arguments)) {
 		return usageErr("arguments are not valid JSON: %s", arguments)
 	}
-	rt, _, err := startFor(ctx, cfg, o, stderr)
+	rt, _, err := startFor(ctx, cfg, o, stderr, true)
 	if err != nil {
 		return err
 	}
