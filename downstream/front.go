@@ -98,11 +98,13 @@ type pendingKind int
 const (
 	pendingList pendingKind = iota + 1
 	pendingCall
-	pendingEcho // only the client's id is put back
+	pendingEcho     // only the client's id is put back
+	pendingDiscover // server/discover: the session's instructions go in
 )
 
 type pendingEntry struct {
-	kind pendingKind
+	kind  pendingKind
+	instr string // pendingDiscover: set by prepare
 	// id is the client's own id bytes, echoed in the responses the wire
 	// layer writes (mcp-go turns integer ids above 2^53 into float64).
 	id    json.RawMessage
@@ -216,6 +218,11 @@ func (pd *pending) inbound(msg []byte, st *sessionState) (out []byte, wait bool)
 		return msg, false
 	case string(mcp.MethodToolsCall):
 		return pd.inboundCall(msg, env, clientID, st)
+	case "server/discover":
+		if pd.p.needsInstructions(st) {
+			pd.put(idKey(env.ID), &pendingEntry{kind: pendingDiscover, id: clientID, state: st})
+			return msg, true // prepare runs after the startup wait
+		}
 	}
 	if !bytes.Equal(env.ID, clientID) {
 		pd.put(idKey(env.ID), &pendingEntry{kind: pendingEcho, id: clientID})
@@ -347,6 +354,13 @@ func (pd *pending) outbound(msg []byte) []byte {
 	case pendingCall:
 		pd.p.slots.remove(e.token)
 		out = pd.p.callResponse(msg, e.id, e.slot)
+	case pendingDiscover:
+		out = msg
+		if result, ok, err := rawjson.Get(msg, "result"); err == nil && ok && e.instr != "" {
+			if r, err := rawjson.Set(result, "instructions", rawjson.String(e.instr)); err == nil {
+				out = response(e.id, "result", r)
+			}
+		}
 	default:
 		out = msg
 	}
@@ -447,6 +461,25 @@ func responseID(msg []byte) (json.RawMessage, bool) {
 		return nil, false
 	}
 	return all["id"], true
+}
+
+// prepare computes what noted requests need once upstreams are up: the
+// instructions of server/discover answers. Callers run it after waitStartup.
+func (pd *pending) prepare(ctx context.Context) {
+	pd.mu.Lock()
+	var todo []*pendingEntry
+	for _, e := range pd.m {
+		if e.kind == pendingDiscover && e.instr == "" {
+			todo = append(todo, e)
+		}
+	}
+	pd.mu.Unlock()
+	for _, e := range todo {
+		instr := pd.p.sessionInstructions(ctx, e.state)
+		pd.mu.Lock()
+		e.instr = instr
+		pd.mu.Unlock()
+	}
 }
 
 // callsInFlight reports whether a noted tools/call still awaits its response.

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -125,9 +126,18 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 				p.answerDirect(w, r.WithContext(ctx), agent, answer)
 				return
 			}
+			if statelessNotification(r, body) {
+				// mcp-go wants 2026-07-28 metadata on notifications too
+				// and would answer 400, which makes clients (go-sdk) drop
+				// the connection. A cancellation of a stateless call also
+				// arrives as the client closing that call's request.
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
 			var wait bool
 			if body, wait = pd.inbound(body, st); wait {
 				p.waitStartup(ctx)
+				pd.prepare(ctx)
 			}
 		}
 		r2 := r.Clone(ctx)
@@ -165,6 +175,20 @@ func (p *Proxy) answerDirect(w http.ResponseWriter, r *http.Request, agent strin
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
 	_, _ = w.Write(append(out, '\n'))
+}
+
+// statelessNotification reports a notification from a client of the
+// stateless 2026-07-28 protocol that carries no protocol metadata.
+func statelessNotification(r *http.Request, body []byte) bool {
+	if r.Header.Get(server.HeaderKeySessionID) != "" || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		return false
+	}
+	env, ok := readEnvelope(body)
+	if !ok || len(env.ID) > 0 || env.Method == "" {
+		return false
+	}
+	meta, _, _ := rawjson.Get(env.Params, "_meta")
+	return !isModernMeta(meta)
 }
 
 // ShutdownHTTP ends the HTTP side gracefully: it waits until no tool call

@@ -113,21 +113,11 @@ func New(opts Options) *Proxy {
 			p.registerState(ctx, req.Header)
 		}
 		st, err := p.stateFor(ctx, s.SessionID(), req.Header)
-		if err != nil || (!st.agent.Deferred && !p.hasPinned()) {
+		if err != nil || !p.needsInstructions(st) {
 			return
 		}
-		// The instructions are the model's only list of deferred tools and
-		// carry the pinned resources, so such a session's initialize waits
-		// for upstreams (at most startup_wait) before it is answered.
 		p.waitStartup(ctx)
-		var parts []string
-		if st.agent.Deferred {
-			parts = append(parts, p.deferredInstructions(st))
-		}
-		if pinned := p.pinnedInstructions(ctx, st); pinned != "" {
-			parts = append(parts, pinned)
-		}
-		res.Instructions = strings.Join(parts, "\n")
+		res.Instructions = p.sessionInstructions(ctx, st)
 	})
 	hooks.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionOpened(agentFrom(ctx), transportOf(s))
@@ -150,6 +140,10 @@ func New(opts Options) *Proxy {
 		server.WithPromptCapabilities(true),
 		server.WithCompletions(),
 		server.WithLogging(),
+		// Server requests (relayed sampling, elicitation, roots) still reach
+		// a 2026-07-28 client on stdio, which is bidirectional; relay.go
+		// refuses them for stateless HTTP clients.
+		server.WithLegacyServerInitiatedRequests(),
 		server.WithHooks(hooks),
 		server.WithRecovery(),
 	)
@@ -325,6 +319,27 @@ func (p *Proxy) startupPending() bool {
 		}
 	}
 	return false
+}
+
+// needsInstructions reports whether a session's initialize (or
+// server/discover) result carries instructions of the proxy's own: the
+// deferred tools and the pinned resources. They are the model's only list
+// of deferred tools, so such a session's first answer waits for upstreams
+// (at most startup_wait).
+func (p *Proxy) needsInstructions(st *sessionState) bool {
+	return st.agent.Deferred || p.hasPinned()
+}
+
+// sessionInstructions renders those instructions.
+func (p *Proxy) sessionInstructions(ctx context.Context, st *sessionState) string {
+	var parts []string
+	if st.agent.Deferred {
+		parts = append(parts, p.deferredInstructions(st))
+	}
+	if pinned := p.pinnedInstructions(ctx, st); pinned != "" {
+		parts = append(parts, pinned)
+	}
+	return strings.Join(parts, "\n")
 }
 
 // hasPinned reports whether any server has pinned_resources.

@@ -83,6 +83,16 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		}
 		return nil, err
 	}
+	if server.IsModernRequest(ctx) && transportOf(sess) == "http" {
+		// A stateless 2026-07-28 client over HTTP has no stream to take a
+		// request on; it would need the multi-round-trip mechanism, which
+		// the proxy does not relay yet. Refuse at once rather than hang.
+		if method == string(mcp.MethodSamplingCreateMessage) {
+			p.opts.Metrics.Sampling(srv, "unsupported")
+		}
+		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
+			"over HTTP, to which the proxy cannot relay server requests yet", method, srv)
+	}
 	caps := mcp.ClientCapabilities{}
 	if withInfo, ok := sess.(server.SessionWithClientInfo); ok {
 		caps = withInfo.GetClientCapabilities()
@@ -126,7 +136,9 @@ func (p *Proxy) requestSession(ctx context.Context, srv, method string) (server.
 	if sess := st.session(); sess != nil {
 		return sess, nil
 	}
-	return nil, refuse(codeRefused, "%s from MCP server '%s' refused: the client session cannot take requests", method, srv)
+	// Only a stateless 2026-07-28 request's state has no session.
+	return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
+		"over HTTP, to which the proxy cannot relay server requests yet", method, srv)
 }
 
 // relaySampling applies the server's sampling governance (SPEC §10), then

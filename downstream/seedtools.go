@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -337,10 +338,15 @@ func (p *Proxy) messageText(content json.RawMessage) string {
 	return "[" + c.Type + " content]"
 }
 
+// wrapperTags neutralizes the wrappers' own tags inside upstream text, so
+// that content can neither close its wrapper nor open a forged one (with
+// trust="trusted", say).
+var wrapperTags = regexp.MustCompile(`(?i)<(\s*/?\s*mcp-)`)
+
 // untrusted sanitizes upstream text and cuts it to untrusted_text_limit
 // characters (SPEC §7.2).
 func (p *Proxy) untrusted(s string) string {
-	s = sanitize.StripTags(p.cleanText(s))
+	s = wrapperTags.ReplaceAllString(sanitize.StripTags(p.cleanText(s)), "&lt;$1")
 	limit := p.gen().cfg.UntrustedTextLimit
 	if r := []rune(s); limit > 0 && len(r) > limit {
 		return string(r[:limit]) + fmt.Sprintf("… [truncated %d chars]", len(r)-limit)

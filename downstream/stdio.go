@@ -102,6 +102,7 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 			if wait {
 				go func() {
 					p.waitStartup(ctx)
+					pd.prepare(ctx)
 					_, _ = pw.Write(msg) // io.Pipe serializes concurrent writes
 				}()
 			} else if _, werr := pw.Write(msg); werr != nil {

@@ -52,9 +52,18 @@ type proxyConfig struct {
 
 // serverConfig is one upstream: a stdio command or an HTTP url.
 type serverConfig struct {
-	Command string   `yaml:"command,omitempty"`
-	Args    []string `yaml:"args,omitempty"`
-	URL     string   `yaml:"url,omitempty"`
+	Command string      `yaml:"command,omitempty"`
+	Args    []string    `yaml:"args,omitempty"`
+	URL     string      `yaml:"url,omitempty"`
+	Tools   toolsConfig `yaml:"tools"`
+}
+
+// toolsConfig turns off the fixtures' resources and prompts, so that the
+// proxy lists exactly the upstream tools (not its mcp_resources and
+// mcp_prompts) and the lists compare like for like.
+type toolsConfig struct {
+	Resources bool `yaml:"resources"`
+	Prompts   bool `yaml:"prompts"`
 }
 
 // writeConfig writes a proxy config with these upstreams into the temp
