@@ -3,6 +3,8 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -56,18 +58,20 @@ func (s *slot) get() (done bool, result json.RawMessage, err *wireError) {
 	return s.done, s.result, s.err
 }
 
-// slotTable maps slot tokens to slots for the tool handler.
+// slotTable maps slot tokens to slots for the tool handler. Tokens are
+// random: a request that reached mcp-go without passing the wire layer
+// cannot name another call's slot.
 type slotTable struct {
-	mu   sync.Mutex
-	next uint64
-	m    map[string]*slot
+	mu sync.Mutex
+	m  map[string]*slot
 }
 
 func (t *slotTable) add(s *slot) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	tok := hex.EncodeToString(b[:])
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.next++
-	tok := strconv.FormatUint(t.next, 36)
 	t.m[tok] = s
 	return tok
 }
