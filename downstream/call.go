@@ -140,7 +140,7 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 	args = withoutApproved(args)
 	end := p.calls.begin(entry.Server, st)
 	defer end()
-	meta, progress := p.progress.open(ctx, meta)
+	meta, progress := p.progress.open(ctx, entry.Server, meta)
 	defer progress.close()
 	params, err := callParams(entry.Name, args, meta)
 	if err != nil {

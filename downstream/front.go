@@ -124,8 +124,10 @@ type pending struct {
 	// direct writes a message to the client in order with the responses
 	// the wire layer writes (stdio); nil when the transport has no such path.
 	direct func(msg []byte)
-	mu     sync.Mutex
-	m      map[string]*pendingEntry
+	// answering counts the answers the wire layer is writing itself (stdio).
+	answering sync.WaitGroup
+	mu        sync.Mutex
+	m         map[string]*pendingEntry
 }
 
 func newPending(p *Proxy) *pending { return &pending{p: p, m: map[string]*pendingEntry{}} }
@@ -170,6 +172,32 @@ type envelope struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+}
+
+// duplicateMembers reports whether the envelope, its params or params._meta
+// repeat a member name.
+func duplicateMembers(msg, params []byte) bool {
+	objs := [][]byte{msg}
+	if len(params) > 0 && params[0] == '{' {
+		objs = append(objs, params)
+		if meta, ok, _ := rawjson.Get(params, "_meta"); ok && len(meta) > 0 && meta[0] == '{' {
+			objs = append(objs, meta)
+		}
+	}
+	for _, o := range objs {
+		ms, err := rawjson.Members(o)
+		if err != nil {
+			continue
+		}
+		seen := make(map[string]bool, len(ms))
+		for _, m := range ms {
+			if seen[m.Key] {
+				return true
+			}
+			seen[m.Key] = true
+		}
+	}
+	return false
 }
 
 // readEnvelope reads a client message's id, method and params in one pass
@@ -506,6 +534,14 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) func(ctx context.C
 	env, ok := readEnvelope(msg)
 	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
 		return nil
+	}
+	if duplicateMembers(msg, env.Params) {
+		// encoding/json (mcp-go) keeps the last of two equal keys and the
+		// wire layer reads the first: such a request could carry a _meta
+		// the wire layer never saw. Refuse it.
+		return func(context.Context) []byte {
+			return response(env.ID, "error", []byte(`{"code":-32600,"message":"invalid request: a member name appears twice"}`))
+		}
 	}
 	h := directMethods[env.Method]
 	if h == nil {

@@ -117,7 +117,14 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 		p.httpCalls.Add(1)
 		defer p.httpCalls.Add(-1)
 		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-			st, err := p.stateFor(ctx, r.Header.Get(server.HeaderKeySessionID), r.Header)
+			sid := r.Header.Get(server.HeaderKeySessionID)
+			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+				sid = "" // mcp-go ignores session ids of stateless requests; so does the proxy
+			} else if sid != "" && !p.sessionOf(agent, sid) {
+				http.Error(w, "Session not found", http.StatusNotFound)
+				return
+			}
+			st, err := p.stateFor(ctx, sid, r.Header)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusNotFound)
 				return
@@ -175,6 +182,18 @@ func (p *Proxy) answerDirect(w http.ResponseWriter, r *http.Request, agent strin
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
 	_, _ = w.Write(append(out, '\n'))
+}
+
+// sessionOf reports whether sid is a live session of agent's endpoint.
+func (p *Proxy) sessionOf(agent, sid string) bool {
+	p.httpMu.Lock()
+	reg := p.httpSessions
+	p.httpMu.Unlock()
+	if reg == nil {
+		return false
+	}
+	terminated, err := (agentSessions{reg: reg, agent: agent}).Validate(sid)
+	return err == nil && !terminated
 }
 
 // statelessNotification reports a notification from a client of the

@@ -3,9 +3,10 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"sync"
 	"time"
 
@@ -34,7 +35,6 @@ const progressRetry = 2 * time.Millisecond
 type progressRelay struct {
 	p      *Proxy
 	mu     sync.Mutex
-	next   uint64
 	routes map[string]*progressRoute
 }
 
@@ -45,6 +45,7 @@ type directKey struct{}
 type progressRoute struct {
 	relay  *progressRelay
 	key    string
+	server string          // only this upstream's notifications reach the route
 	ctx    context.Context // the call's context: it carries the session
 	direct func([]byte)    // write in order with the call's response (stdio), or nil
 	token  any             // the client's token, as decoded (json.Number kept)
@@ -52,12 +53,13 @@ type progressRoute struct {
 	mu      sync.Mutex
 	latest  map[string]any
 	sending bool
+	closed  bool
 	idle    chan struct{} // closed when the sender has nothing left
 }
 
 // open rewrites meta's progress token for the upstream and registers the
 // route. With no token it returns meta and a nil route.
-func (r *progressRelay) open(ctx context.Context, meta json.RawMessage) (json.RawMessage, *progressRoute) {
+func (r *progressRelay) open(ctx context.Context, serverName string, meta json.RawMessage) (json.RawMessage, *progressRoute) {
 	if len(meta) == 0 || !bytes.Contains(meta, []byte("progressToken")) {
 		return meta, nil
 	}
@@ -69,10 +71,11 @@ func (r *progressRelay) open(ctx context.Context, meta json.RawMessage) (json.Ra
 	if err != nil || token == nil {
 		return meta, nil
 	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	key := "px-progress-" + hex.EncodeToString(b[:])
 	r.mu.Lock()
-	r.next++
-	key := "px-progress-" + strconv.FormatUint(r.next, 10)
-	route := &progressRoute{relay: r, key: key, ctx: ctx, token: token}
+	route := &progressRoute{relay: r, key: key, ctx: ctx, token: token, server: serverName}
 	route.direct, _ = ctx.Value(directKey{}).(func([]byte))
 	if r.routes == nil {
 		r.routes = map[string]*progressRoute{}
@@ -87,8 +90,8 @@ func (r *progressRelay) open(ctx context.Context, meta json.RawMessage) (json.Ra
 	return out, route
 }
 
-// deliver routes one upstream notifications/progress.
-func (r *progressRelay) deliver(params json.RawMessage) {
+// deliver routes one notifications/progress of upstream srv.
+func (r *progressRelay) deliver(srv string, params json.RawMessage) {
 	var m map[string]any
 	dec := json.NewDecoder(bytes.NewReader(params))
 	dec.UseNumber()
@@ -99,8 +102,8 @@ func (r *progressRelay) deliver(params json.RawMessage) {
 	r.mu.Lock()
 	route := r.routes[key]
 	r.mu.Unlock()
-	if route == nil {
-		return // a late notification of a finished call
+	if route == nil || route.server != srv {
+		return // a late notification, or another server's guess
 	}
 	m["progressToken"] = route.token
 	route.push(m)
@@ -109,6 +112,9 @@ func (r *progressRelay) deliver(params json.RawMessage) {
 func (rt *progressRoute) push(m map[string]any) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
+	if rt.closed {
+		return // the call has answered; its stream may be gone
+	}
 	rt.latest = m
 	if !rt.sending {
 		rt.sending = true
@@ -160,6 +166,7 @@ func (rt *progressRoute) close() {
 		return
 	}
 	rt.mu.Lock()
+	rt.closed = true
 	idle, sending := rt.idle, rt.sending
 	rt.mu.Unlock()
 	if sending {

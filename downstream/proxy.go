@@ -130,6 +130,9 @@ func New(opts Options) *Proxy {
 	})
 	hooks.AddOnUnregisterSession(func(ctx context.Context, s server.ClientSession) {
 		p.opts.Metrics.SessionClosed(agentFrom(ctx), transportOf(s))
+		if v, ok := p.states.Load(s.SessionID()); ok {
+			p.dropSubscriptions(v.(*sessionState))
+		}
 		if s.SessionID() != "stdio" {
 			p.states.Delete(s.SessionID())
 		}
@@ -170,6 +173,9 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 	p.agentsMu.Lock()
 	p.agents = map[string]*filter.Agent{}
 	p.agentsMu.Unlock()
+	p.viewsMu.Lock()
+	p.views = map[viewKey]*view{} // views of the old agents go with them
+	p.viewsMu.Unlock()
 	p.Refresh()
 }
 

@@ -109,7 +109,9 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		if err := json.Unmarshal(params, &ep); err != nil {
 			return nil, refuse(mcp.INVALID_PARAMS, "invalid elicitation/create params")
 		}
-		res, err := p.mcp.RequestElicitation(sctx, mcp.ElicitationRequest{Params: ep})
+		ectx, cancel := context.WithTimeout(sctx, p.serverTimeout(srv)) // a person answers: the call's own bound
+		defer cancel()
+		res, err := p.mcp.RequestElicitation(ectx, mcp.ElicitationRequest{Params: ep})
 		return marshalRelay(res, err, "elicitation")
 	default: // roots/list
 		if caps.Roots == nil {
@@ -243,7 +245,7 @@ func (w *rateWindow) allow(srv string, perMinute int, now time.Time) bool {
 func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
 	switch method {
 	case string(mcp.MethodNotificationProgress):
-		p.progress.deliver(params)
+		p.progress.deliver(srv, params)
 	case "notifications/message":
 		p.forwardLog(srv, params)
 	case "notifications/resources/updated":

@@ -131,7 +131,10 @@ func (p *Proxy) stateFor(ctx context.Context, sessionID string, header http.Head
 		}
 	}
 	if v, ok := p.states.Load(sessionID); ok && sessionID != "" {
-		return v.(*sessionState), nil
+		// A session's state serves its own agent's endpoint only.
+		if st := v.(*sessionState); st.agent.Name == agentFrom(ctx) || sessionID == "stdio" {
+			return st, nil
+		}
 	}
 	var perCall []string
 	if v, ok := header[http.CanonicalHeaderKey(allowedToolsHeader)]; ok {
@@ -160,6 +163,11 @@ type viewKey struct {
 // per (agent, per-call list, catalog) and shared by the sessions alike.
 func (p *Proxy) viewFor(st *sessionState) *view {
 	c := p.Catalog()
+	if st.perCall != nil {
+		// Client-chosen lists are not cached: a client could grow the cache
+		// without end by sending a new list each time.
+		return &view{catalog: c, listJSON: p.sessionList(&sessionState{agent: st.agent, perCall: st.perCall})}
+	}
 	key := viewKey{agent: st.agent, perCall: perCallKey(st.perCall)}
 	p.viewsMu.Lock()
 	defer p.viewsMu.Unlock()

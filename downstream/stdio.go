@@ -87,6 +87,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 // its input ends.
 func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
 	br := bufio.NewReaderSize(in, 64<<10)
+	answers := make(chan struct{}, maxDirectAnswers)
 	for {
 		line, err := readLine(br, maxRequestBytes)
 		if errors.Is(err, errLineTooLong) {
@@ -95,7 +96,12 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 			continue
 		}
 		if answer := pd.directAnswer(line, st); answer != nil {
-			go w.writeMessage(answer(ctx))
+			answers <- struct{}{} // at most maxDirectAnswers at once: backpressure on the client
+			pd.answering.Add(1)
+			go func() {
+				defer func() { <-answers; pd.answering.Done() }()
+				w.writeMessage(answer(ctx))
+			}()
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, wait := pd.inbound(line, st)
 			msg = append(msg, '\n')
@@ -119,11 +125,22 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 	}
 }
 
-// drain waits until no tool call of pd is in flight, at most stdioDrain.
+// maxDirectAnswers bounds the resources/prompts requests of one stdio
+// session answered at once.
+const maxDirectAnswers = 64
+
+// drain waits until no tool call of pd is in flight and every answer the
+// wire layer writes itself is out, at most stdioDrain.
 func (p *Proxy) drain(ctx context.Context, pd *pending) {
 	deadline := time.Now().Add(stdioDrain)
 	for time.Now().Before(deadline) && ctx.Err() == nil && pd.callsInFlight() {
 		time.Sleep(20 * time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() { pd.answering.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(time.Until(deadline)):
 	}
 }
 

@@ -189,6 +189,9 @@ func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.
 	if werr != nil {
 		return nil, werr
 	}
+	if st.session() == nil {
+		return nil, &wireError{Code: codeMethodNotFound, Message: "resources/subscribe needs a session; stateless 2026-07-28 clients subscribe with subscriptions/listen, which the proxy does not relay yet"}
+	}
 	srv, orig, _, up, werr := p.resourceRoute(st, uri)
 	if werr != nil {
 		return nil, werr
@@ -217,8 +220,44 @@ func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.
 		p.subs.m[k][st] = uri
 	} else {
 		delete(p.subs.m[k], st)
+		if len(p.subs.m[k]) == 0 {
+			delete(p.subs.m, k)
+		}
 	}
 	return json.RawMessage(`{}`), nil
+}
+
+// dropSubscriptions forgets an ended session's subscriptions, and
+// unsubscribes upstream from the resources nobody watches any more.
+func (p *Proxy) dropSubscriptions(st *sessionState) {
+	p.subs.mu.Lock()
+	var gone []string
+	for k, subs := range p.subs.m {
+		if _, ok := subs[st]; !ok {
+			continue
+		}
+		delete(subs, st)
+		if len(subs) == 0 {
+			delete(p.subs.m, k)
+			gone = append(gone, k)
+		}
+	}
+	p.subs.mu.Unlock()
+	for _, k := range gone {
+		srv, orig, _ := strings.Cut(k, "\x00")
+		if up := p.gen().ups[srv]; up != nil {
+			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
+			go func() { _, _ = p.forward(context.Background(), srv, up, "resources/unsubscribe", params) }()
+		}
+	}
+}
+
+// serverTimeout is a server's configured timeout (120 s when unknown).
+func (p *Proxy) serverTimeout(srv string) time.Duration {
+	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
+		return cfg.Timeout.D()
+	}
+	return 120 * time.Second
 }
 
 // resourceUpdated forwards an upstream's notifications/resources/updated to
@@ -278,7 +317,7 @@ func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawM
 	case "ref/resource":
 		uri, _ := stringMember(ref, "uri")
 		s, o, _, ok := p.Catalog().surface.route(uri, p.gen().serverNames())
-		if !ok || !st.agent.Granted(s) {
+		if cfg := p.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
 			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 		}
 		srv, member, orig = s, "uri", o
