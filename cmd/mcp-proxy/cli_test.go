@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -475,5 +476,31 @@ func TestServeStdio(t *testing.T) {
 	}
 	if strings.Contains(stderr.String(), `"level":"error"`) {
 		t.Errorf("errors logged:\n%s", stderr.String())
+	}
+}
+
+// TestMetricsPortTaken: a metrics listener that cannot bind is a warning;
+// the proxy keeps serving (SPEC §11).
+func TestMetricsPortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nmetrics: {listen: \""+taken.Addr().String()+"\"}\n"), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	rt, err := startRuntime(context.Background(), cfg, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.close()
+	stop := rt.serveMetrics(cfg)
+	stop()
+	if !strings.Contains(stderr.String(), "metrics listener not started; the proxy keeps serving") ||
+		!strings.Contains(stderr.String(), `"level":"warn"`) {
+		t.Fatalf("no warning for the taken port:\n%s", stderr.String())
 	}
 }
