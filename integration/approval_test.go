@@ -139,7 +139,7 @@ func TestApproval(t *testing.T) {
 			sopts = &mcp.ClientSessionOptions{ProtocolVersion: proto}
 		}
 		if tr == "stdio" {
-			cs, _, _ := rsStdioProxy(t, cfg, opts, sopts, "--agent", agent)
+			cs, _, _ := sdkStdioProxyCmd(t, cfg, opts, sopts, "--agent", agent)
 			return cs
 		}
 		return sdkHTTP(t, base+"/agents/"+agent+"/mcp", opts, sopts)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
 	"net"
 	"os"
 	"os/exec"
@@ -108,31 +109,10 @@ func setup() error {
 	return nil
 }
 
-// syncBuffer collects a process's output for the test to read while it runs.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// syncBuffer and tail are the shared test helpers (integration/internal/testproc).
+type syncBuffer = testproc.Buffer
 
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// tail returns the last n bytes of s, for failure messages.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+var tail = testproc.Tail
 
 // proc is a child process started by a test.
 type proc struct {

@@ -318,7 +318,7 @@ func TestPolicyStdio(t *testing.T) {
 
 	t.Run("agent", func(t *testing.T) {
 		t.Parallel()
-		cs, _, _ := rsStdioProxy(t, cfg, nil, nil, "--agent", "alice")
+		cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil, "--agent", "alice")
 		names := rsWaitListed(t, cs, callTimeout, "alpha__echo", "beta__echo")
 		if polHasPrefix(names, "gamma__") || hasName(names, "alpha__sleep") {
 			t.Errorf("--agent alice lists %v", names)
@@ -329,7 +329,7 @@ func TestPolicyStdio(t *testing.T) {
 
 	t.Run("allowed-tools", func(t *testing.T) {
 		t.Parallel()
-		cs, _, _ := rsStdioProxy(t, cfg, nil, nil, "--agent", "alice", "--allowed-tools", "beta__echo,gamma__echo")
+		cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil, "--agent", "alice", "--allowed-tools", "beta__echo,gamma__echo")
 		names := toolNames(listTools(t, cs))
 		if len(names) != 1 || names[0] != "beta__echo" {
 			t.Errorf("--agent alice --allowed-tools beta__echo,gamma__echo lists %v, want exactly [beta__echo]", names)

@@ -147,7 +147,7 @@ func TestResilienceHTTPRetryAndExpiry(t *testing.T) {
 	front := rsNewFront(t, up1)
 	front.refuseNext("tools/list", 1)
 	cfg := writeConfig(t, "", httpServer("web", front.url()))
-	cs, _, _ := rsStdioProxy(t, cfg, nil, nil)
+	cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil)
 
 	rsWaitListed(t, cs, callTimeout, "web__echo")
 	front.mu.Lock()

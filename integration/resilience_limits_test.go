@@ -23,7 +23,7 @@ func TestResilienceMaxResponseBytes(t *testing.T) {
 		httpServer("hbig", startFixtureHTTP(t, "-no-weird"), limit),
 		httpServer("hsse", startFixtureHTTP(t, "-no-weird", "-sse-responses"), limit),
 	)
-	cs, _, _ := rsStdioProxy(t, cfg, nil, nil)
+	cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil)
 	rsWaitListed(t, cs, callTimeout, "sbig__big", "hbig__big", "hsse__big")
 	// The limit counts one stdio line or HTTP body, but one whole SSE event
 	// (its "event:" and "data: " framing included, SPEC §9.2 "per event"),
@@ -85,7 +85,7 @@ func TestResilienceListChanged(t *testing.T) {
 			}}
 			var cs *mcp.ClientSession
 			if tr == "stdio" {
-				cs, _, _ = rsStdioProxy(t, cfg, opts, nil)
+				cs, _, _ = sdkStdioProxyCmd(t, cfg, opts, nil)
 			} else {
 				url, _ := startHTTPProxy(t, cfg)
 				cs = sdkHTTP(t, url, opts, nil)

@@ -136,7 +136,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			var log *syncBuffer
 			var cs *mcp.ClientSession
 			if tr == "stdio" {
-				c, _, stderr := rsStdioProxy(t, cfg, nil, nil)
+				c, _, stderr := sdkStdioProxyCmd(t, cfg, nil, nil)
 				cs, log = c, stderr
 			} else {
 				url, p := startHTTPProxy(t, cfg)

@@ -24,37 +24,6 @@ import (
 // badly, answer too much or change their tools. Helpers of these files start
 // with rs.
 
-// rsStdioProxy starts `mcp-proxy serve --config cfg <extra>` as the go-sdk
-// client's stdio server, like sdkStdioProxy, and also returns the command
-// (for the proxy's pid) and its stderr.
-func rsStdioProxy(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd, *syncBuffer) {
-	t.Helper()
-	stderr := &syncBuffer{}
-	cmd := proxyCmd(append([]string{"serve", "--config", cfg}, extra...)...)
-	cmd.Stderr = stderr
-	cmd.WaitDelay = exitTimeout
-	ctx := testCtx(t, startTimeout)
-	cs, err := mcp.NewClient(sdkImpl, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: exitTimeout}, sopts)
-	if err != nil {
-		t.Fatalf("go-sdk: connect to the stdio proxy: %v\nstderr:\n%s", err, tail(stderr.String(), 4000))
-	}
-	t.Cleanup(func() {
-		if err := cs.Close(); err != nil {
-			t.Errorf("closing the stdio proxy session: %v", err)
-		}
-		if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
-			t.Errorf("the stdio proxy exited with %v after stdin closed", cmd.ProcessState)
-		}
-		if s := stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-			t.Errorf("the stdio proxy reported a data race:\n%s", s)
-		}
-		if t.Failed() {
-			t.Logf("stdio proxy stderr (tail):\n%s", tail(stderr.String(), 6000))
-		}
-	})
-	return cs, cmd, stderr
-}
-
 // rsRecordedFixture is a fixture server whose tools/calls and cancellations
 // go to a record file (FIXTURE_RECORD, passed through the server's env).
 func rsRecordedFixture(t testing.TB, name string, args []string, extra ...string) (yaml, record string) {
@@ -289,7 +258,7 @@ func TestResilienceKillUpstream(t *testing.T) {
 			var proxyPID int
 			if tr == "stdio" {
 				var cmd *exec.Cmd
-				cs, cmd, _ = rsStdioProxy(t, cfg, nil, nil)
+				cs, cmd, _ = sdkStdioProxyCmd(t, cfg, nil, nil)
 				proxyPID = cmd.Process.Pid
 			} else {
 				url, p := startHTTPProxy(t, cfg)
@@ -442,7 +411,7 @@ func TestResilienceStuckUpstreams(t *testing.T) {
 
 	t.Run("serve", func(t *testing.T) {
 		t.Parallel()
-		cs, _, stderr := rsStdioProxy(t, cfg, nil, nil)
+		cs, _, stderr := sdkStdioProxyCmd(t, cfg, nil, nil)
 		start := time.Now()
 		names := toolNames(listTools(t, cs))
 		took := time.Since(start)

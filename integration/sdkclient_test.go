@@ -26,8 +26,16 @@ var sdkImpl = &mcp.Implementation{Name: "mcp-proxy-integration", Version: "1.0.0
 // stdio server and returns the initialized session. opts may be nil.
 func sdkStdioProxy(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, *syncBuffer) {
 	t.Helper()
+	cs, _, stderr := sdkStdioProxyCmd(t, cfg, opts, sopts)
+	return cs, stderr
+}
+
+// sdkStdioProxyCmd is sdkStdioProxy with extra proxy arguments that also
+// returns the command (for the proxy's pid).
+func sdkStdioProxyCmd(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions, extra ...string) (*mcp.ClientSession, *exec.Cmd, *syncBuffer) {
+	t.Helper()
 	stderr := &syncBuffer{}
-	cmd := proxyCmd("serve", "--config", cfg)
+	cmd := proxyCmd(append([]string{"serve", "--config", cfg}, extra...)...)
 	cmd.Stderr = stderr
 	cmd.WaitDelay = exitTimeout // bounds Wait if a grandchild kept stderr open
 	ctx := testCtx(t, startTimeout)
@@ -49,7 +57,7 @@ func sdkStdioProxy(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *mcp
 			t.Logf("stdio proxy stderr (tail):\n%s", tail(stderr.String(), 6000))
 		}
 	})
-	return cs, stderr
+	return cs, cmd, stderr
 }
 
 // sdkHTTP connects the go-sdk client to a Streamable HTTP endpoint.

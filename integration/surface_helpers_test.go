@@ -40,29 +40,7 @@ type sfProxy struct {
 // memory figures) and its stderr.
 func sfStdioProxy(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *mcp.ClientSessionOptions) *sfProxy {
 	t.Helper()
-	stderr := &syncBuffer{}
-	cmd := proxyCmd("serve", "--config", cfg)
-	cmd.Stderr = stderr
-	cmd.WaitDelay = exitTimeout
-	ctx := testCtx(t, startTimeout)
-	cs, err := mcp.NewClient(sdkImpl, opts).Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: exitTimeout}, sopts)
-	if err != nil {
-		t.Fatalf("go-sdk: connect to the stdio proxy: %v\nstderr:\n%s", err, tail(stderr.String(), 4000))
-	}
-	t.Cleanup(func() {
-		if err := cs.Close(); err != nil {
-			t.Errorf("closing the stdio proxy session: %v", err)
-		}
-		if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
-			t.Errorf("the stdio proxy exited with %v after stdin closed", cmd.ProcessState)
-		}
-		if s := stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-			t.Errorf("the stdio proxy reported a data race:\n%s", s)
-		}
-		if t.Failed() {
-			t.Logf("stdio proxy stderr (tail):\n%s", tail(stderr.String(), 6000))
-		}
-	})
+	cs, cmd, stderr := sdkStdioProxyCmd(t, cfg, opts, sopts)
 	return &sfProxy{cs: cs, pid: cmd.Process.Pid, stderr: stderr}
 }
 

@@ -211,7 +211,7 @@ func TestTLSCustomCA(t *testing.T) {
 	})
 
 	t.Run("serve", func(t *testing.T) {
-		cs, _, _ := rsStdioProxy(t, cfg, nil, nil)
+		cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil)
 		names := rsWaitListed(t, cs, callTimeout, "ok__echo", "secure__echo", "linked__echo")
 		for _, n := range names {
 			if server, _, ok := strings.Cut(n, "__"); ok && failing[server] != "" {

@@ -1,10 +1,10 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
 	"net"
 	"net/http"
 	"os"
@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 )
@@ -70,31 +69,10 @@ func buildBinaries(root, dir string) (proxy, server string, err error) {
 	return proxy, server, nil
 }
 
-// logBuffer collects a process's stderr while it runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// logBuffer and tail are the shared test helpers (integration/internal/testproc).
+type logBuffer = testproc.Buffer
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// tail returns the last n bytes of s, for failure messages.
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+var tail = testproc.Tail
 
 // proc is a long-running child of a test (a server), in its own process
 // group, with its stderr captured.
@@ -245,48 +223,9 @@ func startServer(name, readyPath string, newCmd func(port int) *exec.Cmd) (*proc
 	return nil, 0, lastErr
 }
 
-// processesRunning returns the pids of live (not zombie) processes whose
-// argv[0] is binary. The binaries live in the test's own temporary
-// directory, so only this test's processes match.
-func processesRunning(binary string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		if argv0, _, _ := strings.Cut(string(raw), "\x00"); argv0 != binary {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+// processesRunning returns the pids of live processes running binary.
+func processesRunning(binary string) []int { return testproc.Running(binary) }
 
 // waitGone waits until no process runs binary, at most d, and returns the
 // pids still running then.
-func waitGone(binary string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		pids := processesRunning(binary)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return pids
-		}
-		time.Sleep(pollInterval)
-	}
-}
+func waitGone(binary string, d time.Duration) []int { return testproc.WaitGone(d, binary) }

@@ -2,14 +2,12 @@ package scaleout
 
 import (
 	"bufio"
-	"bytes"
 	"context"
+	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,30 +60,10 @@ func buildBinaries(t *testing.T) (proxy, fixture string) {
 	return proxy, fixture
 }
 
-// logBuffer collects a process's stderr while it runs.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+// logBuffer and tail are the shared test helpers (integration/internal/testproc).
+type logBuffer = testproc.Buffer
 
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-func tail(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return "…" + s[len(s)-n:]
-}
+var tail = testproc.Tail
 
 // proc is a child process of the test, in its own process group.
 type proc struct {
@@ -198,56 +176,8 @@ func (p *proc) kill(t *testing.T) {
 	}
 }
 
-// processesRunning returns the pids of live (not zombie) processes whose
-// argv[0] is binary and whose arguments include arg. The binary lives in
-// the test's own temporary directory, so only this test's processes
-// match.
-func processesRunning(binary, arg string) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		raw, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(raw) == 0 {
-			continue
-		}
-		argv := strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00")
-		if argv[0] != binary {
-			continue
-		}
-		found := false
-		for _, a := range argv[1:] {
-			found = found || a == arg
-		}
-		if !found {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		if i := bytes.LastIndexByte(stat, ')'); i >= 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
-			continue
-		}
-		pids = append(pids, pid)
-	}
-	return pids
-}
+// processesRunning returns the pids of live processes running binary with arg.
+func processesRunning(binary, arg string) []int { return testproc.Running(binary, arg) }
 
 // waitGone waits until no process runs binary with arg, at most d.
-func waitGone(binary, arg string, d time.Duration) []int {
-	deadline := time.Now().Add(d)
-	for {
-		pids := processesRunning(binary, arg)
-		if len(pids) == 0 || time.Now().After(deadline) {
-			return pids
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
+func waitGone(binary, arg string, d time.Duration) []int { return testproc.WaitGone(d, binary, arg) }

@@ -1,0 +1,38 @@
+package testproc
+
+import (
+	"os"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestTail(t *testing.T) {
+	if Tail("abc", 5) != "abc" || Tail("abcdef", 2) != "…ef" {
+		t.Fatal(Tail("abcdef", 2))
+	}
+}
+
+// TestRunning finds a child by binary and argument, and not once it exited.
+func TestRunning(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(sleep, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	if pids := Running(sleep, "30"); !slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("Running(%s, 30) = %v, want %d in it", sleep, pids, cmd.Process.Pid)
+	}
+	if slices.Contains(Running(sleep, "31"), cmd.Process.Pid) {
+		t.Fatal("matched a process without the argument")
+	}
+	_ = cmd.Process.Signal(os.Kill)
+	_ = cmd.Wait()
+	if pids := WaitGone(2*time.Second, sleep, "30"); slices.Contains(pids, cmd.Process.Pid) {
+		t.Fatalf("still running after kill: %v", pids)
+	}
+}
