@@ -1,14 +1,6 @@
 package integration
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -20,72 +12,9 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
-	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testpki"
 )
-
-// rsTestCA is a CA made for one test and a server certificate it signed
-// for 127.0.0.1.
-type rsTestCA struct {
-	pem    []byte // the CA certificate, PEM
-	server tls.Certificate
-}
-
-func rsNewCA(t testing.TB) rsTestCA {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "mcp-proxy integration test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1")},
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caCert, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return rsTestCA{
-		pem:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		server: tls.Certificate{Certificate: [][]byte{srvDER}, PrivateKey: srvKey},
-	}
-}
-
-// rsTLSServer serves h over TLS with the CA's server certificate.
-func rsTLSServer(t testing.TB, ca rsTestCA, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.server}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // rsReverseProxy forwards every request to the upstream at target.
 func rsReverseProxy(t testing.TB, target string) http.Handler {
@@ -112,10 +41,10 @@ func rsReverseProxy(t testing.TB, target string) http.Handler {
 // other servers of the config keep working.
 func TestTLSCustomCA(t *testing.T) {
 	t.Parallel()
-	ca := rsNewCA(t)
+	ca := testpki.New(t)
 	dir := t.TempDir()
 	caPath := filepath.Join(dir, "ca.pem")
-	if err := os.WriteFile(caPath, ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	linkPath := filepath.Join(dir, "ca-link.pem")
@@ -127,7 +56,7 @@ func TestTLSCustomCA(t *testing.T) {
 		t.Fatal(err)
 	}
 	bigPath := filepath.Join(dir, "big.pem")
-	bigPEM := append([]byte(nil), ca.pem...)
+	bigPEM := append([]byte(nil), ca.PEM...)
 	for len(bigPEM) < 2<<20 {
 		bigPEM = append(bigPEM, "padding outside any PEM block, which PEM decoders skip\n"...)
 	}
@@ -143,7 +72,7 @@ func TestTLSCustomCA(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	secure := rsTLSServer(t, ca, rsReverseProxy(t, startFixtureHTTP(t, "-no-weird")))
+	secure := ca.Server(t, rsReverseProxy(t, startFixtureHTTP(t, "-no-weird")))
 	var plainRequests, plainConns atomic.Int64
 	plain := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		plainRequests.Add(1)
@@ -157,7 +86,7 @@ func TestTLSCustomCA(t *testing.T) {
 	plain.Start()
 	t.Cleanup(plain.Close)
 	var redirects atomic.Int64
-	redirector := rsTLSServer(t, ca, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	redirector := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		redirects.Add(1)
 		http.Redirect(w, r, plain.URL+"/mcp", http.StatusTemporaryRedirect)
 	}))
@@ -239,7 +168,7 @@ func TestTLSCustomCA(t *testing.T) {
 func TestTLSConfigErrors(t *testing.T) {
 	t.Parallel()
 	ca := filepath.Join(t.TempDir(), "ca.pem")
-	if err := os.WriteFile(ca, rsNewCA(t).pem, 0o600); err != nil {
+	if err := os.WriteFile(ca, testpki.New(t).PEM, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	cfg := writeConfig(t, "",

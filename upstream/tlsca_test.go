@@ -3,18 +3,12 @@
 package upstream
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
 	"crypto/x509"
-	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
-	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,74 +21,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/testpki"
 	"github.com/rs/zerolog"
 )
-
-// testCA is a private CA and a server certificate it signed for
-// 127.0.0.1 and localhost.
-type testCA struct {
-	pem    []byte
-	server tls.Certificate
-}
-
-func newTestCA(t *testing.T) testCA {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	now := time.Now()
-	caTmpl := &x509.Certificate{
-		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "mcp-proxy test CA"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caCert, err := x509.ParseCertificate(caDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2),
-		Subject:      pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		IPAddresses:  []net.IP{net.IPv4(127, 0, 0, 1), net.IPv6loopback},
-		DNSNames:     []string{"localhost"},
-	}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return testCA{
-		pem:    pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
-		server: tls.Certificate{Certificate: [][]byte{leafDER}, PrivateKey: leafKey},
-	}
-}
-
-// tlsServer starts an https test server with the CA's server certificate.
-func (ca testCA) tlsServer(t *testing.T, h http.Handler) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewUnstartedServer(h)
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{ca.server}}
-	srv.Config.ErrorLog = log.New(io.Discard, "", 0) // handshake failures are expected
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 func writeFile(t *testing.T, dir, name string, data []byte) string {
 	t.Helper()
@@ -106,12 +35,12 @@ func writeFile(t *testing.T, dir, name string, data []byte) string {
 }
 
 func TestLoadCAPoolTrustsTheCA(t *testing.T) {
-	ca := newTestCA(t)
-	srv := ca.tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	ca := testpki.New(t)
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "hello")
 	}))
 	dir := t.TempDir()
-	caPath := writeFile(t, dir, "ca.pem", ca.pem)
+	caPath := writeFile(t, dir, "ca.pem", ca.PEM)
 	link := filepath.Join(dir, "current.pem")
 	if err := os.Symlink(caPath, link); err != nil {
 		t.Fatal(err)
@@ -146,7 +75,7 @@ func TestLoadCAPoolTrustsTheCA(t *testing.T) {
 }
 
 func TestLoadCAPoolErrors(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.New(t)
 	dir := t.TempDir()
 	q := func(p string) string { return fmt.Sprintf("tls_ca_cert_path %q: ", p) }
 
@@ -176,7 +105,7 @@ func TestLoadCAPoolErrors(t *testing.T) {
 	garbageDER := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: []byte("not DER at all")})
 	_, derErr := x509.ParseCertificate([]byte("not DER at all"))
 	keyOnly := pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte{1, 2, 3}})
-	oversized := append(append([]byte{}, ca.pem...), make([]byte, maxCAFileBytes+1-len(ca.pem))...)
+	oversized := append(append([]byte{}, ca.PEM...), make([]byte, maxCAFileBytes+1-len(ca.PEM))...)
 
 	tests := []struct {
 		name string
@@ -197,7 +126,7 @@ func TestLoadCAPoolErrors(t *testing.T) {
 		{"garbage PEM", writeFile(t, dir, "garbage.pem", []byte("-----BEGIN CERTIFICATE-----\n!!!not base64!!!\n-----END CERTIFICATE-----\n")),
 			q(filepath.Join(dir, "garbage.pem")) + "no PEM CERTIFICATE block found"},
 		{"garbage DER", writeFile(t, dir, "der.pem", garbageDER), q(filepath.Join(dir, "der.pem")) + "PEM block 1: " + derErr.Error()},
-		{"good then garbage", writeFile(t, dir, "mixed.pem", append(append([]byte{}, ca.pem...), garbageDER...)),
+		{"good then garbage", writeFile(t, dir, "mixed.pem", append(append([]byte{}, ca.PEM...), garbageDER...)),
 			q(filepath.Join(dir, "mixed.pem")) + "PEM block 2: " + derErr.Error()},
 	}
 	if _, err := os.Stat("/dev/null"); err == nil {
@@ -233,8 +162,8 @@ func TestLoadCAPoolErrors(t *testing.T) {
 }
 
 func TestLoadCAPoolLimitIsInclusive(t *testing.T) {
-	ca := newTestCA(t)
-	padded := append(append([]byte{}, ca.pem...), []byte(strings.Repeat("\n", maxCAFileBytes-len(ca.pem)))...)
+	ca := testpki.New(t)
+	padded := append(append([]byte{}, ca.PEM...), []byte(strings.Repeat("\n", maxCAFileBytes-len(ca.PEM)))...)
 	path := writeFile(t, t.TempDir(), "ca.pem", padded)
 	if _, err := LoadCAPool(path); err != nil {
 		t.Fatalf("a 1 MiB file was refused: %v", err)
@@ -275,18 +204,18 @@ func errText(err error) string {
 }
 
 func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.New(t)
 	var plainHits atomic.Int32
 	plain := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
 		plainHits.Add(1)
 	}))
 	defer plain.Close()
 	target := plain.URL + "/mcp?token=s3cr3t"
-	secure := ca.tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	secure := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, target, http.StatusTemporaryRedirect)
 	}))
 
-	pool, err := LoadCAPool(writeFile(t, t.TempDir(), "ca.pem", ca.pem))
+	pool, err := LoadCAPool(writeFile(t, t.TempDir(), "ca.pem", ca.PEM))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -341,9 +270,9 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 }
 
 func TestRedirectsWithinHTTPS(t *testing.T) {
-	ca := newTestCA(t)
+	ca := testpki.New(t)
 	var hits atomic.Int32
-	srv := ca.tlsServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := ca.Server(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		hits.Add(1)
 		switch r.URL.Path {
 		case "/moved":
@@ -355,7 +284,7 @@ func TestRedirectsWithinHTTPS(t *testing.T) {
 			_, _ = w.Write(body)
 		}
 	}))
-	pool, err := LoadCAPool(writeFile(t, t.TempDir(), "ca.pem", ca.pem))
+	pool, err := LoadCAPool(writeFile(t, t.TempDir(), "ca.pem", ca.PEM))
 	if err != nil {
 		t.Fatal(err)
 	}
