@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -93,22 +94,7 @@ func FuzzReadLine(f *testing.F) {
 }
 
 // syncBuffer is an io.Writer safe for concurrent use.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testproc.Buffer
 
 func TestStdioWriterSplitWrites(t *testing.T) {
 	p := frontProxy(t)

@@ -7,7 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"net"
 	"os"
 	"os/exec"

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // fixtureDir holds the fixture binary, built once for the whole package.
@@ -59,22 +60,7 @@ func fixtureBin(t *testing.T) string {
 
 // syncBuffer is an io.Writer safe for concurrent use (logs are written from
 // several goroutines).
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
+type syncBuffer = testproc.Buffer
 
 // runCLI runs the program in-process with empty stdin.
 func runCLI(t *testing.T, args ...string) (stdout, stderr string, err error) {

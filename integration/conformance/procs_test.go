@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"net"
 	"net/http"
 	"os"

@@ -3,7 +3,7 @@ package scaleout
 import (
 	"bufio"
 	"context"
-	"github.com/mcp-proxy/mcp-proxy/integration/internal/testproc"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"os"
 	"os/exec"
 	"path/filepath"

@@ -1,4 +1,4 @@
-// Package testproc holds what the end-to-end test packages share about the
+// Package testproc holds what the test packages share about the
 // processes they start: a concurrency-safe output buffer, the tail of a
 // log for failure messages, and a scan of /proc for processes still
 // running a given binary.
