@@ -130,7 +130,9 @@ func FuzzMembersValidity(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		ms, err := Members(b)
 		var asObject map[string]json.RawMessage
-		isObject := json.Valid(b) && json.Unmarshal(b, &asObject) == nil
+		// Unmarshal of null into a map succeeds and leaves it nil: null is
+		// not an object.
+		isObject := json.Valid(b) && json.Unmarshal(b, &asObject) == nil && asObject != nil
 		if (err == nil) != isObject {
 			t.Fatalf("Members(%q) err = %v, but encoding/json object = %v", b, err, isObject)
 		}
