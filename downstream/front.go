@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -125,7 +126,13 @@ type pending struct {
 	// the wire layer writes (stdio); nil when the transport has no such path.
 	direct func(msg []byte)
 	// answering counts the answers the wire layer is writing itself (stdio).
-	answering sync.WaitGroup
+	// A counter, not a WaitGroup: a signal's drain waits while the read
+	// loop may still start answers.
+	answering atomic.Int64
+	// fastCalls is set on stdio, where the wire layer answers tools/call
+	// itself (direct_tools.go); calls tracks those calls.
+	fastCalls bool
+	calls     directCalls
 	mu        sync.Mutex
 	m         map[string]*pendingEntry
 }
@@ -530,10 +537,18 @@ func (pd *pending) callsInFlight() bool {
 // when msg is a request of the resources/prompts surface (surface_calls.go),
 // else nil. The function blocks on the upstream; callers run it off their
 // read loop.
-func (pd *pending) directAnswer(msg []byte, st *sessionState) func(ctx context.Context) []byte {
+//
+// call is true for a tools/call (the fast path of direct_tools.go, taken on
+// stdio only): it may wait on the client's answers to server requests.
+// A client's notifications/cancelled for a fast-path call cancels it here;
+// the notification still goes on to mcp-go, which ignores the id.
+func (pd *pending) directAnswer(msg []byte, st *sessionState) (answer func(ctx context.Context) []byte, call bool) {
 	env, ok := readEnvelope(msg)
+	if ok && len(env.ID) == 0 && pd.fastCalls {
+		pd.calls.cancelled(env)
+	}
 	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
-		return nil
+		return nil, false
 	}
 	if duplicateMembers(msg, env.Params) {
 		// encoding/json (mcp-go) keeps the last of two equal keys and the
@@ -541,11 +556,23 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) func(ctx context.C
 		// the wire layer never saw. Refuse it.
 		return func(context.Context) []byte {
 			return response(env.ID, "error", []byte(`{"code":-32600,"message":"invalid request: a member name appears twice"}`))
+		}, false
+	}
+	switch env.Method {
+	case string(mcp.MethodToolsList):
+		if pd.fastLists(st, env.Params) {
+			return pd.directList(env, st), false
 		}
+		return nil, false
+	case string(mcp.MethodToolsCall):
+		if sess := legacySession(st, env.Params); sess != nil && pd.fastCalls {
+			return pd.directCall(env, st, sess), true
+		}
+		return nil, false
 	}
 	h := directMethods[env.Method]
 	if h == nil {
-		return nil
+		return nil, false
 	}
 	var meta json.RawMessage
 	if len(env.Params) > 0 {
@@ -570,5 +597,5 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) func(ctx context.C
 			}
 		}
 		return response(env.ID, "result", res)
-	}
+	}, false
 }

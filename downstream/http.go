@@ -129,7 +129,7 @@ func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
 				http.Error(w, err.Error(), http.StatusNotFound)
 				return
 			}
-			if answer := pd.directAnswer(body, st); answer != nil {
+			if answer, _ := pd.directAnswer(body, st); answer != nil {
 				p.answerDirect(w, r.WithContext(ctx), agent, answer)
 				return
 			}

@@ -42,6 +42,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	defer pd.release()
 	w := &stdioWriter{out: out, pd: pd}
 	pd.direct = w.writeMessage
+	pd.fastCalls = true
 	pr, pw := io.Pipe()
 
 	srv := server.NewStdioServer(p.mcp)
@@ -57,7 +58,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
-		err := p.pumpStdin(ctx, in, pw, pd, w, st)
+		err := p.pumpStdin(ctx, lctx, in, pw, pd, w, st)
 		pw.CloseWithError(err)
 	}()
 	go func() {
@@ -84,8 +85,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 // pumpStdin reads client lines, passes each through the wire layer and on to
 // mcp-go. At EOF it waits for in-flight tool calls (at most stdioDrain)
 // before ending mcp-go's input, because mcp-go cancels running handlers when
-// its input ends.
-func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
+// its input ends. Answers the wire layer writes itself run under answerCtx,
+// which outlives a shutdown signal (ctx) until the drain is over.
+func (p *Proxy) pumpStdin(ctx, answerCtx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	answers := make(chan struct{}, maxDirectAnswers)
 	for {
@@ -95,12 +97,19 @@ func (p *Proxy) pumpStdin(ctx context.Context, in io.Reader, pw io.Writer, pd *p
 				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request exceeds the %d-byte limit"}}`, maxRequestBytes)))
 			continue
 		}
-		if answer := pd.directAnswer(line, st); answer != nil {
-			answers <- struct{}{} // at most maxDirectAnswers at once: backpressure on the client
+		if answer, call := pd.directAnswer(line, st); answer != nil {
+			release := func() {}
+			if !call {
+				// At most maxDirectAnswers at once: backpressure on the
+				// client. Tool calls are bounded by maxDirectCalls instead,
+				// since the loop must go on reading the answers they wait on.
+				answers <- struct{}{}
+				release = func() { <-answers }
+			}
 			pd.answering.Add(1)
 			go func() {
-				defer func() { <-answers; pd.answering.Done() }()
-				w.writeMessage(answer(ctx))
+				defer func() { release(); pd.answering.Add(-1) }()
+				w.writeMessage(answer(answerCtx))
 			}()
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, wait := pd.inbound(line, st)
@@ -133,14 +142,8 @@ const maxDirectAnswers = 64
 // wire layer writes itself is out, at most stdioDrain.
 func (p *Proxy) drain(ctx context.Context, pd *pending) {
 	deadline := time.Now().Add(stdioDrain)
-	for time.Now().Before(deadline) && ctx.Err() == nil && pd.callsInFlight() {
+	for time.Now().Before(deadline) && ctx.Err() == nil && (pd.callsInFlight() || pd.answering.Load() > 0) {
 		time.Sleep(20 * time.Millisecond)
-	}
-	done := make(chan struct{})
-	go func() { pd.answering.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(time.Until(deadline)):
 	}
 }
 

@@ -1,0 +1,118 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestReadCallParams(t *testing.T) {
+	tests := []struct {
+		params, name, args, meta, err string
+	}{
+		{params: `{"name":"a__b","arguments":{"x":1},"_meta":{"progressToken":1}}`, name: "a__b", args: `{"x":1}`, meta: `{"progressToken":1}`},
+		{params: `{"name":"a","arguments":null,"_meta":null}`, name: "a", args: `null`},
+		{params: `{"name":"a\u0062"}`, name: "ab"},
+		{params: `{"name":""}`, name: ""},
+		{params: `{"arguments":{}}`, err: "needs a tool name"},
+		{params: `{"name":7}`, err: "must be a string"},
+		{params: `{"name":"a","arguments":[1]}`, err: "arguments must be an object"},
+		{params: `{"name":"a","arguments":"x"}`, err: "arguments must be an object"},
+		{params: `{"name":"a","_meta":[]}`, err: "_meta must be an object"},
+		{params: `[]`, err: "needs a params object"},
+		{params: ``, err: "needs a params object"},
+		{params: `{"name":"a",}`, err: "invalid params"},
+	}
+	for _, tt := range tests {
+		c, werr := readCallParams(json.RawMessage(tt.params))
+		switch {
+		case tt.err != "":
+			if werr == nil || werr.Code != codeInvalidParams || !strings.Contains(werr.Message, tt.err) {
+				t.Errorf("readCallParams(%s) = %+v; want -32602 mentioning %q", tt.params, werr, tt.err)
+			}
+		case werr != nil:
+			t.Errorf("readCallParams(%s): %v", tt.params, werr)
+		case c.name != tt.name || string(c.args) != tt.args || string(c.meta) != tt.meta:
+			t.Errorf("readCallParams(%s) = %q %s %s; want %q %s %s", tt.params, c.name, c.args, c.meta, tt.name, tt.args, tt.meta)
+		}
+	}
+}
+
+func TestDirectCallsBounds(t *testing.T) {
+	var d directCalls
+	noop := func() {}
+	if !d.add(exactIDKey(json.RawMessage(`12345678901234567890`)), noop) ||
+		!d.add(exactIDKey(json.RawMessage(`12345678901234567891`)), noop) {
+		t.Fatal("ids that differ beyond float64 precision collided")
+	}
+	if d.add(exactIDKey(json.RawMessage(`"x"`)), noop) != true || d.add(exactIDKey(json.RawMessage(`"\u0078"`)), noop) {
+		t.Error("a repeated string id (spelled differently) was taken as a new call")
+	}
+	for i := len(d.cancel); i < maxDirectCalls; i++ {
+		if !d.add(fmt.Sprint("n:", i+100), noop) {
+			t.Fatalf("call %d refused below the bound", i)
+		}
+	}
+	if d.add("n:over", noop) {
+		t.Errorf("call %d taken beyond maxDirectCalls", maxDirectCalls+1)
+	}
+	d.done(exactIDKey(json.RawMessage(`"x"`)))
+	if !d.add("n:over", noop) {
+		t.Error("a freed place was not reused")
+	}
+}
+
+// The stdio fast path keeps what mcp-go gave a tools/call: a tool call
+// cancelled by the client ends upstream and answers; a malformed call gets
+// -32602; a repeated id of a call in flight is refused and the first call
+// still answers.
+func TestServeStdioFastPathCalls(t *testing.T) {
+	fx := connected(echoTool)
+	upstreamDone := make(chan error, 4)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if strings.Contains(string(params), `"wait"`) {
+			select {
+			case <-ctx.Done():
+				upstreamDone <- ctx.Err()
+				return nil, ctx.Err()
+			case <-time.After(5 * time.Second):
+				upstreamDone <- nil
+			}
+		}
+		return json.RawMessage(echoResult), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	c := startStdio(t, p)
+
+	c.initialize()
+
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{"wait":true}}}`)
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
+	if got := c.recv(`5`); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "repeated request id") {
+		t.Errorf("repeated id in flight = %s; want a -32000 refusal", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"user"}}`)
+	select {
+	case err := <-upstreamDone:
+		if err == nil {
+			t.Fatal("the upstream request was not cancelled")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not cancelled")
+	}
+	if got := c.recv(`5`); !strings.Contains(got, "request cancelled") {
+		t.Errorf("cancelled call answered %s", got)
+	}
+
+	c.send(`{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"fx__echo","arguments":[1]}}`)
+	if got := c.recv(`6`); !strings.Contains(got, `"code":-32602`) {
+		t.Errorf("malformed call = %s; want -32602", got)
+	}
+	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"}}}`)
+	if got, want := c.recv(`7`), `{"jsonrpc":"2.0","id":7,"result":`+echoResult+`}`; got != want {
+		t.Errorf("call = %s\nwant %s", got, want)
+	}
+}
