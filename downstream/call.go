@@ -87,6 +87,10 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	}
 	result, werr := p.forwardCall(ctx, st, req.Params.Name, req.Params.RawArguments, meta, linkSupported(ctx))
 	if werr != nil && werr.input != nil {
+		if raw, err := inputResult(werr.input); sl != nil && err == nil {
+			sl.set(raw, nil)
+			return &mcp.CallToolResult{Content: []mcp.Content{}}, nil
+		}
 		return werr.input, nil // the slot stays empty: mcp-go's answer goes out as it is
 	}
 	if sl != nil {
@@ -102,11 +106,38 @@ func (p *Proxy) callTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.Cal
 	return typedResult(result)
 }
 
+// inputResult encodes an input_required result. mcp-go leaves out the
+// params of a roots/list input request, which the schema makes optional but
+// the official Go SDK fails to decode; "params": {} suits both.
+func inputResult(r *mcp.CallToolResult) (json.RawMessage, error) {
+	reqs := make(map[string]json.RawMessage, len(r.InputRequests))
+	for k, ir := range r.InputRequests {
+		b, err := json.Marshal(ir)
+		if err != nil {
+			return nil, err
+		}
+		if _, has, _ := rawjson.Get(b, "params"); !has {
+			if b, err = rawjson.Set(b, "params", []byte(`{}`)); err != nil {
+				return nil, err
+			}
+		}
+		reqs[k] = b
+	}
+	out := map[string]any{"resultType": r.ResultType, "inputRequests": reqs}
+	if r.RequestState != "" {
+		out["requestState"] = r.RequestState
+	}
+	return json.Marshal(out)
+}
+
 // forwardCall routes one tools/call to its upstream and returns the raw
 // result or the error to send downstream.
 func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
 	if res, werr, own := p.ownCall(ctx, st, name, args, meta, linkOK); own {
 		return res, werr
+	}
+	if rt, _ := ctx.Value(roundTripKey{}).(*roundTrip); rt != nil && isParkToken(rt.state) {
+		return p.resumeParked(ctx, st, name, meta, rt) // a later round of a parked call (mrtr.go)
 	}
 	entry, ok := p.Catalog().Lookup(name)
 	if !ok {
@@ -138,20 +169,43 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		return refusal, nil
 	}
 	args = withoutApproved(args)
-	end := p.calls.begin(entry.Server, st)
-	defer end()
 	meta, progress := p.progress.open(ctx, entry.Server, meta)
-	defer progress.close()
 	params, err := callParams(entry.Name, args, meta)
 	if err != nil {
+		progress.close()
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid tools/call params: " + sanitize.Error(err.Error())}
 	}
-	timeout := scfg.Timeout.D()
+	c := &upstreamCall{st: st, entry: entry, up: up, timeout: scfg.Timeout.D(), params: params, progress: progress, linkOK: linkOK}
+	if parkable(ctx, st) {
+		return p.startParked(ctx, c)
+	}
+	return p.runCall(ctx, c)
+}
+
+// upstreamCall is one tools/call on its way to an upstream, past the policy
+// and approval gates.
+type upstreamCall struct {
+	st       *sessionState
+	entry    *ToolEntry
+	up       Upstream
+	timeout  time.Duration
+	params   json.RawMessage
+	progress *progressRoute // closed by runCall
+	linkOK   bool
+}
+
+// runCall sends the call upstream and waits for its outcome.
+func (p *Proxy) runCall(ctx context.Context, c *upstreamCall) (json.RawMessage, *wireError) {
+	entry, up, timeout, agent := c.entry, c.up, c.timeout, c.st.agent.Name
+	log := p.log.With().Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name).Logger()
+	end := p.calls.begin(entry.Server, c.st)
+	defer end()
+	defer c.progress.close()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
 	start := time.Now()
-	result, err := up.Request(cctx, "tools/call", params)
+	result, err := up.Request(cctx, "tools/call", c.params)
 	elapsed := time.Since(start)
 	outcome, werr := p.classify(entry, result, err, ctx, cctx, timeout)
 	p.opts.Metrics.ToolCall(entry.Server, entry.Name, outcome, elapsed)
@@ -160,7 +214,7 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		return nil, werr
 	}
 	log.Debug().Str("outcome", outcome).Dur("duration", elapsed).Int("bytes", len(result)).Msg("tool call")
-	return p.rewriteResult(agent, entry.Server, result, linkOK), nil
+	return p.rewriteResult(agent, entry.Server, result, c.linkOK), nil
 }
 
 // classify maps a call's error to its metric outcome and downstream error.

@@ -72,8 +72,10 @@ func TestDirectCallsBounds(t *testing.T) {
 func TestServeStdioFastPathCalls(t *testing.T) {
 	fx := connected(echoTool)
 	upstreamDone := make(chan error, 4)
+	waiting := make(chan struct{}, 4)
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		if strings.Contains(string(params), `"wait"`) {
+			waiting <- struct{}{}
 			select {
 			case <-ctx.Done():
 				upstreamDone <- ctx.Err()
@@ -90,6 +92,7 @@ func TestServeStdioFastPathCalls(t *testing.T) {
 	c.initialize()
 
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{"wait":true}}}`)
+	<-waiting
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
 	if got := c.recv(`5`); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "repeated request id") {
 		t.Errorf("repeated id in flight = %s; want a -32000 refusal", got)

@@ -50,11 +50,12 @@ type progressRoute struct {
 	direct func([]byte)    // write in order with the call's response (stdio), or nil
 	token  any             // the client's token, as decoded (json.Number kept)
 
-	mu      sync.Mutex
-	latest  map[string]any
-	sending bool
-	closed  bool
-	idle    chan struct{} // closed when the sender has nothing left
+	mu       sync.Mutex
+	latest   map[string]any
+	sending  bool
+	closed   bool
+	detached bool          // no request is waiting on the call (a parked round trip, mrtr.go)
+	idle     chan struct{} // closed when the sender has nothing left
 }
 
 // open rewrites meta's progress token for the upstream and registers the
@@ -105,7 +106,6 @@ func (r *progressRelay) deliver(srv string, params json.RawMessage) {
 	if route == nil || route.server != srv {
 		return // a late notification, or another server's guess
 	}
-	m["progressToken"] = route.token
 	route.push(m)
 }
 
@@ -116,36 +116,76 @@ func (rt *progressRoute) push(m map[string]any) {
 		return // the call has answered; its stream may be gone
 	}
 	rt.latest = m
-	if !rt.sending {
+	rt.startLocked()
+}
+
+// startLocked starts the sender when a value waits and a request can take it.
+func (rt *progressRoute) startLocked() {
+	if !rt.sending && !rt.detached && rt.latest != nil {
 		rt.sending = true
 		rt.idle = make(chan struct{})
 		go rt.send()
 	}
 }
 
-// send delivers the latest value until none is left.
+// detach stops delivery, keeping the latest value, and returns once nothing
+// is being written to the request that is about to end. A nil route is a
+// no-op.
+func (rt *progressRoute) detach() {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	rt.detached = true
+	idle, sending := rt.idle, rt.sending
+	rt.mu.Unlock()
+	if sending {
+		<-idle // the sender stops after the value in hand; a write is bounded by its stream
+	}
+}
+
+// attach resumes delivery to another request of the same call: its
+// context, direct writer and progress token (nil: that request asked for no
+// progress, so none is sent).
+func (rt *progressRoute) attach(ctx context.Context, direct func([]byte), token any) {
+	if rt == nil {
+		return
+	}
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	rt.ctx, rt.direct, rt.token = ctx, direct, token
+	if token == nil {
+		return // stays detached
+	}
+	rt.detached = false
+	rt.startLocked()
+}
+
+// send delivers the latest value until none is left or the route detaches.
 func (rt *progressRoute) send() {
 	for {
 		rt.mu.Lock()
 		m := rt.latest
-		rt.latest = nil
-		if m == nil {
+		if m == nil || rt.detached {
 			rt.sending = false
 			close(rt.idle)
 			rt.mu.Unlock()
 			return
 		}
+		rt.latest = nil
+		ctx, direct := rt.ctx, rt.direct
+		m["progressToken"] = rt.token
 		rt.mu.Unlock()
-		if rt.direct != nil {
+		if direct != nil {
 			// Written by the proxy itself, so it precedes the response.
 			if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationProgress, "params": m}); err == nil {
-				rt.direct(b)
+				direct(b)
 			}
 			continue
 		}
 		for {
-			err := rt.relay.p.mcp.SendNotificationToClient(rt.ctx, string(mcp.MethodNotificationProgress), m)
-			if !errors.Is(err, server.ErrNotificationChannelBlocked) || rt.ctx.Err() != nil {
+			err := rt.relay.p.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
+			if !errors.Is(err, server.ErrNotificationChannelBlocked) || ctx.Err() != nil {
 				break
 			}
 			time.Sleep(progressRetry)

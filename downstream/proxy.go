@@ -77,6 +77,7 @@ type Proxy struct {
 	subs         subscriptions // resource subscriptions, per server and URI
 	ids          atomic.Uint64 // surrogate request ids (front.go)
 	roundTripKey [32]byte      // signs approval round trips (approval.go)
+	parked       parkTable     // calls of stateless clients between round trips (mrtr.go)
 	calls        callRegistry  // tool calls in flight, per server and session
 	progress     progressRelay // progress tokens of calls in flight
 	samplingRate rateWindow    // sampling requests per server, last minute

@@ -76,6 +76,9 @@ func refuse(code int, format string, a ...any) error {
 // elicitation/create or roots/list by asking the downstream client of the
 // call it belongs to. It is upstream.Options.OnRequest.
 func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+	if pc := p.parkedFor(ctx, srv); pc != nil {
+		return p.relayParked(ctx, pc, srv, method, params)
+	}
 	sess, err := p.requestSession(ctx, srv, method)
 	if err != nil {
 		if method == string(mcp.MethodSamplingCreateMessage) {
@@ -84,14 +87,14 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		return nil, err
 	}
 	if server.IsModernRequest(ctx) && transportOf(sess) == "http" {
-		// A stateless 2026-07-28 client over HTTP has no stream to take a
-		// request on; it would need the multi-round-trip mechanism, which
-		// the proxy does not relay yet. Refuse at once rather than hang.
+		// A stateless 2026-07-28 request over HTTP whose call is not
+		// parkable (a resources or prompts request) has no stream to take
+		// a server request on. Refuse at once rather than hang.
 		if method == string(mcp.MethodSamplingCreateMessage) {
 			p.opts.Metrics.Sampling(srv, "unsupported")
 		}
 		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
-			"over HTTP, to which the proxy cannot relay server requests yet", method, srv)
+			"over HTTP and the request is not a tool call, so it cannot be asked", method, srv)
 	}
 	caps := mcp.ClientCapabilities{}
 	if withInfo, ok := sess.(server.SessionWithClientInfo); ok {
@@ -100,7 +103,10 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 	sctx := p.mcp.WithContext(ctx, sess)
 	switch method {
 	case string(mcp.MethodSamplingCreateMessage):
-		return p.relaySampling(sctx, srv, caps, params)
+		return p.relaySampling(sctx, srv, caps, params, func(ctx context.Context, cp mcp.CreateMessageParams) (json.RawMessage, error) {
+			res, err := p.mcp.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: cp})
+			return marshalRelay(res, err, "sampling")
+		})
 	case string(mcp.MethodElicitationCreate):
 		if caps.Elicitation == nil {
 			return nil, refuse(codeMethodNotFound, "the client of this call does not support elicitation")
@@ -143,9 +149,38 @@ func (p *Proxy) requestSession(ctx context.Context, srv, method string) (server.
 		"over HTTP, to which the proxy cannot relay server requests yet", method, srv)
 }
 
+// relayParked asks a parked call's stateless client through a round trip.
+func (p *Proxy) relayParked(ctx context.Context, pc *parkedCall, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+	switch method {
+	case string(mcp.MethodSamplingCreateMessage):
+		return p.relaySampling(ctx, srv, pc.caps, params, func(ctx context.Context, cp mcp.CreateMessageParams) (json.RawMessage, error) {
+			timeout := time.Minute // relaySampling bounds ctx by the server's sampling timeout
+			if d, ok := ctx.Deadline(); ok {
+				timeout = time.Until(d)
+			}
+			return p.ask(ctx, pc, method, mcp.NewSamplingInputRequest(cp), timeout)
+		})
+	case string(mcp.MethodElicitationCreate):
+		if pc.caps.Elicitation == nil {
+			return nil, refuse(codeMethodNotFound, "the client of this call does not support elicitation")
+		}
+		var ep mcp.ElicitationParams
+		if err := json.Unmarshal(params, &ep); err != nil {
+			return nil, refuse(mcp.INVALID_PARAMS, "invalid elicitation/create params")
+		}
+		return p.ask(ctx, pc, method, mcp.NewElicitationInputRequest(ep), p.serverTimeout(srv))
+	default: // roots/list
+		if pc.caps.Roots == nil {
+			return nil, refuse(codeMethodNotFound, "the client of this call does not support roots")
+		}
+		return p.ask(ctx, pc, method, mcp.NewRootsInputRequest(), p.serverTimeout(srv))
+	}
+}
+
 // relaySampling applies the server's sampling governance (SPEC §10), then
-// asks the client.
-func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCapabilities, params json.RawMessage) (json.RawMessage, error) {
+// asks the client through send.
+func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCapabilities, params json.RawMessage,
+	send func(context.Context, mcp.CreateMessageParams) (json.RawMessage, error)) (json.RawMessage, error) {
 	cfg := p.gen().cfg.Servers[srv]
 	if cfg == nil {
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
@@ -178,7 +213,7 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCa
 	}
 	tctx, cancel := context.WithTimeout(ctx, sc.Timeout.D())
 	defer cancel()
-	res, err := p.mcp.RequestSampling(tctx, mcp.CreateMessageRequest{CreateMessageParams: cp})
+	res, err := send(tctx, cp)
 	switch {
 	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
 		outcome("timeout")
@@ -188,7 +223,7 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCa
 	default:
 		outcome("ok")
 	}
-	return marshalRelay(res, err, "sampling")
+	return res, err
 }
 
 func anyHintAllowed(hints []mcp.ModelHint, allowed []string) bool {

@@ -31,6 +31,22 @@ type sessionState struct {
 	deferred deferredState
 
 	sess server.ClientSession // the mcp-go session, once known; see session()
+
+	// parked is the call of a stateless request's state when it may span
+	// round trips (mrtr.go); a stateless state serves one request.
+	parked *parkedCall
+}
+
+func (s *sessionState) setParked(pc *parkedCall) {
+	s.mu.Lock()
+	s.parked = pc
+	s.mu.Unlock()
+}
+
+func (s *sessionState) parkedCall() *parkedCall {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.parked
 }
 
 func (s *sessionState) setSession(sess server.ClientSession) {

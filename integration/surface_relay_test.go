@@ -162,24 +162,15 @@ func TestSurfaceRelays(t *testing.T) {
 				if levelErr != nil && !modern {
 					t.Fatalf("logging/setLevel: %v", levelErr)
 				}
-				// A stateless 2026-07-28 client over HTTP cannot take a server
-				// request (it would need the multi-round-trip relay, not built
-				// yet): the upstream gets a clear refusal at once and the call
-				// completes with the upstream's own error result.
-				stateless := modern && tr == "http"
-				const refusal = "the client uses the stateless 2026-07-28 protocol over HTTP, to which the proxy cannot relay server requests yet"
+				// A stateless 2026-07-28 client over HTTP is asked through
+				// input_required results and its retries (mrtr.go): the
+				// handlers run once and the results are the same.
 				for _, srv := range []string{"everything", "evhttp"} {
 					t.Run(srv+"/sampling", func(t *testing.T) {
 						n0, _ := sampler.calls()
 						prompt := "sf-" + tr + "-" + srv
 						res := sfCall(t, cs, srv+"__trigger-sampling-request", map[string]any{"prompt": prompt, "maxTokens": 50})
 						out := contentText(res)
-						if stateless {
-							if n, _ := sampler.calls(); !res.IsError || !strings.Contains(out, refusal) || n != n0 {
-								t.Fatalf("stateless HTTP client: result %q (isError %v), handler ran %d times; want the refusal and no run", out, res.IsError, n-n0)
-							}
-							return
-						}
 						if res.IsError {
 							t.Fatalf("sampling through the proxy failed: %q", out)
 						}
@@ -194,12 +185,6 @@ func TestSurfaceRelays(t *testing.T) {
 						elicited.Store("")
 						res := sfCall(t, cs, srv+"__trigger-elicitation-request", map[string]any{})
 						out := contentText(res)
-						if stateless {
-							if m, _ := elicited.Load().(string); !res.IsError || !strings.Contains(out, refusal) || m != "" {
-								t.Fatalf("stateless HTTP client: result %q (isError %v), handler saw %q; want the refusal and no question", out, res.IsError, m)
-							}
-							return
-						}
 						if res.IsError {
 							t.Fatalf("elicitation through the proxy failed: %q", out)
 						}

@@ -1,0 +1,286 @@
+package downstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// Server requests to stateless clients (SPEC §10). A client of the stateless
+// 2026-07-28 protocol over HTTP has no stream on which the proxy could send
+// it a request. When an upstream asks for sampling, elicitation or roots
+// during such a client's call, the call is parked: it goes on running
+// upstream, detached from the client's HTTP request, while the proxy
+// answers that request with an input_required result carrying the
+// upstream's request and a request state naming the parked call. The client
+// retries the tools/call with its answer; the proxy hands the answer to the
+// upstream and waits again, for the result or for the next request.
+//
+// The request state is a random token known to this process only, valid for
+// the agent and tool it was issued for, until the call ends or has waited
+// longer than the server's timeout for the client's answer. Replicas behind
+// a load balancer do not share parked calls: such a retry must reach the
+// same replica (the state is unknown elsewhere, and the client is told to
+// call again).
+//
+// A parked call's progress goes to whichever request is waiting on it, with
+// that request's progress token; while none is, the latest value is kept.
+
+// parkPrefix marks the request states of parked calls (approval round trips
+// use an HMAC, which never has it).
+const parkPrefix = "px-park-"
+
+// parkedKey carries a parked call in its upstream request's context, so that
+// a server request over an HTTP upstream (whose context derives from the
+// call's) finds it exactly.
+type parkedKey struct{}
+
+// inputAsk is one upstream request waiting for the client's answer.
+type inputAsk struct {
+	key    string // its id among the round's input requests
+	method string
+	req    mcp.InputRequest
+	answer chan inputAnswer // buffered: the asker may have given up
+}
+
+type inputAnswer struct {
+	result json.RawMessage
+	err    error
+}
+
+// parkedCall is a stateless client's tools/call that may span rounds.
+type parkedCall struct {
+	agent string
+	tool  string // the exposed name the client called
+	caps  mcp.ClientCapabilities
+	c     *upstreamCall
+
+	asks   chan *inputAsk // server requests raised during the call
+	done   chan struct{}  // closed when the call has its outcome
+	result json.RawMessage
+	werr   *wireError
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	asked  *inputAsk   // the request the client was last asked to answer
+	expire *time.Timer // ends a call whose client does not come back
+	askSeq int
+}
+
+// parkTable holds the parked calls between rounds, by request state.
+type parkTable struct {
+	mu sync.Mutex
+	m  map[string]*parkedCall
+}
+
+func (t *parkTable) put(token string, pc *parkedCall) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[string]*parkedCall{}
+	}
+	t.m[token] = pc
+}
+
+// take removes and returns the parked call of token when it was issued for
+// this agent and tool.
+func (t *parkTable) take(token, agent, tool string) *parkedCall {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc := t.m[token]
+	if pc == nil || pc.agent != agent || pc.tool != tool {
+		return nil
+	}
+	delete(t.m, token)
+	return pc
+}
+
+func (t *parkTable) drop(token string) {
+	t.mu.Lock()
+	delete(t.m, token)
+	t.mu.Unlock()
+}
+
+func isParkToken(state string) bool { return strings.HasPrefix(state, parkPrefix) }
+
+// parkable reports whether a call may be parked: a 2026-07-28 request
+// without a session to send server requests on.
+func parkable(ctx context.Context, st *sessionState) bool {
+	rt, _ := ctx.Value(roundTripKey{}).(*roundTrip)
+	return rt != nil && st.session() == nil
+}
+
+// startParked runs c detached from the client's request and waits for its
+// first round.
+func (p *Proxy) startParked(ctx context.Context, c *upstreamCall) (json.RawMessage, *wireError) {
+	pc := &parkedCall{
+		agent: c.st.agent.Name,
+		tool:  c.entry.Exposed,
+		c:     c,
+		asks:  make(chan *inputAsk, 1),
+		done:  make(chan struct{}),
+	}
+	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil {
+		pc.caps = *info.ClientCapabilities
+	}
+	c.st.setParked(pc)
+	cctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), parkedKey{}, pc))
+	pc.cancel = cancel
+	go func() {
+		defer cancel()
+		pc.result, pc.werr = p.runCall(cctx, c)
+		close(pc.done)
+	}()
+	return p.awaitRound(ctx, pc)
+}
+
+// awaitRound waits, for one client request, until the call ends or needs
+// the client's answer to a server request.
+func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *wireError) {
+	select {
+	case <-pc.done:
+		return pc.result, pc.werr
+	case ask := <-pc.asks:
+		pc.c.progress.detach()
+		var b [16]byte
+		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+		token := parkPrefix + hex.EncodeToString(b[:])
+		pc.mu.Lock()
+		pc.asked = ask
+		// The client has as long to answer as the call has to run; then
+		// the call ends and its state is forgotten.
+		pc.expire = time.AfterFunc(pc.c.timeout, func() {
+			p.parked.drop(token)
+			pc.cancel()
+		})
+		pc.mu.Unlock()
+		p.parked.put(token, pc)
+		go func() { // forget the state once the call has ended anyway
+			<-pc.done
+			time.AfterFunc(parkGrace, func() { p.parked.drop(token) })
+		}()
+		return nil, &wireError{input: &mcp.CallToolResult{
+			Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+			MultiRoundTripResult: mcp.MultiRoundTripResult{
+				InputRequests: mcp.InputRequests{ask.key: ask.req},
+				RequestState:  token,
+			},
+		}}
+	case <-ctx.Done():
+		// The client closed its request: the call is cancelled upstream.
+		pc.cancel()
+		select {
+		case <-pc.done:
+		case <-time.After(progressFlushLimit):
+		}
+		pc.c.progress.detach()
+		return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
+	}
+}
+
+// parkGrace is how long the state of a call that ended while its client was
+// away stays valid, so that the client's retry still gets the outcome.
+const parkGrace = time.Minute
+
+// resumeParked is a later round of a parked call: it hands the client's
+// answer to the upstream and waits again.
+func (p *Proxy) resumeParked(ctx context.Context, st *sessionState, name string, meta json.RawMessage, rt *roundTrip) (json.RawMessage, *wireError) {
+	pc := p.parked.take(rt.state, st.agent.Name, name)
+	if pc == nil {
+		return nil, &wireError{Code: codeInvalidParams, Message: "invalid requestState: the call it belongs to has ended, " +
+			"waited too long for this answer, or ran on another proxy instance; call the tool again"}
+	}
+	pc.mu.Lock()
+	ask := pc.asked
+	pc.asked = nil
+	if pc.expire != nil {
+		pc.expire.Stop()
+	}
+	pc.mu.Unlock()
+	direct, _ := ctx.Value(directKey{}).(func([]byte))
+	pc.c.progress.attach(ctx, direct, progressTokenOf(meta))
+	if ask != nil {
+		var ans inputAnswer
+		if resp, ok := rt.responses[ask.key]; ok {
+			if b, err := json.Marshal(resp); err == nil && string(b) != "null" {
+				ans.result = b
+			}
+		}
+		if ans.result == nil {
+			ans.err = refuse(codeRefused, "the client did not answer the %s request", ask.method)
+		}
+		ask.answer <- ans
+	}
+	return p.awaitRound(ctx, pc)
+}
+
+// progressTokenOf returns a request's progress token, decoded with numbers
+// kept exact, or nil.
+func progressTokenOf(meta json.RawMessage) any {
+	if len(meta) == 0 {
+		return nil
+	}
+	var m struct {
+		Token json.RawMessage `json:"progressToken"`
+	}
+	if json.Unmarshal(meta, &m) != nil || len(m.Token) == 0 {
+		return nil
+	}
+	tok, err := decodeNumberKept(m.Token)
+	if err != nil {
+		return nil
+	}
+	return tok
+}
+
+// parkedFor finds the parked call a server request of upstream srv belongs
+// to: from its context (HTTP upstreams), else the one call in flight to srv
+// when that call is parked.
+func (p *Proxy) parkedFor(ctx context.Context, srv string) *parkedCall {
+	if pc, _ := ctx.Value(parkedKey{}).(*parkedCall); pc != nil {
+		return pc
+	}
+	if st, n := p.calls.only(srv); n == 1 {
+		return st.parkedCall()
+	}
+	return nil
+}
+
+// ask puts one server request to the client of pc and waits for the answer
+// (the client's next round), at most timeout.
+func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, req mcp.InputRequest, timeout time.Duration) (json.RawMessage, error) {
+	pc.mu.Lock()
+	pc.askSeq++
+	key := "mcp-proxy/" + strings.ReplaceAll(method, "/", "-") + "-" + strconv.Itoa(pc.askSeq)
+	pc.mu.Unlock()
+	a := &inputAsk{key: key, method: method, req: req, answer: make(chan inputAnswer, 1)}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case pc.asks <- a:
+	case <-pc.done:
+		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
+	case <-ctx.Done():
+		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
+	case <-t.C:
+		return nil, refuse(codeRefused, "%s not relayed: another request of this call is still unanswered", method)
+	}
+	select {
+	case ans := <-a.answer:
+		return ans.result, ans.err
+	case <-pc.done:
+		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
+	case <-ctx.Done():
+		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
+	case <-t.C:
+		return nil, refuse(codeRefused, "the client did not answer the %s request within %s", method, timeout)
+	}
+}

@@ -1,0 +1,205 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// statelessCall posts one stateless 2026-07-28 tools/call and returns the
+// JSON-RPC messages of the reply (SSE events or a JSON body), in order.
+func statelessCall(t *testing.T, url, params string) []string {
+	t.Helper()
+	c := &httpClient{t: t, url: url}
+	r := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":`+params+`}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": toolName(params)})
+	if r.status != http.StatusOK && r.status != http.StatusBadRequest { // mcp-go answers a stateless error with 400
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	if !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+		return []string{strings.TrimSpace(r.body)}
+	}
+	var msgs []string
+	for _, line := range strings.Split(r.body, "\n") {
+		if d, ok := strings.CutPrefix(line, "data: "); ok {
+			msgs = append(msgs, d)
+		}
+	}
+	return msgs
+}
+
+func toolName(params string) string {
+	v, _, _ := rawjson.Get([]byte(params), "name")
+	var name string
+	_ = json.Unmarshal(v, &name)
+	return name
+}
+
+// isProgress reports whether msg is a progress notification with the raw
+// token and value.
+func isProgress(msg, token string, progress int) bool {
+	var m struct {
+		Method string
+		Params struct {
+			ProgressToken json.RawMessage
+			Progress      int
+		}
+	}
+	return json.Unmarshal([]byte(msg), &m) == nil && m.Method == "notifications/progress" &&
+		string(m.Params.ProgressToken) == token && m.Params.Progress == progress
+}
+
+const modernMeta = `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}`
+
+// A stateless client's call that needs sampling spans two requests: the
+// first is answered with input_required carrying the upstream's request,
+// the retry hands the answer to the waiting upstream and gets the result.
+// Each request gets the progress sent while it waits, with its own token,
+// and nothing is written to the first once it has ended.
+func TestParkedCallRoundTrip(t *testing.T) {
+	fx := connected(echoTool, `{"name":"other","inputSchema":{"type":"object"}}`)
+	var p *Proxy
+	var sampled atomic.Value
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		tok, _, _ := rawjson.Get(params, "_meta")
+		tok, _, _ = rawjson.Get(tok, "progressToken")
+		progress := func(n int) {
+			p.OnUpstreamNotification("fx", "notifications/progress", json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":`+itoa(n)+`}`))
+		}
+		progress(1)
+		time.Sleep(50 * time.Millisecond) // the first reply's stream takes it before the question
+		ans, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
+			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":100000}`))
+		if err != nil {
+			return nil, err
+		}
+		sampled.Store(string(ans))
+		progress(2)
+		time.Sleep(50 * time.Millisecond)
+		return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+	}
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`,"progressToken":"a"}}`)
+	if len(first) != 2 || !isProgress(first[0], `"a"`, 1) {
+		t.Fatalf("first reply = %q; want progress 1 with token a, then the result", first)
+	}
+	var r1 struct {
+		Result struct {
+			ResultType    string
+			InputRequests map[string]struct {
+				Method string
+				Params struct{ MaxTokens int }
+			}
+			RequestState string
+		}
+	}
+	if err := json.Unmarshal([]byte(first[1]), &r1); err != nil {
+		t.Fatal(err)
+	}
+	if r1.Result.ResultType != "input_required" || len(r1.Result.InputRequests) != 1 || !isParkToken(r1.Result.RequestState) {
+		t.Fatalf("first result = %s", first[1])
+	}
+	var key string
+	for k, ir := range r1.Result.InputRequests {
+		key = k
+		if ir.Method != "sampling/createMessage" || ir.Params.MaxTokens != 4096 {
+			t.Errorf("input request = %+v; want sampling with maxTokens capped at 4096", ir)
+		}
+	}
+
+	t.Run("unknown state", func(t *testing.T) {
+		for _, state := range []string{"px-park-00", r1.Result.RequestState} {
+			name := "fx__echo"
+			if state == r1.Result.RequestState {
+				name = "fx__other" // a state is good only for its own tool
+			}
+			got := statelessCall(t, url, `{"name":"`+name+`","arguments":{},"requestState":"`+state+`","_meta":{`+modernMeta+`}}`)
+			if len(got) != 1 || !strings.Contains(got[0], `"code":-32602`) || !strings.Contains(got[0], "invalid requestState") {
+				t.Errorf("state %s for %s: %q; want -32602 invalid requestState", state, name, got)
+			}
+		}
+	})
+
+	answer := `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m1"}`
+	second := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"inputResponses":{"`+key+`":`+answer+`},`+
+		`"requestState":"`+r1.Result.RequestState+`","_meta":{`+modernMeta+`,"progressToken":"b"}}`)
+	if len(second) != 2 || !isProgress(second[0], `"b"`, 2) {
+		t.Fatalf("second reply = %q; want progress 2 with token b, then the result", second)
+	}
+	if want := `{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"done"}],"resultType":"complete"}}`; second[1] != want {
+		t.Errorf("final result = %s\nwant %s", second[1], want)
+	}
+	if s, _ := sampled.Load().(string); !strings.Contains(s, `"forty-two"`) || !strings.Contains(s, `"m1"`) {
+		t.Errorf("the upstream got %q; want the client's answer", s)
+	}
+	// The state was good for one retry.
+	again := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"requestState":"`+r1.Result.RequestState+`","_meta":{`+modernMeta+`}}`)
+	if len(again) != 1 || !strings.Contains(again[0], "invalid requestState") {
+		t.Errorf("the used state was accepted again: %q", again)
+	}
+}
+
+// A client that never comes back: the call ends after the server's timeout
+// and its state is forgotten; a client without sampling is refused at once
+// and the upstream sees the refusal.
+func TestParkedCallLimits(t *testing.T) {
+	fx := connected(echoTool)
+	var p *Proxy
+	upstreamErr := make(chan error, 1)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		_, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
+			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`))
+		upstreamErr <- err
+		if err != nil {
+			return json.RawMessage(`{"content":[{"type":"text","text":"` + strings.ReplaceAll(err.Error(), `"`, `'`) + `"}],"isError":true}`), nil
+		}
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	p = newProxy(t, strings.Replace(oneServerYAML, "timeout: 5s", "timeout: 300ms", 1), map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+
+	noSampling := strings.Replace(modernMeta, `{"sampling":{}}`, `{}`, 1)
+	got := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+noSampling+`}}`)
+	if err := <-upstreamErr; err == nil || !strings.Contains(err.Error(), "does not support sampling") {
+		t.Errorf("upstream got %v; want the refusal", err)
+	}
+	if len(got) != 1 || !strings.Contains(got[0], "does not support sampling") || !strings.Contains(got[0], `"resultType":"complete"`) {
+		t.Errorf("reply = %q; want the upstream's result carrying the refusal", got)
+	}
+
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`}}`)
+	state := regexp.MustCompile(`"requestState":"([^"]+)"`).FindStringSubmatch(first[len(first)-1])
+	if state == nil {
+		t.Fatalf("first reply = %q; want input_required", first)
+	}
+	select {
+	case err := <-upstreamErr:
+		if err == nil {
+			t.Error("the unanswered request succeeded")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the upstream request was not ended after the call's timeout")
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		p.parked.mu.Lock()
+		n := len(p.parked.m)
+		p.parked.mu.Unlock()
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d parked calls still held after the timeout", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
