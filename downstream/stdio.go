@@ -217,8 +217,18 @@ func (w *stdioWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// writeMessage writes one message the proxy answers itself.
+// writeMessage writes one message the proxy writes itself (a direct answer,
+// a progress notification). None of them is a response outbound rewrites,
+// so unless mcp-go left a partial line, msg goes out as it is, without
+// being copied into the line buffer (a large result is not copied again).
 func (w *stdioWriter) writeMessage(msg []byte) {
+	w.mu.Lock()
+	if len(w.buf) == 0 {
+		_, _ = w.out.Write(append(msg, '\n'))
+		w.mu.Unlock()
+		return
+	}
+	w.mu.Unlock()
 	_, _ = w.Write(append(msg, '\n'))
 }
 
