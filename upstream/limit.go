@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net/http"
 	"strconv"
@@ -60,6 +61,15 @@ func NewLineLimiter(r io.Reader, limit int64, opts ...LineOption) io.Reader {
 	if limit <= 0 {
 		return r
 	}
+	return newLineReader(r, limit, opts...)
+}
+
+// newLineReader is NewLineLimiter for a caller that reads whole lines
+// (ReadLine). A limit <= 0 leaves lines unbounded.
+func newLineReader(r io.Reader, limit int64, opts ...LineOption) *lineLimiter {
+	if limit <= 0 {
+		limit = math.MaxInt64
+	}
 	l := &lineLimiter{r: r, limit: limit}
 	for _, o := range opts {
 		o(l)
@@ -86,12 +96,37 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	for {
-		if len(l.ready) > 0 {
-			n := copy(p, l.ready)
-			l.ready = l.ready[n:]
-			return n, nil
+	if err := l.fill(); err != nil || len(l.ready) == 0 {
+		return 0, err
+	}
+	n := copy(p, l.ready)
+	l.ready = l.ready[n:]
+	return n, nil
+}
+
+// ReadLine returns the next line, its '\n' included (the last line at EOF
+// may have none), or a replacement response, bounded exactly as Read
+// bounds it. The line is valid until the next call of ReadLine or Read: a
+// caller that keeps any of it copies it. At the end it returns nil and the
+// error of the underlying reader (io.EOF at a clean end).
+func (l *lineLimiter) ReadLine() ([]byte, error) {
+	for len(l.ready) == 0 {
+		if err := l.fill(); err != nil {
+			return nil, err
 		}
+	}
+	line := l.ready
+	if i := bytes.IndexByte(line, '\n'); i >= 0 {
+		line = line[:i+1]
+	}
+	l.ready = l.ready[len(line):]
+	return line, nil
+}
+
+// fill makes l.ready non-empty, or returns the sticky error once nothing is
+// left. It returns nil with l.ready empty when r made no progress.
+func (l *lineLimiter) fill() error {
+	for len(l.ready) == 0 {
 		if len(l.in) > 0 {
 			l.process()
 			continue
@@ -100,7 +135,7 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 			if l.flush() {
 				continue
 			}
-			return 0, l.err
+			return l.err
 		}
 		if l.chunk == nil {
 			l.chunk = make([]byte, lineChunk)
@@ -109,9 +144,10 @@ func (l *lineLimiter) Read(p []byte) (int, error) {
 		l.in = l.chunk[:n]
 		l.err = err
 		if n == 0 && err == nil {
-			return 0, nil
+			return nil
 		}
 	}
+	return nil
 }
 
 // process consumes some of l.in, possibly setting l.ready.

@@ -99,6 +99,11 @@ func TestLineLimiter(t *testing.T) {
 						t.Errorf("drop error %v does not match ErrResponseTooLarge", d)
 					}
 				}
+				// ReadLine yields the same bytes, one line per call.
+				lines := readLines(t, newLineReader(wrap(strings.NewReader(tt.in)), tt.limit))
+				if got := strings.Join(lines, ""); got != tt.want {
+					t.Errorf("ReadLine output\n got %q\nwant %q", got, tt.want)
+				}
 			})
 		}
 	}
@@ -420,6 +425,11 @@ func FuzzLineLimiter(f *testing.F) {
 			}
 		}
 
+		lines := readLines(t, newLineReader(&stepReader{b: data, step: int(step%64) + 1}, limit))
+		if got := strings.Join(lines, ""); got != out.String() {
+			t.Fatalf("ReadLine output %q, Read output %q", got, out.String())
+		}
+
 		inLines := bytes.SplitAfter(data, []byte("\n"))
 		if len(inLines[len(inLines)-1]) == 0 {
 			inLines = inLines[:len(inLines)-1]
@@ -532,4 +542,24 @@ func sseModelCut(data []byte, limit int64) int {
 		off = end + term
 	}
 	return -1
+}
+
+// readLines reads l to its end with ReadLine, checking that each call
+// yields one line.
+func readLines(t *testing.T, l *lineLimiter) []string {
+	t.Helper()
+	var lines []string
+	for {
+		line, err := l.ReadLine()
+		if err == io.EOF {
+			return lines
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i := bytes.IndexByte(line, '\n'); len(line) == 0 || (i >= 0 && i != len(line)-1) {
+			t.Fatalf("ReadLine returned %q, not one line", line)
+		}
+		lines = append(lines, string(line))
+	}
 }

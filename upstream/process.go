@@ -140,8 +140,8 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 // over-long response becomes an error response for its request; any other
 // over-long line is dropped and reported to dropped), and EOF signalled on
 // stdoutDone.
-func (p *process) stdoutReader(limit int64, dropped func(error)) io.Reader {
-	return &eofReader{r: NewLineLimiter(p.stdout, limit, WithDropHook(dropped)), done: func() {
+func (p *process) stdoutReader(limit int64, dropped func(error)) lineReader {
+	return &eofLines{r: newLineReader(p.stdout, limit, WithDropHook(dropped)), done: func() {
 		p.stdoutOnce.Do(func() { close(p.stdoutDone) })
 	}}
 }
@@ -289,16 +289,16 @@ func waitClosed(ch <-chan struct{}, d time.Duration) bool {
 	}
 }
 
-// eofReader calls done once, the first time a Read fails.
-type eofReader struct {
-	r    io.Reader
+// eofLines calls done once, the first time ReadLine fails.
+type eofLines struct {
+	r    lineReader
 	done func()
 }
 
-func (e *eofReader) Read(p []byte) (int, error) {
-	n, err := e.r.Read(p)
+func (e *eofLines) ReadLine() ([]byte, error) {
+	line, err := e.r.ReadLine()
 	if err != nil {
 		e.done()
 	}
-	return n, err
+	return line, err
 }

@@ -37,11 +37,7 @@ func (s *session) newTransport(ctx context.Context) (transport.Interface, error)
 		dropped := func(err error) {
 			s.log.Warn().Err(err).Msg("over-long message from the server dropped")
 		}
-		tr := transport.NewIO(p.stdoutReader(s.c.maxResponseBytes(), dropped), p.stdin, nil)
-		// mcp-go logs through slog.Default unless told otherwise; every line
-		// of the proxy goes through zerolog (stderr, JSON, scrubbed).
-		transport.WithCommandLogger(newSlogger(s.log))(tr)
-		return tr, nil
+		return newStdioTransport(p.stdoutReader(s.c.maxResponseBytes(), dropped), p.stdin, s.log), nil
 	case config.TransportHTTP, config.TransportSSE:
 		hc, err := s.httpClient()
 		if err != nil {

@@ -1,0 +1,366 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/rs/zerolog"
+)
+
+// lineReader yields a child's stdout one line at a time; see
+// lineLimiter.ReadLine for the contract.
+type lineReader interface {
+	ReadLine() ([]byte, error)
+}
+
+// stdioTransport is the JSON-RPC client transport over a stdio child: the
+// same contract as mcp-go's transport.Stdio over existing streams, but each
+// line is read once, validated once, and routed by its envelope members
+// alone. A response's result is handed to the caller as the bytes the child
+// wrote (one copy out of the line buffer); it is never decoded.
+type stdioTransport struct {
+	lines lineReader
+	stdin io.WriteCloser
+	log   zerolog.Logger
+
+	writeMu sync.Mutex // one line at a time on stdin
+
+	mu      sync.Mutex
+	pending map[string]chan stdioReply
+
+	handlerMu sync.RWMutex
+	onNotify  func(mcp.JSONRPCNotification)
+	onRequest transport.RequestHandler
+	ctx       context.Context // Start's, for incoming requests
+
+	startOnce sync.Once
+	done      chan struct{}
+	doneOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
+
+// newStdioTransport is the transport over a child's stdout (lines already
+// bounded) and stdin.
+func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logger) *stdioTransport {
+	return &stdioTransport{
+		lines:   stdout,
+		stdin:   stdin,
+		log:     log,
+		pending: map[string]chan stdioReply{},
+		ctx:     context.Background(),
+		done:    make(chan struct{}),
+	}
+}
+
+// Start starts reading stdout. Later calls do nothing.
+func (t *stdioTransport) Start(ctx context.Context) error {
+	t.startOnce.Do(func() {
+		t.handlerMu.Lock()
+		t.ctx = ctx
+		t.handlerMu.Unlock()
+		go t.readLoop()
+	})
+	return nil
+}
+
+// SendRequest writes request and waits for its response, for ctx, or for
+// the end of stdout (transport.ErrTransportClosed).
+func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+	select {
+	case <-t.done:
+		return nil, transport.ErrTransportClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	default:
+	}
+	b, err := json.Marshal(request)
+	if err != nil {
+		return nil, fmt.Errorf("marshal request: %w", err)
+	}
+	key := request.ID.String()
+	ch := make(chan stdioReply, 1)
+	t.mu.Lock()
+	t.pending[key] = ch
+	t.mu.Unlock()
+	forget := func() {
+		t.mu.Lock()
+		delete(t.pending, key)
+		t.mu.Unlock()
+	}
+	if err := t.writeLine(b); err != nil {
+		forget()
+		return nil, fmt.Errorf("write request: %w", err)
+	}
+	select {
+	case resp := <-ch:
+		return resp.resp, resp.err
+	case <-t.done:
+		select { // a response may have come just before the end
+		case resp := <-ch:
+			return resp.resp, resp.err
+		default:
+		}
+		forget()
+		return nil, transport.ErrTransportClosed
+	case <-ctx.Done():
+		forget()
+		return nil, ctx.Err()
+	}
+}
+
+// SendNotification writes one notification.
+func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+	select {
+	case <-t.done:
+		return transport.ErrTransportClosed
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	b, err := json.Marshal(n)
+	if err != nil {
+		return fmt.Errorf("marshal notification: %w", err)
+	}
+	if err := t.writeLine(b); err != nil {
+		return fmt.Errorf("write notification: %w", err)
+	}
+	return nil
+}
+
+func (t *stdioTransport) writeLine(b []byte) error {
+	b = append(b, '\n')
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
+	_, err := t.stdin.Write(b)
+	return err
+}
+
+// SetNotificationHandler sets the handler of the child's notifications.
+func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)) {
+	t.handlerMu.Lock()
+	t.onNotify = fn
+	t.handlerMu.Unlock()
+}
+
+// SetRequestHandler sets the handler of the child's requests.
+func (t *stdioTransport) SetRequestHandler(fn transport.RequestHandler) {
+	t.handlerMu.Lock()
+	t.onRequest = fn
+	t.handlerMu.Unlock()
+}
+
+// Close fails every request in flight and closes stdin. The child itself is
+// the session's to stop.
+func (t *stdioTransport) Close() error {
+	t.finish()
+	t.closeOnce.Do(func() {
+		if err := t.stdin.Close(); err != nil {
+			t.closeErr = fmt.Errorf("close stdin: %w", err)
+		}
+	})
+	return t.closeErr
+}
+
+// GetSessionId is "": stdio has no session id.
+func (t *stdioTransport) GetSessionId() string { return "" }
+
+func (t *stdioTransport) finish() { t.doneOnce.Do(func() { close(t.done) }) }
+
+// readLoop handles every line of stdout until it ends.
+func (t *stdioTransport) readLoop() {
+	defer t.finish()
+	for {
+		line, err := t.lines.ReadLine()
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, fs.ErrClosed) {
+				t.log.Warn().Err(safe(err)).Msg("read the server's stdout")
+			}
+			return
+		}
+		t.handleLine(line)
+	}
+}
+
+// envelope holds the members of one JSON-RPC message that routing needs, as
+// sub-slices of its line.
+type envelope struct {
+	id, method, result, rpcErr []byte
+}
+
+// parseEnvelope validates line (one JSON object) in one pass and picks its
+// envelope members. As in encoding/json, the last of duplicate members
+// counts.
+func parseEnvelope(line []byte) (envelope, error) {
+	ms, err := rawjson.Members(line)
+	if err != nil {
+		return envelope{}, err
+	}
+	var e envelope
+	for _, m := range ms {
+		v := line[m.ValueStart:m.ValueEnd]
+		switch m.Key {
+		case "id":
+			e.id = v
+		case "method":
+			e.method = v
+		case "result":
+			e.result = v
+		case "error":
+			e.rpcErr = v
+		}
+	}
+	if string(e.id) == "null" {
+		e.id = nil
+	}
+	return e, nil
+}
+
+// handleLine routes one line: a response to its waiting request, a
+// notification or a request to its handler. line is only valid during the
+// call.
+func (t *stdioTransport) handleLine(line []byte) {
+	line = trimLineEnd(line)
+	if len(line) == 0 {
+		return
+	}
+	e, err := parseEnvelope(line)
+	if err != nil {
+		t.invalidLine(line, err)
+		return
+	}
+	hasMethod := e.method != nil && string(e.method) != `""`
+	switch {
+	case hasMethod && e.id == nil:
+		var n mcp.JSONRPCNotification
+		if err := json.Unmarshal(line, &n); err != nil {
+			t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
+			return
+		}
+		t.handlerMu.RLock()
+		fn := t.onNotify
+		t.handlerMu.RUnlock()
+		if fn != nil {
+			fn(n)
+		}
+	case hasMethod:
+		var req transport.JSONRPCRequest
+		if err := json.Unmarshal(line, &req); err != nil {
+			t.log.Debug().Err(safe(err)).Msg("undecodable request from the server dropped")
+			return
+		}
+		t.serve(req)
+	default:
+		t.deliver(e)
+	}
+}
+
+// deliver hands a response to the request waiting for it, if any.
+func (t *stdioTransport) deliver(e envelope) {
+	var id mcp.RequestId
+	if e.id == nil || json.Unmarshal(e.id, &id) != nil {
+		return
+	}
+	resp := stdioReply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id}}
+	if e.rpcErr != nil && string(e.rpcErr) != "null" {
+		var d mcp.JSONRPCErrorDetails
+		if err := json.Unmarshal(e.rpcErr, &d); err != nil {
+			resp = stdioReply{err: fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)}
+		} else {
+			resp.resp.Error = &d
+		}
+	}
+	if e.result != nil && resp.resp != nil {
+		// The line buffer is reused for the next line: the result gets its own.
+		resp.resp.Result = append(json.RawMessage(nil), e.result...)
+	}
+	t.route(id.String(), resp)
+}
+
+// invalidLine handles a line that is not one valid JSON object: when its
+// head names a response to a request in flight, that request fails at once
+// with ErrBadResponse rather than waiting for its timeout; any other such
+// line is dropped.
+func (t *stdioTransport) invalidLine(line []byte, err error) {
+	var id mcp.RequestId
+	if raw := responseID(line[:min(len(line), idScanBytes)]); raw != nil && json.Unmarshal(raw, &id) == nil {
+		if t.route(id.String(), stdioReply{err: fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)}) {
+			return
+		}
+	}
+	t.log.Warn().Err(safe(err)).Int("bytes", len(line)).Msg("a stdout line of the server that is not JSON-RPC was dropped")
+}
+
+// route gives resp to the request with the given id key and reports
+// whether one was waiting.
+func (t *stdioTransport) route(key string, r stdioReply) bool {
+	t.mu.Lock()
+	ch, ok := t.pending[key]
+	delete(t.pending, key)
+	t.mu.Unlock()
+	if ok {
+		ch <- r // buffered, and removed from pending: it gets one value
+	}
+	return ok
+}
+
+// stdioReply is what a request gets: a response, or why none can be read.
+type stdioReply struct {
+	resp *transport.JSONRPCResponse
+	err  error
+}
+
+// serve answers a request of the child through the request handler, off
+// the read loop.
+func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
+	t.handlerMu.RLock()
+	fn, ctx := t.onRequest, t.ctx
+	t.handlerMu.RUnlock()
+	if fn == nil {
+		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
+		return
+	}
+	go func() {
+		if err := ctx.Err(); err != nil {
+			t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+			return
+		}
+		resp, err := fn(ctx, req)
+		if err != nil {
+			t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+			return
+		}
+		if resp != nil {
+			t.respond(resp)
+		}
+	}()
+}
+
+func (t *stdioTransport) respond(resp *transport.JSONRPCResponse) {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		t.log.Error().Err(safe(err)).Msg("marshal a response to the server")
+		return
+	}
+	if err := t.writeLine(b); err != nil {
+		t.log.Debug().Err(safe(err)).Msg("write a response to the server")
+	}
+}
+
+// trimLineEnd drops the line's "\n" and any "\r" before it.
+func trimLineEnd(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == '\n' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
