@@ -87,3 +87,55 @@ func BenchmarkStdioTransportResult(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkStdioPasses measures, per MiB of a response line, the two passes
+// of the stdio read path without pipes: the line limiter (ReadLine over an
+// in-memory stdout) and the transport's handling of one line (one
+// validating envelope scan, routing, the result copied out).
+func BenchmarkStdioPasses(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
+		line := []byte(strings.Replace(bigResponse(size.n), "%ID%", `"px-1"`, 1))
+		b.Run(size.name+"/ReadLine", func(b *testing.B) {
+			src := &repeatReader{line: line}
+			l := newLineReader(src, 4<<20)
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				got, err := l.ReadLine()
+				if err != nil || len(got) != len(line) {
+					b.Fatalf("%d bytes, %v", len(got), err)
+				}
+			}
+		})
+		b.Run(size.name+"/handleLine", func(b *testing.B) {
+			tr := newStdioTransport(nil, nil, zerolog.Nop())
+			ch := make(chan stdioReply, 1)
+			b.SetBytes(int64(len(line)))
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.mu.Lock()
+				tr.pending["string:px-1"] = ch
+				tr.mu.Unlock()
+				tr.handleLine(line)
+				if r := <-ch; r.err != nil || len(r.resp.Result) < size.n {
+					b.Fatal("no result")
+				}
+			}
+		})
+	}
+}
+
+// repeatReader returns line over and over, in pipe-sized reads.
+type repeatReader struct {
+	line []byte
+	off  int
+}
+
+func (r *repeatReader) Read(p []byte) (int, error) {
+	n := copy(p[:min(len(p), 64<<10)], r.line[r.off:])
+	r.off = (r.off + n) % len(r.line)
+	return n, nil
+}

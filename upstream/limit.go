@@ -87,9 +87,12 @@ type lineLimiter struct {
 	ready []byte // bytes to hand out: part of chunk, a line, or a replacement
 	line  []byte // the current line so far (its head once it is over the limit)
 	over  bool   // the current line is longer than limit
-	found bool   // over: the head was scanned, id holds the result
-	id    []byte // over: the response id, nil if none
-	err   error  // sticky error of r
+	// lastLong is the length of the last line that spanned chunks: the
+	// starting capacity of the next one.
+	lastLong int
+	found    bool   // over: the head was scanned, id holds the result
+	id       []byte // over: the response id, nil if none
+	err      error  // sticky error of r
 }
 
 func (l *lineLimiter) Read(p []byte) (int, error) {
@@ -180,6 +183,11 @@ func (l *lineLimiter) process() {
 		l.over, l.found, l.id = true, false, nil
 		return // processOver takes it from here, seg included
 	}
+	if i < 0 && len(l.line) == 0 && cap(l.line) < l.lastLong {
+		// A line spans chunks: start at the size of the last such line
+		// rather than doubling up to it again (never beyond the limit).
+		l.line = make([]byte, 0, min(int64(l.lastLong), l.limit+1))
+	}
 	l.line = append(l.line, seg...)
 	if i < 0 {
 		l.in = l.in[len(l.in):]
@@ -187,6 +195,9 @@ func (l *lineLimiter) process() {
 	}
 	l.in = l.in[i+1:]
 	l.line = append(l.line, '\n')
+	if len(l.line) > lineChunk {
+		l.lastLong = len(l.line)
+	}
 	l.ready = l.line
 	l.resetLine()
 }

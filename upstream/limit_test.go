@@ -563,3 +563,26 @@ func readLines(t *testing.T, l *lineLimiter) []string {
 		lines = append(lines, string(line))
 	}
 }
+
+// A line that spans chunks starts at the size of the last such line, but
+// its buffer stays within the bound FuzzLineLimiter checks, whatever came
+// before.
+func TestLineLimiterLongLineCapacity(t *testing.T) {
+	const limit = 100_000
+	long := strings.Repeat("a", 90_000) + "\n"
+	in := long + `{"id":1,"result":"` + strings.Repeat("b", 300_000) + "\"}\n" + long + strings.Repeat("c", 40_000) + "\n"
+	l := newLineReader(iotest.HalfReader(strings.NewReader(in)), limit)
+	want := []string{long, string(tooLargeResponse([]byte("1"), limit)), long, strings.Repeat("c", 40_000) + "\n"}
+	for i, w := range want {
+		line, err := l.ReadLine()
+		if err != nil || string(line) != w {
+			t.Fatalf("line %d: %d bytes (%v), want %d", i, len(line), err, len(w))
+		}
+		if cap(l.line) > 2*(limit+1) { // append growth, as FuzzLineLimiter bounds it
+			t.Fatalf("line %d: line buffer capacity %d over the limit", i, cap(l.line))
+		}
+	}
+	if _, err := l.ReadLine(); err != io.EOF {
+		t.Fatalf("end: %v", err)
+	}
+}
