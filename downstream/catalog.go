@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -29,13 +30,22 @@ type ToolEntry struct {
 	// tool: it is never listed, and calling it is "unknown tool" (SPEC §5
 	// rule 2), counted as a server_filter denial.
 	Filtered bool
+
+	// src is the upstream's tool object Raw was made from (shared with the
+	// upstream's snapshot, never a copy): the next build reuses Raw while
+	// the upstream sends the same bytes.
+	src json.RawMessage
 }
 
-// Catalog is an immutable merged view of every upstream's tools.
+// listed reports whether the entry is in tools/list before any agent rule.
+func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered }
+
+// Catalog is an immutable merged view of every upstream's tools. It holds
+// each tool's bytes once, in its entry; the tools/list arrays are joined
+// from the entries per view (state.go), not kept here.
 type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
-	listJSON []byte // JSON array of the listed (connected) tools' Raw
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
 }
@@ -54,6 +64,13 @@ type serverTools struct {
 // of servers that are down too, so that a server going away never renames
 // another server's tools.
 func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
+	return rebuildCatalog(style, servers, nil)
+}
+
+// rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
+// whose server, name, exposed name and upstream bytes are unchanged, so that
+// a rebuild after one upstream's change rewrites only that upstream's tools.
+func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
 	for _, s := range servers {
@@ -73,20 +90,64 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 			if !ok {
 				continue
 			}
-			e, err := exposeTool(s.name, exposed, t)
-			if err != nil {
-				c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
-				continue
+			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
+			e := prev.reusable(s.name, exposed, t)
+			if e == nil {
+				var err error
+				if e, err = exposeTool(s.name, exposed, t); err != nil {
+					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
+					continue
+				}
+			} else if e.Connected != s.connected || e.Filtered != filtered {
+				cp := *e // published entries are immutable
+				e = &cp
 			}
-			e.Connected = s.connected
-			e.Filtered = !filter.ServerTool(s.include, s.exclude, t.Name)
+			e.Connected, e.Filtered = s.connected, filtered
 			c.byName[exposed] = e
 			c.tools = append(c.tools, e)
 		}
 	}
 	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
-	c.listJSON = joinRaw(c.tools, func(e *ToolEntry) bool { return e.Connected && !e.Filtered })
 	return c
+}
+
+// reusable returns c's entry for a tool that would be exposed the same way
+// again: same route, same exposed name, same upstream bytes. The entry may
+// differ from the new one in Connected and Filtered only. A nil c has none.
+func (c *Catalog) reusable(server, exposed string, t upstream.Tool) *ToolEntry {
+	if c == nil {
+		return nil
+	}
+	e := c.byName[exposed]
+	if e == nil || e.Server != server || e.Name != t.Name || !bytes.Equal(e.src, t.Raw) {
+		return nil
+	}
+	return e
+}
+
+// sameListing reports whether a and b list the same tools with the same
+// bytes and have as many entries: then their tools/list arrays are equal
+// and mcp-go's registry needs no update.
+func sameListing(a, b *Catalog) bool {
+	if len(a.tools) != len(b.tools) {
+		return false
+	}
+	i, j := 0, 0
+	for {
+		for i < len(a.tools) && !a.tools[i].listed() {
+			i++
+		}
+		for j < len(b.tools) && !b.tools[j].listed() {
+			j++
+		}
+		if i == len(a.tools) || j == len(b.tools) {
+			return i == len(a.tools) && j == len(b.tools)
+		}
+		if !bytes.Equal(a.tools[i].Raw, b.tools[j].Raw) {
+			return false
+		}
+		i, j = i+1, j+1
+	}
 }
 
 // exposeTool rewrites one upstream tool object for the downstream side.
@@ -107,7 +168,7 @@ func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
 		return nil, err
 	}
 	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
-		ReadOnly: t.ReadOnly, Raw: raw}, nil
+		ReadOnly: t.ReadOnly, Raw: raw, src: t.Raw}, nil
 }
 
 // joinRaw writes the Raw of the entries that pass keep as one JSON array.
@@ -149,7 +210,8 @@ func (c *Catalog) Lookup(name string) (*ToolEntry, bool) {
 func (c *Catalog) Tools() []*ToolEntry { return c.tools }
 
 // ListJSON is the JSON array of listed tools, ready for a tools/list result.
-func (c *Catalog) ListJSON() []byte { return c.listJSON }
+// It is joined on each call: sessions list from their view (state.go).
+func (c *Catalog) ListJSON() []byte { return joinRaw(c.tools, (*ToolEntry).listed) }
 
 // Warnings are the naming and rewrite warnings of this build.
 func (c *Catalog) Warnings() []string { return c.warnings }

@@ -269,3 +269,114 @@ func exposedNames(c *Catalog) string {
 	}
 	return joinStrings(names)
 }
+
+func TestRebuildCatalogReusesUnchangedEntries(t *testing.T) {
+	a := []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
+	b := []upstream.Tool{rawTool(`{"name":"z","description":"Z"}`)}
+	servers := []serverTools{
+		{name: "a", prefix: "a", connected: true, tools: a},
+		{name: "b", prefix: "b", connected: true, tools: b},
+	}
+	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil)
+
+	// b changes its tool and goes down; a sends the same bytes (a copy).
+	servers[0].tools = []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
+	servers[1].connected = false
+	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
+	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first)
+
+	for _, name := range []string{"a__x", "a__y"} {
+		old, _ := first.Lookup(name)
+		now, _ := second.Lookup(name)
+		if old != now {
+			t.Errorf("%s: entry rebuilt, want the unchanged one reused", name)
+		}
+	}
+	old, _ := first.Lookup("b__z")
+	now, _ := second.Lookup("b__z")
+	if old == now || !old.Connected || now.Connected {
+		t.Errorf("b__z: old %+v, new %+v; want a new, unconnected entry and the old one untouched", old, now)
+	}
+	if now.Description != "Z2" || !bytes.Contains(now.Raw, []byte(`"Z2"`)) {
+		t.Errorf("b__z: changed upstream bytes not taken: %s", now.Raw)
+	}
+
+	// Only the connectivity changes: Raw is shared, the entry is a copy.
+	servers[1].connected = true
+	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second)
+	again, _ := third.Lookup("b__z")
+	if again == now || now.Connected || !again.Connected || &again.Raw[0] != &now.Raw[0] {
+		t.Errorf("b__z back up: %+v from %+v; want a connected copy sharing Raw, the old one untouched", again, now)
+	}
+	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
+		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
+	}
+}
+
+func TestRebuildCatalogRenamedToolIsRewritten(t *testing.T) {
+	// Same upstream bytes, new exposed name (prefix changed by a reload).
+	tools := []upstream.Tool{rawTool(`{"name":"x"}`)}
+	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first)
+	if got := string(second.ListJSON()); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
+		t.Errorf("ListJSON = %s", got)
+	}
+}
+
+func TestSameListing(t *testing.T) {
+	build := func(connected bool, include []string, raws ...string) *Catalog {
+		var tools []upstream.Tool
+		for _, r := range raws {
+			tools = append(tools, rawTool(r))
+		}
+		return buildCatalog(namespace.StyleZeroclaw, []serverTools{
+			{name: "a", prefix: "a", connected: true, tools: []upstream.Tool{rawTool(`{"name":"k"}`)}},
+			{name: "b", prefix: "b", connected: connected, include: include, tools: tools},
+		})
+	}
+	base := build(true, nil, `{"name":"x"}`, `{"name":"y"}`)
+	tests := []struct {
+		name string
+		c    *Catalog
+		want bool
+	}{
+		{"equal", build(true, nil, `{"name":"x"}`, `{"name":"y"}`), true},
+		{"bytes differ", build(true, nil, `{"name":"x","description":"d"}`, `{"name":"y"}`), false},
+		{"one tool less", build(true, nil, `{"name":"x"}`), false},
+		{"server down", build(false, nil, `{"name":"x"}`, `{"name":"y"}`), false},
+		{"filtered", build(true, []string{"x"}, `{"name":"x"}`, `{"name":"y"}`), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := sameListing(base, tt.c); got != tt.want {
+				t.Errorf("sameListing = %v, want %v", got, tt.want)
+			}
+			if got := sameListing(tt.c, base); got != tt.want {
+				t.Errorf("sameListing reversed = %v, want %v", got, tt.want)
+			}
+		})
+	}
+	// Both unlisted, same count: nothing listed either way.
+	if !sameListing(build(false, nil, `{"name":"x"}`), build(false, nil, `{"name":"x","description":"d"}`)) {
+		t.Error("two catalogs listing the same tools are not the same listing")
+	}
+}
+
+func TestRefreshWithoutNewSnapshotsKeepsCatalog(t *testing.T) {
+	fx := connected(`{"name":"x"}`)
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+`, map[string]*fakeUpstream{"fx": fx})
+	c := p.Catalog()
+	p.Refresh()
+	if p.Catalog() != c {
+		t.Error("Refresh without a new snapshot built a new catalog")
+	}
+	fx.set(upstream.StateConnected, `{"name":"x"}`, `{"name":"y"}`)
+	p.Refresh()
+	if got := exposedNames(p.Catalog()); got != "fx__x fx__y" {
+		t.Errorf("names after a new snapshot = %q", got)
+	}
+}

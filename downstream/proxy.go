@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -62,6 +61,10 @@ type Proxy struct {
 	mu        sync.Mutex                        // serializes Refresh
 	lastTools map[string][]upstream.Tool
 	shadowed  []string // exposed names registered with mcp-go, sorted
+	// built is what the current catalog was built from: Refresh has nothing
+	// to do while the generation and every snapshot are the same.
+	builtGen   *generation
+	builtSnaps []*upstream.Snapshot
 
 	httpMu       sync.Mutex
 	httpServers  []*server.StreamableHTTPServer
@@ -201,6 +204,17 @@ func (p *Proxy) Refresh() {
 	defer p.mu.Unlock()
 	old := p.catalog.Load()
 	g := p.gen()
+	names := g.serverNames()
+	snaps := make([]*upstream.Snapshot, len(names))
+	for i, name := range names {
+		snaps[i] = g.ups[name].Snapshot()
+	}
+	// Snapshots are immutable, so the same pointers give the same catalog.
+	// tools/list calls Refresh (waitStartup): this keeps it cheap.
+	if g == p.builtGen && slices.Equal(snaps, p.builtSnaps) {
+		return
+	}
+	p.builtGen, p.builtSnaps = g, snaps
 	var servers []serverTools
 	var surfaces []surfaceServer
 	for name := range p.lastTools {
@@ -208,9 +222,9 @@ func (p *Proxy) Refresh() {
 			delete(p.lastTools, name) // removed by a reload
 		}
 	}
-	for _, name := range g.serverNames() {
+	for i, name := range names {
 		cfg := g.cfg.Servers[name]
-		snap := g.ups[name].Snapshot()
+		snap := snaps[i]
 		connected := snap.State == upstream.StateConnected
 		if connected {
 			p.lastTools[name] = snap.Tools
@@ -231,12 +245,12 @@ func (p *Proxy) Refresh() {
 		}
 		p.opts.Metrics.UpstreamState(name, connected, n)
 	}
-	c := buildCatalog(p.style(), servers)
+	c := rebuildCatalog(p.style(), servers, old)
 	var sw []string
 	c.surface, sw = buildSurface(p.style(), surfaces)
 	c.warnings = append(c.warnings, sw...)
 	p.notifySurfaceChanges(old.surface, c.surface)
-	if bytes.Equal(c.listJSON, old.listJSON) && len(c.tools) == len(old.tools) {
+	if sameListing(c, old) {
 		p.catalog.Store(c) // routes may differ in connectivity only
 		return
 	}
