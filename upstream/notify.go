@@ -15,6 +15,66 @@ import (
 // transport's read loop (which also carries responses) must never block.
 const notificationQueue = 1024
 
+// noteQueue is the FIFO of notifications waiting for OnNotification, at
+// most notificationQueue long. Its storage grows with a burst and is let go
+// when the queue runs empty: most sessions never queue a notification, and
+// a fixed buffer of notificationQueue entries cost every upstream 48 KiB.
+// Its zero value is not usable; see newNoteQueue.
+type noteQueue struct {
+	mu    sync.Mutex
+	items []mcp.JSONRPCNotification // items[head:] are waiting
+	head  int
+	wake  chan struct{} // capacity 1: signalled by each push
+}
+
+func newNoteQueue() *noteQueue { return &noteQueue{wake: make(chan struct{}, 1)} }
+
+// keepNotes is the storage (in entries) an empty queue may keep for the
+// next burst.
+const keepNotes = 16
+
+// push appends n; false when the queue is full. It never blocks.
+func (q *noteQueue) push(n mcp.JSONRPCNotification) bool {
+	q.mu.Lock()
+	if len(q.items)-q.head >= notificationQueue {
+		q.mu.Unlock()
+		return false
+	}
+	if q.head > 0 && len(q.items) == cap(q.items) {
+		// Move the waiting entries to the front instead of growing.
+		q.items = q.items[:copy(q.items, q.items[q.head:])]
+		clear(q.items[len(q.items) : len(q.items)+q.head])
+		q.head = 0
+	}
+	q.items = append(q.items, n)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+// pop removes the oldest notification; false when there is none.
+func (q *noteQueue) pop() (mcp.JSONRPCNotification, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.head == len(q.items) {
+		return mcp.JSONRPCNotification{}, false
+	}
+	n := q.items[q.head]
+	q.items[q.head] = mcp.JSONRPCNotification{}
+	q.head++
+	if q.head == len(q.items) {
+		q.head = 0
+		q.items = q.items[:0]
+		if cap(q.items) > keepNotes {
+			q.items = nil
+		}
+	}
+	return n, true
+}
+
 // onNotification runs on the transport's read loop: it only hands off.
 // list_changed notifications mark their kind for re-discovery (coalesced);
 // the rest go to the OnNotification queue.
@@ -24,9 +84,7 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 		return
 	}
 	s.queued.Add(1)
-	select {
-	case s.notes <- n:
-	default:
+	if !s.notes.push(n) {
 		s.delivered.Add(1) // dropped: counted so that barrier never waits for it
 		if s.dropped.Add(1) == 1 {
 			s.log.Warn().Str("method", n.Method).Msg("notification queue full; dropping notifications")
@@ -56,21 +114,24 @@ func (s *session) barrier(ctx context.Context) {
 // deliverNotifications passes queued notifications to OnNotification, in
 // arrival order, until the session dies.
 func (s *session) deliverNotifications() {
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case n := <-s.notes:
-			if dropped := s.dropped.Swap(0); dropped > 0 {
-				s.log.Warn().Uint64("dropped", dropped).Msg("upstream notifications were dropped")
+	for s.ctx.Err() == nil {
+		n, ok := s.notes.pop()
+		if !ok {
+			select {
+			case <-s.ctx.Done():
+			case <-s.notes.wake:
 			}
-			if s.c.opts.OnNotification != nil {
-				s.c.notifyMu.Lock()
-				s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
-				s.c.notifyMu.Unlock()
-			}
-			s.delivered.Add(1)
+			continue
 		}
+		if dropped := s.dropped.Swap(0); dropped > 0 {
+			s.log.Warn().Uint64("dropped", dropped).Msg("upstream notifications were dropped")
+		}
+		if s.c.opts.OnNotification != nil {
+			s.c.notifyMu.Lock()
+			s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
+			s.c.notifyMu.Unlock()
+		}
+		s.delivered.Add(1)
 	}
 }
 

@@ -56,8 +56,8 @@ type session struct {
 	instructions string
 	initial      *catalog
 
-	notes   chan mcp.JSONRPCNotification // to OnNotification, see notify.go
-	dropped atomic.Uint64                // notifications dropped since the last delivery
+	notes   *noteQueue    // to OnNotification, see notify.go
+	dropped atomic.Uint64 // notifications dropped since the last delivery
 	// queued and delivered count notifications handed off and passed on
 	// (or dropped); barrier compares them.
 	queued, delivered atomic.Uint64
@@ -94,7 +94,7 @@ func newSession(c *Conn, lifetime context.Context) *session {
 		ctx:      ctx,
 		cancel:   cancel,
 		dead:     make(chan struct{}),
-		notes:    make(chan mcp.JSONRPCNotification, notificationQueue),
+		notes:    newNoteQueue(),
 		refresh:  refresher{wake: make(chan struct{}, 1)},
 		expired:  make(chan struct{}),
 		renewed:  make(chan struct{}),
