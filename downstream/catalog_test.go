@@ -5,7 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -378,5 +382,48 @@ servers:
 	p.Refresh()
 	if got := exposedNames(p.Catalog()); got != "fx__x fx__y" {
 		t.Errorf("names after a new snapshot = %q", got)
+	}
+}
+
+func TestRefreshCallsWaitingForABuildShareTheNext(t *testing.T) {
+	fx := connected(`{"name":"v0"}`)
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+`, map[string]*fakeUpstream{"fx": fx})
+	var builds atomic.Int32
+	entered, release := make(chan struct{}), make(chan struct{})
+	fx.SnapshotFn = func() *upstream.Snapshot {
+		if builds.Add(1) == 1 {
+			close(entered)
+			<-release // the first build holds the lock
+		}
+		return fx.snap.Load()
+	}
+	var wg sync.WaitGroup
+	wg.Go(p.Refresh)
+	<-entered
+	const waiters = 5
+	for i := 1; i <= waiters; i++ {
+		fx.set(upstream.StateConnected, fmt.Sprintf(`{"name":"v%d"}`, i))
+		wg.Go(func() {
+			p.Refresh()
+			// This call's snapshot (or a later one) is in the catalog.
+			if names := exposedNames(p.Catalog()); names == "fx__v0" {
+				t.Errorf("Refresh returned before a build saw its snapshot: %q", names)
+			}
+		})
+	}
+	for p.refreshCalls.Load() < 2+waiters { // newProxy's, the held one, the waiters
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	wg.Wait()
+	if got := exposedNames(p.Catalog()); got != fmt.Sprintf("fx__v%d", waiters) {
+		t.Errorf("names = %q, want the last snapshot's", got)
+	}
+	if n := builds.Load(); n != 2 {
+		t.Errorf("%d builds read the snapshot, want 2: the held one and one for all waiters", n)
 	}
 }

@@ -65,6 +65,11 @@ type Proxy struct {
 	// to do while the generation and every snapshot are the same.
 	builtGen   *generation
 	builtSnaps []*upstream.Snapshot
+	// refreshCalls counts Refresh calls; refreshCovered (guarded by mu) is
+	// the count when the last build began reading snapshots. A call waiting
+	// for mu whose number is covered has been served by that build.
+	refreshCalls   atomic.Uint64
+	refreshCovered uint64
 
 	httpMu       sync.Mutex
 	httpServers  []*server.StreamableHTTPServer
@@ -198,10 +203,19 @@ func (p *Proxy) Catalog() *Catalog { return p.catalog.Load() }
 // Refresh rebuilds the catalog from the upstreams' current snapshots and, when
 // the listed tools changed, updates mcp-go's registry, which sends one
 // notifications/tools/list_changed to every initialized session. It is called
-// after every upstream snapshot and is cheap when nothing changed.
+// after every upstream snapshot and is cheap when nothing changed. Calls
+// that pile up while a build runs are served by one build that starts after
+// all of them (20 upstreams connecting at once make a handful of builds,
+// not 20). When Refresh returns, a build that began after the call has
+// finished.
 func (p *Proxy) Refresh() {
+	call := p.refreshCalls.Add(1)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.refreshCovered >= call {
+		return
+	}
+	p.refreshCovered = p.refreshCalls.Load()
 	old := p.catalog.Load()
 	g := p.gen()
 	names := g.serverNames()
