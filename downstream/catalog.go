@@ -40,12 +40,14 @@ type ToolEntry struct {
 // listed reports whether the entry is in tools/list before any agent rule.
 func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered }
 
-// Catalog is an immutable merged view of every upstream's tools. It holds
-// each tool's bytes once, in its entry; the tools/list arrays are joined
-// from the entries per view (state.go), not kept here.
+// Catalog is an immutable merged view of every upstream's tools. The bytes
+// of the listed tools are held once: list is their JSON array, and each
+// listed entry's Raw is a slice of it. A view that lists exactly these tools
+// serves list itself (deferred.go).
 type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
+	list     []byte // JSON array of the listed (connected, unfiltered) tools
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
 }
@@ -98,8 +100,13 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-			} else if e.Connected != s.connected || e.Filtered != filtered {
-				cp := *e // published entries are immutable
+			} else if s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered {
+				// Published entries are immutable; a listed one gets its Raw
+				// moved into the new list below.
+				cp := *e
+				if e.listed() && (!s.connected || filtered) {
+					cp.Raw = bytes.Clone(e.Raw) // must not hold on to the old list
+				}
 				e = &cp
 			}
 			e.Connected, e.Filtered = s.connected, filtered
@@ -108,7 +115,34 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 		}
 	}
 	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
+	c.joinListed()
 	return c
+}
+
+// joinListed writes the listed entries' Raw into c.list and points each of
+// those entries' Raw at its bytes there. The entries must not be published
+// yet.
+func (c *Catalog) joinListed() {
+	n := 2
+	for _, e := range c.tools {
+		if e.listed() {
+			n += len(e.Raw) + 1
+		}
+	}
+	buf := make([]byte, 1, n)
+	buf[0] = '['
+	for _, e := range c.tools {
+		if !e.listed() {
+			continue
+		}
+		if len(buf) > 1 {
+			buf = append(buf, ',')
+		}
+		start := len(buf)
+		buf = append(buf, e.Raw...)
+		e.Raw = buf[start:len(buf):len(buf)] // full: an append copies
+	}
+	c.list = append(buf, ']')
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
@@ -126,28 +160,9 @@ func (c *Catalog) reusable(server, exposed string, t upstream.Tool) *ToolEntry {
 }
 
 // sameListing reports whether a and b list the same tools with the same
-// bytes and have as many entries: then their tools/list arrays are equal
-// and mcp-go's registry needs no update.
+// bytes and have as many entries: then mcp-go's registry needs no update.
 func sameListing(a, b *Catalog) bool {
-	if len(a.tools) != len(b.tools) {
-		return false
-	}
-	i, j := 0, 0
-	for {
-		for i < len(a.tools) && !a.tools[i].listed() {
-			i++
-		}
-		for j < len(b.tools) && !b.tools[j].listed() {
-			j++
-		}
-		if i == len(a.tools) || j == len(b.tools) {
-			return i == len(a.tools) && j == len(b.tools)
-		}
-		if !bytes.Equal(a.tools[i].Raw, b.tools[j].Raw) {
-			return false
-		}
-		i, j = i+1, j+1
-	}
+	return len(a.tools) == len(b.tools) && bytes.Equal(a.list, b.list)
 }
 
 // exposeTool rewrites one upstream tool object for the downstream side.
@@ -169,17 +184,6 @@ func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
 	}
 	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
 		ReadOnly: t.ReadOnly, Raw: raw, src: t.Raw}, nil
-}
-
-// joinRaw writes the Raw of the entries that pass keep as one JSON array.
-func joinRaw(entries []*ToolEntry, keep func(*ToolEntry) bool) []byte {
-	var raws []json.RawMessage
-	for _, e := range entries {
-		if keep(e) {
-			raws = append(raws, e.Raw)
-		}
-	}
-	return jsonArray(raws)
 }
 
 // jsonArray writes JSON values, each valid on its own, as one JSON array.
@@ -210,8 +214,8 @@ func (c *Catalog) Lookup(name string) (*ToolEntry, bool) {
 func (c *Catalog) Tools() []*ToolEntry { return c.tools }
 
 // ListJSON is the JSON array of listed tools, ready for a tools/list result.
-// It is joined on each call: sessions list from their view (state.go).
-func (c *Catalog) ListJSON() []byte { return joinRaw(c.tools, (*ToolEntry).listed) }
+// It is shared: callers must not modify it.
+func (c *Catalog) ListJSON() []byte { return c.list }
 
 // Warnings are the naming and rewrite warnings of this build.
 func (c *Catalog) Warnings() []string { return c.warnings }

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -274,7 +275,7 @@ func exposedNames(c *Catalog) string {
 	return joinStrings(names)
 }
 
-func TestRebuildCatalogReusesUnchangedEntries(t *testing.T) {
+func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	a := []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
 	b := []upstream.Tool{rawTool(`{"name":"z","description":"Z"}`)}
 	servers := []serverTools{
@@ -282,38 +283,55 @@ func TestRebuildCatalogReusesUnchangedEntries(t *testing.T) {
 		{name: "b", prefix: "b", connected: true, tools: b},
 	}
 	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil)
+	firstList := string(first.ListJSON())
+	checkAliases(t, "first", first)
 
 	// b changes its tool and goes down; a sends the same bytes (a copy).
 	servers[0].tools = []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
 	servers[1].connected = false
 	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
 	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first)
-
-	for _, name := range []string{"a__x", "a__y"} {
-		old, _ := first.Lookup(name)
-		now, _ := second.Lookup(name)
-		if old != now {
-			t.Errorf("%s: entry rebuilt, want the unchanged one reused", name)
-		}
+	checkAliases(t, "second", second)
+	if got := string(second.ListJSON()); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
+		t.Errorf("second ListJSON = %s", got)
 	}
-	old, _ := first.Lookup("b__z")
-	now, _ := second.Lookup("b__z")
-	if old == now || !old.Connected || now.Connected {
-		t.Errorf("b__z: old %+v, new %+v; want a new, unconnected entry and the old one untouched", old, now)
-	}
-	if now.Description != "Z2" || !bytes.Contains(now.Raw, []byte(`"Z2"`)) {
-		t.Errorf("b__z: changed upstream bytes not taken: %s", now.Raw)
+	down, _ := second.Lookup("b__z")
+	if down.Connected || down.Description != "Z2" || !bytes.Contains(down.Raw, []byte(`"Z2"`)) {
+		t.Errorf("b__z after the change: %+v, Raw %s", down, down.Raw)
 	}
 
-	// Only the connectivity changes: Raw is shared, the entry is a copy.
+	// Only the connectivity changes: the entry that was unlisted comes back.
 	servers[1].connected = true
 	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second)
-	again, _ := third.Lookup("b__z")
-	if again == now || now.Connected || !again.Connected || &again.Raw[0] != &now.Raw[0] {
-		t.Errorf("b__z back up: %+v from %+v; want a connected copy sharing Raw, the old one untouched", again, now)
-	}
+	checkAliases(t, "third", third)
 	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
 		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
+	}
+	// Building from first changed nothing of it.
+	checkAliases(t, "first after rebuilds", first)
+	if string(first.ListJSON()) != firstList {
+		t.Errorf("first ListJSON changed to %s", first.ListJSON())
+	}
+	if e, _ := first.Lookup("b__z"); !e.Connected || string(e.Raw) != `{"name":"b__z","description":"Z"}` {
+		t.Errorf("first's b__z changed: %+v", e)
+	}
+}
+
+// checkAliases checks that c's listed entries' Raw are slices of its list
+// (one copy of the bytes) and the unlisted ones are not.
+func checkAliases(t *testing.T, label string, c *Catalog) {
+	t.Helper()
+	list := c.ListJSON()
+	for _, e := range c.Tools() {
+		in := len(e.Raw) > 0 && len(list) > 0 &&
+			uintptr(unsafe.Pointer(&e.Raw[0])) >= uintptr(unsafe.Pointer(&list[0])) &&
+			uintptr(unsafe.Pointer(&e.Raw[0])) < uintptr(unsafe.Pointer(&list[0]))+uintptr(len(list))
+		if in != (e.Connected && !e.Filtered) {
+			t.Errorf("%s: %s (connected %v, filtered %v): Raw in the list bytes = %v", label, e.Exposed, e.Connected, e.Filtered, in)
+		}
+		if in && cap(e.Raw) != len(e.Raw) {
+			t.Errorf("%s: %s: Raw has room to append into the list", label, e.Exposed)
+		}
 	}
 }
 
@@ -425,5 +443,44 @@ servers:
 	}
 	if n := builds.Load(); n != 2 {
 		t.Errorf("%d builds read the snapshot, want 2: the held one and one for all waiters", n)
+	}
+}
+
+func TestSessionListSharesTheCatalogListWhenItIsTheSame(t *testing.T) {
+	const yaml = `
+blobs: {mode: passthrough}
+servers:
+  fs: {command: fixture}
+bundles:
+  all: {servers: [fs]}
+agents:
+  all: {mcp_bundles: [all]}
+  some: {mcp_bundles: [all], excluded_tools: [fs__write_file]}
+  none: {mcp_bundles: [all], excluded_tools: ["fs__*"]}
+default_agent: all
+`
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": connected(`{"name":"read_file"}`, `{"name":"write_file"}`)})
+	state := func(agent string) *sessionState {
+		st, err := p.newState(agent, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+	list := p.Catalog().ListJSON()
+	if got := p.listFor(state("all")); &got[0] != &list[0] {
+		t.Errorf("all: the list was copied: %s", got)
+	}
+	for agent, want := range map[string]string{
+		"all":  `[{"name":"fs__read_file","description":"MCP tool read_file from fs"},{"name":"fs__write_file","description":"MCP tool write_file from fs"}]`,
+		"some": `[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]`,
+		"none": `[]`,
+	} {
+		if got := string(p.listFor(state(agent))); got != want {
+			t.Errorf("%s: list = %s, want %s", agent, got, want)
+		}
+	}
+	if string(p.Catalog().ListJSON()) != string(list) {
+		t.Errorf("the catalog list changed to %s", p.Catalog().ListJSON())
 	}
 }

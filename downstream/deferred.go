@@ -151,22 +151,36 @@ func (p *Proxy) ownCall(ctx context.Context, st *sessionState, name string, args
 	return p.mcpPrompts(ctx, st, args), nil, true
 }
 
-// sessionList is the session's tools array.
+// sessionList is the session's tools array. A session that lists exactly
+// the catalog's listed tools and no own tool gets the catalog's own array.
 func (p *Proxy) sessionList(st *sessionState) []byte {
 	c := p.Catalog()
 	own := p.ownToolsJSON(st)
-	list := joinRaw(c.tools, func(e *ToolEntry) bool { return listedFor(st, e) })
-	if len(own) == 0 {
-		return list
+	keep := make([]bool, len(c.tools))
+	all := len(own) == 0
+	n := 2 + len(own)
+	for i, e := range c.tools {
+		keep[i] = listedFor(st, e)
+		all = all && keep[i] == e.listed()
+		if keep[i] {
+			n += len(e.Raw) + 1
+		}
 	}
-	out := make([]byte, 0, len(own)+len(list))
+	if all {
+		return c.list
+	}
+	out := make([]byte, 0, n)
 	out = append(out, '[')
-	out = append(out, own...)
-	if len(list) > 2 {
-		out = append(out, list[1:]...)
-	} else {
-		out[len(out)-1] = ']'
+	out = append(out, own...) // each followed by a comma
+	for i, e := range c.tools {
+		if keep[i] {
+			out = append(append(out, e.Raw...), ',')
+		}
 	}
+	if len(out) == 1 {
+		return append(out, ']')
+	}
+	out[len(out)-1] = ']'
 	return out
 }
 
