@@ -281,8 +281,10 @@ func (p *Proxy) Refresh() {
 // dispatches tools/call by name; the listed bytes come from the catalog, see
 // front.go). SetTools notifies sessions once per change.
 func (p *Proxy) syncShadows(c *Catalog) {
-	names := make([]string, 0, len(c.tools))
-	tools := make([]server.ServerTool, 0, len(c.tools))
+	owns := []string{toolSearchName, callToolName, mcpResourcesName, mcpPromptsName}
+	names := make([]string, 0, len(c.tools)+len(owns))
+	tools := make([]server.ServerTool, 0, len(c.tools)+len(owns))
+	handler := server.ToolHandlerFunc(p.callTool) // one method value for all
 	for _, e := range c.tools {
 		// The last known tools of a server that is down stay registered, so
 		// that calling one says the server is not connected instead of
@@ -290,15 +292,15 @@ func (p *Proxy) syncShadows(c *Catalog) {
 		names = append(names, e.Exposed)
 		tools = append(tools, server.ServerTool{
 			Tool:    mcp.NewToolWithRawSchema(e.Exposed, "", shadowSchema),
-			Handler: p.callTool,
+			Handler: handler,
 		})
 	}
 	// The own tools are registered always; the handler decides per session
 	// whether they are offered (deferred.go).
-	for _, own := range []string{toolSearchName, callToolName, mcpResourcesName, mcpPromptsName} {
+	for _, own := range owns {
 		if _, taken := c.byName[own]; !taken {
 			names = append(names, own)
-			tools = append(tools, server.ServerTool{Tool: mcp.NewToolWithRawSchema(own, "", shadowSchema), Handler: p.callTool})
+			tools = append(tools, server.ServerTool{Tool: mcp.NewToolWithRawSchema(own, "", shadowSchema), Handler: handler})
 		}
 	}
 	p.shadowed = names
