@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -482,5 +483,67 @@ default_agent: all
 	}
 	if string(p.Catalog().ListJSON()) != string(list) {
 		t.Errorf("the catalog list changed to %s", p.Catalog().ListJSON())
+	}
+}
+
+// TestShadowsFollowTheCatalog: mcp-go's registry (which routes tools/call)
+// holds exactly the catalog's names and the proxy's own tools as servers
+// come, change and go, and a session gets one list_changed per change.
+func TestShadowsFollowTheCatalog(t *testing.T) {
+	a := connected(`{"name":"x"}`)
+	b := &fakeUpstream{}
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture}
+  b: {command: fixture}
+`, map[string]*fakeUpstream{"a": a, "b": b})
+	c := startStdio(t, p)
+	c.initialize()
+	own := []string{callToolName, mcpPromptsName, mcpResourcesName, toolSearchName}
+	registered := func() string {
+		var names []string
+		for name := range p.mcp.ListTools() {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		return joinStrings(names)
+	}
+	want := func(names ...string) string { return joinStrings(slices.Sorted(slices.Values(append(names, own...)))) }
+	notified := 0
+	step := func(what, wantNames string) {
+		t.Helper()
+		p.Refresh()
+		if got := registered(); got != wantNames {
+			t.Errorf("%s: registered %q, want %q", what, got, wantNames)
+		}
+		notified++
+		deadline := time.Now().Add(5 * time.Second)
+		for c.count(`"notifications/tools/list_changed"`) < notified && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := c.count(`"notifications/tools/list_changed"`); got != notified {
+			t.Errorf("%s: %d list_changed notifications in all, want %d", what, got, notified)
+		}
+	}
+	if got := registered(); got != want("a__x") {
+		t.Fatalf("registered at start = %q", got)
+	}
+
+	b.set(upstream.StateConnected, `{"name":"y"}`, `{"name":"z"}`)
+	step("b connected", want("a__x", "b__y", "b__z"))
+	b.set(upstream.StateConnected, `{"name":"z"}`, `{"name":"w"}`)
+	step("b changed its tools", want("a__x", "b__w", "b__z"))
+	b.set(upstream.StateFailed)
+	step("b went down", want("a__x", "b__w", "b__z"))
+	if got := string(p.Catalog().ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
+		t.Errorf("listed while b is down: %s", got)
+	}
+
+	// A ping answered after the last step: no late extra notification.
+	c.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)
+	c.recv(`9`)
+	if got := c.count(`"notifications/tools/list_changed"`); got != notified {
+		t.Errorf("%d list_changed notifications in all, want %d", got, notified)
 	}
 }

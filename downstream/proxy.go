@@ -60,7 +60,7 @@ type Proxy struct {
 	scrubber  atomic.Pointer[sanitize.Scrubber] // the config's secret values
 	mu        sync.Mutex                        // serializes Refresh
 	lastTools map[string][]upstream.Tool
-	shadowed  []string // exposed names registered with mcp-go, sorted
+	shadowed  map[string]struct{} // names registered with mcp-go (syncShadows)
 	// built is what the current catalog was built from: Refresh has nothing
 	// to do while the generation and every snapshot are the same.
 	builtGen   *generation
@@ -279,33 +279,54 @@ func (p *Proxy) Refresh() {
 
 // syncShadows registers one small tool per exposed name with mcp-go (mcp-go
 // dispatches tools/call by name; the listed bytes come from the catalog, see
-// front.go). SetTools notifies sessions once per change.
+// front.go). It is called when the listed tools changed, and mcp-go's
+// registration sends each initialized session one
+// notifications/tools/list_changed: names that only came add their shadows
+// (AddTools), a name that went replaces the set (SetTools), and with the
+// same names (a server went down or came back) only the notification is
+// sent. mcp-go checks each tool it registers, so a cold start whose catalog
+// grows server by server registers each name once.
 func (p *Proxy) syncShadows(c *Catalog) {
-	owns := []string{toolSearchName, callToolName, mcpResourcesName, mcpPromptsName}
-	names := make([]string, 0, len(c.tools)+len(owns))
-	tools := make([]server.ServerTool, 0, len(c.tools)+len(owns))
-	handler := server.ToolHandlerFunc(p.callTool) // one method value for all
+	names := make(map[string]struct{}, len(c.tools)+len(ownToolNames))
 	for _, e := range c.tools {
 		// The last known tools of a server that is down stay registered, so
 		// that calling one says the server is not connected instead of
 		// "unknown tool"; they are not listed (front.go lists the catalog).
-		names = append(names, e.Exposed)
-		tools = append(tools, server.ServerTool{
-			Tool:    mcp.NewToolWithRawSchema(e.Exposed, "", shadowSchema),
-			Handler: handler,
-		})
+		names[e.Exposed] = struct{}{}
 	}
 	// The own tools are registered always; the handler decides per session
-	// whether they are offered (deferred.go).
-	for _, own := range owns {
-		if _, taken := c.byName[own]; !taken {
-			names = append(names, own)
-			tools = append(tools, server.ServerTool{Tool: mcp.NewToolWithRawSchema(own, "", shadowSchema), Handler: handler})
+	// whether they are offered (deferred.go). An upstream tool exposed under
+	// one of their names has the same shadow.
+	for _, own := range ownToolNames {
+		names[own] = struct{}{}
+	}
+	removed := false
+	for name := range p.shadowed {
+		if _, ok := names[name]; !ok {
+			removed = true
+			break
+		}
+	}
+	handler := server.ToolHandlerFunc(p.callTool) // one method value for all
+	var added []server.ServerTool
+	for name := range names {
+		if _, ok := p.shadowed[name]; !ok || removed {
+			added = append(added, server.ServerTool{Tool: mcp.NewToolWithRawSchema(name, "", shadowSchema), Handler: handler})
 		}
 	}
 	p.shadowed = names
-	p.mcp.SetTools(tools...)
+	switch {
+	case removed:
+		p.mcp.SetTools(added...)
+	case len(added) > 0:
+		p.mcp.AddTools(added...)
+	default:
+		p.mcp.SendNotificationToAllClients(string(mcp.MethodNotificationToolsListChanged), nil)
+	}
 }
+
+// ownToolNames are the proxy's own tools, registered with mcp-go always.
+var ownToolNames = []string{toolSearchName, callToolName, mcpResourcesName, mcpPromptsName}
 
 // shadowSchema is the input schema of the tools registered with mcp-go. It is
 // never shown to a client: tools/list responses carry the upstream's schema.

@@ -421,3 +421,16 @@ func TestServeStdioUnknownAgent(t *testing.T) {
 		t.Fatalf("ServeStdio(agent nobody) = %v, want an error naming the agent", err)
 	}
 }
+
+// count returns how many lines received so far contain substr.
+func (c *stdioClient) count(substr string) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, line := range c.seen {
+		if strings.Contains(line, substr) {
+			n++
+		}
+	}
+	return n
+}
