@@ -90,6 +90,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 func (p *Proxy) pumpStdin(ctx, answerCtx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
 	br := bufio.NewReaderSize(in, 64<<10)
 	answers := make(chan struct{}, maxDirectAnswers)
+	pool := newWorkers()
 	for {
 		line, err := readLine(br, maxRequestBytes)
 		if errors.Is(err, errLineTooLong) {
@@ -107,10 +108,10 @@ func (p *Proxy) pumpStdin(ctx, answerCtx context.Context, in io.Reader, pw io.Wr
 				release = func() { <-answers }
 			}
 			pd.answering.Add(1)
-			go func() {
+			pool.run(func() {
 				defer func() { release(); pd.answering.Add(-1) }()
 				w.writeMessage(answer(answerCtx))
-			}()
+			})
 		} else if len(bytes.TrimSpace(line)) > 0 {
 			msg, wait := pd.inbound(line, st)
 			msg = append(msg, '\n')
