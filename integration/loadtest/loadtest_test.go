@@ -15,6 +15,38 @@ import (
 	"time"
 )
 
+// TestMain lets the test binary be the relay of the floor scenarios, as
+// the load test binary is.
+func TestMain(m *testing.M) {
+	runRelayIfAsked()
+	os.Exit(m.Run())
+}
+
+// TestRelayCopiesLines: the floor's relay passes each line through as it
+// came, long lines included, and ends when the child's output does.
+func TestRelayCopiesLines(t *testing.T) {
+	long := strings.Repeat("x", 200<<10)
+	in := "a\n" + long + "\n{\"k\":1}\nlast-without-newline"
+	var out bytes.Buffer
+	if err := copyLines(&out, strings.NewReader(in)); err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != in {
+		t.Errorf("copyLines changed the stream (%d bytes in, %d out)", len(in), out.Len())
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "cat")
+	cmd.Env = append(os.Environ(), relayEnv+"=1")
+	cmd.Stdin = strings.NewReader("one\ntwo\n")
+	got, err := cmd.Output()
+	if err != nil || string(got) != "one\ntwo\n" {
+		t.Errorf("relay of cat = %q, %v; want the two lines", got, err)
+	}
+}
+
 // TestRunEveryScenario builds mcp-proxy and the fixture, runs every
 // scenario with tiny counts, and checks the table and the JSON a user would
 // read: every scenario present, no error, every number positive, and no

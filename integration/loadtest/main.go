@@ -25,6 +25,7 @@ const (
 var errUsage = errors.New("usage")
 
 func main() {
+	runRelayIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()

@@ -48,6 +48,8 @@ type procSpec struct {
 	// accepts is delivered by proc.waitReady (the address an HTTP server
 	// bound).
 	ready func(line string) (string, bool)
+	// env is added to the load test's own environment.
+	env []string
 }
 
 // proc is one started process. stop is safe to call more than once; only
@@ -76,6 +78,9 @@ func (f *fleet) start(spec procSpec) (*proc, error) {
 	cmd := exec.Command(spec.path, spec.args...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	cmd.WaitDelay = pipeDrainDelay
+	if len(spec.env) > 0 {
+		cmd.Env = append(os.Environ(), spec.env...)
+	}
 	p := &proc{spec: spec, cmd: cmd, done: make(chan struct{}), stderr: newLineWriter(spec.ready)}
 	cmd.Stderr = p.stderr
 	if spec.stdio {

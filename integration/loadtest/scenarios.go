@@ -48,6 +48,10 @@ var scenarios = []scenario{
 	{"list-20x100", target{measure: "p50", limit: 1.3, atMost: true}, listFleet},
 	{"coldstart-20", target{measure: "p50", limit: 2, atMost: true}, coldStart},
 	{"rss-20x100", target{measure: "rss", limit: 40, below: true}, rssFleet},
+	// Floors (floor.go): the thinnest stand-in in the proxy's place.
+	{"floor-call-stdio-c1", target{}, floorCallStdio(1)},
+	{"floor-call-stdio-c8", target{}, floorCallStdio(pipelineDepth)},
+	{"floor-coldstart-20", target{}, floorColdStart},
 }
 
 // side is one way to the upstream, direct or through the proxy: check
