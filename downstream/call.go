@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -144,11 +145,10 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 		return nil, unknownTool(name)
 	}
 	agent := st.agent.Name
-	log := p.log.With().Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name).Logger()
 	if rule := st.agent.Decide(entry.policyTool(), st.perCall); rule != filter.RuleNone {
 		p.opts.Metrics.PolicyDenial(agent, string(rule))
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeDenied, 0)
-		log.Debug().Str("rule", string(rule)).Msg("tool call denied")
+		callEvent(p.log.Debug(), agent, entry).Str("rule", string(rule)).Msg("tool call denied")
 		if rule.Hidden() {
 			return nil, unknownTool(name)
 		}
@@ -182,6 +182,13 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 	return p.runCall(ctx, c)
 }
 
+// callEvent adds a call's agent, server and tool to a log event; a disabled
+// level's nil event costs nothing (a logger With per call allocated even
+// when nothing was logged).
+func callEvent(e *zerolog.Event, agent string, entry *ToolEntry) *zerolog.Event {
+	return e.Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name)
+}
+
 // upstreamCall is one tools/call on its way to an upstream, past the policy
 // and approval gates.
 type upstreamCall struct {
@@ -197,7 +204,6 @@ type upstreamCall struct {
 // runCall sends the call upstream and waits for its outcome.
 func (p *Proxy) runCall(ctx context.Context, c *upstreamCall) (json.RawMessage, *wireError) {
 	entry, up, timeout, agent := c.entry, c.up, c.timeout, c.st.agent.Name
-	log := p.log.With().Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name).Logger()
 	end := p.calls.begin(entry.Server, c.st)
 	defer end()
 	defer c.progress.close()
@@ -210,10 +216,10 @@ func (p *Proxy) runCall(ctx context.Context, c *upstreamCall) (json.RawMessage, 
 	outcome, werr := p.classify(entry, result, err, ctx, cctx, timeout)
 	p.opts.Metrics.ToolCall(entry.Server, entry.Name, outcome, elapsed)
 	if werr != nil {
-		log.Warn().Str("outcome", outcome).Dur("duration", elapsed).Str("error", werr.Message).Msg("tool call failed")
+		callEvent(p.log.Warn(), agent, entry).Str("outcome", outcome).Dur("duration", elapsed).Str("error", werr.Message).Msg("tool call failed")
 		return nil, werr
 	}
-	log.Debug().Str("outcome", outcome).Dur("duration", elapsed).Int("bytes", len(result)).Msg("tool call")
+	callEvent(p.log.Debug(), agent, entry).Str("outcome", outcome).Dur("duration", elapsed).Int("bytes", len(result)).Msg("tool call")
 	return p.rewriteResult(agent, entry.Server, result, c.linkOK), nil
 }
 
