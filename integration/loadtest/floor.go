@@ -6,6 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"slices"
@@ -26,6 +30,10 @@ import (
 //     asked for its tools directly, until all have answered, against the one
 //     fixture holding all 2,000 tools.
 //
+//   - floor-call-http-c8: a plain HTTP reverse proxy (the same binary, its
+//     own net/http server and client, no parsing) in front of the fixture's
+//     Streamable HTTP endpoint.
+//
 // They have no target: they bound the proxy's ratios from below.
 
 // relayEnv, set in a process's environment, makes this binary (or its test
@@ -33,12 +41,19 @@ import (
 // arguments.
 const relayEnv = "MCP_PROXY_LOADTEST_RELAY"
 
-// runRelayIfAsked runs the relay and exits when relayEnv is set.
+// runRelayIfAsked runs the relay and exits when relayEnv is set: "1" the
+// stdio line relay, "http" the reverse proxy to the URL in the arguments.
 func runRelayIfAsked() {
-	if os.Getenv(relayEnv) != "1" {
+	var err error
+	switch os.Getenv(relayEnv) {
+	case "":
 		return
+	case "http":
+		err = relayHTTP(os.Args[1:])
+	default:
+		err = relay(os.Args[1:])
 	}
-	if err := relay(os.Args[1:]); err != nil {
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "relay: %v\n", err)
 		os.Exit(1)
 	}
@@ -180,4 +195,69 @@ func (e *env) fleetToCatalogs(ctx context.Context) (time.Duration, error) {
 	}
 	wg.Wait()
 	return slices.Max(took), errors.Join(errs...)
+}
+
+// relayHTTP serves a reverse proxy to argv[0] on a loopback port and says
+// where on stderr ("listening on URL", as the fixture does).
+func relayHTTP(argv []string) error {
+	if len(argv) != 1 {
+		return errors.New("want one upstream URL")
+	}
+	target, err := url.Parse(argv[0])
+	if err != nil {
+		return err
+	}
+	rp := &httputil.ReverseProxy{
+		Rewrite:       func(r *httputil.ProxyRequest) { r.SetURL(&url.URL{Scheme: target.Scheme, Host: target.Host}) },
+		FlushInterval: -1, // SSE responses go through as they come
+		Transport:     &http.Transport{MaxIdleConnsPerHost: 64},
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "relay listening on http://%s%s\n", ln.Addr(), target.Path)
+	return http.Serve(ln, rp)
+}
+
+// floorCallHTTP is callHTTP with the reverse proxy in place of the proxy.
+func floorCallHTTP(conc int) func(context.Context, *env) (*result, error) {
+	return func(ctx context.Context, e *env) (res *result, err error) {
+		fx, err := e.fleet.start(procSpec{name: "fixture (http)", path: e.o.fixture,
+			args: []string{"-http", loopback + ":0"}, ready: fixtureURL})
+		if err != nil {
+			return nil, err
+		}
+		defer joinErr(&err, fx.stop)
+		fxURL, err := fx.waitReady(ctx)
+		if err != nil {
+			return nil, err
+		}
+		self, err := os.Executable()
+		if err != nil {
+			return nil, err
+		}
+		rp, err := e.fleet.start(procSpec{name: "relay (http)", path: self, args: []string{fxURL},
+			ready: fixtureURL, env: []string{relayEnv + "=http"}})
+		if err != nil {
+			return nil, err
+		}
+		defer joinErr(&err, rp.stop)
+		rpURL, err := rp.waitReady(ctx)
+		if err != nil {
+			return nil, err
+		}
+		direct, err := dialHTTP(ctx, fxURL)
+		if err != nil {
+			return nil, err
+		}
+		defer joinErr(&err, func() error { return direct.close(ctx) })
+		relayed, err := dialHTTP(ctx, rpURL)
+		if err != nil {
+			return nil, fmt.Errorf("relay: %w (%s)", err, rp.failure())
+		}
+		defer joinErr(&err, func() error { return relayed.close(ctx) })
+		sides := [2]*side{echoSide("direct", direct, "echo", 0), echoSide("relay", relayed, "echo", 0)}
+		return e.measure(ctx, sides, e.o.n, conc)
+	}
 }

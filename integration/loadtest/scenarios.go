@@ -51,6 +51,7 @@ var scenarios = []scenario{
 	// Floors (floor.go): the thinnest stand-in in the proxy's place.
 	{"floor-call-stdio-c1", target{}, floorCallStdio(1)},
 	{"floor-call-stdio-c8", target{}, floorCallStdio(pipelineDepth)},
+	{"floor-call-http-c8", target{}, floorCallHTTP(pipelineDepth)},
 	{"floor-coldstart-20", target{}, floorColdStart},
 }
 
