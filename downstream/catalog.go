@@ -94,22 +94,27 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 			}
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
 			e := prev.reusable(s.name, exposed, t)
-			if e == nil {
+			switch {
+			case e == nil:
 				var err error
 				if e, err = exposeTool(s.name, exposed, t); err != nil {
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-			} else if s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered {
-				// Published entries are immutable; a listed one gets its Raw
-				// moved into the new list below.
+				e.Connected, e.Filtered = s.connected, filtered
+			case s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered:
+				// Published entries are immutable (calls read them while
+				// this runs); a listed one gets its Raw moved into the new
+				// list below.
 				cp := *e
 				if e.listed() && (!s.connected || filtered) {
 					cp.Raw = bytes.Clone(e.Raw) // must not hold on to the old list
 				}
+				cp.Connected, cp.Filtered = s.connected, filtered
 				e = &cp
 			}
-			e.Connected, e.Filtered = s.connected, filtered
+			// Otherwise the published entry is taken as it is: it is
+			// unlisted, with the same state.
 			c.byName[exposed] = e
 			c.tools = append(c.tools, e)
 		}

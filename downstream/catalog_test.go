@@ -547,3 +547,46 @@ servers:
 		t.Errorf("%d list_changed notifications in all, want %d", got, notified)
 	}
 }
+
+// TestRebuildLeavesPublishedEntriesAlone: calls read the entries of the
+// catalog in use while a rebuild runs; a rebuild reusing an entry must not
+// write to it, not even the same values (run with -race).
+func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
+	servers := []serverTools{
+		{name: "a", prefix: "a", connected: false, tools: []upstream.Tool{rawTool(`{"name":"x"}`)}},
+		{name: "b", prefix: "b", connected: true, exclude: []string{"y"}, tools: []upstream.Tool{rawTool(`{"name":"y"}`)}},
+	}
+	first := buildCatalog(namespace.StyleZeroclaw, servers)
+	type state struct{ connected, filtered bool }
+	var want []state
+	for _, e := range first.Tools() {
+		want = append(want, state{e.Connected, e.Filtered})
+	}
+	stop := make(chan struct{})
+	read := make(chan int)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-stop:
+				read <- n
+				return
+			default:
+			}
+			for i, e := range first.Tools() {
+				if (state{e.Connected, e.Filtered}) != want[i] {
+					n++
+				}
+			}
+		}
+	}()
+	for range 50 {
+		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first); len(next.Tools()) != 2 {
+			t.Fatalf("rebuilt %d tools, want 2", len(next.Tools()))
+		}
+	}
+	close(stop)
+	if n := <-read; n != 0 {
+		t.Errorf("the published entries changed state %d times", n)
+	}
+}
