@@ -224,9 +224,7 @@ func (pd *pending) directCall(env envelope, st *sessionState, sess server.Client
 		}()
 		req, werr := readCallParams(env.Params)
 		if werr == nil {
-			if _, known := p.Catalog().Lookup(req.name); !known && p.startupPending() {
-				p.waitStartup(ctx) // a remembered tool whose server is still starting
-			}
+			p.awaitTool(ctx, req.name)
 			if pd.direct != nil {
 				ctx = context.WithValue(ctx, directKey{}, pd.direct)
 			}
@@ -247,6 +245,23 @@ func (pd *pending) directCall(env envelope, st *sessionState, sess server.Client
 		p.opts.Metrics.Request(st.agent.Name, env.Method, "error")
 		return errorResponse(id, werr)
 	}
+}
+
+// awaitTool makes sure a tool name unknown to the catalog is not unknown
+// only because the catalog lags: while upstreams are still starting it
+// waits for them (a host calling a tool it remembers), and otherwise it
+// brings the catalog up to the upstreams' latest snapshots (an upstream's
+// readiness is signalled before its snapshot reaches Refresh). Refresh is
+// cheap when nothing changed.
+func (p *Proxy) awaitTool(ctx context.Context, name string) {
+	if _, known := p.Catalog().Lookup(name); known {
+		return
+	}
+	if p.startupPending() {
+		p.waitStartup(ctx) // ends with a Refresh
+		return
+	}
+	p.Refresh()
 }
 
 func errorResponse(id json.RawMessage, werr *wireError) []byte {

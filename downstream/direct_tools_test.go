@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 func TestReadCallParams(t *testing.T) {
@@ -116,6 +118,21 @@ func TestServeStdioFastPathCalls(t *testing.T) {
 	}
 	c.send(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hi"}}}`)
 	if got, want := c.recv(`7`), `{"jsonrpc":"2.0","id":7,"result":`+echoResult+`}`; got != want {
+		t.Errorf("call = %s\nwant %s", got, want)
+	}
+}
+
+// A call for a tool whose upstream snapshot has not reached Refresh yet
+// (readiness is signalled first) is not "unknown tool": the catalog is
+// brought up to date before the call is judged.
+func TestCallRefreshesLaggingCatalog(t *testing.T) {
+	fx := echoUpstream()
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	c := startStdio(t, p)
+	c.initialize()
+	fx.set(upstream.StateConnected, echoTool, `{"name":"late","inputSchema":{"type":"object"}}`) // no Refresh
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__late","arguments":{}}}`)
+	if got, want := c.recv(`1`), `{"jsonrpc":"2.0","id":1,"result":`+echoResult+`}`; got != want {
 		t.Errorf("call = %s\nwant %s", got, want)
 	}
 }

@@ -341,8 +341,13 @@ func (pd *pending) inboundCall(msg []byte, env envelope, clientID json.RawMessag
 		return msg, false
 	}
 	pd.put(idKey(env.ID), &pendingEntry{kind: pendingCall, id: clientID, state: st, slot: s, token: tok})
-	_, known := pd.p.Catalog().Lookup(params.Name)
-	return msg, !known && pd.p.startupPending()
+	if _, known := pd.p.Catalog().Lookup(params.Name); !known {
+		if pd.p.startupPending() {
+			return msg, true // the caller waits for the upstreams (waitStartup)
+		}
+		pd.p.Refresh() // see awaitTool
+	}
+	return msg, false
 }
 
 func isModernMeta(meta json.RawMessage) bool {
