@@ -11,6 +11,11 @@
 // Streamable HTTP on 127.0.0.1 only, and stops every process it started
 // (process groups, and the proxy's own children) before it exits.
 //
+// The floor-* scenarios (floor.go) put the thinnest possible stand-in where
+// the proxy goes (a line relay, a plain reverse proxy, the upstreams started
+// without any proxy): their ratios are what any proxy process pays on the
+// machine, a lower bound for the proxy's.
+//
 // A missed target is reported, not an error: the exit code is 0 unless a
 // scenario could not run (1) or the command line was wrong (2).
 package main
