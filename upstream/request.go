@@ -203,7 +203,14 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 	rctx, stop := s.bind(WithMethod(ctx, method))
 	defer stop()
 	rctx, tooLarge := withTooLargeSink(rctx)
-	resp, err := await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
+	var resp *transport.JSONRPCResponse
+	var err error
+	if st, ok := s.tr.(*stdioTransport); ok && st.ctxWrites() {
+		// Its writes end with rctx: no goroutine per request (see await).
+		resp, err = st.SendRequest(rctx, req)
+	} else {
+		resp, err = await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
+	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("%w: no response", ErrBadResponse)
 	}

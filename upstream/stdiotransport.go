@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
@@ -31,7 +33,7 @@ type stdioTransport struct {
 	stdin io.WriteCloser
 	log   zerolog.Logger
 
-	writeMu sync.Mutex // one line at a time on stdin
+	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
 
 	mu      sync.Mutex
 	pending map[string]chan stdioReply
@@ -57,7 +59,8 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 		lines:   stdout,
 		stdin:   stdin,
 		log:     log,
-		pending: map[string]chan stdioReply{},
+		pending:  map[string]chan stdioReply{},
+		writeSem: make(chan struct{}, 1),
 		ctx:     context.Background(),
 		done:    make(chan struct{}),
 	}
@@ -98,7 +101,7 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 		delete(t.pending, key)
 		t.mu.Unlock()
 	}
-	if err := t.writeLine(b); err != nil {
+	if err := t.writeLine(ctx, b); err != nil {
 		forget()
 		return nil, fmt.Errorf("write request: %w", err)
 	}
@@ -132,17 +135,64 @@ func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNoti
 	if err != nil {
 		return fmt.Errorf("marshal notification: %w", err)
 	}
-	if err := t.writeLine(b); err != nil {
+	if err := t.writeLine(ctx, b); err != nil {
 		return fmt.Errorf("write notification: %w", err)
 	}
 	return nil
 }
 
-func (t *stdioTransport) writeLine(b []byte) error {
+// writeDeadliner is a stdin whose blocked write a deadline can end (our
+// end of an os.Pipe is one).
+type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
+
+// ctxWrites reports whether a write to the child's stdin returns when its
+// context ends even while the child is not reading: then callers need no
+// goroutine of their own around SendRequest.
+func (t *stdioTransport) ctxWrites() bool {
+	_, ok := t.stdin.(writeDeadliner)
+	return ok
+}
+
+// writeLine writes b and a newline to the child's stdin, one line at a
+// time. It returns when ctx ends, also while waiting for its turn or while
+// the write is blocked (a child that stopped reading): a write cut short
+// after part of the line went out has torn the child's input, so stdin is
+// closed, which ends the session as a lost child would.
+func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	b = append(b, '\n')
-	t.writeMu.Lock()
-	defer t.writeMu.Unlock()
-	_, err := t.stdin.Write(b)
+	select {
+	case t.writeSem <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.done:
+		return transport.ErrTransportClosed
+	}
+	defer func() { <-t.writeSem }()
+	dl, ok := t.stdin.(writeDeadliner)
+	if !ok || ctx.Done() == nil {
+		_, err := t.stdin.Write(b)
+		return err
+	}
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() {
+		_ = dl.SetWriteDeadline(time.Now())
+		close(fired)
+	})
+	n, err := t.stdin.Write(b)
+	if !stop() {
+		<-fired
+		_ = dl.SetWriteDeadline(time.Time{})
+	}
+	if err == nil {
+		return nil
+	}
+	if n > 0 && n < len(b) {
+		t.log.Warn().Int("written", n).Int("bytes", len(b)).Msg("a write to the server's stdin was cut short; closing it")
+		_ = t.Close()
+	}
+	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
+		return ctx.Err()
+	}
 	return err
 }
 
@@ -352,7 +402,7 @@ func (t *stdioTransport) respond(resp *transport.JSONRPCResponse) {
 		t.log.Error().Err(safe(err)).Msg("marshal a response to the server")
 		return
 	}
-	if err := t.writeLine(b); err != nil {
+	if err := t.writeLine(context.Background(), b); err != nil {
 		t.log.Debug().Err(safe(err)).Msg("write a response to the server")
 	}
 }

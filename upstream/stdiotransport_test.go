@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -197,5 +198,58 @@ func TestStdioTransportCancel(t *testing.T) {
 	child.write(t, `{"jsonrpc":"2.0","id":"d","result":{"d":1}}`)
 	if s := wait(t, ch); s.err != nil || string(s.resp.Result) != `{"d":1}` {
 		t.Fatalf("got %+v, %v", s.resp, s.err)
+	}
+}
+
+// A child that stops reading its stdin blocks writes; a request still ends
+// with its context. When nothing of the line went out the transport goes
+// on; when part of it did, the child's input is torn and stdin is closed.
+func TestStdioTransportWriteEndsWithContext(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	outR, outW := io.Pipe()
+	defer outW.Close()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	if !tr.ctxWrites() {
+		t.Fatal("an os.Pipe stdin does not take write deadlines")
+	}
+	request := func(params string, timeout time.Duration) error {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		start := time.Now()
+		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("r"), Method: "x", Params: json.RawMessage(params)})
+		if d := time.Since(start); d > timeout+2*time.Second {
+			t.Errorf("request returned %v after a %v timeout", d, timeout)
+		}
+		return err
+	}
+	// Fill the pipe exactly, in whole lines nobody reads: the next write
+	// blocks before writing anything.
+	big := `{"pad":"` + strings.Repeat("x", 4000) + `"}`
+	for {
+		if err := request(big, 200*time.Millisecond); err != nil {
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("blocked request: %v, want the context's deadline", err)
+			}
+			break
+		}
+	}
+	// A line longer than the pipe's buffer is written in part, then cut.
+	huge := `{"pad":"` + strings.Repeat("y", 1<<20) + `"}`
+	if _, err := inR.Read(make([]byte, 64<<10)); err != nil { // room for part of it
+		t.Fatal(err)
+	}
+	if err := request(huge, 300*time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("torn request: %v, want the context's deadline", err)
+	}
+	if err := request(`{}`, time.Second); err == nil || errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("after a torn line: %v, want a closed stdin", err)
 	}
 }
