@@ -176,7 +176,7 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 		v := params[m.ValueStart:m.ValueEnd]
 		switch m.Key {
 		case "name":
-			if json.Unmarshal(v, &c.name) != nil {
+			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &c.name) != nil {
 				return c, &wireError{Code: codeInvalidParams, Message: "invalid params: the tool name must be a string"}
 			}
 			named = true

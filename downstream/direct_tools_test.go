@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -135,4 +136,69 @@ func TestCallRefreshesLaggingCatalog(t *testing.T) {
 	if got, want := c.recv(`1`), `{"jsonrpc":"2.0","id":1,"result":`+echoResult+`}`; got != want {
 		t.Errorf("call = %s\nwant %s", got, want)
 	}
+}
+
+// FuzzReadCallParams: the fast path's reading of client params agrees with
+// encoding/json on every params object it accepts (name, and the bytes of
+// arguments and _meta), and never panics on anything else.
+func FuzzReadCallParams(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a__b","arguments":{"x":[1,2]},"_meta":{"progressToken":"t"}}`,
+		`{"name":"\u00e9\ud83d\ude00","arguments":null}`,
+		`{"arguments":{}}`, `{"name":1}`, `[]`, `{"name":"a","name":"b"}`, `{"name":"a"} `,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, params []byte) {
+		c, werr := readCallParams(params)
+		if werr != nil {
+			if werr.Code != codeInvalidParams {
+				t.Fatalf("code %d for %q", werr.Code, params)
+			}
+			return
+		}
+		var ref struct {
+			Name      *string         `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+			Meta      json.RawMessage `json:"_meta"`
+		}
+		if err := json.Unmarshal(params, &ref); err != nil {
+			t.Fatalf("accepted %q, which encoding/json refuses: %v", params, err)
+		}
+		if dupKeys(params) || foldedKeys(params) {
+			// encoding/json reads the last of equal keys (the wire layer
+			// refuses such requests earlier) and matches member names
+			// regardless of case (JSON-RPC and MCP do not: "Name" is not
+			// the tool name).
+			return
+		}
+		if ref.Name == nil || *ref.Name != c.name {
+			t.Fatalf("name %q, encoding/json reads %v (params %q)", c.name, ref.Name, params)
+		}
+		if string(c.args) != string(ref.Arguments) {
+			t.Fatalf("arguments %q, encoding/json reads %q", c.args, ref.Arguments)
+		}
+		if string(ref.Meta) != "null" && string(c.meta) != string(ref.Meta) {
+			t.Fatalf("_meta %q, encoding/json reads %q", c.meta, ref.Meta)
+		}
+	})
+}
+
+// foldedKeys reports whether a top-level member name differs from one the
+// fast path reads only in case.
+func foldedKeys(obj []byte) bool {
+	ms, _ := rawjson.Members(obj)
+	for _, m := range ms {
+		for _, k := range []string{"name", "arguments", "_meta"} {
+			if m.Key != k && strings.EqualFold(m.Key, k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// dupKeys reports whether the top-level object repeats a member name.
+func dupKeys(obj []byte) bool {
+	return duplicateMembers(obj, nil)
 }
