@@ -202,3 +202,39 @@ func foldedKeys(obj []byte) bool {
 func dupKeys(obj []byte) bool {
 	return duplicateMembers(obj, nil)
 }
+
+// A notifications/cancelled written right behind its tools/call (the same
+// write, the next line) cancels the call: the fast path registers the call
+// on the read loop, before the next line is read.
+func TestServeStdioCancelRightBehindCall(t *testing.T) {
+	fx := connected(echoTool)
+	upstreamDone := make(chan error, 16)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		select {
+		case <-ctx.Done():
+			upstreamDone <- ctx.Err()
+			return nil, ctx.Err()
+		case <-time.After(3 * time.Second):
+			upstreamDone <- nil
+		}
+		return json.RawMessage(echoResult), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	c := startStdio(t, p)
+	c.initialize()
+	const n = 10
+	for i := range n {
+		id := itoa(100 + i)
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}` + "\n" +
+			`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":` + id + `,"reason":"user"}}`)
+	}
+	lost := 0
+	for range n {
+		if err := <-upstreamDone; err == nil {
+			lost++
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d of %d cancellations right behind their calls were lost", lost, n)
+	}
+}

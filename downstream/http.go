@@ -245,6 +245,7 @@ type wireWriter struct {
 	buf     []byte
 	forced  bool // the proxy switched the response to SSE
 	mcpgoSS bool // mcp-go itself chose SSE after the switch
+	done    bool // finish ran: the response is over, inject drops what comes late
 }
 
 const (
@@ -312,6 +313,9 @@ func (w *wireWriter) Write(b []byte) (int, error) {
 func (w *wireWriter) inject(msg []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.done {
+		return // the handler has returned: the response writer is no longer ours
+	}
 	switch w.mode {
 	case modePass:
 		return // not a stream the proxy can add to
@@ -387,6 +391,7 @@ func (w *wireWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (w *wireWriter) finish() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	w.done = true
 	switch {
 	case w.mode == modeJSON && w.forced:
 		out := w.pd.outbound(bytes.TrimRight(w.buf, "\n"))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -45,10 +46,11 @@ type parkedKey struct{}
 
 // inputAsk is one upstream request waiting for the client's answer.
 type inputAsk struct {
-	key    string // its id among the round's input requests
-	method string
-	req    mcp.InputRequest
-	answer chan inputAnswer // buffered: the asker may have given up
+	key       string // its id among the round's input requests
+	method    string
+	req       mcp.InputRequest
+	answer    chan inputAnswer // buffered: the asker may have given up
+	abandoned atomic.Bool      // the asker gave up: the question is not put to the client
 }
 
 type inputAnswer struct {
@@ -69,16 +71,59 @@ type parkedCall struct {
 	werr   *wireError
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	asked  *inputAsk   // the request the client was last asked to answer
-	expire *time.Timer // ends a call whose client does not come back
-	askSeq int
+	mu      sync.Mutex
+	asked   *inputAsk   // the request the client was last asked to answer
+	expire  *time.Timer // ends a call whose client does not come back
+	askSeq  int
+	counted bool // holds one of its agent's maxParkedPerAgent places
 }
 
-// parkTable holds the parked calls between rounds, by request state.
+// maxParkedPerAgent bounds the calls of one agent's stateless clients that
+// wait for an answer (they run on without any client connection): beyond
+// it an upstream's request is refused and the call goes on without it.
+const maxParkedPerAgent = 64
+
+// parkTable holds the parked calls between rounds, by request state, and
+// counts each agent's calls that have parked and not ended.
 type parkTable struct {
-	mu sync.Mutex
-	m  map[string]*parkedCall
+	mu      sync.Mutex
+	m       map[string]*parkedCall
+	byAgent map[string]int
+}
+
+// reserve counts pc among its agent's parked calls, once; false when the
+// agent has maxParkedPerAgent already.
+func (t *parkTable) reserve(pc *parkedCall) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.counted {
+		return true
+	}
+	if t.byAgent == nil {
+		t.byAgent = map[string]int{}
+	}
+	if t.byAgent[pc.agent] >= maxParkedPerAgent {
+		return false
+	}
+	t.byAgent[pc.agent]++
+	pc.counted = true
+	return true
+}
+
+// release gives back pc's place (its call ended).
+func (t *parkTable) release(pc *parkedCall) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pc.mu.Lock()
+	defer pc.mu.Unlock()
+	if pc.counted {
+		pc.counted = false
+		if t.byAgent[pc.agent]--; t.byAgent[pc.agent] <= 0 {
+			delete(t.byAgent, pc.agent)
+		}
+	}
 }
 
 func (t *parkTable) put(token string, pc *parkedCall) {
@@ -103,10 +148,14 @@ func (t *parkTable) take(token, agent, tool string) *parkedCall {
 	return pc
 }
 
-func (t *parkTable) drop(token string) {
+// drop removes token's call and reports whether it was still there (a
+// retry's take may have come first).
+func (t *parkTable) drop(token string) bool {
 	t.mu.Lock()
+	defer t.mu.Unlock()
+	_, ok := t.m[token]
 	delete(t.m, token)
-	t.mu.Unlock()
+	return ok
 }
 
 func isParkToken(state string) bool { return strings.HasPrefix(state, parkPrefix) }
@@ -138,6 +187,12 @@ func (p *Proxy) startParked(ctx context.Context, c *upstreamCall) (json.RawMessa
 		defer cancel()
 		pc.result, pc.werr = p.runCall(cctx, c)
 		close(pc.done)
+		pc.mu.Lock()
+		if pc.expire != nil {
+			pc.expire.Stop() // the state lives on for parkGrace, not the result for the timeout
+		}
+		pc.mu.Unlock()
+		p.parked.release(pc)
 	}()
 	return p.awaitRound(ctx, pc)
 }
@@ -145,45 +200,58 @@ func (p *Proxy) startParked(ctx context.Context, c *upstreamCall) (json.RawMessa
 // awaitRound waits, for one client request, until the call ends or needs
 // the client's answer to a server request.
 func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *wireError) {
-	select {
-	case <-pc.done:
-		return pc.result, pc.werr
-	case ask := <-pc.asks:
-		pc.c.progress.detach()
-		var b [16]byte
-		_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-		token := parkPrefix + hex.EncodeToString(b[:])
-		pc.mu.Lock()
-		pc.asked = ask
-		// The client has as long to answer as the call has to run; then
-		// the call ends and its state is forgotten.
-		pc.expire = time.AfterFunc(pc.c.timeout, func() {
-			p.parked.drop(token)
-			pc.cancel()
-		})
-		pc.mu.Unlock()
-		p.parked.put(token, pc)
-		go func() { // forget the state once the call has ended anyway
-			<-pc.done
-			time.AfterFunc(parkGrace, func() { p.parked.drop(token) })
-		}()
-		return nil, &wireError{input: &mcp.CallToolResult{
-			Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
-			MultiRoundTripResult: mcp.MultiRoundTripResult{
-				InputRequests: mcp.InputRequests{ask.key: ask.req},
-				RequestState:  token,
-			},
-		}}
-	case <-ctx.Done():
-		// The client closed its request: the call is cancelled upstream.
-		pc.cancel()
+	for {
 		select {
 		case <-pc.done:
-		case <-time.After(progressFlushLimit):
+			pc.c.progress.detach() // nothing more reaches this request once it answers
+			return pc.result, pc.werr
+		case ask := <-pc.asks:
+			if ask.abandoned.Load() {
+				continue // its upstream request gave up while it waited to be asked
+			}
+			return p.park(pc, ask)
+		case <-ctx.Done():
+			// The client closed its request: the call is cancelled upstream.
+			pc.cancel()
+			select {
+			case <-pc.done:
+			case <-time.After(progressFlushLimit):
+			}
+			pc.c.progress.detach()
+			return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
 		}
-		pc.c.progress.detach()
-		return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
 	}
+}
+
+// park answers the waiting request with ask as an input request and keeps
+// the call for the client's retry.
+func (p *Proxy) park(pc *parkedCall, ask *inputAsk) (json.RawMessage, *wireError) {
+	pc.c.progress.detach()
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	token := parkPrefix + hex.EncodeToString(b[:])
+	pc.mu.Lock()
+	pc.asked = ask
+	// The client has as long to answer as the call has to run; then
+	// the call ends and its state is forgotten.
+	pc.expire = time.AfterFunc(pc.c.timeout, func() {
+		if p.parked.drop(token) { // not when a retry took it first
+			pc.cancel()
+		}
+	})
+	pc.mu.Unlock()
+	p.parked.put(token, pc)
+	go func() { // forget the state once the call has ended anyway
+		<-pc.done
+		time.AfterFunc(parkGrace, func() { p.parked.drop(token) })
+	}()
+	return nil, &wireError{input: &mcp.CallToolResult{
+		Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
+		MultiRoundTripResult: mcp.MultiRoundTripResult{
+			InputRequests: mcp.InputRequests{ask.key: ask.req},
+			RequestState:  token,
+		},
+	}}
 }
 
 // parkGrace is how long the state of a call that ended while its client was
@@ -248,6 +316,9 @@ func (p *Proxy) parkedFor(ctx context.Context, srv string) *parkedCall {
 	if pc, _ := ctx.Value(parkedKey{}).(*parkedCall); pc != nil {
 		return pc
 	}
+	if server.ClientSessionFromContext(ctx) != nil {
+		return nil // the request names its session exactly (requestSession)
+	}
 	if st, n := p.calls.only(srv); n == 1 {
 		return st.parkedCall()
 	}
@@ -261,7 +332,12 @@ func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, req mcp.
 	pc.askSeq++
 	key := "mcp-proxy/" + strings.ReplaceAll(method, "/", "-") + "-" + strconv.Itoa(pc.askSeq)
 	pc.mu.Unlock()
+	if !p.parked.reserve(pc) {
+		return nil, refuse(codeRefused, "%s not relayed: agent '%s' has %d calls waiting for their clients' answers already",
+			method, pc.agent, maxParkedPerAgent)
+	}
 	a := &inputAsk{key: key, method: method, req: req, answer: make(chan inputAnswer, 1)}
+	defer a.abandoned.Store(true) // a no-op once it was asked: then awaitRound has it
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -201,5 +203,114 @@ func TestParkedCallLimits(t *testing.T) {
 			t.Fatalf("%d parked calls still held after the timeout", n)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// fakeSession is an initialized mcp-go session of another client.
+type fakeSession struct{ ch chan mcp.JSONRPCNotification }
+
+func (s *fakeSession) SessionID() string                                  { return "other" }
+func (s *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
+func (s *fakeSession) Initialize()                                        {}
+func (s *fakeSession) Initialized() bool                                  { return true }
+
+// A server request whose context names its session exactly (an HTTP
+// upstream answering another client's resources/read, say) goes to that
+// session, never to a parked stateless call that happens to be the only
+// tool call in flight to the server.
+func TestParkedCallNeverTakesAnotherSessionsRequest(t *testing.T) {
+	fx := connected(echoTool)
+	var p *Proxy
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if _, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
+			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`)); err != nil {
+			return nil, err
+		}
+		time.Sleep(500 * time.Millisecond)
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := strings.Replace(modernMeta, `{"sampling":{}}`, `{"sampling":{},"elicitation":{}}`, 1)
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+meta+`}}`)
+	state := regexp.MustCompile(`"requestState":"([^"]+)"`).FindStringSubmatch(first[len(first)-1])
+	if state == nil {
+		t.Fatalf("first reply = %q", first)
+	}
+	other := p.mcp.WithContext(context.Background(), &fakeSession{ch: make(chan mcp.JSONRPCNotification, 10)})
+	octx, cancel := context.WithTimeout(other, 300*time.Millisecond)
+	defer cancel()
+	go func() {
+		_, _ = p.OnUpstreamRequest(octx, "fx", "elicitation/create",
+			json.RawMessage(`{"message":"ANOTHER SESSION'S QUESTION","requestedSchema":{"type":"object","properties":{}}}`))
+	}()
+	time.Sleep(100 * time.Millisecond)
+	second := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"inputResponses":{"mcp-proxy/sampling-createMessage-1":`+
+		`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}},"requestState":"`+state[1]+`","_meta":{`+meta+`}}`)
+	if all := strings.Join(second, "\n"); strings.Contains(all, "ANOTHER SESSION") || !strings.Contains(all, `"resultType":"complete"`) {
+		t.Errorf("retry = %q; want the call's result and nothing of the other session", second)
+	}
+}
+
+// A call that ends while its client is away, holding a progress value
+// kept while detached: the retry gets the result and no progress after the
+// call's route closed (which would write to a response already finished).
+func TestParkedCallEndedWhileAway(t *testing.T) {
+	fx := connected(echoTool)
+	var p *Proxy
+	ended := make(chan struct{}, 8)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		defer func() { ended <- struct{}{} }()
+		tok, _, _ := rawjson.Get(params, "_meta")
+		tok, _, _ = rawjson.Get(tok, "progressToken")
+		actx, cancel := context.WithTimeout(ctx, 150*time.Millisecond)
+		_, _ = p.OnUpstreamRequest(actx, "fx", "sampling/createMessage",
+			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`))
+		cancel()
+		p.OnUpstreamNotification("fx", "notifications/progress", json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":5}`))
+		return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+	}
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	for range 5 {
+		first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`,"progressToken":"a"}}`)
+		state := regexp.MustCompile(`"requestState":"([^"]+)"`).FindStringSubmatch(first[len(first)-1])
+		if state == nil {
+			t.Fatalf("first reply = %q", first)
+		}
+		<-ended
+		time.Sleep(20 * time.Millisecond)
+		second := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"inputResponses":{"mcp-proxy/sampling-createMessage-1":`+
+			`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}},"requestState":"`+state[1]+`","_meta":{`+modernMeta+`,"progressToken":"b"}}`)
+		if len(second) != 1 || !strings.Contains(second[0], `"text":"done"`) {
+			t.Fatalf("retry = %q; want just the result", second)
+		}
+	}
+}
+
+// Each agent has at most maxParkedPerAgent calls waiting for their
+// clients; a place comes back when its call ends, and a call counts once.
+func TestParkTableBoundsAgents(t *testing.T) {
+	var tab parkTable
+	calls := make([]*parkedCall, maxParkedPerAgent)
+	for i := range calls {
+		calls[i] = &parkedCall{agent: "a"}
+		if !tab.reserve(calls[i]) || !tab.reserve(calls[i]) {
+			t.Fatalf("call %d refused below the bound", i)
+		}
+	}
+	if tab.reserve(&parkedCall{agent: "a"}) {
+		t.Error("a call beyond the bound was taken")
+	}
+	if !tab.reserve(&parkedCall{agent: "b"}) {
+		t.Error("another agent's call was refused")
+	}
+	tab.release(calls[0])
+	tab.release(calls[0])
+	if !tab.reserve(&parkedCall{agent: "a"}) {
+		t.Error("a released place was not reused")
+	}
+	if tab.reserve(&parkedCall{agent: "a"}) {
+		t.Error("releasing one call twice freed two places")
 	}
 }

@@ -154,8 +154,8 @@ func (rt *progressRoute) attach(ctx context.Context, direct func([]byte), token 
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	rt.ctx, rt.direct, rt.token = ctx, direct, token
-	if token == nil {
-		return // stays detached
+	if token == nil || rt.closed {
+		return // stays detached; a closed route's call has its outcome and sends nothing more
 	}
 	rt.detached = false
 	rt.startLocked()
