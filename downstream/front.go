@@ -196,6 +196,17 @@ func duplicateMembers(msg, params []byte) bool {
 		if err != nil {
 			continue
 		}
+		if len(ms) <= 16 {
+			// Envelopes are small: compare pairwise, without a map.
+			for i := range ms {
+				for j := i + 1; j < len(ms); j++ {
+					if ms[i].Key == ms[j].Key {
+						return true
+					}
+				}
+			}
+			continue
+		}
 		seen := make(map[string]bool, len(ms))
 		for _, m := range ms {
 			if seen[m.Key] {

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -72,5 +73,37 @@ func TestPerCallViewsNotCached(t *testing.T) {
 	p.viewsMu.Unlock()
 	if n != 0 {
 		t.Fatalf("%d views cached for per-call lists", n)
+	}
+}
+
+// duplicateMembers finds a repeated name in small envelopes (compared
+// pairwise) and in large objects (through a map) alike.
+func TestDuplicateMembersSizes(t *testing.T) {
+	obj := func(n int, dup bool) []byte {
+		var b strings.Builder
+		b.WriteString("{")
+		for i := range n {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			fmt.Fprintf(&b, `"k%d":%d`, i, i)
+		}
+		if dup {
+			b.WriteString(`,"k0":0`)
+		}
+		b.WriteString("}")
+		return []byte(b.String())
+	}
+	for _, n := range []int{1, 3, 15, 16, 17, 40} {
+		if duplicateMembers(obj(n, false), nil) {
+			t.Errorf("%d distinct members: reported a duplicate", n)
+		}
+		if !duplicateMembers(obj(n, true), nil) {
+			t.Errorf("%d members and a repeated one: not reported", n)
+		}
+		params := obj(n, true)
+		if !duplicateMembers([]byte(`{"params":`+string(params)+`}`), params) {
+			t.Errorf("a repeated member in %d-member params: not reported", n)
+		}
 	}
 }

@@ -233,5 +233,44 @@ func memberKey(quoted []byte) (string, error) {
 			return s, err
 		}
 	}
-	return string(inner), nil
+	return knownKey(inner), nil
+}
+
+// knownKey returns the member names of JSON-RPC and MCP envelopes as
+// constants, so that reading a message's envelope allocates no key
+// strings; any other name is copied.
+func knownKey(b []byte) string {
+	switch string(b) { // compiled to comparisons: no allocation
+	case "jsonrpc":
+		return "jsonrpc"
+	case "id":
+		return "id"
+	case "method":
+		return "method"
+	case "params":
+		return "params"
+	case "result":
+		return "result"
+	case "error":
+		return "error"
+	case "name":
+		return "name"
+	case "arguments":
+		return "arguments"
+	case "_meta":
+		return "_meta"
+	case "progressToken":
+		return "progressToken"
+	case "content":
+		return "content"
+	case "type":
+		return "type"
+	case "text":
+		return "text"
+	case "isError":
+		return "isError"
+	case "structuredContent":
+		return "structuredContent"
+	}
+	return string(b)
 }
