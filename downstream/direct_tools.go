@@ -204,13 +204,17 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 // the call is registered there, before the loop reads the next line, so a
 // notifications/cancelled right behind it finds it (and of two requests
 // with one id in flight the first is the one that runs). The returned
-// function runs the call on a worker; callCtx outlives a shutdown signal
-// (in-flight calls finish, SPEC §3).
+// function runs the call on a worker, under pd.callCtx, which outlives a
+// shutdown signal (in-flight calls finish, SPEC §3).
 func (pd *pending) directCall(env envelope, st *sessionState, sess server.ClientSession) func(ctx context.Context) []byte {
 	p := pd.p
 	id := env.ID
 	key := exactIDKey(id)
-	cancelled, cancel := context.WithCancel(context.Background())
+	base := pd.callCtx
+	if base == nil {
+		base = context.Background()
+	}
+	ctx, cancel := context.WithCancel(p.mcp.WithContext(base, sess))
 	if !pd.calls.add(key, cancel) {
 		cancel()
 		return func(context.Context) []byte {
@@ -219,12 +223,9 @@ func (pd *pending) directCall(env envelope, st *sessionState, sess server.Client
 				Message: fmt.Sprintf("too many tool calls in flight on this session (at most %d, or a repeated request id)", maxDirectCalls)})
 		}
 	}
-	return func(callCtx context.Context) (out []byte) {
+	return func(context.Context) (out []byte) {
 		defer pd.calls.done(key)
 		defer cancel()
-		ctx, stopCall := context.WithCancel(p.mcp.WithContext(callCtx, sess))
-		defer stopCall()
-		defer context.AfterFunc(cancelled, stopCall)()
 		defer func() {
 			if r := recover(); r != nil {
 				p.log.Error().Str("panic", fmt.Sprint(r)).Msg("tool call handler panicked")

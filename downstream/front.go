@@ -133,6 +133,7 @@ type pending struct {
 	// itself (direct_tools.go); calls tracks those calls.
 	fastCalls bool
 	calls     directCalls
+	callCtx   context.Context // the context fast-path calls run under (stdio)
 	mu        sync.Mutex
 	m         map[string]*pendingEntry
 }

@@ -55,6 +55,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	// finish, at most stdioDrain, like stdin EOF does (SPEC §3).
 	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
 	defer lcancel()
+	pd.callCtx = lctx
 	pumpDone := make(chan struct{})
 	go func() {
 		defer close(pumpDone)
