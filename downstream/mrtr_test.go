@@ -209,10 +209,10 @@ func TestParkedCallLimits(t *testing.T) {
 // fakeSession is an initialized mcp-go session of another client.
 type fakeSession struct{ ch chan mcp.JSONRPCNotification }
 
-func (s *fakeSession) SessionID() string                                  { return "other" }
+func (s *fakeSession) SessionID() string                                   { return "other" }
 func (s *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
-func (s *fakeSession) Initialize()                                        {}
-func (s *fakeSession) Initialized() bool                                  { return true }
+func (s *fakeSession) Initialize()                                         {}
+func (s *fakeSession) Initialized() bool                                   { return true }
 
 // A server request whose context names its session exactly (an HTTP
 // upstream answering another client's resources/read, say) goes to that

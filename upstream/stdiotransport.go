@@ -56,13 +56,13 @@ var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 // bounded) and stdin.
 func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logger) *stdioTransport {
 	return &stdioTransport{
-		lines:   stdout,
-		stdin:   stdin,
-		log:     log,
+		lines:    stdout,
+		stdin:    stdin,
+		log:      log,
 		pending:  map[string]chan stdioReply{},
 		writeSem: make(chan struct{}, 1),
-		ctx:     context.Background(),
-		done:    make(chan struct{}),
+		ctx:      context.Background(),
+		done:     make(chan struct{}),
 	}
 }
 
