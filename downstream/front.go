@@ -601,7 +601,21 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) (answer func(ctx c
 		if strings.HasSuffix(env.Method, "/list") {
 			p.waitStartup(ctx) // like tools/list (SPEC §3)
 		}
-		res, werr := h(p, ctx, st, env.Params)
+		var res json.RawMessage
+		var werr *wireError
+		if modern && st.session() == nil && roundTripMethods[env.Method] {
+			res, werr = p.surfaceRoundTrip(ctx, st, env.Method, env.Params, meta, h)
+		} else {
+			res, werr = h(p, ctx, st, env.Params)
+		}
+		if werr != nil && werr.input != nil {
+			// The call asks its stateless client for input (mrtr.go).
+			if b, err := inputResult(werr.input); err == nil {
+				p.opts.Metrics.Request(st.agent.Name, env.Method, "ok")
+				return response(env.ID, "result", b)
+			}
+			werr = &wireError{Code: codeInternal, Message: "cannot encode the input request"}
+		}
 		if werr != nil {
 			p.opts.Metrics.Request(st.agent.Name, env.Method, "error")
 			b, _ := json.Marshal(werr)

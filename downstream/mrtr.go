@@ -13,6 +13,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // Server requests to stateless clients (SPEC §10). A client of the stateless
@@ -60,10 +62,11 @@ type inputAnswer struct {
 
 // parkedCall is a stateless client's tools/call that may span rounds.
 type parkedCall struct {
-	agent string
-	tool  string // the exposed name the client called
-	caps  mcp.ClientCapabilities
-	c     *upstreamCall
+	agent    string
+	tool     string // what the client asked for: a tool's exposed name, or a method and its target
+	caps     mcp.ClientCapabilities
+	timeout  time.Duration  // how long the call may wait for the client's answer
+	progress *progressRoute // the call's progress, or nil
 
 	asks   chan *inputAsk // server requests raised during the call
 	done   chan struct{}  // closed when the call has its outcome
@@ -170,22 +173,34 @@ func parkable(ctx context.Context, st *sessionState) bool {
 // startParked runs c detached from the client's request and waits for its
 // first round.
 func (p *Proxy) startParked(ctx context.Context, c *upstreamCall) (json.RawMessage, *wireError) {
-	pc := &parkedCall{
-		agent: c.st.agent.Name,
-		tool:  c.entry.Exposed,
-		c:     c,
-		asks:  make(chan *inputAsk, 1),
-		done:  make(chan struct{}),
-	}
+	var caps mcp.ClientCapabilities
 	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil {
-		pc.caps = *info.ClientCapabilities
+		caps = *info.ClientCapabilities
 	}
-	c.st.setParked(pc)
+	return p.startParkedJob(ctx, c.st, c.entry.Exposed, caps, c.timeout, c.progress,
+		func(cctx context.Context) (json.RawMessage, *wireError) { return p.runCall(cctx, c) })
+}
+
+// startParkedJob runs job for a stateless request of st, detached from the
+// client's request, and waits for its first round. key names what the
+// client asked for; a retry must name it again.
+func (p *Proxy) startParkedJob(ctx context.Context, st *sessionState, key string, caps mcp.ClientCapabilities,
+	timeout time.Duration, progress *progressRoute, job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *wireError) {
+	pc := &parkedCall{
+		agent:    st.agent.Name,
+		tool:     key,
+		caps:     caps,
+		timeout:  timeout,
+		progress: progress,
+		asks:     make(chan *inputAsk, 1),
+		done:     make(chan struct{}),
+	}
+	st.setParked(pc)
 	cctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), parkedKey{}, pc))
 	pc.cancel = cancel
 	go func() {
 		defer cancel()
-		pc.result, pc.werr = p.runCall(cctx, c)
+		pc.result, pc.werr = job(cctx)
 		close(pc.done)
 		pc.mu.Lock()
 		if pc.expire != nil {
@@ -203,7 +218,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 	for {
 		select {
 		case <-pc.done:
-			pc.c.progress.detach() // nothing more reaches this request once it answers
+			pc.progress.detach() // nothing more reaches this request once it answers
 			return pc.result, pc.werr
 		case ask := <-pc.asks:
 			if ask.abandoned.Load() {
@@ -217,7 +232,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			case <-pc.done:
 			case <-time.After(progressFlushLimit):
 			}
-			pc.c.progress.detach()
+			pc.progress.detach()
 			return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
 		}
 	}
@@ -226,7 +241,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 // park answers the waiting request with ask as an input request and keeps
 // the call for the client's retry.
 func (p *Proxy) park(pc *parkedCall, ask *inputAsk) (json.RawMessage, *wireError) {
-	pc.c.progress.detach()
+	pc.progress.detach()
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	token := parkPrefix + hex.EncodeToString(b[:])
@@ -234,7 +249,7 @@ func (p *Proxy) park(pc *parkedCall, ask *inputAsk) (json.RawMessage, *wireError
 	pc.asked = ask
 	// The client has as long to answer as the call has to run; then
 	// the call ends and its state is forgotten.
-	pc.expire = time.AfterFunc(pc.c.timeout, func() {
+	pc.expire = time.AfterFunc(pc.timeout, func() {
 		if p.parked.drop(token) { // not when a retry took it first
 			pc.cancel()
 		}
@@ -274,7 +289,7 @@ func (p *Proxy) resumeParked(ctx context.Context, st *sessionState, name string,
 	}
 	pc.mu.Unlock()
 	direct, _ := ctx.Value(directKey{}).(func([]byte))
-	pc.c.progress.attach(ctx, direct, progressTokenOf(meta))
+	pc.progress.attach(ctx, direct, progressTokenOf(meta))
 	if ask != nil {
 		var ans inputAnswer
 		if resp, ok := rt.responses[ask.key]; ok {
@@ -359,4 +374,57 @@ func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, req mcp.
 	case <-t.C:
 		return nil, refuse(codeRefused, "the client did not answer the %s request within %s", method, timeout)
 	}
+}
+
+// roundTripMethods are the requests besides tools/call whose upstream may
+// ask a stateless client for input: their results can be input_required.
+var roundTripMethods = map[string]bool{"resources/read": true, "prompts/get": true}
+
+// surfaceRoundTrip runs a stateless client's resources/read or prompts/get
+// (h) as a parked call, so that a server request it raises reaches the
+// client through a round trip; a retry with a requestState resumes it.
+func (p *Proxy) surfaceRoundTrip(ctx context.Context, st *sessionState, method string, params, meta json.RawMessage,
+	h directHandler) (json.RawMessage, *wireError) {
+	target := "uri"
+	if method == "prompts/get" {
+		target = "name"
+	}
+	what, _ := stringMember(params, target)
+	key := method + " " + what
+	state, _ := stringMember(params, "requestState")
+	if isParkToken(state) {
+		rt := &roundTrip{state: state}
+		if raw, ok, _ := rawjson.Get(params, "inputResponses"); ok && json.Unmarshal(raw, &rt.responses) != nil {
+			return nil, &wireError{Code: codeInvalidParams, Message: "invalid params: inputResponses"}
+		}
+		return p.resumeParked(ctx, st, key, meta, rt)
+	}
+	srv := p.surfaceServer(st, method, what)
+	var caps mcp.ClientCapabilities
+	if raw, ok, _ := rawjson.Get(meta, mcp.MetaKeyClientCapabilities); ok {
+		_ = json.Unmarshal(raw, &caps) // unreadable: no capabilities, so requests are refused clearly
+	}
+	return p.startParkedJob(ctx, st, key, caps, p.serverTimeout(srv), nil, func(cctx context.Context) (json.RawMessage, *wireError) {
+		if srv != "" {
+			// A stdio upstream's request finds the call by its server.
+			defer p.calls.begin(srv, st)()
+		}
+		return h(p, cctx, st, params)
+	})
+}
+
+// surfaceServer is the upstream a resources/read (by URI) or prompts/get
+// (by name) goes to, or "" when it routes nowhere (the handler says why).
+func (p *Proxy) surfaceServer(st *sessionState, method, what string) string {
+	if method == "prompts/get" {
+		if e := p.Catalog().surface.byPrompt[what]; e != nil {
+			return e.Server
+		}
+		return ""
+	}
+	srv, _, _, _, werr := p.resourceRoute(st, what)
+	if werr != nil {
+		return ""
+	}
+	return srv
 }

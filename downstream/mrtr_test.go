@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // statelessCall posts one stateless 2026-07-28 tools/call and returns the
@@ -312,5 +313,80 @@ func TestParkTableBoundsAgents(t *testing.T) {
 	}
 	if tab.reserve(&parkedCall{agent: "a"}) {
 		t.Error("releasing one call twice freed two places")
+	}
+}
+
+// statelessPost posts one stateless 2026-07-28 request and returns the
+// body's one JSON-RPC message.
+func statelessPost(t *testing.T, url, method, params string) string {
+	t.Helper()
+	c := &httpClient{t: t, url: url}
+	r := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method})
+	if r.status != http.StatusOK {
+		t.Fatalf("%s: status %d: %s", method, r.status, r.body)
+	}
+	return strings.TrimSpace(r.body)
+}
+
+// A stateless client's resources/read and prompts/get whose upstream asks
+// for sampling get the question as input_required and, on the retry with
+// the answer, the upstream's result.
+func TestParkedSurfaceRoundTrip(t *testing.T) {
+	fx := &fakeUpstream{}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
+		Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
+		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"test://doc","name":"doc"}`)},
+		Prompts:      []json.RawMessage{json.RawMessage(`{"name":"ask"}`)},
+	})
+	var p *Proxy
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		ans, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
+			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`))
+		if err != nil {
+			return nil, err
+		}
+		text, _ := json.Marshal(method + " got " + string(ans))
+		if method == "prompts/get" {
+			return json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":` + string(text) + `}}]}`), nil
+		}
+		return json.RawMessage(`{"contents":[{"uri":"test://doc","text":` + string(text) + `}]}`), nil
+	}
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	st := testState(t, p)
+	list, werr := p.listResources(context.Background(), st, nil)
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	uri := regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1]
+	prompts, _ := p.listPrompts(context.Background(), st, nil)
+	prompt := regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
+
+	for _, c := range []struct{ method, target, want string }{
+		{"resources/read", `"uri":"` + uri + `"`, `"contents"`},
+		{"prompts/get", `"name":"` + prompt + `"`, `"messages"`},
+	} {
+		first := statelessPost(t, url, c.method, `{`+c.target+`,"_meta":{`+modernMeta+`}}`)
+		var r1 struct {
+			Result struct {
+				ResultType    string
+				InputRequests map[string]struct{ Method string }
+				RequestState  string
+			}
+		}
+		if err := json.Unmarshal([]byte(first), &r1); err != nil || r1.Result.ResultType != "input_required" || len(r1.Result.InputRequests) != 1 {
+			t.Fatalf("%s first reply = %s", c.method, first)
+		}
+		var key string
+		for k := range r1.Result.InputRequests {
+			key = k
+		}
+		answer := `{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m1"}`
+		second := statelessPost(t, url, c.method, `{`+c.target+`,"inputResponses":{"`+key+`":`+answer+`},"requestState":"`+
+			r1.Result.RequestState+`","_meta":{`+modernMeta+`}}`)
+		if !strings.Contains(second, c.want) || !strings.Contains(second, `forty-two`) || !strings.Contains(second, `"resultType":"complete"`) {
+			t.Errorf("%s retry = %s; want the result with the client's answer", c.method, second)
+		}
 	}
 }

@@ -87,14 +87,14 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		return nil, err
 	}
 	if server.IsModernRequest(ctx) && transportOf(sess) == "http" {
-		// A stateless 2026-07-28 request over HTTP whose call is not
-		// parkable (a resources or prompts request) has no stream to take
-		// a server request on. Refuse at once rather than hang.
+		// A stateless 2026-07-28 request over HTTP that is not parked (a
+		// completion, a subscription) has no stream to take a server
+		// request on, nor a result that could carry it. Refuse at once.
 		if method == string(mcp.MethodSamplingCreateMessage) {
 			p.opts.Metrics.Sampling(srv, "unsupported")
 		}
 		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
-			"over HTTP and the request is not a tool call, so it cannot be asked", method, srv)
+			"over HTTP and this request's result cannot carry an input request", method, srv)
 	}
 	caps := mcp.ClientCapabilities{}
 	if withInfo, ok := sess.(server.SessionWithClientInfo); ok {
