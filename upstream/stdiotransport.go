@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -171,7 +172,7 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	dl, ok := t.stdin.(writeDeadliner)
 	if !ok || ctx.Done() == nil {
 		_, err := t.stdin.Write(b)
-		return err
+		return pipeGone(err)
 	}
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() {
@@ -192,6 +193,17 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
 		return ctx.Err()
+	}
+	return pipeGone(err)
+}
+
+// pipeGone marks a write that failed because the child's stdin is gone (it
+// exited or closed it) as the transport's end, so that callers wait for the
+// session to say why (a child's exit status) instead of reporting the
+// broken pipe.
+func pipeGone(err error) error {
+	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
+		return fmt.Errorf("%w: %w", transport.ErrTransportClosed, err)
 	}
 	return err
 }

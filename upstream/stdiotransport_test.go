@@ -253,3 +253,33 @@ func TestStdioTransportWriteEndsWithContext(t *testing.T) {
 		t.Errorf("after a torn line: %v, want a closed stdin", err)
 	}
 }
+
+// A write to a child whose stdin is gone ends like its stdout: the error
+// is transport.ErrTransportClosed, so that callers wait for the session to
+// say why (the child's exit) rather than report a broken pipe.
+func TestStdioTransportWriteToGoneChild(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = inR.Close() // the child is gone
+	outR, outW := io.Pipe()
+	defer outW.Close()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, ctx := range []context.Context{context.Background(), testContext(t)} {
+		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("r"), Method: "x"})
+		if !errors.Is(err, transport.ErrTransportClosed) {
+			t.Errorf("request to a gone child: %v, want transport.ErrTransportClosed", err)
+		}
+	}
+}
+
+func testContext(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
