@@ -399,18 +399,14 @@ func (p *Proxy) surfaceRoundTrip(ctx context.Context, st *sessionState, method s
 		}
 		return p.resumeParked(ctx, st, key, meta, rt)
 	}
-	srv := p.surfaceServer(st, method, what)
 	var caps mcp.ClientCapabilities
 	if raw, ok, _ := rawjson.Get(meta, mcp.MetaKeyClientCapabilities); ok {
 		_ = json.Unmarshal(raw, &caps) // unreadable: no capabilities, so requests are refused clearly
 	}
-	return p.startParkedJob(ctx, st, key, caps, p.serverTimeout(srv), nil, func(cctx context.Context) (json.RawMessage, *wireError) {
-		if srv != "" {
-			// A stdio upstream's request finds the call by its server.
-			defer p.calls.begin(srv, st)()
-		}
-		return h(p, cctx, st, params)
-	})
+	// The handler registers the request as in flight to its server, so a
+	// stdio upstream's request finds st, and through it the parked call.
+	return p.startParkedJob(ctx, st, key, caps, p.serverTimeout(p.surfaceServer(st, method, what)), nil,
+		func(cctx context.Context) (json.RawMessage, *wireError) { return h(p, cctx, st, params) })
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get

@@ -128,6 +128,9 @@ func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid params"}
 	}
+	// In flight to srv, so that a server request it raises over stdio
+	// finds this session (relay.go).
+	defer p.calls.begin(srv, st)()
 	res, werr := p.forward(ctx, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
@@ -294,6 +297,7 @@ func (p *Proxy) getPrompt(ctx context.Context, st *sessionState, params json.Raw
 		return nil, notConnected(e.Server)
 	}
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
+	defer p.calls.begin(e.Server, st)() // see readResource
 	return p.forward(ctx, e.Server, up, "prompts/get", out)
 }
 

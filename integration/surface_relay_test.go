@@ -466,3 +466,48 @@ func TestSurfaceSamplingRate(t *testing.T) {
 		t.Errorf(`%s{server="fx",outcome="ok"} = %v, want 2`, name, got)
 	}
 }
+
+// TestSurfaceSampledResource: a resources/read whose upstream asks the
+// client for sampling (the fixture's fixture://sampled) reaches the go-sdk
+// client's handler over stdio and HTTP, on 2025-11-25 (the session's own
+// stream) and on the go-sdk default 2026-07-28 (over HTTP a multi round
+// trip: input_required, then the retry with the answer); the contents
+// carry the client's answer and the handler runs once.
+func TestSurfaceSampledResource(t *testing.T) {
+	t.Parallel()
+	cfg := writeConfig(t, "", fixtureServer("fx", []string{"-no-weird", "-sampled-resource"}))
+	for _, tr := range []string{"stdio", "http"} {
+		for _, proto := range []string{"2025-11-25", ""} {
+			t.Run(tr+"/"+cmp.Or(proto, "sdk default"), func(t *testing.T) {
+				t.Parallel()
+				sampler := &sfSampler{}
+				cs := sfConnect(t, tr, cfg, &mcp.ClientOptions{CreateMessageHandler: sampler.handle},
+					&mcp.ClientSessionOptions{ProtocolVersion: proto}).cs
+				list, err := cs.ListResources(testCtx(t, callTimeout), nil)
+				if err != nil {
+					t.Fatalf("resources/list: %v", err)
+				}
+				uri := ""
+				for _, r := range list.Resources {
+					if strings.HasSuffix(r.URI, "fixture://sampled") {
+						uri = r.URI
+					}
+				}
+				if uri == "" {
+					t.Fatalf("no sampled resource listed: %s", jsonOf(t, list))
+				}
+				res, err := cs.ReadResource(testCtx(t, callTimeout), &mcp.ReadResourceParams{URI: uri})
+				if err != nil {
+					t.Fatalf("resources/read %s: %v", uri, err)
+				}
+				want := "sampled: answer to [describe the sampled resource]"
+				if len(res.Contents) != 1 || res.Contents[0].Text != want {
+					t.Errorf("contents = %s; want the text %q", jsonOf(t, res.Contents), want)
+				}
+				if n, _ := sampler.calls(); n != 1 {
+					t.Errorf("the sampling handler ran %d times, want once", n)
+				}
+			})
+		}
+	}
+}
