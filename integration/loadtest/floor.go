@@ -223,13 +223,10 @@ func relayHTTP(argv []string) error {
 // floorCallHTTP is callHTTP with the reverse proxy in place of the proxy.
 func floorCallHTTP(conc int) func(context.Context, *env) (*result, error) {
 	return func(ctx context.Context, e *env) (res *result, err error) {
-		fx, err := e.fleet.start(procSpec{name: "fixture (http)", path: e.o.fixture,
-			args: []string{"-http", loopback + ":0"}, ready: fixtureURL})
-		if err != nil {
-			return nil, err
+		fx, fxURL, err := e.fleet.startReady(ctx, e.httpFixtureSpec())
+		if fx != nil {
+			defer joinErr(&err, fx.stop)
 		}
-		defer joinErr(&err, fx.stop)
-		fxURL, err := fx.waitReady(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -237,13 +234,11 @@ func floorCallHTTP(conc int) func(context.Context, *env) (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		rp, err := e.fleet.start(procSpec{name: "relay (http)", path: self, args: []string{fxURL},
+		rp, rpURL, err := e.fleet.startReady(ctx, procSpec{name: "relay (http)", path: self, args: []string{fxURL},
 			ready: fixtureURL, env: []string{relayEnv + "=http"}})
-		if err != nil {
-			return nil, err
+		if rp != nil {
+			defer joinErr(&err, rp.stop)
 		}
-		defer joinErr(&err, rp.stop)
-		rpURL, err := rp.waitReady(ctx)
 		if err != nil {
 			return nil, err
 		}

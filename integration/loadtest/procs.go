@@ -121,6 +121,21 @@ func (f *fleet) stopAll() error {
 // pid is the process id (and process group id).
 func (p *proc) pid() int { return p.cmd.Process.Pid }
 
+// startReady starts spec and waits for its ready line; stop is the
+// process's stop (nil when it did not start), to be deferred either way.
+func (f *fleet) startReady(ctx context.Context, spec procSpec) (p *proc, readyValue string, err error) {
+	if p, err = f.start(spec); err != nil {
+		return nil, "", err
+	}
+	readyValue, err = p.waitReady(ctx)
+	return p, readyValue, err
+}
+
+// httpFixtureSpec is the fixture serving Streamable HTTP on a loopback port.
+func (e *env) httpFixtureSpec() procSpec {
+	return procSpec{name: "fixture (http)", path: e.o.fixture, args: []string{"-http", loopback + ":0"}, ready: fixtureURL}
+}
+
 // waitReady returns the value spec.ready accepted, or an error when the
 // process exits first or ctx ends.
 func (p *proc) waitReady(ctx context.Context) (string, error) {

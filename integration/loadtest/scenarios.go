@@ -103,13 +103,10 @@ func callStdio(conc, payload int, large bool) func(context.Context, *env) (*resu
 // HTTP server, reached directly and through an HTTP proxy.
 func callHTTP(conc int) func(context.Context, *env) (*result, error) {
 	return func(ctx context.Context, e *env) (res *result, err error) {
-		fx, err := e.fleet.start(procSpec{name: "fixture (http)", path: e.o.fixture,
-			args: []string{"-http", loopback + ":0"}, ready: fixtureURL})
-		if err != nil {
-			return nil, err
+		fx, url, err := e.fleet.startReady(ctx, e.httpFixtureSpec())
+		if fx != nil {
+			defer joinErr(&err, fx.stop)
 		}
-		defer joinErr(&err, fx.stop)
-		url, err := fx.waitReady(ctx)
 		if err != nil {
 			return nil, err
 		}
@@ -123,13 +120,11 @@ func callHTTP(conc int) func(context.Context, *env) (*result, error) {
 			return nil, err
 		}
 		// The URL line is logged at info; the config's warn level would hide it.
-		px, err := e.fleet.start(procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
+		px, purl, err := e.fleet.startReady(ctx, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
 			args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL})
-		if err != nil {
-			return nil, err
+		if px != nil {
+			defer joinErr(&err, px.stop)
 		}
-		defer joinErr(&err, px.stop)
-		purl, err := px.waitReady(ctx)
 		if err != nil {
 			return nil, err
 		}
