@@ -97,21 +97,16 @@ func (d *directCalls) cancelled(env envelope) bool {
 	return true
 }
 
-// legacySession returns the mcp-go session of st when it completed the
-// initialize handshake and the request (its params' _meta) is not one of
-// the stateless 2026-07-28 protocol; else nil.
-func legacySession(st *sessionState, params json.RawMessage) server.ClientSession {
+// initializedSession returns the mcp-go session of st when it completed
+// the initialize handshake, else nil.
+func initializedSession(st *sessionState) server.ClientSession {
 	if st == nil {
 		return nil
 	}
-	sess := st.session()
-	if sess == nil || !sess.Initialized() {
-		return nil
+	if sess := st.session(); sess != nil && sess.Initialized() {
+		return sess
 	}
-	if modernParams(params) {
-		return nil
-	}
-	return sess
+	return nil
 }
 
 // modernParams reports whether request params carry the _meta of the
@@ -129,8 +124,8 @@ func modernParams(params json.RawMessage) bool {
 // (answerDirect checks the session id as mcp-go would), never for the
 // stateless 2026-07-28 protocol.
 func (pd *pending) fastLists(st *sessionState, params json.RawMessage) bool {
-	if pd.fastCalls {
-		return legacySession(st, params) != nil
+	if pd.fastCalls && initializedSession(st) == nil {
+		return false
 	}
 	return st != nil && !modernParams(params)
 }
@@ -206,7 +201,7 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 // with one id in flight the first is the one that runs). The returned
 // function runs the call on a worker, under pd.callCtx, which outlives a
 // shutdown signal (in-flight calls finish, SPEC §3).
-func (pd *pending) directCall(env envelope, st *sessionState, sess server.ClientSession) func(ctx context.Context) []byte {
+func (pd *pending) directCall(env envelope, st *sessionState, sess server.ClientSession, req callRequest, werr *wireError) func(ctx context.Context) []byte {
 	p := pd.p
 	id := env.ID
 	key := exactIDKey(id)
@@ -232,7 +227,7 @@ func (pd *pending) directCall(env envelope, st *sessionState, sess server.Client
 				out = errorResponse(id, &wireError{Code: codeInternal, Message: "internal error"})
 			}
 		}()
-		req, werr := readCallParams(env.Params)
+		werr := werr // this run's own outcome
 		if werr == nil {
 			p.awaitTool(ctx, req.name)
 			if pd.direct != nil {

@@ -200,7 +200,8 @@ func foldedKeys(obj []byte) bool {
 
 // dupKeys reports whether the top-level object repeats a member name.
 func dupKeys(obj []byte) bool {
-	return duplicateMembers(obj, nil)
+	env, _ := readEnvelope(obj)
+	return env.repeats
 }
 
 // A notifications/cancelled written right behind its tools/call (the same

@@ -180,40 +180,50 @@ type envelope struct {
 	ID     json.RawMessage
 	Method string
 	Params json.RawMessage
+	// repeats is true when the envelope names a member twice.
+	repeats bool
 }
 
-// duplicateMembers reports whether the envelope, its params or params._meta
-// repeat a member name.
-func duplicateMembers(msg, params []byte) bool {
-	objs := [][]byte{msg}
-	if len(params) > 0 && params[0] == '{' {
-		objs = append(objs, params)
-		if meta, ok, _ := rawjson.Get(params, "_meta"); ok && len(meta) > 0 && meta[0] == '{' {
-			objs = append(objs, meta)
-		}
-	}
-	for _, o := range objs {
-		ms, err := rawjson.Members(o)
-		if err != nil {
-			continue
-		}
-		if len(ms) <= 16 {
-			// Envelopes are small: compare pairwise, without a map.
-			for i := range ms {
-				for j := i + 1; j < len(ms); j++ {
-					if ms[i].Key == ms[j].Key {
-						return true
-					}
+// repeatsName reports whether a member list names one member twice.
+func repeatsName(ms []rawjson.Member) bool {
+	if len(ms) <= 16 {
+		// Envelopes are small: compare pairwise, without a map.
+		for i := range ms {
+			for j := i + 1; j < len(ms); j++ {
+				if ms[i].Key == ms[j].Key {
+					return true
 				}
 			}
-			continue
 		}
-		seen := make(map[string]bool, len(ms))
-		for _, m := range ms {
-			if seen[m.Key] {
-				return true
-			}
-			seen[m.Key] = true
+		return false
+	}
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		if seen[m.Key] {
+			return true
+		}
+		seen[m.Key] = true
+	}
+	return false
+}
+
+// paramsRepeatName reports whether params or params._meta repeat a member
+// name (the envelope's own members are checked by readEnvelope).
+func paramsRepeatName(params []byte) bool {
+	if len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	ms, err := rawjson.Members(params)
+	if err != nil {
+		return false
+	}
+	if repeatsName(ms) {
+		return true
+	}
+	for _, m := range ms {
+		if meta := params[m.ValueStart:m.ValueEnd]; m.Key == "_meta" && len(meta) > 0 && meta[0] == '{' {
+			metaMembers, err := rawjson.Members(meta)
+			return err == nil && repeatsName(metaMembers)
 		}
 	}
 	return false
@@ -226,6 +236,7 @@ func readEnvelope(msg []byte) (env envelope, ok bool) {
 	if err != nil {
 		return env, false
 	}
+	env.repeats = repeatsName(ms)
 	for _, m := range ms {
 		v := msg[m.ValueStart:m.ValueEnd]
 		switch m.Key {
@@ -567,7 +578,7 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) (answer func(ctx c
 	if !ok || len(env.ID) == 0 || string(env.ID) == "null" {
 		return nil, false
 	}
-	if duplicateMembers(msg, env.Params) {
+	if env.repeats || paramsRepeatName(env.Params) {
 		// encoding/json (mcp-go) keeps the last of two equal keys and the
 		// wire layer reads the first: such a request could carry a _meta
 		// the wire layer never saw. Refuse it.
@@ -582,10 +593,18 @@ func (pd *pending) directAnswer(msg []byte, st *sessionState) (answer func(ctx c
 		}
 		return nil, false
 	case string(mcp.MethodToolsCall):
-		if sess := legacySession(st, env.Params); sess != nil && pd.fastCalls {
-			return pd.directCall(env, st, sess), true
+		if !pd.fastCalls {
+			return nil, false
 		}
-		return nil, false
+		sess := initializedSession(st)
+		if sess == nil {
+			return nil, false
+		}
+		req, werr := readCallParams(env.Params)
+		if werr == nil && isModernMeta(req.meta) {
+			return nil, false // the stateless protocol's calls stay with mcp-go
+		}
+		return pd.directCall(env, st, sess, req, werr), true
 	}
 	h := directMethods[env.Method]
 	if h == nil {

@@ -76,8 +76,8 @@ func TestPerCallViewsNotCached(t *testing.T) {
 	}
 }
 
-// duplicateMembers finds a repeated name in small envelopes (compared
-// pairwise) and in large objects (through a map) alike.
+// A repeated name is found in small envelopes (compared pairwise) and in
+// large objects (through a map) alike, in the envelope, params and _meta.
 func TestDuplicateMembersSizes(t *testing.T) {
 	obj := func(n int, dup bool) []byte {
 		var b strings.Builder
@@ -95,15 +95,18 @@ func TestDuplicateMembersSizes(t *testing.T) {
 		return []byte(b.String())
 	}
 	for _, n := range []int{1, 3, 15, 16, 17, 40} {
-		if duplicateMembers(obj(n, false), nil) {
+		if env, _ := readEnvelope(obj(n, false)); env.repeats || paramsRepeatName(obj(n, false)) {
 			t.Errorf("%d distinct members: reported a duplicate", n)
 		}
-		if !duplicateMembers(obj(n, true), nil) {
+		if env, _ := readEnvelope(obj(n, true)); !env.repeats {
 			t.Errorf("%d members and a repeated one: not reported", n)
 		}
-		params := obj(n, true)
-		if !duplicateMembers([]byte(`{"params":`+string(params)+`}`), params) {
+		if !paramsRepeatName(obj(n, true)) {
 			t.Errorf("a repeated member in %d-member params: not reported", n)
+		}
+		meta := []byte(`{"_meta":` + string(obj(n, true)) + `}`)
+		if !paramsRepeatName(meta) {
+			t.Errorf("a repeated member in a %d-member _meta: not reported", n)
 		}
 	}
 }
