@@ -234,14 +234,9 @@ func (pd *pending) directCall(env envelope, st *sessionState, sess server.Client
 				ctx = context.WithValue(ctx, directKey{}, pd.direct)
 			}
 			var result json.RawMessage
+			// No input request comes back: only 2026-07-28 requests are
+			// asked through round trips, and they do not take this path.
 			result, werr = p.forwardCall(ctx, st, req.name, req.args, req.meta, linkSupported(ctx))
-			if werr != nil && werr.input != nil {
-				// Only a 2026-07-28 request is asked through a multi
-				// round-trip, and those do not take this path; should
-				// one arrive, its input request is still a result.
-				result, _ = json.Marshal(werr.input)
-				werr = nil
-			}
 			if werr == nil {
 				p.opts.Metrics.Request(st.agent.Name, env.Method, "ok")
 				return response(id, "result", result)
