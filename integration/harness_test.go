@@ -61,6 +61,10 @@ func runMain(m *testing.M) int {
 	return code
 }
 
+// buildTimeout bounds one `go build` of the setup (a cold cache on a busy
+// machine takes a minute or two).
+const buildTimeout = 5 * time.Minute
+
 // setup checks the npm peers and node, then builds the proxy and the fixture.
 func setup() error {
 	nm, err := filepath.Abs("node_modules")
@@ -80,33 +84,28 @@ func setup() error {
 	if nodeBin, err = filepath.Abs(nodeBin); err != nil {
 		return err
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
+	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("go is not on PATH: %w", err)
+	}
+	root, err := testproc.ModuleRoot("..")
+	if err != nil {
+		return err
 	}
 	if binDir, err = os.MkdirTemp("", "mcp-proxy-integration-"); err != nil {
 		return err
 	}
 	proxyBin = filepath.Join(binDir, "mcp-proxy")
 	fixtureBin = filepath.Join(binDir, "fixture")
-	builds := [][]string{
-		{"build", "-o", fixtureBin, "./integration/fixture"},
-		{"build", "-o", proxyBin, "./cmd/mcp-proxy"},
+	// The proxy runs under the race detector too: its stderr is checked for
+	// race reports when each process ends.
+	err = testproc.Build(root, fixtureBin, "./integration/fixture", false, buildTimeout)
+	if err == nil {
+		err = testproc.Build(root, proxyBin, "./cmd/mcp-proxy", raceEnabled, buildTimeout)
 	}
-	if raceEnabled {
-		// The proxy runs under the race detector too: its stderr is checked
-		// for race reports when each process ends.
-		builds[1] = []string{"build", "-race", "-o", proxyBin, "./cmd/mcp-proxy"}
+	if err != nil {
+		os.RemoveAll(binDir)
 	}
-	for _, args := range builds {
-		cmd := exec.Command(goBin, args...)
-		cmd.Dir = ".." // the module root
-		if out, err := cmd.CombinedOutput(); err != nil {
-			os.RemoveAll(binDir)
-			return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
-	}
-	return nil
+	return err
 }
 
 // syncBuffer and tail are the shared test helpers (integration/internal/testproc).

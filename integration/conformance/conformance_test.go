@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // upstreamName is the reference server's name in the proxy's config. With
@@ -47,7 +49,7 @@ func TestMain(m *testing.M) {
 func binaries(t *testing.T) (proxy, server string) {
 	t.Helper()
 	shared.buildOnce.Do(func() {
-		root, err := moduleRoot()
+		root, err := testproc.ModuleRoot(filepath.Join("..", ".."))
 		if err != nil {
 			shared.buildErr = err
 			return

@@ -1,13 +1,11 @@
 package conformance
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -32,39 +30,15 @@ const (
 // the one picked was taken in between (freePort cannot reserve it).
 const startAttempts = 3
 
-// moduleRoot is the repository root, two levels above this package.
-func moduleRoot() (string, error) {
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		return "", err
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		return "", fmt.Errorf("module root not found: %w", err)
-	}
-	return root, nil
-}
-
 // buildBinaries builds mcp-proxy (with -race when the tests have it) and
 // the reference server into dir.
 func buildBinaries(root, dir string) (proxy, server string, err error) {
 	proxy, server = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "everything-server")
-	proxyArgs := []string{"build", "-o", proxy, "./cmd/mcp-proxy"}
-	if raceEnabled {
-		proxyArgs = []string{"build", "-race", "-o", proxy, "./cmd/mcp-proxy"}
+	if err := testproc.Build(root, proxy, "./cmd/mcp-proxy", raceEnabled, buildTimeout); err != nil {
+		return "", "", err
 	}
-	builds := [][]string{
-		proxyArgs,
-		{"build", "-o", server, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server"},
-	}
-	for _, args := range builds {
-		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			return "", "", fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, out)
-		}
+	if err := testproc.Build(root, server, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", false, buildTimeout); err != nil {
+		return "", "", err
 	}
 	return proxy, server, nil
 }

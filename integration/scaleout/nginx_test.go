@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // nginxMissing is the whole failure message when nginx is not installed:
@@ -116,7 +118,11 @@ const accessLogFormat = `'$request_method $status upstream="$upstream_addr" ` +
 func startNginx(t *testing.T, replicas [2]string) *nginxServer {
 	t.Helper()
 	bin := nginxBinary(t)
-	tmpl, err := os.ReadFile(filepath.Join(moduleRoot(t), "deploy", "nginx", "mcp-proxy.conf"))
+	root, err := testproc.ModuleRoot(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "mcp-proxy.conf"))
 	if err != nil {
 		t.Fatal(err)
 	}

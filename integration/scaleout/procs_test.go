@@ -2,9 +2,7 @@ package scaleout
 
 import (
 	"bufio"
-	"context"
 	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,39 +21,21 @@ const (
 	exitTimeout  = 20 * time.Second // a process exits after being asked to
 )
 
-// moduleRoot is the repository root, two levels above this package.
-func moduleRoot(t *testing.T) string {
-	t.Helper()
-	root, err := filepath.Abs(filepath.Join("..", ".."))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
-		t.Fatalf("module root not found: %v", err)
-	}
-	return root
-}
-
 // buildBinaries builds mcp-proxy (with -race when the test has it) and the
 // fixture into a temporary directory.
 func buildBinaries(t *testing.T) (proxy, fixture string) {
 	t.Helper()
-	root := moduleRoot(t)
+	root, err := testproc.ModuleRoot(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
 	dir := t.TempDir()
 	proxy, fixture = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "fixture")
-	proxyArgs := []string{"build", "-o", proxy, "./cmd/mcp-proxy"}
-	if raceEnabled {
-		proxyArgs = []string{"build", "-race", "-o", proxy, "./cmd/mcp-proxy"}
+	if err := testproc.Build(root, fixture, "./integration/fixture", false, buildTimeout); err != nil {
+		t.Fatal(err)
 	}
-	for _, args := range [][]string{{"build", "-o", fixture, "./integration/fixture"}, proxyArgs} {
-		ctx, cancel := context.WithTimeout(context.Background(), buildTimeout)
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = root
-		out, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
+	if err := testproc.Build(root, proxy, "./cmd/mcp-proxy", raceEnabled, buildTimeout); err != nil {
+		t.Fatal(err)
 	}
 	return proxy, fixture
 }

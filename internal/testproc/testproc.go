@@ -1,12 +1,15 @@
 // Package testproc holds what the test packages share about the
-// processes they start: a concurrency-safe output buffer, the tail of a
-// log for failure messages, and a scan of /proc for processes still
-// running a given binary.
+// processes they start: building them, a concurrency-safe output buffer,
+// the tail of a log for failure messages, and a scan of /proc for
+// processes still running a given binary.
 package testproc
 
 import (
 	"bytes"
+	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -95,4 +98,34 @@ func WaitGone(d time.Duration, binary string, args ...string) []int {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+}
+
+// ModuleRoot returns the repository root at rel from the calling test's
+// package directory, after checking that it holds go.mod.
+func ModuleRoot(rel string) (string, error) {
+	root, err := filepath.Abs(rel)
+	if err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(root, "go.mod")); err != nil {
+		return "", fmt.Errorf("module root not found: %w", err)
+	}
+	return root, nil
+}
+
+// Build runs `go build -o out pkg` in root (with -race when race is set),
+// within timeout, and says what the compiler said when it fails.
+func Build(root, out, pkg string, race bool, timeout time.Duration) error {
+	args := []string{"build", "-o", out, pkg}
+	if race {
+		args = []string{"build", "-race", "-o", out, pkg}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", args...)
+	cmd.Dir = root
+	if output, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, output)
+	}
+	return nil
 }

@@ -3,7 +3,9 @@ package testproc
 import (
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -34,5 +36,26 @@ func TestRunning(t *testing.T) {
 	_ = cmd.Wait()
 	if pids := WaitGone(2*time.Second, sleep, "30"); slices.Contains(pids, cmd.Process.Pid) {
 		t.Fatalf("still running after kill: %v", pids)
+	}
+}
+
+func TestModuleRootAndBuild(t *testing.T) {
+	root, err := ModuleRoot(filepath.Join("..", ".."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ModuleRoot("."); err == nil {
+		t.Error("a directory without go.mod was taken as the module root")
+	}
+	out := filepath.Join(t.TempDir(), "fixture")
+	if err := Build(root, out, "./integration/fixture", false, 5*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(out); err != nil || st.Mode().Perm()&0o111 == 0 {
+		t.Errorf("built binary: %v", err)
+	}
+	err = Build(root, out, "./no/such/package", false, time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "go build -o") {
+		t.Errorf("building a missing package: %v; want the go build error", err)
 	}
 }
