@@ -7,24 +7,11 @@ package config
 // judge.
 func stripJSONC(data []byte) []byte {
 	out := make([]byte, 0, len(data))
-	inString, escaped := false, false
+	var str stringTracker
 	for i := 0; i < len(data); i++ {
 		c := data[i]
-		if inString {
-			out = append(out, c)
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			continue
-		}
 		switch {
-		case c == '"':
-			inString = true
+		case str.inside(c):
 			out = append(out, c)
 		case c == '/' && i+1 < len(data) && data[i+1] == '/':
 			for i < len(data) && data[i] != '\n' {
@@ -52,25 +39,10 @@ func stripJSONC(data []byte) []byte {
 // non-whitespace byte is } or ].
 func dropTrailingCommas(data []byte) []byte {
 	out := make([]byte, 0, len(data))
-	inString, escaped := false, false
+	var str stringTracker
 	for i := 0; i < len(data); i++ {
 		c := data[i]
-		if inString {
-			switch {
-			case escaped:
-				escaped = false
-			case c == '\\':
-				escaped = true
-			case c == '"':
-				inString = false
-			}
-			out = append(out, c)
-			continue
-		}
-		if c == '"' {
-			inString = true
-		}
-		if c == ',' {
+		if !str.inside(c) && c == ',' {
 			j := i + 1
 			for j < len(data) && (data[j] == ' ' || data[j] == '\t' || data[j] == '\n' || data[j] == '\r') {
 				j++
@@ -82,4 +54,28 @@ func dropTrailingCommas(data []byte) []byte {
 		out = append(out, c)
 	}
 	return out
+}
+
+// stringTracker follows JSON strings byte by byte.
+type stringTracker struct{ in, escaped bool }
+
+// inside takes the next byte and reports whether it belongs to a string,
+// its quotes included.
+func (s *stringTracker) inside(c byte) bool {
+	if s.in {
+		switch {
+		case s.escaped:
+			s.escaped = false
+		case c == '\\':
+			s.escaped = true
+		case c == '"':
+			s.in = false
+		}
+		return true
+	}
+	if c == '"' {
+		s.in = true
+		return true
+	}
+	return false
 }
