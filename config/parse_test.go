@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -345,7 +346,7 @@ func TestParseFull(t *testing.T) {
 		{"log", cfg.Log, Log{Level: "debug", Format: "console"}},
 	}
 	for _, c := range checks {
-		if c.got != c.want {
+		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
@@ -390,7 +391,7 @@ func TestDefaults(t *testing.T) {
 		{"sampling timeout", s.Sampling.Timeout.D().String(), "30s"},
 	}
 	for _, c := range checks {
-		if c.got != c.want {
+		if !reflect.DeepEqual(c.got, c.want) {
 			t.Errorf("%s = %#v, want %#v", c.name, c.got, c.want)
 		}
 	}
@@ -566,5 +567,40 @@ func TestLoopbackRule(t *testing.T) {
 	// stdio mode never binds listen.addr.
 	if _, err := Parse([]byte("listen: {addr: \"0.0.0.0:1\"}\n"), testEnv()); err != nil {
 		t.Errorf("stdio with a public addr: %v", err)
+	}
+}
+
+// TestLaterSectionShapes decodes the free-form and one-or-many keys that
+// SPEC §12–15 add: claim values as a string or a list, and tool override
+// annotations and pinned arguments holding any JSON value.
+func TestLaterSectionShapes(t *testing.T) {
+	doc := `servers:
+  gh:
+    command: gh-mcp
+    tools:
+      overrides:
+        create_issue:
+          name: new_issue
+          annotations: {readOnlyHint: false, title: "New issue"}
+          arguments: {owner: acme, labels: [a, b], limit: 3}
+agents:
+  eng:
+    match: {groups: eng, azp: [cli, web]}
+`
+	cfg, err := Parse([]byte(doc), testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := cfg.Agents["eng"].Match
+	if !reflect.DeepEqual(m["groups"], StringList{"eng"}) || !reflect.DeepEqual(m["azp"], StringList{"cli", "web"}) {
+		t.Errorf("match = %#v", m)
+	}
+	o := cfg.Servers["gh"].Tools.Overrides["create_issue"]
+	if o == nil || o.Name != "new_issue" || o.Annotations["readOnlyHint"] != false || o.Arguments["limit"] != 3 {
+		t.Fatalf("override = %#v", o)
+	}
+	_, err = Parse([]byte("agents:\n  eng:\n    match: {groups: {a: b}}\n"), testEnv())
+	if err == nil || !strings.Contains(err.Error(), "agents.eng.match.groups") {
+		t.Errorf("a mapping as claim value: err = %v, want one naming agents.eng.match.groups", err)
 	}
 }

@@ -28,6 +28,10 @@ func (c *Config) Secrets() []string {
 			set[v] = true
 		}
 		set[urlPassword(s.URL)] = true
+		if s.Auth != nil {
+			set[s.Auth.Token] = true
+			set[s.Auth.ClientSecret] = true
+		}
 	}
 	for _, a := range c.Agents {
 		if a == nil {
@@ -36,6 +40,15 @@ func (c *Config) Secrets() []string {
 		for _, t := range a.Tokens {
 			set[t] = true
 		}
+	}
+	for _, t := range c.Metrics.Tokens {
+		set[t] = true
+	}
+	for _, v := range c.Tracing.Headers {
+		set[v] = true
+	}
+	if c.Listen.Auth != nil && c.Listen.Auth.Introspection != nil {
+		set[c.Listen.Auth.Introspection.ClientSecret] = true
 	}
 	for _, v := range c.doc.secretVars {
 		set[v] = true
@@ -106,6 +119,9 @@ func nodeSecrets(root *yaml.Node) []string {
 	set := map[string]bool{}
 	walker := &shapeChecker{present: map[string]bool{}}
 	field := func(m *yaml.Node, key string) *yaml.Node {
+		if m == nil {
+			return nil
+		}
 		if m = resolveAlias(m); m.Kind != yaml.MappingNode {
 			return nil
 		}
@@ -148,12 +164,23 @@ func nodeSecrets(root *yaml.Node) []string {
 		if u := field(s, "url"); u != nil && u.Kind == yaml.ScalarNode {
 			set[urlPassword(u.Value)] = true
 		}
+		if auth := field(s, "auth"); auth != nil {
+			scalar(field(auth, "token"))
+			scalar(field(auth, "client_secret"))
+		}
 	}
 	for _, a := range values(field(root, "agents")) {
 		for _, t := range values(field(a, "tokens")) {
 			scalar(t)
 		}
 	}
+	for _, t := range values(field(field(root, "metrics"), "tokens")) {
+		scalar(t)
+	}
+	for _, v := range values(field(field(root, "tracing"), "headers")) {
+		scalar(v)
+	}
+	scalar(field(field(field(field(root, "listen"), "auth"), "introspection"), "client_secret"))
 	return sortSecrets(set)
 }
 
@@ -183,11 +210,18 @@ func (c *Config) Redacted() *Config {
 		if a == nil {
 			continue
 		}
-		for i, t := range a.Tokens {
-			if t != "" {
-				a.Tokens[i] = redactedText
-			}
+		redactList(a.Tokens)
+	}
+	redactList(out.Metrics.Tokens)
+	redactValues(out.Tracing.Headers)
+	for _, s := range out.Servers {
+		if s != nil && s.Auth != nil {
+			s.Auth.Token = redactOne(s.Auth.Token)
+			s.Auth.ClientSecret = redactOne(s.Auth.ClientSecret)
 		}
+	}
+	if a := out.Listen.Auth; a != nil && a.Introspection != nil {
+		a.Introspection.ClientSecret = redactOne(a.Introspection.ClientSecret)
 	}
 	return out
 }
@@ -205,6 +239,21 @@ func (c *Config) MarshalRedacted() ([]byte, error) {
 		return nil, err
 	}
 	return buf.Bytes(), nil
+}
+
+// redactList replaces every non-empty entry of l.
+func redactList(l []string) {
+	for i := range l {
+		l[i] = redactOne(l[i])
+	}
+}
+
+// redactOne is redactedText for a set value, "" for an unset one.
+func redactOne(v string) string {
+	if v == "" {
+		return ""
+	}
+	return redactedText
 }
 
 func redactValues(m map[string]string) {

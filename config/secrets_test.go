@@ -145,3 +145,47 @@ func TestSecretsNeverInErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestSecretsOfLaterSections covers the secret fields of SPEC §12–14: an
+// upstream's auth token and client secret, metrics tokens, tracing header
+// values and the introspection client secret.
+func TestSecretsOfLaterSections(t *testing.T) {
+	doc := `servers:
+  remote:
+    url: https://api.example.com/mcp
+    auth: {type: oauth, client_id: cli, client_secret: cs-0123456789ab}
+  static:
+    url: https://other.example.com/mcp
+    auth: {type: bearer, token: bt-0123456789ab}
+metrics: {listen: 127.0.0.1:9464, tokens: [mt-0123456789ab]}
+tracing: {endpoint: http://127.0.0.1:4318, headers: {x-key: th-0123456789ab}}
+listen:
+  auth:
+    type: oauth
+    issuer: https://issuer.example.com
+    introspection: {url: https://issuer.example.com/introspect, client_id: rs, client_secret: is-0123456789ab}
+`
+	want := []string{"cs-0123456789ab", "bt-0123456789ab", "mt-0123456789ab", "th-0123456789ab", "is-0123456789ab"}
+	cfg, err := Parse([]byte(doc), testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(cfg.Secrets(), "|")
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("Secrets() lacks %s: %s", w, got)
+		}
+	}
+	out, err := cfg.MarshalRedacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range want {
+		if strings.Contains(string(out), w) {
+			t.Errorf("MarshalRedacted shows %s:\n%s", w, out)
+		}
+	}
+	if !strings.Contains(string(out), "client_id: cli") {
+		t.Errorf("MarshalRedacted dropped a non-secret field:\n%s", out)
+	}
+}

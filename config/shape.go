@@ -99,6 +99,10 @@ func (c *shapeChecker) walk(n *yaml.Node, t reflect.Type, path string) {
 		c.mapping(n, t, path)
 	case reflect.Slice:
 		c.list(n, t, path)
+	case reflect.Interface:
+		// Free-form JSON values (tool override annotations and pinned
+		// arguments): any YAML the decoder reads is accepted here, and
+		// the feature's validation judges the value.
 	default:
 		c.scalar(n, t, path)
 	}

@@ -28,6 +28,19 @@ type Config struct {
 	Blobs   Blobs   `yaml:"blobs"`
 	Log     Log     `yaml:"log"`
 
+	// StateDir holds what must survive a restart: tool pins (SPEC §13) and
+	// OAuth tokens and registrations (SPEC §12.1).
+	StateDir string `yaml:"state_dir"`
+	// Pinning, NewTools and Scan are the defaults of the server fields of
+	// the same names (SPEC §13).
+	Pinning  string `yaml:"pinning"`
+	NewTools string `yaml:"new_tools"`
+	Scan     string `yaml:"scan"`
+	// Tracing exports OpenTelemetry traces (SPEC §14).
+	Tracing Tracing `yaml:"tracing"`
+	// Audit writes one JSON line per decision (SPEC §14).
+	Audit Audit `yaml:"audit"`
+
 	// doc is what Parse learned from the document itself.
 	doc docInfo
 }
@@ -73,6 +86,76 @@ type Server struct {
 	MaxResponseBytes int64    `yaml:"max_response_bytes"`
 	Keepalive        Duration `yaml:"keepalive"`
 	Sampling         Sampling `yaml:"sampling"`
+
+	// Auth is how the proxy authorizes itself to an http/sse server
+	// (SPEC §12.1); nil means no authorization beyond Headers.
+	Auth *ServerAuth `yaml:"auth"`
+	// Pinning, NewTools and Scan govern tool integrity (SPEC §13); empty
+	// means the top-level value.
+	Pinning  string `yaml:"pinning"`
+	NewTools string `yaml:"new_tools"`
+	Scan     string `yaml:"scan"`
+	// Limits protect the server from the proxy's clients (SPEC §15).
+	Limits ServerLimits `yaml:"limits"`
+	// ReconnectWait is how long after a drop requests wait for the
+	// reconnection instead of failing (SPEC §3); nil means the default.
+	ReconnectWait *Duration `yaml:"reconnect_wait"`
+	// Roots answer the server's roots/list when no client can be asked
+	// (SPEC §1.4).
+	Roots []Root `yaml:"roots"`
+}
+
+// ServerAuth is a server's auth key (SPEC §12.1). Type is "bearer",
+// "oauth" or "client_credentials"; each type uses some of the fields.
+type ServerAuth struct {
+	Type string `yaml:"type"`
+	// Token is the static token of type bearer (a secret).
+	Token string `yaml:"token"`
+	// ClientID and ClientSecret identify a pre-registered client (oauth,
+	// client_credentials); the secret is a secret.
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
+	// TokenEndpointAuth is none, client_secret_basic or client_secret_post.
+	TokenEndpointAuth string   `yaml:"token_endpoint_auth"`
+	Scopes            []string `yaml:"scopes"`
+	// ClientMetadataURL is an https URL used as the client id where the
+	// authorization server supports Client ID Metadata Documents.
+	ClientMetadataURL string `yaml:"client_metadata_url"`
+	// RedirectPort is the loopback port of the login callback; 0 picks one.
+	RedirectPort int `yaml:"redirect_port"`
+	// Open is the command that opens the authorization URL ("none": only
+	// print it); empty means the desktop's opener.
+	Open string `yaml:"open"`
+	// PrivateKeyFile and Alg sign private_key_jwt client assertions
+	// (client_credentials).
+	PrivateKeyFile string `yaml:"private_key_file"`
+	Alg            string `yaml:"alg"`
+}
+
+// ServerLimits bound the calls the proxy sends one server (SPEC §15).
+// Zero means no limit.
+type ServerLimits struct {
+	PerMinute     int `yaml:"per_minute"`
+	MaxConcurrent int `yaml:"max_concurrent"`
+}
+
+// Root is one entry of a server's configured roots.
+type Root struct {
+	URI  string `yaml:"uri"`
+	Name string `yaml:"name"`
+}
+
+// ToolOverride changes how clients see one upstream tool (SPEC §15).
+// Every field is optional; the call still goes to the upstream's tool.
+type ToolOverride struct {
+	Name        string `yaml:"name"`
+	Title       string `yaml:"title"`
+	Description string `yaml:"description"`
+	// Annotations are merged over the upstream's annotations.
+	Annotations map[string]any `yaml:"annotations"`
+	// Arguments pins parameters: removed from the exposed schema and
+	// injected into every call.
+	Arguments map[string]any `yaml:"arguments"`
 }
 
 // ToolFilter is a server's own include/exclude lists plus the resource and
@@ -82,6 +165,8 @@ type ToolFilter struct {
 	Exclude   []string `yaml:"exclude"`
 	Resources *bool    `yaml:"resources"`
 	Prompts   *bool    `yaml:"prompts"`
+	// Overrides are keyed by the upstream's own tool name (SPEC §15).
+	Overrides map[string]*ToolOverride `yaml:"overrides"`
 }
 
 // Sampling governs a server's sampling/createMessage requests (SPEC §10).
@@ -113,6 +198,20 @@ type Agent struct {
 	ToolFilterGroups []FilterGroup `yaml:"tool_filter_groups"`
 	DeferredLoading  *bool         `yaml:"deferred_loading"`
 	Tokens           []string      `yaml:"tokens"`
+	// Match selects this agent from the claims of an OAuth token
+	// (SPEC §12.2): every claim named must hold one of the values.
+	Match map[string]StringList `yaml:"match"`
+	// Limits are token buckets over tool patterns (SPEC §15).
+	Limits []AgentLimit `yaml:"limits"`
+}
+
+// AgentLimit is one rate limit of an agent: one bucket per entry, shared
+// by the agent's sessions.
+type AgentLimit struct {
+	Tools     []string `yaml:"tools"`
+	PerMinute int      `yaml:"per_minute"`
+	// Burst is the bucket's capacity; 0 means PerMinute.
+	Burst int `yaml:"burst"`
 }
 
 // FilterGroup is one entry of tool_filter_groups.
@@ -127,12 +226,40 @@ type Listen struct {
 	Transport string `yaml:"transport"`
 	Addr      string `yaml:"addr"`
 	Path      string `yaml:"path"`
+	// Auth makes the HTTP listener an OAuth protected resource (SPEC §12.2).
+	Auth *ListenAuth `yaml:"auth"`
+	// PublicURL is the URL clients use; empty means http://<addr>.
+	PublicURL string `yaml:"public_url"`
+	// SessionIdleTimeout closes an HTTP session with no request and no
+	// open stream for that long; nil means the default.
+	SessionIdleTimeout *Duration `yaml:"session_idle_timeout"`
+}
+
+// ListenAuth validates OAuth access tokens on the HTTP listener.
+type ListenAuth struct {
+	Type           string         `yaml:"type"`
+	Issuer         string         `yaml:"issuer"`
+	Audience       string         `yaml:"audience"`
+	JWKSURL        string         `yaml:"jwks_url"`
+	RequiredScopes []string       `yaml:"required_scopes"`
+	Introspection  *Introspection `yaml:"introspection"`
+}
+
+// Introspection is an RFC 7662 endpoint for opaque tokens; ClientSecret is
+// a secret.
+type Introspection struct {
+	URL          string `yaml:"url"`
+	ClientID     string `yaml:"client_id"`
+	ClientSecret string `yaml:"client_secret"`
 }
 
 // Metrics serves /metrics, /healthz and /readyz on Listen when it is set.
 type Metrics struct {
 	Listen string `yaml:"listen"`
 	Path   string `yaml:"path"`
+	// Tokens are bearer tokens for /metrics and the status page; empty
+	// leaves them open. /healthz and /readyz are always open.
+	Tokens []string `yaml:"tokens"`
 }
 
 // Blobs controls how embedded binary blobs in tool results are handled (SPEC §8).
@@ -140,6 +267,30 @@ type Blobs struct {
 	Dir              string `yaml:"dir"`
 	Mode             string `yaml:"mode"`
 	MaterializeMedia bool   `yaml:"materialize_media"`
+	// MaxBytes and MaxAge bound each agent's folder (SPEC §8); 0 means the
+	// default.
+	MaxBytes int64    `yaml:"max_bytes"`
+	MaxAge   Duration `yaml:"max_age"`
+}
+
+// Tracing exports OpenTelemetry traces over OTLP (SPEC §14). Header values
+// are secrets.
+type Tracing struct {
+	Endpoint string            `yaml:"endpoint"`
+	Protocol string            `yaml:"protocol"`
+	Headers  map[string]string `yaml:"headers"`
+	// SampleRatio nil means 1.0.
+	SampleRatio *float64 `yaml:"sample_ratio"`
+	ServiceName string   `yaml:"service_name"`
+}
+
+// Audit writes the audit log (SPEC §14); an empty Path turns it off.
+type Audit struct {
+	Path     string `yaml:"path"`
+	MaxBytes int64  `yaml:"max_bytes"`
+	MaxFiles int    `yaml:"max_files"`
+	// Arguments is digest, full or none.
+	Arguments string `yaml:"arguments"`
 }
 
 // Log configures zerolog; output always goes to stderr.
