@@ -99,6 +99,8 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	}
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
+	c.tracingDefaults(lookupEnv)
+	c.auditDefaults()
 	for name, s := range c.Servers {
 		if s != nil {
 			c.serverDefaults(joinPath("servers", pathKey(name)), s)
