@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -15,12 +16,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/audit"
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -40,6 +43,10 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+	// tracer and audit are nil when off; both are closed after the
+	// upstreams, since calls finishing at shutdown still use them.
+	tracer *tracing.Tracer
+	audit  *audit.Log
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -114,10 +121,23 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		return nil, err
 	}
 	rt.metrics = m
+	if rt.tracer, err = tracing.New(ctx, cfg.Tracing, tracing.Options{Logger: rt.log, Version: version}); err != nil {
+		if errors.Is(err, tracing.ErrUnsupported) {
+			return nil, configErr(err)
+		}
+		return nil, err
+	}
+	rt.audit, err = audit.New(cfg.Audit, audit.Options{Logger: rt.log, Secrets: cfg.Secrets(), Registerer: rt.registry})
+	if err != nil {
+		_ = rt.tracer.Shutdown(context.Background())
+		return nil, err
+	}
 	var bl *blobs.Materializer
 	if cfg.Blobs.Mode != "passthrough" {
 		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
 		if err != nil {
+			_ = rt.audit.Close(context.Background())
+			_ = rt.tracer.Shutdown(context.Background())
 			return nil, configErr(fmt.Errorf("blobs: %w", err))
 		}
 	}
@@ -167,6 +187,7 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 		OnRequest: func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 			return rt.proxy.OnUpstreamRequest(ctx, server, method, params)
 		},
+		Tracer: rt.tracer,
 	})
 }
 
@@ -262,9 +283,22 @@ func countListed(c *downstream.Catalog) int {
 	return n
 }
 
-// close closes every upstream in parallel, bounded by closeBudget.
+// close closes every upstream in parallel, bounded by closeBudget, and
+// meanwhile writes the audit log's queue and flushes the traces (nothing
+// adds to them any more: the calls have ended), each within its own
+// shorter budget (audit.CloseBudget, tracing.ShutdownBudget).
 func (rt *runtime) close() {
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := rt.audit.Close(context.Background()); err != nil {
+			rt.log.Warn().Err(err).Msg("audit log not fully written at shutdown")
+		}
+	})
+	wg.Go(func() {
+		if err := rt.tracer.Shutdown(context.Background()); err != nil {
+			rt.log.Warn().Err(err).Msg("traces not fully exported at shutdown")
+		}
+	})
 	for name, c := range rt.connections() {
 		wg.Add(1)
 		go func() {
