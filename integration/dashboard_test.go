@@ -387,6 +387,15 @@ default_agent: ops
 	if st, err := os.Stat(auditPath); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("audit log %v, %v; want a 0600 file created at start", st, err)
 	}
+	_ = c.in.Close() // the proxy writes its audit queue at shutdown
+	if err := c.p.wait(t, exitTimeout); err != nil {
+		t.Fatalf("proxy exit: %v", err)
+	}
+	for _, l := range auditLines(t, auditPath) {
+		if l["agent"] != "ops" {
+			t.Errorf("audit line of agent %v, want ops", l["agent"])
+		}
+	}
 }
 
 func keys[V any](m map[string]V) []string {

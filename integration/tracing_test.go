@@ -230,3 +230,31 @@ func withoutOTELEnv(env []string) []string {
 	}
 	return out
 }
+
+// auditLines reads an audit log the proxy wrote (stop the proxy first: it
+// writes the queue at shutdown). Every line must be one JSON object with
+// the members every audit line has.
+func auditLines(t testing.TB, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(data), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("audit line is not JSON (%v): %s", err, line)
+		}
+		for _, k := range []string{"time", "agent", "client", "auth", "method", "target", "decision", "duration_ms"} {
+			if _, ok := m[k]; !ok {
+				t.Errorf("audit line lacks %s: %s", k, line)
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
