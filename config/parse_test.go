@@ -165,7 +165,17 @@ var invalidConfigs = map[string]string{
 }
 
 func TestParseInvalid(t *testing.T) {
-	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	checkInvalidFiles(t, "testdata/invalid-*.yaml", invalidConfigs)
+	if len(invalidConfigs) < 25 {
+		t.Errorf("only %d invalid cases", len(invalidConfigs))
+	}
+}
+
+// checkInvalidFiles parses every file matching pattern and compares the
+// error with want[file name]; every entry of want must have its file.
+func checkInvalidFiles(t *testing.T, pattern string, want map[string]string) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,9 +184,9 @@ func TestParseInvalid(t *testing.T) {
 		name := filepath.Base(f)
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
-			want, ok := invalidConfigs[name]
+			want, ok := want[name]
 			if !ok {
-				t.Fatalf("no expected error for %s: add it to invalidConfigs", name)
+				t.Fatalf("no expected error for %s: add it to the table", name)
 			}
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -197,13 +207,10 @@ func TestParseInvalid(t *testing.T) {
 			}
 		})
 	}
-	for name := range invalidConfigs {
+	for name := range want {
 		if !seen[name] {
-			t.Errorf("invalidConfigs has %s, but testdata has no such file", name)
+			t.Errorf("the table has %s, but no file matching %s has that name", name, pattern)
 		}
-	}
-	if len(invalidConfigs) < 25 {
-		t.Errorf("only %d invalid cases", len(invalidConfigs))
 	}
 }
 

@@ -1,8 +1,6 @@
 package config
 
 import (
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -37,37 +35,7 @@ var invalidTracingAudit = map[string]string{
 }
 
 func TestParseInvalidTracingAudit(t *testing.T) {
-	files, err := filepath.Glob("testdata/tracing/invalid-*.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	seen := map[string]bool{}
-	for _, f := range files {
-		name := filepath.Base(f)
-		seen[name] = true
-		t.Run(name, func(t *testing.T) {
-			want, ok := invalidTracingAudit[name]
-			if !ok {
-				t.Fatalf("no expected error for %s: add it to invalidTracingAudit", name)
-			}
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			_, err = Parse(data, testEnv())
-			if err == nil {
-				t.Fatalf("Parse succeeded, want error:\n%s", want)
-			}
-			if got := err.Error(); got != want {
-				t.Errorf("error mismatch\ngot:\n%s\nwant:\n%s", got, want)
-			}
-		})
-	}
-	for name := range invalidTracingAudit {
-		if !seen[name] {
-			t.Errorf("invalidTracingAudit has %s, but testdata/tracing has no such file", name)
-		}
-	}
+	checkInvalidFiles(t, "testdata/tracing/invalid-*.yaml", invalidTracingAudit)
 }
 
 func TestTracingAuditDefaults(t *testing.T) {

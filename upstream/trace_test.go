@@ -1,13 +1,11 @@
 package upstream
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -211,40 +209,16 @@ func TestClientSpanHTTP(t *testing.T) {
 // every request with a fixed small result; it records the request lines.
 func pipeSession(tb testing.TB, tr *tracing.Tracer) (*session, func() []string) {
 	tb.Helper()
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	outR, outW, err := os.Pipe()
-	if err != nil {
-		tb.Fatal(err)
-	}
 	var mu sync.Mutex
 	var lines []string
-	go func() {
-		defer outW.Close()
-		r := bufio.NewReader(inR)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				return
-			}
-			var req struct {
-				ID json.RawMessage `json:"id"`
-			}
-			if json.Unmarshal([]byte(line), &req) != nil {
-				continue
-			}
-			mu.Lock()
-			if len(lines) < 100 {
-				lines = append(lines, strings.TrimSpace(line))
-			}
-			mu.Unlock()
-			if _, err := outW.WriteString(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n"); err != nil {
-				return
-			}
+	inW, outR := answeringChild(tb, func(id json.RawMessage, line string) string {
+		mu.Lock()
+		if len(lines) < 100 {
+			lines = append(lines, strings.TrimSpace(line))
 		}
-	}()
+		mu.Unlock()
+		return `{"jsonrpc":"2.0","id":` + string(id) + `,"result":{"content":[{"type":"text","text":"hello"}]}}` + "\n"
+	})
 	cfg := &config.Server{Name: "fx", Transport: "stdio", Command: "fx", Timeout: dur(10 * time.Second), MaxResponseBytes: 1 << 20}
 	c := New(cfg, Options{Tracer: tr})
 	s := newSession(c, context.Background())
@@ -257,8 +231,6 @@ func pipeSession(tb testing.TB, tr *tracing.Tracer) (*session, func() []string) 
 	tb.Cleanup(func() {
 		s.die(ErrConnectionLost)
 		_ = st.Close()
-		_ = inR.Close()
-		_ = outR.Close()
 	})
 	return s, func() []string {
 		mu.Lock()
