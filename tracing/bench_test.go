@@ -24,6 +24,9 @@ func callPath(ctx context.Context, tr *Tracer) json.RawMessage {
 	ctx, srv := tr.StartServer(ctx, ServerRequest{Method: "tools/call", Target: "fx__echo", ID: benchID,
 		Params: benchParams, Header: benchHeader, SessionID: "s", Protocol: "2025-11-25", Agent: "default", Transport: TransportTCP})
 	srv.SetServer("fx")
+	inner := tr.SpanFromContext(ctx)
+	inner.SetPolicyRule("")
+	inner.SetOutcome(OutcomeOK, 0)
 	cctx, cli := tr.StartClient(ctx, ClientRequest{Method: "tools/call", Params: benchParams, ID: "px-1", Server: "fx", Transport: TransportPipe})
 	out := tr.InjectMeta(cctx, benchParams)
 	if tr.Propagates(cctx) {
@@ -31,8 +34,7 @@ func callPath(ctx context.Context, tr *Tracer) json.RawMessage {
 		tr.InjectHeader(cctx, h)
 	}
 	cli.End(OutcomeOK, 0)
-	srv.SetPolicyRule("")
-	srv.End(OutcomeOK, 0)
+	srv.End("", 0)
 	_ = tr.TraceID(ctx)
 	return out
 }

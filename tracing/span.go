@@ -128,28 +128,51 @@ func (s Span) SetApproval(decision string) {
 	}
 }
 
-// End ends the span with its outcome: OutcomeOK, or a failure such as the
-// metrics' tool_error, error, timeout, canceled or denied. rpcCode is the
-// JSON-RPC error code answered, 0 for none. A failure sets the span status
-// to Error and error.type to the code when there is one (also recorded as
-// rpc.response.status_code), else to the outcome.
+// SetOutcome records the request's outcome without ending the span: a
+// step deeper in the call path that knows it (the tools/call chain: denied,
+// tool_error, timeout) sets it, and whoever started the span ends it with
+// End("", 0). outcome is OutcomeOK or a failure such as the metrics'
+// tool_error, error, timeout, canceled or denied; rpcCode is the JSON-RPC
+// error code answered, 0 for none. A failure sets the span status to Error
+// and error.type to the code when there is one (also recorded as
+// rpc.response.status_code), else to the outcome. A later call replaces
+// an earlier one.
+func (s Span) SetOutcome(outcome string, rpcCode int) {
+	if !s.IsRecording() || outcome == "" {
+		return
+	}
+	s.s.SetAttributes(AttrOutcome.String(outcome))
+	if outcome == OutcomeOK {
+		return
+	}
+	errType := outcome
+	if rpcCode != 0 {
+		errType = strconv.Itoa(rpcCode)
+		s.s.SetAttributes(semconv.RPCResponseStatusCode(errType))
+	}
+	s.s.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	s.s.SetStatus(codes.Error, errType)
+}
+
+// End records the outcome as SetOutcome does (unless outcome is "": an
+// outcome set before stays) and ends the span.
 func (s Span) End(outcome string, rpcCode int) {
 	if s.s == nil {
 		return
 	}
-	if s.s.IsRecording() {
-		s.s.SetAttributes(AttrOutcome.String(outcome))
-		if outcome != OutcomeOK {
-			errType := outcome
-			if rpcCode != 0 {
-				errType = strconv.Itoa(rpcCode)
-				s.s.SetAttributes(semconv.RPCResponseStatusCode(errType))
-			}
-			s.s.SetAttributes(semconv.ErrorTypeKey.String(errType))
-			s.s.SetStatus(codes.Error, errType)
-		}
-	}
+	s.SetOutcome(outcome, rpcCode)
 	s.s.End()
+}
+
+// SpanFromContext returns the span ctx holds (the server span of the
+// request a handler serves), to set attributes on it: SetServer,
+// SetPolicyRule, SetApproval, SetOutcome. Whoever started the span ends
+// it; the caller must not. With tracing off it is the zero Span.
+func (t *Tracer) SpanFromContext(ctx context.Context) Span {
+	if t == nil {
+		return Span{}
+	}
+	return Span{trace.SpanFromContext(ctx)}
 }
 
 // StartServer starts the server span of one downstream request, as a child

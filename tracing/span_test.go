@@ -249,3 +249,26 @@ func TestSampleRatioZeroStillPropagates(t *testing.T) {
 		t.Errorf("InjectMeta = %s, want %s (the not-sampled decision travels on)", out, want)
 	}
 }
+
+// TestOutcomeSetDeeper: a step inside the request sets the outcome on the
+// span from its ctx; the starter's End("", 0) keeps it.
+func TestOutcomeSetDeeper(t *testing.T) {
+	tr, exp := memTracer(t)
+	ctx, s := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "fs__write"})
+	inner := tr.SpanFromContext(ctx)
+	inner.SetServer("fs")
+	inner.SetPolicyRule("read_only")
+	inner.SetOutcome("denied", 0)
+	s.End("", 0)
+	spans := ended(t, tr, exp)
+	sameMap(t, "span", attrMap(spans[0].Attributes), map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "fs__write", "gen_ai.operation.name": "execute_tool",
+		"mcp_proxy.server": "fs", "mcp_proxy.policy.rule": "read_only", "mcp_proxy.outcome": "denied", "error.type": "denied",
+	})
+	if spans[0].Status.Code.String() != "Error" {
+		t.Errorf("status %v", spans[0].Status.Code)
+	}
+	if got := (*Tracer)(nil).SpanFromContext(ctx); got.IsRecording() {
+		t.Error("a nil Tracer's SpanFromContext records")
+	}
+}
