@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -268,34 +269,52 @@ func TestRequestLineTracing(t *testing.T) {
 
 // TestRequestOffAllocations: tracing off adds no allocation to a request;
 // the same request with a Tracer allocates more (so the count can tell).
+// AllocsPerRun counts the whole process, the child's goroutine and the
+// transport's reader included, whose counts wobble by one under load and
+// the race detector: each figure is the least of a few alternating runs.
 func TestRequestOffAllocations(t *testing.T) {
 	params := json.RawMessage(`{"name":"echo","arguments":{}}`)
-	measure := func(tr *tracing.Tracer) float64 {
-		s, _ := pipeSession(t, tr)
-		ctx := context.Background()
-		return testing.AllocsPerRun(200, func() {
+	tr, _ := newTestTracer(t)
+	offS, _ := pipeSession(t, nil)
+	onS, _ := pipeSession(t, tr)
+	baseS, _ := pipeSession(t, nil)
+	ctx := context.Background()
+	request := func(s *session) func() {
+		return func() {
 			if _, err := s.request(ctx, "tools/call", params); err != nil {
 				t.Fatal(err)
 			}
-		})
+		}
 	}
-	tr, _ := newTestTracer(t)
-	off, on := measure(nil), measure(tr)
-	t.Logf("allocations per request: tracing off %.0f, on %.0f", off, on)
+	// The request path without tracing, as it was before tracing existed:
+	// request minus startSpan/endSpan. (isObject counts: under the race
+	// detector its pooled scanner is often dropped and allocated again.)
+	base := func() {
+		id := "px-" + strconv.FormatUint(baseS.c.ids.Add(1), 10) // as request makes it
+		if !isObject(params) {
+			t.Fatal("params")
+		}
+		if _, err := baseS.send(ctx, "tools/call", id, params); err != nil {
+			t.Fatal(err)
+		}
+	}
+	least := func(fn func(), prev float64) float64 { return min(prev, testing.AllocsPerRun(200, fn)) }
+	off, on, without := math.Inf(1), math.Inf(1), math.Inf(1)
+	for range 3 {
+		off = least(request(offS), off)
+		without = least(base, without)
+		on = least(request(onS), on)
+	}
+	t.Logf("allocations per request: tracing off %.0f, on %.0f, without the hooks %.0f", off, on, without)
 	if on <= off {
 		t.Errorf("tracing on allocates %.0f, off %.0f: the measure cannot see tracing", on, off)
 	}
-	// The request path without tracing, as it was before tracing existed:
-	// send is request minus startSpan/endSpan.
-	s, _ := pipeSession(t, nil)
-	base := testing.AllocsPerRun(200, func() {
-		id := "px-" + strconv.FormatUint(s.c.ids.Add(1), 10) // as request makes it
-		if _, err := s.send(context.Background(), "tools/call", id, params); err != nil {
-			t.Fatal(err)
-		}
-	})
-	if off > base+0.5 {
-		t.Errorf("tracing off: %.0f allocations per request, %.0f without the tracing hooks", off, base)
+	slack := 0.0
+	if raceEnabled {
+		slack = 1 // sync.Pool drops items at random under the race detector
+	}
+	if off > without+slack {
+		t.Errorf("tracing off: %.0f allocations per request, %.0f without the tracing hooks", off, without)
 	}
 }
 
