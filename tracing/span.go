@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -99,16 +100,25 @@ type ClientRequest struct {
 // Span is one of the proxy's spans. The zero Span (tracing off, or the
 // span was not started) does nothing. A Span must be ended exactly once;
 // its methods are safe for concurrent use.
-type Span struct{ s trace.Span }
+type Span struct{ st *spanState }
+
+// spanState is a started span and whether its outcome was set.
+type spanState struct {
+	s          trace.Span
+	outcomeSet atomic.Bool
+}
+
+// serverSpanKey holds the server span's state in its request's ctx.
+type serverSpanKey struct{}
 
 // IsRecording reports whether the span records attributes: callers may
 // skip work that only feeds a span.
-func (s Span) IsRecording() bool { return s.s != nil && s.s.IsRecording() }
+func (s Span) IsRecording() bool { return s.st != nil && s.st.s.IsRecording() }
 
 // SetServer records the upstream server a request was routed to.
 func (s Span) SetServer(server string) {
 	if s.IsRecording() && server != "" {
-		s.s.SetAttributes(AttrServer.String(server))
+		s.st.s.SetAttributes(AttrServer.String(server))
 	}
 }
 
@@ -116,7 +126,7 @@ func (s Span) SetServer(server string) {
 // rule names of SPEC §5: excluded_tools, read_only, ...).
 func (s Span) SetPolicyRule(rule string) {
 	if s.IsRecording() && rule != "" {
-		s.s.SetAttributes(AttrPolicyRule.String(rule))
+		s.st.s.SetAttributes(AttrPolicyRule.String(rule))
 	}
 }
 
@@ -124,55 +134,64 @@ func (s Span) SetPolicyRule(rule string) {
 // deny, decline, cancel, timeout, unsupported, error).
 func (s Span) SetApproval(decision string) {
 	if s.IsRecording() && decision != "" {
-		s.s.SetAttributes(AttrApproval.String(decision))
+		s.st.s.SetAttributes(AttrApproval.String(decision))
 	}
 }
 
 // SetOutcome records the request's outcome without ending the span: a
-// step deeper in the call path that knows it (the tools/call chain: denied,
-// tool_error, timeout) sets it, and whoever started the span ends it with
-// End("", 0). outcome is OutcomeOK or a failure such as the metrics'
-// tool_error, error, timeout, canceled or denied; rpcCode is the JSON-RPC
-// error code answered, 0 for none. A failure sets the span status to Error
-// and error.type to the code when there is one (also recorded as
-// rpc.response.status_code), else to the outcome. A later call replaces
-// an earlier one.
+// step deeper in the call path that knows it best (the tools/call chain:
+// denied, tool_error, timeout) sets it, and End's own outcome is then
+// only the fallback. outcome is OutcomeOK or a failure such as the
+// metrics' tool_error, error, timeout, canceled or denied; rpcCode is the
+// JSON-RPC error code answered, 0 for none. A failure sets the span status
+// to Error and error.type to the code when there is one (also recorded as
+// rpc.response.status_code), else to the outcome. A later SetOutcome
+// replaces the outcome attribute, but a span once marked as failed stays
+// failed (OpenTelemetry keeps the Error status); "" does nothing.
 func (s Span) SetOutcome(outcome string, rpcCode int) {
 	if !s.IsRecording() || outcome == "" {
 		return
 	}
-	s.s.SetAttributes(AttrOutcome.String(outcome))
+	s.st.outcomeSet.Store(true)
+	sp := s.st.s
+	sp.SetAttributes(AttrOutcome.String(outcome))
 	if outcome == OutcomeOK {
 		return
 	}
 	errType := outcome
 	if rpcCode != 0 {
 		errType = strconv.Itoa(rpcCode)
-		s.s.SetAttributes(semconv.RPCResponseStatusCode(errType))
+		sp.SetAttributes(semconv.RPCResponseStatusCode(errType))
 	}
-	s.s.SetAttributes(semconv.ErrorTypeKey.String(errType))
-	s.s.SetStatus(codes.Error, errType)
+	sp.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	sp.SetStatus(codes.Error, errType)
 }
 
-// End records the outcome as SetOutcome does (unless outcome is "": an
-// outcome set before stays) and ends the span.
+// End ends the span. Its outcome and rpcCode (see SetOutcome) are recorded
+// only when no SetOutcome came first: the starter of a span passes what it
+// can see (ok, or error and the code of the JSON-RPC error it answers),
+// and a step that knew better has already said so.
 func (s Span) End(outcome string, rpcCode int) {
-	if s.s == nil {
+	if s.st == nil {
 		return
 	}
-	s.SetOutcome(outcome, rpcCode)
-	s.s.End()
+	if !s.st.outcomeSet.Load() {
+		s.SetOutcome(outcome, rpcCode)
+	}
+	s.st.s.End()
 }
 
-// SpanFromContext returns the span ctx holds (the server span of the
-// request a handler serves), to set attributes on it: SetServer,
-// SetPolicyRule, SetApproval, SetOutcome. Whoever started the span ends
-// it; the caller must not. With tracing off it is the zero Span.
+// SpanFromContext returns the server span of the request ctx belongs to
+// (StartServer's, also from inside a client span's ctx), to set attributes
+// on it: SetServer, SetPolicyRule, SetApproval, SetOutcome. Whoever started
+// the span ends it; the caller must not. With tracing off, or a ctx
+// without a server span, it is the zero Span.
 func (t *Tracer) SpanFromContext(ctx context.Context) Span {
 	if t == nil {
 		return Span{}
 	}
-	return Span{trace.SpanFromContext(ctx)}
+	st, _ := ctx.Value(serverSpanKey{}).(*spanState)
+	return Span{st}
 }
 
 // StartServer starts the server span of one downstream request, as a child
@@ -201,7 +220,8 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target),
 		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	return ctx, Span{span}
+	st := &spanState{s: span}
+	return context.WithValue(ctx, serverSpanKey{}, st), Span{st}
 }
 
 // StartClient starts the client span of one upstream request, a child of
@@ -228,7 +248,7 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
 		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return ctx, Span{span}
+	return ctx, Span{&spanState{s: span}}
 }
 
 // TraceID returns the hex trace id of the span in ctx, "" when there is

@@ -251,24 +251,38 @@ func TestSampleRatioZeroStillPropagates(t *testing.T) {
 }
 
 // TestOutcomeSetDeeper: a step inside the request sets the outcome on the
-// span from its ctx; the starter's End("", 0) keeps it.
+// server span from its ctx (even from inside a client span's ctx); the
+// starter's End outcome is only the fallback.
 func TestOutcomeSetDeeper(t *testing.T) {
 	tr, exp := memTracer(t)
 	ctx, s := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "fs__write"})
-	inner := tr.SpanFromContext(ctx)
+	cctx, c := tr.StartClient(ctx, ClientRequest{Method: "tools/call"})
+	inner := tr.SpanFromContext(cctx)
 	inner.SetServer("fs")
 	inner.SetPolicyRule("read_only")
 	inner.SetOutcome("denied", 0)
-	s.End("", 0)
+	c.End(OutcomeOK, 0)
+	s.End(OutcomeOK, 0) // the route's fallback: the chain's outcome stays
+	_, plain := tr.StartServer(context.Background(), ServerRequest{Method: "ping"})
+	plain.End("error", -32603)
 	spans := ended(t, tr, exp)
-	sameMap(t, "span", attrMap(spans[0].Attributes), map[string]string{
+	if len(spans) != 3 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	sameMap(t, "server span", attrMap(spans[1].Attributes), map[string]string{
 		"mcp.method.name": "tools/call", "gen_ai.tool.name": "fs__write", "gen_ai.operation.name": "execute_tool",
 		"mcp_proxy.server": "fs", "mcp_proxy.policy.rule": "read_only", "mcp_proxy.outcome": "denied", "error.type": "denied",
 	})
-	if spans[0].Status.Code.String() != "Error" {
-		t.Errorf("status %v", spans[0].Status.Code)
+	if spans[1].Status.Code.String() != "Error" {
+		t.Errorf("status %v", spans[1].Status.Code)
 	}
+	sameMap(t, "client span", attrMap(spans[0].Attributes), map[string]string{"mcp.method.name": "tools/call", "mcp_proxy.outcome": "ok"})
+	sameMap(t, "ping span", attrMap(spans[2].Attributes), map[string]string{"mcp.method.name": "ping", "mcp_proxy.outcome": "error",
+		"error.type": "-32603", "rpc.response.status_code": "-32603"})
 	if got := (*Tracer)(nil).SpanFromContext(ctx); got.IsRecording() {
 		t.Error("a nil Tracer's SpanFromContext records")
+	}
+	if got := tr.SpanFromContext(context.Background()); got.IsRecording() {
+		t.Error("SpanFromContext without a server span records")
 	}
 }
