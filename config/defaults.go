@@ -25,6 +25,10 @@ const (
 	DefaultListenAddr = "127.0.0.1:8080"
 	// DefaultListenPath is the endpoint path the MCP transport spec uses.
 	DefaultListenPath = "/mcp"
+	// DefaultSessionIdleTimeout closes an HTTP session nobody has used for
+	// that long: clients that end without DELETE (most do) would otherwise
+	// be held, and counted as active, for the life of the process.
+	DefaultSessionIdleTimeout = 30 * time.Minute
 	// DefaultMetricsPath is the Prometheus convention.
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).

@@ -5,7 +5,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
 
@@ -67,4 +66,17 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func strconvQuote(s string) string { return strconv.Quote(s) }
+// hostAllowed guards against DNS rebinding (MCP transport spec): on a
+// listener bound to a loopback address, the Host header must name a
+// loopback host too; a rebinding page's request names its own domain.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true
+	}
+	host, _, err := net.SplitHostPort(local.String())
+	if err != nil || !isLoopback(host) {
+		return true
+	}
+	return isLoopback(hostOnly(r.Host))
+}
