@@ -8,7 +8,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"encoding/pem"
+	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -239,5 +242,26 @@ func TestFailureWrite(t *testing.T) {
 		`Bearer scope="mcp", resource_metadata="https://mcp.example.com/.well-known/oauth-protected-resource/agents/eng/mcp"` ||
 		w.Body.String() != "Unauthorized: a bearer token is required; WWW-Authenticate names the protected resource metadata\n" {
 		t.Errorf("wrote %d %q %q", w.Code, w.Header(), w.Body.String())
+	}
+}
+
+// TestTokenGoesNowhere: Authenticate leaves the request as it came, and
+// neither the Principal nor a Failure holds the token.
+func TestTokenGoesNowhere(t *testing.T) {
+	key := newRSAKey(t, "k1")
+	is := newTestIssuer(t, key)
+	r := newRig(t, oauthDoc, is.srv.URL)
+	for _, tok := range []string{sign(t, key, claimsFor(is.srv.URL, nil)), "ops-static-token-1",
+		sign(t, key, claimsFor(is.srv.URL, func(c map[string]any) { c["groups"] = "none" }))} {
+		req := httptest.NewRequest(http.MethodPost, "http://proxy.test/mcp", nil)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		before := req.Header.Clone()
+		p, f := r.a.Authenticate(req, "")
+		if !reflect.DeepEqual(req.Header, before) {
+			t.Errorf("headers changed: %v", req.Header)
+		}
+		if s := fmt.Sprintf("%+v %+v", p, f); strings.Contains(s, tok) {
+			t.Errorf("the token is in the result: %s", s)
+		}
 	}
 }
