@@ -1,4 +1,4 @@
-package authn_test
+package authn
 
 import (
 	"context"
@@ -16,10 +16,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/mcp-proxy/mcp-proxy/authn"
-	"github.com/mcp-proxy/mcp-proxy/config"
-	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
 // protected is an MCP server (the Go SDK's) behind authn, mounted the way
@@ -29,7 +25,7 @@ import (
 // answers the agent's name, so a client sees where its token landed.
 type protected struct {
 	url     string
-	a       *authn.Authenticator
+	a       *Authenticator
 	reg     *prometheus.Registry
 	mu      sync.Mutex
 	callers []string // agent/method/subject of every accepted request
@@ -52,19 +48,9 @@ func startProtected(t *testing.T, issuer, extraAuth string) *protected {
   eng: {match: {groups: [eng, platform]}}
   ops: {tokens: ["${OPS_TOKEN}"]}
 `, ln.Addr().String(), issuer, extraAuth)
-	cfg, err := config.Parse([]byte(doc), func(k string) (string, bool) {
-		return map[string]string{"OPS_TOKEN": "ops-static-0123"}[k], k == "OPS_TOKEN"
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	reg := prometheus.NewRegistry()
-	m, err := metrics.New(reg)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg, reg, m := parseWithMetrics(t, doc)
 	p := &protected{url: "http://" + ln.Addr().String(), reg: reg,
-		a: authn.New(cfg, authn.Options{BoundAddr: ln.Addr().String(), Metrics: m})}
+		a: New(cfg, Options{BoundAddr: ln.Addr().String(), Metrics: m})}
 	handlers := map[string]http.Handler{}
 	for _, name := range cfg.AgentNames() {
 		srv := mcp.NewServer(&mcp.Implementation{Name: "agent-" + name, Version: "0"}, nil)
@@ -91,8 +77,8 @@ func startProtected(t *testing.T, issuer, extraAuth string) *protected {
 		})
 	}
 	mux := http.NewServeMux()
-	mux.Handle(authn.WellKnownPath, p.a.MetadataHandler())
-	mux.Handle(authn.WellKnownPath+"/", p.a.MetadataHandler())
+	mux.Handle(WellKnownPath, p.a.MetadataHandler())
+	mux.Handle(WellKnownPath+"/", p.a.MetadataHandler())
 	mux.Handle(cfg.Listen.Path, endpoint(func(*http.Request) string { return "" }))
 	mux.Handle("/agents/{agent}/mcp", endpoint(func(r *http.Request) string { return r.PathValue("agent") }))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
@@ -102,24 +88,7 @@ func startProtected(t *testing.T, issuer, extraAuth string) *protected {
 }
 
 // count reads mcp_proxy_auth_total{agent,result}.
-func (p *protected) count(agent, result string) float64 {
-	fams, _ := p.reg.Gather()
-	for _, f := range fams {
-		if f.GetName() != "mcp_proxy_auth_total" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			l := map[string]string{}
-			for _, lp := range m.GetLabel() {
-				l[lp.GetName()] = lp.GetValue()
-			}
-			if l["agent"] == agent && l["result"] == result {
-				return m.GetCounter().GetValue()
-			}
-		}
-	}
-	return 0
-}
+func (p *protected) count(agent, result string) float64 { return authCount(p.reg, agent, result) }
 
 // wire records what a client sends and receives, for the flow assertions.
 type wire struct {
@@ -225,8 +194,8 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	if first != "eng/oauth/alice" {
 		t.Errorf("first principal = %s, want eng/oauth/alice", first)
 	}
-	if p.count("", authn.ResultMissing) != 1 || p.count("eng", authn.ResultOK) < 2 {
-		t.Errorf("metrics: missing %v, eng ok %v", p.count("", authn.ResultMissing), p.count("eng", authn.ResultOK))
+	if p.count("", ResultMissing) != 1 || p.count("eng", ResultOK) < 2 {
+		t.Errorf("metrics: missing %v, eng ok %v", p.count("", ResultMissing), p.count("eng", ResultOK))
 	}
 
 	// The same user on her agent's own endpoint; bob on the default one
@@ -254,7 +223,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	} else if !strings.Contains(rec.log(), "POST /agents/sales/mcp -> 403") {
 		t.Errorf("route of another agent: %v\n%s", err, rec.log())
 	}
-	if p.count("sales", authn.ResultForbiddenAgent) < 1 {
+	if p.count("sales", ResultForbiddenAgent) < 1 {
 		t.Error("forbidden_agent not counted")
 	}
 	if _, rec, err := connect(ctx, t, p.url+"/mcp", jwtClientID, "carol"); err == nil {
@@ -262,12 +231,12 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	} else if !strings.Contains(rec.log(), "POST /mcp -> 403") {
 		t.Errorf("no agent: %v\n%s", err, rec.log())
 	}
-	if p.count("", authn.ResultNoAgent) < 1 {
+	if p.count("", ResultNoAgent) < 1 {
 		t.Error("no_agent not counted")
 	}
 
 	// A static token still opens its agent beside OAuth.
-	static := &http.Client{Transport: headerTransport{"Authorization": "Bearer ops-static-0123"}}
+	static := &http.Client{Transport: headerTransport{"Authorization": "Bearer ops-static-token-1"}}
 	cs4, err := mcp.NewClient(&mcp.Implementation{Name: "static", Version: "0"}, nil).Connect(ctx,
 		&mcp.StreamableClientTransport{Endpoint: p.url + "/agents/ops/mcp", HTTPClient: static, MaxRetries: -1}, nil)
 	if err != nil {
@@ -323,8 +292,8 @@ func TestOpaqueTokensWithOpenIDProvider(t *testing.T) {
 	if got := testutil.CollectAndCount(p.reg, "mcp_proxy_auth_total"); got == 0 {
 		t.Error("no auth metrics")
 	}
-	if p.count("", authn.ResultInvalid) != 1 {
-		t.Errorf("invalid count = %v", p.count("", authn.ResultInvalid))
+	if p.count("", ResultInvalid) != 1 {
+		t.Errorf("invalid count = %v", p.count("", ResultInvalid))
 	}
 }
 

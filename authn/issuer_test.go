@@ -160,9 +160,24 @@ type rig struct {
 // newRig parses doc (with $ISSUER replaced) and builds its Authenticator.
 func newRig(t testing.TB, doc, issuer string) *rig {
 	t.Helper()
-	doc = strings.ReplaceAll(doc, "$ISSUER", issuer)
+	cfg, reg, m := parseWithMetrics(t, strings.ReplaceAll(doc, "$ISSUER", issuer))
+	clock := &fakeClock{now: time.Now()}
+	return &rig{
+		a:     New(cfg, Options{Metrics: m, Log: zerolog.Nop(), Now: clock.Now}),
+		reg:   reg,
+		clock: clock,
+	}
+}
+
+// testSecrets are the variables the test configs reference.
+var testSecrets = map[string]string{"OPS_TOKEN": "ops-static-token-1", "OPS_TOKEN2": "ops-static-token-2", "SECRET": "rs-secret"}
+
+// parseWithMetrics parses a config (variables from testSecrets) and makes
+// metrics on a fresh registry.
+func parseWithMetrics(t testing.TB, doc string) (*config.Config, *prometheus.Registry, *metrics.Metrics) {
+	t.Helper()
 	cfg, err := config.Parse([]byte(doc), func(k string) (string, bool) {
-		v, ok := map[string]string{"OPS_TOKEN": "ops-static-token-1", "OPS_TOKEN2": "ops-static-token-2", "SECRET": "rs-secret"}[k]
+		v, ok := testSecrets[k]
 		return v, ok
 	})
 	if err != nil {
@@ -173,12 +188,7 @@ func newRig(t testing.TB, doc, issuer string) *rig {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := &fakeClock{now: time.Now()}
-	return &rig{
-		a:     New(cfg, Options{Metrics: m, Log: zerolog.Nop(), Now: clock.Now}),
-		reg:   reg,
-		clock: clock,
-	}
+	return cfg, reg, m
 }
 
 // auth runs Authenticate for a request to pathAgent's endpoint with the
@@ -194,10 +204,13 @@ func (r *rig) auth(pathAgent, authorization string) (*Principal, *Failure) {
 // count reads mcp_proxy_auth_total{agent,result}.
 func (r *rig) count(t *testing.T, agent, result string) float64 {
 	t.Helper()
-	fams, err := r.reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
+	return authCount(r.reg, agent, result)
+}
+
+// authCount reads mcp_proxy_auth_total{agent,result} from reg; 0 when the
+// series does not exist.
+func authCount(reg *prometheus.Registry, agent, result string) float64 {
+	fams, _ := reg.Gather()
 	for _, f := range fams {
 		if f.GetName() != "mcp_proxy_auth_total" {
 			continue

@@ -1,4 +1,4 @@
-package authn_test
+package authn
 
 import (
 	"context"
