@@ -11,11 +11,13 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -54,6 +56,10 @@ const agentPathPattern = "/agents/{agent}/mcp"
 type httpFront struct {
 	p      *Proxy
 	active atomic.Int64 // POSTs being answered
+	// bound is the address the listener bound (the default public URL);
+	// auth authenticates requests for the current config.
+	bound string
+	auth  atomic.Pointer[authn.Authenticator]
 
 	sweepOnce sync.Once
 	stop      chan struct{}
@@ -64,38 +70,42 @@ func newHTTPFront(p *Proxy) *httpFront {
 	return &httpFront{p: p, stop: make(chan struct{}), swept: make(chan struct{})}
 }
 
-// HTTPHandler returns the Streamable HTTP handler: the MCP endpoint at
-// listen.path for the default agent and /agents/<alias>/mcp for each
-// agent, plus /healthz and /readyz. It starts the sweep of idle sessions,
-// which ShutdownHTTP stops.
-func (p *Proxy) HTTPHandler() http.Handler {
+// HTTPHandler returns the Streamable HTTP handler of a listener bound to
+// boundAddr (host:port; it makes the default public URL): the MCP endpoint
+// at listen.path for the default agent and /agents/<alias>/mcp for each
+// agent, their OAuth protected resource metadata when listen.auth is set
+// (SPEC §12.2), plus /healthz and /readyz. It starts the sweep of idle
+// sessions, which ShutdownHTTP stops.
+func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
 	f := p.front
+	f.bound = boundAddr
+	f.auth.Store(p.newAuthenticator(p.gen().cfg))
 	f.sweepOnce.Do(func() { go f.sweep() })
 	mux := http.NewServeMux()
 	mux.Handle(p.gen().cfg.Listen.Path, f.endpoint(false))
 	mux.Handle(agentPathPattern, f.endpoint(true))
+	meta := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.auth.Load().MetadataHandler().ServeHTTP(w, r) })
+	mux.Handle(authn.WellKnownPath, meta)
+	mux.Handle(authn.WellKnownPath+"/", meta)
 	mux.HandleFunc("/healthz", p.healthz)
 	mux.HandleFunc("/readyz", p.readyz)
 	return mux
 }
 
+// newAuthenticator authenticates the HTTP requests of cfg's agents.
+func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
+	return authn.New(cfg, authn.Options{BoundAddr: p.front.bound, Metrics: p.opts.Metrics, Log: p.log})
+}
+
 // endpoint serves the MCP endpoint of one agent: the default agent, or the
-// one named in the path. It refuses unknown agents (404, listing the
-// agents), a non-loopback Host on a loopback listener and foreign Origins
-// (403, DNS rebinding), and missing or wrong bearer tokens (401) before
-// reading anything.
+// one named in the path. Before reading anything it refuses a
+// non-loopback Host on a loopback listener and foreign Origins (403, DNS
+// rebinding), then lets the authenticator decide who the client is: an
+// unknown agent is 404 (listing the agents), a missing or bad credential
+// 401, a token of another agent 403 (authn). The client's Authorization
+// header is dropped there: nothing downstream of this can forward it.
 func (f *httpFront) endpoint(fromPath bool) http.Handler {
-	p := f.p
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := p.defaultAgentName()
-		if fromPath {
-			name = r.PathValue("agent")
-		}
-		a, err := p.resolveAgent(name)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
-			return
-		}
 		if !hostAllowed(r) {
 			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
@@ -104,18 +114,24 @@ func (f *httpFront) endpoint(fromPath bool) http.Handler {
 			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed", r.Header.Get("Origin")), http.StatusForbidden)
 			return
 		}
-		if !p.authorized(r, a.Name) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-proxy"`)
-			http.Error(w, fmt.Sprintf("Unauthorized: a valid bearer token for agent %q is required", a.Name), http.StatusUnauthorized)
+		pathAgent := ""
+		if fromPath {
+			pathAgent = r.PathValue("agent")
+		}
+		who, fail := f.auth.Load().Authenticate(r, pathAgent)
+		if fail != nil {
+			fail.Write(w)
 			return
 		}
+		r.Header.Del("Authorization")
+		c := client{agent: who.Agent, principal: principalOf(who)}
 		switch r.Method {
 		case http.MethodPost:
-			f.post(w, r, a.Name)
+			f.post(w, r, c)
 		case http.MethodGet:
-			f.get(w, r, a.Name)
+			f.get(w, r, c)
 		case http.MethodDelete:
-			f.delete(w, r, a.Name)
+			f.delete(w, r, c)
 		default:
 			w.Header().Set("Allow", "GET, POST, DELETE")
 			http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
@@ -123,8 +139,25 @@ func (f *httpFront) endpoint(fromPath bool) http.Handler {
 	})
 }
 
+// client is who an HTTP request comes from: its agent, and within it the
+// token's subject or the static token's index, to which sessions and
+// approval answers are bound.
+type client struct {
+	agent, principal string
+}
+
+func principalOf(p *authn.Principal) string {
+	switch p.Method {
+	case authn.MethodOAuth:
+		return "sub:" + p.Subject
+	case authn.MethodStatic:
+		return "token:" + strconv.Itoa(p.TokenIndex)
+	}
+	return ""
+}
+
 // post answers one POST: one JSON-RPC message, or a batch of them.
-func (f *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
+func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 	f.active.Add(1)
 	defer f.active.Add(-1)
 	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
@@ -150,7 +183,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	hv := r.Header.Get(headerProtocolVersion)
 	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
 	if isModern(hv) || isModern(mv) {
-		f.postStateless(w, r, agent, msgs, batch, first, hv, mv)
+		f.postStateless(w, r, c, msgs, batch, first, hv, mv)
 		return
 	}
 	if hv != "" && first.Method != "initialize" && !slices.Contains(protocolVersions, hv) {
@@ -159,7 +192,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 	}
 	var s *session
 	if first.Method == "initialize" && !batch {
-		s = f.openSession(r, agent)
+		s = f.openSession(r, c)
 		w.Header().Set(headerSessionID, s.id)
 	} else {
 		sid := r.Header.Get(headerSessionID)
@@ -167,7 +200,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
-		if s = f.p.sessions.lookup(agent, sid); s == nil {
+		if s = f.p.sessions.lookup(c, sid); s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
 		}
@@ -179,9 +212,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, agent string) {
 
 // openSession starts the HTTP session an initialize creates; the per-call
 // allow-list comes from its header (SPEC §4).
-func (f *httpFront) openSession(r *http.Request, agent string) *session {
-	a, _ := f.p.resolveAgent(agent) // resolved by endpoint already
+func (f *httpFront) openSession(r *http.Request, c client) *session {
+	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
+	s.principal = c.principal
 	f.p.sessions.add(s)
 	return s
 }
@@ -239,7 +273,7 @@ func runAll(runs []func() []byte, replies [][]byte) [][]byte {
 // info in _meta, and its HTTP headers must agree with its body. A server
 // request an upstream raises during it reaches the client through a multi
 // round-trip (mrtr.go).
-func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, agent string, msgs [][]byte, batch bool, first rawjson.Message, hv, mv string) {
+func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, msgs [][]byte, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
 		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
 		return
@@ -255,8 +289,9 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, agent 
 		jsonError(w, status, first.ID, werr.Code, werr.Message, werr.Data)
 		return
 	}
-	a, _ := f.p.resolveAgent(agent)
+	a, _ := f.p.resolveAgent(c.agent)
 	s := newSession("", transportHTTP, a, perCallHeader(r.Header))
+	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
 	reply, run := f.p.receive(r.Context(), s, msgs[0], ps)
@@ -352,7 +387,7 @@ func statelessStatus(reply []byte) int {
 // get opens a session's stream for the messages no request owns
 // (list_changed, log messages, resource updates). A newer GET replaces an
 // older one, which ends: each message goes out on one stream only.
-func (f *httpFront) get(w http.ResponseWriter, r *http.Request, agent string) {
+func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 	if isModern(r.Header.Get(headerProtocolVersion)) {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "GET is not supported in protocol version "+modernVersion+": server-to-client messages use subscriptions/listen", http.StatusMethodNotAllowed)
@@ -363,7 +398,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, agent string) {
 		http.Error(w, "Bad Request: the "+headerSessionID+" header is required", http.StatusBadRequest)
 		return
 	}
-	s := f.p.sessions.lookup(agent, sid)
+	s := f.p.sessions.lookup(c, sid)
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
@@ -399,13 +434,13 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, agent string) {
 }
 
 // delete ends a session (200); an unknown one is 404.
-func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, agent string) {
+func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, c client) {
 	if isModern(r.Header.Get(headerProtocolVersion)) {
 		w.Header().Set("Allow", "POST")
 		http.Error(w, "DELETE is not supported in protocol version "+modernVersion+": there are no sessions", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.p.sessions.lookup(agent, r.Header.Get(headerSessionID))
+	s := f.p.sessions.lookup(c, r.Header.Get(headerSessionID))
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return

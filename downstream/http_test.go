@@ -92,7 +92,7 @@ func checkJSON(t *testing.T, r httpReply, want string) {
 
 func startHTTP(t *testing.T, p *Proxy) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(p.HTTPHandler())
+	srv := httptest.NewServer(p.HTTPHandler(""))
 	t.Cleanup(srv.Close)
 	return srv
 }

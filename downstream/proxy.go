@@ -110,6 +110,9 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 	// The old values stay known: a reply may still quote one.
 	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 	p.views.reset()
+	if p.front.auth.Load() != nil {
+		p.front.auth.Store(p.newAuthenticator(cfg)) // new tokens and match rules serve new requests
+	}
 	p.Refresh()
 }
 

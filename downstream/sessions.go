@@ -67,14 +67,15 @@ func (st *sessionStore) remove(s *session) {
 	}
 }
 
-// lookup returns the HTTP session id of agent's endpoint, or nil: an id
-// that was never issued, has ended, or belongs to another agent's endpoint
-// is unknown there (SPEC §4).
-func (st *sessionStore) lookup(agent, id string) *session {
+// lookup returns the HTTP session id of client c, or nil: an id that was
+// never issued, has ended, or belongs to another agent's endpoint or
+// another user of it (another token subject or static token) is unknown
+// there (SPEC §4).
+func (st *sessionStore) lookup(c client, id string) *session {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.byID[id]
-	if s == nil || s.agent.Name != agent {
+	if s == nil || s.agent.Name != c.agent || s.principal != c.principal {
 		return nil
 	}
 	return s

@@ -60,13 +60,16 @@ agents:
 	if gauge("a") != 1 || gauge("b") != 1 {
 		t.Fatalf("gauge a=%v b=%v, want 1 and 1", gauge("a"), gauge("b"))
 	}
-	if st.lookup("a", sa.id) != sa || st.lookup("b", sa.id) != nil || st.lookup("a", "mcp-proxy-unknown") != nil {
-		t.Error("a session id is found on another agent's endpoint, or an unknown one is found")
+	sa.principal = "sub:alice"
+	alice, bob := client{agent: "a", principal: "sub:alice"}, client{agent: "a", principal: "sub:bob"}
+	if st.lookup(alice, sa.id) != sa || st.lookup(client{agent: "b"}, sa.id) != nil || st.lookup(bob, sa.id) != nil ||
+		st.lookup(alice, "mcp-proxy-unknown") != nil {
+		t.Error("a session id is found on another agent's endpoint or by another user, or an unknown one is found")
 	}
 	sb.activity.begin() // a stream stays open
 	sa.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
 	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
-	if n := st.closeIdle(time.Minute); n != 1 || st.lookup("a", sa.id) != nil || st.lookup("b", sb.id) != sb {
+	if n := st.closeIdle(time.Minute); n != 1 || st.lookup(alice, sa.id) != nil || st.lookup(client{agent: "b"}, sb.id) != sb {
 		t.Errorf("closeIdle closed %d; want only the session with nothing open", n)
 	}
 	if !sa.ended() || gauge("a") != 0 {
