@@ -247,10 +247,13 @@ const (
 
 // Approval applies the seed's order (SPEC §5): autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
-// earlier in this session → run; else ask. tool_search is always run.
+// earlier in this session → run; else ask. It judges upstream tools: the
+// proxy's own tool_search is always run without asking it, and an upstream
+// tool that happens to be exposed as "tool_search" is judged like any
+// other.
 func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
 	switch {
-	case a.autonomy == AutonomyFull, exposed == "tool_search":
+	case a.autonomy == AutonomyFull:
 		return ApprovalRun
 	case matchList(a.ask, exposed):
 		return ApprovalAsk
