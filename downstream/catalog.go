@@ -192,7 +192,7 @@ func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
 }
 
 // jsonArray writes JSON values, each valid on its own, as one JSON array.
-func jsonArray(values []json.RawMessage) []byte {
+func jsonArray[T ~[]byte](values []T) []byte {
 	n := 2
 	for _, v := range values {
 		n += len(v) + 1
