@@ -30,9 +30,16 @@ type Definition []byte
 // Definition. raw is not modified. A raw value that is not a JSON object is
 // an error.
 func Canonicalize(raw []byte) (Definition, string, error) {
+	def, fp, _, err := canonicalize(raw)
+	return def, fp, err
+}
+
+// canonicalize is Canonicalize that also returns the tool's name ("" when
+// it is not a string).
+func canonicalize(raw []byte) (Definition, string, string, error) {
 	var obj map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
-		return nil, "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
+		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
 	}
 	picked := make(map[string]any, len(fingerprintFields))
 	for _, k := range fingerprintFields {
@@ -42,15 +49,16 @@ func Canonicalize(raw []byte) (Definition, string, error) {
 		}
 		val, err := decodeNumbers(v)
 		if err != nil {
-			return nil, "", fmt.Errorf("%w: member %q: %v", ErrBadDefinition, k, err)
+			return nil, "", "", fmt.Errorf("%w: member %q: %v", ErrBadDefinition, k, err)
 		}
 		picked[k] = val
 	}
 	def, err := encodeCanonical(picked)
 	if err != nil {
-		return nil, "", err
+		return nil, "", "", err
 	}
-	return def, fingerprintOf(def), nil
+	name, _ := picked["name"].(string)
+	return def, fingerprintOf(def), name, nil
 }
 
 // canonicalJSON re-encodes any JSON value canonically (used for stored

@@ -305,14 +305,8 @@ func (g *Guard) sortedServers() []string {
 // not an object, or whose "name" is not name, gets an empty fingerprint:
 // it is never pinned, and pinning: quarantine holds it.
 func fingerprintTool(name string, raw []byte) (Definition, string, string) {
-	def, fp, err := Canonicalize(raw)
-	if err != nil {
-		return nil, "", ""
-	}
-	var head struct {
-		Name *string `json:"name"`
-	}
-	if json.Unmarshal(def, &head) != nil || head.Name == nil || *head.Name != name {
+	def, fp, got, err := canonicalize(raw)
+	if err != nil || got != name || name == "" {
 		return nil, "", ""
 	}
 	return def, fp, name

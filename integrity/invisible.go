@@ -153,7 +153,9 @@ func stripInvisible(s string) string {
 
 // normalize prepares s for the phrase detectors: every invisible
 // character removed (so "ig\u200bnore" reads "ignore"), every run of white
-// space one space.
+// space one space, and the two non-ASCII letters that case folding maps to
+// ASCII ones (long s, Kelvin sign) written as those, since the patterns'
+// word boundaries are ASCII ("\u017fecretly" reads "secretly").
 func normalize(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
@@ -163,13 +165,19 @@ func normalize(s string) string {
 			space = true
 			continue
 		}
-		if r == utf8.RuneError || invisibleClassOf(r) >= 0 {
+		if invisibleClassOf(r) >= 0 {
 			continue
 		}
 		if space && b.Len() > 0 {
 			b.WriteByte(' ')
 		}
 		space = false
+		switch r {
+		case 0x017F:
+			r = 's'
+		case 0x212A:
+			r = 'K'
+		}
 		b.WriteRune(r)
 	}
 	return b.String()

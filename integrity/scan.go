@@ -42,7 +42,7 @@ type scanResult struct {
 	// cross-server detector.
 	words []word
 	// stripped is the object with invisible characters and hidden markup
-	// removed from its scanned texts; nil when there is nothing to remove.
+	// removed from its scanned texts; nil when nothing was removed.
 	stripped []byte
 	// strippedFindings are the findings that remain in stripped; nil when
 	// stripped is nil.
@@ -84,8 +84,12 @@ func scanObject(obj []byte) scanResult {
 func scanText(where, s string) []Finding {
 	out := invisibleFindings(where, s)
 	norm := normalize(s)
+	lower := strings.ToLower(norm)
 	for i := range rules {
 		r := &rules[i]
+		if !containsAny(lower, r.hints) {
+			continue
+		}
 		var first []int
 		ok := true
 		for j, re := range r.res {
@@ -111,6 +115,15 @@ func scanText(where, s string) []Finding {
 	return out
 }
 
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}
+
 // stripObject removes invisible characters and hidden markup from every
 // scanned text of obj, keeping every other byte, and scans the result.
 func stripObject(obj []byte, texts []text) ([]byte, []Finding) {
@@ -126,6 +139,9 @@ func stripObject(obj []byte, texts []text) ([]byte, []Finding) {
 		out = append(out, obj[last:t.start]...)
 		out = append(out, rawjson.String(clean)...)
 		last = t.end
+	}
+	if last == 0 {
+		return nil, nil // nothing removed
 	}
 	out = append(out, obj[last:]...)
 	return out, findings

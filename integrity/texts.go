@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // maxTextDepth bounds the nesting the text walker follows. Real tool
@@ -220,10 +221,12 @@ func (w *walker) stringEnd() (int, error) {
 	return 0, w.syntax("unterminated string")
 }
 
-// decodeString decodes one JSON string literal (quotes included).
+// decodeString decodes one JSON string literal (quotes included). Invalid
+// UTF-8 becomes U+FFFD, as encoding/json decodes it, so that removing a
+// character between two stray bytes can never join them into a new one.
 func decodeString(lit []byte) (string, error) {
 	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 {
+	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
 		return string(inner), nil
 	}
 	var s string
