@@ -118,3 +118,18 @@ func (s *Store) Approve(server string, tools []string) ([]Change, error) {
 	}
 	return approved, nil
 }
+
+// Tools returns the names of every tool in server's pin file, pinned or
+// pending, sorted (none when the file does not exist).
+func (s *Store) Tools(server string) ([]string, error) {
+	pf, _, err := s.load(server)
+	if err != nil || pf == nil {
+		return nil, err
+	}
+	out := make([]string, 0, len(pf.Tools))
+	for name := range pf.Tools {
+		out = append(out, name)
+	}
+	sort.Strings(out)
+	return out, nil
+}
