@@ -163,24 +163,64 @@ var sensitivePathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed
 	".pgpass", ".git-credentials", ".gnupg", "_history", ".env", ".docker/", ".kube/", ".config/gcloud", ".azure/", "mcp.json",
 	"claude_desktop_config.json", ".cursor/", "/etc/"}
 
-// compiledRule is a phraseRule with its patterns compiled.
+// compiledRule is a phraseRule with its patterns compiled and its hints
+// as indexes into allHints.
 type compiledRule struct {
 	phraseRule
-	res []*regexp.Regexp
+	res     []*regexp.Regexp
+	hintIdx []int
 }
 
-// rules are phraseRules compiled once.
-var rules = compileRules(phraseRules)
+// rules are phraseRules compiled once; allHints are their hints without
+// duplicates, so a text is searched once per distinct hint.
+var rules, allHints = compileRules(phraseRules)
 
-func compileRules(src []phraseRule) []compiledRule {
+func compileRules(src []phraseRule) ([]compiledRule, []string) {
 	out := make([]compiledRule, len(src))
+	var hints []string
+	index := map[string]int{}
 	for i, r := range src {
 		out[i].phraseRule = r
 		for _, p := range r.all {
 			out[i].res = append(out[i].res, regexp.MustCompile(`(?i)`+p))
 		}
+		for _, h := range r.hints {
+			j, ok := index[h]
+			if !ok {
+				j = len(hints)
+				index[h] = j
+				hints = append(hints, h)
+			}
+			out[i].hintIdx = append(out[i].hintIdx, j)
+		}
 	}
-	return out
+	return out, hints
+}
+
+// hintSet memoizes which of allHints a text contains.
+type hintSet struct {
+	text  string
+	state []int8 // 0 unknown, 1 present, -1 absent
+}
+
+func newHintSet(lower string) *hintSet {
+	return &hintSet{text: lower, state: make([]int8, len(allHints))}
+}
+
+// any reports whether the text contains one of the hints idx.
+func (h *hintSet) any(idx []int) bool {
+	for _, i := range idx {
+		if h.state[i] == 0 {
+			h.state[i] = -1
+			if strings.Contains(h.text, allHints[i]) {
+				h.state[i] = 1
+			}
+		}
+		if h.state[i] == 1 {
+			return true
+		}
+	}
+	return false
 }
 
 // Strip patterns: what scan: strip removes besides invisible characters.

@@ -103,3 +103,12 @@ func FuzzParsePinFile(f *testing.F) {
 		}
 	})
 }
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

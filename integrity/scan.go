@@ -84,10 +84,10 @@ func scanObject(obj []byte) scanResult {
 func scanText(where, s string) []Finding {
 	out := invisibleFindings(where, s)
 	norm := normalize(s)
-	lower := strings.ToLower(norm)
+	hints := newHintSet(strings.ToLower(norm))
 	for i := range rules {
 		r := &rules[i]
-		if !containsAny(lower, r.hints) {
+		if !hints.any(r.hintIdx) {
 			continue
 		}
 		var first []int
@@ -113,15 +113,6 @@ func scanText(where, s string) []Finding {
 		}
 	}
 	return out
-}
-
-func containsAny(s string, subs []string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // stripObject removes invisible characters and hidden markup from every

@@ -96,7 +96,11 @@ func runToolsDiff(cfg *config.Config, server string, stdout io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "\n%d tool definitions pending; approve with: mcp-proxy tools approve %s\n", len(changes), approveHint(changes))
+	what := "tool definitions are"
+	if len(changes) == 1 {
+		what = "tool definition is"
+	}
+	fmt.Fprintf(stdout, "\n%d %s pending; approve with: mcp-proxy tools approve %s\n", len(changes), what, approveHint(changes))
 	return nil
 }
 
