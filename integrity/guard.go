@@ -36,7 +36,9 @@ type Options struct {
 // fingerprints each upstream tool, pins it on first sight, holds changed
 // and (optionally) new tools, scans what clients would see, and keeps the
 // pin files of its state directory up to date. All methods are safe for
-// concurrent use; Review calls for one server are serialized.
+// concurrent use. Reviews are serialized by one lock; a Review that must
+// write a pin file waits for that file's lock (another process's approval
+// holds it for milliseconds), at most 10 s.
 type Guard struct {
 	store   *Store
 	log     zerolog.Logger

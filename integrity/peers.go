@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"slices"
 	"sort"
 	"strconv"
 
@@ -51,22 +52,13 @@ func NewPeers(tools []PeerTool) *Peers {
 				continue
 			}
 			p.own[t.Server][n] = true
-			if distinctive(n) && !contains(p.owners[n], t.Server) {
+			if distinctive(n) && !slices.Contains(p.owners[n], t.Server) {
 				p.owners[n] = append(p.owners[n], t.Server)
 				sort.Strings(p.owners[n])
 			}
 		}
 	}
 	return p
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // distinctive reports whether a tool name is unlikely to be an ordinary

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"slices"
 	"sort"
 	"strings"
 
@@ -50,7 +51,7 @@ func (g *Guard) report(st *serverState, server string, pol Policy, v *Verdict, p
 		}
 		action := "served as is (scan: " + string(pol.Scan) + ")"
 		switch {
-		case hasReason(v.Reasons, ReasonScan):
+		case slices.Contains(v.Reasons, ReasonScan):
 			action = "quarantined (scan: quarantine)"
 		case pol.Scan == ScanStrip && anyStripped(v.Findings):
 			action = "served with invisible characters and hidden markup removed (scan: strip)"
@@ -105,15 +106,6 @@ func findingKinds(fs []Finding) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func hasReason(rs []Reason, r Reason) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }
 
 func anyStripped(fs []Finding) bool {

@@ -160,18 +160,8 @@ func (w *walker) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		w.skipSpace()
-		if w.i >= len(w.b) {
-			return w.syntax("unexpected end")
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case '}':
-			w.i++
-			return nil
-		default:
-			return w.syntax("expected ',' or '}'")
+		if end, err := w.separator('}'); end || err != nil {
+			return err
 		}
 	}
 }
@@ -190,20 +180,28 @@ func (w *walker) array(depth int) error {
 		if err != nil {
 			return err
 		}
-		w.skipSpace()
-		if w.i >= len(w.b) {
-			return w.syntax("unexpected end")
-		}
-		switch w.b[w.i] {
-		case ',':
-			w.i++
-		case ']':
-			w.i++
-			return nil
-		default:
-			return w.syntax("expected ',' or ']'")
+		if end, err := w.separator(']'); end || err != nil {
+			return err
 		}
 	}
+}
+
+// separator reads the ',' between members or elements, or the closer that
+// ends the object or array (end is then true).
+func (w *walker) separator(closer byte) (end bool, err error) {
+	w.skipSpace()
+	if w.i >= len(w.b) {
+		return false, w.syntax("unexpected end")
+	}
+	switch w.b[w.i] {
+	case ',':
+		w.i++
+		return false, nil
+	case closer:
+		w.i++
+		return true, nil
+	}
+	return false, w.syntax("expected ',' or '" + string(closer) + "'")
 }
 
 // stringEnd moves past the string at w.i (its opening quote) and returns
