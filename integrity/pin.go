@@ -53,13 +53,16 @@ func (g *Guard) refresh(st *serverState, server string) error {
 	if err == nil && st.loaded && id == st.id {
 		return st.err
 	}
-	pf, id, err := g.store.load(server)
+	statErr := err
+	pf, loadedID, err := g.store.load(server)
 	if err != nil {
 		g.storeFailed(st, server, err)
-		st.file, st.loaded, st.err = nil, false, err
+		// Remember the broken file's identity: it is read again only once
+		// it changes (repaired or replaced).
+		st.file, st.id, st.loaded, st.err = nil, id, statErr == nil, err
 		return err
 	}
-	st.file, st.id, st.loaded, st.err = pf, id, true, nil
+	st.file, st.id, st.loaded, st.err = pf, loadedID, true, nil
 	return nil
 }
 
