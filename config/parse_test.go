@@ -64,6 +64,14 @@ var invalidConfigs = map[string]string{
 		`servers.local.env: invalid variable name "A=B"`,
 		`servers.local.env.GOOD: value contains a NUL byte`,
 	),
+	"invalid-integrity.yaml": lines(
+		`pinning: must be quarantine, warn or off, got "strict"`,
+		`scan: must be warn, strip or quarantine, got "block"`,
+		`servers.files.new_tools: must be allow or quarantine, got "deny"`,
+		`servers.web.scan: must be warn, strip or quarantine, got "remove"`,
+		`state_dir: must be an absolute path, got "state"`,
+	),
+	"invalid-integrity-tilde.yaml": `state_dir: "~" is not expanded: write ${HOME} instead`,
 	"invalid-kinds-2.yaml": lines(
 		`listen: expected a mapping, got a boolean`,
 		`metrics: expected a mapping, got a number`,
