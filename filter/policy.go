@@ -23,6 +23,11 @@ const (
 	RuleAllowedTools        Rule = "allowed_tools"
 	RulePerCallAllowedTools Rule = "per_call_allowed_tools"
 	RuleReadOnly            Rule = "read_only"
+	// RuleQuarantined and RuleRateLimited are not decided here: tool
+	// integrity (SPEC §13) and the rate limits (SPEC §15) refuse calls
+	// under these names in the call path.
+	RuleQuarantined Rule = "quarantined"
+	RuleRateLimited Rule = "rate_limited"
 )
 
 // Hidden reports whether the rule hides a tool completely: calling it is the

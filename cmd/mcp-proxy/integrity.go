@@ -66,7 +66,7 @@ func (rt *runtime) watchPins(ctx context.Context) (stop func()) {
 		defer wg.Done()
 		rt.integrity.Watch(ctx, integrity.WatchInterval, func(servers []string) {
 			rt.log.Info().Strs("servers", servers).Msg("tool pins changed on disk; tool verdicts re-evaluated")
-			rt.proxy.Refresh()
+			rt.proxy.Reevaluate()
 		})
 	}()
 	return func() {
