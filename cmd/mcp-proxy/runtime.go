@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
@@ -43,6 +44,8 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+	// integrity pins tool definitions and scans them (SPEC §13).
+	integrity *integrity.Guard
 	// tracer and audit are nil when off; both are closed after the
 	// upstreams, since calls finishing at shutdown still use them.
 	tracer *tracing.Tracer
@@ -121,6 +124,9 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		return nil, err
 	}
 	rt.metrics = m
+	if err := rt.openGuard(cfg); err != nil {
+		return nil, err
+	}
 	if rt.tracer, err = tracing.New(ctx, cfg.Tracing, tracing.Options{Logger: rt.log, Version: version}); err != nil {
 		if errors.Is(err, tracing.ErrUnsupported) {
 			return nil, configErr(err)
@@ -155,7 +161,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		rt.log.Info().Msg("enabled: false: no upstream server is connected")
 	}
 	rt.proxy = downstream.New(downstream.Options{
-		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (SPEC §3).
