@@ -45,6 +45,7 @@ func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask j
 	}
 	if !r.caps.elicitation {
 		p.opts.Metrics.Approval(a.Name, "unsupported")
+		c.approval = "unsupported"
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
 			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
@@ -79,6 +80,7 @@ func (p *Proxy) approvalTimeout() time.Duration {
 // the call may run.
 func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []byte {
 	p.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
+	c.approval = decision
 	tool := c.entry.Exposed
 	switch decision {
 	case "approve":
@@ -146,6 +148,7 @@ func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, js
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
 		if err := p.approvals.take(state, key, time.Now()); err != nil {
 			p.opts.Metrics.Approval(r.sess.agent.Name, "error")
+			c.approval = "error"
 			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil
 		}
 		decision := "cancel"
@@ -181,7 +184,9 @@ func argsDigest(args json.RawMessage) string {
 
 // approvalKey is what an approval state is bound to.
 type approvalKey struct {
-	agent, client, tool, args string
+	agent      string
+	client     principal
+	tool, args string
 }
 
 // approvalStates holds the request states of approval round trips that

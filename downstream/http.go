@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -139,21 +138,20 @@ func (f *httpFront) endpoint(fromPath bool) http.Handler {
 	})
 }
 
-// client is who an HTTP request comes from: its agent, and within it the
-// token's subject or the static token's index, to which sessions and
-// approval answers are bound.
+// client is who an HTTP request comes from: its agent, and who within it.
 type client struct {
-	agent, principal string
+	agent     string
+	principal principal
 }
 
-func principalOf(p *authn.Principal) string {
+func principalOf(p *authn.Principal) principal {
 	switch p.Method {
 	case authn.MethodOAuth:
-		return "sub:" + p.Subject
+		return principal{subject: p.Subject}
 	case authn.MethodStatic:
-		return "token:" + strconv.Itoa(p.TokenIndex)
+		return principal{token: p.TokenIndex + 1}
 	}
-	return ""
+	return principal{}
 }
 
 // post answers one POST: one JSON-RPC message, or a batch of them.
@@ -235,7 +233,7 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, ms
 	var replies [][]byte
 	var runs []func() []byte
 	for _, msg := range msgs {
-		reply, run := f.p.receive(r.Context(), s, msg, ps)
+		reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msg, ps)
 		switch {
 		case reply != nil:
 			replies = append(replies, reply)
@@ -244,6 +242,14 @@ func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, ms
 		}
 	}
 	ps.finish(runAll(runs, replies), batch, http.StatusOK)
+}
+
+// headerKey carries an HTTP request's header to the requests its body
+// holds.
+type headerKey struct{}
+
+func withHeader(ctx context.Context, h http.Header) context.Context {
+	return context.WithValue(ctx, headerKey{}, h)
 }
 
 // runAll runs the answers of one POST's requests, concurrently when there
@@ -294,7 +300,7 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
-	reply, run := f.p.receive(r.Context(), s, msgs[0], ps)
+	reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msgs[0], ps)
 	if run != nil {
 		reply = run()
 	}

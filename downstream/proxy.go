@@ -10,12 +10,14 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/audit"
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -43,6 +45,10 @@ type Options struct {
 	ApprovalTimeout time.Duration
 	// Integrity pins and scans tool definitions (SPEC §13); nil: none.
 	Integrity *integrity.Guard
+	// Tracer traces requests (SPEC §14); nil: tracing off, at no cost.
+	Tracer *tracing.Tracer
+	// Audit writes one line per decision (SPEC §14); nil: none.
+	Audit *audit.Log
 }
 
 // Proxy is the downstream MCP server. Its methods are safe for concurrent
@@ -81,7 +87,7 @@ func New(opts Options) *Proxy {
 	p.sessions = newSessionStore(opts.Metrics)
 	p.sessions.onRemove = p.dropSubscriptions
 	p.front = newHTTPFront(p)
-	p.route = buildRoute(p.methodTable(), p.recovery, p.observe, eraCheck, p.decorate)
+	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
 	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.approvalGate)
 	return p
 }

@@ -7,6 +7,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 )
 
 // The route. Every message from every client takes it: a transport (stdio
@@ -68,6 +70,35 @@ func (p *Proxy) recovery(next handler) handler {
 			}
 		}()
 		return next(ctx, r)
+	}
+}
+
+// traceRequest gives each request a server span (SPEC §14) that continues
+// the client's trace (its HTTP headers, or params._meta); with tracing off
+// it is not in the chain at all.
+func (p *Proxy) traceRequest(next handler) handler {
+	t := p.opts.Tracer
+	if t == nil {
+		return next
+	}
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		target := ""
+		if r.method == "tools/call" || r.method == "prompts/get" {
+			target, _ = stringMember(r.params, "name")
+		}
+		transport := tracing.TransportPipe
+		if r.sess.transport == transportHTTP {
+			transport = tracing.TransportTCP
+		}
+		ctx, span := t.StartServer(ctx, tracing.ServerRequest{Method: r.method, Target: target, ID: r.id, Params: r.params,
+			Header: r.header, SessionID: r.sess.id, Protocol: r.version, Agent: r.sess.agent.Name, Transport: transport})
+		res, werr := next(ctx, r)
+		if werr != nil && werr.input == nil {
+			span.End("error", werr.Code)
+		} else {
+			span.End(tracing.OutcomeOK, 0)
+		}
+		return res, werr
 	}
 }
 

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -27,9 +28,9 @@ type session struct {
 	agent     *filter.Agent
 	perCall   []string // the per-call allow-list; nil when none was given
 	// principal names the client beyond its agent, where the transport
-	// knows it (which static token it used): approval answers of
-	// stateless clients are bound to it.
-	principal string
+	// knows it: sessions, approval answers of stateless clients and audit
+	// lines are bound to it.
+	principal principal
 
 	client      atomic.Pointer[clientInfo] // set by initialize
 	initialized atomic.Bool                // notifications/initialized arrived
@@ -242,6 +243,15 @@ func ParseAllowedTools(s string, present bool) []string {
 	return out
 }
 
+// principal is who an HTTP client is within its agent: the subject of
+// its OAuth access token, or which of the agent's static tokens it used
+// (1-based; 0: none). The zero value is a client the transport cannot tell
+// apart (stdio, an agent that needs no token).
+type principal struct {
+	subject string
+	token   int
+}
+
 // requestKey carries the request being answered in its context.
 type requestKey struct{}
 
@@ -261,6 +271,8 @@ type request struct {
 	// out carries the messages that belong to this request (progress, the
 	// proxy's questions to the client) ahead of its response.
 	out stream
+	// header is the HTTP request's header (nil on stdio): trace context.
+	header http.Header
 }
 
 func withRequest(ctx context.Context, r *request) context.Context {

@@ -60,8 +60,8 @@ agents:
 	if gauge("a") != 1 || gauge("b") != 1 {
 		t.Fatalf("gauge a=%v b=%v, want 1 and 1", gauge("a"), gauge("b"))
 	}
-	sa.principal = "sub:alice"
-	alice, bob := client{agent: "a", principal: "sub:alice"}, client{agent: "a", principal: "sub:bob"}
+	sa.principal = principal{subject: "alice"}
+	alice, bob := client{agent: "a", principal: principal{subject: "alice"}}, client{agent: "a", principal: principal{subject: "bob"}}
 	if st.lookup(alice, sa.id) != sa || st.lookup(client{agent: "b"}, sa.id) != nil || st.lookup(bob, sa.id) != nil ||
 		st.lookup(alice, "mcp-proxy-unknown") != nil {
 		t.Error("a session id is found on another agent's endpoint or by another user, or an unknown one is found")

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -150,6 +151,7 @@ func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream)
 	if werr != nil {
 		return errorResponse(m.ID, werr), nil
 	}
+	r.header, _ = ctx.Value(headerKey{}).(http.Header)
 	rctx, cancel := context.WithCancel(ctx)
 	if werr := s.inflight.add(m.ID, cancel); werr != nil {
 		cancel()

@@ -108,12 +108,14 @@ func (p *Proxy) readResource(ctx context.Context, r *request) (json.RawMessage, 
 	return p.readResourceNow(ctx, r)
 }
 
-func (p *Proxy) readResourceNow(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
 	}
+	srv := ""
+	defer p.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
 	srv, orig, form, up, werr := p.resourceRoute(st, uri)
 	if werr != nil {
 		return nil, werr
@@ -281,16 +283,19 @@ func (p *Proxy) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wi
 	return p.getPromptNow(ctx, r)
 }
 
-func (p *Proxy) getPromptNow(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.name is required"}
 	}
+	srv := ""
+	defer p.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
 	e := p.Catalog().surface.byPrompt[name]
 	if e == nil || !st.agent.Granted(e.Server) {
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
+	srv = e.Server
 	up := p.gen().ups[e.Server]
 	if up == nil || up.Snapshot().State != upstream.StateConnected {
 		return nil, notConnected(e.Server)

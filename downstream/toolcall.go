@@ -44,9 +44,10 @@ type toolCall struct {
 	entry *ToolEntry
 
 	// Set along the chain, read by observeCall.
-	outcome string        // the metrics outcome
-	rule    filter.Rule   // the rule that denied it, if one did
-	elapsed time.Duration // time spent upstream
+	outcome  string        // the metrics outcome
+	rule     filter.Rule   // the rule that denied it, if one did
+	approval string        // the approval decision, when a person was asked
+	elapsed  time.Duration // time spent upstream
 }
 
 // callHandler is one step of the call chain.
@@ -120,9 +121,11 @@ func (p *Proxy) awaitTool(ctx context.Context, name string) {
 }
 
 // observeCall records every call once: its metric by the upstream's tool
-// name and outcome, and its log line (debug; warn for a failure).
+// name and outcome, its log line (debug; warn for a failure), its audit
+// line (SPEC §14) and what its trace span says of it.
 func (p *Proxy) observeCall(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		start := time.Now()
 		res, werr := next(ctx, c)
 		if werr != nil && werr.input != nil {
 			return res, werr // asked the client for input: the call goes on in a later round
@@ -134,6 +137,17 @@ func (p *Proxy) observeCall(next callHandler) callHandler {
 			}
 		}
 		p.opts.Metrics.ToolCall(c.entry.Server, c.entry.Name, c.outcome, c.elapsed)
+		code := 0
+		if werr != nil {
+			code = werr.Code
+		}
+		sp := p.opts.Tracer.SpanFromContext(ctx)
+		sp.SetServer(c.entry.Server)
+		sp.SetPolicyRule(string(c.rule))
+		sp.SetApproval(c.approval)
+		sp.SetOutcome(c.outcome, code)
+		p.auditDecision(ctx, c.r, auditEvent{target: c.name, server: c.entry.Server, rule: string(c.rule),
+			approval: c.approval, outcome: c.outcome, args: c.args, start: start}, werr)
 		ev := p.log.Debug()
 		if werr != nil {
 			ev = p.log.Warn()

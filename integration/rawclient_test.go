@@ -280,6 +280,8 @@ type httpRaw struct {
 	session string
 	proto   string
 	others  []*rpcMsg
+	// header holds extra headers sent on every POST (trace context).
+	header http.Header
 }
 
 func newHTTPRaw(url string) *httpRaw {
@@ -299,6 +301,9 @@ func (c *httpRaw) post(t testing.TB, body []byte) *http.Response {
 	}
 	if c.proto != "" {
 		req.Header.Set("MCP-Protocol-Version", c.proto)
+	}
+	for k, v := range c.header {
+		req.Header[k] = v
 	}
 	resp, err := c.client.Do(req)
 	if err != nil {

@@ -2,6 +2,7 @@ package integration
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -157,6 +158,10 @@ func TestTracingProxyToUpstream(t *testing.T) {
 
 	fxCall := callTraceOf(t, spans, fxRecord, "fx", "tools/call echo", false)
 	webCall := callTraceOf(t, spans, webRecord, "web", "tools/call echo", true)
+	// The host's call went host → proxy → upstream in one trace: the
+	// proxy's server span continues the host's, the client span is its
+	// child, and the upstream got the client span's context.
+	checkContinuesHost(t, spans, fxCall, "fx__echo", "default")
 	for _, tc := range []struct {
 		ct   callTrace
 		want map[string]string
@@ -189,6 +194,28 @@ func TestTracingProxyToUpstream(t *testing.T) {
 	if tp := deref(fxCall.Upstream.MetaTraceparent); strings.Contains(tp, hostSpan) {
 		t.Errorf("the upstream got the host's traceparent %s; want the proxy's client span", tp)
 	}
+	if t.Failed() {
+		t.Logf("spans:\n%s", otlptest.Tree(spans))
+	}
+}
+
+// TestTracingHTTPHostHeader: a host that sends its trace context as the
+// traceparent header of its POST sees its trace continued through the
+// proxy to the upstream.
+func TestTracingHTTPHostHeader(t *testing.T) {
+	rcv := otlptest.NewHTTP(t)
+	fx, record := recordedFixture(t, "fx", nil)
+	cfg := writeConfig(t, "tracing: {endpoint: "+q(rcv.Endpoint())+"}\n", fx)
+	url, p := startHTTPProxy(t, cfg)
+	c := newHTTPRaw(url)
+	c.header = http.Header{"Traceparent": {hostTraceparent}}
+	rawInit(t, c)
+	if r := rawResult(t, c, "tools/call", `{"name":"fx__echo","arguments":{"text":"a"}}`); !strings.Contains(string(r), `"echo":"a"`) {
+		t.Fatalf("fx__echo: %s", r)
+	}
+	p.stop(t) // flushes the spans
+	spans := rcv.Wait(t, 10*time.Second, func(s []otlptest.Span) bool { return len(otlptest.Find(s, "tools/call echo")) >= 1 })
+	checkContinuesHost(t, spans, callTraceOf(t, spans, record, "fx", "tools/call echo", false), "fx__echo", "default")
 	if t.Failed() {
 		t.Logf("spans:\n%s", otlptest.Tree(spans))
 	}

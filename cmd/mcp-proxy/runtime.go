@@ -161,7 +161,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		rt.log.Info().Msg("enabled: false: no upstream server is connected")
 	}
 	rt.proxy = downstream.New(downstream.Options{
-		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity,
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity, Tracer: rt.tracer, Audit: rt.audit,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (SPEC §3).
