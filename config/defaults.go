@@ -97,6 +97,9 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	if c.Blobs.Dir == "" {
 		c.Blobs.Dir = defaultBlobsDir(lookupEnv)
 	}
+	if c.StateDir == "" {
+		c.StateDir = defaultStateDir(lookupEnv)
+	}
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	for name, s := range c.Servers {
@@ -167,14 +170,23 @@ func boolPtr(b bool) *bool { return &b }
 // ~/.local/state/mcp-proxy/blobs; "" when neither can be found. A relative
 // $XDG_STATE_HOME is ignored, as the XDG spec says.
 func defaultBlobsDir(lookupEnv func(string) (string, bool)) string {
+	if dir := defaultStateDir(lookupEnv); dir != "" {
+		return filepath.Join(dir, "blobs")
+	}
+	return ""
+}
+
+// defaultStateDir is $XDG_STATE_HOME/mcp-proxy, else
+// ~/.local/state/mcp-proxy; "" when neither can be found (SPEC §1.4).
+func defaultStateDir(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
-		return filepath.Join(v, "mcp-proxy", "blobs")
+		return filepath.Join(v, "mcp-proxy")
 	}
 	home := homeDir(lookupEnv)
 	if home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".local", "state", "mcp-proxy", "blobs")
+	return filepath.Join(home, ".local", "state", "mcp-proxy")
 }
 
 // homeDir is $HOME from lookupEnv, else os.UserHomeDir, else "".
