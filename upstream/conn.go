@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/rs/zerolog"
 )
 
@@ -52,6 +53,8 @@ type Options struct {
 	// ProbeInterval is the wait between the connect attempts (probes) of a
 	// parked server; 0 or less means 300 s.
 	ProbeInterval time.Duration
+	// Auth configures OAuth authorization (auth.go).
+	Auth AuthOptions
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are
@@ -62,6 +65,12 @@ type Conn struct {
 	opts  Options
 	log   zerolog.Logger
 	sched schedule
+
+	// auth is the token client of an oauth or client_credentials server,
+	// nil otherwise; authErr is why it could not be built (a key file),
+	// which every connect attempt reports.
+	auth    *oauthclient.Client
+	authErr error
 
 	// notifyMu makes OnNotification calls of an outgoing and an incoming
 	// session (HTTP session renewal) never overlap.
@@ -97,6 +106,7 @@ func New(cfg *config.Server, opts Options) *Conn {
 		ready: make(chan struct{}),
 	}
 	c.snap.Store(&Snapshot{Server: cfg.Name, State: StateConnecting})
+	c.auth, c.authErr = newAuthClient(cfg, opts)
 	return c
 }
 
@@ -164,6 +174,9 @@ func (c *Conn) Close() error {
 		}
 	}
 	c.markReady()
+	if c.auth != nil {
+		c.auth.Close()
+	}
 	return nil
 }
 
