@@ -23,6 +23,9 @@ Verbs:
   tools            connect and print each server's state and the agent's tools [--json]
   call NAME [JSON] call one tool and print its result
   import FILE      print the YAML for a Claude Desktop / Cursor / VS Code JSON config
+  auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
+  auth status      every OAuth server's state and token expiry [--json]
+  auth logout SERVER  forget a server's tokens and registration
   version          print the version
 
 Flags:
@@ -30,6 +33,7 @@ Flags:
 
 // options are the flags shared by the verbs.
 type options struct {
+	verb          string
 	configPath    string
 	agent         string
 	transport     string
@@ -48,7 +52,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		verb, args = args[0], args[1:]
 	}
-	var o options
+	o := options{verb: verb}
 	fs := flag.NewFlagSet("mcp-proxy "+verb, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -67,13 +71,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
-	if err := fs.Parse(args); err != nil {
+	rest, err := parseInterleaved(fs, args, verb == "auth")
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
-	rest := fs.Args()
 
 	switch verb {
 	case "version":
@@ -84,18 +88,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("usage: mcp-proxy import FILE")
 		}
 		return runImport(rest[0], stdout)
-	case "serve", "validate", "tools", "call":
+	case "serve", "validate", "tools", "call", "auth":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, version)", verb)
 	}
 	cfg, path, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
 	switch verb {
+	case "auth":
+		return runAuth(ctx, cfg, o, rest, stdout, stderr)
 	case "validate":
 		if len(rest) != 0 {
 			return usageErr("usage: mcp-proxy validate [--config FILE]")
@@ -120,6 +126,27 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageErr("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	return runServe(ctx, cfg, o, stdin, stdout, stderr)
+}
+
+// parseInterleaved parses args; with interleaved, flags may also follow
+// positional arguments (`auth login github --config f`).
+func parseInterleaved(fs *flag.FlagSet, args []string, interleaved bool) ([]string, error) {
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	rest := fs.Args()
+	if !interleaved {
+		return rest, nil
+	}
+	var pos []string
+	for len(rest) > 0 {
+		pos = append(pos, rest[0])
+		if err := fs.Parse(rest[1:]); err != nil {
+			return nil, err
+		}
+		rest = fs.Args()
+	}
+	return pos, nil
 }
 
 // loadConfig finds, loads and validates the config, then applies the flags
