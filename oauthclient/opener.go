@@ -17,7 +17,7 @@ import (
 const OpenNone = "none"
 
 // SplitCommand splits a command line the way a POSIX shell splits words,
-// without any expansion: blanks separate words, single quotes keep
+// without any expansion: blanks (space, tab, CR, LF, VT, FF) separate words, single quotes keep
 // everything literally, double quotes keep everything but \" and \\, and a
 // backslash outside quotes escapes the next character. An unterminated
 // quote is an error.
@@ -28,7 +28,7 @@ func SplitCommand(s string) ([]string, error) {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
-		case c == ' ' || c == '\t' || c == '\n':
+		case isBlank(c):
 			if inWord {
 				words = append(words, cur.String())
 				cur.Reset()
@@ -118,3 +118,6 @@ func runOpener(ctx context.Context, args []string, url string, out io.Writer) er
 	}
 	return nil
 }
+
+// isBlank reports the ASCII blanks that separate words of a command line.
+func isBlank(c byte) bool { return strings.IndexByte(" \t\r\n\v\f", c) >= 0 }

@@ -106,6 +106,7 @@ func (c *Conn) awaitAuthorization(ctx context.Context, s *session, err error) bo
 	var na *oauthclient.NeedsAuthError
 	errors.As(err, &na)
 	c.publishNeedsAuth(s, err)
+	c.markReady() // the first attempt has ended: `tools` and `call` report the state
 	if s != nil {
 		c.retire(ctx, s, false)
 	}
