@@ -184,7 +184,9 @@ func TestLoginFailures(t *testing.T) {
 		{
 			name: "token endpoint answers 500",
 			setup: func(f *fakeAS, _ *config.ServerAuth, _ *Options) {
-				f.token = func(w http.ResponseWriter, r *http.Request) { http.Error(w, "reg-secret-value", http.StatusInternalServerError) }
+				f.token = func(w http.ResponseWriter, r *http.Request) {
+					http.Error(w, "reg-secret-value", http.StatusInternalServerError)
+				}
 			},
 			want: "token endpoint answered HTTP 500",
 		},
