@@ -91,19 +91,7 @@ func clientHost(t *testing.T) string {
 var clientScenarioLine = regexp.MustCompile(`^\s+- ([a-z0-9][a-z0-9/_.-]*) \[`)
 
 func (r *runner) clientScenarioNames() ([]string, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
-	defer cancel()
-	out, err := r.command(ctx, "list", "--client").CombinedOutput()
-	if err != nil {
-		return nil, fmt.Errorf("conformance list --client: %w\n%s", err, tail(string(out), 3000))
-	}
-	var names []string
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if m := clientScenarioLine.FindStringSubmatch(line); m != nil {
-			names = append(names, m[1])
-		}
-	}
-	return names, nil
+	return r.listScenarios("--client", clientScenarioLine)
 }
 
 // clientRun is the outcome of one client scenario.
@@ -199,13 +187,4 @@ func TestConformanceClient(t *testing.T) {
 		}
 	}
 	t.Logf("client scenarios through mcp-proxy:\n%s", table.String())
-}
-
-// raceIn returns the first data race report in s, or "".
-func raceIn(s string) string {
-	i := strings.Index(s, "WARNING: DATA RACE")
-	if i < 0 {
-		return ""
-	}
-	return s[i:min(len(s), i+8000)]
 }
