@@ -44,15 +44,31 @@ func (g *bearerGate) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // and a token another process writes to the store connects it.
 func TestNeedsAuthState(t *testing.T) {
 	t.Parallel()
-	gate := &bearerGate{tokens: map[string]bool{}, next: server.NewStreamableHTTPServer(newMCPGoServer())}
+	for _, kind := range []string{config.TransportHTTP, config.TransportSSE} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			testNeedsAuthState(t, kind)
+		})
+	}
+}
+
+func testNeedsAuthState(t *testing.T, kind string) {
+	gate := &bearerGate{tokens: map[string]bool{}}
 	ts := httptest.NewServer(gate)
 	t.Cleanup(ts.Close)
+	path := "/mcp"
+	gate.next = server.NewStreamableHTTPServer(newMCPGoServer())
+	if kind == config.TransportSSE {
+		path = "/sse"
+		gate.next = server.NewSSEServer(newMCPGoServer(), server.WithBaseURL(ts.URL))
+	}
 	dir := filepath.Join(t.TempDir(), "auth")
 	store, err := oauthclient.OpenStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := httpServer("web", ts.URL+"/mcp")
+	cfg := httpServer("web", ts.URL+path)
+	cfg.Transport = kind
 	cfg.Auth = &config.ServerAuth{Type: config.AuthOAuth, Open: "none"}
 	var snaps snapshots
 	c := start(t, cfg, Options{
@@ -81,7 +97,7 @@ func TestNeedsAuthState(t *testing.T) {
 	gate.tokens["fresh-token-123456"] = true
 	gate.mu.Unlock()
 	err = other.Update("web", func([]oauthclient.Entry) ([]oauthclient.Entry, error) {
-		return []oauthclient.Entry{{ServerURL: ts.URL + "/mcp", Issuer: ts.URL, TokenEndpoint: ts.URL + "/token",
+		return []oauthclient.Entry{{ServerURL: ts.URL + path, Issuer: ts.URL, TokenEndpoint: ts.URL + "/token",
 			AccessToken: "fresh-token-123456", Expiry: time.Now().Add(time.Hour), Updated: time.Now()}}, nil
 	})
 	if err != nil {
