@@ -453,3 +453,40 @@ func TestPickUp(t *testing.T) {
 		t.Errorf("request with the picked-up token: %d, %v", code, err)
 	}
 }
+
+// TestRegistrationErrors: a failed registration is described without the
+// response body, which may hold a secret.
+func TestRegistrationErrors(t *testing.T) {
+	for name, h := range map[string]http.HandlerFunc{
+		"not JSON": func(w http.ResponseWriter, r *http.Request) {
+			w.WriteHeader(http.StatusCreated)
+			_, _ = io.WriteString(w, `{"client_id":"x","client_secret":"reg-secret-value",`)
+		},
+		"refused": func(w http.ResponseWriter, r *http.Request) {
+			writeJSONStatus(w, http.StatusBadRequest, map[string]string{"error": "invalid_redirect_uri", "error_description": "no loopback", "client_secret": "reg-secret-value"})
+		},
+		"server error": func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "reg-secret-value", http.StatusBadGateway)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakeAS(t)
+			f.set(func(f *fakeAS) {
+				next := f.mux
+				f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == "/as/register" {
+						h(w, r)
+						return
+					}
+					next.ServeHTTP(w, r)
+				})
+			})
+			c, _ := newClient(t, f, config.ServerAuth{}, Options{})
+			err := login(t, c, Challenge{})
+			if err == nil || !strings.Contains(err.Error(), "dynamic client registration") || strings.Contains(err.Error(), "reg-secret-value") {
+				t.Errorf("err = %v", err)
+			}
+			t.Log(err)
+		})
+	}
+}

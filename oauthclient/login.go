@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -287,7 +288,7 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 		ClientName:              "mcp-proxy (" + c.server + ")",
 	}, c.hc)
 	if err != nil {
-		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), cut(unwrapURLError(err).Error(), 300))
+		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err))
 	}
 	method := resp.TokenEndpointAuthMethod
 	if method == "" {
@@ -299,6 +300,26 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 	e.ClientID, e.ClientSecret, e.TokenEndpointAuth = resp.ClientID, resp.ClientSecret, method
 	e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, resp.ClientSecretExpiresAt
 	return e.identity(nil), e, nil
+}
+
+// registrationErr describes a failed registration without quoting a
+// response body: oauthex quotes bodies, and a successful registration's
+// body holds the client secret.
+func registrationErr(err error) string {
+	var re *oauthex.ClientRegistrationError
+	switch msg := unwrapURLError(err).Error(); {
+	case errors.As(err, &re):
+		return "refused: " + cut(re.ErrorCode, 100) + " (" + cut(re.ErrorDescription, 200) + ")"
+	case strings.Contains(msg, "decode successful registration response"):
+		return "the registration response is not valid JSON"
+	case strings.Contains(msg, "decode registration error response"):
+		return "refused, with an error response that is not valid JSON"
+	case strings.HasPrefix(msg, "registration failed with status "):
+		status, _, _ := strings.Cut(strings.TrimPrefix(msg, "registration failed with status "), ":")
+		return "answered HTTP " + cut(status, 40)
+	default:
+		return cut(msg, 300)
+	}
 }
 
 // pickMethod chooses a token endpoint authentication method among the
