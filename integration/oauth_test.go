@@ -188,6 +188,19 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	if code, body := httpGet(t, ready); code != http.StatusServiceUnavailable || !strings.Contains(body, "secure") {
 		t.Errorf("/readyz = %d %q, want 503 naming secure", code, body)
 	}
+	metricsURL, _ := waitLogLine(t, p.stderr, "serving metrics")["url"].(string)
+	upMetric := func() string {
+		_, body := httpGet(t, metricsURL)
+		for line := range strings.SplitSeq(body, "\n") {
+			if strings.HasPrefix(line, `mcp_proxy_upstream_up{server="secure"}`) {
+				return line
+			}
+		}
+		return "(absent)"
+	}
+	if got := upMetric(); got != `mcp_proxy_upstream_up{server="secure"} 0` {
+		t.Errorf("metric while needs_auth: %s", got)
+	}
 
 	// The user opens the logged URL: it redirects to the authorization
 	// server, which approves and redirects to the proxy's callback.
@@ -207,6 +220,9 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	}
 	if code, _ := httpGet(t, ready); code != http.StatusOK {
 		t.Errorf("/readyz = %d after the login", code)
+	}
+	if got := upMetric(); got != `mcp_proxy_upstream_up{server="secure"} 1` {
+		t.Errorf("metric after the login: %s", got)
 	}
 	issued := up.issued()
 	if len(issued) != 1 {
