@@ -21,6 +21,10 @@ Verbs:
   serve            run the proxy (the default)
   validate         check the config and print its warnings
   tools            connect and print each server's state and the agent's tools [--json]
+  tools diff [SERVER]
+                   show tool definitions that changed since they were pinned (or are new)
+  tools approve NAME... | --server SERVER | --all
+                   pin the pending definitions (NAME: server/tool or the exposed name)
   call NAME [JSON] call one tool and print its result
   import FILE      print the YAML for a Claude Desktop / Cursor / VS Code JSON config
   auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
@@ -44,6 +48,9 @@ type options struct {
 	logFormat     string
 	metricsListen string
 	json          bool
+	// server and all select what tools approve approves.
+	server string
+	all    bool
 }
 
 // run is the whole program; main only wires it to the process.
@@ -52,8 +59,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		verb, args = args[0], args[1:]
 	}
+	// tools diff and tools approve are sub-verbs of tools.
+	sub := ""
+	if verb == "tools" && len(args) > 0 && (args[0] == "diff" || args[0] == "approve") {
+		sub, args = args[0], args[1:]
+	}
 	o := options{verb: verb}
-	fs := flag.NewFlagSet("mcp-proxy "+verb, flag.ContinueOnError)
+	fs := flag.NewFlagSet(strings.TrimSpace("mcp-proxy "+verb+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -71,12 +83,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
-	rest, err := parseInterleaved(fs, args, verb == "auth")
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
+	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
+	// Flags may follow the names of tools approve and the arguments of
+	// auth (`auth login github --config f`): parse around them.
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return &exitError{code: exitUsage, err: err}
 		}
-		return &exitError{code: exitUsage, err: err}
+		args = fs.Args()
+		if (sub == "" && verb != "auth") || len(args) == 0 {
+			rest = append(rest, args...)
+			break
+		}
+		rest, args = append(rest, args[0]), args[1:]
 	}
 
 	switch verb {
@@ -108,8 +132,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return runValidate(cfg, path, stdout)
 	case "tools":
-		if len(rest) != 0 {
-			return usageErr("usage: mcp-proxy tools [--agent A] [--json]")
+		switch {
+		case sub == "diff" && len(rest) <= 1:
+			return runToolsDiff(cfg, strings.Join(rest, ""), stdout)
+		case sub == "diff":
+			return usageErr("usage: mcp-proxy tools diff [SERVER]")
+		case sub == "approve":
+			return runToolsApprove(cfg, rest, o.server, o.all, stdout)
+		case len(rest) != 0:
+			return usageErr("usage: mcp-proxy tools [--agent A] [--json] | tools diff [SERVER] | tools approve NAME...|--server S|--all")
 		}
 		return runTools(ctx, cfg, o, stdout, stderr)
 	case "call":
@@ -126,27 +157,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return usageErr("unexpected arguments: %s", strings.Join(rest, " "))
 	}
 	return runServe(ctx, cfg, o, stdin, stdout, stderr)
-}
-
-// parseInterleaved parses args; with interleaved, flags may also follow
-// positional arguments (`auth login github --config f`).
-func parseInterleaved(fs *flag.FlagSet, args []string, interleaved bool) ([]string, error) {
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	rest := fs.Args()
-	if !interleaved {
-		return rest, nil
-	}
-	var pos []string
-	for len(rest) > 0 {
-		pos = append(pos, rest[0])
-		if err := fs.Parse(rest[1:]); err != nil {
-			return nil, err
-		}
-		rest = fs.Args()
-	}
-	return pos, nil
 }
 
 // loadConfig finds, loads and validates the config, then applies the flags

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -45,6 +46,8 @@ type runtime struct {
 	// <state_dir>/auth (fixed at start), and whether logins start by
 	// themselves (serve).
 	auth upstream.AuthOptions
+	// integrity pins tool definitions and scans them (SPEC §13).
+	integrity *integrity.Guard
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -129,6 +132,9 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		return nil, err
 	}
 	rt.metrics = m
+	if err := rt.openGuard(cfg); err != nil {
+		return nil, err
+	}
 	var bl *blobs.Materializer
 	if cfg.Blobs.Mode != "passthrough" {
 		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
@@ -150,7 +156,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		rt.log.Info().Msg("enabled: false: no upstream server is connected")
 	}
 	rt.proxy = downstream.New(downstream.Options{
-		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (SPEC §3).
