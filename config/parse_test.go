@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -33,6 +34,24 @@ func lines(l ...string) string { return strings.Join(l, "\n") }
 var invalidConfigs = map[string]string{
 	"invalid-agents-public.yaml": lines(
 		`agents.open.tokens: required because listen.addr "[::]:8080" is not a loopback address`,
+	),
+	"invalid-auth.yaml": lines(
+		`servers.local.auth: only for http and sse servers (a stdio server gets its credentials through env)`,
+		`servers.m2m.auth.alg: must be RS256, RS384, RS512, PS256, PS384, PS512, ES256, ES384, ES512 or EdDSA, got "HS256"`,
+		`servers.m2m.auth.client_id: required for type client_credentials`,
+		`servers.m2m.auth.private_key_file: must be an absolute path, got "keys/key.pem"`,
+		`servers.odd.auth.type: must be bearer, oauth or client_credentials, got "magic"`,
+		`servers.static.auth.token: required for type bearer`,
+		`servers.static.headers.authorization: conflicts with auth, which sets the Authorization header: drop one`,
+		`servers.web.auth.client_metadata_url: must be an https URL with a path (it is the client id)`,
+		`servers.web.auth.client_secret: needs client_id`,
+		`servers.web.auth.open: unterminated single quote`,
+		`servers.web.auth.private_key_file: not used by type oauth`,
+		`servers.web.auth.redirect_port: must be a port from 0 (any free port) to 65535, got 70000`,
+		`servers.web.auth.scopes[0]: a scope is one non-empty word without quotes or backslashes`,
+		`servers.web.auth.token_endpoint_auth: must be none, client_secret_basic or client_secret_post, got "client_secret_jwt"`,
+		`servers.web.auth.token_endpoint_auth: applies to a configured client_id only`,
+		`state_dir: must be an absolute path, got "relative/state"`,
 	),
 	"invalid-agents.yaml": lines(
 		`agents.assistant: agent name conflicts with "Assistant" (names are compared ignoring case)`,
@@ -452,11 +471,46 @@ func TestDefaultBlobsDir(t *testing.T) {
 			if cfg.Blobs.Dir != tt.want {
 				t.Errorf("blobs.dir = %q, want %q", cfg.Blobs.Dir, tt.want)
 			}
+			if want := filepath.Dir(tt.want); cfg.StateDir != want || cfg.AuthDir() != filepath.Join(want, "auth") {
+				t.Errorf("state_dir = %q, auth dir %q, want %q and %q/auth", cfg.StateDir, cfg.AuthDir(), want, want)
+			}
 		})
 	}
 	cfg, err := Parse([]byte("blobs: {dir: /data/blobs}\n"), testEnv())
 	if err != nil || cfg.Blobs.Dir != "/data/blobs" {
 		t.Errorf("explicit blobs.dir: %v, %v", cfg, err)
+	}
+}
+
+func TestAuthValid(t *testing.T) {
+	doc := `state_dir: /var/lib/mcp-proxy
+servers:
+  gh:
+    url: https://api.example.com/mcp
+    auth: {type: oauth, client_id: cli, client_secret: "${SECRET}", token_endpoint_auth: client_secret_post, scopes: [repo, "read:org"], redirect_port: 8765, open: "'/opt/my browser/open' --new-tab"}
+  cimd:
+    url: https://docs.example.com/mcp
+    auth: {type: oauth, client_metadata_url: https://me.example.com/client.json, open: none}
+  m2m:
+    transport: sse
+    url: https://m2m.example.com/sse
+    auth: {type: client_credentials, client_id: svc, private_key_file: /etc/mcp/key.pem, alg: ES256}
+  static:
+    url: https://static.example.com/mcp
+    auth: {type: bearer, token: "${SECRET}"}
+`
+	cfg, err := Parse([]byte(doc), testEnv("SECRET", "s3cr3t-value-0123"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.AuthDir(); got != "/var/lib/mcp-proxy/auth" {
+		t.Errorf("AuthDir = %q", got)
+	}
+	if a := cfg.Servers["gh"].Auth; a.ClientSecret != "s3cr3t-value-0123" || a.RedirectPort != 8765 || len(a.Scopes) != 2 {
+		t.Errorf("gh auth = %+v", a)
+	}
+	if !slices.Contains(cfg.Secrets(), "s3cr3t-value-0123") {
+		t.Errorf("the client secret is not among the config's secrets")
 	}
 }
 

@@ -63,6 +63,7 @@ func (c *Config) Validate() error {
 	c.validateListenAuth(v)
 	c.validateServers(v)
 	c.validateAgents(v)
+	c.validateAuth(v)
 	c.validateIntegrity(v)
 	c.validateTracing(v)
 	c.validateAudit(v)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/rs/zerolog"
 )
@@ -59,6 +60,8 @@ type Options struct {
 	// the traceparent/tracestate headers. nil is tracing off: requests go
 	// as they came.
 	Tracer *tracing.Tracer
+	// Auth configures OAuth authorization (auth.go).
+	Auth AuthOptions
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are
@@ -69,6 +72,12 @@ type Conn struct {
 	opts  Options
 	log   zerolog.Logger
 	sched schedule
+
+	// auth is the token client of an oauth or client_credentials server,
+	// nil otherwise; authErr is why it could not be built (a key file),
+	// which every connect attempt reports.
+	auth    *oauthclient.Client
+	authErr error
 
 	// notifyMu makes OnNotification calls of an outgoing and an incoming
 	// session (HTTP session renewal) never overlap.
@@ -108,6 +117,7 @@ func New(cfg *config.Server, opts Options) *Conn {
 		c.peer = peerOf(cfg, c.transportKind())
 	}
 	c.snap.Store(&Snapshot{Server: cfg.Name, State: StateConnecting})
+	c.auth, c.authErr = newAuthClient(cfg, opts)
 	return c
 }
 
@@ -175,6 +185,9 @@ func (c *Conn) Close() error {
 		}
 	}
 	c.markReady()
+	if c.auth != nil {
+		c.auth.Close()
+	}
 	return nil
 }
 

@@ -43,6 +43,16 @@
 // new publishes nothing. A new session's first discovery runs before it is
 // published, and notifications that arrive meanwhile become one run after.
 //
+// Authorization (auth.go, SPEC §12.1): a server with auth type bearer gets
+// its static token as a header; oauth and client_credentials servers send
+// every HTTP request through an oauthclient.Transport. When a request finds
+// that a login is needed (no token, a refused refresh), the session dies
+// with an error matching ErrNeedsAuth and the Conn publishes
+// StateNeedsAuth instead of entering the reconnect schedule: with
+// AuthOptions.Interactive it starts the login itself (auth.open, the log,
+// the OnAuthorizationURL hook), and in any case it connects again as soon
+// as a token is at hand, its own or one `mcp-proxy auth login` stored.
+//
 // A Conn never blocks another Conn: every upstream has its own goroutines,
 // its own request contexts and its own shutdown.
 package upstream

@@ -3,6 +3,8 @@ package upstream
 import (
 	"errors"
 	"strconv"
+
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // ErrResponseTooLarge is matched (errors.Is) by every *ResponseTooLargeError.
@@ -53,6 +55,10 @@ var (
 	ErrBadRequest = errors.New("invalid request")
 	// ErrUnknownTransport: the server's transport is not stdio, http or sse.
 	ErrUnknownTransport = errors.New("unknown transport")
+	// ErrNeedsAuth: the server needs an OAuth authorization (StateNeedsAuth).
+	// A request refused for it also matches ErrNotConnected: it was not
+	// executed. Its text names the `mcp-proxy auth login` command.
+	ErrNeedsAuth = oauthclient.ErrNeedsAuth
 
 	// errSessionClosed is why a session the proxy closed itself died.
 	errSessionClosed = errors.New("connection closed")

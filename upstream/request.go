@@ -54,7 +54,7 @@ func (e *RPCError) Error() string {
 func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	s := c.acquire()
 	if s == nil {
-		return nil, c.opError(method, ErrNotConnected)
+		return nil, c.opError(method, c.notConnected())
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -111,7 +111,7 @@ func isObject(raw json.RawMessage) bool {
 func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	s := c.current()
 	if s == nil {
-		return c.opError(method, ErrNotConnected)
+		return c.opError(method, c.notConnected())
 	}
 	n, err := rawNotification(method, params)
 	if err != nil {
@@ -227,6 +227,10 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		switch {
 		case tooLarge.get() != nil:
 			return nil, s.c.opError(method, tooLarge.get())
+		case isNeedsAuth(err):
+			// Refused with 401 before it was executed; the session is
+			// dying and the server waits for a login.
+			return nil, s.c.opError(method, fmt.Errorf("%w: %w", ErrNotConnected, firstNeedsAuth(err)))
 		case s.sessionExpired(err) && ctx.Err() == nil:
 			// The server did not execute the request: the caller may
 			// re-send it once the session is renewed.

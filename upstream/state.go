@@ -28,9 +28,16 @@ const (
 	// with a full connect attempt every probe interval (300 s), the next one
 	// at Snapshot.NextRetry.
 	StateParked
+	// StateNeedsAuth: the server wants an OAuth authorization the proxy
+	// does not have (no token yet, or a refresh was refused). Snapshot.Err
+	// says what to do; no reconnect is scheduled: the server connects as
+	// soon as a token arrives (a login of this process, or one that
+	// `mcp-proxy auth login` stored).
+	StateNeedsAuth
 )
 
-// String returns "connecting", "connected", "failed", "closed" or "parked".
+// String returns "connecting", "connected", "failed", "closed", "parked" or
+// "needs_auth".
 func (s State) String() string {
 	switch s {
 	case StateConnecting:
@@ -43,6 +50,8 @@ func (s State) String() string {
 		return "closed"
 	case StateParked:
 		return "parked"
+	case StateNeedsAuth:
+		return "needs_auth"
 	default:
 		return "unknown"
 	}
@@ -77,7 +86,8 @@ type Snapshot struct {
 	Server string
 	// State is where the connection stands.
 	State State
-	// Err says why the server is down: set in StateFailed and StateParked,
+	// Err says why the server is down: set in StateFailed, StateParked and
+	// StateNeedsAuth (there it names the command that authorizes it),
 	// and kept in StateConnecting while a reconnect attempt runs; nil when
 	// connected, closed, or during the first attempt. Its text is sanitized
 	// and safe to show to users and to log.

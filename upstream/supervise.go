@@ -42,6 +42,14 @@ func (c *Conn) run(ctx context.Context) {
 			}
 			attempt = 0
 		}
+		if isNeedsAuth(err) && c.auth != nil {
+			if !c.awaitAuthorization(ctx, s, err) {
+				c.publishClosed()
+				return
+			}
+			attempt = 0
+			continue
+		}
 
 		wait, parked := c.sched.after(attempt)
 		c.publishDown(s, err, attempt, time.Now().Add(wait), parked)

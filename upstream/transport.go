@@ -11,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // minSSEResponseTimeout is the floor of the SSE transport's own wait for a
@@ -123,9 +124,24 @@ func (s *session) httpClient() (*http.Client, error) {
 	if cfg.TLSCACertPath != "" {
 		hc.CheckRedirect = NoDowngradeRedirect // nothing but https, ever
 	} // else NewHTTPClient's default: no https→http downgrade
-	ht := newHeaderTransport(hc.Transport, u, maps.Clone(cfg.Headers))
-	ht.tracer = s.c.opts.Tracer
-	hc.Transport = ht
+	headers := maps.Clone(cfg.Headers)
+	if headers == nil {
+		headers = map[string]string{}
+	}
+	if err := s.authorize(hc, headers); err != nil {
+		return nil, err
+	}
+	// The header transport sits inside the token client's (which sets or
+	// removes Authorization itself), so a static header never overrides it.
+	if t, ok := hc.Transport.(*oauthclient.Transport); ok {
+		ht := newHeaderTransport(t.Base, u, headers)
+		ht.tracer = s.c.opts.Tracer
+		t.Base = ht
+	} else {
+		ht := newHeaderTransport(hc.Transport, u, headers)
+		ht.tracer = s.c.opts.Tracer
+		hc.Transport = ht
+	}
 	return hc, nil
 }
 

@@ -481,7 +481,7 @@ func TestMetricsPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
-	rt, err := startRuntime(context.Background(), cfg, &stderr)
+	rt, err := startRuntime(context.Background(), cfg, &stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}

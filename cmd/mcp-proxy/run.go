@@ -27,6 +27,9 @@ Verbs:
                    pin the pending definitions (NAME: server/tool or the exposed name)
   call NAME [JSON] call one tool and print its result
   import FILE      print the YAML for a Claude Desktop / Cursor / VS Code JSON config
+  auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
+  auth status      every OAuth server's state and token expiry [--json]
+  auth logout SERVER  forget a server's tokens and registration
   version          print the version
 
 Flags:
@@ -34,6 +37,7 @@ Flags:
 
 // options are the flags shared by the verbs.
 type options struct {
+	verb          string
 	configPath    string
 	agent         string
 	transport     string
@@ -60,7 +64,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if verb == "tools" && len(args) > 0 && (args[0] == "diff" || args[0] == "approve") {
 		sub, args = args[0], args[1:]
 	}
-	var o options
+	o := options{verb: verb}
 	fs := flag.NewFlagSet(strings.TrimSpace("mcp-proxy "+verb+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
@@ -81,7 +85,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
 	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
 	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
-	// Flags may follow the names of tools approve: parse around them.
+	// Flags may follow the names of tools approve and the arguments of
+	// auth (`auth login github --config f`): parse around them.
 	var rest []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -91,7 +96,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return &exitError{code: exitUsage, err: err}
 		}
 		args = fs.Args()
-		if sub == "" || len(args) == 0 {
+		if (sub == "" && verb != "auth") || len(args) == 0 {
 			rest = append(rest, args...)
 			break
 		}
@@ -107,18 +112,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("usage: mcp-proxy import FILE")
 		}
 		return runImport(rest[0], stdout)
-	case "serve", "validate", "tools", "call":
+	case "serve", "validate", "tools", "call", "auth":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, version)", verb)
 	}
 	cfg, path, err := loadConfig(o)
 	if err != nil {
 		return err
 	}
 	switch verb {
+	case "auth":
+		return runAuth(ctx, cfg, o, rest, stdout, stderr)
 	case "validate":
 		if len(rest) != 0 {
 			return usageErr("usage: mcp-proxy validate [--config FILE]")

@@ -23,6 +23,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -44,6 +45,10 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+	// auth is how OAuth servers are authorized: the token store under
+	// <state_dir>/auth (fixed at start), and whether logins start by
+	// themselves (serve).
+	auth upstream.AuthOptions
 	// integrity pins tool definitions and scans them (SPEC §13).
 	integrity *integrity.Guard
 	// tracer and audit are nil when off; both are closed after the
@@ -105,15 +110,25 @@ func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writ
 			return nil, nil, &exitError{code: exitUsage, err: err}
 		}
 	}
-	rt, err := startRuntime(ctx, cfg, stderr)
+	rt, err := startRuntime(ctx, cfg, stderr, o.verb == "serve")
 	return rt, a, err
 }
 
 // startRuntime connects every enabled server in the background and builds
-// the proxy. It returns at once; upstreams appear as they connect.
-func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*runtime, error) {
+// the proxy. It returns at once; upstreams appear as they connect. With
+// interactive, a server that needs an OAuth login starts one (serve);
+// otherwise it waits for `mcp-proxy auth login`.
+func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, interactive bool) (*runtime, error) {
 	out := newScrubbedOutput(stderr, cfg.Secrets())
 	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	store, err := openAuthStore(cfg)
+	if err != nil {
+		return nil, configErr(err)
+	}
+	rt.auth = upstream.AuthOptions{
+		Client:      oauthclient.Options{Store: store, OpenerOutput: openerOutput{rt.log}},
+		Interactive: interactive,
+	}
 	// Libraries that log through slog's or the log package's defaults
 	// (mcp-go does in places) go through the same scrubbed zerolog output.
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(rt.log.With().Str("component", "library").Logger())))
@@ -184,6 +199,7 @@ func (z zlogLine) Write(b []byte) (int, error) {
 func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 	return upstream.New(s, upstream.Options{
 		Logger:     rt.log,
+		Auth:       rt.auth,
 		OnSnapshot: rt.onSnapshot(name),
 		// The proxy is built after the first connections and before they
 		// start; these run only once a connection is up.
@@ -212,6 +228,13 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			case upstream.StateConnected:
 				rt.metrics.UpstreamConnect(name, "ok")
 				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
+			case upstream.StateNeedsAuth:
+				rt.metrics.UpstreamConnect(name, "needs_auth")
+				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Str("command", oauthclient.LoginCommand(name))
+				if s.Err != nil {
+					ev = ev.Str("error", s.Err.Error())
+				}
+				ev.Msg("upstream needs authorization; its tools are hidden until it is authorized")
 			case upstream.StateFailed, upstream.StateParked:
 				rt.metrics.UpstreamConnect(name, "error")
 				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Int("attempt", s.Attempt)
@@ -321,4 +344,25 @@ func (rt *runtime) close() {
 	case <-time.After(closeBudget):
 		rt.log.Warn().Msg("some upstreams did not close in time")
 	}
+}
+
+// openAuthStore opens the token store under state_dir (nothing is
+// created until a token is written); nil when there is no state_dir, which
+// validation allows only while no server needs a store.
+func openAuthStore(cfg *config.Config) (*oauthclient.Store, error) {
+	if cfg.AuthDir() == "" {
+		return nil, nil
+	}
+	return oauthclient.OpenStore(cfg.AuthDir())
+}
+
+// openerOutput writes the output of auth.open commands to the log, one
+// line per write, never to stdout (the MCP protocol in stdio mode).
+type openerOutput struct{ log zerolog.Logger }
+
+func (o openerOutput) Write(b []byte) (int, error) {
+	if line := strings.TrimSpace(string(b)); line != "" {
+		o.log.Info().Str("component", "auth.open").Msg(line)
+	}
+	return len(b), nil
 }

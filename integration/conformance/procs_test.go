@@ -115,8 +115,10 @@ func (p *proc) stop() error {
 
 // raceReport returns the first data race report in the process's stderr,
 // or "".
-func (p *proc) raceReport() string {
-	s := p.stderr.String()
+func (p *proc) raceReport() string { return raceIn(p.stderr.String()) }
+
+// raceIn returns the first data race report in s, or "".
+func raceIn(s string) string {
 	i := strings.Index(s, "WARNING: DATA RACE")
 	if i < 0 {
 		return ""

@@ -118,20 +118,27 @@ var scenarioLine = regexp.MustCompile(`^\s+- ([a-z0-9][a-z0-9-]*) \[`)
 // serverScenarios lists every server scenario of the runner (the set that
 // `--suite all` runs).
 func (r *runner) serverScenarios() ([]string, error) {
+	names, err := r.listScenarios("--server", scenarioLine)
+	if err == nil && len(names) == 0 {
+		err = errors.New("conformance list --server printed no scenarios")
+	}
+	return names, err
+}
+
+// listScenarios runs `conformance list <kind>` and returns the names that
+// line matches (its first group).
+func (r *runner) listScenarios(kind string, line *regexp.Regexp) ([]string, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), listTimeout)
 	defer cancel()
-	out, err := r.command(ctx, "list", "--server").CombinedOutput()
+	out, err := r.command(ctx, "list", kind).CombinedOutput()
 	if err != nil {
-		return nil, fmt.Errorf("conformance list --server: %w\n%s", err, tail(string(out), 3000))
+		return nil, fmt.Errorf("conformance list %s: %w\n%s", kind, err, tail(string(out), 3000))
 	}
 	var names []string
-	for line := range strings.SplitSeq(string(out), "\n") {
-		if m := scenarioLine.FindStringSubmatch(line); m != nil {
+	for l := range strings.SplitSeq(string(out), "\n") {
+		if m := line.FindStringSubmatch(l); m != nil {
 			names = append(names, m[1])
 		}
-	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("conformance list --server printed no scenarios:\n%s", tail(string(out), 3000))
 	}
 	return names, nil
 }

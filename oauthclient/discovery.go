@@ -1,0 +1,298 @@
+package oauthclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// maxMetadataBytes bounds a metadata document or token response read from
+// the network (RFC 8414 documents are a few KiB).
+const maxMetadataBytes = 1 << 20
+
+// Metadata is what discovery learned about a server's authorization.
+type Metadata struct {
+	// Resource is the RFC 8707 resource indicator: the canonical server URL.
+	Resource string
+	// ScopesSupported are the protected resource metadata's scopes.
+	ScopesSupported []string
+	// Issuer and the endpoints come from the authorization server's
+	// metadata, or from the 2025-03-26 defaults (Legacy).
+	Issuer                string
+	AuthorizationEndpoint string
+	TokenEndpoint         string
+	RegistrationEndpoint  string
+	// ASScopesSupported is the authorization server's scopes_supported.
+	ASScopesSupported []string
+	// TokenAuthMethods is token_endpoint_auth_methods_supported.
+	TokenAuthMethods []string
+	// CIMDSupported is client_id_metadata_document_supported.
+	CIMDSupported bool
+	// PKCE: code_challenge_methods_supported lists S256 (assumed for the
+	// 2025-03-26 default endpoints).
+	PKCE bool
+	// Legacy says how a server without resource metadata was handled:
+	// "" (it has some), "origin-metadata" or "default-endpoints".
+	Legacy string
+}
+
+// fetchJSON GETs a metadata document into out. found is false, with no
+// error, when the URL answered 404 or another 4xx (the caller tries its
+// next candidate); an unreachable host, a 5xx, or a 200 that is not one
+// JSON object is an error naming the URL (without its query).
+func fetchJSON(ctx context.Context, hc *http.Client, what, rawURL string, out any) (found bool, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		return false, fmt.Errorf("%s URL %s: %w", what, redactURL(rawURL), err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return false, fmt.Errorf("%s: GET %s: %w", what, redactURL(rawURL), unwrapURLError(err))
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusOK:
+	case resp.StatusCode >= 400 && resp.StatusCode < 500:
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+		return false, nil
+	default:
+		return false, fmt.Errorf("%s: GET %s answered HTTP %d", what, redactURL(rawURL), resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
+	if err != nil {
+		return false, fmt.Errorf("%s: GET %s: reading the body: %w", what, redactURL(rawURL), err)
+	}
+	if len(body) > maxMetadataBytes {
+		return false, fmt.Errorf("%s at %s is larger than %d bytes", what, redactURL(rawURL), maxMetadataBytes)
+	}
+	if t := strings.TrimSpace(string(body)); !strings.HasPrefix(t, "{") || json.Unmarshal(body, out) != nil {
+		return false, fmt.Errorf("%s at %s is not a JSON object", what, redactURL(rawURL))
+	}
+	return true, nil
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the URL
+// with its query.
+func unwrapURLError(err error) error {
+	var ue *url.Error
+	if errors.As(err, &ue) {
+		return ue.Err
+	}
+	return err
+}
+
+// discover finds the authorization server of the server at serverURL
+// (canonical) from its 401 challenge ch, in the order of the MCP
+// authorization specification.
+func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) (*Metadata, error) {
+	md := &Metadata{Resource: serverURL}
+	prm, err := fetchResourceMetadata(ctx, hc, serverURL, ch)
+	if err != nil {
+		return nil, err
+	}
+	if prm == nil {
+		return legacyMetadata(ctx, hc, serverURL, md)
+	}
+	md.ScopesSupported = splitScopes(strings.Join(prm.ScopesSupported, " "))
+	if len(prm.AuthorizationServers) == 0 {
+		return nil, errors.New("protected resource metadata names no authorization server")
+	}
+	issuer := prm.AuthorizationServers[0]
+	if err := checkEndpoint(serverURL, "authorization_servers[0]", issuer, true); err != nil {
+		return nil, err
+	}
+	asm, err := fetchServerMetadata(ctx, hc, issuer)
+	if err != nil {
+		return nil, err
+	}
+	if asm == nil {
+		return nil, fmt.Errorf("authorization server %s publishes no metadata (RFC 8414 or OpenID discovery)", redactURL(issuer))
+	}
+	if !sameIssuer(asm.Issuer, issuer) {
+		return nil, fmt.Errorf("%w: asked %s, the metadata says %q", ErrIssuerMismatch, redactURL(issuer), cut(asm.Issuer, 200))
+	}
+	if err := fill(md, serverURL, asm); err != nil {
+		return nil, err
+	}
+	md.Issuer = issuer
+	return md, nil
+}
+
+// fetchResourceMetadata tries the challenge's resource_metadata URL, then
+// the well-known URI at the server's path, then at its root. nil, nil
+// means none answered (a 2025-03-26 server).
+func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) (*oauthex.ProtectedResourceMetadata, error) {
+	su, err := url.Parse(serverURL)
+	if err != nil {
+		return nil, err
+	}
+	var candidates []string
+	if ch.ResourceMetadata != "" {
+		if err := checkEndpoint(serverURL, "resource_metadata", ch.ResourceMetadata, true); err != nil {
+			return nil, err
+		}
+		candidates = append(candidates, ch.ResourceMetadata)
+	}
+	const wellKnown = "/.well-known/oauth-protected-resource"
+	if p := strings.TrimSuffix(su.EscapedPath(), "/"); p != "" {
+		candidates = append(candidates, originOf(su)+wellKnown+p)
+	}
+	candidates = append(candidates, originOf(su)+wellKnown)
+	for _, c := range candidates {
+		var prm oauthex.ProtectedResourceMetadata
+		found, err := fetchJSON(ctx, hc, "protected resource metadata", c, &prm)
+		if err != nil {
+			return nil, err
+		}
+		if !found {
+			continue
+		}
+		if !resourceCovers(prm.Resource, serverURL) {
+			return nil, fmt.Errorf("%w: %s says resource %q, the server is %s", ErrResourceMismatch, redactURL(c), cut(prm.Resource, 200), serverURL)
+		}
+		return &prm, nil
+	}
+	return nil, nil
+}
+
+// fetchServerMetadata reads RFC 8414 metadata, then OpenID discovery, in
+// the path-inserted forms for an issuer with a path (and OpenID's
+// path-appended form), else at the root. nil, nil: none answered.
+func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*oauthex.AuthServerMeta, error) {
+	for _, u := range serverMetadataURLs(issuer) {
+		var asm oauthex.AuthServerMeta
+		found, err := fetchJSON(ctx, hc, "authorization server metadata", u, &asm)
+		if err != nil {
+			return nil, err
+		}
+		if found {
+			return &asm, nil
+		}
+	}
+	return nil, nil
+}
+
+// serverMetadataURLs lists the metadata URLs of issuer in the order the
+// MCP specification (2025-11-25) gives.
+func serverMetadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	origin := originOf(u)
+	path := strings.Trim(u.EscapedPath(), "/")
+	if path == "" {
+		return []string{origin + "/.well-known/oauth-authorization-server", origin + "/.well-known/openid-configuration"}
+	}
+	return []string{
+		origin + "/.well-known/oauth-authorization-server/" + path,
+		origin + "/.well-known/openid-configuration/" + path,
+		origin + "/" + path + "/.well-known/openid-configuration",
+	}
+}
+
+// legacyMetadata handles a server without protected resource metadata, as
+// the 2025-03-26 specification did: the authorization server is the
+// server's origin; its RFC 8414 metadata, else the default endpoints.
+func legacyMetadata(ctx context.Context, hc *http.Client, serverURL string, md *Metadata) (*Metadata, error) {
+	su, _ := url.Parse(serverURL)
+	origin := originOf(su)
+	var asm oauthex.AuthServerMeta
+	found, err := fetchJSON(ctx, hc, "authorization server metadata", origin+"/.well-known/oauth-authorization-server", &asm)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		md.Legacy = "default-endpoints"
+		md.Issuer = origin
+		md.AuthorizationEndpoint = origin + "/authorize"
+		md.TokenEndpoint = origin + "/token"
+		md.RegistrationEndpoint = origin + "/register"
+		md.PKCE = true
+		return md, nil
+	}
+	md.Legacy = "origin-metadata"
+	// The 2025-03-26 servers publish their metadata at the origin whatever
+	// their issuer's path: the issuer is held to the server's origin only.
+	md.Issuer = origin
+	if asm.Issuer != "" {
+		iu, err := url.Parse(asm.Issuer)
+		if err != nil || originOf(iu) != origin {
+			return nil, fmt.Errorf("%w: the metadata at %s names issuer %q, not of the server's origin", ErrIssuerMismatch, origin, cut(asm.Issuer, 200))
+		}
+		md.Issuer = asm.Issuer
+	}
+	if err := fill(md, serverURL, &asm); err != nil {
+		return nil, err
+	}
+	return md, nil
+}
+
+// fill copies and checks the endpoints of asm. Only the token endpoint is
+// required here: a login needs the authorization endpoint and PKCE too
+// (checked there), a client_credentials grant does not.
+func fill(md *Metadata, serverURL string, asm *oauthex.AuthServerMeta) error {
+	md.PKCE = contains(asm.CodeChallengeMethodsSupported, "S256")
+	for _, e := range []struct {
+		name, value string
+		required    bool
+	}{
+		{"authorization_endpoint", asm.AuthorizationEndpoint, false},
+		{"token_endpoint", asm.TokenEndpoint, true},
+		{"registration_endpoint", asm.RegistrationEndpoint, false},
+	} {
+		if e.value == "" && !e.required {
+			continue
+		}
+		if err := checkEndpoint(serverURL, e.name, e.value, e.required); err != nil {
+			return err
+		}
+	}
+	md.AuthorizationEndpoint = asm.AuthorizationEndpoint
+	md.TokenEndpoint = asm.TokenEndpoint
+	md.RegistrationEndpoint = asm.RegistrationEndpoint
+	md.ASScopesSupported = splitScopes(strings.Join(asm.ScopesSupported, " "))
+	md.TokenAuthMethods = asm.TokenEndpointAuthMethodsSupported
+	md.CIMDSupported = asm.ClientIDMetadataDocumentSupported
+	return nil
+}
+
+// checkEndpoint refuses a metadata URL that is missing, not http(s), or
+// plain http for an https server (no downgrade of where tokens and codes
+// go).
+func checkEndpoint(serverURL, name, raw string, required bool) error {
+	if raw == "" {
+		if required {
+			return fmt.Errorf("authorization server metadata has no %s", name)
+		}
+		return nil
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" {
+		return fmt.Errorf("%s %q is not an absolute URL", name, cut(raw, 200))
+	}
+	switch strings.ToLower(u.Scheme) {
+	case "https":
+	case "http":
+		if strings.HasPrefix(serverURL, "https:") && !isLoopbackHost(u.Hostname()) {
+			return fmt.Errorf("%s %s is plain http for an https server", name, redactURL(raw))
+		}
+	default:
+		return fmt.Errorf("%s %q is not an http or https URL", name, cut(raw, 200))
+	}
+	return nil
+}
+
+// sameIssuer compares issuer identifiers exactly (RFC 8414 §3.3), apart
+// from one trailing slash.
+func sameIssuer(a, b string) bool {
+	return a != "" && strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+}

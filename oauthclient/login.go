@@ -1,0 +1,423 @@
+package oauthclient
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+	"golang.org/x/oauth2"
+)
+
+const (
+	// DefaultLoginTimeout is how long a login waits for the browser: long
+	// enough to sign in with a second factor, short enough that a forgotten
+	// login frees its port.
+	DefaultLoginTimeout = 10 * time.Minute
+	// callbackPath is the redirect URI's path.
+	callbackPath = "/callback"
+	// callbackHeaderTimeout bounds a slow request to the loopback listener.
+	callbackHeaderTimeout = 10 * time.Second
+	// callbackShutdown lets the callback's answer reach the browser.
+	callbackShutdown = 2 * time.Second
+	// offlineAccess is the scope that asks for a refresh token (SEP-2207).
+	offlineAccess = "offline_access"
+)
+
+// LoginPrompt is what a user needs to complete a login.
+type LoginPrompt struct {
+	Server string
+	// URL is the authorization URL to open in a browser. Its query holds
+	// the state and the PKCE challenge, no secret.
+	URL string
+	// LocalURL is http://127.0.0.1:<port>/ on the login's own listener,
+	// which redirects to URL: a short address for places that drop query
+	// strings, such as the proxy's log.
+	LocalURL string
+	// Command is the CLI command that starts a login of its own.
+	Command string
+}
+
+// Prompt shows a login's URL to the user; it must not block.
+type Prompt func(LoginPrompt)
+
+// loginRun is a login in flight; waiters share its outcome.
+type loginRun struct {
+	done chan struct{}
+	err  error
+}
+
+// Login authorizes the proxy at the server with the authorization code
+// grant and stores the tokens (client_credentials servers fetch a token
+// instead, without a user). ch is the server's latest challenge (zero: the
+// well-known URIs are used). prompt is told the URL once the loopback
+// listener serves it; the configured auth.open command is run with it too.
+// A login already under way for this Client is joined instead (its
+// outcome is returned). It ends when the callback arrived and the code was
+// exchanged, or with an error: ctx's end, Options.LoginTimeout, a refused
+// or mismatched callback, any failure of discovery, registration or the
+// token endpoint.
+func (c *Client) Login(ctx context.Context, ch Challenge, prompt Prompt) error {
+	c.mu.Lock()
+	if run := c.login; run != nil {
+		c.mu.Unlock()
+		select {
+		case <-run.done:
+			return run.err
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	run := &loginRun{done: make(chan struct{})}
+	c.login = run
+	if len(ch.Scopes) == 0 && ch.ResourceMetadata == "" {
+		ch = c.challenge
+	}
+	c.mu.Unlock()
+
+	run.err = c.doLogin(ctx, ch, prompt)
+	c.mu.Lock()
+	c.login = nil
+	c.mu.Unlock()
+	close(run.done)
+	return run.err
+}
+
+func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error {
+	if c.kind == KindClientCredentials {
+		return c.fetchClientCredentials(ctx, ch, "")
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.opts.loginTimeout())
+	defer cancel()
+	md, err := discover(ctx, c.hc, c.url, ch)
+	if err != nil {
+		return fmt.Errorf("discovery: %w", err)
+	}
+	if !md.PKCE {
+		return fmt.Errorf("%w (code_challenge_methods_supported of %s): the proxy refuses to log in without it", ErrNoPKCE, redactURL(md.Issuer))
+	}
+	if md.AuthorizationEndpoint == "" {
+		return fmt.Errorf("authorization server metadata of %s has no authorization_endpoint", redactURL(md.Issuer))
+	}
+	prev := c.storedFor(md.Issuer)
+	ln, err := c.listen(prev)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	redirect := "http://127.0.0.1:" + strconv.Itoa(port) + callbackPath
+	id, reg, err := c.identity(ctx, md, redirect, prev)
+	if err != nil {
+		return err
+	}
+	scopes := c.loginScopes(ch, md, prev)
+	verifier, state := oauth2.GenerateVerifier(), rand.Text()
+	cfg := &oauth2.Config{
+		ClientID: id.clientID, RedirectURL: redirect, Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint},
+	}
+	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", md.Resource))
+
+	cb := newCallback(c.server, state, authURL)
+	srv := &http.Server{Handler: cb, ReadHeaderTimeout: callbackHeaderTimeout}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	defer func() {
+		sctx, scancel := context.WithTimeout(context.Background(), callbackShutdown)
+		defer scancel()
+		_ = srv.Shutdown(sctx)
+		<-served
+	}()
+
+	p := LoginPrompt{Server: c.server, URL: authURL, LocalURL: "http://127.0.0.1:" + strconv.Itoa(port) + "/", Command: LoginCommand(c.server)}
+	if prompt != nil {
+		prompt(p)
+	}
+	c.open(authURL)
+
+	var code string
+	select {
+	case r := <-cb.result:
+		code, err = r.code, r.err
+	case <-ctx.Done():
+		err = ctx.Err()
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("%w (%s): run `%s` to try again", ErrLoginTimeout, c.opts.loginTimeout(), LoginCommand(c.server))
+		}
+	}
+	if err != nil {
+		return err
+	}
+	tok, err := exchangeCode(ctx, c.hc, md, id, redirect, code, verifier)
+	if err != nil {
+		return fmt.Errorf("exchanging the authorization code: %w", err)
+	}
+	e := reg
+	setToken(&e, tok, scopes)
+	return c.commit(e)
+}
+
+// open runs the auth.open command with url, if there is one, in the
+// background: a browser it starts must outlive the login. The command is
+// killed only if it still runs when the Client closes.
+func (c *Client) open(url string) {
+	args, err := OpenerArgs(c.cfg.Open, c.opts.LookPath)
+	if err != nil {
+		c.log.Warn().Err(err).Msg("cannot open the authorization URL; open it yourself")
+		return
+	}
+	if len(args) == 0 {
+		return
+	}
+	out := c.opts.OpenerOutput
+	if out == nil {
+		out = io.Discard
+	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		if err := runOpener(c.life, args, url, out); err != nil && c.life.Err() == nil {
+			c.log.Warn().Err(err).Msg("auth.open failed; open the authorization URL yourself")
+		}
+	}()
+}
+
+// listen opens the loopback listener of the redirect URI: on redirect_port
+// when configured, else on the port of a stored registration when free,
+// else on any free port.
+func (c *Client) listen(prev *Entry) (net.Listener, error) {
+	port := c.cfg.RedirectPort
+	if port == 0 && prev != nil && prev.ClientKind == clientRegistered {
+		if u, err := url.Parse(prev.RedirectURI); err == nil {
+			if p, err := strconv.Atoi(u.Port()); err == nil {
+				if ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p)); err == nil {
+					return ln, nil
+				}
+			}
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		return nil, fmt.Errorf("login callback: cannot listen on 127.0.0.1:%d (%w); is another login for this server waiting?", port, err)
+	}
+	return ln, nil
+}
+
+// loginScopes chooses the scopes to ask for: the configured ones, else the
+// challenge's, else the resource metadata's scopes_supported, else none;
+// then those granted before (step-up keeps what it had) and offline_access
+// when the authorization server lists it (SEP-2207: the proxy keeps
+// refresh tokens, safely).
+func (c *Client) loginScopes(ch Challenge, md *Metadata, prev *Entry) []string {
+	var scopes []string
+	switch {
+	case len(c.cfg.Scopes) > 0:
+		scopes = union(c.cfg.Scopes, ch.Scopes)
+	case len(ch.Scopes) > 0:
+		scopes = ch.Scopes
+	default:
+		scopes = md.ScopesSupported
+	}
+	if prev != nil && prev.hasToken() {
+		scopes = union(scopes, prev.Scopes)
+	}
+	if contains(md.ASScopesSupported, offlineAccess) && !contains(scopes, offlineAccess) {
+		scopes = append(append([]string(nil), scopes...), offlineAccess)
+	}
+	return scopes
+}
+
+// Kinds of client identity kept in Entry.ClientKind.
+const (
+	clientConfigured = "configured"
+	clientMetadata   = "metadata_document"
+	clientRegistered = "registered"
+)
+
+// identity settles the client identity at md's authorization server, in
+// SPEC order: the configured client_id, a Client ID Metadata Document, a
+// registration (a stored one for the same redirect URI, else a new one).
+// It returns the identity and the entry to store the tokens in.
+func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, prev *Entry) (identity, Entry, error) {
+	e := Entry{
+		ServerURL: c.url, Issuer: md.Issuer,
+		AuthorizationEndpoint: md.AuthorizationEndpoint, TokenEndpoint: md.TokenEndpoint,
+	}
+	switch {
+	case c.cfg.ClientID != "":
+		id := identity{clientID: c.cfg.ClientID, secret: c.cfg.ClientSecret, method: c.cfg.TokenEndpointAuth}
+		if id.method == "" {
+			id.method = pickMethod(md.TokenAuthMethods, id.secret != "")
+		}
+		e.ClientID, e.TokenEndpointAuth, e.ClientKind = id.clientID, id.method, clientConfigured
+		return id, e, nil
+	case c.cfg.ClientMetadataURL != "" && md.CIMDSupported:
+		e.ClientID, e.TokenEndpointAuth, e.ClientKind = c.cfg.ClientMetadataURL, AuthNone, clientMetadata
+		return identity{clientID: c.cfg.ClientMetadataURL, method: AuthNone}, e, nil
+	case md.RegistrationEndpoint == "":
+		how := "set auth.client_id (register mcp-proxy with the authorization server, redirect URI http://127.0.0.1:<auth.redirect_port>/callback)"
+		if c.cfg.ClientMetadataURL == "" && md.CIMDSupported {
+			how += ", or auth.client_metadata_url"
+		}
+		return identity{}, e, fmt.Errorf("%w at %s: %s", ErrNoClientID, redactURL(md.Issuer), how)
+	}
+	if prev != nil && prev.ClientKind == clientRegistered && prev.RedirectURI == redirect &&
+		(prev.SecretExpiresAt.IsZero() || time.Until(prev.SecretExpiresAt) > time.Minute) {
+		e.ClientID, e.ClientSecret, e.TokenEndpointAuth = prev.ClientID, prev.ClientSecret, prev.TokenEndpointAuth
+		e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, prev.SecretExpiresAt
+		return e.identity(nil), e, nil
+	}
+	resp, err := oauthex.RegisterClient(ctx, md.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+		RedirectURIs:            []string{redirect},
+		TokenEndpointAuthMethod: pickMethod(md.TokenAuthMethods, false),
+		GrantTypes:              []string{"authorization_code", "refresh_token"},
+		ResponseTypes:           []string{"code"},
+		ClientName:              "mcp-proxy (" + c.server + ")",
+	}, c.hc)
+	if err != nil {
+		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err))
+	}
+	method := resp.TokenEndpointAuthMethod
+	if method == "" {
+		method = AuthNone
+		if resp.ClientSecret != "" {
+			method = AuthSecretBasic // RFC 7591 §2's default
+		}
+	}
+	e.ClientID, e.ClientSecret, e.TokenEndpointAuth = resp.ClientID, resp.ClientSecret, method
+	e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, resp.ClientSecretExpiresAt
+	return e.identity(nil), e, nil
+}
+
+// registrationErr describes a failed registration without quoting a
+// response body: oauthex quotes bodies, and a successful registration's
+// body holds the client secret.
+func registrationErr(err error) string {
+	var re *oauthex.ClientRegistrationError
+	switch msg := unwrapURLError(err).Error(); {
+	case errors.As(err, &re):
+		return "refused: " + cut(re.ErrorCode, 100) + " (" + cut(re.ErrorDescription, 200) + ")"
+	case strings.Contains(msg, "decode successful registration response"):
+		return "the registration response is not valid JSON"
+	case strings.Contains(msg, "decode registration error response"):
+		return "refused, with an error response that is not valid JSON"
+	case strings.HasPrefix(msg, "registration failed with status "):
+		status, _, _ := strings.Cut(strings.TrimPrefix(msg, "registration failed with status "), ":")
+		return "answered HTTP " + cut(status, 40)
+	default:
+		return cut(msg, 300)
+	}
+}
+
+// pickMethod chooses a token endpoint authentication method among the
+// supported ones: none for a client without a secret when allowed (or when
+// the list is empty), else client_secret_basic, else client_secret_post.
+func pickMethod(supported []string, hasSecret bool) string {
+	if !hasSecret && (len(supported) == 0 || contains(supported, AuthNone)) {
+		return AuthNone
+	}
+	for _, m := range []string{AuthSecretBasic, AuthSecretPost, AuthNone} {
+		if contains(supported, m) {
+			return m
+		}
+	}
+	return AuthSecretBasic
+}
+
+// identity is the entry's client identity; configured clients take their
+// secret from the config (it is never stored).
+func (e *Entry) identity(c *Client) identity {
+	id := identity{clientID: e.ClientID, secret: e.ClientSecret, method: e.TokenEndpointAuth}
+	if c != nil && e.ClientKind == clientConfigured {
+		id.secret = c.cfg.ClientSecret
+	}
+	if c != nil && c.kind == KindClientCredentials {
+		id = c.ccIdentity(e)
+	}
+	return id
+}
+
+// setToken puts tok into e; requested are the scopes asked for.
+func setToken(e *Entry, tok *oauth2.Token, requested []string) {
+	e.AccessToken, e.TokenType, e.Expiry = tok.AccessToken, tok.TokenType, tok.Expiry
+	if tok.RefreshToken != "" {
+		e.RefreshToken = tok.RefreshToken
+	}
+	e.Scopes = grantedScopes(tok, requested)
+	e.Updated = time.Now().UTC()
+}
+
+// callback serves the loopback redirect of one login: /callback takes the
+// first answer, / redirects to the authorization URL.
+type callback struct {
+	server, state, authURL string
+	result                 chan callbackResult
+	once                   sync.Once
+}
+
+type callbackResult struct {
+	code string
+	err  error
+}
+
+func newCallback(server, state, authURL string) *callback {
+	return &callback{server: server, state: state, authURL: authURL, result: make(chan callbackResult, 1)}
+}
+
+func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	switch r.URL.Path {
+	case "/":
+		http.Redirect(w, r, cb.authURL, http.StatusFound)
+		return
+	case callbackPath:
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	q := r.URL.Query()
+	var res callbackResult
+	switch {
+	case q.Get("state") != cb.state:
+		res.err = ErrStateMismatch
+	case q.Get("error") != "":
+		msg := cut(q.Get("error"), 100)
+		if d := q.Get("error_description"); d != "" {
+			msg += " (" + cut(d, 200) + ")"
+		}
+		res.err = fmt.Errorf("the authorization server refused: %s", msg)
+	case q.Get("code") == "":
+		res.err = errors.New("the callback carries no authorization code")
+	default:
+		res.code = q.Get("code")
+	}
+	first := false
+	cb.once.Do(func() {
+		first = true
+		cb.result <- res
+	})
+	switch {
+	case !first:
+		w.WriteHeader(http.StatusGone)
+		_, _ = io.WriteString(w, "mcp-proxy: this login is already over.\n")
+	case res.err != nil:
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, "mcp-proxy: authorizing server %q failed: %v\nRun `%s` to try again.\n", cb.server, res.err, LoginCommand(cb.server))
+	default:
+		_, _ = fmt.Fprintf(w, "mcp-proxy: server %q is authorized. You can close this tab.\n", cb.server)
+	}
+}

@@ -1,0 +1,317 @@
+package oauthclient
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Permissions of the store: tokens and client secrets are the user's alone.
+const (
+	storeDirMode  = 0o700
+	storeFileMode = 0o600
+	// storeVersion is the format of a server's file.
+	storeVersion = 1
+	// maxStoreFile bounds what is read of a server's file (a few entries of
+	// a few KiB each).
+	maxStoreFile = 1 << 20
+)
+
+// storeNameOK is the server name rule of the config (SPEC §1.1), checked
+// again here because the name becomes a file name.
+var storeNameOK = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+// Entry is what the store keeps for one server URL and issuer: the
+// authorization server's endpoints, the client identity used there, and the
+// last tokens. AccessToken, RefreshToken and ClientSecret are secrets.
+type Entry struct {
+	ServerURL string `json:"server_url"` // canonical
+	Issuer    string `json:"issuer"`
+
+	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
+	TokenEndpoint         string `json:"token_endpoint"`
+
+	// ClientID, ClientSecret and TokenEndpointAuth identify the proxy at
+	// the token endpoint; ClientKind is "configured", "metadata_document" or
+	// "registered" (RFC 7591, then RedirectURI is the registered one).
+	ClientID          string    `json:"client_id,omitempty"`
+	ClientSecret      string    `json:"client_secret,omitempty"`
+	TokenEndpointAuth string    `json:"token_endpoint_auth,omitempty"`
+	ClientKind        string    `json:"client_kind,omitempty"`
+	RedirectURI       string    `json:"redirect_uri,omitempty"`
+	SecretExpiresAt   time.Time `json:"client_secret_expires_at,omitzero"`
+
+	AccessToken  string    `json:"access_token,omitempty"`
+	RefreshToken string    `json:"refresh_token,omitempty"`
+	TokenType    string    `json:"token_type,omitempty"`
+	Expiry       time.Time `json:"expiry,omitzero"` // zero: unknown
+	// Scopes are the scopes granted (the token response's scope, else the
+	// ones requested).
+	Scopes []string `json:"scopes,omitempty"`
+
+	Updated time.Time `json:"updated"`
+}
+
+// hasToken reports whether the entry holds an access token.
+func (e *Entry) hasToken() bool { return e != nil && e.AccessToken != "" }
+
+// storeFile is the JSON document of one server.
+type storeFile struct {
+	Version int     `json:"version"`
+	Entries []Entry `json:"entries"`
+}
+
+// Store keeps tokens and registrations in a folder, one file per server
+// name. A nil *Store keeps nothing: every Client then holds its tokens in
+// memory only. Its methods are safe for concurrent use, also by several
+// processes sharing the folder (they serialize on an exclusive lock file
+// per server).
+type Store struct {
+	dir string
+
+	mu    sync.Mutex             // guards locks
+	locks map[string]*sync.Mutex // per server, within this process
+}
+
+// OpenStore returns the store in dir (usually <state_dir>/auth). The folder
+// is created, 0700, on first write; an existing folder that others may
+// read or write is refused then.
+func OpenStore(dir string) (*Store, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("token store: %q is not an absolute path", dir)
+	}
+	return &Store{dir: filepath.Clean(dir), locks: map[string]*sync.Mutex{}}, nil
+}
+
+// Dir returns the store's folder.
+func (s *Store) Dir() string { return s.dir }
+
+func (s *Store) path(server, ext string) (string, error) {
+	if !storeNameOK.MatchString(server) {
+		return "", fmt.Errorf("token store: invalid server name %q", server)
+	}
+	return filepath.Join(s.dir, server+ext), nil
+}
+
+// ensureDir creates the folder 0700 and refuses one that group or others
+// can use.
+func (s *Store) ensureDir() error {
+	if err := os.MkdirAll(s.dir, storeDirMode); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	fi, err := os.Stat(s.dir)
+	if err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("token store: %s is not a directory", s.dir)
+	}
+	if fi.Mode().Perm()&0o077 != 0 {
+		return fmt.Errorf("token store: %s is accessible to other users (mode %04o); run `chmod 700 %s`", s.dir, fi.Mode().Perm(), s.dir)
+	}
+	return nil
+}
+
+// Load returns the entries of server, nil when it has none.
+func (s *Store) Load(server string) ([]Entry, error) {
+	if s == nil {
+		return nil, nil
+	}
+	p, err := s.path(server, ".json")
+	if err != nil {
+		return nil, err
+	}
+	return readEntries(p)
+}
+
+func readEntries(p string) ([]Entry, error) {
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > maxStoreFile {
+		return nil, fmt.Errorf("token store: %s is not a regular file of at most %d bytes", p, maxStoreFile)
+	}
+	var doc storeFile
+	if err := json.NewDecoder(f).Decode(&doc); err != nil {
+		return nil, fmt.Errorf("token store: %s is corrupt (%v); run `mcp-proxy auth logout` for this server and log in again", p, err)
+	}
+	if doc.Version != storeVersion {
+		return nil, fmt.Errorf("token store: %s has format version %d, this proxy reads %d", p, doc.Version, storeVersion)
+	}
+	return doc.Entries, nil
+}
+
+// Update runs fn on the entries of server under the server's exclusive
+// lock (shared with other processes) and writes what fn returns: a new file
+// written whole, 0600, then renamed over the old one, so a reader never
+// sees half a file. An empty result removes the file. fn must not block
+// long: other processes wait for the lock.
+func (s *Store) Update(server string, fn func([]Entry) ([]Entry, error)) error {
+	if s == nil {
+		return errors.New("token store: none configured")
+	}
+	p, err := s.path(server, ".json")
+	if err != nil {
+		return err
+	}
+	unlock, err := s.lock(server)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	old, err := readEntries(p)
+	if err != nil {
+		return err
+	}
+	next, err := fn(old)
+	if err != nil {
+		return err
+	}
+	if len(next) == 0 {
+		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("token store: %w", err)
+		}
+		return nil
+	}
+	sort.SliceStable(next, func(i, j int) bool { return next[i].Updated.After(next[j].Updated) })
+	data, err := json.MarshalIndent(storeFile{Version: storeVersion, Entries: next}, "", "  ")
+	if err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	return writeAtomic(p, append(data, '\n'))
+}
+
+// lock takes the per-server lock of this process, then the lock file that
+// other processes share.
+func (s *Store) lock(server string) (func(), error) {
+	s.mu.Lock()
+	m := s.locks[server]
+	if m == nil {
+		m = &sync.Mutex{}
+		s.locks[server] = m
+	}
+	s.mu.Unlock()
+	m.Lock()
+	if err := s.ensureDir(); err != nil {
+		m.Unlock()
+		return nil, err
+	}
+	lp, _ := s.path(server, ".lock")
+	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, storeFileMode)
+	if err != nil {
+		m.Unlock()
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		m.Unlock()
+		return nil, fmt.Errorf("token store: lock %s: %w", lp, err)
+	}
+	return func() {
+		_ = unlockFile(f)
+		f.Close()
+		m.Unlock()
+	}, nil
+}
+
+// writeAtomic writes data to a new file next to p, syncs it, and renames
+// it over p; the folder is synced too, so the rename survives a crash.
+func writeAtomic(p string, data []byte) error {
+	dir := filepath.Dir(p)
+	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
+	if err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	tmp := f.Name()
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			os.Remove(tmp)
+		}
+	}()
+	if err := f.Chmod(storeFileMode); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	ok = true
+	if d, err := os.Open(dir); err == nil {
+		_ = d.Sync()
+		d.Close()
+	}
+	return nil
+}
+
+// Remove forgets everything stored for server.
+func (s *Store) Remove(server string) error {
+	return s.Update(server, func([]Entry) ([]Entry, error) { return nil, nil })
+}
+
+// stamp identifies the current version of server's file: it changes on
+// every write by any process (each write is a new file). "" means no file.
+func (s *Store) stamp(server string) string {
+	if s == nil {
+		return ""
+	}
+	p, err := s.path(server, ".json")
+	if err != nil {
+		return ""
+	}
+	fi, err := os.Stat(p)
+	if err != nil {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d/%s", fi.ModTime().UnixNano(), fi.Size(), fileID(fi))
+}
+
+// find returns the newest entry for serverURL (and issuer, when not "").
+func find(entries []Entry, serverURL, issuer string) *Entry {
+	for i := range entries {
+		e := &entries[i]
+		if e.ServerURL == serverURL && (issuer == "" || sameIssuer(e.Issuer, issuer)) {
+			return e
+		}
+	}
+	return nil
+}
+
+// replace returns entries with e in place of the entry for its server URL
+// and issuer (or added).
+func replace(entries []Entry, e Entry) []Entry {
+	out := make([]Entry, 0, len(entries)+1)
+	out = append(out, e)
+	for _, x := range entries {
+		if x.ServerURL == e.ServerURL && sameIssuer(x.Issuer, e.Issuer) {
+			continue
+		}
+		out = append(out, x)
+	}
+	return out
+}
