@@ -202,6 +202,7 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 	}
 	r.sess.client.Store(&clientInfo{version: version, caps: parseCaps(in.Capabilities)})
 	r.sess.open.Store(true)
+	p.askPendingLogins(r.sess)
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
 		`,"serverInfo":` + string(p.serverInfo()))
 	if p.needsInstructions(r.sess) {

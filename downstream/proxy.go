@@ -73,6 +73,7 @@ type Proxy struct {
 	front     *httpFront
 	relay     relay
 	approvals approvalStates
+	logins    logins
 }
 
 // New builds the proxy. It does not start serving; see ServeStdio and

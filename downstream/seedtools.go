@@ -201,8 +201,8 @@ func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string 
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
 	}
 	if !slices.Contains(p.seedServers(st, resources), srv) {
-		if g.ups[srv].Snapshot().State != upstream.StateConnected {
-			return notConnected(srv).Message
+		if werr := p.serverUp(srv); werr != nil {
+			return werr.Message
 		}
 		if resources {
 			return "MCP server `" + srv + "` does not support resources"

@@ -74,10 +74,10 @@ func (p *Proxy) resourceRoute(st *session, uri string) (srv, orig string, form u
 	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
 		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 	}
-	up = g.ups[srv]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return "", "", 0, nil, notConnected(srv)
+	if werr := p.serverUp(srv); werr != nil {
+		return "", "", 0, nil, werr
 	}
+	up = g.ups[srv]
 	switch {
 	case bare:
 		form = formBare
@@ -160,6 +160,8 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
 		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
+	case errors.Is(err, upstream.ErrNeedsAuth):
+		return nil, needsAuth(srv, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
 		return nil, notConnected(srv)
 	}
@@ -296,10 +298,10 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
 	srv = e.Server
-	up := p.gen().ups[e.Server]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return nil, notConnected(e.Server)
+	if werr := p.serverUp(e.Server); werr != nil {
+		return nil, werr
 	}
+	up := p.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
 	defer p.relay.calls.begin(e.Server, r)() // see readResource
 	return p.forward(ctx, e.Server, up, "prompts/get", out)
@@ -333,10 +335,10 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 	default:
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref.type must be ref/prompt or ref/resource"}
 	}
-	up := p.gen().ups[srv]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return nil, notConnected(srv)
+	if werr := p.serverUp(srv); werr != nil {
+		return nil, werr
 	}
+	up := p.gen().ups[srv]
 	if !up.Snapshot().Capabilities.Completions {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from
 	}

@@ -223,14 +223,28 @@ func (p *Proxy) approvalGate(next callHandler) callHandler {
 	}
 }
 
-// serverUp is nil when the server takes requests, else the error to send.
+// serverUp is nil when the server takes requests, else the error to send:
+// it needs an OAuth login (naming the command that does it), or it is not
+// connected.
 func (p *Proxy) serverUp(server string) *wireError {
 	g := p.gen()
 	up, cfg := g.ups[server], g.cfg.Servers[server]
-	if up == nil || cfg == nil || up.Snapshot().State != upstream.StateConnected {
+	if up == nil || cfg == nil {
 		return notConnected(server)
 	}
-	return nil
+	switch snap := up.Snapshot(); {
+	case snap.State == upstream.StateConnected:
+		return nil
+	case snap.State == upstream.StateNeedsAuth && snap.Err != nil:
+		return needsAuth(server, p.errText(snap.Err.Error()))
+	}
+	return notConnected(server)
+}
+
+// needsAuth is the error of a request to a server that needs an OAuth
+// login; why names the command that does it.
+func needsAuth(server, why string) *wireError {
+	return errorf(codeServerError, "MCP server '%s' needs authorization: %s", server, why)
 }
 
 // send is the chain's last step: it sends the call upstream and waits for
@@ -291,6 +305,8 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 		return metrics.OutcomeTimeout, errorf(codeTimeout, "MCP tool call '%s' timed out after %s", entry.Exposed, timeout)
 	case errors.As(err, &rpcErr):
 		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
+	case errors.Is(err, upstream.ErrNeedsAuth):
+		return metrics.OutcomeError, needsAuth(entry.Server, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
 		return metrics.OutcomeError, notConnected(entry.Server)
 	case errors.Is(err, upstream.ErrConnectionLost):

@@ -129,6 +129,13 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		Client:      oauthclient.Options{Store: store, OpenerOutput: openerOutput{rt.log}},
 		Interactive: interactive,
 	}
+	if interactive && cfg.Listen.Transport != config.TransportHTTP {
+		// Over stdio the host is the person's own: it may open the
+		// authorization page too (URL-mode elicitation). Never over HTTP,
+		// where sessions belong to other people (SPEC §12.1). The hook runs
+		// after the proxy exists: connections start after it is built.
+		rt.auth.OnAuthorizationURL = func(server, url string) { rt.proxy.AskToOpen(server, url) }
+	}
 	// Libraries that log through slog's or the log package's defaults
 	// (mcp-go does in places) go through the same scrubbed zerolog output.
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(rt.log.With().Str("component", "library").Logger())))

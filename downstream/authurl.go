@@ -1,0 +1,98 @@
+package downstream
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// Logins of OAuth upstreams through the host (SPEC §12.1): over stdio the
+// proxy's one client is the person's own host, so when it supports
+// URL-mode elicitation the proxy asks it to open the authorization page.
+// Never over HTTP, where sessions belong to other people: the token is the
+// proxy's identity at that server.
+
+// loginWait bounds how long the proxy waits for the host's answer; the
+// login itself goes on without it (the browser's callback completes it).
+const loginWait = 10 * time.Minute
+
+// logins holds the authorization URLs of servers waiting for a login, so
+// that a host that connects after the login started is asked too.
+type logins struct {
+	mu      sync.Mutex
+	pending map[string]string // server -> authorization URL
+}
+
+// AskToOpen asks the stdio client, when it supports URL-mode elicitation,
+// to open the authorization page of server's login at url. It returns at
+// once; a host that is not connected yet is asked when it initializes.
+// It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
+func (p *Proxy) AskToOpen(server, url string) {
+	p.logins.mu.Lock()
+	if p.logins.pending == nil {
+		p.logins.pending = map[string]string{}
+	}
+	p.logins.pending[server] = url
+	p.logins.mu.Unlock()
+	p.sessions.each(func(s *session) {
+		if s.transport == transportStdio {
+			p.askToOpen(s, server, url)
+		}
+	})
+}
+
+// askPendingLogins asks a stdio client that just initialized to open the
+// pages of the logins still waiting.
+func (p *Proxy) askPendingLogins(s *session) {
+	if s.transport != transportStdio {
+		return
+	}
+	p.logins.mu.Lock()
+	pending := make(map[string]string, len(p.logins.pending))
+	for server, url := range p.logins.pending {
+		pending[server] = url
+	}
+	p.logins.mu.Unlock()
+	g := p.gen()
+	for server, url := range pending {
+		if up := g.ups[server]; up != nil && up.Snapshot().State == upstream.StateNeedsAuth {
+			p.askToOpen(s, server, url)
+		}
+	}
+}
+
+// askToOpen sends one URL-mode elicitation/create to s, off the caller's
+// path, when s's client supports it; the answer is only logged.
+func (p *Proxy) askToOpen(s *session, server, url string) {
+	c := s.client.Load()
+	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
+		return
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	params, _ := json.Marshal(map[string]string{
+		"mode":          "url",
+		"elicitationId": "mcp-proxy-login-" + hex.EncodeToString(b[:]),
+		"url":           url,
+		"message": fmt.Sprintf("The MCP server %q needs you to sign in before its tools can be used. "+
+			"Open the page to authorize mcp-proxy; the server connects as soon as you have.", server),
+	})
+	go func() { // ends with the answer, the wait, or the session
+		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
+		defer cancel()
+		res, err := s.asks.ask(ctx, s.notify.stream(), "elicitation/create", params)
+		ev := p.log.Info().Str("server", server)
+		if err != nil {
+			ev.Str("error", err.Error()).Msg("the host was not able to open the authorization page")
+			return
+		}
+		action, _ := stringMember(res, "action")
+		ev.Str("action", action).Msg("the host answered the request to open the authorization page")
+	}()
+}
