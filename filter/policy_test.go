@@ -202,6 +202,9 @@ func TestMatchPattern(t *testing.T) {
 	}{
 		{"a__b", "a__b", true}, {"a__b", "a__bc", false}, {"*", "x", true}, {"a__*", "a__b", true},
 		{"*__write", "fs__write", true}, {"g*_log", "git_log", true}, {"ab*ba", "aba", false},
+		{"del*", "del/all", true}, {"*/x", "a/b/x", true}, {"a*b*c", "abc", true}, {"a*b*b", "ab", false},
+		{"a*b*c", "aXbYbZc", true}, {"*a*", "bab", true}, {"*a*", "bbb", false}, {"**", "", true},
+		{"a?", "ab", false}, {"a?", "a?", true},
 	}
 	for _, c := range cases {
 		if got := matchPattern(c.p, c.name); got != c.want {
