@@ -16,6 +16,7 @@ import (
 // ToolEntry is one tool as the proxy exposes it.
 type ToolEntry struct {
 	Exposed     string // the name hosts see and call
+	Base        string // Exposed before any collision hash suffix: what policy rules also match
 	Server      string // configured server name
 	Name        string // the upstream's own name
 	Description string // exposed description (fallback filled, TAG characters stripped)
@@ -48,6 +49,7 @@ type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
 	list     []byte // JSON array of the listed (connected, unfiltered) tools
+	names    *namespace.Table
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
 }
@@ -72,6 +74,7 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 // rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
 // whose server, name, exposed name and upstream bytes are unchanged, so that
 // a rebuild after one upstream's change rewrites only that upstream's tools.
+// Tools named in prev keep their names (namespace.Rebuild).
 func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
@@ -83,9 +86,13 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 		}
 		inputs = append(inputs, in)
 	}
-	table, warnings := namespace.Build(style, inputs)
+	var prevNames *namespace.Table
+	if prev != nil {
+		prevNames = prev.names
+	}
+	table, warnings := namespace.Rebuild(style, inputs, prevNames)
 
-	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), warnings: warnings}
+	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: warnings}
 	for _, s := range servers {
 		for _, t := range kept[s.name] {
 			exposed, ok := table.Exposed(s.name, t.Name)
@@ -93,7 +100,8 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 				continue
 			}
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
-			e := prev.reusable(s.name, exposed, t)
+			base := table.Base(exposed)
+			e := prev.reusable(s.name, exposed, base, t)
 			switch {
 			case e == nil:
 				var err error
@@ -101,7 +109,7 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-				e.Connected, e.Filtered = s.connected, filtered
+				e.Base, e.Connected, e.Filtered = base, s.connected, filtered
 			case s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered:
 				// Published entries are immutable (calls read them while
 				// this runs); a listed one gets its Raw moved into the new
@@ -151,14 +159,15 @@ func (c *Catalog) joinListed() {
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
-// again: same route, same exposed name, same upstream bytes. The entry may
-// differ from the new one in Connected and Filtered only. A nil c has none.
-func (c *Catalog) reusable(server, exposed string, t upstream.Tool) *ToolEntry {
+// again: same route, same exposed name and base, same upstream bytes. The
+// entry may differ from the new one in Connected and Filtered only. A nil c
+// has none.
+func (c *Catalog) reusable(server, exposed, base string, t upstream.Tool) *ToolEntry {
 	if c == nil {
 		return nil
 	}
 	e := c.byName[exposed]
-	if e == nil || e.Server != server || e.Name != t.Name || !bytes.Equal(e.src, t.Raw) {
+	if e == nil || e.Server != server || e.Name != t.Name || e.Base != base || !bytes.Equal(e.src, t.Raw) {
 		return nil
 	}
 	return e

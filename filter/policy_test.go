@@ -212,3 +212,88 @@ func TestMatchPattern(t *testing.T) {
 		}
 	}
 }
+
+// TestRulesMatchBase is issue 12, item 2: a tool renamed with a hash suffix
+// because a colliding tool appeared is still matched by every rule that
+// names it before the suffix.
+func TestRulesMatchBase(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+servers:
+  fx1: {command: fx}
+bundles:
+  all: {servers: [fx1]}
+agents:
+  ex: {mcp_bundles: [all], excluded_tools: [fx1__del_file]}
+  exglob: {mcp_bundles: [all], excluded_tools: ["*__del_file"]}
+  own: {mcp_bundles: [all], allowed_tools: [fx1__del_file]}
+  ask: {mcp_bundles: [all], autonomy: supervised, always_ask: [fx1__del_file], auto_approve: ["*"]}
+  auto: {mcp_bundles: [all], autonomy: supervised, auto_approve: [fx1__del_file]}
+  grouped: {mcp_bundles: [all], tool_filter_groups: [{mode: always, tools: [fx1__del_file]}]}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	agent := func(name string) *Agent {
+		a, err := Resolve(cfg, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	suffixed := Tool{Exposed: "fx1__del_file_0a1b2c", Base: "fx1__del_file", Server: "fx1"}
+	other := Tool{Exposed: "fx1__del_file2", Base: "fx1__del_file2", Server: "fx1"}
+
+	if r := agent("ex").Decide(suffixed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools: suffixed tool got rule %q, want excluded_tools", r)
+	}
+	if r := agent("exglob").Decide(suffixed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools glob: suffixed tool got rule %q, want excluded_tools", r)
+	}
+	if r := agent("ex").Decide(other, nil); r != RuleNone {
+		t.Errorf("excluded_tools matched another tool: %q", r)
+	}
+	if r := agent("own").Decide(suffixed, []string{"fx1__del_file"}); r != RuleNone {
+		t.Errorf("per-call list naming the base: rule %q, want none", r)
+	}
+	if r := agent("own").Decide(other, []string{"fx1__del_file"}); r != RulePerCallAllowedTools {
+		t.Errorf("per-call list admitted another tool: rule %q", r)
+	}
+	if got := agent("ask").ApprovalOf(suffixed, false); got != ApprovalAsk {
+		t.Errorf("always_ask naming the base: %v, want ask", got)
+	}
+	if got := agent("auto").ApprovalOf(suffixed, false); got != ApprovalRun {
+		t.Errorf("auto_approve naming the base: %v, want run", got)
+	}
+	if !agent("grouped").Visible(suffixed, nil) || !agent("grouped").InAlwaysGroup(suffixed) {
+		t.Errorf("a group naming the base does not list the suffixed tool")
+	}
+	if agent("grouped").Visible(other, nil) {
+		t.Errorf("a group naming the base lists another tool")
+	}
+}
+
+// TestToolSearchExemptionIsOwn: only the proxy's own tool_search skips
+// approval; an upstream tool exposed under that bare name is asked about.
+func TestToolSearchExemptionIsOwn(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+servers:
+  fx1: {command: fx}
+bundles:
+  all: {servers: [fx1]}
+agents:
+  sup: {mcp_bundles: [all], autonomy: supervised}
+`), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Resolve(cfg, "sup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := a.ApprovalOf(Tool{Exposed: "tool_search"}, false); got != ApprovalRun {
+		t.Errorf("own tool_search: %v, want run", got)
+	}
+	if got := a.ApprovalOf(Tool{Exposed: "tool_search", Server: "fx1"}, false); got != ApprovalAsk {
+		t.Errorf("upstream tool exposed as tool_search: %v, want ask", got)
+	}
+}

@@ -12,8 +12,10 @@ type item struct {
 	route    Route
 	prefix   string
 	bare     bool   // exposed without a prefix (Input.Prefix == "")
+	held     bool   // keeps the name it had in the previous table
 	fellBack bool   // bare, but moved to the server-prefixed form
 	name     string // current exposed name
+	base     string // the exposed name before any hash suffix
 	shared   int    // >0: collided with this many others and got a hash suffix
 }
 
@@ -23,6 +25,19 @@ type item struct {
 // appears in several inputs with different prefixes uses the smallest one,
 // with a warning. Build never fails: every item gets a unique valid name.
 func Build(style Style, inputs []Input) (*Table, []string) {
+	return Rebuild(style, inputs, nil)
+}
+
+// Rebuild is Build for a catalog that already has names: every item of
+// inputs that prev (nil: none) holds keeps its exposed name, so that names a
+// host has seen never change under it (SPEC §2). An item keeps its name when
+// that name was built the way it would be built now (same style and prefix:
+// its base is the item's own name or, for a bare item, its fallback).
+// Newcomers then get names as in Build, except that a held name counts as
+// taken: a bare newcomer that collides with one falls back, and a newcomer
+// whose name is held gets the hash suffix alone. Newcomers that collide with
+// each other all get the suffix, as in Build.
+func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 	var warns []string
 	if style == "" {
 		style = StyleZeroclaw
@@ -39,8 +54,14 @@ func Build(style Style, inputs []Input) (*Table, []string) {
 		} else {
 			it.name = style.prefixedName(it.prefix, it.route.Name)
 		}
+		it.hold(style, prev)
 	}
 	fallBack(style, items)
+	for i := range items {
+		if !items[i].held {
+			items[i].base = items[i].name
+		}
+	}
 	addSuffixes(items)
 	warns = append(warns, describe(items)...)
 	slices.Sort(warns)
@@ -79,6 +100,20 @@ func collect(inputs []Input) ([]item, []string) {
 		warns = append(warns, fmt.Sprintf("server %s is given with different prefixes; using the first in sort order", quote(s)))
 	}
 	return items, warns
+}
+
+// hold makes it a holder of its name in prev, if prev gave it a name built
+// as it would be built now.
+func (it *item) hold(style Style, prev *Table) {
+	exposed, ok := prev.Exposed(it.route.Server, it.route.Name)
+	if !ok {
+		return
+	}
+	base := prev.Base(exposed)
+	if base != it.name && !(it.bare && base == style.prefixedName(it.route.Server, it.route.Name)) {
+		return
+	}
+	it.held, it.name, it.base = true, exposed, base
 }
 
 // fallBack moves every bare item whose name is empty or shared with any other
@@ -121,7 +156,7 @@ func fallBack(style Style, items []item) {
 	}
 	for i := range items {
 		switch {
-		case !items[i].bare:
+		case !items[i].bare || items[i].held:
 		case items[i].name == "":
 			move(i)
 		case next[i] != 0 || head[items[i].name] != i+1:
@@ -142,7 +177,7 @@ func fallBack(style Style, items []item) {
 		}
 		movers = movers[:0]
 		if live(name, func(i int) {
-			if items[i].bare && !items[i].fellBack {
+			if items[i].bare && !items[i].fellBack && !items[i].held {
 				movers = append(movers, i)
 			}
 		}) < 2 {
@@ -157,6 +192,8 @@ func fallBack(style Style, items []item) {
 
 // addSuffixes gives every item whose name is still shared a hash suffix,
 // walking items in their sorted order and skipping any name already in use.
+// A holder keeps its name (holders never share one), so in a group with a
+// holder the others get the suffix.
 func addSuffixes(items []item) {
 	count := make(map[string]int, len(items))
 	for i := range items {
@@ -167,14 +204,14 @@ func addSuffixes(items []item) {
 	}
 	taken := make(map[string]bool, len(items))
 	for i := range items {
-		if count[items[i].name] == 1 {
+		if count[items[i].name] == 1 || items[i].held {
 			taken[items[i].name] = true
 		}
 	}
 	for i := range items {
 		it := &items[i]
 		c := count[it.name]
-		if c == 1 {
+		if c == 1 || it.held {
 			continue
 		}
 		key := it.route.Server + "\x00" + it.route.Name
@@ -203,7 +240,13 @@ func newTable(items []item) *Table {
 	for i, it := range items {
 		t.byExposed[it.name] = it.route
 		t.byRoute[it.route] = it.name
-		t.entries[i] = Entry{Exposed: it.name, Route: it.route}
+		t.entries[i] = Entry{Exposed: it.name, Base: it.base, Route: it.route}
+		if it.base != it.name {
+			if t.bases == nil {
+				t.bases = make(map[string]string)
+			}
+			t.bases[it.name] = it.base
+		}
 	}
 	slices.SortFunc(t.entries, func(a, b Entry) int { return cmp.Compare(a.Exposed, b.Exposed) })
 	return t

@@ -35,6 +35,15 @@
 // table and the warnings depend only on the set of inputs, not their order.
 // The same (server, original name) given twice is one item.
 //
+// # Stable names
+//
+// Rebuild takes the previous table: an item that holds a name there keeps
+// it for as long as it is in every build (names a host has seen never
+// change under it), and a newcomer that collides with a held name gets the
+// suffix (or, bare, the fallback) alone. Each entry records its Base, the
+// exposed name before any collision suffix; policy rules match it, so no
+// suffix moves a tool out of a rule (SPEC §2, §5).
+//
 // # Resource URIs
 //
 // Native resources/* use "<p>+<original uri>" where p is URIPrefix(server):

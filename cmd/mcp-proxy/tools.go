@@ -66,7 +66,7 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsReport {
 	byServer := map[string][]toolReport{}
 	for _, e := range rt.proxy.Catalog().Tools() {
-		t := filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+		t := filter.Tool{Exposed: e.Exposed, Base: e.Base, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
 		if e.Connected && a.Decide(t, perCall) == filter.RuleNone && a.Visible(t, nil) {
 			byServer[e.Server] = append(byServer[e.Server], toolReport{Name: e.Exposed, Original: e.Name, Description: e.Description})
 		}
