@@ -48,6 +48,10 @@ var invalidConfigs = map[string]string{
 		`default_agent: no agent named "nobody" (agents: Assistant, assistant, bad__name)`,
 	),
 	"invalid-blobs-tilde.yaml": `blobs.dir: "~" is not expanded: write ${HOME} instead`,
+	"invalid-blobs-bounds.yaml": lines(
+		`blobs.max_age: must be greater than 0`,
+		`blobs.max_bytes: must be greater than 0 (bytes per agent folder)`,
+	),
 	"invalid-blobs.yaml": lines(
 		`blobs.dir: must be an absolute path, got "blobs"`,
 		`blobs.mode: must be file or passthrough, got "inline"`,
@@ -342,7 +346,8 @@ func TestParseFull(t *testing.T) {
 		{"ev uri prefix", ev.URIPrefix(), "events"},
 		{"listen", cfg.Listen, Listen{Transport: "http", Addr: "127.0.0.1:0", Path: "/mcp"}},
 		{"metrics", cfg.Metrics, Metrics{Listen: "127.0.0.1:9464", Path: "/metrics"}},
-		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "passthrough", MaterializeMedia: true}},
+		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "passthrough", MaterializeMedia: true,
+			MaxBytes: DefaultBlobsMaxBytes, MaxAge: Duration(DefaultBlobsMaxAge)}},
 		{"log", cfg.Log, Log{Level: "debug", Format: "console"}},
 	}
 	for _, c := range checks {
@@ -370,7 +375,8 @@ func TestDefaults(t *testing.T) {
 		{"untrusted_text_limit", cfg.UntrustedTextLimit, 100000},
 		{"listen", cfg.Listen, Listen{Transport: "stdio", Addr: "127.0.0.1:8080", Path: "/mcp"}},
 		{"metrics", cfg.Metrics, Metrics{Path: "/metrics"}},
-		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "file"}},
+		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "file",
+			MaxBytes: DefaultBlobsMaxBytes, MaxAge: Duration(DefaultBlobsMaxAge)}},
 		{"log", cfg.Log, Log{Level: "info", Format: "json"}},
 		{"has agents", cfg.HasAgents(), false},
 		{"transport stdio", s.Transport, "stdio"},

@@ -62,6 +62,7 @@ func (c *Config) Validate() error {
 	c.validateListen(v)
 	c.validateServers(v)
 	c.validateAgents(v)
+	c.validateBlobs(v)
 	sort.SliceStable(v.problems, func(i, j int) bool {
 		return problemPath(v.problems[i]) < problemPath(v.problems[j])
 	})

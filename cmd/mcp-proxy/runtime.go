@@ -114,12 +114,9 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		return nil, err
 	}
 	rt.metrics = m
-	var bl *blobs.Materializer
-	if cfg.Blobs.Mode != "passthrough" {
-		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
-		if err != nil {
-			return nil, configErr(fmt.Errorf("blobs: %w", err))
-		}
+	bl, err := rt.openBlobs(cfg)
+	if err != nil {
+		return nil, err
 	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
@@ -144,6 +141,27 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		c.Start(rt.connCtx)
 	}
 	return rt, nil
+}
+
+// openBlobs builds the blob materializer (nil in passthrough mode) and applies
+// the folder bounds to what earlier runs left (SPEC §8: at startup too).
+func (rt *runtime) openBlobs(cfg *config.Config) (*blobs.Materializer, error) {
+	if cfg.Blobs.Mode == "passthrough" {
+		return nil, nil
+	}
+	gauge, err := metrics.NewBlobStore(rt.registry)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia,
+		MaxStoreBytes: cfg.Blobs.MaxBytes, MaxAge: cfg.Blobs.MaxAge.D(), OnStoreSize: gauge.Set})
+	if err != nil {
+		return nil, configErr(fmt.Errorf("blobs: %w", err))
+	}
+	if err := bl.Sweep(); err != nil {
+		rt.log.Warn().Err(err).Msg("blob folders could not all be trimmed to blobs.max_bytes and blobs.max_age")
+	}
+	return bl, nil
 }
 
 // zlogLine writes standard-library log lines as zerolog warnings.
