@@ -1,70 +1,25 @@
 package downstream
 
 import (
-	"crypto/subtle"
-	"net"
 	"net/http"
-	"net/url"
 	"strconv"
-	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // authorized reports whether r carries a bearer token of agent. An agent
 // without tokens needs none (config validation refuses that on a
-// non-loopback address). Every token is compared, in constant time, so the
-// time taken says nothing about which one nearly matched.
+// non-loopback address).
 func (p *Proxy) authorized(r *http.Request, agent string) bool {
 	var tokens []string
 	if a := p.gen().cfg.Agents[agent]; a != nil {
 		tokens = a.Tokens
 	}
-	if len(tokens) == 0 {
-		return true
-	}
-	scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	given = strings.TrimSpace(given)
-	match := 0
-	for _, t := range tokens {
-		match |= subtle.ConstantTimeCompare([]byte(given), []byte(t))
-	}
-	return match == 1
+	return len(tokens) == 0 || httpguard.BearerAllowed(r, tokens)
 }
 
-// originAllowed validates the Origin header against DNS rebinding (MCP
-// Streamable HTTP transport, security warning): a request without Origin
-// (not from a browser) passes; a browser request passes only from the
-// proxy's own origin, or from a loopback origin to a loopback host.
-func originAllowed(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	if err != nil || u.Host == "" {
-		return false
-	}
-	if strings.EqualFold(u.Host, r.Host) {
-		return true
-	}
-	return isLoopback(u.Hostname()) && isLoopback(hostOnly(r.Host))
-}
-
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
+// originAllowed validates the Origin header against DNS rebinding
+// (httpguard.OriginAllowed).
+func originAllowed(r *http.Request) bool { return httpguard.OriginAllowed(r) }
 
 func strconvQuote(s string) string { return strconv.Quote(s) }

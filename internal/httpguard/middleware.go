@@ -1,0 +1,36 @@
+package httpguard
+
+import (
+	"net/http"
+	"strconv"
+)
+
+// Rebinding serves r with next only when HostAllowed and OriginAllowed hold;
+// otherwise it answers 403 naming the header that was refused.
+func Rebinding(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case !HostAllowed(r):
+			http.Error(w, "Forbidden: invalid Host header "+strconv.Quote(r.Host), http.StatusForbidden)
+		case !OriginAllowed(r):
+			http.Error(w, "Forbidden: Origin "+strconv.Quote(r.Header.Get("Origin"))+" is not allowed", http.StatusForbidden)
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
+}
+
+// Bearer serves r with next only when it carries one of tokens
+// (BearerAllowed); otherwise it answers 401 with a WWW-Authenticate
+// challenge for realm. tokens must not be empty.
+func Bearer(next http.Handler, realm string, tokens []string) http.Handler {
+	challenge := "Bearer realm=" + strconv.Quote(realm)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !BearerAllowed(r, tokens) {
+			w.Header().Set("WWW-Authenticate", challenge)
+			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
