@@ -40,6 +40,8 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+
+	httpLimits httpLimits // of every HTTP listener; tests shorten them
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -103,7 +105,8 @@ func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writ
 // the proxy. It returns at once; upstreams appear as they connect.
 func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*runtime, error) {
 	out := newScrubbedOutput(stderr, cfg.Secrets())
-	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{},
+		httpLimits: defaultHTTPLimits}
 	// Libraries that log through slog's or the log package's defaults
 	// (mcp-go does in places) go through the same scrubbed zerolog output.
 	slog.SetDefault(slog.New(zerolog.NewSlogHandler(rt.log.With().Str("component", "library").Logger())))
