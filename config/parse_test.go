@@ -118,6 +118,10 @@ var invalidConfigs = map[string]string{
 		`metrics.listen: must be host:port, got "9464"`,
 		`metrics.path: must not be /readyz, which the proxy serves itself`,
 	),
+	"invalid-metrics-tokens.yaml": lines(
+		`metrics.tokens[0]: empty token`,
+		`metrics.tokens[1]: token contains spaces or control characters`,
+	),
 	"invalid-missing-env.yaml":       `servers.github.headers.Authorization: environment variable GITHUB_TOKEN is not set`,
 	"invalid-multi-doc.yaml":         `line 2: a second YAML document starts here; a config is one document`,
 	"invalid-naming.yaml":            `naming: must be zeroclaw or hermes, got "openai"`,

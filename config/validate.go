@@ -63,6 +63,7 @@ func (c *Config) Validate() error {
 	c.validateServers(v)
 	c.validateAgents(v)
 	c.validateBlobs(v)
+	c.validateMetrics(v)
 	sort.SliceStable(v.problems, func(i, j int) bool {
 		return problemPath(v.problems[i]) < problemPath(v.problems[j])
 	})
