@@ -31,8 +31,9 @@ const closeBudget = 5 * time.Second
 // runtime is one running set of upstream connections and the proxy in
 // front of them.
 type runtime struct {
-	mu       sync.Mutex // guards cfg and conns across reloads
+	mu       sync.Mutex // guards cfg, conns and bound across reloads
 	cfg      *config.Config
+	bound    string // the address the MCP listener is bound to; "" before (or in stdio)
 	log      zerolog.Logger
 	logOut   *scrubbedOutput
 	connCtx  context.Context // the lifetime of upstream connections

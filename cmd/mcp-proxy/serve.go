@@ -66,6 +66,9 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen.Addr, err)
 	}
+	rt.mu.Lock()
+	rt.bound = ln.Addr().String()
+	rt.mu.Unlock()
 	url := "http://" + ln.Addr().String() + cfg.Listen.Path
 	rt.log.Info().Str("url", url).Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
 	srv := newHTTPServer(rt.proxy.HTTPHandler(), rt.httpLimits)
