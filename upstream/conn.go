@@ -73,6 +73,11 @@ type Conn struct {
 	ready     chan struct{}
 	readyOnce sync.Once
 
+	// levelMu guards level and every session's levelSent, and is held while
+	// a level is sent, so sends never overlap (loglevel.go).
+	levelMu sync.Mutex
+	level   string // set by SetLogLevel; "" for none
+
 	mu      sync.Mutex // guards everything below, and orders publishes
 	started bool
 	closed  bool

@@ -20,7 +20,8 @@ import (
 
 // The test binary doubles as the upstream MCP server of the stdio tests: with
 // UPSTREAM_FAKE=1 in its environment it serves raw JSON-RPC on stdin/stdout
-// (or, with UPSTREAM_FAKE=mcpgo, mcp-go's own stdio server) and exits.
+// (or, with UPSTREAM_FAKE=mcpgo, mcp-go's own stdio server, with
+// UPSTREAM_FAKE=gosdk the official Go SDK's, loglevel_test.go) and exits.
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "1":
@@ -28,6 +29,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "mcpgo":
 		runMCPGoFake()
+		os.Exit(0)
+	case "gosdk":
+		runGoSDKFake()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())

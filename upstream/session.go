@@ -56,6 +56,8 @@ type session struct {
 	instructions string
 	initial      *catalog
 
+	levelSent string // the log level this server was sent; guarded by c.levelMu
+
 	notes   *noteQueue    // to OnNotification, see notify.go
 	dropped atomic.Uint64 // notifications dropped since the last delivery
 	// queued and delivered count notifications handed off and passed on
@@ -187,6 +189,11 @@ func (s *session) open(ctx context.Context) error {
 	s.instructions = res.Instructions
 	if info, err := json.Marshal(res.ServerInfo); err == nil {
 		s.serverInfo = info
+	}
+	// Before discovery, so that a level set before this server connected
+	// applies to everything it does (SetLogLevel).
+	if err := s.applyLogLevel(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn().Err(safe(err)).Msg("logging/setLevel failed; the server keeps its own log level")
 	}
 
 	cat, err := s.discover(ctx, allKinds)
