@@ -52,6 +52,10 @@ type Options struct {
 	// ProbeInterval is the wait between the connect attempts (probes) of a
 	// parked server; 0 or less means 300 s.
 	ProbeInterval time.Duration
+	// StallTimeout is how long a write to a stdio server's stdin may take
+	// no byte before the server counts as hung (its connection drops and
+	// reconnects); 0 or less means 30 s.
+	StallTimeout time.Duration
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are

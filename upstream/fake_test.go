@@ -191,6 +191,14 @@ func runFake(mode []string) {
 				reply(m.ID, `{"prompts":[{"name":"p3"}]}`)
 			}
 		case "tools/call":
+			if strings.Contains(string(m.Params), `"pingflood"`) {
+				// Answer, then flood pings and never read stdin again.
+				reply(m.ID, `{"content":[]}`)
+				for i := range 20000 {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-%d","method":"ping"}`, i))
+				}
+				select {}
+			}
 			go call(m.ID, m.Params)
 		case "notifications/cancelled":
 			var p struct {

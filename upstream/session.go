@@ -154,7 +154,11 @@ func (s *session) open(ctx context.Context) error {
 	var caps mcp.ClientCapabilities
 	if bi, ok := tr.(transport.BidirectionalInterface); ok && s.c.opts.OnRequest != nil {
 		// Replaces the handler Start installed: requests go to OnRequest.
-		bi.SetRequestHandler(s.serveRequest)
+		handler := s.serveRequest
+		if _, stdio := tr.(*stdioTransport); !stdio {
+			handler = limitRequests(handler) // stdio bounds its own
+		}
+		bi.SetRequestHandler(handler)
 		caps = relayCapabilities()
 	}
 	if sse, ok := tr.(*transport.SSE); ok {

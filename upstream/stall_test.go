@@ -1,0 +1,34 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStalledChildReconnects is issue 12, item 8: a stdio server that floods
+// pings and stops reading its stdin is treated as hung once a write to it
+// makes no progress for the stall timeout: the connection drops with that
+// reason and a new process is started.
+func TestStalledChildReconnects(t *testing.T) {
+	var logs logBuffer
+	c := start(t, fakeServer(t, "flood"), Options{Logger: testLogger(&logs), Backoff: fastRetry, StallTimeout: time.Second})
+	first := mustConnected(t, c)
+	params, _ := json.Marshal(map[string]any{"name": "pingflood", "arguments": map[string]any{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Request(ctx, "tools/call", params); err != nil {
+		t.Fatalf("pingflood: %v", err)
+	}
+	logs.waitLog(t, 15*time.Second, "the server stopped reading its stdin; treating it as hung")
+	down := waitSnapshot(t, c, 15*time.Second, "dropped", func(s *Snapshot) bool { return s.State == StateFailed })
+	if down.Err == nil || !strings.Contains(down.Err.Error(), "stopped reading its stdin") {
+		t.Errorf("dropped with %v, want the stall", down.Err)
+	}
+	waitSnapshot(t, c, 20*time.Second, "reconnected", func(s *Snapshot) bool {
+		return s.State == StateConnected && s.Generation > first.Generation
+	})
+	callTool(t, c, "echo", map[string]any{"after": "reconnect"})
+}
