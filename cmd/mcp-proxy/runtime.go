@@ -24,8 +24,9 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// closeBudget bounds closing every upstream at shutdown (SPEC §3: all within
-// 15 s, of which in-flight calls may take 10).
+// closeBudget bounds closing every upstream and ending what their processes
+// left behind at shutdown (SPEC §3: all within 15 s, of which in-flight
+// calls may take 10).
 const closeBudget = 5 * time.Second
 
 // runtime is one running set of upstream connections and the proxy in
@@ -41,6 +42,7 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+	reaper   *upstream.Reaper // ends what stdio servers leave behind, at close
 
 	httpLimits httpLimits // of every HTTP listener; tests shorten them
 }
@@ -121,6 +123,10 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 	bl, err := rt.openBlobs(cfg)
 	if err != nil {
 		return nil, err
+	}
+	// Before the first child starts: its orphans must come to the proxy.
+	if rt.reaper, err = upstream.StartReaper(rt.log); err != nil {
+		rt.log.Warn().Err(err).Msg("processes that stdio servers leave behind cannot be adopted; they may outlive the proxy")
 	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
@@ -284,8 +290,10 @@ func countListed(c *downstream.Catalog) int {
 	return n
 }
 
-// close closes every upstream in parallel, bounded by closeBudget.
+// close closes every upstream in parallel, bounded by closeBudget, then
+// ends what their processes left behind (upstream.Reaper).
 func (rt *runtime) close() {
+	start := time.Now()
 	var wg sync.WaitGroup
 	for name, c := range rt.connections() {
 		wg.Add(1)
@@ -303,4 +311,5 @@ func (rt *runtime) close() {
 	case <-time.After(closeBudget):
 		rt.log.Warn().Msg("some upstreams did not close in time")
 	}
+	rt.reaper.Close(closeBudget - time.Since(start))
 }
