@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,12 @@ const (
 	DefaultListenAddr = "127.0.0.1:8080"
 	// DefaultListenPath is the endpoint path the MCP transport spec uses.
 	DefaultListenPath = "/mcp"
+	// DefaultSessionIdleTimeout closes an HTTP session nobody has used for
+	// that long: clients that end without DELETE (most do) would otherwise
+	// be held, and counted as active, for the life of the process.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultListenAuthType is the only type of listen.auth (SPEC §12.2).
+	DefaultListenAuthType = "oauth"
 	// DefaultMetricsPath is the Prometheus convention.
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
@@ -97,6 +104,9 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	setString(&c.Listen.Transport, DefaultListenTransport)
 	setString(&c.Listen.Addr, DefaultListenAddr)
 	setString(&c.Listen.Path, DefaultListenPath)
+	if c.Listen.Auth != nil {
+		setString(&c.Listen.Auth.Type, DefaultListenAuthType)
+	}
 	setString(&c.Metrics.Path, DefaultMetricsPath)
 	setString(&c.Blobs.Mode, DefaultBlobsMode)
 	if c.Blobs.Dir == "" {
@@ -118,6 +128,22 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 			setString(&a.Autonomy, DefaultAutonomy)
 		}
 	}
+}
+
+// PublicURLFor is the URL clients use for the HTTP listener (SPEC §12.2):
+// listen.public_url without a trailing "/", else http://<addr>. addr is
+// boundAddr when it is not empty, else listen.addr. The default is computed
+// here rather than stored by applyDefaults because the address is only known
+// for sure once the listener is bound: --listen replaces listen.addr after
+// loading, and port 0 picks a free port.
+func (l Listen) PublicURLFor(boundAddr string) string {
+	if l.PublicURL != "" {
+		return strings.TrimSuffix(l.PublicURL, "/")
+	}
+	if boundAddr == "" {
+		boundAddr = l.Addr
+	}
+	return "http://" + boundAddr
 }
 
 func (c *Config) serverDefaults(path string, s *Server) {

@@ -63,7 +63,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		if err := decodeStrict(root, cfg); err != nil {
 			return nil, joinProblems([]error{err}, secrets)
 		}
-		cfg.doc = docInfo{present: present, secretVars: sortSecrets(x.secretVars)}
+		cfg.doc = docInfo{present: present, secretVars: sortSecrets(x.secretVars), agentOrder: documentAgentOrder(root)}
 	}
 	cfg.fillNames()
 	cfg.applyDefaults(lookupEnv)

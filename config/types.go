@@ -55,6 +55,9 @@ type docInfo struct {
 	// secretVars are the values of environment variables referenced inside
 	// secret values ("Bearer ${TOKEN}"): secrets of their own.
 	secretVars []string
+	// agentOrder lists the agents in the order the document writes them
+	// (see AgentsInOrder).
+	agentOrder []string
 }
 
 // Server is one upstream MCP server (SPEC §1.1).

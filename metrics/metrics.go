@@ -33,6 +33,7 @@ type Metrics struct {
 	approvals        *prometheus.CounterVec
 	toolSearch       *prometheus.CounterVec
 	sampling         *prometheus.CounterVec
+	auth             *prometheus.CounterVec
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -94,10 +95,14 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_sampling_requests_total",
 			Help: "Sampling requests from upstream servers by server and outcome (ok, error, timeout, unsupported, unroutable, invalid, refused_disabled, refused_rate, refused_model).",
 		}, []string{"server", "outcome"}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_auth_total",
+			Help: "Authentications on the HTTP listener by agent (empty when none was chosen) and result (ok, missing, invalid, expired, wrong_audience, insufficient_scope, no_agent, forbidden_agent, unavailable).",
+		}, []string{"agent", "result"}),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -207,4 +212,14 @@ func (m *Metrics) Sampling(server, outcome string) {
 		return
 	}
 	m.sampling.WithLabelValues(server, outcome).Inc()
+}
+
+// Auth counts one authentication on the HTTP listener. agent is a
+// configured agent name or "" when none was chosen; result is one of the
+// fixed set of authn's results. Neither may ever be a subject or a token.
+func (m *Metrics) Auth(agent, result string) {
+	if m == nil {
+		return
+	}
+	m.auth.WithLabelValues(agent, result).Inc()
 }

@@ -28,6 +28,7 @@ func TestExposition(t *testing.T) {
 	m.Blob("fs", "written", 1024)
 	m.SessionOpened("default", "stdio")
 	m.Sampling("fs", "refused_rate")
+	m.Auth("eng", "ok")
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,7 @@ func TestExposition(t *testing.T) {
 		"mcp_proxy_blob_bytes_total":           "result,server",
 		"mcp_proxy_sessions_active":            "agent,transport",
 		"mcp_proxy_sampling_requests_total":    "outcome,server",
+		"mcp_proxy_auth_total":                 "agent,result",
 		"go_goroutines":                        "",
 		"process_resident_memory_bytes":        "",
 	}
@@ -74,6 +76,7 @@ func TestNilMetrics(t *testing.T) {
 	m.UpstreamState("s", true, 1)
 	m.ToolCall("s", "t", OutcomeError, time.Second)
 	m.Sampling("s", "ok")
+	m.Auth("", "missing")
 	m.ForgetServer("s")
 }
 

@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -57,8 +58,16 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 // the Host must be a loopback name, and a browser's Origin must match.
 func metricsHandler(cfg *config.Config, g prometheus.Gatherer, healthz, readyz http.HandlerFunc) http.Handler {
 	var m http.Handler = metrics.Handler(g)
-	if len(cfg.Metrics.Tokens) > 0 {
-		m = httpguard.Bearer(m, "mcp-proxy metrics", cfg.Metrics.Tokens)
+	if tokens := cfg.Metrics.Tokens; len(tokens) > 0 {
+		next := m
+		m = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !authn.StaticBearer(r.Header.Get("Authorization"), tokens) {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-proxy metrics"`)
+				http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
+				return
+			}
+			next.ServeHTTP(w, r)
+		})
 	}
 	mux := http.NewServeMux()
 	mux.Handle(cfg.Metrics.Path, m)

@@ -71,7 +71,7 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	rt.mu.Unlock()
 	url := "http://" + ln.Addr().String() + cfg.Listen.Path
 	rt.log.Info().Str("url", url).Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
-	srv := newHTTPServer(rt.proxy.HTTPHandler(), rt.httpLimits)
+	srv := newHTTPServer(rt.proxy.HTTPHandler(ln.Addr().String()), rt.httpLimits)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

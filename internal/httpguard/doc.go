@@ -1,8 +1,7 @@
-// Package httpguard holds the checks every HTTP listener of the proxy (the
-// MCP endpoint and the metrics listener) applies before it serves anything:
-// DNS rebinding protection by the Host and Origin headers, as the MCP
-// Streamable HTTP transport requires, and static bearer tokens compared in
-// constant time. The predicates read the request only; the middlewares
-// (Rebinding, Bearer) answer a refused request themselves and never pass it
-// on.
+// Package httpguard holds the DNS rebinding checks every HTTP listener of
+// the proxy (the MCP endpoint and the metrics listener) applies before it
+// serves anything, as the MCP Streamable HTTP transport requires: by the
+// Host header on a loopback listener, and by the Origin header. The
+// predicates read the request only; Rebinding answers a refused request
+// itself and never passes it on.
 package httpguard

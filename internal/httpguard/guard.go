@@ -1,7 +1,6 @@
 package httpguard
 
 import (
-	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/url"
@@ -39,23 +38,6 @@ func OriginAllowed(r *http.Request) bool {
 		return true
 	}
 	return IsLoopback(u.Hostname()) && IsLoopback(hostOnly(r.Host))
-}
-
-// BearerAllowed reports whether r carries "Authorization: Bearer <t>" with t
-// one of tokens. Every token is compared in constant time, so the time
-// taken says nothing about which one nearly matched. With no tokens nothing
-// is allowed: callers decide what an empty list means.
-func BearerAllowed(r *http.Request, tokens []string) bool {
-	scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	given = strings.TrimSpace(given)
-	match := 0
-	for _, t := range tokens {
-		match |= subtle.ConstantTimeCompare([]byte(given), []byte(t))
-	}
-	return match == 1
 }
 
 // IsLoopback reports whether host (a name or an IP, brackets allowed) only

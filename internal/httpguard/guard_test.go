@@ -9,15 +9,12 @@ import (
 )
 
 // req builds a request that reached the listener on local, with Host and
-// Origin (empty: none) and an Authorization header.
-func req(local, host, origin, auth string) *http.Request {
+// Origin (empty: none).
+func req(local, host, origin string) *http.Request {
 	r := httptest.NewRequest(http.MethodGet, "http://"+host+"/metrics", nil)
 	r.Host = host
 	if origin != "" {
 		r.Header.Set("Origin", origin)
-	}
-	if auth != "" {
-		r.Header.Set("Authorization", auth)
 	}
 	if local != "" {
 		addr, err := net.ResolveTCPAddr("tcp", local)
@@ -54,7 +51,7 @@ func TestRebinding(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rec := httptest.NewRecorder()
-			h.ServeHTTP(rec, req(c.local, c.host, c.origin, ""))
+			h.ServeHTTP(rec, req(c.local, c.host, c.origin))
 			if rec.Code != c.want {
 				t.Errorf("status %d, want %d", rec.Code, c.want)
 			}
@@ -62,27 +59,5 @@ func TestRebinding(t *testing.T) {
 				t.Errorf("body %q, want %q", rec.Body.String(), c.body)
 			}
 		})
-	}
-}
-
-func TestBearer(t *testing.T) {
-	ok := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
-	h := Bearer(ok, "mcp-proxy metrics", []string{"s3cret", "other"})
-	for auth, want := range map[string]int{
-		"Bearer s3cret": http.StatusTeapot, "bearer other": http.StatusTeapot, "Bearer  s3cret ": http.StatusTeapot,
-		"": http.StatusUnauthorized, "Bearer": http.StatusUnauthorized, "Bearer s3cre": http.StatusUnauthorized,
-		"Basic s3cret": http.StatusUnauthorized, "Bearer s3cret2": http.StatusUnauthorized,
-	} {
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, req("", "x", "", auth))
-		if rec.Code != want {
-			t.Errorf("Authorization %q: status %d, want %d", auth, rec.Code, want)
-		}
-		if want == http.StatusUnauthorized && rec.Header().Get("WWW-Authenticate") != `Bearer realm="mcp-proxy metrics"` {
-			t.Errorf("Authorization %q: challenge %q", auth, rec.Header().Get("WWW-Authenticate"))
-		}
-	}
-	if BearerAllowed(req("", "x", "", "Bearer x"), nil) {
-		t.Errorf("BearerAllowed with no tokens allowed a request")
 	}
 }

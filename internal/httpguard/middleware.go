@@ -19,18 +19,3 @@ func Rebinding(next http.Handler) http.Handler {
 		}
 	})
 }
-
-// Bearer serves r with next only when it carries one of tokens
-// (BearerAllowed); otherwise it answers 401 with a WWW-Authenticate
-// challenge for realm. tokens must not be empty.
-func Bearer(next http.Handler, realm string, tokens []string) http.Handler {
-	challenge := "Bearer realm=" + strconv.Quote(realm)
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !BearerAllowed(r, tokens) {
-			w.Header().Set("WWW-Authenticate", challenge)
-			http.Error(w, "Unauthorized: a valid bearer token is required", http.StatusUnauthorized)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
-}
