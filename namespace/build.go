@@ -29,14 +29,13 @@ func Build(style Style, inputs []Input) (*Table, []string) {
 }
 
 // Rebuild is Build for a catalog that already has names: every item of
-// inputs that prev (nil: none) holds keeps its exposed name, so that names a
-// host has seen never change under it (SPEC §2). An item keeps its name when
-// that name was built the way it would be built now (same style and prefix:
-// its base is the item's own name or, for a bare item, its fallback).
-// Newcomers then get names as in Build, except that a held name counts as
-// taken: a bare newcomer that collides with one falls back, and a newcomer
-// whose name is held gets the hash suffix alone. Newcomers that collide with
-// each other all get the suffix, as in Build.
+// inputs that prev (nil: none) holds keeps its exposed name, hash suffix
+// included, so that a tool that appears later never renames one a host has
+// seen (SPEC §2). An item holds its name when its base in prev is the name
+// it gets now before any suffix (same style, prefix and fallback); the bare
+// fallback itself is decided over the whole input as in Build (every bare
+// collider falls back). A newcomer whose name is held, or collides with
+// another, gets the hash suffix; a holder never does.
 func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 	var warns []string
 	if style == "" {
@@ -54,13 +53,11 @@ func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 		} else {
 			it.name = style.prefixedName(it.prefix, it.route.Name)
 		}
-		it.hold(style, prev)
 	}
 	fallBack(style, items)
 	for i := range items {
-		if !items[i].held {
-			items[i].base = items[i].name
-		}
+		items[i].base = items[i].name
+		items[i].hold(prev)
 	}
 	addSuffixes(items)
 	warns = append(warns, describe(items)...)
@@ -102,18 +99,13 @@ func collect(inputs []Input) ([]item, []string) {
 	return items, warns
 }
 
-// hold makes it a holder of its name in prev, if prev gave it a name built
-// as it would be built now.
-func (it *item) hold(style Style, prev *Table) {
+// hold makes it a holder of its name in prev, if prev built that name from
+// the base it has now.
+func (it *item) hold(prev *Table) {
 	exposed, ok := prev.Exposed(it.route.Server, it.route.Name)
-	if !ok {
-		return
+	if ok && prev.Base(exposed) == it.base {
+		it.held, it.name = true, exposed
 	}
-	base := prev.Base(exposed)
-	if base != it.name && !(it.bare && base == style.prefixedName(it.route.Server, it.route.Name)) {
-		return
-	}
-	it.held, it.name, it.base = true, exposed, base
 }
 
 // fallBack moves every bare item whose name is empty or shared with any other
@@ -156,7 +148,7 @@ func fallBack(style Style, items []item) {
 	}
 	for i := range items {
 		switch {
-		case !items[i].bare || items[i].held:
+		case !items[i].bare:
 		case items[i].name == "":
 			move(i)
 		case next[i] != 0 || head[items[i].name] != i+1:
@@ -177,7 +169,7 @@ func fallBack(style Style, items []item) {
 		}
 		movers = movers[:0]
 		if live(name, func(i int) {
-			if items[i].bare && !items[i].fellBack && !items[i].held {
+			if items[i].bare && !items[i].fellBack {
 				movers = append(movers, i)
 			}
 		}) < 2 {

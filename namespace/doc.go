@@ -38,11 +38,14 @@
 // # Stable names
 //
 // Rebuild takes the previous table: an item that holds a name there keeps
-// it for as long as it is in every build (names a host has seen never
-// change under it), and a newcomer that collides with a held name gets the
-// suffix (or, bare, the fallback) alone. Each entry records its Base, the
-// exposed name before any collision suffix; policy rules match it, so no
-// suffix moves a tool out of a rule (SPEC §2, §5).
+// it, hash suffix included, for as long as it is in every build and its
+// name before the suffix stays the same, and a newcomer that collides with
+// a held name gets the suffix alone (names a host has seen are not changed
+// by a tool that came later). The bare fallback is decided over the whole
+// input as in Build: every bare collider falls back, the older one too.
+// Each entry records its Base, the exposed name before any collision
+// suffix; policy rules match it, so no suffix moves a tool out of a rule
+// (SPEC §2, §5).
 //
 // # Resource URIs
 //

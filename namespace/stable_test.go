@@ -42,7 +42,7 @@ func TestRebuildKeepsHeldNames(t *testing.T) {
 			},
 		},
 		{
-			name:   "a bare holder keeps its bare name; the bare newcomer falls back",
+			name:   "bare colliders both fall back, the holder too (SPEC §2's fallback rule)",
 			style:  StyleZeroclaw,
 			before: []Input{{Server: "a", Prefix: "", Names: []string{"search"}}},
 			after: []Input{
@@ -50,7 +50,7 @@ func TestRebuildKeepsHeldNames(t *testing.T) {
 				{Server: "b", Prefix: "", Names: []string{"search"}},
 			},
 			want: map[Route][2]string{
-				{"a", "search"}: {"search", "search"},
+				{"a", "search"}: {"a__search", "a__search"},
 				{"b", "search"}: {"b__search", "b__search"},
 			},
 		},
@@ -118,12 +118,15 @@ func TestRebuildKeepsHeldNames(t *testing.T) {
 }
 
 // TestRebuildChainKeepsNames rebuilds many times as tools come and go: a
-// name once given stays with its tool while the tool is in every build.
+// name once given stays with its tool while the tool is in every build,
+// unless its base changes (a bare name falling back, or back, as bare
+// colliders come and go); a hash suffix never renames a tool.
 func TestRebuildChainKeepsNames(t *testing.T) {
 	servers := []string{"a", "b", "c"}
 	names := []string{"x", "x.y", "x_y", "x-y", strings.Repeat("l", 70), strings.Repeat("l", 70) + ".", "search"}
 	var prev *Table
 	seen := map[Route]string{}
+	bases := map[Route]string{}
 	for step := 0; step < 40; step++ {
 		var inputs []Input
 		present := map[Route]bool{}
@@ -144,10 +147,13 @@ func TestRebuildChainKeepsNames(t *testing.T) {
 		checkTable(t, tbl)
 		for r := range present {
 			got := mustExposed(t, tbl, r.Server, r.Name)
-			if old, ok := seen[r]; ok && old != got {
-				t.Fatalf("step %d: %v renamed from %q to %q", step, r, old, got)
+			if old, ok := seen[r]; ok && old != got && bases[r] == tbl.Base(got) {
+				t.Fatalf("step %d: %v renamed from %q to %q, base %q unchanged", step, r, old, got, bases[r])
 			}
-			seen[r] = got
+			if old, ok := seen[r]; ok && old != got && r.Server != "c" {
+				t.Fatalf("step %d: %v of a prefixed server renamed from %q to %q", step, r, old, got)
+			}
+			seen[r], bases[r] = got, tbl.Base(got)
 		}
 		for r := range seen {
 			if !present[r] {
