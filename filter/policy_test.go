@@ -213,11 +213,9 @@ func TestMatchPattern(t *testing.T) {
 	}
 }
 
-// TestRulesMatchBase is issue 12, item 2: a tool renamed with a hash suffix
-// because a colliding tool appeared is still matched by every rule that
-// names it before the suffix.
-func TestRulesMatchBase(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
+// fx1Agents are the agents of the base-matching and approval tests, over
+// one server fx1.
+const fx1Agents = `
 servers:
   fx1: {command: fx}
 bundles:
@@ -229,17 +227,28 @@ agents:
   ask: {mcp_bundles: [all], autonomy: supervised, always_ask: [fx1__del_file], auto_approve: ["*"]}
   auto: {mcp_bundles: [all], autonomy: supervised, auto_approve: [fx1__del_file]}
   grouped: {mcp_bundles: [all], tool_filter_groups: [{mode: always, tools: [fx1__del_file]}]}
-`), func(string) (string, bool) { return "", false })
+  sup: {mcp_bundles: [all], autonomy: supervised}
+`
+
+// fx1Agent resolves one agent of fx1Agents.
+func fx1Agent(t *testing.T, name string) *Agent {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fx1Agents), func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
 	}
-	agent := func(name string) *Agent {
-		a, err := Resolve(cfg, name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return a
+	a, err := Resolve(cfg, name)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return a
+}
+
+// TestRulesMatchBase is issue 12, item 2: a tool renamed with a hash suffix
+// because a colliding tool appeared is still matched by every rule that
+// names it before the suffix.
+func TestRulesMatchBase(t *testing.T) {
+	agent := func(name string) *Agent { return fx1Agent(t, name) }
 	suffixed := Tool{Exposed: "fx1__del_file_0a1b2c", Base: "fx1__del_file", Server: "fx1"}
 	other := Tool{Exposed: "fx1__del_file2", Base: "fx1__del_file2", Server: "fx1"}
 
@@ -275,21 +284,7 @@ agents:
 // TestToolSearchExemptionIsOwn: only the proxy's own tool_search skips
 // approval; an upstream tool exposed under that bare name is asked about.
 func TestToolSearchExemptionIsOwn(t *testing.T) {
-	cfg, err := config.Parse([]byte(`
-servers:
-  fx1: {command: fx}
-bundles:
-  all: {servers: [fx1]}
-agents:
-  sup: {mcp_bundles: [all], autonomy: supervised}
-`), func(string) (string, bool) { return "", false })
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := Resolve(cfg, "sup")
-	if err != nil {
-		t.Fatal(err)
-	}
+	a := fx1Agent(t, "sup")
 	if got := a.ApprovalOf(Tool{Exposed: "tool_search"}, false); got != ApprovalRun {
 		t.Errorf("own tool_search: %v, want run", got)
 	}
