@@ -69,6 +69,17 @@ const (
 	DefaultSamplingMaxTokensCap = 4096
 	DefaultSamplingTimeout      = 30 * time.Second
 
+	// DefaultPinning keeps existing setups working: a changed tool is
+	// logged and counted, not held (SPEC §13; the README recommends
+	// quarantine).
+	DefaultPinning = "warn"
+	// DefaultNewTools serves tools that appear after a server was pinned
+	// (and pins them).
+	DefaultNewTools = "allow"
+	// DefaultScan logs and counts description findings without changing
+	// what clients see.
+	DefaultScan = "warn"
+
 	// DefaultAutonomy is the seed's default: no approval prompts.
 	DefaultAutonomy = "full"
 	// ImplicitAgent is the agent served when the config has no agents.
@@ -116,8 +127,16 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 		c.Blobs.MaxBytes = DefaultBlobsMaxBytes
 	}
 	c.durationDefault(&c.Blobs.MaxAge, "blobs.max_age", DefaultBlobsMaxAge)
+	if c.StateDir == "" {
+		c.StateDir = defaultStateDir(lookupEnv)
+	}
+	setString(&c.Pinning, DefaultPinning)
+	setString(&c.NewTools, DefaultNewTools)
+	setString(&c.Scan, DefaultScan)
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
+	c.tracingDefaults(lookupEnv)
+	c.auditDefaults()
 	for name, s := range c.Servers {
 		if s != nil {
 			c.serverDefaults(joinPath("servers", pathKey(name)), s)
@@ -162,6 +181,10 @@ func (c *Config) serverDefaults(path string, s *Server) {
 		s.Enabled = boolPtr(true)
 	}
 	setString(&s.Protocol, DefaultProtocol)
+	// The top-level integrity keys are the default of every server's.
+	setString(&s.Pinning, c.Pinning)
+	setString(&s.NewTools, c.NewTools)
+	setString(&s.Scan, c.Scan)
 	if s.Tools.Resources == nil {
 		s.Tools.Resources = boolPtr(true)
 	}
@@ -199,17 +222,27 @@ func setString(s *string, def string) {
 func boolPtr(b bool) *bool { return &b }
 
 // defaultBlobsDir is $XDG_STATE_HOME/mcp-proxy/blobs, else
-// ~/.local/state/mcp-proxy/blobs; "" when neither can be found. A relative
-// $XDG_STATE_HOME is ignored, as the XDG spec says.
+// ~/.local/state/mcp-proxy/blobs; "" when neither can be found.
 func defaultBlobsDir(lookupEnv func(string) (string, bool)) string {
+	dir := defaultStateDir(lookupEnv)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "blobs")
+}
+
+// defaultStateDir is $XDG_STATE_HOME/mcp-proxy, else
+// ~/.local/state/mcp-proxy; "" when neither can be found. A relative
+// $XDG_STATE_HOME is ignored, as the XDG spec says.
+func defaultStateDir(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
-		return filepath.Join(v, "mcp-proxy", "blobs")
+		return filepath.Join(v, "mcp-proxy")
 	}
 	home := homeDir(lookupEnv)
 	if home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".local", "state", "mcp-proxy", "blobs")
+	return filepath.Join(home, ".local", "state", "mcp-proxy")
 }
 
 // homeDir is $HOME from lookupEnv, else os.UserHomeDir, else "".

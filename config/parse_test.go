@@ -68,6 +68,14 @@ var invalidConfigs = map[string]string{
 		`servers.local.env: invalid variable name "A=B"`,
 		`servers.local.env.GOOD: value contains a NUL byte`,
 	),
+	"invalid-integrity.yaml": lines(
+		`pinning: must be quarantine, warn or off, got "strict"`,
+		`scan: must be warn, strip or quarantine, got "block"`,
+		`servers.files.new_tools: must be allow or quarantine, got "deny"`,
+		`servers.web.scan: must be warn, strip or quarantine, got "remove"`,
+		`state_dir: must be an absolute path, got "state"`,
+	),
+	"invalid-integrity-tilde.yaml": `state_dir: "~" is not expanded: write ${HOME} instead`,
 	"invalid-kinds-2.yaml": lines(
 		`listen: expected a mapping, got a boolean`,
 		`metrics: expected a mapping, got a number`,
@@ -194,7 +202,17 @@ var invalidConfigs = map[string]string{
 }
 
 func TestParseInvalid(t *testing.T) {
-	files, err := filepath.Glob("testdata/invalid-*.yaml")
+	checkInvalidFiles(t, "testdata/invalid-*.yaml", invalidConfigs)
+	if len(invalidConfigs) < 25 {
+		t.Errorf("only %d invalid cases", len(invalidConfigs))
+	}
+}
+
+// checkInvalidFiles parses every file matching pattern and compares the
+// error with want[file name]; every entry of want must have its file.
+func checkInvalidFiles(t *testing.T, pattern string, want map[string]string) {
+	t.Helper()
+	files, err := filepath.Glob(pattern)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -203,9 +221,9 @@ func TestParseInvalid(t *testing.T) {
 		name := filepath.Base(f)
 		seen[name] = true
 		t.Run(name, func(t *testing.T) {
-			want, ok := invalidConfigs[name]
+			want, ok := want[name]
 			if !ok {
-				t.Fatalf("no expected error for %s: add it to invalidConfigs", name)
+				t.Fatalf("no expected error for %s: add it to the table", name)
 			}
 			data, err := os.ReadFile(f)
 			if err != nil {
@@ -226,13 +244,10 @@ func TestParseInvalid(t *testing.T) {
 			}
 		})
 	}
-	for name := range invalidConfigs {
+	for name := range want {
 		if !seen[name] {
-			t.Errorf("invalidConfigs has %s, but testdata has no such file", name)
+			t.Errorf("the table has %s, but no file matching %s has that name", name, pattern)
 		}
-	}
-	if len(invalidConfigs) < 25 {
-		t.Errorf("only %d invalid cases", len(invalidConfigs))
 	}
 }
 

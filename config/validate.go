@@ -65,6 +65,9 @@ func (c *Config) Validate() error {
 	c.validateAgents(v)
 	c.validateBlobs(v)
 	c.validateMetrics(v)
+	c.validateIntegrity(v)
+	c.validateTracing(v)
+	c.validateAudit(v)
 	sort.SliceStable(v.problems, func(i, j int) bool {
 		return problemPath(v.problems[i]) < problemPath(v.problems[j])
 	})

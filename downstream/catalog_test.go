@@ -283,7 +283,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 		{name: "a", prefix: "a", connected: true, tools: a},
 		{name: "b", prefix: "b", connected: true, tools: b},
 	}
-	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil)
+	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil, nil)
 	firstList := string(first.ListJSON())
 	checkAliases(t, "first", first)
 
@@ -291,7 +291,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	servers[0].tools = []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
 	servers[1].connected = false
 	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
-	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first)
+	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil)
 	checkAliases(t, "second", second)
 	if got := string(second.ListJSON()); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
 		t.Errorf("second ListJSON = %s", got)
@@ -303,7 +303,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 
 	// Only the connectivity changes: the entry that was unlisted comes back.
 	servers[1].connected = true
-	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second)
+	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second, nil)
 	checkAliases(t, "third", third)
 	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
 		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
@@ -339,8 +339,8 @@ func checkAliases(t *testing.T, label string, c *Catalog) {
 func TestRebuildCatalogRenamedToolIsRewritten(t *testing.T) {
 	// Same upstream bytes, new exposed name (prefix changed by a reload).
 	tools := []upstream.Tool{rawTool(`{"name":"x"}`)}
-	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil)
-	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first)
+	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first, nil)
 	if got := string(second.ListJSON()); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
 		t.Errorf("ListJSON = %s", got)
 	}
@@ -566,7 +566,7 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first); len(next.Tools()) != 2 {
+		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil); len(next.Tools()) != 2 {
 			t.Fatalf("rebuilt %d tools, want 2", len(next.Tools()))
 		}
 	}
@@ -582,9 +582,9 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 // base that policy rules match.
 func TestRebuildCatalogKeepsHeldNames(t *testing.T) {
 	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
-		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`)}}}, nil)
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`)}}}, nil, nil)
 	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
-		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`), rawTool(`{"name":"del.file"}`)}}}, first)
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`), rawTool(`{"name":"del.file"}`)}}}, first, nil)
 	held, ok := second.Lookup("fx1__del_file")
 	if !ok || held.Name != "del_file" || held.Base != "fx1__del_file" {
 		t.Fatalf("fx1__del_file = %+v, %v; want the original del_file with its own base", held, ok)

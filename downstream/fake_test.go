@@ -192,3 +192,6 @@ func (r *recordStream) messages() []string {
 	defer r.mu.Unlock()
 	return append([]string(nil), r.msgs...)
 }
+
+// testLogger is the logger of proxies the tests build themselves.
+func testLogger() zerolog.Logger { return zerolog.Nop() }

@@ -89,7 +89,7 @@ func (s *postStream) finish(replies [][]byte, batch bool, status int) {
 	default:
 		body := replies[0]
 		if batch {
-			body = joinJSON(replies)
+			body = jsonArray(replies)
 		}
 		body = append(body, '\n')
 		h := s.w.Header()
@@ -176,21 +176,4 @@ func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg []byte) 
 		return fmt.Errorf("%w: %w", errStreamGone, err)
 	}
 	return nil
-}
-
-// joinJSON writes JSON values as one array.
-func joinJSON(values [][]byte) []byte {
-	n := 2
-	for _, v := range values {
-		n += len(v) + 1
-	}
-	out := make([]byte, 0, n)
-	out = append(out, '[')
-	for i, v := range values {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, v...)
-	}
-	return append(out, ']')
 }

@@ -340,10 +340,6 @@ func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, params j
 	}
 }
 
-// roundTripMethods are the requests besides tools/call whose upstream may
-// ask a stateless client for input: their results can be input_required.
-var roundTripMethods = map[string]bool{"resources/read": true, "prompts/get": true}
-
 // surfaceRoundTrip runs a stateless HTTP client's resources/read or
 // prompts/get (h) as a parked call, so that a server request it raises
 // reaches the client through a round trip; a retry with a requestState

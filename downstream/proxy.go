@@ -12,6 +12,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -40,6 +41,8 @@ type Options struct {
 	Version string
 	// ApprovalTimeout bounds an approval question; 0 means 300 s (SPEC §5).
 	ApprovalTimeout time.Duration
+	// Integrity pins and scans tool definitions (SPEC §13); nil: none.
+	Integrity *integrity.Guard
 }
 
 // Proxy is the downstream MCP server. Its methods are safe for concurrent
@@ -79,7 +82,7 @@ func New(opts Options) *Proxy {
 	p.sessions.onRemove = p.dropSubscriptions
 	p.front = newHTTPFront(p)
 	p.route = buildRoute(p.methodTable(), p.recovery, p.observe, eraCheck, p.decorate)
-	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.approvalGate)
+	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.approvalGate)
 	return p
 }
 

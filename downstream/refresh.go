@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -25,6 +26,32 @@ type catalogState struct {
 	// number is covered has been served by that build.
 	calls   atomic.Uint64
 	covered uint64
+}
+
+// reviewer is tool integrity's review for the catalog of g, nil when the
+// proxy has no guard.
+func (p *Proxy) reviewer(g *generation) reviewer {
+	guard := p.opts.Integrity
+	if guard == nil {
+		return nil
+	}
+	return func(server string, tools []upstream.Tool, peers *integrity.Peers) []integrity.Verdict {
+		in := integrity.Server{Name: server, Policy: integrity.PolicyOf(g.cfg, server), Tools: make([]integrity.Tool, len(tools))}
+		for i, t := range tools {
+			in.Tools[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
+		}
+		return guard.Review(in, peers).Verdicts
+	}
+}
+
+// Reevaluate rebuilds the catalog although no upstream changed: tool
+// integrity's verdicts did (an approval made by another process).
+func (p *Proxy) Reevaluate() {
+	c := &p.catalogs
+	c.mu.Lock()
+	c.builtGen = nil
+	c.mu.Unlock()
+	p.Refresh()
 }
 
 func (c *catalogState) init(style namespace.Style) {
@@ -93,7 +120,7 @@ func (p *Proxy) Refresh() {
 		}
 		p.opts.Metrics.UpstreamState(name, connected, n)
 	}
-	cat := rebuildCatalog(p.style(), servers, old)
+	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
 	var sw []string
 	cat.surface, sw = buildSurface(p.style(), surfaces)
 	cat.warnings = append(cat.warnings, sw...)

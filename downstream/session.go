@@ -95,15 +95,6 @@ func (s *session) ended() bool {
 	}
 }
 
-// version is the protocol version the session negotiated, "" before
-// initialize.
-func (s *session) version() string {
-	if c := s.client.Load(); c != nil {
-		return c.version
-	}
-	return ""
-}
-
 // approvals holds the tools a person approved "always" in this session.
 type approvals struct {
 	mu     sync.Mutex
@@ -170,13 +161,6 @@ func (n *notifyTarget) stream() stream {
 		return noStream{}
 	}
 	return n.out
-}
-
-// attached reports whether a stream is the target.
-func (n *notifyTarget) attached() bool {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.out != nil
 }
 
 // send writes msg to the target, if there is one.

@@ -103,7 +103,7 @@ func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *line
 			pool.run(func() {
 				defer running.Done()
 				if all := runAll(runs, replies); len(all) > 0 {
-					_ = w.send(joinJSON(all))
+					_ = w.send(jsonArray(all))
 				}
 			})
 		case len(bytes.TrimSpace(line)) > 0:

@@ -29,7 +29,8 @@ import (
 //     starting); an unknown one is the JSON-RPC error "unknown tool".
 //  4. The call chain, built once in New, runs its steps:
 //     observeCall (metrics and the log line, once per call) →
-//     policyGate (SPEC §5 rules 1–6) → approvalGate (SPEC §5 approval) →
+//     policyGate (SPEC §5 rules 1–6) → quarantineGate (SPEC §13) →
+//     approvalGate (SPEC §5 approval) →
 //     send (the upstream request: argument cleanup, progress,
 //     cancellation, timeout; parked for stateless HTTP clients) →
 //     the result rewrite (blobs to files, TAG characters).
@@ -172,6 +173,19 @@ func (p *Proxy) policyGate(next callHandler) callHandler {
 			return nil, unknownTool(c.name)
 		}
 		return denied(c.name, rule), nil
+	}
+}
+
+// quarantineGate refuses a tool that tool integrity holds (SPEC §13), with
+// the command that reviews it.
+func (p *Proxy) quarantineGate(next callHandler) callHandler {
+	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		if !c.entry.Held {
+			return next(ctx, c)
+		}
+		c.outcome, c.rule = metrics.OutcomeDenied, filter.RuleQuarantined
+		p.opts.Metrics.PolicyDenial(c.r.sess.agent.Name, string(filter.RuleQuarantined))
+		return textResult(c.entry.refusal, true), nil
 	}
 }
 

@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"bytes"
-	"strings"
 	"sync"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
@@ -114,12 +113,4 @@ func textResult(text string, isError bool) []byte {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes()
-}
-
-// perCallKey is a per-call list as text, for logs.
-func perCallKey(list []string) string {
-	if list == nil {
-		return "\x00none"
-	}
-	return strings.Join(list, ",")
 }

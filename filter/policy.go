@@ -23,6 +23,11 @@ const (
 	RuleAllowedTools        Rule = "allowed_tools"
 	RulePerCallAllowedTools Rule = "per_call_allowed_tools"
 	RuleReadOnly            Rule = "read_only"
+	// RuleQuarantined and RuleRateLimited are not decided here: tool
+	// integrity (SPEC §13) and the rate limits (SPEC §15) refuse calls
+	// under these names in the call path.
+	RuleQuarantined Rule = "quarantined"
+	RuleRateLimited Rule = "rate_limited"
 )
 
 // Hidden reports whether the rule hides a tool completely: calling it is the
@@ -264,12 +269,14 @@ const (
 
 // ApprovalOf applies the seed's order (SPEC §5) to t: autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
-// earlier in this session → run; else ask. The proxy's own tool_search is
-// always run (an upstream tool exposed as tool_search is not). always_ask
-// and auto_approve match t's exposed name or its base.
+// earlier in this session → run; else ask. It judges upstream tools: the
+// proxy's own tool_search is always run without asking it, and an upstream
+// tool that happens to be exposed as "tool_search" is judged like any
+// other. always_ask and auto_approve match t's exposed name or its base
+// (the name before a collision suffix, SPEC §2).
 func (a *Agent) ApprovalOf(t Tool, approvedAlways bool) Approval {
 	switch {
-	case a.autonomy == AutonomyFull, t.Own() && t.Exposed == "tool_search":
+	case a.autonomy == AutonomyFull:
 		return ApprovalRun
 	case t.matches(a.ask):
 		return ApprovalAsk
@@ -279,9 +286,9 @@ func (a *Agent) ApprovalOf(t Tool, approvedAlways bool) Approval {
 	return ApprovalAsk
 }
 
-// Approval is ApprovalOf for a tool known by its exposed name alone, taken
-// as one of the proxy's own. Callers that have the tool's record should use
-// ApprovalOf, which also matches its base and knows whose tool it is.
+// Approval is ApprovalOf for a tool known by its exposed name alone.
+// Callers that have the tool's record should use ApprovalOf, which also
+// matches its base.
 func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
 	return a.ApprovalOf(Tool{Exposed: exposed}, approvedAlways)
 }

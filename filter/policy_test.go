@@ -163,7 +163,7 @@ func TestApprovalOrder(t *testing.T) {
 		{"fs__write", true, ApprovalAsk},    // and beats a session "always"
 		{"gh__issue", false, ApprovalAsk},   // nothing matches: ask
 		{"gh__issue", true, ApprovalRun},    // approved always earlier
-		{"tool_search", false, ApprovalRun}, // always auto-approved
+		{"tool_search", false, ApprovalAsk}, // an upstream tool of that name is judged like any other
 	}
 	for _, c := range cases {
 		if got := a.Approval(c.tool, c.always); got != c.want {
@@ -213,8 +213,7 @@ func TestMatchPattern(t *testing.T) {
 	}
 }
 
-// fx1Agents are the agents of the base-matching and approval tests, over
-// one server fx1.
+// fx1Agents are the agents of the base-matching test, over one server fx1.
 const fx1Agents = `
 servers:
   fx1: {command: fx}
@@ -227,7 +226,6 @@ agents:
   ask: {mcp_bundles: [all], autonomy: supervised, always_ask: [fx1__del_file], auto_approve: ["*"]}
   auto: {mcp_bundles: [all], autonomy: supervised, auto_approve: [fx1__del_file]}
   grouped: {mcp_bundles: [all], tool_filter_groups: [{mode: always, tools: [fx1__del_file]}]}
-  sup: {mcp_bundles: [all], autonomy: supervised}
 `
 
 // fx1Agent resolves one agent of fx1Agents.
@@ -278,17 +276,5 @@ func TestRulesMatchBase(t *testing.T) {
 	}
 	if agent("grouped").Visible(other, nil) {
 		t.Errorf("a group naming the base lists another tool")
-	}
-}
-
-// TestToolSearchExemptionIsOwn: only the proxy's own tool_search skips
-// approval; an upstream tool exposed under that bare name is asked about.
-func TestToolSearchExemptionIsOwn(t *testing.T) {
-	a := fx1Agent(t, "sup")
-	if got := a.ApprovalOf(Tool{Exposed: "tool_search"}, false); got != ApprovalRun {
-		t.Errorf("own tool_search: %v, want run", got)
-	}
-	if got := a.ApprovalOf(Tool{Exposed: "tool_search", Server: "fx1"}, false); got != ApprovalAsk {
-		t.Errorf("upstream tool exposed as tool_search: %v, want ask", got)
 	}
 }

@@ -429,6 +429,13 @@ func stopShared() {
 // its MCP URL (read from its "listening on" line).
 func startFixtureHTTP(t testing.TB, args ...string) string {
 	t.Helper()
+	return startFixtureHTTPEnv(t, nil, args...)
+}
+
+// startFixtureHTTPEnv is startFixtureHTTP with extra environment variables
+// (KEY=value) for the fixture, such as FIXTURE_RECORD.
+func startFixtureHTTPEnv(t testing.TB, env []string, args ...string) string {
+	t.Helper()
 	urls := make(chan string, 1)
 	onLine := func(line string) {
 		if _, rest, ok := strings.Cut(line, "listening on "); ok {
@@ -439,6 +446,9 @@ func startFixtureHTTP(t testing.TB, args ...string) string {
 		}
 	}
 	cmd := exec.Command(fixtureBin, append([]string{"-http", "127.0.0.1:0"}, args...)...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	p := startProc(t, "fixture (http)", cmd, onLine)
 	select {
 	case u := <-urls:

@@ -29,6 +29,8 @@ func TestExposition(t *testing.T) {
 	m.SessionOpened("default", "stdio")
 	m.Sampling("fs", "refused_rate")
 	m.Auth("eng", "ok")
+	m.ToolsQuarantined("fs", 2)
+	m.ToolFinding("fs", "hidden_markup")
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +59,8 @@ func TestExposition(t *testing.T) {
 		"mcp_proxy_sessions_active":            "agent,transport",
 		"mcp_proxy_sampling_requests_total":    "outcome,server",
 		"mcp_proxy_auth_total":                 "agent,result",
+		"mcp_proxy_tools_quarantined":          "server",
+		"mcp_proxy_tool_findings_total":        "kind,server",
 		"go_goroutines":                        "",
 		"process_resident_memory_bytes":        "",
 	}
@@ -77,6 +81,8 @@ func TestNilMetrics(t *testing.T) {
 	m.ToolCall("s", "t", OutcomeError, time.Second)
 	m.Sampling("s", "ok")
 	m.Auth("", "missing")
+	m.ToolsQuarantined("s", 1)
+	m.ToolFinding("s", "long_description")
 	m.ForgetServer("s")
 }
 

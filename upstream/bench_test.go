@@ -34,42 +34,14 @@ func BenchmarkStdioTransportResult(b *testing.B) {
 	}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
 		b.Run(size.name, func(b *testing.B) {
 			resp := bigResponse(size.n)
-			inR, inW, err := os.Pipe() // proxy -> child
-			if err != nil {
-				b.Fatal(err)
-			}
-			outR, outW, err := os.Pipe() // child -> proxy
-			if err != nil {
-				b.Fatal(err)
-			}
-			go func() {
-				defer outW.Close()
-				lines := bufio.NewReader(inR)
-				for {
-					line, err := lines.ReadString('\n')
-					if err != nil {
-						return
-					}
-					var req struct {
-						ID json.RawMessage `json:"id"`
-					}
-					if json.Unmarshal([]byte(line), &req) != nil {
-						continue
-					}
-					if _, err := outW.WriteString(strings.Replace(resp, "%ID%", string(req.ID), 1)); err != nil {
-						return
-					}
-				}
-			}()
+			inW, outR := answeringChild(b, func(id json.RawMessage, _ string) string {
+				return strings.Replace(resp, "%ID%", string(id), 1)
+			})
 			tr := newStdioTransport(newLineReader(outR, 4<<20), inW, zerolog.Nop())
 			if err := tr.Start(context.Background()); err != nil {
 				b.Fatal(err)
 			}
-			defer func() {
-				_ = tr.Close()
-				_ = inR.Close()
-				_ = outR.Close()
-			}()
+			defer func() { _ = tr.Close() }()
 			b.SetBytes(int64(len(resp)))
 			b.ReportAllocs()
 			ctx := context.Background()
@@ -126,6 +98,46 @@ func BenchmarkStdioPasses(b *testing.B) {
 			}
 		})
 	}
+}
+
+// answeringChild is a stdio "child" on real pipes, run by a goroutine: every
+// request line written to stdin is answered on stdout with reply(its id,
+// the line). The pipes are closed at the end of the test.
+func answeringChild(tb testing.TB, reply func(id json.RawMessage, line string) string) (stdin *os.File, stdout *os.File) {
+	tb.Helper()
+	inR, inW, err := os.Pipe() // proxy -> child
+	if err != nil {
+		tb.Fatal(err)
+	}
+	outR, outW, err := os.Pipe() // child -> proxy
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go func() {
+		defer outW.Close()
+		lines := bufio.NewReader(inR)
+		for {
+			line, err := lines.ReadString('\n')
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID json.RawMessage `json:"id"`
+			}
+			if json.Unmarshal([]byte(line), &req) != nil {
+				continue
+			}
+			if _, err := outW.WriteString(reply(req.ID, line)); err != nil {
+				return
+			}
+		}
+	}()
+	tb.Cleanup(func() {
+		_ = inW.Close()
+		_ = inR.Close()
+		_ = outR.Close()
+	})
+	return inW, outR
 }
 
 // repeatReader returns line over and over, in pipe-sized reads.

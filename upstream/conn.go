@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/rs/zerolog"
 )
 
@@ -56,6 +57,12 @@ type Options struct {
 	// no byte before the server counts as hung (its connection drops and
 	// reconnects); 0 or less means 30 s.
 	StallTimeout time.Duration
+	// Tracer, when not nil, gives every request a client span, child of the
+	// span in the request's ctx, and sends the span's context upstream in
+	// params._meta.traceparent/tracestate and, to HTTP and SSE servers, in
+	// the traceparent/tracestate headers. nil is tracing off: requests go
+	// as they came.
+	Tracer *tracing.Tracer
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are
@@ -73,6 +80,7 @@ type Conn struct {
 
 	snap atomic.Pointer[Snapshot]
 	ids  atomic.Uint64 // request ids px-<n>
+	peer peer          // for client spans; zero when tracing is off
 
 	ready     chan struct{}
 	readyOnce sync.Once
@@ -104,6 +112,9 @@ func New(cfg *config.Server, opts Options) *Conn {
 		log:   opts.Logger.With().Str("server", cfg.Name).Logger(),
 		sched: scheduleOf(opts),
 		ready: make(chan struct{}),
+	}
+	if opts.Tracer != nil {
+		c.peer = peerOf(cfg, c.transportKind())
 	}
 	c.snap.Store(&Snapshot{Server: cfg.Name, State: StateConnecting})
 	return c

@@ -89,6 +89,16 @@ func runFake(mode []string) {
 			reply(id, fmt.Sprintf(echoResult, args))
 		case "fail":
 			replyErr(id, -32042, "boom", `{"why":"because"}`)
+		case "meta":
+			// The request's _meta as it arrived, and its id.
+			var m struct {
+				Meta json.RawMessage `json:"_meta"`
+			}
+			_ = json.Unmarshal(params, &m)
+			if len(m.Meta) == 0 {
+				m.Meta = json.RawMessage("null")
+			}
+			reply(id, `{"content":[],"structuredContent":{"meta":`+string(m.Meta)+`,"id":`+string(id)+`}}`)
 		case "env":
 			var a struct{ Names []string }
 			_ = json.Unmarshal(p.Arguments, &a)

@@ -10,6 +10,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 )
 
 // headerTransport is the outermost RoundTripper of an http or sse upstream.
@@ -25,6 +26,10 @@ import (
 // (see withTooLargeSink): mcp-go turns a failed SSE response stream into
 // "unexpected nil response", losing the reason.
 //
+// It carries the trace context of the request's ctx in the traceparent and
+// tracestate headers when tracing is on (tracer not nil), so an HTTP
+// upstream's own instrumentation continues the proxy's trace.
+//
 // And it hands mcp-go a 410 Gone for a request that carried a session id as
 // a 404: both mean the server no longer knows the session (SPEC §9.2), but
 // mcp-go only recognizes the 404 (ErrSessionTerminated), and would
@@ -33,6 +38,7 @@ type headerTransport struct {
 	next    http.RoundTripper
 	origin  string // scheme://host of the server URL
 	headers map[string]string
+	tracer  *tracing.Tracer // nil: no trace headers
 }
 
 func newHeaderTransport(next http.RoundTripper, server *url.URL, headers map[string]string) *headerTransport {
@@ -44,7 +50,8 @@ func originOf(u *url.URL) string {
 }
 
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) > 0 {
+	trace := t.tracer.Propagates(req.Context())
+	if len(t.headers) > 0 || trace {
 		req = req.Clone(req.Context()) // a RoundTripper must not modify its request
 		same := originOf(req.URL) == t.origin
 		for k, v := range t.headers {
@@ -53,6 +60,9 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			} else {
 				req.Header.Del(k) // copied by http.Client onto a redirect
 			}
+		}
+		if trace {
+			t.tracer.InjectHeader(req.Context(), req.Header)
 		}
 	}
 	sink, _ := req.Context().Value(tooLargeKey{}).(*tooLargeSink)

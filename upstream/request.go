@@ -182,14 +182,23 @@ func await[T any](s *session, ctx context.Context, send func() (T, error)) (T, e
 	}
 }
 
-// request is Request on this session; discovery uses it too.
+// request is Request on this session; discovery uses it too. Each request
+// has its own client span (trace.go) when tracing is on.
 func (s *session) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := "px-" + strconv.FormatUint(s.c.ids.Add(1), 10)
+	if len(params) > 0 && !isObject(params) {
+		return nil, s.c.opError(method, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest))
+	}
+	ctx, span, params := s.startSpan(ctx, method, id, params)
+	raw, err := s.send(ctx, method, id, params)
+	endSpan(span, method, raw, err)
+	return raw, err
+}
+
+// send sends one request with id and waits for its answer.
+func (s *session) send(ctx context.Context, method, id string, params json.RawMessage) (json.RawMessage, error) {
 	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method}
 	if len(params) > 0 {
-		if !isObject(params) {
-			return nil, s.c.opError(method, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest))
-		}
 		req.Params = params
 	}
 	if s.modern {

@@ -128,7 +128,9 @@ func (s *session) httpClient() (*http.Client, error) {
 	if cfg.TLSCACertPath != "" {
 		hc.CheckRedirect = NoDowngradeRedirect // nothing but https, ever
 	} // else NewHTTPClient's default: no https→http downgrade
-	hc.Transport = newHeaderTransport(hc.Transport, u, maps.Clone(cfg.Headers))
+	ht := newHeaderTransport(hc.Transport, u, maps.Clone(cfg.Headers))
+	ht.tracer = s.c.opts.Tracer
+	hc.Transport = ht
 	return hc, nil
 }
 

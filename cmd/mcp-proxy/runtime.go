@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -15,12 +16,15 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/audit"
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -42,7 +46,13 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
-	reaper   *upstream.Reaper // ends what stdio servers leave behind, at close
+	// integrity pins tool definitions and scans them (SPEC §13).
+	integrity *integrity.Guard
+	// tracer and audit are nil when off; both are closed after the
+	// upstreams, since calls finishing at shutdown still use them.
+	tracer *tracing.Tracer
+	audit  *audit.Log
+	reaper *upstream.Reaper // ends what stdio servers leave behind, at close
 
 	httpLimits httpLimits // of every HTTP listener; tests shorten them
 }
@@ -120,8 +130,24 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		return nil, err
 	}
 	rt.metrics = m
+	if err := rt.openGuard(cfg); err != nil {
+		return nil, err
+	}
+	if rt.tracer, err = tracing.New(ctx, cfg.Tracing, tracing.Options{Logger: rt.log, Version: version}); err != nil {
+		if errors.Is(err, tracing.ErrUnsupported) {
+			return nil, configErr(err)
+		}
+		return nil, err
+	}
+	rt.audit, err = audit.New(cfg.Audit, audit.Options{Logger: rt.log, Secrets: cfg.Secrets(), Registerer: rt.registry})
+	if err != nil {
+		_ = rt.tracer.Shutdown(context.Background())
+		return nil, err
+	}
 	bl, err := rt.openBlobs(cfg)
 	if err != nil {
+		_ = rt.audit.Close(context.Background())
+		_ = rt.tracer.Shutdown(context.Background())
 		return nil, err
 	}
 	// Before the first child starts: its orphans must come to the proxy.
@@ -142,7 +168,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		rt.log.Info().Msg("enabled: false: no upstream server is connected")
 	}
 	rt.proxy = downstream.New(downstream.Options{
-		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (SPEC §3).
@@ -195,6 +221,7 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 		OnRequest: func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
 			return rt.proxy.OnUpstreamRequest(ctx, server, method, params)
 		},
+		Tracer: rt.tracer,
 	})
 }
 
@@ -290,11 +317,24 @@ func countListed(c *downstream.Catalog) int {
 	return n
 }
 
-// close closes every upstream in parallel, bounded by closeBudget, then
-// ends what their processes left behind (upstream.Reaper).
+// close closes every upstream in parallel, bounded by closeBudget, and
+// meanwhile writes the audit log's queue and flushes the traces (nothing
+// adds to them any more: the calls have ended), each within its own
+// shorter budget (audit.CloseBudget, tracing.ShutdownBudget); then it ends
+// what the upstreams' processes left behind (upstream.Reaper).
 func (rt *runtime) close() {
 	start := time.Now()
 	var wg sync.WaitGroup
+	wg.Go(func() {
+		if err := rt.audit.Close(context.Background()); err != nil {
+			rt.log.Warn().Err(err).Msg("audit log not fully written at shutdown")
+		}
+	})
+	wg.Go(func() {
+		if err := rt.tracer.Shutdown(context.Background()); err != nil {
+			rt.log.Warn().Err(err).Msg("traces not fully exported at shutdown")
+		}
+	})
 	for name, c := range rt.connections() {
 		wg.Add(1)
 		go func() {

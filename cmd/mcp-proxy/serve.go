@@ -32,6 +32,8 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	defer stopMetrics()
 	stopReload := rt.reloadOnHUP(ctx, o)
 	defer stopReload()
+	stopPins := rt.watchPins(ctx)
+	defer stopPins()
 	go func() {
 		rt.waitAll(ctx)
 		rt.summary()

@@ -1,0 +1,325 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+)
+
+// Bounds of the queue and the writer; see the package doc.
+const (
+	// QueueEntries is how many entries wait for the writer at most: about
+	// a second of a very busy proxy, a few MB of memory at worst.
+	QueueEntries = 4096
+	// QueueBytes bounds the copied arguments (full mode) that wait.
+	QueueBytes = 16 << 20
+	// WriteBatchBytes bounds the lines written in one go.
+	WriteBatchBytes = 1 << 20
+	// SyncInterval is the longest time written lines stay unsynced.
+	SyncInterval = time.Second
+	// DropLogInterval is the least time between two drop warnings.
+	DropLogInterval = 10 * time.Second
+	// CloseBudget bounds Close when its ctx has no earlier deadline.
+	CloseBudget = 3 * time.Second
+)
+
+// entryCost is what one queued entry counts against QueueBytes besides its
+// copied arguments: its strings live on anyway, this covers the record.
+const entryCost = 512
+
+// ErrClosed is returned by Close when entries could not be written in time.
+var ErrClosed = errors.New("audit: log closed before every entry was written")
+
+// Options are New's dependencies. The zero value is usable.
+type Options struct {
+	// Logger receives drop and write-error warnings (rate-limited).
+	Logger zerolog.Logger
+	// Secrets are values never to write (config.Config.Secrets()).
+	Secrets []string
+	// Registerer, when not nil, gets mcp_proxy_audit_dropped_total.
+	Registerer prometheus.Registerer
+}
+
+// Log is the audit log. A nil *Log records nothing. Record is safe for
+// concurrent use; Close may be called once Record calls have stopped or
+// concurrently with them.
+type Log struct {
+	mode string // config.AuditArguments*
+	log  zerolog.Logger
+	sink sink
+	sc   *sanitize.Scrubber
+
+	mu     sync.RWMutex // Record holds it shared; Close exclusively to close ch
+	closed bool
+	ch     chan *record
+
+	queuedBytes atomic.Int64
+	dropped     atomic.Uint64 // all drops, for tests and the close report
+	unlogged    atomic.Uint64 // drops since the last warning
+	lastWarn    atomic.Int64  // unix nanos of the last warning
+	droppedC    prometheus.Counter
+
+	done chan struct{} // closed when the writer has ended
+}
+
+// sink is where lines go: the rotating file, or a test's writer.
+type sink interface {
+	// WriteLine appends one line (newline included), rotating first if
+	// it would not fit.
+	WriteLine(line []byte) error
+	// Flush hands buffered lines to the kernel.
+	Flush() error
+	// Sync makes written lines durable.
+	Sync() error
+	Close() error
+}
+
+// New opens the audit log of cfg (defaults applied), or returns nil and no
+// error when cfg.Path is empty. It fails when the file cannot be created
+// or opened, so a bad path stops the proxy at start.
+func New(cfg config.Audit, opts Options) (*Log, error) {
+	if cfg.Path == "" {
+		return nil, nil
+	}
+	s, err := openFileSink(cfg.Path, cfg.MaxBytes, cfg.MaxFiles)
+	if err != nil {
+		return nil, err
+	}
+	l, err := newLog(s, cfg.Arguments, opts)
+	if err != nil {
+		_ = s.Close()
+		return nil, err
+	}
+	return l, nil
+}
+
+// newLog starts a Log writing to s.
+func newLog(s sink, mode string, opts Options) (*Log, error) {
+	if mode == "" {
+		mode = config.AuditArgumentsDigest
+	}
+	l := &Log{
+		mode: mode,
+		log:  opts.Logger,
+		sink: s,
+		sc:   sanitize.NewScrubber(opts.Secrets),
+		ch:   make(chan *record, QueueEntries),
+		done: make(chan struct{}),
+		droppedC: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "mcp_proxy_audit_dropped_total",
+			Help: "Audit log entries not written: the queue was full (slow or stuck disk) or the write failed.",
+		}),
+	}
+	if opts.Registerer != nil {
+		if err := opts.Registerer.Register(l.droppedC); err != nil {
+			return nil, fmt.Errorf("audit: metrics: %w", err)
+		}
+	}
+	go l.run()
+	return l, nil
+}
+
+// Record queues e to be written and returns at once. It never blocks: when
+// the queue is full the entry is dropped and counted. After Close it does
+// nothing.
+func (l *Log) Record(e Entry) {
+	if l == nil {
+		return
+	}
+	if e.Time.IsZero() {
+		e.Time = time.Now()
+	}
+	r := &record{Entry: e, cost: entryCost}
+	r.Arguments = nil // read below, never kept
+	if len(e.RequestID) > 0 {
+		r.RequestID = bytes.Clone(e.RequestID)
+	}
+	if l.mode != config.AuditArgumentsNone && len(e.Arguments) > 0 {
+		r.digest, r.hasDigest = digestOf(e.Arguments)
+		switch {
+		case !r.hasDigest:
+			r.argsOmitted = "invalid_json"
+		case l.mode != config.AuditArgumentsFull:
+		case len(e.Arguments) > MaxFullArguments:
+			r.argsOmitted = "too_large"
+		default:
+			var buf bytes.Buffer
+			_ = json.Compact(&buf, e.Arguments) // valid: the digest compacted it
+			r.args = buf.Bytes()
+			r.cost += int64(len(r.args))
+		}
+	}
+
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	if l.closed {
+		return
+	}
+	if l.queuedBytes.Add(r.cost) > QueueBytes {
+		l.queuedBytes.Add(-r.cost)
+		l.drop(1, "the queue is full (the disk is slow or stuck)")
+		return
+	}
+	select {
+	case l.ch <- r:
+	default:
+		l.queuedBytes.Add(-r.cost)
+		l.drop(1, "the queue is full (the disk is slow or stuck)")
+	}
+}
+
+// Dropped is the number of entries dropped so far.
+func (l *Log) Dropped() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.dropped.Load()
+}
+
+// drop counts n lost entries and warns at most once per DropLogInterval.
+func (l *Log) drop(n int, why string) {
+	l.dropped.Add(uint64(n))
+	l.droppedC.Add(float64(n))
+	pending := l.unlogged.Add(uint64(n))
+	now := time.Now().UnixNano()
+	last := l.lastWarn.Load()
+	if last != 0 && now-last < int64(DropLogInterval) {
+		return
+	}
+	if !l.lastWarn.CompareAndSwap(last, now) {
+		return // another caller is warning
+	}
+	count := l.unlogged.Swap(0)
+	if count == 0 {
+		count = pending
+	}
+	l.log.Warn().Uint64("dropped", count).Uint64("dropped_total", l.dropped.Load()).
+		Msg("audit log entries dropped: " + why)
+}
+
+// run is the writer: it takes queued entries in order, writes them in
+// batches, syncs at most once per SyncInterval, and on Close writes what
+// is left and closes the sink.
+func (l *Log) run() {
+	defer close(l.done)
+	tick := time.NewTicker(SyncInterval)
+	defer tick.Stop()
+	dirty := false
+	var batch []*record
+	for {
+		select {
+		case r, ok := <-l.ch:
+			if !ok {
+				l.finish(dirty)
+				return
+			}
+			batch = append(batch[:0], r)
+			size := r.cost
+			for more := true; more && size < WriteBatchBytes; {
+				select {
+				case r, ok := <-l.ch:
+					if !ok {
+						more = false
+						break
+					}
+					batch = append(batch, r)
+					size += r.cost
+				default:
+					more = false
+				}
+			}
+			l.write(batch)
+			clear(batch)
+			dirty = true
+		case <-tick.C:
+			if dirty {
+				l.sync()
+				dirty = false
+			}
+		}
+	}
+}
+
+// finish ends the writer: the channel is closed and drained.
+func (l *Log) finish(dirty bool) {
+	if dirty {
+		l.sync()
+	}
+	if err := l.sink.Close(); err != nil {
+		l.log.Warn().Err(err).Msg("audit log: close")
+	}
+}
+
+// write encodes, scrubs and writes a batch, in order.
+func (l *Log) write(batch []*record) {
+	var out bytes.Buffer
+	scrub := l.sc.Writer(&out)
+	lost := 0
+	var werr error
+	for _, r := range batch {
+		l.queuedBytes.Add(-r.cost)
+		b, err := r.encode()
+		if err != nil {
+			lost++
+			continue
+		}
+		out.Reset()
+		_, _ = scrub.Write(b) // one line per Write: scrubbed whole
+		if werr == nil {
+			werr = l.sink.WriteLine(out.Bytes())
+		}
+		if werr != nil {
+			lost++
+		}
+	}
+	if werr == nil {
+		werr = l.sink.Flush()
+	}
+	if werr != nil {
+		l.drop(lost, "writing failed: "+sanitize.Error(werr.Error()))
+	} else if lost > 0 {
+		l.drop(lost, "an entry could not be encoded")
+	}
+}
+
+func (l *Log) sync() {
+	if err := l.sink.Sync(); err != nil {
+		l.log.Warn().Str("error", sanitize.Error(err.Error())).Msg("audit log: fsync")
+	}
+}
+
+// Close stops recording, writes the queued entries, fsyncs and closes the
+// file. It waits for that until ctx ends or CloseBudget passes, whichever
+// is first; if the writer is still busy then (a stuck disk), it returns
+// ErrClosed and the writer ends on its own when its write returns. Later
+// calls wait the same way. A nil Log returns nil.
+func (l *Log) Close(ctx context.Context) error {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	if !l.closed {
+		l.closed = true
+		close(l.ch)
+	}
+	l.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, CloseBudget)
+	defer cancel()
+	select {
+	case <-l.done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w (%d still queued)", ErrClosed, len(l.ch))
+	}
+}

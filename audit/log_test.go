@@ -1,0 +1,493 @@
+package audit
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
+
+func auditConfig(dir string, mode string) config.Audit {
+	return config.Audit{Path: filepath.Join(dir, "audit.log"), MaxBytes: config.DefaultAuditMaxBytes, MaxFiles: 3, Arguments: mode}
+}
+
+func openLog(t *testing.T, cfg config.Audit, opts Options) *Log {
+	t.Helper()
+	l, err := New(cfg, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	return l
+}
+
+// readLines closes l and returns the decoded lines of path.
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		var m map[string]any
+		if err := json.Unmarshal(sc.Bytes(), &m); err != nil {
+			t.Fatalf("line %q is not JSON: %v", sc.Text(), err)
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func closeLog(t *testing.T, l *Log) {
+	t.Helper()
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLineFormat(t *testing.T) {
+	dir := t.TempDir()
+	cfg := auditConfig(dir, "digest")
+	l := openLog(t, cfg, Options{})
+	at := time.Date(2026, 11, 30, 9, 15, 2, 123456789, time.FixedZone("CET", 3600))
+	l.Record(Entry{Time: at, Agent: "assistant", Session: "3f2a", Token: 2, Method: "tools/call",
+		Target: "github__create_issue", Server: "github", Decision: DecisionAllow, Approval: "approve", Outcome: "ok",
+		Duration: 412345 * time.Microsecond, Arguments: json.RawMessage(`{"title": "Bug", "labels": ["x"]}`),
+		RequestID: json.RawMessage(`7`), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"})
+	l.Record(Entry{Time: at, Agent: "assistant", Subject: "alice@example.com", Method: "resources/read",
+		Target: "files+file:///srv/a.txt?sig=abc", Decision: DecisionDeny, Rule: "not_granted", RequestID: json.RawMessage(`"r-1"`)})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	sum := sha256.Sum256([]byte(`{"title":"Bug","labels":["x"]}`))
+	want := `{"time":"2026-11-30T08:15:02.123456Z","agent":"assistant","session":"3f2a","client":"assistant","auth":"token","token_position":2,` +
+		`"method":"tools/call","target":"github__create_issue","server":"github","decision":"allow","approval":"approve","outcome":"ok",` +
+		`"duration_ms":412.345,"arguments_sha256":"` + hex.EncodeToString(sum[:]) + `","request_id":7,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}` + "\n" +
+		`{"time":"2026-11-30T08:15:02.123456Z","agent":"assistant","client":"alice@example.com","auth":"oauth",` +
+		`"method":"resources/read","target":"files+file:///srv/a.txt","decision":"deny","rule":"not_granted","duration_ms":0,"request_id":"r-1"}` + "\n"
+	if string(data) != want {
+		t.Errorf("file\n got: %s\nwant: %s", data, want)
+	}
+	st, err := os.Stat(cfg.Path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v, %v; want 0600", st.Mode(), err)
+	}
+}
+
+func TestArgumentModes(t *testing.T) {
+	args := json.RawMessage(`{ "path": "/tmp/x", "n": 1.50 }`)
+	sum := sha256.Sum256([]byte(`{"path":"/tmp/x","n":1.50}`))
+	digest := hex.EncodeToString(sum[:])
+	big := json.RawMessage(`{"s":"` + strings.Repeat("a", MaxFullArguments) + `"}`)
+	tests := []struct {
+		mode string
+		args json.RawMessage
+		want map[string]any // arguments_* members; absent keys must be absent
+	}{
+		{"digest", args, map[string]any{"arguments_sha256": digest}},
+		{"full", args, map[string]any{"arguments_sha256": digest, "arguments": map[string]any{"path": "/tmp/x", "n": 1.5}}},
+		{"none", args, map[string]any{}},
+		{"digest", nil, map[string]any{}},
+		{"full", big, map[string]any{"arguments_sha256": func() string { s := sha256.Sum256(big); return hex.EncodeToString(s[:]) }(), "arguments_omitted": "too_large"}},
+		{"digest", json.RawMessage(`{"a":`), map[string]any{"arguments_omitted": "invalid_json"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/%d", tt.mode, len(tt.args)), func(t *testing.T) {
+			cfg := auditConfig(t.TempDir(), tt.mode)
+			l := openLog(t, cfg, Options{})
+			l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: tt.args})
+			closeLog(t, l)
+			lines := readLines(t, cfg.Path)
+			if len(lines) != 1 {
+				t.Fatalf("%d lines", len(lines))
+			}
+			for _, k := range []string{"arguments_sha256", "arguments", "arguments_omitted"} {
+				got, ok := lines[0][k]
+				want, wantOK := tt.want[k]
+				if ok != wantOK || fmt.Sprint(got) != fmt.Sprint(want) {
+					t.Errorf("%s = %v (present %t), want %v (present %t)", k, got, ok, want, wantOK)
+				}
+			}
+		})
+	}
+}
+
+func TestRecordCopiesItsInput(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	args := []byte(`{"k":"before"}`)
+	id := []byte(`"id-1"`)
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: args, RequestID: id})
+	copy(args, `{"k":"AFTER!"}`)
+	copy(id, `"id-X"`)
+	closeLog(t, l)
+	line := readLines(t, cfg.Path)[0]
+	if fmt.Sprint(line["arguments"]) != "map[k:before]" || line["request_id"] != "id-1" {
+		t.Errorf("line %v; Record must copy the bytes it keeps", line)
+	}
+}
+
+func TestSecretsNeverWritten(t *testing.T) {
+	const secret = "ghs_0123456789abcdefSECRET"
+	const envSecret = "plain-config-value-42"
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{Secrets: []string{secret, envSecret}})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Outcome: "error",
+		Arguments: json.RawMessage(`{"note":"uses ` + envSecret + `","password":"hunter2-hunter2","header":"Bearer abcdefghijkl","nested":{"api_key":"k-123456789"}}`),
+		Error:     "upstream said: token " + secret + " rejected"})
+	l.Record(Entry{Agent: "a", Method: "resources/read", Target: "https://h/x?access_token=" + secret, Decision: DecisionAllow})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	for _, s := range []string{secret, envSecret, "hunter2-hunter2", "abcdefghijkl", "k-123456789"} {
+		if bytes.Contains(data, []byte(s)) {
+			t.Errorf("the file holds %q:\n%s", s, data)
+		}
+	}
+	lines := readLines(t, cfg.Path) // still JSON, one entry per line
+	if len(lines) != 2 || !strings.Contains(string(data), "[REDACTED]") {
+		t.Errorf("%d lines:\n%s", len(lines), data)
+	}
+}
+
+// TestOrderUnderConcurrency: entries appear in the order Record was
+// called, whatever the number of goroutines calling it.
+func TestOrderUnderConcurrency(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "digest")
+	l := openLog(t, cfg, Options{})
+	const workers, each = 8, 300
+	var mu sync.Mutex
+	seq := 0
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				mu.Lock() // fixes a global order for the check
+				seq++
+				l.Record(Entry{Agent: "a", Method: "tools/call", Target: fmt.Sprintf("%d", seq), Session: fmt.Sprintf("w%d-%04d", w, i), Decision: DecisionAllow})
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	closeLog(t, l)
+	lines := readLines(t, cfg.Path)
+	if len(lines) != workers*each || l.Dropped() != 0 {
+		t.Fatalf("%d lines, %d dropped; want %d and none", len(lines), l.Dropped(), workers*each)
+	}
+	last := map[string]string{}
+	for i, m := range lines {
+		if m["target"] != fmt.Sprint(i+1) {
+			t.Fatalf("line %d has target %v: out of order", i, m["target"])
+		}
+		s := m["session"].(string)
+		w := s[:strings.IndexByte(s, '-')]
+		if s <= last[w] {
+			t.Fatalf("worker %s: %s after %s", w, s, last[w])
+		}
+		last[w] = s
+	}
+}
+
+func TestRotation(t *testing.T) {
+	dir := t.TempDir()
+	cfg := config.Audit{Path: filepath.Join(dir, "logs", "audit.log"), MaxBytes: 1024, MaxFiles: 3, Arguments: "none"}
+	l := openLog(t, cfg, Options{})
+	const n = 60
+	for i := range n {
+		l.Record(Entry{Agent: "a", Method: "tools/call", Target: fmt.Sprintf("tool_%03d", i), Decision: DecisionAllow})
+	}
+	closeLog(t, l)
+	names, _ := filepath.Glob(cfg.Path + "*")
+	if strings.Join(names, " ") != strings.Join([]string{cfg.Path, cfg.Path + ".1", cfg.Path + ".2"}, " ") {
+		t.Fatalf("files %q; want the live file and two rotated ones", names)
+	}
+	st, _ := os.Stat(filepath.Dir(cfg.Path))
+	if st.Mode().Perm() != 0o700 {
+		t.Errorf("directory mode %v, want 0700", st.Mode().Perm())
+	}
+	var targets []string
+	for _, name := range []string{cfg.Path + ".2", cfg.Path + ".1", cfg.Path} {
+		st, err := os.Stat(name)
+		if err != nil || st.Size() > cfg.MaxBytes || st.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v, %v; want at most %d bytes, 0600", name, st.Size(), err, cfg.MaxBytes)
+		}
+		for _, m := range readLines(t, name) {
+			targets = append(targets, m["target"].(string))
+		}
+	}
+	// The kept lines are the newest, contiguous and in order.
+	if len(targets) == 0 || targets[len(targets)-1] != fmt.Sprintf("tool_%03d", n-1) {
+		t.Fatalf("kept %q", targets)
+	}
+	first := 0
+	fmt.Sscanf(targets[0], "tool_%d", &first)
+	for i, tg := range targets {
+		if tg != fmt.Sprintf("tool_%03d", first+i) {
+			t.Fatalf("kept lines not contiguous at %d: %q", i, targets)
+		}
+	}
+	if first == 0 {
+		t.Errorf("nothing was rotated away: %d lines kept of %d", len(targets), n)
+	}
+
+	// A restart appends to the live file and keeps rotating.
+	before, _ := os.ReadFile(cfg.Path)
+	l = openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "again", Decision: DecisionAllow})
+	closeLog(t, l)
+	after, _ := os.ReadFile(cfg.Path)
+	rotated, _ := os.ReadFile(cfg.Path + ".1")
+	if !bytes.HasPrefix(after, before) && !bytes.Equal(rotated, before) {
+		t.Errorf("restart lost the live file's lines")
+	}
+}
+
+func TestSingleFileTruncates(t *testing.T) {
+	cfg := config.Audit{Path: filepath.Join(t.TempDir(), "a.log"), MaxBytes: 1024, MaxFiles: 1, Arguments: "none"}
+	l := openLog(t, cfg, Options{})
+	for i := range 40 {
+		l.Record(Entry{Agent: "a", Method: "tools/call", Target: fmt.Sprintf("t%02d", i), Decision: DecisionAllow})
+	}
+	closeLog(t, l)
+	names, _ := filepath.Glob(cfg.Path + "*")
+	lines := readLines(t, cfg.Path)
+	if len(names) != 1 || len(lines) == 0 || lines[len(lines)-1]["target"] != "t39" {
+		t.Errorf("files %q, last line %v", names, lines[len(lines)-1])
+	}
+}
+
+// blockingSink blocks every WriteLine until released, like a stuck disk.
+type blockingSink struct {
+	release chan struct{}
+	once    sync.Once
+	entered chan struct{}
+	mu      sync.Mutex
+	lines   []string
+	fail    error
+}
+
+func newBlockingSink() *blockingSink {
+	return &blockingSink{release: make(chan struct{}), entered: make(chan struct{})}
+}
+
+func (s *blockingSink) WriteLine(b []byte) error {
+	s.once.Do(func() { close(s.entered) })
+	<-s.release
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fail != nil {
+		return s.fail
+	}
+	s.lines = append(s.lines, string(b))
+	return nil
+}
+func (s *blockingSink) Flush() error { return nil }
+func (s *blockingSink) Sync() error  { return nil }
+func (s *blockingSink) Close() error { return nil }
+
+func TestStuckDiskDropsAndCounts(t *testing.T) {
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	reg := prometheus.NewRegistry()
+	sink := newBlockingSink()
+	l, err := newLog(sink, "digest", Options{Logger: zerolog.New(logs), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "0", Decision: DecisionAllow})
+	<-sink.entered // the writer holds entry 0 and is stuck
+	const extra = 500
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 1; i <= QueueEntries+extra; i++ {
+			l.Record(Entry{Agent: "a", Method: "tools/call", Target: fmt.Sprint(i), Decision: DecisionAllow, Arguments: json.RawMessage(`{"x":1}`)})
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Record blocked behind a stuck writer")
+	}
+	if got := l.Dropped(); got != extra {
+		t.Errorf("dropped %d, want %d", got, extra)
+	}
+	if got := testutil.ToFloat64(l.droppedC); got != extra {
+		t.Errorf("mcp_proxy_audit_dropped_total = %v, want %d", got, extra)
+	}
+	if n, err := testutil.GatherAndCount(reg, "mcp_proxy_audit_dropped_total"); n != 1 || err != nil {
+		t.Errorf("registry has %d mcp_proxy_audit_dropped_total series (%v)", n, err)
+	}
+	warnings := strings.Count(logs.String(), "audit log entries dropped")
+	if warnings != 1 || !strings.Contains(logs.String(), `"dropped":1,`) {
+		t.Errorf("%d drop warnings, want exactly 1 within %s:\n%s", warnings, DropLogInterval, logs.String())
+	}
+
+	// Close waits at most its ctx while the disk is stuck.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := l.Close(ctx); !errors.Is(err, ErrClosed) {
+		t.Errorf("Close with a stuck disk = %v, want ErrClosed", err)
+	}
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "late", Decision: DecisionAllow}) // ignored
+	close(sink.release)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	sink.mu.Lock()
+	defer sink.mu.Unlock()
+	if len(sink.lines) != QueueEntries+1 {
+		t.Fatalf("%d lines written, want %d", len(sink.lines), QueueEntries+1)
+	}
+	for i, line := range sink.lines {
+		if !strings.Contains(line, fmt.Sprintf(`"target":"%d"`, i)) {
+			t.Fatalf("line %d: %s", i, line)
+		}
+	}
+}
+
+func TestWriteErrorsAreCounted(t *testing.T) {
+	logs := &syncWriter{w: &bytes.Buffer{}}
+	sink := newBlockingSink()
+	close(sink.release)
+	sink.fail = errors.New("write /var/log/audit.log: no space left on device")
+	l, err := newLog(sink, "digest", Options{Logger: zerolog.New(logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow})
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for (l.Dropped() < 3 || !strings.Contains(logs.String(), "no space")) && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if l.Dropped() != 3 || !strings.Contains(logs.String(), "no space left on device") {
+		t.Errorf("dropped %d; log:\n%s", l.Dropped(), logs.String())
+	}
+	sink.mu.Lock()
+	sink.fail = nil
+	sink.mu.Unlock()
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "ok", Decision: DecisionAllow})
+	closeLog(t, l)
+	if len(sink.lines) != 1 {
+		t.Errorf("%d lines after the disk recovered, want 1", len(sink.lines))
+	}
+}
+
+func TestFileSinkReopensAfterFailure(t *testing.T) {
+	dir := t.TempDir()
+	s, err := openFileSink(filepath.Join(dir, "a.log"), 1<<20, 2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.WriteLine([]byte("one\n")); err != nil || s.Flush() != nil {
+		t.Fatal(err)
+	}
+	_ = s.fail(errors.New("simulated")) // as after a failed write
+	if err := s.WriteLine([]byte("lost\n")); err == nil {
+		t.Fatal("wrote at once after a failure; want a wait of reopenInterval")
+	}
+	s.failedAt = time.Now().Add(-reopenInterval)
+	if err := s.WriteLine([]byte("two\n")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "a.log")); string(data) != "one\ntwo\n" {
+		t.Errorf("file %q", data)
+	}
+}
+
+func TestNewFile(t *testing.T) {
+	dir := t.TempDir()
+	existing := filepath.Join(dir, "open.log")
+	if err := os.WriteFile(existing, []byte("old\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l := openLog(t, config.Audit{Path: existing, MaxBytes: 4096, MaxFiles: 2}, Options{})
+	closeLog(t, l)
+	st, _ := os.Stat(existing)
+	if st.Mode().Perm() != 0o600 {
+		t.Errorf("existing file left %v, want 0600", st.Mode().Perm())
+	}
+	if _, err := New(config.Audit{Path: dir, MaxBytes: 4096, MaxFiles: 2}, Options{}); err == nil {
+		t.Error("New on a directory succeeded")
+	}
+	if l, err := New(config.Audit{}, Options{}); l != nil || err != nil {
+		t.Errorf("New without a path = %v, %v; want nil, nil", l, err)
+	}
+}
+
+func TestNilLogIsFree(t *testing.T) {
+	var l *Log
+	e := Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: json.RawMessage(`{}`)}
+	if n := testing.AllocsPerRun(100, func() { l.Record(e) }); n != 0 {
+		t.Errorf("Record on a nil Log: %.0f allocations", n)
+	}
+	if err := l.Close(context.Background()); err != nil || l.Dropped() != 0 {
+		t.Error("nil Log")
+	}
+}
+
+// syncWriter serializes writes to a buffer read by the test.
+type syncWriter struct {
+	mu sync.Mutex
+	w  *bytes.Buffer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
+
+func (s *syncWriter) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.String()
+}
+
+func BenchmarkRecord(b *testing.B) {
+	for _, mode := range []string{"digest", "full"} {
+		b.Run(mode, func(b *testing.B) {
+			cfg := auditConfig(b.TempDir(), mode)
+			l, err := New(cfg, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e := Entry{Agent: "assistant", Session: "3f2a", Method: "tools/call", Target: "github__create_issue", Server: "github",
+				Decision: DecisionAllow, Outcome: "ok", Duration: time.Millisecond,
+				Arguments: json.RawMessage(`{"title":"Bug in the parser","body":"Steps to reproduce: run it twice.","labels":["bug"]}`),
+				RequestID: json.RawMessage(`42`)}
+			b.ReportAllocs()
+			for b.Loop() {
+				l.Record(e)
+			}
+			b.StopTimer()
+			_ = l.Close(context.Background())
+			if l.Dropped() > 0 {
+				b.Logf("%d of %d dropped (the writer could not keep up)", l.Dropped(), b.N)
+			}
+		})
+	}
+}

@@ -1,0 +1,81 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/sdk/resource"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+)
+
+var (
+	benchParams = json.RawMessage(`{"name":"fx__echo","arguments":{"text":"hello"},"_meta":{"progressToken":3}}`)
+	benchHeader = http.Header{"Content-Type": {"application/json"}}
+	benchID     = json.RawMessage(`7`)
+)
+
+// callPath is what one proxied call does with a Tracer: a server span, a
+// client span, trace context into the upstream params and headers, both
+// spans ended.
+func callPath(ctx context.Context, tr *Tracer) json.RawMessage {
+	ctx, srv := tr.StartServer(ctx, ServerRequest{Method: "tools/call", Target: "fx__echo", ID: benchID,
+		Params: benchParams, Header: benchHeader, SessionID: "s", Protocol: "2025-11-25", Agent: "default", Transport: TransportTCP})
+	srv.SetServer("fx")
+	inner := tr.SpanFromContext(ctx)
+	inner.SetPolicyRule("")
+	inner.SetOutcome(OutcomeOK, 0)
+	cctx, cli := tr.StartClient(ctx, ClientRequest{Method: "tools/call", Params: benchParams, ID: "px-1", Server: "fx", Transport: TransportPipe})
+	out := tr.InjectMeta(cctx, benchParams)
+	if tr.Propagates(cctx) {
+		h := http.Header{}
+		tr.InjectHeader(cctx, h)
+	}
+	cli.End(OutcomeOK, 0)
+	srv.End("", 0)
+	_ = tr.TraceID(ctx)
+	return out
+}
+
+// TestOffCostsNothing: with tracing off (a nil Tracer) the call path
+// allocates nothing and hands the upstream its params untouched.
+func TestOffCostsNothing(t *testing.T) {
+	var tr *Tracer
+	ctx := context.Background()
+	if n := testing.AllocsPerRun(1000, func() { _ = callPath(ctx, tr) }); n != 0 {
+		t.Errorf("tracing off: %.1f allocations per call, want 0", n)
+	}
+	if out := callPath(ctx, tr); &out[0] != &benchParams[0] || len(out) != len(benchParams) {
+		t.Errorf("tracing off changed the params: %s", out)
+	}
+}
+
+// TestOnInjects is the on counterpart: the same path writes a traceparent.
+func TestOnInjects(t *testing.T) {
+	tr, _ := memTracer(t)
+	out := callPath(context.Background(), tr)
+	if tp, _ := metaTraceContext(out); len(tp) != 55 {
+		t.Errorf("tracing on: upstream params %s carry no traceparent", out)
+	}
+}
+
+func BenchmarkCallPathOff(b *testing.B) {
+	var tr *Tracer
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		callPath(ctx, tr)
+	}
+}
+
+func BenchmarkCallPathOn(b *testing.B) {
+	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		callPath(ctx, tr)
+	}
+}

@@ -1,0 +1,345 @@
+package tracing
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// The proxy's own attributes (SPEC §14).
+const (
+	AttrAgent      = attribute.Key("mcp_proxy.agent")
+	AttrServer     = attribute.Key("mcp_proxy.server")
+	AttrOutcome    = attribute.Key("mcp_proxy.outcome")
+	AttrPolicyRule = attribute.Key("mcp_proxy.policy.rule")
+	AttrApproval   = attribute.Key("mcp_proxy.approval")
+)
+
+// OutcomeOK is the outcome of a request that succeeded; every other
+// outcome (the metrics' tool_error, error, timeout, canceled, denied, or a
+// caller's own) marks the span as an error.
+const OutcomeOK = "ok"
+
+// Methods whose target is a name the conventions record.
+const (
+	methodToolsCall  = "tools/call"
+	methodPromptsGet = "prompts/get"
+)
+
+// Transports of a request, for network.transport: stdio is a pipe,
+// Streamable HTTP and SSE run over TCP.
+const (
+	TransportPipe = "pipe"
+	TransportTCP  = "tcp"
+)
+
+// ServerRequest describes one downstream request for its server span.
+// Only Header and Params._meta are read for the parent context; neither is
+// recorded.
+type ServerRequest struct {
+	// Method is the JSON-RPC method (mcp.method.name).
+	Method string
+	// Target is the exposed tool name of tools/call or the prompt name of
+	// prompts/get; "" for anything else (a resource URI is never a
+	// target). The span is named "<Method> <Target>", or "<Method>".
+	Target string
+	// ID is the request's JSON-RPC id as it came (a JSON string or
+	// number); nil for a notification.
+	ID json.RawMessage
+	// Params are the request's raw params; only _meta.traceparent and
+	// _meta.tracestate are read.
+	Params json.RawMessage
+	// Header holds the HTTP request's headers; nil over stdio.
+	Header http.Header
+	// SessionID is the MCP session id ("" for none: stdio, stateless).
+	SessionID string
+	// Protocol is the session's MCP protocol version.
+	Protocol string
+	// Agent is the agent serving the request.
+	Agent string
+	// Transport is TransportPipe (stdio) or TransportTCP (HTTP).
+	Transport string
+	// Address and Port are the listener's host and port as the client
+	// addressed them (server.address, server.port); "" and 0 over stdio.
+	Address string
+	Port    int
+}
+
+// ClientRequest describes one upstream request for its client span.
+type ClientRequest struct {
+	// Method is the JSON-RPC method.
+	Method string
+	// Params are the request's params; only "name" is read, for the target
+	// of tools/call and prompts/get (the upstream's own name).
+	Params json.RawMessage
+	// ID is the request id sent upstream ("px-<n>").
+	ID string
+	// Server is the configured server name (mcp_proxy.server).
+	Server string
+	// Protocol is the protocol version negotiated with the server.
+	Protocol string
+	// SessionID is the upstream's MCP session id, if any.
+	SessionID string
+	// Transport is TransportPipe or TransportTCP.
+	Transport string
+	// Address and Port locate an HTTP or SSE server; "" and 0 for stdio.
+	Address string
+	Port    int
+}
+
+// Span is one of the proxy's spans. The zero Span (tracing off, or the
+// span was not started) does nothing. A Span must be ended exactly once;
+// its methods are safe for concurrent use.
+type Span struct{ st *spanState }
+
+// spanState is a started span and whether its outcome was set.
+type spanState struct {
+	s          trace.Span
+	outcomeSet atomic.Bool
+}
+
+// serverSpanKey holds the server span's state in its request's ctx.
+type serverSpanKey struct{}
+
+// IsRecording reports whether the span records attributes: callers may
+// skip work that only feeds a span.
+func (s Span) IsRecording() bool { return s.st != nil && s.st.s.IsRecording() }
+
+// SetServer records the upstream server a request was routed to.
+func (s Span) SetServer(server string) {
+	if s.IsRecording() && server != "" {
+		s.st.s.SetAttributes(AttrServer.String(server))
+	}
+}
+
+// SetPolicyRule records the policy rule that refused the request (the
+// rule names of SPEC §5: excluded_tools, read_only, ...).
+func (s Span) SetPolicyRule(rule string) {
+	if s.IsRecording() && rule != "" {
+		s.st.s.SetAttributes(AttrPolicyRule.String(rule))
+	}
+}
+
+// SetApproval records the answer to an approval question (approve, always,
+// deny, decline, cancel, timeout, unsupported, error).
+func (s Span) SetApproval(decision string) {
+	if s.IsRecording() && decision != "" {
+		s.st.s.SetAttributes(AttrApproval.String(decision))
+	}
+}
+
+// SetOutcome records the request's outcome without ending the span: a
+// step deeper in the call path that knows it best (the tools/call chain:
+// denied, tool_error, timeout) sets it, and End's own outcome is then
+// only the fallback. outcome is OutcomeOK or a failure such as the
+// metrics' tool_error, error, timeout, canceled or denied; rpcCode is the
+// JSON-RPC error code answered, 0 for none. A failure sets the span status
+// to Error and error.type to the code when there is one (also recorded as
+// rpc.response.status_code), else to the outcome. A later SetOutcome
+// replaces the outcome attribute, but a span once marked as failed stays
+// failed (OpenTelemetry keeps the Error status); "" does nothing.
+func (s Span) SetOutcome(outcome string, rpcCode int) {
+	if !s.IsRecording() || outcome == "" {
+		return
+	}
+	s.st.outcomeSet.Store(true)
+	sp := s.st.s
+	sp.SetAttributes(AttrOutcome.String(outcome))
+	if outcome == OutcomeOK {
+		return
+	}
+	errType := outcome
+	if rpcCode != 0 {
+		errType = strconv.Itoa(rpcCode)
+		sp.SetAttributes(semconv.RPCResponseStatusCode(errType))
+	}
+	sp.SetAttributes(semconv.ErrorTypeKey.String(errType))
+	sp.SetStatus(codes.Error, errType)
+}
+
+// End ends the span. Its outcome and rpcCode (see SetOutcome) are recorded
+// only when no SetOutcome came first: the starter of a span passes what it
+// can see (ok, or error and the code of the JSON-RPC error it answers),
+// and a step that knew better has already said so.
+func (s Span) End(outcome string, rpcCode int) {
+	if s.st == nil {
+		return
+	}
+	if !s.st.outcomeSet.Load() {
+		s.SetOutcome(outcome, rpcCode)
+	}
+	s.st.s.End()
+}
+
+// SpanFromContext returns the server span of the request ctx belongs to
+// (StartServer's, also from inside a client span's ctx), to set attributes
+// on it: SetServer, SetPolicyRule, SetApproval, SetOutcome. Whoever started
+// the span ends it; the caller must not. With tracing off, or a ctx
+// without a server span, it is the zero Span.
+func (t *Tracer) SpanFromContext(ctx context.Context) Span {
+	if t == nil {
+		return Span{}
+	}
+	st, _ := ctx.Value(serverSpanKey{}).(*spanState)
+	return Span{st}
+}
+
+// StartServer starts the server span of one downstream request, as a child
+// of the trace context the request carries (see the package doc), and
+// returns a ctx holding it: the upstream request made with that ctx is its
+// child. The caller ends the span once the response is written or dropped.
+func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Context, Span) {
+	if t == nil {
+		return ctx, Span{}
+	}
+	if r.Header != nil && r.Header.Get("traceparent") != "" {
+		ctx = t.prop.Extract(ctx, propagation.HeaderCarrier(r.Header))
+	}
+	if tp, ts := metaTraceContext(r.Params); tp != "" {
+		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
+	}
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
+	attrs = appendTarget(attrs, r.Method, r.Target)
+	if id := requestID(r.ID); id != "" {
+		attrs = append(attrs, semconv.JSONRPCRequestID(id))
+	}
+	attrs = appendCommon(attrs, r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+	if r.Agent != "" {
+		attrs = append(attrs, AttrAgent.String(r.Agent))
+	}
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target),
+		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	st := &spanState{s: span}
+	return context.WithValue(ctx, serverSpanKey{}, st), Span{st}
+}
+
+// StartClient starts the client span of one upstream request, a child of
+// the span in ctx (the downstream request's, when there is one), and
+// returns a ctx holding it. Pass that ctx to InjectMeta and to the HTTP
+// request, so the upstream sees this span as its parent.
+func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Context, Span) {
+	if t == nil {
+		return ctx, Span{}
+	}
+	target := ""
+	if r.Method == methodToolsCall || r.Method == methodPromptsGet {
+		target = paramName(r.Params)
+	}
+	attrs := make([]attribute.KeyValue, 0, 12)
+	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
+	attrs = appendTarget(attrs, r.Method, target)
+	if r.ID != "" {
+		attrs = append(attrs, semconv.JSONRPCRequestID(r.ID))
+	}
+	attrs = appendCommon(attrs, r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+	if r.Server != "" {
+		attrs = append(attrs, AttrServer.String(r.Server))
+	}
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
+		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, Span{&spanState{s: span}}
+}
+
+// TraceID returns the hex trace id of the span in ctx, "" when there is
+// none (tracing off). Logs and the audit log carry it to find the trace.
+func (t *Tracer) TraceID(ctx context.Context) string {
+	if t == nil {
+		return ""
+	}
+	sc := trace.SpanContextFromContext(ctx)
+	if !sc.IsValid() {
+		return ""
+	}
+	return sc.TraceID().String()
+}
+
+func spanName(method, target string) string {
+	if target == "" {
+		return method
+	}
+	return method + " " + target
+}
+
+// appendTarget adds the conventions' name of a tool or prompt target.
+func appendTarget(attrs []attribute.KeyValue, method, target string) []attribute.KeyValue {
+	if target == "" {
+		return attrs
+	}
+	switch method {
+	case methodToolsCall:
+		attrs = append(attrs, semconv.GenAIToolName(target), semconv.GenAIOperationNameExecuteTool)
+	case methodPromptsGet:
+		attrs = append(attrs, semconv.GenAIPromptName(target))
+	}
+	return attrs
+}
+
+func appendCommon(attrs []attribute.KeyValue, session, protocol, transport, address string, port int) []attribute.KeyValue {
+	if session != "" {
+		attrs = append(attrs, semconv.McpSessionID(session))
+	}
+	if protocol != "" {
+		attrs = append(attrs, semconv.McpProtocolVersion(protocol))
+	}
+	if transport != "" {
+		attrs = append(attrs, semconv.NetworkTransportKey.String(transport))
+	}
+	if address != "" {
+		attrs = append(attrs, semconv.ServerAddress(address))
+		if port > 0 {
+			attrs = append(attrs, semconv.ServerPort(port))
+		}
+	}
+	return attrs
+}
+
+// requestID is the string form of a JSON-RPC id: a string's content, a
+// number's spelling; "" for none or null.
+func requestID(raw json.RawMessage) string {
+	if len(raw) == 0 || string(raw) == "null" {
+		return ""
+	}
+	if raw[0] == '"' {
+		var s string
+		if json.Unmarshal(raw, &s) == nil {
+			return s
+		}
+		return ""
+	}
+	return string(raw)
+}
+
+// paramName is the string member "name" of params, "" when absent.
+func paramName(params json.RawMessage) string {
+	if len(params) == 0 {
+		return ""
+	}
+	v, ok, err := rawjson.Get(params, "name")
+	if err != nil || !ok {
+		return ""
+	}
+	return jsonString(v)
+}
+
+// jsonString decodes a JSON string value; "" for anything else.
+func jsonString(v json.RawMessage) string {
+	if len(v) < 2 || v[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil {
+		return ""
+	}
+	return s
+}

@@ -1,0 +1,101 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/tracing"
+)
+
+// peer is where a Conn's requests go, for the client spans' network
+// attributes; computed once, and only when tracing is on.
+type peer struct {
+	transport string // tracing.TransportPipe or TransportTCP
+	address   string
+	port      int
+}
+
+func peerOf(cfg *config.Server, kind string) peer {
+	if kind == config.TransportStdio {
+		return peer{transport: tracing.TransportPipe}
+	}
+	p := peer{transport: tracing.TransportTCP}
+	u, err := url.Parse(cfg.URL)
+	if err != nil {
+		return p
+	}
+	p.address = u.Hostname()
+	if port := u.Port(); port != "" {
+		p.port, _ = strconv.Atoi(port)
+	} else if u.Scheme == "https" {
+		p.port = 443
+	} else {
+		p.port = 80
+	}
+	if ip := net.ParseIP(p.address); ip != nil {
+		p.address = ip.String()
+	}
+	return p
+}
+
+// startSpan starts the client span of one request on s and returns the
+// ctx holding it and params carrying its context in _meta. With tracing
+// off it returns its arguments and the zero Span, allocating nothing.
+func (s *session) startSpan(ctx context.Context, method, id string, params json.RawMessage) (context.Context, tracing.Span, json.RawMessage) {
+	t := s.c.opts.Tracer
+	if t == nil {
+		return ctx, tracing.Span{}, params
+	}
+	ctx, span := t.StartClient(ctx, tracing.ClientRequest{
+		Method:    method,
+		Params:    params,
+		ID:        id,
+		Server:    s.c.name,
+		Protocol:  s.protocol,
+		SessionID: s.tr.GetSessionId(),
+		Transport: s.c.peer.transport,
+		Address:   s.c.peer.address,
+		Port:      s.c.peer.port,
+	})
+	return ctx, span, t.InjectMeta(ctx, params)
+}
+
+// endSpan ends a request's client span with the outcome of the call, in
+// the metrics' vocabulary: ok, tool_error (a tools/call result with
+// isError), error (with the JSON-RPC code when the server answered one),
+// timeout or canceled.
+func endSpan(span tracing.Span, method string, result json.RawMessage, err error) {
+	if !span.IsRecording() {
+		span.End(tracing.OutcomeOK, 0)
+		return
+	}
+	var rpc *RPCError
+	switch {
+	case err == nil:
+		if method == string(mcp.MethodToolsCall) {
+			if v, ok, _ := rawjson.Get(result, "isError"); ok && string(v) == "true" {
+				span.End(metrics.OutcomeToolError, 0)
+				return
+			}
+		}
+		span.End(tracing.OutcomeOK, 0)
+	case errors.As(err, &rpc):
+		span.End(metrics.OutcomeError, rpc.Code)
+	case errors.Is(err, ErrConnectionLost), errors.Is(err, ErrNotConnected):
+		span.End(metrics.OutcomeError, 0)
+	case errors.Is(err, context.DeadlineExceeded):
+		span.End(metrics.OutcomeTimeout, 0)
+	case errors.Is(err, context.Canceled):
+		span.End(metrics.OutcomeCanceled, 0)
+	default:
+		span.End(metrics.OutcomeError, 0)
+	}
+}
