@@ -30,6 +30,12 @@
 // and compared with what was opened, temporary files are created with O_EXCL, and rename never
 // follows a link, so nothing is written outside Dir. Agent names must match [A-Za-z0-9_-]{1,32}.
 //
+// Bounds: each agent folder holds at most Options.MaxStoreBytes of blob files; files not
+// written or reused for Options.MaxAge go first, then the oldest, when a new file is added
+// (under a per-folder lock, so concurrent writers never overshoot) and at Sweep. A blob that
+// cannot fit becomes "[attachment unavailable: blob store full]". Only regular files named
+// <sha256 hex>[.<ext>] are counted or removed; links and other files are never touched.
+//
 // Names: the display name is the last segment of the URI's path, percent-decoded
 // ("upload.bin" when there is none). Unicode TAG characters are dropped (SPEC §9.4). Path
 // separators ('/' and '\'), NUL and other control characters, other Unicode format characters

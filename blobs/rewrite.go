@@ -19,6 +19,7 @@ const (
 	ResultInvalid     = "invalid"     // not standard base64
 	ResultTooLarge    = "too_large"   // over MaxBytesPerBlob
 	ResultOverBudget  = "over_budget" // the result as a whole broke a limit; nothing was written
+	ResultStoreFull   = "store_full"  // the agent folder cannot take it within MaxStoreBytes
 )
 
 // Outcome is what became of one blob item.
@@ -139,7 +140,9 @@ func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, 
 			continue
 		}
 		if st == nil && stErr == nil {
-			st, stErr = openStore(m.dir, agent)
+			if st, stErr = openStore(m.dir, agent); stErr == nil {
+				st.f = m.folders.get(agent)
+			}
 		}
 		if stErr != nil {
 			out.Result, out.Err = ResultUnavailable, stErr
@@ -167,6 +170,9 @@ func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcom
 	case errors.Is(err, ErrTooLarge):
 		*out = Outcome{Result: ResultTooLarge, Bytes: out.Bytes, Err: err}
 		return unavailableItem(fmt.Sprintf("over the limit of %d bytes per attachment", m.limits.maxPerBlob))
+	case errors.Is(err, ErrStoreFull):
+		*out = Outcome{Result: ResultStoreFull, Bytes: out.Bytes, Err: err}
+		return unavailableItem(StoreFullReason)
 	case err != nil:
 		*out = Outcome{Result: ResultUnavailable, Bytes: out.Bytes, Err: err}
 		return unavailableItem("the file could not be stored")
@@ -317,6 +323,10 @@ func splice(b []byte, items []blobItem, repl [][]byte) []byte {
 	}
 	return append(out, b[prev:]...)
 }
+
+// StoreFullReason is the reason in "[attachment unavailable: blob store full]", the text that
+// replaces a blob its agent folder cannot take.
+const StoreFullReason = "blob store full"
 
 // unavailableItem is the text item that stands for a blob that was not materialized.
 func unavailableItem(reason string) []byte {

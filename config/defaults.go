@@ -36,6 +36,11 @@ const (
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
 	DefaultBlobsMode = "file"
+	// DefaultBlobsMaxBytes bounds each agent's blob folder (SPEC §8), so an
+	// upstream returning 10 MiB a call cannot fill the disk.
+	DefaultBlobsMaxBytes = 1 << 30
+	// DefaultBlobsMaxAge keeps blob files a week after their last use (SPEC §8).
+	DefaultBlobsMaxAge = 168 * time.Hour
 	// DefaultLogLevel and DefaultLogFormat suit a service whose logs are
 	// collected by a machine.
 	DefaultLogLevel  = "info"
@@ -118,6 +123,10 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	if c.Blobs.Dir == "" {
 		c.Blobs.Dir = defaultBlobsDir(lookupEnv)
 	}
+	if c.Blobs.MaxBytes == 0 && !c.isSet("blobs.max_bytes") {
+		c.Blobs.MaxBytes = DefaultBlobsMaxBytes
+	}
+	c.durationDefault(&c.Blobs.MaxAge, "blobs.max_age", DefaultBlobsMaxAge)
 	if c.StateDir == "" {
 		c.StateDir = defaultStateDir(lookupEnv)
 	}

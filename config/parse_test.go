@@ -67,6 +67,10 @@ var invalidConfigs = map[string]string{
 		`default_agent: no agent named "nobody" (agents: Assistant, assistant, bad__name)`,
 	),
 	"invalid-blobs-tilde.yaml": `blobs.dir: "~" is not expanded: write ${HOME} instead`,
+	"invalid-blobs-bounds.yaml": lines(
+		`blobs.max_age: must be greater than 0`,
+		`blobs.max_bytes: must be greater than 0 (bytes per agent folder)`,
+	),
 	"invalid-blobs.yaml": lines(
 		`blobs.dir: must be an absolute path, got "blobs"`,
 		`blobs.mode: must be file or passthrough, got "inline"`,
@@ -161,6 +165,10 @@ var invalidConfigs = map[string]string{
 	"invalid-metrics.yaml": lines(
 		`metrics.listen: must be host:port, got "9464"`,
 		`metrics.path: must not be /readyz, which the proxy serves itself`,
+	),
+	"invalid-metrics-tokens.yaml": lines(
+		`metrics.tokens[0]: empty token`,
+		`metrics.tokens[1]: token contains spaces or control characters`,
 	),
 	"invalid-missing-env.yaml":       `servers.github.headers.Authorization: environment variable GITHUB_TOKEN is not set`,
 	"invalid-multi-doc.yaml":         `line 2: a second YAML document starts here; a config is one document`,
@@ -397,7 +405,8 @@ func TestParseFull(t *testing.T) {
 		{"ev uri prefix", ev.URIPrefix(), "events"},
 		{"listen", cfg.Listen, Listen{Transport: "http", Addr: "127.0.0.1:0", Path: "/mcp"}},
 		{"metrics", cfg.Metrics, Metrics{Listen: "127.0.0.1:9464", Path: "/metrics"}},
-		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "passthrough", MaterializeMedia: true}},
+		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "passthrough", MaterializeMedia: true,
+			MaxBytes: DefaultBlobsMaxBytes, MaxAge: Duration(DefaultBlobsMaxAge)}},
 		{"log", cfg.Log, Log{Level: "debug", Format: "console"}},
 	}
 	for _, c := range checks {
@@ -425,7 +434,8 @@ func TestDefaults(t *testing.T) {
 		{"untrusted_text_limit", cfg.UntrustedTextLimit, 100000},
 		{"listen", cfg.Listen, Listen{Transport: "stdio", Addr: "127.0.0.1:8080", Path: "/mcp"}},
 		{"metrics", cfg.Metrics, Metrics{Path: "/metrics"}},
-		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "file"}},
+		{"blobs", cfg.Blobs, Blobs{Dir: "/home/test/.local/state/mcp-proxy/blobs", Mode: "file",
+			MaxBytes: DefaultBlobsMaxBytes, MaxAge: Duration(DefaultBlobsMaxAge)}},
 		{"log", cfg.Log, Log{Level: "info", Format: "json"}},
 		{"has agents", cfg.HasAgents(), false},
 		{"transport stdio", s.Transport, "stdio"},

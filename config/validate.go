@@ -64,6 +64,8 @@ func (c *Config) Validate() error {
 	c.validateServers(v)
 	c.validateAgents(v)
 	c.validateAuth(v)
+	c.validateBlobs(v)
+	c.validateMetrics(v)
 	c.validateIntegrity(v)
 	c.validateTracing(v)
 	c.validateAudit(v)

@@ -93,3 +93,57 @@ func TestBlobsToFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestBlobStoreBounded is issue 12, item 10: with blobs.max_bytes set, each
+// new blob file evicts the oldest of its agent's folder until the folder fits,
+// a blob that cannot fit becomes "[attachment unavailable: blob store full]",
+// and mcp_proxy_blob_store_bytes{agent} follows the folder. A file the proxy
+// did not write stays.
+func TestBlobStoreBounded(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	agentDir := filepath.Join(dir, "default")
+	if err := os.MkdirAll(agentDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(agentDir, "keep.txt"), []byte("not a blob"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, "blobs: {dir: "+q(dir)+", max_bytes: 5000}\nmetrics: {listen: 127.0.0.1:0}\n", fixtureServer("fx", []string{"-no-weird"}))
+	cs, stderr := sdkStdioProxy(t, cfg, nil, nil)
+	metricsURL := sfMetricsURL(t, stderr)
+
+	fileOf := func(n int) string {
+		sum := sha256.Sum256(fixtureBlob(0, n))
+		return filepath.Join(agentDir, hex.EncodeToString(sum[:])+".bin")
+	}
+	for _, n := range []int{2000, 2001, 2002} {
+		res := callTool(t, cs, "fx__blob", map[string]any{"count": 1, "bytes": n})
+		if text := res.Content[0].(*mcp.TextContent).Text; text != "[Document: blob.bin] "+fileOf(n) {
+			t.Fatalf("blob of %d bytes: %q", n, text)
+		}
+	}
+	// 2000+2001+2002 > 5000: the first file went when the third came.
+	if _, err := os.Stat(fileOf(2000)); err == nil {
+		t.Errorf("the oldest blob file is still there; the folder is over blobs.max_bytes")
+	}
+	for _, n := range []int{2001, 2002} {
+		if _, err := os.Stat(fileOf(n)); err != nil {
+			t.Errorf("blob of %d bytes: %v", n, err)
+		}
+	}
+	if got := sfMetric(t, metricsURL, "mcp_proxy_blob_store_bytes", `agent="default"`); got != 4003 {
+		t.Errorf("mcp_proxy_blob_store_bytes{agent=\"default\"} = %v, want 4003", got)
+	}
+
+	res := callTool(t, cs, "fx__blob", map[string]any{"count": 1, "bytes": 6000})
+	if text := res.Content[0].(*mcp.TextContent).Text; text != "[attachment unavailable: blob store full]" {
+		t.Errorf("blob over the whole budget: %q", text)
+	}
+	if _, err := os.Stat(fileOf(6000)); err == nil {
+		t.Errorf("the blob over budget was written")
+	}
+	if got, err := os.ReadFile(filepath.Join(agentDir, "keep.txt")); err != nil || string(got) != "not a blob" {
+		t.Errorf("a file the proxy did not write was touched: %q, %v", got, err)
+	}
+}

@@ -54,6 +54,10 @@ type Options struct {
 	// ProbeInterval is the wait between the connect attempts (probes) of a
 	// parked server; 0 or less means 300 s.
 	ProbeInterval time.Duration
+	// StallTimeout is how long a write to a stdio server's stdin may take
+	// no byte before the server counts as hung (its connection drops and
+	// reconnects); 0 or less means 30 s.
+	StallTimeout time.Duration
 	// Tracer, when not nil, gives every request a client span, child of the
 	// span in the request's ctx, and sends the span's context upstream in
 	// params._meta.traceparent/tracestate and, to HTTP and SSE servers, in
@@ -89,6 +93,11 @@ type Conn struct {
 
 	ready     chan struct{}
 	readyOnce sync.Once
+
+	// levelMu guards level and every session's levelSent, and is held while
+	// a level is sent, so sends never overlap (loglevel.go).
+	levelMu sync.Mutex
+	level   string // set by SetLogLevel; "" for none
 
 	mu      sync.Mutex // guards everything below, and orders publishes
 	started bool

@@ -53,6 +53,22 @@
 // the OnAuthorizationURL hook), and in any case it connects again as soon
 // as a token is at hand, its own or one `mcp-proxy auth login` stored.
 //
+// Requests of the server to the client are answered at most
+// maxServerRequests at a time per session (pings at once, on the stdio read
+// loop); the excess is refused at once. Every write to a stdio child's
+// stdin has a deadline that moves with progress: a child that takes no byte
+// for the stall timeout is hung, and its session drops (relay.go,
+// stdiotransport.go).
+//
+// SetLogLevel keeps the log level the clients want from the server and
+// applies it on every connection (loglevel.go).
+//
+// Stdio children (process.go, children*.go, reaper*.go): each runs in its
+// own process group; on Linux it gets SIGKILL when the proxy dies (a
+// parent-death signal, from a thread kept for the life of the process), and
+// a Reaper makes the proxy the subreaper of their descendants, collecting
+// and, at shutdown, ending those whose parent died.
+//
 // A Conn never blocks another Conn: every upstream has its own goroutines,
 // its own request contexts and its own shutdown.
 package upstream

@@ -66,7 +66,8 @@ type process struct {
 }
 
 // startProcess starts cfg.Command in its own process group, with its own
-// pipes, in cfg.Cwd, with env.
+// pipes, in cfg.Cwd, with env; on Linux it gets SIGKILL when the proxy dies
+// (children_linux.go).
 func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
@@ -100,8 +101,8 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 	cmd.Env = env
 	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = childAttr()
+	if err := startChild(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start process: %w", err)
 	}
@@ -125,6 +126,7 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 	// goroutines and Wait returns as soon as the child is reaped.
 	go func() {
 		_ = cmd.Wait()
+		ownChildren.forget(p.pgid)
 		p.exitErr = exitError(cmd.ProcessState)
 		close(p.exited)
 	}()
@@ -216,31 +218,39 @@ func liveGroupMembers(pgid int) (alive, ok bool) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		state, group, ok := parseStat(stat)
-		if ok && group == pgid && state != 'Z' && state != 'X' {
+		st, ok := parseStat(stat)
+		if ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
 			return true, true
 		}
 	}
 	return false, true
 }
 
-// parseStat reads the state and process group fields of /proc/<pid>/stat:
-// "pid (comm) S ppid pgrp ...". comm may contain spaces and parentheses, so
-// the fields are counted from the last ')'.
-func parseStat(stat []byte) (state byte, pgrp int, ok bool) {
+// procStat is what the proxy reads of /proc/<pid>/stat.
+type procStat struct {
+	state byte // R, S, D, Z, T, ...
+	ppid  int
+	pgrp  int
+}
+
+// parseStat reads the state, parent and process group fields of
+// /proc/<pid>/stat: "pid (comm) S ppid pgrp ...". comm may contain spaces
+// and parentheses, so the fields are counted from the last ')'.
+func parseStat(stat []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	fields := strings.Fields(string(stat[i+1:]))
 	if len(fields) < 3 || len(fields[0]) != 1 {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	pgrp, err := strconv.Atoi(fields[2])
-	if err != nil {
-		return 0, 0, false
+	ppid, err1 := strconv.Atoi(fields[1])
+	pgrp, err2 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
 	}
-	return fields[0][0], pgrp, true
+	return procStat{state: fields[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
 // exitError describes how a child ended: "process exited with status 3" or

@@ -347,6 +347,9 @@ func (s *session) modernize(method string, params json.RawMessage) (json.RawMess
 	put(mcp.MetaKeyProtocolVersion, s.protocol)
 	put(mcp.MetaKeyClientInfo, mcp.Implementation{Name: clientName, Version: Version})
 	put(mcp.MetaKeyClientCapabilities, mcp.ClientCapabilities{})
+	if level := s.c.logLevel(); level != "" {
+		put(mcp.MetaKeyLogLevel, level) // this protocol's logging/setLevel (SetLogLevel)
+	}
 	m, err := json.Marshal(meta)
 	if err != nil {
 		return nil, nil, err

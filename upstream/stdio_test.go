@@ -475,8 +475,8 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	state, _, ok := parseStat(stat)
-	return !ok || state != 'Z'
+	st, ok := parseStat(stat)
+	return !ok || st.state != 'Z'
 }
 
 func TestConnIsolation(t *testing.T) {

@@ -31,6 +31,7 @@ func (c *Conn) run(ctx context.Context) {
 				return
 			}
 			s.initial = nil
+			s.applyLogLevelLater() // a level set while it connected
 			c.log.Info().Str("protocol", s.protocol).Int("tools", len(c.Snapshot().Tools)).
 				Int("attempt", attempt).Msg("connected")
 			c.markReady()
@@ -117,6 +118,7 @@ func (c *Conn) renew(ctx context.Context, s *session) (*session, error) {
 		return nil, s.deathErr()
 	}
 	next.initial = nil
+	next.applyLogLevelLater()
 	s.finishRenewal(next, nil)
 	c.retire(ctx, s, true)
 	next.startBackground()

@@ -29,15 +29,17 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// closeBudget bounds closing every upstream at shutdown (SPEC §3: all within
-// 15 s, of which in-flight calls may take 10).
+// closeBudget bounds closing every upstream and ending what their processes
+// left behind at shutdown (SPEC §3: all within 15 s, of which in-flight
+// calls may take 10).
 const closeBudget = 5 * time.Second
 
 // runtime is one running set of upstream connections and the proxy in
 // front of them.
 type runtime struct {
-	mu       sync.Mutex // guards cfg and conns across reloads
+	mu       sync.Mutex // guards cfg, conns and bound across reloads
 	cfg      *config.Config
+	bound    string // the address the MCP listener is bound to; "" before (or in stdio)
 	log      zerolog.Logger
 	logOut   *scrubbedOutput
 	connCtx  context.Context // the lifetime of upstream connections
@@ -55,6 +57,9 @@ type runtime struct {
 	// upstreams, since calls finishing at shutdown still use them.
 	tracer *tracing.Tracer
 	audit  *audit.Log
+	reaper *upstream.Reaper // ends what stdio servers leave behind, at close
+
+	httpLimits httpLimits // of every HTTP listener; tests shorten them
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -120,7 +125,8 @@ func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writ
 // otherwise it waits for `mcp-proxy auth login`.
 func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, interactive bool) (*runtime, error) {
 	out := newScrubbedOutput(stderr, cfg.Secrets())
-	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{},
+		httpLimits: defaultHTTPLimits}
 	store, err := openAuthStore(cfg)
 	if err != nil {
 		return nil, configErr(err)
@@ -160,14 +166,15 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		_ = rt.tracer.Shutdown(context.Background())
 		return nil, err
 	}
-	var bl *blobs.Materializer
-	if cfg.Blobs.Mode != "passthrough" {
-		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
-		if err != nil {
-			_ = rt.audit.Close(context.Background())
-			_ = rt.tracer.Shutdown(context.Background())
-			return nil, configErr(fmt.Errorf("blobs: %w", err))
-		}
+	bl, err := rt.openBlobs(cfg)
+	if err != nil {
+		_ = rt.audit.Close(context.Background())
+		_ = rt.tracer.Shutdown(context.Background())
+		return nil, err
+	}
+	// Before the first child starts: its orphans must come to the proxy.
+	if rt.reaper, err = upstream.StartReaper(rt.log); err != nil {
+		rt.log.Warn().Err(err).Msg("processes that stdio servers leave behind cannot be adopted; they may outlive the proxy")
 	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
@@ -192,6 +199,27 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		c.Start(rt.connCtx)
 	}
 	return rt, nil
+}
+
+// openBlobs builds the blob materializer (nil in passthrough mode) and applies
+// the folder bounds to what earlier runs left (SPEC §8: at startup too).
+func (rt *runtime) openBlobs(cfg *config.Config) (*blobs.Materializer, error) {
+	if cfg.Blobs.Mode == "passthrough" {
+		return nil, nil
+	}
+	gauge, err := metrics.NewBlobStore(rt.registry)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia,
+		MaxStoreBytes: cfg.Blobs.MaxBytes, MaxAge: cfg.Blobs.MaxAge.D(), OnStoreSize: gauge.Set})
+	if err != nil {
+		return nil, configErr(fmt.Errorf("blobs: %w", err))
+	}
+	if err := bl.Sweep(); err != nil {
+		rt.log.Warn().Err(err).Msg("blob folders could not all be trimmed to blobs.max_bytes and blobs.max_age")
+	}
+	return bl, nil
 }
 
 // zlogLine writes standard-library log lines as zerolog warnings.
@@ -322,8 +350,10 @@ func countListed(c *downstream.Catalog) int {
 // close closes every upstream in parallel, bounded by closeBudget, and
 // meanwhile writes the audit log's queue and flushes the traces (nothing
 // adds to them any more: the calls have ended), each within its own
-// shorter budget (audit.CloseBudget, tracing.ShutdownBudget).
+// shorter budget (audit.CloseBudget, tracing.ShutdownBudget); then it ends
+// what the upstreams' processes left behind (upstream.Reaper).
 func (rt *runtime) close() {
+	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := rt.audit.Close(context.Background()); err != nil {
@@ -351,6 +381,7 @@ func (rt *runtime) close() {
 	case <-time.After(closeBudget):
 		rt.log.Warn().Msg("some upstreams did not close in time")
 	}
+	rt.reaper.Close(closeBudget - time.Since(start))
 }
 
 // openAuthStore opens the token store under state_dir (nothing is
