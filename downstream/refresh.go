@@ -57,7 +57,7 @@ func (p *Proxy) Reevaluate() {
 func (c *catalogState) init(style namespace.Style) {
 	c.lastTools = map[string][]upstream.Tool{}
 	empty := buildCatalog(style, nil)
-	empty.surface, _ = buildSurface(style, nil)
+	empty.surface, _ = buildSurface(style, nil, nil)
 	c.current.Store(empty)
 }
 
@@ -122,7 +122,7 @@ func (p *Proxy) Refresh() {
 	}
 	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
 	var sw []string
-	cat.surface, sw = buildSurface(p.style(), surfaces)
+	cat.surface, sw = buildSurface(p.style(), surfaces, old.surface)
 	cat.warnings = append(cat.warnings, sw...)
 	p.notifySurfaceChanges(old.surface, cat.surface)
 	for _, w := range cat.warnings {
