@@ -253,9 +253,11 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
-		n := 0
-		if connected {
-			n = len(snap.Tools)
+		n := 0 // the server's tools after tools.include/exclude
+		for _, t := range snap.Tools {
+			if connected && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
+				n++
+			}
 		}
 		p.opts.Metrics.UpstreamState(name, connected, n)
 	}

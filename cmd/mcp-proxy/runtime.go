@@ -227,35 +227,61 @@ func (rt *runtime) waitAll(ctx context.Context) {
 	rt.proxy.Refresh()
 }
 
-// summary logs one line per server and a total, the operator's view of
-// what the proxy serves.
+// summary logs the operator's view of what the proxy serves: each server's
+// state, the tools the servers offer (upstream_tools), and the tools an
+// agent granted every server lists (exposed_tools: each connected server's
+// tools after its tools.include/exclude, plus the proxy's own tools that
+// such an agent is offered). Agent policy is not applied: it differs per
+// agent.
 func (rt *runtime) summary() {
+	rt.mu.Lock()
+	cfg := rt.cfg
+	rt.mu.Unlock()
 	conns := rt.connections()
 	names := make([]string, 0, len(conns))
 	for n := range conns {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	connected, tools := 0, 0
-	for _, n := range names {
-		s := conns[n].Snapshot()
-		if s.State == upstream.StateConnected {
-			connected++
-			tools += len(s.Tools)
-		}
-	}
+	var connected, offered, exposed int
+	var resources, prompts bool
 	var states []string
 	for _, n := range names {
-		states = append(states, n+"="+conns[n].Snapshot().State.String())
+		s := conns[n].Snapshot()
+		states = append(states, n+"="+s.State.String())
+		sc := cfg.Servers[n]
+		if s.State != upstream.StateConnected || sc == nil {
+			continue
+		}
+		connected++
+		offered += len(s.Tools)
+		for _, t := range s.Tools {
+			if filter.ServerTool(sc.Tools.Include, sc.Tools.Exclude, t.Name) {
+				exposed++
+			}
+		}
+		resources = resources || s.Capabilities.Resources && sc.ResourcesEnabled()
+		prompts = prompts || s.Capabilities.Prompts && sc.PromptsEnabled()
 	}
-	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", tools).
-		Int("exposed_tools", countListed(rt.proxy.Catalog())).Str("states", strings.Join(states, " ")).Msg("startup summary")
+	own := ownTools(cfg, resources, prompts)
+	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", offered).
+		Int("exposed_tools", exposed+own).Int("own_tools", own).Str("states", strings.Join(states, " ")).Msg("startup summary")
 }
 
-func countListed(c *downstream.Catalog) int {
+// ownTools counts the proxy's own tools offered to an agent that follows the
+// top-level settings and is granted every server: tool_search and call_tool
+// in deferred mode, mcp_resources and mcp_prompts when a connected server
+// offers (and may expose) resources, resp. prompts.
+func ownTools(cfg *config.Config, resources, prompts bool) int {
 	n := 0
-	for _, e := range c.Tools() {
-		if e.Connected {
+	if cfg.DeferredLoading {
+		n++ // tool_search
+		if cfg.CallToolListed() {
+			n++
+		}
+	}
+	for _, offered := range []bool{resources, prompts} {
+		if offered {
 			n++
 		}
 	}
