@@ -72,6 +72,12 @@ func (o *scrubbedOutput) Write(b []byte) (int, error) {
 	return o.w.Write(b)
 }
 
+// Every duration field of the log ("duration", "retry_in") is written as
+// Go writes durations, with its unit ("1.005s", "3.2ms"), not as a bare
+// number of milliseconds. zerolog's setting is process-wide; it is set once,
+// before any logger exists.
+func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
+
 // newLogger builds the process logger: stderr only, secrets scrubbed.
 func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
 	w := out
@@ -171,7 +177,8 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 }
 
 // onSnapshot returns the snapshot hook of one server: refresh the proxy's
-// catalog and count connection results.
+// catalog and count connection results. The connection logs its own
+// "upstream connected" and "upstream down" lines.
 func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 	var mu sync.Mutex
 	prev := upstream.StateConnecting
@@ -184,17 +191,8 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			switch s.State {
 			case upstream.StateConnected:
 				rt.metrics.UpstreamConnect(name, "ok")
-				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
 			case upstream.StateFailed, upstream.StateParked:
 				rt.metrics.UpstreamConnect(name, "error")
-				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Int("attempt", s.Attempt)
-				if s.Err != nil {
-					ev = ev.Str("error", s.Err.Error())
-				}
-				if !s.NextRetry.IsZero() {
-					ev = ev.Time("next_retry", s.NextRetry)
-				}
-				ev.Msg("upstream down")
 			}
 		}
 		if rt.proxy != nil {

@@ -116,3 +116,69 @@ func grepLines(s, sub string) string {
 	}
 	return strings.Join(out, "\n")
 }
+
+// TestToolsServerDown: `tools` prints every server, the failed one with the
+// child's last stderr lines, and exits 1; each connection event is logged
+// once, with the retry wait as a duration.
+func TestToolsServerDown(t *testing.T) {
+	path := writeFile(t, "mcp-proxy.yaml", fmt.Sprintf(`
+blobs: {mode: passthrough}
+log: {level: info, format: json}
+servers:
+  fx:
+    command: %q
+    args: ["-name", "fx"]
+    connect_timeout: 30s
+  broken:
+    command: sh
+    args: ["-c", "echo 'npm error 404 Not Found - GET https://registry.example/nope' >&2; exit 1"]
+  off:
+    command: nope
+    enabled: false
+`, fixtureBin(t)))
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"tools", "--config", path}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		stdout, stderr, err := runCLI(t, args...)
+		if code := exitCode(t, err); code != exitRuntime || err.Error() != "1 of 2 servers not connected: broken (failed)" {
+			t.Fatalf("tools (json %v): exit %d, %v; want 1", asJSON, code, err)
+		}
+		const why = "process exited with status 1; last stderr: npm error 404 Not Found - GET https://registry.example/nope"
+		if asJSON {
+			var rep toolsReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatalf("tools --json: %v\n%s", err, stdout)
+			}
+			got := map[string]serverReport{}
+			for _, s := range rep.Servers {
+				got[s.Name] = s
+			}
+			if b := got["broken"]; b.State != "failed" || b.Error != why {
+				t.Errorf("broken = %+v, want failed: %s", b, why)
+			}
+			if fx := got["fx"]; fx.State != "connected" || len(fx.Tools) == 0 || got["off"].State != "disabled" {
+				t.Errorf("report = %+v", rep)
+			}
+		} else if !regexp.MustCompile(`(?m)^broken +failed +0 tools +` + regexp.QuoteMeta(why) + `$`).MatchString(stdout) {
+			t.Errorf("tools output lacks the failure:\n%s", stdout)
+		}
+		// One line per event: the connection logs it, nobody repeats it.
+		for _, c := range []struct{ msg, server string }{{"upstream connected", "fx"}, {"upstream down", "broken"}} {
+			var lines []string
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.Contains(l, `"message":"`+c.msg+`"`) {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], `"server":"`+c.server+`"`) {
+				t.Errorf("%s lines: %q", c.msg, lines)
+			}
+			if c.msg == "upstream down" && len(lines) == 1 &&
+				!regexp.MustCompile(`"retry_in":"[0-9.]+m?s"`).MatchString(lines[0]) {
+				t.Errorf("retry_in is not a duration: %s", lines[0])
+			}
+		}
+	}
+}
