@@ -71,8 +71,30 @@ var invalidConfigs = map[string]string{
 		`servers.a.command: expected a string, got a list`,
 		`servers.a.args: expected a list, got a mapping`,
 		`servers.a.enabled: expected true or false, got a list`,
+		`servers.b: needs command (a stdio server) or url (an http or sse server)`,
 	),
 	"invalid-env-unterminated.yaml": `servers.files.command: unterminated ${ (write $${ for a literal ${)`,
+	// Every kind at once (SPEC §1: one run reports every problem): the
+	// document's own problems first, then the rules on what is left; no
+	// rule judges a value that was refused (remote has no "needs command
+	// or url", alice's token list no "required").
+	"invalid-every-kind.yaml": lines(
+		`servers.github.headers.Authorization: environment variable GITHUB_TOKEN is not set`,
+		`servers.remote.url: environment variable REMOTE_URL is not set`,
+		`agents.alice.tokens[0]: environment variable ALICE_TOKEN is not set`,
+		`startup_wait: invalid duration "soon": use whole seconds (120) or a Go duration (120s, 2m, 1h30m)`,
+		`listen.pth: unknown key`,
+		`servers.files.command: duplicate key (first at line 22)`,
+		`servers.files.commnd: unknown key`,
+		`servers.files.args: expected a list, got a string`,
+		`agents.bob.autonomy: must be full, supervised or read_only, got "yolo"`,
+		`agents.bob.tokens: required because listen.addr "0.0.0.0:8080" is not a loopback address`,
+		`naming: must be zeroclaw or hermes, got "snake"`,
+		`servers."bad name": server name may only contain letters, digits, "_" and "-"`,
+		`servers.github.timeout: must be at most 600s`,
+		`servers.github.url: scheme must be http or https`,
+		`servers.remote.connect_timeout: must be greater than 0`,
+	),
 	"invalid-headers.yaml": lines(
 		`servers.remote.headers: invalid header name "Bad Header"`,
 		`servers.remote.headers.X-Token: invalid header value (it contains a control character)`,
