@@ -142,6 +142,10 @@ var invalidConfigs = map[string]string{
 	"invalid-no-command-no-url.yaml": `servers.empty: needs command (a stdio server) or url (an http or sse server)`,
 	"invalid-prefix.yaml":            `servers.github.prefix: may only contain letters, digits, "_" and "-"`,
 	"invalid-protocol.yaml":          `servers.github.protocol: must be 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "2026-01-01"`,
+	"invalid-reconnect-wait.yaml": lines(
+		`servers.negative.reconnect_wait: invalid duration "-1s": must not be negative`,
+		`servers.slow.reconnect_wait: must be at most 600s, the longest request timeout`,
+	),
 	"invalid-required-disabled.yaml": `servers.local.required: a disabled server can never be ready: drop required or enable the server`,
 	"invalid-resource-prefix.yaml":   `servers.my_files: resource URI prefix "my-files" is also the prefix of server "my-files" (prefixes are lowercased with "_" as "-")`,
 	"invalid-sampling.yaml": lines(
@@ -400,6 +404,8 @@ func TestDefaults(t *testing.T) {
 		{"timeout", s.Timeout.D().String(), "2m0s"},
 		{"connect_timeout", s.ConnectTimeout.D().String(), "1m0s"},
 		{"keepalive", s.Keepalive.D().String(), "3m0s"},
+		{"reconnect_wait", s.ReconnectWaitValue().String(), "5s"},
+		{"reconnect_wait set", s.ReconnectWait != nil, true},
 		{"server enabled", s.IsEnabled(), true},
 		{"prefix", s.PrefixValue(), "files"},
 		{"protocol", s.Protocol, "2025-11-25"},
@@ -447,12 +453,13 @@ func TestDefaultBlobsDir(t *testing.T) {
 }
 
 func TestExplicitZeroes(t *testing.T) {
-	cfg, err := Parse([]byte("startup_wait: 0\nservers:\n  a:\n    command: x\n    keepalive: 0\n"), testEnv())
+	cfg, err := Parse([]byte("startup_wait: 0\nservers:\n  a:\n    command: x\n    keepalive: 0\n    reconnect_wait: 0\n"), testEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.StartupWait != 0 || cfg.Servers["a"].Keepalive != 0 {
-		t.Errorf("explicit zeroes replaced by defaults: startup_wait %v, keepalive %v", cfg.StartupWait, cfg.Servers["a"].Keepalive)
+	if cfg.StartupWait != 0 || cfg.Servers["a"].Keepalive != 0 || cfg.Servers["a"].ReconnectWaitValue() != 0 {
+		t.Errorf("explicit zeroes replaced by defaults: startup_wait %v, keepalive %v, reconnect_wait %v",
+			cfg.StartupWait, cfg.Servers["a"].Keepalive, cfg.Servers["a"].ReconnectWaitValue())
 	}
 	cfg, err = Parse([]byte("servers:\n  a:\n    command: x\n    keepalive: ~\n    timeout:\n"), testEnv())
 	if err != nil {

@@ -124,6 +124,7 @@ func (c *Config) problems() []error {
 	c.validateTop(v)
 	c.validateListen(v)
 	c.validateServers(v)
+	c.validateReconnect(v)
 	c.validateAgents(v)
 	kept := v.problems[:0]
 	for _, p := range v.problems {
