@@ -156,9 +156,9 @@ func (p *Proxy) forwardCall(ctx context.Context, st *sessionState, name string, 
 	}
 	g := p.gen()
 	up, scfg := g.ups[entry.Server], g.cfg.Servers[entry.Server]
-	if up == nil || scfg == nil || up.Snapshot().State != upstream.StateConnected {
+	if up == nil || scfg == nil || !up.Snapshot().Available() {
 		p.opts.Metrics.ToolCall(entry.Server, entry.Name, metrics.OutcomeError, 0)
-		return nil, notConnected(entry.Server)
+		return nil, p.serverDown(entry.Server, up)
 	}
 	refusal, ask := p.approve(ctx, st, entry, args)
 	if ask != nil {
@@ -240,7 +240,7 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	case errors.As(err, &rpcErr):
 		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
-		return metrics.OutcomeError, notConnected(entry.Server)
+		return metrics.OutcomeError, p.notSent(entry.Server, err)
 	case errors.Is(err, upstream.ErrConnectionLost):
 		// The call may or may not have run: it is never replayed (SPEC §3).
 		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: p.errText(fmt.Sprintf(
@@ -272,6 +272,30 @@ func unknownTool(name string) *wireError {
 
 func notConnected(server string) *wireError {
 	return &wireError{Code: codeServerError, Message: fmt.Sprintf("MCP server '%s' is not connected", server)}
+}
+
+// serverDown is the error of a request for a server whose snapshot says it
+// would be refused at once (upstream.Snapshot.Available): why, and when the
+// next attempt starts.
+func (p *Proxy) serverDown(server string, up Upstream) *wireError {
+	if up == nil {
+		return notConnected(server)
+	}
+	if de := up.Snapshot().DownError(); de != nil {
+		return p.notSent(server, de)
+	}
+	return notConnected(server)
+}
+
+// notSent is the error of a request the upstream refused without sending
+// it (err matches upstream.ErrNotConnected): the *upstream.DownError's text,
+// which says why and when the next attempt starts.
+func (p *Proxy) notSent(server string, err error) *wireError {
+	var de *upstream.DownError
+	if errors.As(err, &de) {
+		return &wireError{Code: codeServerError, Message: p.errText(de.Error())}
+	}
+	return notConnected(server)
 }
 
 // callParams builds the upstream tools/call params: the upstream's own tool

@@ -239,7 +239,7 @@ func (p *Proxy) Refresh() {
 	for i, name := range names {
 		cfg := g.cfg.Servers[name]
 		snap := snaps[i]
-		connected := snap.State == upstream.StateConnected
+		connected := snap.Listed() // connected, or within reconnect_wait of a drop
 		if connected {
 			p.lastTools[name] = snap.Tools
 		}
@@ -253,13 +253,13 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
-		n := 0 // the server's tools after tools.include/exclude
+		up, n := snap.State == upstream.StateConnected, 0 // n: the server's tools after tools.include/exclude
 		for _, t := range snap.Tools {
-			if connected && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
+			if up && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
 				n++
 			}
 		}
-		p.opts.Metrics.UpstreamState(name, connected, n)
+		p.opts.Metrics.UpstreamState(name, up, n)
 	}
 	c := rebuildCatalog(p.style(), servers, old)
 	var sw []string

@@ -92,8 +92,8 @@ func (p *Proxy) resourceRoute(st *sessionState, uri string) (srv, orig string, f
 		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 	}
 	up = g.ups[srv]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return "", "", 0, nil, notConnected(srv)
+	if up == nil || !up.Snapshot().Available() {
+		return "", "", 0, nil, p.serverDown(srv, up)
 	}
 	switch {
 	case bare:
@@ -165,7 +165,7 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	case errors.As(err, &rpc):
 		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
 	case errors.Is(err, upstream.ErrNotConnected):
-		return nil, notConnected(srv)
+		return nil, p.notSent(srv, err)
 	}
 	return nil, &wireError{Code: codeServerError, Message: p.errText("MCP server '" + srv + "': " + err.Error())}
 }
@@ -293,8 +293,8 @@ func (p *Proxy) getPrompt(ctx context.Context, st *sessionState, params json.Raw
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
 	up := p.gen().ups[e.Server]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return nil, notConnected(e.Server)
+	if up == nil || !up.Snapshot().Available() {
+		return nil, p.serverDown(e.Server, up)
 	}
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
 	defer p.calls.begin(e.Server, st)() // see readResource
@@ -329,8 +329,8 @@ func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawM
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref.type must be ref/prompt or ref/resource"}
 	}
 	up := p.gen().ups[srv]
-	if up == nil || up.Snapshot().State != upstream.StateConnected {
-		return nil, notConnected(srv)
+	if up == nil || !up.Snapshot().Available() {
+		return nil, p.serverDown(srv, up)
 	}
 	if !up.Snapshot().Capabilities.Completions {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from

@@ -33,6 +33,7 @@ type Metrics struct {
 	approvals        *prometheus.CounterVec
 	toolSearch       *prometheus.CounterVec
 	sampling         *prometheus.CounterVec
+	waits            *waitMetrics // waits.go
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -102,6 +103,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	var err error
+	if m.waits, err = newWaitMetrics(reg); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -133,6 +138,7 @@ func (m *Metrics) ForgetServer(server string) {
 	}
 	m.upstreamUp.DeleteLabelValues(server)
 	m.upstreamTools.DeleteLabelValues(server)
+	m.waits.forget(server)
 }
 
 // Request counts one downstream request; outcome is "ok" or "error".

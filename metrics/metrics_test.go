@@ -28,6 +28,7 @@ func TestExposition(t *testing.T) {
 	m.Blob("fs", "written", 1024)
 	m.SessionOpened("default", "stdio")
 	m.Sampling("fs", "refused_rate")
+	m.RequestWaited("fs", "sent", 1200*time.Millisecond)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -55,6 +56,8 @@ func TestExposition(t *testing.T) {
 		"mcp_proxy_blob_bytes_total":           "result,server",
 		"mcp_proxy_sessions_active":            "agent,transport",
 		"mcp_proxy_sampling_requests_total":    "outcome,server",
+		"mcp_proxy_requests_waited_total":      "outcome,server",
+		"mcp_proxy_request_wait_seconds":       "server",
 		"go_goroutines":                        "",
 		"process_resident_memory_bytes":        "",
 	}
@@ -74,6 +77,7 @@ func TestNilMetrics(t *testing.T) {
 	m.UpstreamState("s", true, 1)
 	m.ToolCall("s", "t", OutcomeError, time.Second)
 	m.Sampling("s", "ok")
+	m.RequestWaited("s", "sent", time.Second)
 	m.ForgetServer("s")
 }
 

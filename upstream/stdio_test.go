@@ -134,7 +134,9 @@ func TestStdioCancelSendsNotification(t *testing.T) {
 func TestStdioProcessExitMidRequest(t *testing.T) {
 	t.Parallel()
 	var seen snapshots
-	c := start(t, fakeServer(t, "exits"), Options{OnSnapshot: seen.add})
+	cfg := fakeServer(t, "exits")
+	cfg.ReconnectWait = durPtr(0) // no window: the tools go at once
+	c := start(t, cfg, Options{OnSnapshot: seen.add})
 	mustConnected(t, c)
 
 	began := time.Now()
@@ -527,6 +529,7 @@ func TestStdioExitDuringConnect(t *testing.T) {
 	}
 	logs.waitLog(t, 2*time.Second, `"stream":"stderr"`, "cannot start")
 	// Logged once, as "upstream down", with the retry wait as a duration.
+	logs.waitLog(t, 2*time.Second, `"message":"upstream down"`)
 	down := logs.lines(`"message":"upstream down"`)
 	if len(down) != 1 || !strings.Contains(down[0], `"error":"process exited with status 7; last stderr: cannot start"`) ||
 		!strings.Contains(down[0], `"retry_in":"1h0m0s"`) || !strings.Contains(down[0], `"state":"failed"`) {

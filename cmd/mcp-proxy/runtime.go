@@ -133,7 +133,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 			if !s.IsEnabled() {
 				continue
 			}
-			c := rt.newConn(name, s)
+			c := rt.newConn(name, s, cfg.StartupWait.D())
 			rt.conns[name] = c
 			ups[name] = c
 		}
@@ -160,10 +160,16 @@ func (z zlogLine) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// newConn builds the connection of one server (not started).
-func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
+// newConn builds the connection of one server (not started). Requests wait
+// for its first connection at most startupWait from now (SPEC §3: the
+// proxy's start, or the reload that added the server).
+func (rt *runtime) newConn(name string, s *config.Server, startupWait time.Duration) *upstream.Conn {
 	return upstream.New(s, upstream.Options{
-		Logger:     rt.log,
+		Logger:          rt.log,
+		StartupDeadline: time.Now().Add(startupWait),
+		OnWait: func(outcome string, waited time.Duration) {
+			rt.metrics.RequestWaited(name, outcome, waited)
+		},
 		OnSnapshot: rt.onSnapshot(name),
 		// The proxy is built after the first connections and before they
 		// start; these run only once a connection is up.
