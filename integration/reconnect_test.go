@@ -19,8 +19,8 @@ import (
 
 // Shape of the load.
 const (
-	rwSessions   = 50              // HTTP sessions calling in a loop
-	rwSleepers   = 5               // of which call fx__sleep, so calls are in flight at the crash
+	rwSessions   = 50 // HTTP sessions calling in a loop
+	rwSleepers   = 5  // of which call fx__sleep, so calls are in flight at the crash
 	rwSleepMS    = 200
 	rwTimeout    = 3 * time.Second // the server's timeout: shorter than the window
 	rwWindow     = 5 * time.Second // reconnect_wait (the default)
