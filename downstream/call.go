@@ -282,6 +282,7 @@ func (p *Proxy) serverDown(server string, up Upstream) *wireError {
 		return notConnected(server)
 	}
 	if de := up.Snapshot().DownError(); de != nil {
+		de.Server = server // a fresh value: the snapshot of a fake may not name it
 		return p.notSent(server, de)
 	}
 	return notConnected(server)

@@ -151,12 +151,12 @@ func (c *Conn) awaitSession(ctx context.Context, method string, arrived time.Tim
 	snap := c.Snapshot()
 	until, ok := c.waitUntil(snap, arrived)
 	if !ok {
-		return nil, c.opError(method, snap.DownError())
+		return nil, c.opError(method, snap.downError())
 	}
 	w, ok := c.waits.join()
 	if !ok {
 		c.waited(WaitOverflow, 0)
-		return nil, c.opError(method, snap.DownError().overflow())
+		return nil, c.opError(method, snap.downError().overflow())
 	}
 	defer c.waits.leave(w)
 	timer := time.NewTimer(time.Until(until))
@@ -176,7 +176,7 @@ func (c *Conn) awaitSession(ctx context.Context, method string, arrived time.Tim
 				outcome = WaitTimeout
 			}
 			c.waited(outcome, time.Since(arrived))
-			return nil, c.opError(method, snap.DownError().after(time.Since(arrived)))
+			return nil, c.opError(method, snap.downError().after(time.Since(arrived)))
 		}
 		if !next.Equal(until) {
 			until = next
@@ -186,7 +186,7 @@ func (c *Conn) awaitSession(ctx context.Context, method string, arrived time.Tim
 		case <-w.wake:
 		case <-timer.C:
 			c.waited(WaitTimeout, time.Since(arrived))
-			return nil, c.opError(method, c.Snapshot().DownError().after(time.Since(arrived)))
+			return nil, c.opError(method, c.Snapshot().downError().after(time.Since(arrived)))
 		case <-ctx.Done():
 			outcome := WaitCanceled
 			if ctx.Err() == context.DeadlineExceeded {
