@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -26,9 +27,29 @@ const (
 	rwWindow     = 5 * time.Second // reconnect_wait (the default)
 	rwLoopWarmup = 300 * time.Millisecond
 	// rwSlack is what a call may take beyond its bound on a loaded 2-core
-	// machine under the race detector: scheduling, the HTTP round trip.
-	rwSlack = 750 * time.Millisecond
+	// machine under the race detector, with the whole suite running: the
+	// HTTP round trips of 50 sessions, scheduling. Only gross overruns
+	// (a wait that ignored its bound) fail the test on the client's clock;
+	// the bounds themselves are checked on the proxy's own account of each
+	// wait ("the request waited 2.31s"), which the load does not blur.
+	rwSlack = 5 * time.Second
+	// rwProxySlack is what the proxy's own account of a wait may exceed its
+	// bound by: the wake-up after the timer fired.
+	rwProxySlack = 250 * time.Millisecond
 )
+
+// rwWaited is the wait a refusal reports ("the request waited 4.998s and
+// was not sent"); ok is false when it reports none (refused at once).
+func rwWaited(msg string) (time.Duration, bool) {
+	m := waitedRE.FindStringSubmatch(msg)
+	if m == nil {
+		return 0, false
+	}
+	d, err := time.ParseDuration(m[1])
+	return d, err == nil
+}
+
+var waitedRE = regexp.MustCompile(`the request waited (\S+) and was not sent`)
 
 // rwCall is one finished call of the load.
 type rwCall struct {
@@ -168,6 +189,7 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	load := startLoad(t, url)
 	crashed := time.Now()
 	_, crashErr := rsCall(control, "fx__crash", nil, callTimeout)
+	crashSeen := time.Now() // the proxy has seen the process exit
 	var back time.Time
 	for deadline := time.Now().Add(20 * time.Second); back.IsZero(); {
 		if res, err := rsCall(control, "fx__echo", map[string]any{"text": "back"}, callTimeout); err == nil && contentText(res) == "back" {
@@ -198,7 +220,7 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	var bad []string
 	for _, c := range calls {
 		switch {
-		case c.outcome == "lost" && !c.start.Before(crashed.Add(rwSlack)):
+		case c.outcome == "lost" && c.start.After(crashSeen):
 			bad = append(bad, fmt.Sprintf("call at +%s lost: it can only have been sent after the restart: %s", c.start.Sub(crashed).Round(time.Millisecond), c.msg))
 		case c.outcome == "refused" || c.outcome == "other" || c.outcome == "timeout":
 			bad = append(bad, fmt.Sprintf("call at +%s (took %s): %s: %s", c.start.Sub(crashed).Round(time.Millisecond), c.took().Round(time.Millisecond), c.outcome, c.msg))
@@ -221,13 +243,16 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	load = startLoad(t, url)
 	crashed = time.Now()
 	_, _ = rsCall(control, "fx__crash", nil, callTimeout)
+	crashSeen = time.Now()
 	time.Sleep(rwWindow + 2*time.Second)
 	calls = load.finish()
 	windowEnd := crashed.Add(rwWindow)
 	n, by, p99, worst = rwSummary(calls, crashed, windowEnd)
 	t.Logf("MEASURE crash loop, within the window: %d calls: %d ok, %d refused, %d lost, %d timeout, %d other; p99 %s, max %s",
 		n, by["ok"], by["refused"], by["lost"], by["timeout"], by["other"], p99.Round(time.Millisecond), worst.Round(time.Millisecond))
-	nAfter, byAfter, p99After, worstAfter := rwSummary(calls, windowEnd.Add(rwSlack), crashed.Add(rwWindow+2*time.Second))
+	// The window closes at the latest rwWindow after crashSeen.
+	afterWindow := crashSeen.Add(rwWindow)
+	nAfter, byAfter, p99After, worstAfter := rwSummary(calls, afterWindow, crashed.Add(rwWindow+2*time.Second))
 	t.Logf("MEASURE crash loop, after the window: %d calls: %d refused, %d other; p99 %s, max %s",
 		nAfter, byAfter["refused"], byAfter["other"], p99After.Round(time.Millisecond), worstAfter.Round(time.Millisecond))
 	bad = nil
@@ -235,14 +260,18 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 		if c.start.Before(crashed) {
 			continue
 		}
-		bound := min(rwTimeout, windowEnd.Sub(c.start)) + rwSlack
+		waited, didWait := rwWaited(c.msg)
 		switch {
-		case c.took() > max(bound, rwSlack):
-			bad = append(bad, fmt.Sprintf("call at +%s took %s, beyond min(its timeout, the window) %s", c.start.Sub(crashed).Round(time.Millisecond), c.took(), bound-rwSlack))
-		case c.outcome == "other" || c.outcome == "ok" && c.start.After(crashed.Add(rwSlack)):
+		case c.took() > rwTimeout+rwSlack:
+			bad = append(bad, fmt.Sprintf("call at +%s took %s, far beyond its %s timeout", c.start.Sub(crashed).Round(time.Millisecond), c.took(), rwTimeout))
+		case c.outcome == "other" || c.outcome == "ok" && c.start.After(crashSeen) || c.outcome == "lost" && c.start.After(crashSeen):
 			bad = append(bad, fmt.Sprintf("call at +%s: %s: %s", c.start.Sub(crashed).Round(time.Millisecond), c.outcome, c.msg))
 		case c.outcome == "refused" && !strings.Contains(c.msg, "fixture refuses to start: crash loop"):
 			bad = append(bad, "refusal without its reason: "+c.msg)
+		case didWait && waited > min(rwTimeout, rwWindow)+rwProxySlack:
+			bad = append(bad, fmt.Sprintf("call at +%s waited %s in the proxy, beyond its %s timeout: %s", c.start.Sub(crashed).Round(time.Millisecond), waited, rwTimeout, c.msg))
+		case didWait && c.start.After(afterWindow):
+			bad = append(bad, fmt.Sprintf("call at +%s, after the window, waited: %s", c.start.Sub(crashed).Round(time.Millisecond), c.msg))
 		}
 	}
 	if len(bad) > 0 {
@@ -250,9 +279,6 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	}
 	if nAfter == 0 || byAfter["refused"] != nAfter {
 		t.Errorf("after the window %d calls, %d refused at once; want every one refused", nAfter, byAfter["refused"])
-	}
-	if worstAfter > rwSlack {
-		t.Errorf("after the window a call took %s to be refused, want it at once", worstAfter)
 	}
 	if t.Failed() {
 		t.Logf("proxy log:\n%s", tail(proxy.stderr.String(), 3000))
