@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -25,6 +26,12 @@ const (
 	DefaultListenAddr = "127.0.0.1:8080"
 	// DefaultListenPath is the endpoint path the MCP transport spec uses.
 	DefaultListenPath = "/mcp"
+	// DefaultSessionIdleTimeout closes an HTTP session nobody has used for
+	// that long: clients that end without DELETE (most do) would otherwise
+	// be held, and counted as active, for the life of the process.
+	DefaultSessionIdleTimeout = 30 * time.Minute
+	// DefaultListenAuthType is the only type of listen.auth (SPEC §12.2).
+	DefaultListenAuthType = "oauth"
 	// DefaultMetricsPath is the Prometheus convention.
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
@@ -62,6 +69,17 @@ const (
 	DefaultSamplingMaxTokensCap = 4096
 	DefaultSamplingTimeout      = 30 * time.Second
 
+	// DefaultPinning keeps existing setups working: a changed tool is
+	// logged and counted, not held (SPEC §13; the README recommends
+	// quarantine).
+	DefaultPinning = "warn"
+	// DefaultNewTools serves tools that appear after a server was pinned
+	// (and pins them).
+	DefaultNewTools = "allow"
+	// DefaultScan logs and counts description findings without changing
+	// what clients see.
+	DefaultScan = "warn"
+
 	// DefaultAutonomy is the seed's default: no approval prompts.
 	DefaultAutonomy = "full"
 	// ImplicitAgent is the agent served when the config has no agents.
@@ -97,11 +115,20 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	setString(&c.Listen.Transport, DefaultListenTransport)
 	setString(&c.Listen.Addr, DefaultListenAddr)
 	setString(&c.Listen.Path, DefaultListenPath)
+	if c.Listen.Auth != nil {
+		setString(&c.Listen.Auth.Type, DefaultListenAuthType)
+	}
 	setString(&c.Metrics.Path, DefaultMetricsPath)
 	setString(&c.Blobs.Mode, DefaultBlobsMode)
 	if c.Blobs.Dir == "" {
 		c.Blobs.Dir = defaultBlobsDir(lookupEnv)
 	}
+	if c.StateDir == "" {
+		c.StateDir = defaultStateDir(lookupEnv)
+	}
+	setString(&c.Pinning, DefaultPinning)
+	setString(&c.NewTools, DefaultNewTools)
+	setString(&c.Scan, DefaultScan)
 	setString(&c.Log.Level, DefaultLogLevel)
 	setString(&c.Log.Format, DefaultLogFormat)
 	for name, s := range c.Servers {
@@ -114,6 +141,22 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 			setString(&a.Autonomy, DefaultAutonomy)
 		}
 	}
+}
+
+// PublicURLFor is the URL clients use for the HTTP listener (SPEC §12.2):
+// listen.public_url without a trailing "/", else http://<addr>. addr is
+// boundAddr when it is not empty, else listen.addr. The default is computed
+// here rather than stored by applyDefaults because the address is only known
+// for sure once the listener is bound: --listen replaces listen.addr after
+// loading, and port 0 picks a free port.
+func (l Listen) PublicURLFor(boundAddr string) string {
+	if l.PublicURL != "" {
+		return strings.TrimSuffix(l.PublicURL, "/")
+	}
+	if boundAddr == "" {
+		boundAddr = l.Addr
+	}
+	return "http://" + boundAddr
 }
 
 func (c *Config) serverDefaults(path string, s *Server) {
@@ -136,6 +179,10 @@ func (c *Config) serverDefaults(path string, s *Server) {
 		s.Enabled = boolPtr(true)
 	}
 	setString(&s.Protocol, DefaultProtocol)
+	// The top-level integrity keys are the default of every server's.
+	setString(&s.Pinning, c.Pinning)
+	setString(&s.NewTools, c.NewTools)
+	setString(&s.Scan, c.Scan)
 	if s.Tools.Resources == nil {
 		s.Tools.Resources = boolPtr(true)
 	}
@@ -173,17 +220,27 @@ func setString(s *string, def string) {
 func boolPtr(b bool) *bool { return &b }
 
 // defaultBlobsDir is $XDG_STATE_HOME/mcp-proxy/blobs, else
-// ~/.local/state/mcp-proxy/blobs; "" when neither can be found. A relative
-// $XDG_STATE_HOME is ignored, as the XDG spec says.
+// ~/.local/state/mcp-proxy/blobs; "" when neither can be found.
 func defaultBlobsDir(lookupEnv func(string) (string, bool)) string {
+	dir := defaultStateDir(lookupEnv)
+	if dir == "" {
+		return ""
+	}
+	return filepath.Join(dir, "blobs")
+}
+
+// defaultStateDir is $XDG_STATE_HOME/mcp-proxy, else
+// ~/.local/state/mcp-proxy; "" when neither can be found. A relative
+// $XDG_STATE_HOME is ignored, as the XDG spec says.
+func defaultStateDir(lookupEnv func(string) (string, bool)) string {
 	if v, ok := lookupEnv("XDG_STATE_HOME"); ok && filepath.IsAbs(v) {
-		return filepath.Join(v, "mcp-proxy", "blobs")
+		return filepath.Join(v, "mcp-proxy")
 	}
 	home := homeDir(lookupEnv)
 	if home == "" {
 		return ""
 	}
-	return filepath.Join(home, ".local", "state", "mcp-proxy", "blobs")
+	return filepath.Join(home, ".local", "state", "mcp-proxy")
 }
 
 // homeDir is $HOME from lookupEnv, else os.UserHomeDir, else "".

@@ -64,6 +64,14 @@ var invalidConfigs = map[string]string{
 		`servers.local.env: invalid variable name "A=B"`,
 		`servers.local.env.GOOD: value contains a NUL byte`,
 	),
+	"invalid-integrity.yaml": lines(
+		`pinning: must be quarantine, warn or off, got "strict"`,
+		`scan: must be warn, strip or quarantine, got "block"`,
+		`servers.files.new_tools: must be allow or quarantine, got "deny"`,
+		`servers.web.scan: must be warn, strip or quarantine, got "remove"`,
+		`state_dir: must be an absolute path, got "state"`,
+	),
+	"invalid-integrity-tilde.yaml": `state_dir: "~" is not expanded: write ${HOME} instead`,
 	"invalid-kinds-2.yaml": lines(
 		`listen: expected a mapping, got a boolean`,
 		`metrics: expected a mapping, got a number`,
@@ -111,6 +119,27 @@ var invalidConfigs = map[string]string{
 		`listen.path: must not be /healthz, which the proxy serves itself`,
 	),
 	"invalid-listen-public.yaml": `listen.addr: "0.0.0.0:8080" is not a loopback address, so every agent needs tokens, and the implicit agent "default" has none: define agents with tokens, or listen on 127.0.0.1`,
+	"invalid-listen-auth.yaml": lines(
+		`agents.eng.match: empty claim name`,
+		`agents.eng.match.groups: needs at least one value`,
+		`listen.auth.introspection.client_id: required: the introspection endpoint authenticates the proxy (RFC 7662)`,
+		`listen.auth.introspection.url: required: the RFC 7662 endpoint that checks opaque tokens`,
+		`listen.auth.issuer: must be https:// (http:// only for a loopback host)`,
+		`listen.auth.jwks_url: must be https:// (http:// only for a loopback host)`,
+		`listen.auth.required_scopes[0]: empty scope`,
+		`listen.auth.required_scopes[1]: a scope must not contain spaces, control characters, '"' or '\' (RFC 6749)`,
+		`listen.auth.type: must be oauth, got "saml"`,
+		`listen.public_url: must be an absolute http:// or https:// URL`,
+	),
+	"invalid-listen-auth-no-agents.yaml": lines(
+		`listen.auth: no agent can be reached: the implicit agent "default" has neither tokens nor match; define agents with match`,
+		`listen.public_url: must not have user info, a query or a fragment`,
+	),
+	"invalid-listen-auth-public.yaml": lines(
+		`agents.open: needs tokens or match because listen.addr "0.0.0.0:8080" is not a loopback address`,
+		`listen.public_url: required when listen.auth is set and listen.addr "0.0.0.0:8080" listens on every interface: set the URL clients use, which names the protected resources`,
+	),
+	"invalid-match-without-auth.yaml": `agents.eng.match: needs listen.auth: without an OAuth issuer there are no token claims to match`,
 	"invalid-listen.yaml": lines(
 		`listen.addr: must be host:port, got "localhost"`,
 		`listen.path: must start with "/", got "mcp"`,
@@ -612,6 +641,8 @@ func TestLaterSectionShapes(t *testing.T) {
           name: new_issue
           annotations: {readOnlyHint: false, title: "New issue"}
           arguments: {owner: acme, labels: [a, b], limit: 3}
+listen:
+  auth: {issuer: "https://issuer.example.com"}
 agents:
   eng:
     match: {groups: eng, azp: [cli, web]}

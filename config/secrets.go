@@ -192,6 +192,7 @@ func (c *Config) Redacted() *Config {
 	secrets := c.Secrets()
 	out := copyScrubbed(reflect.ValueOf(c), secrets).Interface().(*Config)
 	out.doc.secretVars = append([]string(nil), c.doc.secretVars...)
+	out.doc.agentOrder = append([]string(nil), c.doc.agentOrder...)
 	if c.doc.present != nil {
 		out.doc.present = make(map[string]bool, len(c.doc.present))
 		for k, v := range c.doc.present {

@@ -59,6 +59,9 @@ type docInfo struct {
 	// document because they were reported already (unknown keys, wrong
 	// kinds, unset variables); Validate judges nothing at or under them.
 	dropped map[string]bool
+	// agentOrder lists the agents in the order the document writes them
+	// (see AgentsInOrder).
+	agentOrder []string
 }
 
 // Server is one upstream MCP server (SPEC §1.1).

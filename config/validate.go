@@ -123,9 +123,11 @@ func (c *Config) problems() []error {
 	v := &validator{dropped: c.doc.dropped}
 	c.validateTop(v)
 	c.validateListen(v)
+	c.validateListenAuth(v)
 	c.validateServers(v)
 	c.validateReconnect(v)
 	c.validateAgents(v)
+	c.validateIntegrity(v)
 	kept := v.problems[:0]
 	for _, p := range v.problems {
 		if path := problemPath(p); !v.droppedAt(path) && !v.droppedItem(path) {
@@ -192,13 +194,22 @@ func (c *Config) validateListen(v *validator) {
 	if c.Listen.Transport != "http" || !addrOK || isLoopbackHost(host) {
 		return
 	}
+	// Under listen.auth (SPEC §12.2) match rules count as credentials too.
 	if !c.HasAgents() {
+		if c.Listen.Auth != nil {
+			return // validateListenAuth reports that no agent can be reached
+		}
 		v.add("listen.addr", quoteValue(c.Listen.Addr)+" is not a loopback address, so every agent needs tokens, "+
 			"and the implicit agent "+strconv.Quote(ImplicitAgent)+" has none: define agents with tokens, or listen on 127.0.0.1")
 		return
 	}
 	for _, name := range c.AgentNames() {
-		if len(c.Agents[name].Tokens) == 0 {
+		switch a := c.Agents[name]; {
+		case c.hasHTTPCredentials(a):
+		case c.Listen.Auth != nil:
+			v.add(joinPath("agents", pathKey(name)),
+				"needs tokens or match because listen.addr "+quoteValue(c.Listen.Addr)+" is not a loopback address")
+		default:
 			v.add(joinPath(joinPath("agents", pathKey(name)), "tokens"),
 				"required because listen.addr "+quoteValue(c.Listen.Addr)+" is not a loopback address")
 		}

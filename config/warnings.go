@@ -47,5 +47,5 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	return out
+	return append(out, c.listenAuthWarnings()...)
 }

@@ -2,16 +2,15 @@ package downstream
 
 import (
 	"context"
-	"crypto/hmac"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
+	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -26,141 +25,225 @@ const defaultApprovalTimeout = 300 * time.Second
 const approvalArgsLimit = 1000
 
 // approvalSchema is the form an approval question asks for (SPEC §5).
-var approvalSchema = map[string]any{
-	"type": "object",
-	"properties": map[string]any{
-		"decision": map[string]any{"type": "string", "enum": []string{"approve", "deny", "always"}},
-	},
-	"required": []string{"decision"},
-}
+const approvalSchema = `{"type":"object","properties":{"decision":{"type":"string","enum":["approve","deny","always"]}},"required":["decision"]}`
 
 // approvalInputID keys the approval question among a tools/call's input
 // requests in the stateless 2026-07-28 protocol.
 const approvalInputID = "mcp-proxy/approval"
 
-// roundTripKey carries a 2026-07-28 call's input responses in its context.
-type roundTripKey struct{}
-
-type roundTrip struct {
-	responses mcp.InputResponses
-	state     string
-}
+// approvalStatePrefix marks the request states of approval round trips.
+const approvalStatePrefix = "px-approval-"
 
 // approve runs the approval gate of SPEC §5 for one call. It returns nil
 // when the call may run, else the isError result that refuses it; or, for a
-// client on the stateless 2026-07-28 protocol, where the server cannot send
-// it a request, the result that asks the question as an input request
-// (multi round-trip, SEP-2322).
-func (p *Proxy) approve(ctx context.Context, st *sessionState, e *ToolEntry, args json.RawMessage) ([]byte, *mcp.CallToolResult) {
-	a := st.agent
-	if a.Approval(e.Exposed, st.approvedAlways(e.Exposed)) == filter.ApprovalRun {
+// stateless client over HTTP, which cannot be sent a request, the
+// input_required result that asks the question (a multi round-trip).
+func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask json.RawMessage) {
+	r, a := c.r, c.r.sess.agent
+	if a.Approval(c.entry.Exposed, r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
 	}
-	if !clientCanElicit(ctx) {
+	if !r.caps.elicitation {
 		p.opts.Metrics.Approval(a.Name, "unsupported")
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
-			"or set agents.%s.autonomy to full.", e.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
+			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
 	}
-	if rt, modern := ctx.Value(roundTripKey{}).(*roundTrip); modern {
-		return p.approveRoundTrip(st, e, args, rt)
+	timeout := p.approvalTimeout()
+	if parkable(r) {
+		return p.approveRoundTrip(c, timeout)
 	}
-	approvalTimeout := defaultApprovalTimeout
-	if p.opts.ApprovalTimeout > 0 {
-		approvalTimeout = p.opts.ApprovalTimeout
-	}
-	actx, cancel := context.WithTimeout(ctx, approvalTimeout)
+	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := p.mcp.RequestElicitation(actx, mcp.ElicitationRequest{Params: mcp.ElicitationParams{
-		Message:         p.approvalMessage(e, args),
-		RequestedSchema: approvalSchema,
-	}})
+	res, err := r.sess.asks.ask(actx, r.out, "elicitation/create", p.approvalQuestion(c))
 	decision := "error"
 	switch {
 	case err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		decision = "timeout"
 	case err != nil:
-		p.log.Warn().Str("tool", e.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
-	case res.Action == mcp.ElicitationResponseActionAccept:
-		decision = acceptedDecision(res.Content)
+		p.log.Warn().Str("tool", c.entry.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
 	default:
-		decision = string(res.Action) // decline or cancel
+		decision = decisionOf(res)
 	}
-	return p.decided(st, e, decision, approvalTimeout), nil
+	return p.decided(c, decision, timeout), nil
+}
+
+func (p *Proxy) approvalTimeout() time.Duration {
+	if p.opts.ApprovalTimeout > 0 {
+		return p.opts.ApprovalTimeout
+	}
+	return defaultApprovalTimeout
 }
 
 // decided counts an approval decision and returns the refusal, or nil when
 // the call may run.
-func (p *Proxy) decided(st *sessionState, e *ToolEntry, decision string, timeout time.Duration) []byte {
-	p.opts.Metrics.Approval(st.agent.Name, decision)
+func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []byte {
+	p.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
+	tool := c.entry.Exposed
 	switch decision {
 	case "approve":
 		return nil
 	case "always":
-		st.approveAlways(e.Exposed)
+		c.r.sess.approvals.approveAlways(tool)
 		return nil
 	case "timeout":
-		return textResult(fmt.Sprintf("tool '%s' was not run: nobody answered the approval request within %s", e.Exposed, timeout), true)
+		return textResult(fmt.Sprintf("tool '%s' was not run: nobody answered the approval request within %s", tool, timeout), true)
 	case "error":
-		return textResult(fmt.Sprintf("tool '%s' was not run: the approval request failed", e.Exposed), true)
+		return textResult(fmt.Sprintf("tool '%s' was not run: the approval request failed", tool), true)
 	}
-	return textResult(fmt.Sprintf("tool '%s' was not run: the user did not approve it (%s)", e.Exposed, decision), true)
+	return textResult(fmt.Sprintf("tool '%s' was not run: the user did not approve it (%s)", tool, decision), true)
 }
 
-// approveRoundTrip asks the question as an input request, or reads the
-// answer the client sent with its retry. The request state binds the
-// answer to this tool and these arguments (an HMAC with a key of this
-// process), so a client cannot approve a call it was never asked about.
-func (p *Proxy) approveRoundTrip(st *sessionState, e *ToolEntry, args json.RawMessage, rt *roundTrip) ([]byte, *mcp.CallToolResult) {
-	state := p.approvalState(e.Exposed, args)
-	if er := server.ElicitationResponse(rt.responses, approvalInputID); er != nil && hmac.Equal([]byte(rt.state), []byte(state)) {
-		decision := string(er.Action)
-		if er.Action == mcp.ElicitationResponseActionAccept {
-			decision = acceptedDecision(er.Content)
+// decisionOf reads an elicitation result: accept with approve or always
+// runs the call; accept with anything else counts as deny; decline and
+// cancel are themselves.
+func decisionOf(result json.RawMessage) string {
+	var res struct {
+		Action  string `json:"action"`
+		Content struct {
+			Decision string `json:"decision"`
+		} `json:"content"`
+	}
+	if json.Unmarshal(result, &res) != nil {
+		return "error"
+	}
+	switch res.Action {
+	case "accept":
+		if d := res.Content.Decision; d == "approve" || d == "always" {
+			return d
 		}
-		return p.decided(st, e, decision, 0), nil
-	}
-	b := server.NewInputRequestBuilder(state).Elicit(approvalInputID, mcp.ElicitationParams{
-		Message: p.approvalMessage(e, args), RequestedSchema: approvalSchema,
-	})
-	return nil, b.ToolResult()
-}
-
-// approvalState is the request state of an approval round trip.
-func (p *Proxy) approvalState(tool string, args json.RawMessage) string {
-	m := hmac.New(sha256.New, p.roundTripKey[:])
-	m.Write([]byte(tool))
-	m.Write([]byte{0})
-	m.Write(withoutApproved(args))
-	return hex.EncodeToString(m.Sum(nil))
-}
-
-// acceptedDecision reads the decision of an accepted approval form; anything
-// but approve or always counts as deny.
-func acceptedDecision(content any) string {
-	m, ok := content.(map[string]any)
-	if !ok {
 		return "deny"
+	case "decline", "cancel":
+		return res.Action
 	}
-	switch d, _ := m["decision"].(string); d {
-	case "approve", "always":
-		return d
-	}
-	return "deny"
+	return "error"
 }
 
-// approvalMessage names the tool, its server and its arguments, redacted
-// and cut (SPEC §5).
-func (p *Proxy) approvalMessage(e *ToolEntry, args json.RawMessage) string {
+// approvalQuestion is the elicitation/create params of an approval
+// question: a message naming the tool, its server and its arguments
+// (redacted and cut, SPEC §5), and the decision form.
+func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
 	shown := "{}"
-	if len(args) > 0 {
-		shown = p.cleanText(string(withoutApproved(args)))
+	if len(c.args) > 0 {
+		shown = p.cleanText(string(withoutApproved(c.args)))
 	}
 	if r := []rune(shown); len(r) > approvalArgsLimit {
 		shown = string(r[:approvalArgsLimit]) + "…"
 	}
-	return fmt.Sprintf("Allow the tool %s (tool %q of MCP server %q) to run with these arguments?\n%s\n"+
-		"Answer approve (this call), always (for the rest of this session) or deny.", e.Exposed, e.Name, e.Server, shown)
+	msg := fmt.Sprintf("Allow the tool %s (tool %q of MCP server %q) to run with these arguments?\n%s\n"+
+		"Answer approve (this call), always (for the rest of this session) or deny.", c.entry.Exposed, c.entry.Name, c.entry.Server, shown)
+	return json.RawMessage(`{"message":` + string(rawjson.String(msg)) + `,"requestedSchema":` + approvalSchema + `}`)
+}
+
+// approveRoundTrip asks a stateless client through an input request, or
+// reads its answer from the retry. The request state is a random token,
+// good once, bound to the agent, the client, the tool and a digest of the
+// arguments, and only until the approval timeout: an answer cannot be
+// replayed, moved to another call, or used by another client.
+func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, json.RawMessage) {
+	r := c.r
+	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
+	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
+		if err := p.approvals.take(state, key, time.Now()); err != nil {
+			p.opts.Metrics.Approval(r.sess.agent.Name, "error")
+			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil
+		}
+		decision := "cancel"
+		if resp, ok, _ := rawjson.Get(r.params, "inputResponses"); ok {
+			if ans, ok, _ := rawjson.Get(resp, approvalInputID); ok {
+				decision = decisionOf(ans)
+			}
+		}
+		return p.decided(c, decision, timeout), nil
+	}
+	state := p.approvals.issue(key, time.Now().Add(timeout))
+	question := `{"method":"elicitation/create","params":` + string(p.approvalQuestion(c)) + `}`
+	return nil, inputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
+}
+
+// inputRequired is an input_required result asking the client for the
+// given input requests, with the state its retry must carry.
+func inputRequired(reqs map[string]json.RawMessage, state string) json.RawMessage {
+	b, _ := json.Marshal(reqs) // raw values, valid JSON: never fails
+	out := []byte(`{"content":[],"inputRequests":`)
+	out = append(out, b...)
+	out = append(out, `,"requestState":`...)
+	out = append(out, rawjson.String(state)...)
+	return append(out, `,"resultType":"input_required"}`...)
+}
+
+// argsDigest is the SHA-256 of a call's arguments without the "approved"
+// key (which never reaches the upstream).
+func argsDigest(args json.RawMessage) string {
+	h := sha256.Sum256(withoutApproved(args))
+	return hex.EncodeToString(h[:])
+}
+
+// approvalKey is what an approval state is bound to.
+type approvalKey struct {
+	agent, client, tool, args string
+}
+
+// approvalStates holds the request states of approval round trips that
+// wait for their answer: each good once, until it expires.
+type approvalStates struct {
+	mu sync.Mutex
+	m  map[string]approvalState
+}
+
+type approvalState struct {
+	key     approvalKey
+	expires time.Time
+}
+
+// maxApprovalStates bounds the open questions kept: beyond it the oldest
+// ones are forgotten (their answers then ask anew).
+const maxApprovalStates = 10000
+
+// issue records a new state for key, valid until expires.
+func (a *approvalStates) issue(key approvalKey, expires time.Time) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	state := approvalStatePrefix + hex.EncodeToString(b[:])
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.m == nil {
+		a.m = map[string]approvalState{}
+	}
+	if len(a.m) >= maxApprovalStates {
+		now := time.Now()
+		for s, st := range a.m {
+			if !now.Before(st.expires) {
+				delete(a.m, s)
+			}
+		}
+		for s := range a.m {
+			if len(a.m) < maxApprovalStates {
+				break
+			}
+			delete(a.m, s)
+		}
+	}
+	a.m[state] = approvalState{key: key, expires: expires}
+	return state
+}
+
+// take uses up state for key: an error says why it is not good.
+func (a *approvalStates) take(state string, key approvalKey, now time.Time) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	st, ok := a.m[state]
+	switch {
+	case !ok:
+		return errors.New("the approval answer is unknown or was already used")
+	case st.key != key:
+		return errors.New("the approval answer belongs to another call")
+	}
+	delete(a.m, state)
+	if !now.Before(st.expires) {
+		return errors.New("the approval answer came after the approval timeout")
+	}
+	return nil
 }
 
 // withoutApproved removes a top-level "approved" argument, so that a model

@@ -1,37 +1,11 @@
 package downstream
 
 import (
-	"crypto/subtle"
 	"net"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 )
-
-// authorized reports whether r carries a bearer token of agent. An agent
-// without tokens needs none (config validation refuses that on a
-// non-loopback address). Every token is compared, in constant time, so the
-// time taken says nothing about which one nearly matched.
-func (p *Proxy) authorized(r *http.Request, agent string) bool {
-	var tokens []string
-	if a := p.gen().cfg.Agents[agent]; a != nil {
-		tokens = a.Tokens
-	}
-	if len(tokens) == 0 {
-		return true
-	}
-	scheme, given, ok := strings.Cut(r.Header.Get("Authorization"), " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") {
-		return false
-	}
-	given = strings.TrimSpace(given)
-	match := 0
-	for _, t := range tokens {
-		match |= subtle.ConstantTimeCompare([]byte(given), []byte(t))
-	}
-	return match == 1
-}
 
 // originAllowed validates the Origin header against DNS rebinding (MCP
 // Streamable HTTP transport, security warning): a request without Origin
@@ -67,4 +41,17 @@ func isLoopback(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-func strconvQuote(s string) string { return strconv.Quote(s) }
+// hostAllowed guards against DNS rebinding (MCP transport spec): on a
+// listener bound to a loopback address, the Host header must name a
+// loopback host too; a rebinding page's request names its own domain.
+func hostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return true
+	}
+	host, _, err := net.SplitHostPort(local.String())
+	if err != nil || !isLoopback(host) {
+		return true
+	}
+	return isLoopback(hostOnly(r.Host))
+}

@@ -63,7 +63,7 @@ func BenchmarkHTTPCall(b *testing.B) {
 	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}]}`)
 	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
 	p := newProxy(b, oneServerYAML, map[string]*fakeUpstream{"fx": up})
-	srv := httptest.NewServer(p.HTTPHandler())
+	srv := httptest.NewServer(p.HTTPHandler(""))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
 	post := func(sid, body string) (*http.Response, error) {

@@ -129,9 +129,9 @@ func TestCallParams(t *testing.T) {
 	}
 }
 
-// The slot marker the wire layer adds to _meta never reaches the upstream;
-// the client's own _meta does.
-func TestSlotMarkerNotForwarded(t *testing.T) {
+// The client's own _meta and argument bytes reach the upstream as sent;
+// only the progress token is the proxy's.
+func TestClientMetaForwarded(t *testing.T) {
 	fx := echoUpstream()
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	c := startStdio(t, p)
@@ -152,9 +152,6 @@ func TestSlotMarkerNotForwarded(t *testing.T) {
 	for i := range want {
 		if progressTokens.ReplaceAllString(reqs[i].Params, "px-progress-N") != want[i] {
 			t.Errorf("request %d params = %s\nwant %s", i, reqs[i].Params, want[i])
-		}
-		if strings.Contains(reqs[i].Params, slotMetaKey) {
-			t.Errorf("request %d carries the slot marker: %s", i, reqs[i].Params)
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -30,15 +31,20 @@ type ToolEntry struct {
 	// tool: it is never listed, and calling it is "unknown tool" (SPEC §5
 	// rule 2), counted as a server_filter denial.
 	Filtered bool
+	// Held is true when tool integrity quarantines the tool (SPEC §13): it
+	// is never listed nor found by tool_search, and a call gets refusal.
+	Held    bool
+	refusal string
 
 	// src is the upstream's tool object Raw was made from (shared with the
-	// upstream's snapshot, never a copy): the next build reuses Raw while
-	// the upstream sends the same bytes.
-	src json.RawMessage
+	// upstream's snapshot, never a copy), and visible what clients were to
+	// see of it (src itself, or src with hidden text stripped): the next
+	// build reuses Raw while both are the same.
+	src, visible json.RawMessage
 }
 
 // listed reports whether the entry is in tools/list before any agent rule.
-func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered }
+func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered && !e.Held }
 
 // Catalog is an immutable merged view of every upstream's tools. The bytes
 // of the listed tools are held once: list is their JSON array, and each
@@ -62,17 +68,25 @@ type serverTools struct {
 	tools     []upstream.Tool
 }
 
+// reviewer is tool integrity's part in a catalog build (SPEC §13): the
+// verdict on each tool of a connected server, in order, given every
+// server's exposed names (a description naming another server's tool is
+// a finding). nil reviews nothing.
+type reviewer func(server string, tools []upstream.Tool, peers *integrity.Peers) []integrity.Verdict
+
 // buildCatalog merges servers under style. Naming covers the last known tools
 // of servers that are down too, so that a server going away never renames
 // another server's tools.
 func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
-	return rebuildCatalog(style, servers, nil)
+	return rebuildCatalog(style, servers, nil, nil)
 }
 
 // rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
-// whose server, name, exposed name and upstream bytes are unchanged, so that
-// a rebuild after one upstream's change rewrites only that upstream's tools.
-func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog) *Catalog {
+// whose server, name, exposed name, upstream bytes and integrity verdict
+// are unchanged, so that a rebuild after one upstream's change rewrites
+// only that upstream's tools. review (nil: none) judges the tools of the
+// connected servers.
+func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
 	for _, s := range servers {
@@ -84,24 +98,34 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog)
 		inputs = append(inputs, in)
 	}
 	table, warnings := namespace.Build(style, inputs)
+	verdicts := reviewAll(review, servers, kept, table)
 
 	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), warnings: warnings}
 	for _, s := range servers {
-		for _, t := range kept[s.name] {
+		for i, t := range kept[s.name] {
 			exposed, ok := table.Exposed(s.name, t.Name)
 			if !ok {
 				continue
 			}
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
-			e := prev.reusable(s.name, exposed, t)
+			visible, held, refusal := json.RawMessage(t.Raw), false, ""
+			if v := verdicts[s.name]; i < len(v) {
+				if v[i].Visible != nil {
+					visible = v[i].Visible
+				}
+				if held = v[i].Held; held {
+					refusal = v[i].Refusal(exposed)
+				}
+			}
+			e := prev.reusable(s.name, exposed, t, visible, held)
 			switch {
 			case e == nil:
 				var err error
-				if e, err = exposeTool(s.name, exposed, t); err != nil {
+				if e, err = exposeTool(s.name, exposed, t, visible); err != nil {
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-				e.Connected, e.Filtered = s.connected, filtered
+				e.Connected, e.Filtered, e.Held, e.refusal = s.connected, filtered, held, refusal
 			case s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered:
 				// Published entries are immutable (calls read them while
 				// this runs); a listed one gets its Raw moved into the new
@@ -151,17 +175,42 @@ func (c *Catalog) joinListed() {
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
-// again: same route, same exposed name, same upstream bytes. The entry may
-// differ from the new one in Connected and Filtered only. A nil c has none.
-func (c *Catalog) reusable(server, exposed string, t upstream.Tool) *ToolEntry {
+// again: same route, same exposed name, same upstream bytes, same verdict.
+// The entry may differ from the new one in Connected and Filtered only. A
+// nil c has none.
+func (c *Catalog) reusable(server, exposed string, t upstream.Tool, visible json.RawMessage, held bool) *ToolEntry {
 	if c == nil {
 		return nil
 	}
 	e := c.byName[exposed]
-	if e == nil || e.Server != server || e.Name != t.Name || !bytes.Equal(e.src, t.Raw) {
+	if e == nil || e.Server != server || e.Name != t.Name || !bytes.Equal(e.src, t.Raw) ||
+		e.Held != held || !bytes.Equal(e.visible, visible) {
 		return nil
 	}
 	return e
+}
+
+// reviewAll runs review on the tools of every connected server, by server.
+func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstream.Tool, table *namespace.Table) map[string][]integrity.Verdict {
+	if review == nil {
+		return nil
+	}
+	var peers []integrity.PeerTool
+	for _, s := range servers {
+		for _, t := range kept[s.name] {
+			if exposed, ok := table.Exposed(s.name, t.Name); ok {
+				peers = append(peers, integrity.PeerTool{Server: s.name, Name: t.Name, Exposed: exposed})
+			}
+		}
+	}
+	index := integrity.NewPeers(peers)
+	out := make(map[string][]integrity.Verdict, len(servers))
+	for _, s := range servers {
+		if s.connected {
+			out[s.name] = review(s.name, kept[s.name], index)
+		}
+	}
+	return out
 }
 
 // sameListing reports whether a and b list the same tools with the same
@@ -170,29 +219,35 @@ func sameListing(a, b *Catalog) bool {
 	return len(a.tools) == len(b.tools) && bytes.Equal(a.list, b.list)
 }
 
-// exposeTool rewrites one upstream tool object for the downstream side.
-func exposeTool(server, exposed string, t upstream.Tool) (*ToolEntry, error) {
-	raw, err := rawjson.Set(compactLines(t.Raw), "name", rawjson.String(exposed))
+// exposeTool rewrites one upstream tool object for the downstream side:
+// visible (the upstream's object, or what tool integrity left of it) under
+// its exposed name.
+func exposeTool(server, exposed string, t upstream.Tool, visible json.RawMessage) (*ToolEntry, error) {
+	raw, err := rawjson.Set(compactLines(visible), "name", rawjson.String(exposed))
 	if err != nil {
 		return nil, err
 	}
-	desc := sanitize.StripTags(t.Description)
+	description := t.Description
+	if !bytes.Equal(visible, t.Raw) {
+		description, _ = stringMember(visible, "description")
+	}
+	desc := sanitize.StripTags(description)
 	switch {
 	case desc == "":
 		desc = namespace.DefaultDescription(server, t.Name)
 		raw, err = rawjson.Set(raw, "description", rawjson.String(desc))
-	case desc != t.Description:
+	case desc != description:
 		raw, err = rawjson.Set(raw, "description", rawjson.String(desc))
 	}
 	if err != nil {
 		return nil, err
 	}
 	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
-		ReadOnly: t.ReadOnly, Raw: raw, src: t.Raw}, nil
+		ReadOnly: t.ReadOnly, Raw: raw, src: t.Raw, visible: visible}, nil
 }
 
 // jsonArray writes JSON values, each valid on its own, as one JSON array.
-func jsonArray(values []json.RawMessage) []byte {
+func jsonArray[T ~[]byte](values []T) []byte {
 	n := 2
 	for _, v := range values {
 		n += len(v) + 1

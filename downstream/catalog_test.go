@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -283,7 +282,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 		{name: "a", prefix: "a", connected: true, tools: a},
 		{name: "b", prefix: "b", connected: true, tools: b},
 	}
-	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil)
+	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil, nil)
 	firstList := string(first.ListJSON())
 	checkAliases(t, "first", first)
 
@@ -291,7 +290,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	servers[0].tools = []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
 	servers[1].connected = false
 	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
-	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first)
+	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil)
 	checkAliases(t, "second", second)
 	if got := string(second.ListJSON()); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
 		t.Errorf("second ListJSON = %s", got)
@@ -303,7 +302,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 
 	// Only the connectivity changes: the entry that was unlisted comes back.
 	servers[1].connected = true
-	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second)
+	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second, nil)
 	checkAliases(t, "third", third)
 	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
 		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
@@ -339,8 +338,8 @@ func checkAliases(t *testing.T, label string, c *Catalog) {
 func TestRebuildCatalogRenamedToolIsRewritten(t *testing.T) {
 	// Same upstream bytes, new exposed name (prefix changed by a reload).
 	tools := []upstream.Tool{rawTool(`{"name":"x"}`)}
-	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil)
-	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first)
+	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first, nil)
 	if got := string(second.ListJSON()); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
 		t.Errorf("ListJSON = %s", got)
 	}
@@ -434,7 +433,7 @@ servers:
 			}
 		})
 	}
-	for p.refreshCalls.Load() < 2+waiters { // newProxy's, the held one, the waiters
+	for p.catalogs.calls.Load() < 2+waiters { // newProxy's, the held one, the waiters
 		time.Sleep(time.Millisecond)
 	}
 	close(release)
@@ -461,12 +460,12 @@ agents:
 default_agent: all
 `
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": connected(`{"name":"read_file"}`, `{"name":"write_file"}`)})
-	state := func(agent string) *sessionState {
-		st, err := p.newState(agent, nil)
+	state := func(agent string) *session {
+		a, err := p.resolveAgent(agent)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return st
+		return newSession("t", transportStdio, a, nil)
 	}
 	list := p.Catalog().ListJSON()
 	if got := p.listFor(state("all")); &got[0] != &list[0] {
@@ -486,10 +485,10 @@ default_agent: all
 	}
 }
 
-// TestShadowsFollowTheCatalog: mcp-go's registry (which routes tools/call)
-// holds exactly the catalog's names and the proxy's own tools as servers
-// come, change and go, and a session gets one list_changed per change.
-func TestShadowsFollowTheCatalog(t *testing.T) {
+// TestListChangedFollowsTheCatalog: a session gets one
+// notifications/tools/list_changed per change of the listed tools as
+// servers come, change and go, and none when nothing it lists changed.
+func TestListChangedFollowsTheCatalog(t *testing.T) {
 	a := connected(`{"name":"x"}`)
 	b := &fakeUpstream{}
 	p := newProxy(t, `
@@ -500,22 +499,12 @@ servers:
 `, map[string]*fakeUpstream{"a": a, "b": b})
 	c := startStdio(t, p)
 	c.initialize()
-	own := []string{callToolName, mcpPromptsName, mcpResourcesName, toolSearchName}
-	registered := func() string {
-		var names []string
-		for name := range p.mcp.ListTools() {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		return joinStrings(names)
-	}
-	want := func(names ...string) string { return joinStrings(slices.Sorted(slices.Values(append(names, own...)))) }
 	notified := 0
-	step := func(what, wantNames string) {
+	step := func(what, wantListed string) {
 		t.Helper()
 		p.Refresh()
-		if got := registered(); got != wantNames {
-			t.Errorf("%s: registered %q, want %q", what, got, wantNames)
+		if got := exposedNames(p.Catalog()); got != wantListed {
+			t.Errorf("%s: catalog %q, want %q", what, got, wantListed)
 		}
 		notified++
 		deadline := time.Now().Add(5 * time.Second)
@@ -526,20 +515,15 @@ servers:
 			t.Errorf("%s: %d list_changed notifications in all, want %d", what, got, notified)
 		}
 	}
-	if got := registered(); got != want("a__x") {
-		t.Fatalf("registered at start = %q", got)
-	}
-
 	b.set(upstream.StateConnected, `{"name":"y"}`, `{"name":"z"}`)
-	step("b connected", want("a__x", "b__y", "b__z"))
+	step("b connected", "a__x b__y b__z")
 	b.set(upstream.StateConnected, `{"name":"z"}`, `{"name":"w"}`)
-	step("b changed its tools", want("a__x", "b__w", "b__z"))
+	step("b changed its tools", "a__x b__w b__z")
 	b.set(upstream.StateFailed)
-	step("b went down", want("a__x", "b__w", "b__z"))
+	step("b went down", "a__x b__w b__z")
 	if got := string(p.Catalog().ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
 		t.Errorf("listed while b is down: %s", got)
 	}
-
 	// A ping answered after the last step: no late extra notification.
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)
 	c.recv(`9`)
@@ -581,7 +565,7 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first); len(next.Tools()) != 2 {
+		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil); len(next.Tools()) != 2 {
 			t.Fatalf("rebuilt %d tools, want 2", len(next.Tools()))
 		}
 	}

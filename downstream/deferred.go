@@ -6,8 +6,6 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/search"
@@ -89,7 +87,7 @@ func (d *deferredState) empty() bool {
 // ownTool reports whether name is one of the proxy's own tools and is
 // offered to the session: tool_search in deferred mode or when the agent
 // has dynamic groups, call_tool in deferred mode unless turned off.
-func ownTool(st *sessionState, name string) bool {
+func ownTool(st *session, name string) bool {
 	switch name {
 	case toolSearchName:
 		return st.agent.Deferred || st.agent.HasDynamicGroups()
@@ -100,19 +98,22 @@ func ownTool(st *sessionState, name string) bool {
 }
 
 // listedFor reports whether a catalog entry is in the session's tools/list.
-func listedFor(st *sessionState, e *ToolEntry) bool {
+func listedFor(st *session, e *ToolEntry) bool {
 	t := e.policyTool()
-	if !e.Connected || st.agent.Decide(t, st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
 		return false
 	}
 	if st.agent.Deferred {
-		return st.deferred.isActivated(e.Exposed) || st.agent.InAlwaysGroup(t)
+		// The tools the session's searches activated, and those of the
+		// groups it lists: always groups, and dynamic ones a query woke.
+		return st.deferred.isActivated(e.Exposed) || st.agent.InAlwaysGroup(t) ||
+			st.agent.HasDynamicGroups() && st.agent.Visible(t, st.deferred.groupActive)
 	}
 	return st.agent.Visible(t, st.deferred.groupActive)
 }
 
 // ownToolsJSON is the own tools the session lists, each followed by a comma.
-func (p *Proxy) ownToolsJSON(st *sessionState) []byte {
+func (p *Proxy) ownToolsJSON(st *session) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
@@ -128,13 +129,13 @@ func (p *Proxy) ownToolsJSON(st *sessionState) []byte {
 // ownCall runs the proxy's own tools. own is false when name is not one
 // the session is offered; a seed tool a policy rule denies is refused by
 // name (SPEC §5: the own tools follow rules 3–5).
-func (p *Proxy) ownCall(ctx context.Context, st *sessionState, name string, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError, bool) {
+func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
+	st := r.sess
 	switch {
 	case ownTool(st, name) && name == toolSearchName:
-		p.opts.Metrics.Request(st.agent.Name, "tools/call "+name, "ok")
-		return p.toolSearch(ctx, st, args), nil, true // always auto-approved
+		return p.toolSearch(r, args), nil, true // always auto-approved
 	case ownTool(st, name):
-		res, werr := p.callToolTool(ctx, st, args, meta, linkOK)
+		res, werr := p.callToolTool(ctx, r, args, meta)
 		return res, werr, true
 	case name != mcpResourcesName && name != mcpPromptsName:
 		return nil, nil, false
@@ -153,7 +154,7 @@ func (p *Proxy) ownCall(ctx context.Context, st *sessionState, name string, args
 
 // sessionList is the session's tools array. A session that lists exactly
 // the catalog's listed tools and no own tool gets the catalog's own array.
-func (p *Proxy) sessionList(st *sessionState) []byte {
+func (p *Proxy) sessionList(st *session) []byte {
 	c := p.Catalog()
 	own := p.ownToolsJSON(st)
 	keep := make([]bool, len(c.tools))
@@ -187,12 +188,12 @@ func (p *Proxy) sessionList(st *sessionState) []byte {
 // searchIndex is the index of the tools the session may call: only those
 // are ever indexed or returned (SPEC §6). It is built once per agent,
 // per-call list and catalog.
-func (p *Proxy) searchIndex(st *sessionState) (*search.Index, map[string]*search.Doc) {
+func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
 	v := p.viewFor(st)
 	v.searchOnce.Do(func() {
 		var docs []search.Doc
 		for _, e := range v.catalog.tools {
-			if !e.Connected || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
 				continue
 			}
 			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
@@ -209,7 +210,8 @@ func (p *Proxy) searchIndex(st *sessionState) (*search.Index, map[string]*search
 
 // toolSearch runs the tool_search tool (SPEC §6) and activates what it
 // returns for the session, which then gets one list_changed.
-func (p *Proxy) toolSearch(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
+	st := r.sess
 	var in struct {
 		Query      string   `json:"query"`
 		MaxResults *float64 `json:"max_results"`
@@ -254,21 +256,16 @@ func (p *Proxy) toolSearch(ctx context.Context, st *sessionState, args json.RawM
 		names[i] = d.Name
 	}
 	if st.deferred.activate(names, st.agent.GroupsFor(query)) {
-		notifyToolsChanged(p, ctx)
+		// On the request's own stream, ahead of the result: the client
+		// learns its list changed before it reads what the search found.
+		_ = r.out.send(notification("notifications/tools/list_changed", nil))
 	}
 	return textResult(text, false)
 }
 
-// notifyToolsChanged sends list_changed to the session of ctx alone.
-func notifyToolsChanged(p *Proxy, ctx context.Context) {
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		_ = p.mcp.SendNotificationToSpecificClient(s.SessionID(), "notifications/tools/list_changed", nil)
-	}
-}
-
 // callTool runs call_tool: the named tool through the same path as a direct
 // call, so it returns whatever the direct call would.
-func (p *Proxy) callToolTool(ctx context.Context, st *sessionState, args, meta json.RawMessage, linkOK bool) (json.RawMessage, *wireError) {
+func (p *Proxy) callToolTool(ctx context.Context, r *request, args, meta json.RawMessage) (json.RawMessage, *wireError) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -284,12 +281,12 @@ func (p *Proxy) callToolTool(ctx context.Context, st *sessionState, args, meta j
 	case len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{':
 		return textResult("arguments must be an object", true), nil
 	}
-	return p.forwardCall(ctx, st, in.Name, in.Arguments, meta, linkOK)
+	return p.forwardCall(ctx, r, in.Name, in.Arguments, meta)
 }
 
 // deferredInstructions is the initialize instructions section of deferred
 // mode: what is available and how to load it (SPEC §6).
-func (p *Proxy) deferredInstructions(st *sessionState) string {
+func (p *Proxy) deferredInstructions(st *session) string {
 	_, docs := p.searchIndex(st)
 	list := make([]*search.Doc, 0, len(docs))
 	for _, e := range p.Catalog().tools {

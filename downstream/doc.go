@@ -2,20 +2,26 @@
 // catalogs of every upstream into one namespaced view (tools, resources,
 // templates, prompts), decides per agent and session what is listed and
 // callable (with the filter package), serves it over stdio or Streamable
-// HTTP through mcp-go, and routes each request to the upstream that owns it.
+// HTTP, and routes each request to the upstream that owns it.
 //
-// mcp-go's typed encoders drop fields an aggregator must keep (unknown tool
-// fields, annotation extras, top-level result fields) and flatten error
-// codes. So the proxy registers small "shadow" tools with mcp-go, which then
-// handles sessions, protocol versions and dispatch, and a thin layer on the
-// wire (front.go) writes the upstream's own bytes into the responses that
-// answer tools/list and tools/call, and answers the resources, prompts and
-// completion methods itself (surface_calls.go).
+// The proxy owns its JSON-RPC and session layer: every message from every
+// transport and protocol version (2024-11-05 through 2025-11-25 with
+// sessions, and the stateless 2026-07-28 core) takes one route
+// (route.go): the transport frames bytes (stdio.go, http.go,
+// httpstream.go), the envelope is read once (rawjson.ParseMessage), and
+// requests go through one method table behind middleware applied once
+// (recovery, metrics and logs, the protocol era's checks, the stateless
+// result decoration). Upstream bytes pass through: tool objects and
+// results, resources and prompts are never decoded into typed structs.
 //
-// Files, by concern: catalog.go and surface.go build the merged view;
-// state.go and deferred.go hold per-session state and views; call.go,
-// approval.go and seedtools.go are the call path and the proxy's own tools;
-// relay.go and progress.go carry upstream requests and notifications to the
-// right session; stdio.go, http.go, auth.go and sessions.go serve the
-// transports. See README "Architecture".
+// Files, by concern: route.go, rpc.go and lifecycle.go are the route, the
+// JSON-RPC messages and the handshake (initialize, server/discover,
+// logging/setLevel); session.go, sessions.go and peer.go hold sessions,
+// their streams and the proxy's own requests to clients; toolcall.go is
+// what happens to a tools/call (the call chain), with approval.go,
+// deferred.go and seedtools.go for the approval gate and the proxy's own
+// tools; catalog.go, refresh.go, surface.go and views.go build the merged
+// view; surface_calls.go answers resources, prompts and completions;
+// relay.go, progress.go, mrtr.go and listen.go carry upstream requests and
+// notifications to the right client. See README "Architecture".
 package downstream

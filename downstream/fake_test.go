@@ -150,12 +150,48 @@ func newProxy(t testing.TB, yaml string, ups map[string]*fakeUpstream) *Proxy {
 	return p
 }
 
-// testState is the session state of the default agent with no per-call list.
-func testState(t testing.TB, p *Proxy) *sessionState {
+// testState is a session of the default agent with no per-call list.
+func testState(t testing.TB, p *Proxy) *session {
 	t.Helper()
-	st, err := p.newState("", nil)
+	a, err := p.resolveAgent("")
 	if err != nil {
-		t.Fatalf("newState: %v", err)
+		t.Fatalf("resolveAgent: %v", err)
 	}
-	return st
+	return newSession("test", transportStdio, a, nil)
 }
+
+// reqFor is a session-based request of s (no client behind it).
+func reqFor(s *session, method string, params json.RawMessage) *request {
+	return &request{sess: s, id: json.RawMessage("1"), method: method, params: params, out: noStream{}}
+}
+
+// testSession starts a stdio-like session of agent with a per-call list.
+func testSession(p *Proxy, agent string, perCall []string) (*session, error) {
+	a, err := p.resolveAgent(agent)
+	if err != nil {
+		return nil, err
+	}
+	return newSession("test", transportStdio, a, perCall), nil
+}
+
+// recordStream is a stream that keeps what is sent on it.
+type recordStream struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *recordStream) send(msg []byte) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, string(msg))
+	return nil
+}
+
+func (r *recordStream) messages() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.msgs...)
+}
+
+// testLogger is the logger of proxies the tests build themselves.
+func testLogger() zerolog.Logger { return zerolog.Nop() }

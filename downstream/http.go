@@ -3,410 +3,554 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
+	"mime"
 	"net/http"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-	"github.com/rs/zerolog"
-
+	"github.com/mcp-proxy/mcp-proxy/authn"
+	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// sessionIdleTTL ends HTTP sessions whose client went away without DELETE
-// (mcp-go keeps them forever otherwise).
-const sessionIdleTTL = 30 * time.Minute
+// The Streamable HTTP transport (MCP 2025-11-25 "Streamable HTTP", and the
+// stateless 2026-07-28 core on the same endpoint). It only frames: POST
+// bodies become messages for the route, responses and the messages that
+// precede them go back as JSON or as an SSE stream, GET opens a session's
+// stream for messages no request owns, DELETE ends a session.
+
+// Header names of the transport.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerMethod          = "Mcp-Method"
+	headerName            = "Mcp-Name"
+	headerLastEventID     = "Last-Event-ID"
+)
 
 // heartbeatInterval keeps idle GET streams alive through proxies and load
 // balancers that cut silent connections after a minute.
 const heartbeatInterval = 25 * time.Second
 
-// HTTPHandler returns the Streamable HTTP handler: the MCP endpoint at
-// listen.path for the default agent, plus /healthz and /readyz.
-func (p *Proxy) HTTPHandler() http.Handler {
-	sessions := newSessionRegistry()
-	hs := server.NewStreamableHTTPServer(p.mcp,
-		server.WithSessionIdManagerResolver(sessions),
-		server.WithSessionIdleTTL(sessionIdleTTL),
-		server.WithHeartbeatInterval(heartbeatInterval),
-		server.WithStreamableHTTPLogger(slog.New(zerolog.NewSlogHandler(p.log.Level(zerolog.WarnLevel)))),
-	)
-	p.httpMu.Lock()
-	p.httpServers = append(p.httpServers, hs)
-	p.httpSessions = sessions
-	p.httpMu.Unlock()
+// writeTimeout bounds one write to an HTTP client (a response, an event):
+// a client that stops reading is cut off instead of holding the handler.
+// It is set before each write, so a long call waits as long as it needs to
+// and its stream stays open as long as it runs.
+const writeTimeout = time.Minute
+
+// agentPathPattern serves one agent per path (SPEC §4).
+const agentPathPattern = "/agents/{agent}/mcp"
+
+// httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
+// sessions, and the count of requests being answered (for shutdown).
+type httpFront struct {
+	p      *Proxy
+	active atomic.Int64 // POSTs being answered
+	// bound is the address the listener bound (the default public URL);
+	// auth authenticates requests for the current config.
+	bound string
+	auth  atomic.Pointer[authn.Authenticator]
+
+	sweepOnce sync.Once
+	stop      chan struct{}
+	swept     chan struct{} // closed when the sweeper has ended
+}
+
+func newHTTPFront(p *Proxy) *httpFront {
+	return &httpFront{p: p, stop: make(chan struct{}), swept: make(chan struct{})}
+}
+
+// HTTPHandler returns the Streamable HTTP handler of a listener bound to
+// boundAddr (host:port; it makes the default public URL): the MCP endpoint
+// at listen.path for the default agent and /agents/<alias>/mcp for each
+// agent, their OAuth protected resource metadata when listen.auth is set
+// (SPEC §12.2), plus /healthz and /readyz. It starts the sweep of idle
+// sessions, which ShutdownHTTP stops.
+func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
+	f := p.front
+	f.bound = boundAddr
+	f.auth.Store(p.newAuthenticator(p.gen().cfg))
+	f.sweepOnce.Do(func() { go f.sweep() })
 	mux := http.NewServeMux()
-	mux.Handle(p.gen().cfg.Listen.Path, p.endpoint(hs, false))
-	mux.Handle(agentPathPattern, p.endpoint(hs, true))
+	mux.Handle(p.gen().cfg.Listen.Path, f.endpoint(false))
+	mux.Handle(agentPathPattern, f.endpoint(true))
+	meta := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.auth.Load().MetadataHandler().ServeHTTP(w, r) })
+	mux.Handle(authn.WellKnownPath, meta)
+	mux.Handle(authn.WellKnownPath+"/", meta)
 	mux.HandleFunc("/healthz", p.healthz)
 	mux.HandleFunc("/readyz", p.readyz)
 	return mux
 }
 
-// agentPathPattern serves one agent per path (SPEC §4).
-const agentPathPattern = "/agents/{agent}/mcp"
-
-// defaultAgentName is the agent served when a request names none: the
-// configured default_agent, or the implicit agent when there are no agents.
-// It is "" when agents exist and none is the default.
-func (p *Proxy) defaultAgentName() string {
-	if cfg := p.gen().cfg; cfg.HasAgents() {
-		return cfg.DefaultAgent
-	}
-	return defaultAgent
+// newAuthenticator authenticates the HTTP requests of cfg's agents.
+func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
+	return authn.New(cfg, authn.Options{BoundAddr: p.front.bound, Metrics: p.opts.Metrics, Log: p.log})
 }
 
 // endpoint serves the MCP endpoint of one agent: the default agent, or the
-// one named in the path. It refuses unknown agents (404, listing the
-// agents), foreign Origins (403) and missing or wrong bearer tokens (401)
-// before anything reaches mcp-go.
-func (p *Proxy) endpoint(next http.Handler, fromPath bool) http.Handler {
+// one named in the path. Before reading anything it refuses a
+// non-loopback Host on a loopback listener and foreign Origins (403, DNS
+// rebinding), then lets the authenticator decide who the client is: an
+// unknown agent is 404 (listing the agents), a missing or bad credential
+// 401, a token of another agent 403 (authn). The client's Authorization
+// header is dropped there: nothing downstream of this can forward it.
+func (f *httpFront) endpoint(fromPath bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		name := p.defaultAgentName()
-		if fromPath {
-			name = r.PathValue("agent")
-		}
-		a, err := p.resolveAgent(name)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusNotFound)
+		if !hostAllowed(r) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
 			return
 		}
 		if !originAllowed(r) {
-			http.Error(w, "Forbidden: Origin "+strconvQuote(r.Header.Get("Origin"))+" is not allowed", http.StatusForbidden)
+			http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed", r.Header.Get("Origin")), http.StatusForbidden)
 			return
 		}
-		if !p.authorized(r, a.Name) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-proxy"`)
-			http.Error(w, "Unauthorized: a valid bearer token for agent "+strconvQuote(a.Name)+" is required", http.StatusUnauthorized)
+		pathAgent := ""
+		if fromPath {
+			pathAgent = r.PathValue("agent")
+		}
+		who, fail := f.auth.Load().Authenticate(r, pathAgent)
+		if fail != nil {
+			fail.Write(w)
 			return
 		}
-		p.wire(next, a.Name).ServeHTTP(w, r)
+		r.Header.Del("Authorization")
+		c := client{agent: who.Agent, principal: principalOf(who)}
+		switch r.Method {
+		case http.MethodPost:
+			f.post(w, r, c)
+		case http.MethodGet:
+			f.get(w, r, c)
+		case http.MethodDelete:
+			f.delete(w, r, c)
+		default:
+			w.Header().Set("Allow", "GET, POST, DELETE")
+			http.Error(w, "Method not allowed", http.StatusMethodNotAllowed)
+		}
 	})
 }
 
-// wire passes HTTP POSTs through the wire layer (front.go) and tags every
-// request with its agent.
-func (p *Proxy) wire(next http.Handler, agent string) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx := context.WithValue(r.Context(), agentKey{}, agent)
-		if r.Method != http.MethodPost {
-			next.ServeHTTP(w, r.WithContext(ctx))
-			return
-		}
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
-		if err != nil {
-			var tooBig *http.MaxBytesError
-			if errors.As(err, &tooBig) {
-				http.Error(w, fmt.Sprintf("request body exceeds the %d-byte limit", maxRequestBytes), http.StatusRequestEntityTooLarge)
-				return
-			}
-			http.Error(w, "cannot read request body", http.StatusBadRequest)
-			return
-		}
-		pd := newPending(p)
-		defer pd.release()
-		ww := &wireWriter{ResponseWriter: w, pd: pd}
-		pd.direct = ww.inject
-		p.httpCalls.Add(1)
-		defer p.httpCalls.Add(-1)
-		if t := bytes.TrimLeft(body, " \t\r\n"); len(t) > 0 && t[0] == '{' {
-			sid := r.Header.Get(server.HeaderKeySessionID)
-			if mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
-				sid = "" // mcp-go ignores session ids of stateless requests; so does the proxy
-			} else if sid != "" && !p.sessionOf(agent, sid) {
-				http.Error(w, "Session not found", http.StatusNotFound)
-				return
-			}
-			st, err := p.stateFor(ctx, sid, r.Header)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusNotFound)
-				return
-			}
-			if answer, _ := pd.directAnswer(body, st); answer != nil {
-				p.answerDirect(w, r.WithContext(ctx), agent, answer)
-				return
-			}
-			if statelessNotification(r, body) {
-				// mcp-go wants 2026-07-28 metadata on notifications too
-				// and would answer 400, which makes clients (go-sdk) drop
-				// the connection. A cancellation of a stateless call also
-				// arrives as the client closing that call's request.
-				w.WriteHeader(http.StatusAccepted)
-				return
-			}
-			var wait bool
-			if body, wait = pd.inbound(body, st); wait {
-				p.waitStartup(ctx)
-				pd.prepare(ctx)
-			}
-		}
-		r2 := r.Clone(ctx)
-		r2.Body = io.NopCloser(bytes.NewReader(body))
-		r2.ContentLength = int64(len(body))
-		if pd.empty() {
-			next.ServeHTTP(w, r2)
-			return
-		}
-		next.ServeHTTP(ww, r2)
-		ww.finish()
-	})
+// client is who an HTTP request comes from: its agent, and within it the
+// token's subject or the static token's index, to which sessions and
+// approval answers are bound.
+type client struct {
+	agent, principal string
 }
 
-// answerDirect writes the wire layer's own answer to a POST, after the
-// session checks mcp-go would have made: a request of a session the proxy
-// did not issue (or of another agent) is 404; a request without a session
-// id is accepted only in the stateless 2026-07-28 protocol.
-func (p *Proxy) answerDirect(w http.ResponseWriter, r *http.Request, agent string, answer func(context.Context) []byte) {
-	sid := r.Header.Get(server.HeaderKeySessionID)
-	p.httpMu.Lock()
-	reg := p.httpSessions
-	p.httpMu.Unlock()
-	switch {
-	case sid != "":
-		if _, err := (agentSessions{reg: reg, agent: agent}).Validate(sid); err != nil {
-			http.Error(w, "Session not found", http.StatusNotFound)
-			return
-		}
-	case !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)):
-		http.Error(w, "Bad Request: Mcp-Session-Id header must be provided", http.StatusBadRequest)
+func principalOf(p *authn.Principal) string {
+	switch p.Method {
+	case authn.MethodOAuth:
+		return "sub:" + p.Subject
+	case authn.MethodStatic:
+		return "token:" + strconv.Itoa(p.TokenIndex)
+	}
+	return ""
+}
+
+// post answers one POST: one JSON-RPC message, or a batch of them.
+func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
+	f.active.Add(1)
+	defer f.active.Add(-1)
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		jsonError(w, http.StatusUnsupportedMediaType, nil, codeInvalidRequest, "invalid content type: must be application/json")
 		return
 	}
-	out := answer(r.Context())
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
-	_, _ = w.Write(append(out, '\n'))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxRequestBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			jsonError(w, http.StatusRequestEntityTooLarge, nil, codeInvalidRequest, fmt.Sprintf("request body exceeds the %d-byte limit", maxRequestBytes))
+			return
+		}
+		jsonError(w, http.StatusBadRequest, nil, codeParseError, "cannot read the request body")
+		return
+	}
+	msgs, batch, werr := splitBody(body)
+	if werr != nil {
+		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+		return
+	}
+	first, _ := rawjson.ParseMessage(msgs[0]) // errors are answered per message below
+	hv := r.Header.Get(headerProtocolVersion)
+	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
+	if isModern(hv) || isModern(mv) {
+		f.postStateless(w, r, c, msgs, batch, first, hv, mv)
+		return
+	}
+	if hv != "" && first.Method != "initialize" && !slices.Contains(protocolVersions, hv) {
+		jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, fmt.Sprintf("unsupported protocol version in %s: %q", headerProtocolVersion, truncate(hv, 40)))
+		return
+	}
+	var s *session
+	if first.Method == "initialize" && !batch {
+		s = f.openSession(r, c)
+		w.Header().Set(headerSessionID, s.id)
+	} else {
+		sid := r.Header.Get(headerSessionID)
+		if sid == "" {
+			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
+			return
+		}
+		if s = f.p.sessions.lookup(c, sid); s == nil {
+			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
+			return
+		}
+	}
+	s.activity.begin()
+	defer s.activity.end()
+	f.serve(w, r, s, msgs, batch)
 }
 
-// sessionOf reports whether sid is a live session of agent's endpoint.
-func (p *Proxy) sessionOf(agent, sid string) bool {
-	p.httpMu.Lock()
-	reg := p.httpSessions
-	p.httpMu.Unlock()
-	if reg == nil {
-		return false
-	}
-	terminated, err := (agentSessions{reg: reg, agent: agent}).Validate(sid)
-	return err == nil && !terminated
+// openSession starts the HTTP session an initialize creates; the per-call
+// allow-list comes from its header (SPEC §4).
+func (f *httpFront) openSession(r *http.Request, c client) *session {
+	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
+	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
+	s.principal = c.principal
+	f.p.sessions.add(s)
+	return s
 }
 
-// statelessNotification reports a notification from a client of the
-// stateless 2026-07-28 protocol that carries no protocol metadata.
-func statelessNotification(r *http.Request, body []byte) bool {
-	if r.Header.Get(server.HeaderKeySessionID) != "" || !mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
-		return false
-	}
-	env, ok := readEnvelope(body)
-	if !ok || len(env.ID) > 0 || env.Method == "" {
-		return false
-	}
-	meta, _, _ := rawjson.Get(env.Params, "_meta")
-	return !isModernMeta(meta)
+// perCallHeader reads the per-call allow-list header; nil when absent.
+func perCallHeader(h http.Header) []string {
+	v, ok := h[http.CanonicalHeaderKey(allowedToolsHeader)]
+	return ParseAllowedTools(strings.Join(v, ","), ok)
 }
 
-// ShutdownHTTP ends the HTTP side gracefully: it waits until no tool call
-// is in flight (or ctx ends), then closes every session, which ends the
-// long-lived GET streams that would otherwise keep http.Server.Shutdown
-// waiting. Call it after http.Server.Shutdown has stopped new requests.
+// serve routes the messages of one POST of session s and writes what
+// answers them: 202 when nothing does (notifications, the client's
+// answers), else the responses, as JSON or on an SSE stream when other
+// messages (progress, the proxy's questions) precede them.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, batch bool) {
+	ps := newPostStream(w, r)
+	var replies [][]byte
+	var runs []func() []byte
+	for _, msg := range msgs {
+		reply, run := f.p.receive(r.Context(), s, msg, ps)
+		switch {
+		case reply != nil:
+			replies = append(replies, reply)
+		case run != nil:
+			runs = append(runs, run)
+		}
+	}
+	ps.finish(runAll(runs, replies), batch, http.StatusOK)
+}
+
+// runAll runs the answers of one POST's requests, concurrently when there
+// are several, and returns every reply.
+func runAll(runs []func() []byte, replies [][]byte) [][]byte {
+	switch len(runs) {
+	case 0:
+		return replies
+	case 1:
+		return append(replies, runs[0]())
+	}
+	out := make([][]byte, len(runs))
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = run()
+		}()
+	}
+	wg.Wait()
+	return append(replies, out...)
+}
+
+// postStateless answers a POST of the stateless 2026-07-28 protocol: no
+// session; each request carries its own version, capabilities and client
+// info in _meta, and its HTTP headers must agree with its body. A server
+// request an upstream raises during it reaches the client through a multi
+// round-trip (mrtr.go).
+func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, msgs [][]byte, batch bool, first rawjson.Message, hv, mv string) {
+	if batch {
+		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
+		return
+	}
+	if first.Kind == rawjson.KindNotification {
+		// Notifications carry no _meta (a cancellation is the client
+		// closing its request): nothing to check, nothing to answer.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	status, werr := checkStatelessHeaders(r.Header, first, hv, mv)
+	if werr != nil {
+		jsonError(w, status, first.ID, werr.Code, werr.Message, werr.Data)
+		return
+	}
+	a, _ := f.p.resolveAgent(c.agent)
+	s := newSession("", transportHTTP, a, perCallHeader(r.Header))
+	s.principal = c.principal
+	defer s.close()
+	ps := newPostStream(w, r)
+	reply, run := f.p.receive(r.Context(), s, msgs[0], ps)
+	if run != nil {
+		reply = run()
+	}
+	if reply == nil {
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	ps.finish([][]byte{reply}, false, statelessStatus(reply))
+}
+
+// checkStatelessHeaders applies the transport checks of a 2026-07-28
+// POST: the version in the header and in _meta agree and are served; the
+// method (and for calls, reads and prompts the name) in the headers match
+// the body; no Last-Event-ID (streams are not resumable). It returns the
+// status and error to answer with.
+func checkStatelessHeaders(h http.Header, m rawjson.Message, hv, mv string) (int, *wireError) {
+	switch {
+	case m.Kind == rawjson.KindResponse:
+		return http.StatusBadRequest, errorf(codeInvalidRequest, "client-to-server responses are not supported in protocol version %s: "+
+			"server-initiated requests were replaced by multi round-trip requests", modernVersion)
+	case h.Get(headerLastEventID) != "":
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "%s is not supported in protocol version %s: streams are not resumable, "+
+			"re-issue the request with a new ID", headerLastEventID, modernVersion)
+	case hv == "":
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "%s header is required for requests carrying %s", headerProtocolVersion, metaProtocolVersion)
+	case mv == "":
+		return http.StatusBadRequest, errorf(codeInvalidParams, "missing or invalid _meta field %s", metaProtocolVersion)
+	case hv != mv:
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "%s header %s does not match request %s %s", headerProtocolVersion,
+			truncate(hv, 40), metaProtocolVersion, truncate(mv, 40))
+	case !slices.Contains(protocolVersions, mv):
+		return http.StatusBadRequest, unsupportedVersion(mv)
+	}
+	if got := h.Get(headerMethod); got != m.Method {
+		if got == "" {
+			return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: missing required header", headerMethod)
+		}
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: header value %q does not match body value %q",
+			headerMethod, truncate(got, 100), truncate(m.Method, 100))
+	}
+	member := map[string]string{"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}[m.Method]
+	if member == "" {
+		return 0, nil
+	}
+	vals, ok := h[http.CanonicalHeaderKey(headerName)]
+	if !ok {
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: missing required header for method %q", headerName, m.Method)
+	}
+	want, _ := stringMember(m.Params, member)
+	if got := decodeHeaderValue(strings.Join(vals, ",")); got != want {
+		return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: header value %q does not match body value %q",
+			headerName, truncate(got, 100), truncate(want, 100))
+	}
+	return 0, nil
+}
+
+// decodeHeaderValue reads an MCP header value, which a client may send as
+// "=?base64?<base64 of the UTF-8 value>?=" when it is not plain ASCII.
+func decodeHeaderValue(v string) string {
+	if inner, ok := strings.CutPrefix(v, "=?base64?"); ok {
+		if enc, ok := strings.CutSuffix(inner, "?="); ok {
+			if b, err := base64.StdEncoding.DecodeString(enc); err == nil {
+				return string(b)
+			}
+		}
+	}
+	return v
+}
+
+// statelessStatus is the HTTP status of a stateless response, which the
+// 2026-07-28 transport derives from its error code.
+func statelessStatus(reply []byte) int {
+	m, err := rawjson.ParseMessage(reply)
+	if err != nil || m.Error == nil {
+		return http.StatusOK
+	}
+	var e struct {
+		Code int `json:"code"`
+	}
+	_ = json.Unmarshal(m.Error, &e)
+	switch e.Code {
+	case codeMethodNotFound:
+		return http.StatusNotFound
+	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion, codeInvalidRequest, codeInvalidParams, codeParseError:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// get opens a session's stream for the messages no request owns
+// (list_changed, log messages, resource updates). A newer GET replaces an
+// older one, which ends: each message goes out on one stream only.
+func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
+	if isModern(r.Header.Get(headerProtocolVersion)) {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "GET is not supported in protocol version "+modernVersion+": server-to-client messages use subscriptions/listen", http.StatusMethodNotAllowed)
+		return
+	}
+	sid := r.Header.Get(headerSessionID)
+	if sid == "" {
+		http.Error(w, "Bad Request: the "+headerSessionID+" header is required", http.StatusBadRequest)
+		return
+	}
+	s := f.p.sessions.lookup(c, sid)
+	if s == nil {
+		http.Error(w, "Session not found", http.StatusNotFound)
+		return
+	}
+	if _, ok := w.(http.Flusher); !ok {
+		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
+		return
+	}
+	s.activity.begin()
+	defer s.activity.end()
+	gs := &getStream{w: w, rc: http.NewResponseController(w)}
+	gs.open()
+	ended := s.notify.attach(gs)
+	if ended == nil {
+		return
+	}
+	defer s.notify.detach(gs)
+	tick := time.NewTicker(heartbeatInterval)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.Context().Done():
+			return
+		case <-ended:
+			return
+		case <-tick.C:
+			if gs.comment("keepalive") != nil {
+				return
+			}
+			s.activity.touch()
+		}
+	}
+}
+
+// delete ends a session (200); an unknown one is 404.
+func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, c client) {
+	if isModern(r.Header.Get(headerProtocolVersion)) {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "DELETE is not supported in protocol version "+modernVersion+": there are no sessions", http.StatusMethodNotAllowed)
+		return
+	}
+	s := f.p.sessions.lookup(c, r.Header.Get(headerSessionID))
+	if s == nil {
+		http.Error(w, "Session not found", http.StatusNotFound)
+		return
+	}
+	f.p.sessions.remove(s)
+	w.WriteHeader(http.StatusOK)
+}
+
+// sweep closes idle sessions until ShutdownHTTP.
+func (f *httpFront) sweep() {
+	defer close(f.swept)
+	idle := f.p.idleTimeout()
+	if idle <= 0 {
+		<-f.stop
+		return
+	}
+	t := time.NewTicker(max(idle/4, 100*time.Millisecond))
+	defer t.Stop()
+	for {
+		select {
+		case <-f.stop:
+			return
+		case <-t.C:
+			if n := f.p.sessions.closeIdle(idle); n > 0 {
+				f.p.log.Debug().Int("sessions", n).Dur("idle", idle).Msg("idle HTTP sessions closed")
+			}
+		}
+	}
+}
+
+// idleTimeout is listen.session_idle_timeout; 0 keeps idle sessions.
+func (p *Proxy) idleTimeout() time.Duration {
+	if d := p.gen().cfg.Listen.SessionIdleTimeout; d != nil {
+		return d.D()
+	}
+	return config.DefaultSessionIdleTimeout
+}
+
+// ShutdownHTTP ends the HTTP side gracefully: it waits until no POST is
+// being answered (or ctx ends), then closes every HTTP session, which ends
+// the long-lived GET streams that would otherwise keep
+// http.Server.Shutdown waiting. Call it after http.Server.Shutdown has
+// stopped new requests.
 func (p *Proxy) ShutdownHTTP(ctx context.Context) {
-	for p.httpCalls.Load() > 0 && ctx.Err() == nil {
+	f := p.front
+	select {
+	case <-f.stop:
+	default:
+		close(f.stop) // ends the sweep and every subscriptions/listen
+	}
+	for f.active.Load() > 0 && ctx.Err() == nil {
 		select {
 		case <-ctx.Done():
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	p.httpMu.Lock()
-	servers := p.httpServers
-	p.httpMu.Unlock()
-	for _, hs := range servers {
-		hs.CloseSessions(ctx)
-	}
+	p.sessions.closeHTTP()
+	f.sweepOnce.Do(func() { close(f.swept) }) // never started: nothing to wait for
+	<-f.swept
 }
 
-// wireWriter passes the response to one POST through pending.outbound. A
-// JSON response is held until it is complete; an SSE response is rewritten
-// event by event and flushed as it goes. inject writes the proxy's own
-// messages (a call's progress) into the same stream, turning a response
-// that would have been JSON into SSE, so that they precede the response:
-// mcp-go's session queue would let the response overtake them.
-type wireWriter struct {
-	http.ResponseWriter
-	pd *pending
-
-	mu      sync.Mutex // mcp-go and the progress sender write concurrently
-	mode    int
-	status  int
-	buf     []byte
-	forced  bool // the proxy switched the response to SSE
-	mcpgoSS bool // mcp-go itself chose SSE after the switch
-	done    bool // finish ran: the response is over, inject drops what comes late
+// splitBody reads a POST body or a stdio line: one message, or a batch (a
+// JSON array of them, which 2025-03-26 allows).
+func splitBody(body []byte) (msgs [][]byte, batch bool, werr *wireError) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 {
+		return nil, false, errorf(codeParseError, "Parse error: empty message")
+	}
+	if t[0] != '[' {
+		return [][]byte{t}, false, nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(t, &raw); err != nil {
+		return nil, true, errorf(codeParseError, "Parse error")
+	}
+	if len(raw) == 0 {
+		return nil, true, errorf(codeInvalidRequest, "invalid request: an empty batch")
+	}
+	msgs = make([][]byte, len(raw))
+	for i, m := range raw {
+		msgs[i] = m
+	}
+	return msgs, true, nil
 }
 
-const (
-	modeUndecided = iota
-	modeJSON
-	modeSSE
-	modePass
-)
-
-func (w *wireWriter) WriteHeader(code int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.writeHeaderLocked(code)
+// metaOf is params._meta, or nil.
+func metaOf(params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	meta, _, _ := rawjson.Get(params, "_meta")
+	return meta
 }
 
-func (w *wireWriter) writeHeaderLocked(code int) {
-	ct := w.Header().Get("Content-Type")
-	if w.forced {
-		// Headers are out already (SSE): keep mcp-go's body in the right
-		// shape for finish.
-		w.mcpgoSS = strings.HasPrefix(ct, "text/event-stream")
-		if w.mcpgoSS {
-			w.mode = modeSSE
-		}
-		return
+// jsonError answers a request the transport refuses with a JSON-RPC error
+// (the SDKs read a JSON body; a text one ends some clients' connections).
+// The id is the request's when it could be read.
+func jsonError(w http.ResponseWriter, status int, id json.RawMessage, code int, msg string, data ...json.RawMessage) {
+	werr := &wireError{Code: code, Message: msg}
+	if len(data) > 0 {
+		werr.Data = data[0]
 	}
-	if w.mode != modeUndecided {
-		return
+	if rawjson.IsNull(id) {
+		id = nil
 	}
-	switch {
-	case strings.HasPrefix(ct, "application/json"):
-		w.mode, w.status = modeJSON, code
-		w.Header().Del("Content-Length")
-		return // written by finish, with the rewritten body
-	case strings.HasPrefix(ct, "text/event-stream"):
-		w.mode = modeSSE
-	default:
-		w.mode = modePass
-	}
-	w.ResponseWriter.WriteHeader(code)
-}
-
-func (w *wireWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mode == modeUndecided {
-		w.writeHeaderLocked(http.StatusOK)
-	}
-	switch w.mode {
-	case modeJSON:
-		w.buf = append(w.buf, b...)
-	case modeSSE:
-		w.buf = append(w.buf, b...)
-		if err := w.writeEvents(); err != nil {
-			return 0, err
-		}
-	default:
-		return w.ResponseWriter.Write(b)
-	}
-	return len(b), nil
-}
-
-// inject writes one message of the proxy's own as an SSE event of this
-// response, switching the response to SSE if it was not already.
-func (w *wireWriter) inject(msg []byte) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.done {
-		return // the handler has returned: the response writer is no longer ours
-	}
-	switch w.mode {
-	case modePass:
-		return // not a stream the proxy can add to
-	case modeUndecided, modeJSON:
-		if !w.forced {
-			w.forced = true
-			w.Header().Set("Content-Type", "text/event-stream")
-			w.Header().Set("Cache-Control", "no-cache")
-			w.Header().Del("Content-Length")
-			w.ResponseWriter.WriteHeader(http.StatusOK)
-			if w.mode == modeUndecided {
-				w.mode = modeJSON // mcp-go's answer is buffered and sent as an event by finish
-			}
-		}
-	}
-	_, _ = w.ResponseWriter.Write([]byte("event: message\ndata: " + string(msg) + "\n\n"))
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// writeEvents writes every complete SSE event in buf, rewriting data lines.
-func (w *wireWriter) writeEvents() error {
-	for {
-		i := bytes.Index(w.buf, []byte("\n\n"))
-		if i < 0 {
-			return nil
-		}
-		event := w.buf[:i+2]
-		w.buf = w.buf[i+2:]
-		if _, err := w.ResponseWriter.Write(w.rewriteEvent(event)); err != nil {
-			return err
-		}
-	}
-}
-
-func (w *wireWriter) rewriteEvent(event []byte) []byte {
-	lines := bytes.Split(event[:len(event)-2], []byte("\n"))
-	changed := false
-	for i, l := range lines {
-		data, ok := bytes.CutPrefix(l, []byte("data: "))
-		if !ok {
-			continue
-		}
-		if out := w.pd.outbound(data); !sameBytes(out, data) {
-			lines[i] = append([]byte("data: "), out...)
-			changed = true
-		}
-	}
-	if !changed {
-		return event
-	}
-	return append(bytes.Join(lines, []byte("\n")), '\n', '\n')
-}
-
-// Flush forwards flushes of SSE responses, which must reach the client as
-// they happen (progress, logs).
-func (w *wireWriter) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.mode == modeJSON {
-		return
-	}
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the underlying writer.
-func (w *wireWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// finish writes what is still held once the handler has returned.
-func (w *wireWriter) finish() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.done = true
-	switch {
-	case w.mode == modeJSON && w.forced:
-		out := w.pd.outbound(bytes.TrimRight(w.buf, "\n"))
-		_, _ = w.ResponseWriter.Write([]byte("event: message\ndata: " + string(out) + "\n\n"))
-	case w.mode == modeJSON:
-		body := bytes.TrimRight(w.buf, "\n")
-		out := w.pd.outbound(body)
-		w.Header().Set("Content-Length", fmt.Sprint(len(out)+1))
-		w.ResponseWriter.WriteHeader(w.status)
-		_, _ = w.ResponseWriter.Write(append(out, '\n'))
-	case w.mode == modeSSE:
-		if len(w.buf) > 0 {
-			_, _ = w.ResponseWriter.Write(w.buf)
-		}
-	}
+	body := append(errorResponse(id, werr), '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Length", fmt.Sprint(len(body)))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
 }
 
 // healthz answers 200 while the process serves.

@@ -3,7 +3,6 @@ package downstream
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,8 +10,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -95,7 +92,7 @@ func checkJSON(t *testing.T, r httpReply, want string) {
 
 func startHTTP(t *testing.T, p *Proxy) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(p.HTTPHandler())
+	srv := httptest.NewServer(p.HTTPHandler(""))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -217,26 +214,23 @@ servers:
 	}
 }
 
-// A notification sent while a call runs turns the POST's response into an
-// SSE stream; the call's response event must still carry the upstream's
+// Progress sent while a call runs turns the POST's response into an SSE
+// stream, ahead of the response, whose event still carries the upstream's
 // bytes.
 func TestHTTPStreamedCallResponse(t *testing.T) {
 	fx := connected(echoTool)
+	var p *Proxy
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		if err := server.ServerFromContext(ctx).SendNotificationToClient(ctx, "notifications/message",
-			map[string]any{"level": "info", "data": "working"}); err != nil {
-			return nil, fmt.Errorf("notify: %w", err)
-		}
-		// mcp-go v1.2.1 drops a notification its forwarder dequeued after
-		// the handler returned; give the forwarder time to write it.
-		time.Sleep(200 * time.Millisecond)
+		meta, _, _ := rawjson.Get(params, "_meta")
+		tok, _, _ := rawjson.Get(meta, "progressToken")
+		p.OnUpstreamNotification("fx", "notifications/progress", json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":1,"total":2}`))
 		return json.RawMessage(echoResult), nil
 	}
-	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	srv := startHTTP(t, p)
 	c := &httpClient{t: t, url: srv.URL + "/mcp"}
 	c.initialize()
-	r := c.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
+	r := c.post(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{},"_meta":{"progressToken":"pt"}}}`)
 	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
 		t.Fatalf("status %d, Content-Type %q: %s", r.status, r.header.Get("Content-Type"), r.body)
 	}
@@ -249,7 +243,8 @@ func TestHTTPStreamedCallResponse(t *testing.T) {
 		}
 	}
 	want := `{"jsonrpc":"2.0","id":7,"result":` + echoResult + `}`
-	if len(data) != 2 || !strings.Contains(data[0], `"notifications/message"`) || data[1] != want {
+	wantProgress := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":"pt","progress":1,"total":2}}`
+	if len(data) != 2 || data[0] != wantProgress || data[1] != want {
 		t.Fatalf("events =\n%s\nwant the notification, then\n%s\nbody %q", strings.Join(data, "\n"), want, r.body)
 	}
 }
@@ -264,91 +259,74 @@ func TestHTTPUnknownAgentPath(t *testing.T) {
 	}
 }
 
-func TestWireWriterSSE(t *testing.T) {
-	p := frontProxy(t)
-	pd := newPending(p)
-	pd.inbound([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), testState(t, p))
-	rec := httptest.NewRecorder()
-	w := &wireWriter{ResponseWriter: rec, pd: pd}
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.WriteHeader(http.StatusOK)
-
-	note := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n"
-	resp := "event: message\ndata: " + string(mcpGoList("1")) + "\n\n"
-	stream := note + resp
-	cut := len(note) + 30 // inside the response's data line
-	if _, err := w.Write([]byte(stream[:7])); err != nil {
-		t.Fatal(err)
+// A session's id works only on the endpoint of the agent that created it,
+// for POST, GET and DELETE alike; an id never issued is unknown too
+// (SPEC §4). Neither opens a stream nor counts as a session.
+func TestHTTPSessionBoundToItsAgent(t *testing.T) {
+	const yaml = `
+startup_wait: 1s
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+bundles:
+  all: {servers: [fx]}
+agents:
+  a: {mcp_bundles: [all]}
+  b: {mcp_bundles: [all]}
+`
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"fx": echoUpstream()})
+	srv := startHTTP(t, p)
+	b := &httpClient{t: t, url: srv.URL + "/agents/b/mcp"}
+	b.initialize()
+	countSessions := func() int {
+		n := 0
+		p.sessions.each(func(*session) { n++ })
+		return n
 	}
-	if rec.Body.Len() != 0 {
-		t.Errorf("a partial event was written: %q", rec.Body.String())
+	if n := countSessions(); n != 1 {
+		t.Fatalf("%d sessions after one initialize", n)
 	}
-	if _, err := w.Write([]byte(stream[7:cut])); err != nil {
-		t.Fatal(err)
+	a := &httpClient{t: t, url: srv.URL + "/agents/a/mcp", session: b.session}
+	never := &httpClient{t: t, url: srv.URL + "/agents/b/mcp", session: "mcp-proxy-00000000000000000000000000000000"}
+	for _, c := range []*httpClient{a, never} {
+		for _, method := range []string{http.MethodGet, http.MethodPost, http.MethodDelete} {
+			body := ""
+			if method == http.MethodPost {
+				body = `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+			}
+			if r := c.do(method, body, nil); r.status != http.StatusNotFound {
+				t.Errorf("%s %s with session %s: %d %s, want 404", method, c.url, c.session, r.status, r.body)
+			}
+		}
 	}
-	if got := rec.Body.String(); got != note {
-		t.Errorf("after the first event: %q, want %q", got, note)
+	if n := countSessions(); n != 1 {
+		t.Errorf("%d sessions after refused requests, want 1", n)
 	}
-	w.Flush()
-	if !rec.Flushed {
-		t.Error("Flush of an SSE response did not reach the client")
-	}
-	if _, err := w.Write([]byte(stream[cut:])); err != nil {
-		t.Fatal(err)
-	}
-	w.finish()
-	want := note + "event: message\ndata: " + wantList("1") + "\n\n"
-	if got := rec.Body.String(); got != want {
-		t.Errorf("body =\n%s\nwant\n%s", got, want)
-	}
-	if rec.Code != http.StatusOK {
-		t.Errorf("status %d", rec.Code)
-	}
-}
-
-func TestWireWriterJSON(t *testing.T) {
-	p := frontProxy(t)
-	pd := newPending(p)
-	pd.inbound([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), testState(t, p))
-	rec := httptest.NewRecorder()
-	w := &wireWriter{ResponseWriter: rec, pd: pd}
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Content-Length", "999")
-	w.WriteHeader(http.StatusOK)
-	body := string(mcpGoList("1")) + "\n"
-	if _, err := w.Write([]byte(body[:10])); err != nil {
-		t.Fatal(err)
-	}
-	w.Flush()
-	if _, err := w.Write([]byte(body[10:])); err != nil {
-		t.Fatal(err)
-	}
-	if rec.Body.Len() != 0 || rec.Flushed {
-		t.Fatalf("a JSON response was written before it was complete: %q (flushed %v)", rec.Body.String(), rec.Flushed)
-	}
-	w.finish()
-	want := wantList("1") + "\n"
-	if got := rec.Body.String(); got != want {
-		t.Errorf("body =\n%s\nwant\n%s", got, want)
-	}
-	if cl := rec.Header().Get("Content-Length"); cl != strconv.Itoa(len(want)) {
-		t.Errorf("Content-Length %s, want %d", cl, len(want))
+	if r := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); r.status != http.StatusOK {
+		t.Errorf("the owner's session stopped working: %d %s", r.status, r.body)
 	}
 }
 
-func TestWireWriterPassesOtherContent(t *testing.T) {
-	p := frontProxy(t)
-	pd := newPending(p)
-	pd.inbound([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), testState(t, p))
-	rec := httptest.NewRecorder()
-	w := &wireWriter{ResponseWriter: rec, pd: pd}
-	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
-	w.WriteHeader(http.StatusNotFound)
-	if _, err := w.Write([]byte("Invalid session ID\n")); err != nil {
-		t.Fatal(err)
+// An HTTP session nobody uses for listen.session_idle_timeout is closed,
+// and its id is then unknown.
+func TestHTTPIdleSessionClosed(t *testing.T) {
+	p := newProxy(t, oneServerYAML+"listen: {session_idle_timeout: 300ms}\n", map[string]*fakeUpstream{"fx": echoUpstream()})
+	srv := startHTTP(t, p)
+	c := &httpClient{t: t, url: srv.URL + "/mcp"}
+	c.initialize()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		n := 0
+		p.sessions.each(func(*session) { n++ })
+		if n == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session was not closed")
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
-	w.finish()
-	if rec.Code != http.StatusNotFound || rec.Body.String() != "Invalid session ID\n" {
-		t.Errorf("got %d %q", rec.Code, rec.Body.String())
+	if r := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); r.status != http.StatusNotFound {
+		t.Errorf("ping on a closed idle session: %d %s, want 404", r.status, r.body)
 	}
 }

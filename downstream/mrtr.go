@@ -11,9 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -24,7 +21,7 @@ import (
 // upstream, detached from the client's HTTP request, while the proxy
 // answers that request with an input_required result carrying the
 // upstream's request and a request state naming the parked call. The client
-// retries the tools/call with its answer; the proxy hands the answer to the
+// retries the call with its answer; the proxy hands the answer to the
 // upstream and waits again, for the result or for the next request.
 //
 // The request state is a random token known to this process only, valid for
@@ -37,22 +34,16 @@ import (
 // A parked call's progress goes to whichever request is waiting on it, with
 // that request's progress token; while none is, the latest value is kept.
 
-// parkPrefix marks the request states of parked calls (approval round trips
-// use an HMAC, which never has it).
+// parkPrefix marks the request states of parked calls.
 const parkPrefix = "px-park-"
-
-// parkedKey carries a parked call in its upstream request's context, so that
-// a server request over an HTTP upstream (whose context derives from the
-// call's) finds it exactly.
-type parkedKey struct{}
 
 // inputAsk is one upstream request waiting for the client's answer.
 type inputAsk struct {
-	key       string // its id among the round's input requests
-	method    string
-	req       mcp.InputRequest
-	answer    chan inputAnswer // buffered: the asker may have given up
-	abandoned atomic.Bool      // the asker gave up: the question is not put to the client
+	key       string          // its id among the round's input requests
+	method    string          //
+	req       json.RawMessage // the input request: {"method":..., "params":...}
+	answer    chan inputAnswer
+	abandoned atomic.Bool // the asker gave up: the question is not put to the client
 }
 
 type inputAnswer struct {
@@ -60,11 +51,11 @@ type inputAnswer struct {
 	err    error
 }
 
-// parkedCall is a stateless client's tools/call that may span rounds.
+// parkedCall is a stateless client's request that may span rounds.
 type parkedCall struct {
 	agent    string
-	tool     string // what the client asked for: a tool's exposed name, or a method and its target
-	caps     mcp.ClientCapabilities
+	key      string // what the client asked for: a tool's exposed name, or a method and its target
+	caps     clientCaps
 	timeout  time.Duration  // how long the call may wait for the client's answer
 	progress *progressRoute // the call's progress, or nil
 
@@ -85,6 +76,10 @@ type parkedCall struct {
 // wait for an answer (they run on without any client connection): beyond
 // it an upstream's request is refused and the call goes on without it.
 const maxParkedPerAgent = 64
+
+// parkGrace is how long the state of a call that ended while its client was
+// away stays valid, so that the client's retry still gets the outcome.
+const parkGrace = time.Minute
 
 // parkTable holds the parked calls between rounds, by request state, and
 // counts each agent's calls that have parked and not ended.
@@ -139,12 +134,12 @@ func (t *parkTable) put(token string, pc *parkedCall) {
 }
 
 // take removes and returns the parked call of token when it was issued for
-// this agent and tool.
-func (t *parkTable) take(token, agent, tool string) *parkedCall {
+// this agent and key.
+func (t *parkTable) take(token, agent, key string) *parkedCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	pc := t.m[token]
-	if pc == nil || pc.agent != agent || pc.tool != tool {
+	if pc == nil || pc.agent != agent || pc.key != key {
 		return nil
 	}
 	delete(t.m, token)
@@ -163,40 +158,27 @@ func (t *parkTable) drop(token string) bool {
 
 func isParkToken(state string) bool { return strings.HasPrefix(state, parkPrefix) }
 
-// parkable reports whether a call may be parked: a 2026-07-28 request
-// without a session to send server requests on.
-func parkable(ctx context.Context, st *sessionState) bool {
-	rt, _ := ctx.Value(roundTripKey{}).(*roundTrip)
-	return rt != nil && st.session() == nil
-}
+// parkable reports whether r is a stateless request over HTTP: it has no
+// stream to take the proxy's requests on, so a call that needs the
+// client's input is parked (stdio is bidirectional and needs no parking).
+func parkable(r *request) bool { return r.modern && r.sess.transport == transportHTTP }
 
-// startParked runs c detached from the client's request and waits for its
-// first round.
-func (p *Proxy) startParked(ctx context.Context, c *upstreamCall) (json.RawMessage, *wireError) {
-	var caps mcp.ClientCapabilities
-	if info := server.RequestProtocolInfoFromContext(ctx); info != nil && info.ClientCapabilities != nil {
-		caps = *info.ClientCapabilities
-	}
-	return p.startParkedJob(ctx, c.st, c.entry.Exposed, caps, c.timeout, c.progress,
-		func(cctx context.Context) (json.RawMessage, *wireError) { return p.runCall(cctx, c) })
-}
-
-// startParkedJob runs job for a stateless request of st, detached from the
-// client's request, and waits for its first round. key names what the
-// client asked for; a retry must name it again.
-func (p *Proxy) startParkedJob(ctx context.Context, st *sessionState, key string, caps mcp.ClientCapabilities,
-	timeout time.Duration, progress *progressRoute, job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *wireError) {
+// startParked runs job for r detached from the client's HTTP request and
+// waits for its first round. key names what the client asked for; a retry
+// must name it again.
+func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
+	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *wireError) {
 	pc := &parkedCall{
-		agent:    st.agent.Name,
-		tool:     key,
-		caps:     caps,
+		agent:    r.sess.agent.Name,
+		key:      key,
+		caps:     r.caps,
 		timeout:  timeout,
 		progress: progress,
 		asks:     make(chan *inputAsk, 1),
 		done:     make(chan struct{}),
 	}
-	st.setParked(pc)
-	cctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), parkedKey{}, pc))
+	r.sess.parked.Store(pc)
+	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc.cancel = cancel
 	go func() {
 		defer cancel()
@@ -207,7 +189,7 @@ func (p *Proxy) startParkedJob(ctx context.Context, st *sessionState, key string
 			pc.expire.Stop() // the state lives on for parkGrace, not the result for the timeout
 		}
 		pc.mu.Unlock()
-		p.parked.release(pc)
+		p.relay.parked.release(pc)
 	}()
 	return p.awaitRound(ctx, pc)
 }
@@ -224,7 +206,7 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			if ask.abandoned.Load() {
 				continue // its upstream request gave up while it waited to be asked
 			}
-			return p.park(pc, ask)
+			return nil, p.park(pc, ask)
 		case <-ctx.Done():
 			// The client closed its request: the call is cancelled upstream.
 			pc.cancel()
@@ -233,53 +215,44 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			case <-time.After(progressFlushLimit):
 			}
 			pc.progress.detach()
-			return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
+			return nil, errorf(codeServerError, "request cancelled")
 		}
 	}
 }
 
 // park answers the waiting request with ask as an input request and keeps
 // the call for the client's retry.
-func (p *Proxy) park(pc *parkedCall, ask *inputAsk) (json.RawMessage, *wireError) {
+func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *wireError {
 	pc.progress.detach()
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	token := parkPrefix + hex.EncodeToString(b[:])
 	pc.mu.Lock()
 	pc.asked = ask
-	// The client has as long to answer as the call has to run; then
-	// the call ends and its state is forgotten.
+	// The client has as long to answer as the call has to run; then the
+	// call ends and its state is forgotten.
 	pc.expire = time.AfterFunc(pc.timeout, func() {
-		if p.parked.drop(token) { // not when a retry took it first
+		if p.relay.parked.drop(token) { // not when a retry took it first
 			pc.cancel()
 		}
 	})
 	pc.mu.Unlock()
-	p.parked.put(token, pc)
+	p.relay.parked.put(token, pc)
 	go func() { // forget the state once the call has ended anyway
 		<-pc.done
-		time.AfterFunc(parkGrace, func() { p.parked.drop(token) })
+		time.AfterFunc(parkGrace, func() { p.relay.parked.drop(token) })
 	}()
-	return nil, &wireError{input: &mcp.CallToolResult{
-		Result: mcp.Result{ResultType: mcp.ResultTypeInputRequired},
-		MultiRoundTripResult: mcp.MultiRoundTripResult{
-			InputRequests: mcp.InputRequests{ask.key: ask.req},
-			RequestState:  token,
-		},
-	}}
+	return &wireError{input: inputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)}
 }
 
-// parkGrace is how long the state of a call that ended while its client was
-// away stays valid, so that the client's retry still gets the outcome.
-const parkGrace = time.Minute
-
 // resumeParked is a later round of a parked call: it hands the client's
-// answer to the upstream and waits again.
-func (p *Proxy) resumeParked(ctx context.Context, st *sessionState, name string, meta json.RawMessage, rt *roundTrip) (json.RawMessage, *wireError) {
-	pc := p.parked.take(rt.state, st.agent.Name, name)
+// answer to the upstream and waits again. key names what the retry asks
+// for (it must be what the first request asked for).
+func (p *Proxy) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *wireError) {
+	pc := p.relay.parked.take(state, r.sess.agent.Name, key)
 	if pc == nil {
-		return nil, &wireError{Code: codeInvalidParams, Message: "invalid requestState: the call it belongs to has ended, " +
-			"waited too long for this answer, or ran on another proxy instance; call the tool again"}
+		return nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
+			"waited too long for this answer, or ran on another proxy instance; call the tool again")
 	}
 	pc.mu.Lock()
 	ask := pc.asked
@@ -288,13 +261,12 @@ func (p *Proxy) resumeParked(ctx context.Context, st *sessionState, name string,
 		pc.expire.Stop()
 	}
 	pc.mu.Unlock()
-	direct, _ := ctx.Value(directKey{}).(func([]byte))
-	pc.progress.attach(ctx, direct, progressTokenOf(meta))
+	pc.progress.attach(r.out, progressTokenOf(r.meta))
 	if ask != nil {
 		var ans inputAnswer
-		if resp, ok := rt.responses[ask.key]; ok {
-			if b, err := json.Marshal(resp); err == nil && string(b) != "null" {
-				ans.result = b
+		if resp, ok, _ := rawjson.Get(r.params, "inputResponses"); ok {
+			if v, ok, _ := rawjson.Get(resp, ask.key); ok && !rawjson.IsNull(v) {
+				ans.result = append(json.RawMessage(nil), v...)
 			}
 		}
 		if ans.result == nil {
@@ -305,52 +277,44 @@ func (p *Proxy) resumeParked(ctx context.Context, st *sessionState, name string,
 	return p.awaitRound(ctx, pc)
 }
 
-// progressTokenOf returns a request's progress token, decoded with numbers
-// kept exact, or nil.
-func progressTokenOf(meta json.RawMessage) any {
-	if len(meta) == 0 {
-		return nil
+// relayParked asks a parked call's stateless client through a round trip.
+func (p *Proxy) relayParked(ctx context.Context, pc *parkedCall, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+	switch method {
+	case "sampling/createMessage":
+		return p.relaySampling(ctx, srv, pc.caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			timeout := time.Minute // relaySampling bounds ctx by the server's sampling timeout
+			if d, ok := ctx.Deadline(); ok {
+				timeout = time.Until(d)
+			}
+			return p.ask(ctx, pc, method, params, timeout)
+		})
+	case "elicitation/create":
+		if err := elicitationSupported(pc.caps, params); err != nil {
+			return nil, err
+		}
+		return p.ask(ctx, pc, method, params, p.serverTimeout(srv))
+	default: // roots/list
+		if !pc.caps.roots {
+			return p.configuredRoots(srv), nil
+		}
+		return p.ask(ctx, pc, method, emptyIfNil(params), p.serverTimeout(srv))
 	}
-	var m struct {
-		Token json.RawMessage `json:"progressToken"`
-	}
-	if json.Unmarshal(meta, &m) != nil || len(m.Token) == 0 {
-		return nil
-	}
-	tok, err := decodeNumberKept(m.Token)
-	if err != nil {
-		return nil
-	}
-	return tok
-}
-
-// parkedFor finds the parked call a server request of upstream srv belongs
-// to: from its context (HTTP upstreams), else the one call in flight to srv
-// when that call is parked.
-func (p *Proxy) parkedFor(ctx context.Context, srv string) *parkedCall {
-	if pc, _ := ctx.Value(parkedKey{}).(*parkedCall); pc != nil {
-		return pc
-	}
-	if server.ClientSessionFromContext(ctx) != nil {
-		return nil // the request names its session exactly (requestSession)
-	}
-	if st, n := p.calls.only(srv); n == 1 {
-		return st.parkedCall()
-	}
-	return nil
 }
 
 // ask puts one server request to the client of pc and waits for the answer
 // (the client's next round), at most timeout.
-func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, req mcp.InputRequest, timeout time.Duration) (json.RawMessage, error) {
+func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	pc.mu.Lock()
 	pc.askSeq++
 	key := "mcp-proxy/" + strings.ReplaceAll(method, "/", "-") + "-" + strconv.Itoa(pc.askSeq)
 	pc.mu.Unlock()
-	if !p.parked.reserve(pc) {
+	if !p.relay.parked.reserve(pc) {
 		return nil, refuse(codeRefused, "%s not relayed: agent '%s' has %d calls waiting for their clients' answers already",
 			method, pc.agent, maxParkedPerAgent)
 	}
+	// The input request carries params always: a roots/list without them
+	// fails to decode in the official Go SDK.
+	req := json.RawMessage(`{"method":` + string(rawjson.String(method)) + `,"params":` + string(emptyIfNil(params)) + `}`)
 	a := &inputAsk{key: key, method: method, req: req, answer: make(chan inputAnswer, 1)}
 	defer a.abandoned.Store(true) // a no-op once it was asked: then awaitRound has it
 	t := time.NewTimer(timeout)
@@ -376,49 +340,36 @@ func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, req mcp.
 	}
 }
 
-// roundTripMethods are the requests besides tools/call whose upstream may
-// ask a stateless client for input: their results can be input_required.
-var roundTripMethods = map[string]bool{"resources/read": true, "prompts/get": true}
-
-// surfaceRoundTrip runs a stateless client's resources/read or prompts/get
-// (h) as a parked call, so that a server request it raises reaches the
-// client through a round trip; a retry with a requestState resumes it.
-func (p *Proxy) surfaceRoundTrip(ctx context.Context, st *sessionState, method string, params, meta json.RawMessage,
-	h directHandler) (json.RawMessage, *wireError) {
+// surfaceRoundTrip runs a stateless HTTP client's resources/read or
+// prompts/get (h) as a parked call, so that a server request it raises
+// reaches the client through a round trip; a retry with a requestState
+// resumes it.
+func (p *Proxy) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
 	target := "uri"
-	if method == "prompts/get" {
+	if r.method == "prompts/get" {
 		target = "name"
 	}
-	what, _ := stringMember(params, target)
-	key := method + " " + what
-	state, _ := stringMember(params, "requestState")
-	if isParkToken(state) {
-		rt := &roundTrip{state: state}
-		if raw, ok, _ := rawjson.Get(params, "inputResponses"); ok && json.Unmarshal(raw, &rt.responses) != nil {
-			return nil, &wireError{Code: codeInvalidParams, Message: "invalid params: inputResponses"}
-		}
-		return p.resumeParked(ctx, st, key, meta, rt)
-	}
-	var caps mcp.ClientCapabilities
-	if raw, ok, _ := rawjson.Get(meta, mcp.MetaKeyClientCapabilities); ok {
-		_ = json.Unmarshal(raw, &caps) // unreadable: no capabilities, so requests are refused clearly
+	what, _ := stringMember(r.params, target)
+	key := r.method + " " + what
+	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
+		return p.resumeParked(ctx, r, key, state)
 	}
 	// The handler registers the request as in flight to its server, so a
-	// stdio upstream's request finds st, and through it the parked call.
-	return p.startParkedJob(ctx, st, key, caps, p.serverTimeout(p.surfaceServer(st, method, what)), nil,
-		func(cctx context.Context) (json.RawMessage, *wireError) { return h(p, cctx, st, params) })
+	// stdio upstream's request finds r, and through it the parked call.
+	return p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(r.sess, r.method, what)), nil,
+		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get
 // (by name) goes to, or "" when it routes nowhere (the handler says why).
-func (p *Proxy) surfaceServer(st *sessionState, method, what string) string {
+func (p *Proxy) surfaceServer(s *session, method, what string) string {
 	if method == "prompts/get" {
 		if e := p.Catalog().surface.byPrompt[what]; e != nil {
 			return e.Server
 		}
 		return ""
 	}
-	srv, _, _, _, werr := p.resourceRoute(st, what)
+	srv, _, _, _, werr := p.resourceRoute(s, what)
 	if werr != nil {
 		return ""
 	}

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -194,14 +192,6 @@ func TestParkedCallLimits(t *testing.T) {
 	}
 }
 
-// fakeSession is an initialized mcp-go session of another client.
-type fakeSession struct{ ch chan mcp.JSONRPCNotification }
-
-func (s *fakeSession) SessionID() string                                   { return "other" }
-func (s *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.ch }
-func (s *fakeSession) Initialize()                                         {}
-func (s *fakeSession) Initialized() bool                                   { return true }
-
 // A server request whose context names its session exactly (an HTTP
 // upstream answering another client's resources/read, say) goes to that
 // session, never to a parked stateless call that happens to be the only
@@ -225,8 +215,10 @@ func TestParkedCallNeverTakesAnotherSessionsRequest(t *testing.T) {
 	if state == nil {
 		t.Fatalf("first reply = %q", first)
 	}
-	other := p.mcp.WithContext(context.Background(), &fakeSession{ch: make(chan mcp.JSONRPCNotification, 10)})
-	octx, cancel := context.WithTimeout(other, 300*time.Millisecond)
+	otherSess := testState(t, p)
+	otherOut := &recordStream{}
+	otherReq := &request{sess: otherSess, id: json.RawMessage("9"), method: "resources/read", out: otherOut, caps: clientCaps{elicitation: true}}
+	octx, cancel := context.WithTimeout(withRequest(context.Background(), otherReq), 300*time.Millisecond)
 	defer cancel()
 	go func() {
 		_, _ = p.OnUpstreamRequest(octx, "fx", "elicitation/create",
@@ -237,6 +229,9 @@ func TestParkedCallNeverTakesAnotherSessionsRequest(t *testing.T) {
 		`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}},"requestState":"`+state[1]+`","_meta":{`+meta+`}}`)
 	if all := strings.Join(second, "\n"); strings.Contains(all, "ANOTHER SESSION") || !strings.Contains(all, `"resultType":"complete"`) {
 		t.Errorf("retry = %q; want the call's result and nothing of the other session", second)
+	}
+	if got := otherOut.messages(); len(got) != 1 || !strings.Contains(got[0], "ANOTHER SESSION") {
+		t.Errorf("the other session's stream got %q; want its own question", got)
 	}
 }
 
@@ -279,9 +274,9 @@ func TestParkedCallEndedWhileAway(t *testing.T) {
 			t.Fatalf("the state was good again after it gave the outcome: %q", again)
 		}
 	}
-	p.parked.mu.Lock()
-	defer p.parked.mu.Unlock()
-	if n := len(p.parked.m); n != 0 {
+	p.relay.parked.mu.Lock()
+	defer p.relay.parked.mu.Unlock()
+	if n := len(p.relay.parked.m); n != 0 {
 		t.Errorf("%d states held after every call gave its outcome", n)
 	}
 }
@@ -293,7 +288,8 @@ func TestParkTableBoundsAgents(t *testing.T) {
 	calls := make([]*parkedCall, maxParkedPerAgent)
 	for i := range calls {
 		calls[i] = &parkedCall{agent: "a"}
-		if !tab.reserve(calls[i]) || !tab.reserve(calls[i]) {
+		first, again := tab.reserve(calls[i]), tab.reserve(calls[i]) // a call counts once
+		if !first || !again {
 			t.Fatalf("call %d refused below the bound", i)
 		}
 	}
@@ -319,11 +315,23 @@ func statelessPost(t *testing.T, url, method, params string) string {
 	t.Helper()
 	c := &httpClient{t: t, url: url}
 	r := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"`+method+`","params":`+params+`}`,
-		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method})
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": method, "Mcp-Name": targetOf(params)})
 	if r.status != http.StatusOK {
 		t.Fatalf("%s: status %d: %s", method, r.status, r.body)
 	}
 	return strings.TrimSpace(r.body)
+}
+
+// targetOf is the name or URI a request's params name.
+func targetOf(params string) string {
+	for _, k := range []string{"name", "uri"} {
+		if v, ok, _ := rawjson.Get([]byte(params), k); ok {
+			var s string
+			_ = json.Unmarshal(v, &s)
+			return s
+		}
+	}
+	return ""
 }
 
 // A stateless client's resources/read and prompts/get whose upstream asks
@@ -352,12 +360,12 @@ func TestParkedSurfaceRoundTrip(t *testing.T) {
 	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	url := startHTTP(t, p).URL + "/mcp"
 	st := testState(t, p)
-	list, werr := p.listResources(context.Background(), st, nil)
+	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
 	if werr != nil {
 		t.Fatal(werr)
 	}
 	uri := regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1]
-	prompts, _ := p.listPrompts(context.Background(), st, nil)
+	prompts, _ := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
 	prompt := regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
 
 	for _, c := range []struct{ method, target, want string }{

@@ -2,35 +2,27 @@ package downstream
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"sync"
 	"time"
-
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // Progress relay (SPEC §10). A call's progress token is replaced upstream by
-// one of the proxy's own ("px-progress-<n>"), so that two sessions using
-// the same token never mix; notifications come back with the client's token.
-// mcp-go drops a notification when a session's queue is full, so each call
-// has one sender that retries, and a value that arrives while an earlier one
-// is still waiting replaces it: intermediate values may be coalesced, order
-// is kept, and the last one is delivered before the call's response.
+// one of the proxy's own ("px-progress-<hex>"), so that two sessions using
+// the same token never mix; notifications come back with the client's
+// token, written on the stream of the call's request, ahead of its
+// response. Each call has one sender, so a slow client never holds up the
+// upstream's reader: a value that arrives while an earlier one is still
+// being written replaces it (intermediate values may be coalesced, order
+// is kept, and the last one goes out before the call's response).
 
 // progressFlushLimit bounds how long a call's response waits for its last
-// progress notification to be handed to the client.
+// progress notification to be written.
 const progressFlushLimit = 2 * time.Second
-
-// progressRetry is the pause between attempts while a session's
-// notification queue is full.
-const progressRetry = 2 * time.Millisecond
 
 type progressRelay struct {
 	p      *Proxy
@@ -38,20 +30,16 @@ type progressRelay struct {
 	routes map[string]*progressRoute
 }
 
-// directKey carries a call's direct writer (pending.direct) in its context.
-type directKey struct{}
-
 // progressRoute carries one call's progress to its client.
 type progressRoute struct {
 	relay  *progressRelay
 	key    string
-	server string          // only this upstream's notifications reach the route
-	ctx    context.Context // the call's context: it carries the session
-	direct func([]byte)    // write in order with the call's response (stdio), or nil
-	token  any             // the client's token, as decoded (json.Number kept)
+	server string // only this upstream's notifications reach the route
 
 	mu       sync.Mutex
-	latest   map[string]any
+	out      stream          // the stream of the request waiting on the call
+	token    json.RawMessage // that request's progress token, as it wrote it
+	latest   json.RawMessage // the newest params not yet written
 	sending  bool
 	closed   bool
 	detached bool          // no request is waiting on the call (a parked round trip, mrtr.go)
@@ -59,63 +47,64 @@ type progressRoute struct {
 }
 
 // open rewrites meta's progress token for the upstream and registers the
-// route. With no token it returns meta and a nil route.
-func (r *progressRelay) open(ctx context.Context, serverName string, meta json.RawMessage) (json.RawMessage, *progressRoute) {
-	if len(meta) == 0 || !bytes.Contains(meta, []byte("progressToken")) {
-		return meta, nil
-	}
-	raw, ok, err := rawjson.Get(meta, "progressToken")
-	if err != nil || !ok {
-		return meta, nil
-	}
-	token, err := decodeNumberKept(raw)
-	if err != nil || token == nil {
+// route to r's stream. With no token it returns meta and a nil route.
+func (pr *progressRelay) open(r *request, serverName string, meta json.RawMessage) (json.RawMessage, *progressRoute) {
+	token := progressTokenOf(meta)
+	if token == nil {
 		return meta, nil
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	key := "px-progress-" + hex.EncodeToString(b[:])
-	r.mu.Lock()
-	route := &progressRoute{relay: r, key: key, ctx: ctx, token: token, server: serverName}
-	route.direct, _ = ctx.Value(directKey{}).(func([]byte))
-	if r.routes == nil {
-		r.routes = map[string]*progressRoute{}
-	}
-	r.routes[key] = route
-	r.mu.Unlock()
 	out, err := rawjson.Set(meta, "progressToken", rawjson.String(key))
 	if err != nil {
-		route.close()
 		return meta, nil
 	}
+	route := &progressRoute{relay: pr, key: key, server: serverName, out: r.out, token: token}
+	pr.mu.Lock()
+	if pr.routes == nil {
+		pr.routes = map[string]*progressRoute{}
+	}
+	pr.routes[key] = route
+	pr.mu.Unlock()
 	return out, route
 }
 
+// progressTokenOf is the progressToken of a request's _meta (a string or a
+// number, as written), or nil.
+func progressTokenOf(meta json.RawMessage) json.RawMessage {
+	if len(meta) == 0 || !bytes.Contains(meta, []byte("progressToken")) {
+		return nil
+	}
+	tok, ok, err := rawjson.Get(meta, "progressToken")
+	if err != nil || !ok || len(tok) == 0 || (tok[0] != '"' && tok[0] != '-' && (tok[0] < '0' || tok[0] > '9')) {
+		return nil
+	}
+	return tok
+}
+
 // deliver routes one notifications/progress of upstream srv.
-func (r *progressRelay) deliver(srv string, params json.RawMessage) {
-	var m map[string]any
-	dec := json.NewDecoder(bytes.NewReader(params))
-	dec.UseNumber()
-	if dec.Decode(&m) != nil {
+func (pr *progressRelay) deliver(srv string, params json.RawMessage) {
+	key, err := stringMember(params, "progressToken")
+	if err != nil {
 		return
 	}
-	key, _ := m["progressToken"].(string)
-	r.mu.Lock()
-	route := r.routes[key]
-	r.mu.Unlock()
+	pr.mu.Lock()
+	route := pr.routes[key]
+	pr.mu.Unlock()
 	if route == nil || route.server != srv {
 		return // a late notification, or another server's guess
 	}
-	route.push(m)
+	route.push(params)
 }
 
-func (rt *progressRoute) push(m map[string]any) {
+func (rt *progressRoute) push(params json.RawMessage) {
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
 	if rt.closed {
 		return // the call has answered; its stream may be gone
 	}
-	rt.latest = m
+	rt.latest = append(rt.latest[:0:0], params...) // the upstream's buffer is reused
 	rt.startLocked()
 }
 
@@ -125,6 +114,26 @@ func (rt *progressRoute) startLocked() {
 		rt.sending = true
 		rt.idle = make(chan struct{})
 		go rt.send()
+	}
+}
+
+// send writes the latest value until none is left or the route detaches.
+func (rt *progressRoute) send() {
+	for {
+		rt.mu.Lock()
+		params := rt.latest
+		if params == nil || rt.detached {
+			rt.sending = false
+			close(rt.idle)
+			rt.mu.Unlock()
+			return
+		}
+		rt.latest = nil
+		out, token := rt.out, rt.token
+		rt.mu.Unlock()
+		if withToken, err := rawjson.Set(params, "progressToken", token); err == nil {
+			_ = out.send(notification("notifications/progress", withToken))
+		}
 	}
 }
 
@@ -144,16 +153,16 @@ func (rt *progressRoute) detach() {
 	}
 }
 
-// attach resumes delivery to another request of the same call: its
-// context, direct writer and progress token (nil: that request asked for no
-// progress, so none is sent).
-func (rt *progressRoute) attach(ctx context.Context, direct func([]byte), token any) {
+// attach resumes delivery to another request of the same call: its stream
+// and progress token (nil: that request asked for no progress, so none is
+// sent).
+func (rt *progressRoute) attach(out stream, token json.RawMessage) {
 	if rt == nil {
 		return
 	}
 	rt.mu.Lock()
 	defer rt.mu.Unlock()
-	rt.ctx, rt.direct, rt.token = ctx, direct, token
+	rt.out, rt.token = out, token
 	if token == nil || rt.closed {
 		return // stays detached; a closed route's call has its outcome and sends nothing more
 	}
@@ -161,46 +170,8 @@ func (rt *progressRoute) attach(ctx context.Context, direct func([]byte), token 
 	rt.startLocked()
 }
 
-// send delivers the latest value until none is left or the route detaches.
-func (rt *progressRoute) send() {
-	for {
-		rt.mu.Lock()
-		m := rt.latest
-		if m == nil || rt.detached {
-			rt.sending = false
-			close(rt.idle)
-			rt.mu.Unlock()
-			return
-		}
-		rt.latest = nil
-		ctx, direct := rt.ctx, rt.direct
-		m["progressToken"] = rt.token
-		rt.mu.Unlock()
-		if direct != nil {
-			// Written by the proxy itself, so it precedes the response.
-			if b, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "method": mcp.MethodNotificationProgress, "params": m}); err == nil {
-				direct(b)
-			}
-			continue
-		}
-		for {
-			err := rt.relay.p.mcp.SendNotificationToClient(ctx, string(mcp.MethodNotificationProgress), m)
-			if !errors.Is(err, server.ErrNotificationChannelBlocked) || ctx.Err() != nil {
-				break
-			}
-			time.Sleep(progressRetry)
-			rt.mu.Lock()
-			newer := rt.latest != nil
-			rt.mu.Unlock()
-			if newer {
-				break // coalesce: the newer value replaces this one
-			}
-		}
-	}
-}
-
-// close waits (bounded) for the last value to be handed over, then drops
-// the route. A nil route is a no-op.
+// close waits (bounded) for the last value to be written, then drops the
+// route. A nil route is a no-op.
 func (rt *progressRoute) close() {
 	if rt == nil {
 		return
@@ -218,13 +189,4 @@ func (rt *progressRoute) close() {
 	rt.relay.mu.Lock()
 	delete(rt.relay.routes, rt.key)
 	rt.relay.mu.Unlock()
-}
-
-// decodeNumberKept decodes a JSON value keeping numbers exact.
-func decodeNumberKept(raw json.RawMessage) (any, error) {
-	var v any
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	err := dec.Decode(&v)
-	return v, err
 }

@@ -7,180 +7,239 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // Requests from upstream servers to the client (SPEC §10).
 //
-// A request reaches the downstream session whose call to that server is in
-// flight. Over Streamable HTTP upstreams mcp-go derives the request's
-// context from the call that is being answered, so the session is read from
-// it exactly. Otherwise (stdio, or a request on the GET stream) the proxy
-// looks at which sessions have a call in flight to that server: exactly one
-// gets the request; none or several is a clear error to the upstream, since
-// guessing could show one user another user's prompt.
+// A request reaches the client whose request to that server is in flight
+// (a tools/call, a resources/read or a prompts/get). Over Streamable HTTP
+// upstreams the request comes in on the stream of the call it belongs to,
+// and its context is that call's, so the client is known exactly.
+// Otherwise (stdio and SSE upstreams) the proxy looks at which sessions
+// have a request in flight to that server: exactly one gets it; none or
+// several is a clear error to the upstream, since guessing could show one
+// user another user's prompt. roots/list is answered without a client
+// when none can be asked (SPEC §1.4): the server's configured roots, else
+// an empty list. The request passes as bytes: only the fields the proxy
+// governs (sampling's maxTokens and includeContext) are rewritten.
 
-// callRegistry counts, per server, the tool calls each session has in flight.
+// relay is the part of the proxy that carries upstream requests and
+// notifications to the right client.
+type relay struct {
+	p        *Proxy
+	calls    callRegistry  // requests in flight, per server
+	progress progressRelay // progress tokens of calls in flight
+	sampling rateWindow    // sampling requests per server, last minute
+	parked   parkTable     // calls of stateless clients between round trips (mrtr.go)
+	subs     subscriptions // resource subscriptions (surface_calls.go)
+	levels   levelsSent    // the log level last passed to each upstream
+}
+
+func (r *relay) init(p *Proxy) {
+	r.p = p
+	r.progress.p = p
+}
+
+// callRegistry holds, per server, the client requests in flight to it.
 type callRegistry struct {
 	mu sync.Mutex
-	m  map[string]map[*sessionState]int
+	m  map[string]map[*request]int
 }
 
-func (r *callRegistry) begin(server string, st *sessionState) (end func()) {
-	r.mu.Lock()
-	if r.m == nil {
-		r.m = map[string]map[*sessionState]int{}
+// begin registers r as in flight to server until end is called.
+func (c *callRegistry) begin(server string, r *request) (end func()) {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]map[*request]int{}
 	}
-	if r.m[server] == nil {
-		r.m[server] = map[*sessionState]int{}
+	if c.m[server] == nil {
+		c.m[server] = map[*request]int{}
 	}
-	r.m[server][st]++
-	r.mu.Unlock()
+	c.m[server][r]++
+	c.mu.Unlock()
 	return func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		if r.m[server][st]--; r.m[server][st] <= 0 {
-			delete(r.m[server], st)
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if c.m[server][r]--; c.m[server][r] <= 0 {
+			delete(c.m[server], r)
 		}
 	}
 }
 
-// only returns the one session with calls in flight to server, and how
-// many sessions have some.
-func (r *callRegistry) only(server string) (*sessionState, int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for st := range r.m[server] {
-		if len(r.m[server]) == 1 {
-			return st, 1
-		}
+// only returns a request in flight to server when they all belong to one
+// session, and how many sessions have requests in flight to it.
+func (c *callRegistry) only(server string) (*request, int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var one *request
+	sessions := map[*session]bool{}
+	for r := range c.m[server] {
+		sessions[r.sess] = true
+		one = r
 	}
-	return nil, len(r.m[server])
+	if len(sessions) != 1 {
+		return nil, len(sessions)
+	}
+	return one, 1
 }
 
-// Error codes of refused upstream requests.
-const (
-	codeMethodNotFound = -32601
-	codeRefused        = -32000
-)
+// inFlight returns the requests in flight to server.
+func (c *callRegistry) inFlight(server string) []*request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*request, 0, len(c.m[server]))
+	for r := range c.m[server] {
+		out = append(out, r)
+	}
+	return out
+}
 
 func refuse(code int, format string, a ...any) error {
 	return &upstream.RPCError{Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
-// elicitation/create or roots/list by asking the downstream client of the
-// call it belongs to. It is upstream.Options.OnRequest.
+// elicitation/create or roots/list by asking the client of the request it
+// belongs to. It is upstream.Options.OnRequest.
 func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
-	if pc := p.parkedFor(ctx, srv); pc != nil {
-		return p.relayParked(ctx, pc, srv, method, params)
+	r := requestFrom(ctx)
+	n := 1
+	if r == nil {
+		r, n = p.relay.calls.only(srv)
 	}
-	sess, err := p.requestSession(ctx, srv, method)
-	if err != nil {
-		if method == string(mcp.MethodSamplingCreateMessage) {
+	if r != nil && r.sess.parked.Load() != nil {
+		return p.relayParked(ctx, r.sess.parked.Load(), srv, method, params)
+	}
+	if r == nil {
+		if method == "roots/list" {
+			return p.rootsWithoutCall(ctx, srv)
+		}
+		if method == "sampling/createMessage" {
 			p.opts.Metrics.Sampling(srv, "unroutable")
 		}
-		return nil, err
-	}
-	if server.IsModernRequest(ctx) && transportOf(sess) == "http" {
-		// A stateless 2026-07-28 request over HTTP that is not parked (a
-		// completion, a subscription) has no stream to take a server
-		// request on, nor a result that could carry it. Refuse at once.
-		if method == string(mcp.MethodSamplingCreateMessage) {
-			p.opts.Metrics.Sampling(srv, "unsupported")
+		if n == 0 {
+			return nil, refuse(codeRefused, "%s from MCP server '%s' refused: no client call to this server is in flight", method, srv)
 		}
-		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
-			"over HTTP and this request's result cannot carry an input request", method, srv)
-	}
-	caps := mcp.ClientCapabilities{}
-	if withInfo, ok := sess.(server.SessionWithClientInfo); ok {
-		caps = withInfo.GetClientCapabilities()
-	}
-	sctx := p.mcp.WithContext(ctx, sess)
-	switch method {
-	case string(mcp.MethodSamplingCreateMessage):
-		return p.relaySampling(sctx, srv, caps, params, func(ctx context.Context, cp mcp.CreateMessageParams) (json.RawMessage, error) {
-			res, err := p.mcp.RequestSampling(ctx, mcp.CreateMessageRequest{CreateMessageParams: cp})
-			return marshalRelay(res, err, "sampling")
-		})
-	case string(mcp.MethodElicitationCreate):
-		if caps.Elicitation == nil {
-			return nil, refuse(codeMethodNotFound, "the client of this call does not support elicitation")
-		}
-		var ep mcp.ElicitationParams
-		if err := json.Unmarshal(params, &ep); err != nil {
-			return nil, refuse(mcp.INVALID_PARAMS, "invalid elicitation/create params")
-		}
-		ectx, cancel := context.WithTimeout(sctx, p.serverTimeout(srv)) // a person answers: the call's own bound
-		defer cancel()
-		res, err := p.mcp.RequestElicitation(ectx, mcp.ElicitationRequest{Params: ep})
-		return marshalRelay(res, err, "elicitation")
-	default: // roots/list
-		if caps.Roots == nil {
-			return nil, refuse(codeMethodNotFound, "the client of this call does not support roots")
-		}
-		res, err := p.mcp.RequestRoots(sctx, mcp.ListRootsRequest{})
-		return marshalRelay(res, err, "roots/list")
-	}
-}
-
-// requestSession finds the downstream session an upstream request belongs to.
-func (p *Proxy) requestSession(ctx context.Context, srv, method string) (server.ClientSession, error) {
-	if s := server.ClientSessionFromContext(ctx); s != nil {
-		return s, nil
-	}
-	st, n := p.calls.only(srv)
-	switch {
-	case n == 0:
-		return nil, refuse(codeRefused, "%s from MCP server '%s' refused: no client call to this server is in flight", method, srv)
-	case n > 1:
 		return nil, refuse(codeRefused, "%s from MCP server '%s' refused: %d client sessions have calls in flight to this server, "+
 			"and the request does not say which one it belongs to", method, srv, n)
 	}
-	if sess := st.session(); sess != nil {
-		return sess, nil
+	if r.modern && r.sess.transport == transportHTTP {
+		// A stateless request over HTTP that is not parked (a completion,
+		// a subscription) has no stream to take a server request on, nor
+		// a result that could carry it.
+		if method == "sampling/createMessage" {
+			p.opts.Metrics.Sampling(srv, "unsupported")
+		}
+		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless %s protocol "+
+			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
-	// Only a stateless 2026-07-28 request's state has no session.
-	return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless 2026-07-28 protocol "+
-		"over HTTP, to which the proxy cannot relay server requests yet", method, srv)
+	ask := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		res, err := r.sess.asks.ask(ctx, r.out, method, params)
+		if err != nil {
+			return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
+		}
+		return res, nil
+	}
+	switch method {
+	case "sampling/createMessage":
+		return p.relaySampling(ctx, srv, r.caps, params, ask)
+	case "elicitation/create":
+		if err := elicitationSupported(r.caps, params); err != nil {
+			return nil, err
+		}
+		ectx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv)) // a person answers: the call's own bound
+		defer cancel()
+		return ask(ectx, params)
+	default: // roots/list
+		if !r.caps.roots {
+			return p.configuredRoots(srv), nil
+		}
+		return ask(ctx, emptyIfNil(params))
+	}
 }
 
-// relayParked asks a parked call's stateless client through a round trip.
-func (p *Proxy) relayParked(ctx context.Context, pc *parkedCall, srv, method string, params json.RawMessage) (json.RawMessage, error) {
-	switch method {
-	case string(mcp.MethodSamplingCreateMessage):
-		return p.relaySampling(ctx, srv, pc.caps, params, func(ctx context.Context, cp mcp.CreateMessageParams) (json.RawMessage, error) {
-			timeout := time.Minute // relaySampling bounds ctx by the server's sampling timeout
-			if d, ok := ctx.Deadline(); ok {
-				timeout = time.Until(d)
+// elicitationSupported checks that the client takes the elicitation's mode.
+func elicitationSupported(caps clientCaps, params json.RawMessage) error {
+	mode, _ := stringMember(params, "mode")
+	switch {
+	case mode == "url" && !caps.elicitationURL:
+		return refuse(codeMethodNotFound, "the client of this call does not support URL-mode elicitation")
+	case mode != "url" && !caps.elicitation:
+		return refuse(codeMethodNotFound, "the client of this call does not support elicitation")
+	}
+	return nil
+}
+
+// rootsWithoutCall answers a roots/list that no call in flight owns:
+// over stdio the one client is asked (when it has roots); otherwise the
+// server's configured roots, else an empty list, which servers such as
+// server-filesystem take as "keep the directories given on the command
+// line".
+func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
+	var stdio *session
+	p.sessions.each(func(s *session) {
+		if s.transport == transportStdio {
+			stdio = s
+		}
+	})
+	if stdio != nil && stdio.agent.Granted(srv) {
+		if c := stdio.client.Load(); c != nil && c.caps.roots {
+			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
+			defer cancel()
+			if res, err := stdio.asks.ask(tctx, stdio.notify.stream(), "roots/list", json.RawMessage(`{}`)); err == nil {
+				return res, nil
 			}
-			return p.ask(ctx, pc, method, mcp.NewSamplingInputRequest(cp), timeout)
-		})
-	case string(mcp.MethodElicitationCreate):
-		if pc.caps.Elicitation == nil {
-			return nil, refuse(codeMethodNotFound, "the client of this call does not support elicitation")
 		}
-		var ep mcp.ElicitationParams
-		if err := json.Unmarshal(params, &ep); err != nil {
-			return nil, refuse(mcp.INVALID_PARAMS, "invalid elicitation/create params")
+	}
+	return p.configuredRoots(srv), nil
+}
+
+// configuredRoots is a roots/list result of the server's configured roots.
+func (p *Proxy) configuredRoots(srv string) json.RawMessage {
+	type root struct {
+		URI  string `json:"uri"`
+		Name string `json:"name,omitempty"`
+	}
+	list := []root{}
+	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
+		for _, r := range cfg.Roots {
+			list = append(list, root{URI: r.URI, Name: r.Name})
 		}
-		return p.ask(ctx, pc, method, mcp.NewElicitationInputRequest(ep), p.serverTimeout(srv))
-	default: // roots/list
-		if pc.caps.Roots == nil {
-			return nil, refuse(codeMethodNotFound, "the client of this call does not support roots")
+	}
+	b, _ := json.Marshal(map[string]any{"roots": list}) // strings only: never fails
+	return b
+}
+
+// rootsChanged passes a client's notifications/roots/list_changed on to
+// every connected upstream its agent is granted, which then asks again.
+func (p *Proxy) rootsChanged(s *session) {
+	g := p.gen()
+	for name, u := range g.ups {
+		if !s.agent.Granted(name) || u.Snapshot().State != upstream.StateConnected {
+			continue
 		}
-		return p.ask(ctx, pc, method, mcp.NewRootsInputRequest(), p.serverTimeout(srv))
+		if n, ok := u.(interface {
+			Notify(context.Context, string, json.RawMessage) error
+		}); ok {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				_ = n.Notify(ctx, "notifications/roots/list_changed", nil)
+			}()
+		}
 	}
 }
 
 // relaySampling applies the server's sampling governance (SPEC §10), then
-// asks the client through send.
-func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCapabilities, params json.RawMessage,
-	send func(context.Context, mcp.CreateMessageParams) (json.RawMessage, error)) (json.RawMessage, error) {
+// asks the client through send: maxTokens is capped, includeContext
+// becomes "none" (the client sees the proxy as one server: another
+// upstream's context must not leak to this one), requested models must be
+// allowed, and the requests of a minute are bounded.
+func (p *Proxy) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
+	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
 	cfg := p.gen().cfg.Servers[srv]
 	if cfg == nil {
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
@@ -191,29 +250,49 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCa
 		outcome("refused_disabled")
 		return nil, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
 	}
-	if caps.Sampling == nil {
+	if !caps.sampling {
 		outcome("unsupported")
 		return nil, refuse(codeMethodNotFound, "the client of this call does not support sampling")
 	}
-	var cp mcp.CreateMessageParams
-	if err := json.Unmarshal(params, &cp); err != nil {
+	var in struct {
+		MaxTokens        *float64 `json:"maxTokens"`
+		IncludeContext   *string  `json:"includeContext"`
+		ModelPreferences *struct {
+			Hints []struct {
+				Name string `json:"name"`
+			} `json:"hints"`
+		} `json:"modelPreferences"`
+	}
+	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &in) != nil {
 		outcome("invalid")
-		return nil, refuse(mcp.INVALID_PARAMS, "invalid sampling/createMessage params")
+		return nil, refuse(codeInvalidParams, "invalid sampling/createMessage params")
 	}
-	if len(sc.AllowedModels) > 0 && cp.ModelPreferences != nil && len(cp.ModelPreferences.Hints) > 0 && !anyHintAllowed(cp.ModelPreferences.Hints, sc.AllowedModels) {
-		outcome("refused_model")
-		return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
+	if mp := in.ModelPreferences; len(sc.AllowedModels) > 0 && mp != nil && len(mp.Hints) > 0 {
+		allowed := false
+		for _, h := range mp.Hints {
+			for _, a := range sc.AllowedModels {
+				allowed = allowed || h.Name == a
+			}
+		}
+		if !allowed {
+			outcome("refused_model")
+			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
+		}
 	}
-	if !p.samplingRate.allow(srv, sc.MaxRPM, time.Now()) {
+	if !p.relay.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
-	if cp.MaxTokens <= 0 || cp.MaxTokens > sc.MaxTokensCap {
-		cp.MaxTokens = sc.MaxTokensCap // the cap bounds what one request may cost
+	out := params
+	if in.MaxTokens == nil || *in.MaxTokens <= 0 || *in.MaxTokens > float64(sc.MaxTokensCap) {
+		out, _ = rawjson.Set(out, "maxTokens", []byte(fmt.Sprint(sc.MaxTokensCap))) // the cap bounds what one request may cost
+	}
+	if in.IncludeContext != nil && *in.IncludeContext != "none" {
+		out, _ = rawjson.Set(out, "includeContext", []byte(`"none"`))
 	}
 	tctx, cancel := context.WithTimeout(ctx, sc.Timeout.D())
 	defer cancel()
-	res, err := send(tctx, cp)
+	res, err := send(tctx, out)
 	switch {
 	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
 		outcome("timeout")
@@ -224,28 +303,6 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps mcp.ClientCa
 		outcome("ok")
 	}
 	return res, err
-}
-
-func anyHintAllowed(hints []mcp.ModelHint, allowed []string) bool {
-	for _, h := range hints {
-		for _, a := range allowed {
-			if h.Name == a {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-func marshalRelay(res any, err error, what string) (json.RawMessage, error) {
-	if err != nil {
-		return nil, refuse(codeRefused, "the client did not answer the %s request: %s", what, sanitize.Error(err.Error()))
-	}
-	b, err := json.Marshal(res)
-	if err != nil {
-		return nil, refuse(mcp.INTERNAL_ERROR, "cannot encode the client's %s answer", what)
-	}
-	return b, nil
 }
 
 // rateWindow is a per-server sliding one-minute window of sampling requests.
@@ -275,12 +332,13 @@ func (w *rateWindow) allow(srv string, perMinute int, now time.Time) bool {
 }
 
 // OnUpstreamNotification relays an upstream's notifications: progress to
-// the call it belongs to, log messages to the sessions granted the server
-// (with the server's name as logger). It is upstream.Options.OnNotification.
+// the call it belongs to, log messages to the clients granted the server
+// (with the server's name as logger), resource updates to the subscribers.
+// It is upstream.Options.OnNotification.
 func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
 	switch method {
-	case string(mcp.MethodNotificationProgress):
-		p.progress.deliver(srv, params)
+	case "notifications/progress":
+		p.relay.progress.deliver(srv, params)
 	case "notifications/message":
 		p.forwardLog(srv, params)
 	case "notifications/resources/updated":
@@ -288,40 +346,85 @@ func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessag
 	}
 }
 
-// errBlocked is mcp-go's "session queue full" error.
-var errBlocked = server.ErrNotificationChannelBlocked
-
-// forwardLog sends an upstream log message to every session whose agent
-// is granted the server, at that session's log level.
+// forwardLog sends an upstream log message to every session whose agent is
+// granted the server and whose level admits it: on the stream of a request
+// of that session in flight to the server when there is one (so that a log
+// written during a call arrives with the call), else on the session's own
+// stream. A stateless client gets it on its request's stream only when
+// that request asked for logs (its _meta log level).
 func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
-	var m struct {
-		Level mcp.LoggingLevel `json:"level"`
-		Data  any              `json:"data"`
-	}
-	if json.Unmarshal(params, &m) != nil || m.Level == "" {
+	level, err := stringMember(params, "level")
+	if err != nil || levelIndex(level) < 0 {
 		return
 	}
-	n := mcp.NewLoggingMessageNotification(m.Level, srv, m.Data)
-	p.states.Range(func(_, v any) bool {
-		st := v.(*sessionState)
-		if sess := st.session(); sess != nil && st.agent.Granted(srv) {
-			_ = p.mcp.SendLogMessageToClient(p.mcp.WithContext(context.Background(), sess), n)
+	out, err := rawjson.Set(params, "logger", rawjson.String(srv))
+	if err != nil {
+		return
+	}
+	msg := notification("notifications/message", out)
+	served := map[*session]bool{}
+	for _, r := range p.relay.calls.inFlight(srv) {
+		if served[r.sess] {
+			continue
 		}
-		return true
+		if r.modern {
+			if want, _ := stringMember(r.meta, metaLogLevel); want != "" && levelIndex(level) >= levelIndex(want) {
+				_ = r.out.send(msg)
+			}
+			continue
+		}
+		if r.sess.agent.Granted(srv) && r.sess.wantsLog(level) {
+			served[r.sess] = true
+			_ = r.out.send(msg)
+		}
+	}
+	p.sessions.each(func(s *session) {
+		if !served[s] && s.open.Load() && s.agent.Granted(srv) && s.wantsLog(level) {
+			s.notify.send(msg)
+		}
 	})
 }
 
-// fanOutLogLevel passes a client's logging/setLevel to every connected
-// upstream that logs (SPEC §10; the last level set wins upstream, and each
-// session's own level still filters what it receives).
-func (p *Proxy) fanOutLogLevel(level mcp.LoggingLevel) {
-	params, _ := json.Marshal(map[string]any{"level": level})
+// levelsSent remembers the log level last passed to each upstream.
+type levelsSent struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// applyLogLevels passes to every connected upstream that logs the most
+// verbose level set by a session granted it, when that changed (SPEC §10:
+// each session still gets only its own level).
+func (p *Proxy) applyLogLevels() {
+	want := map[string]int32{}
 	g := p.gen()
-	for name, u := range g.ups {
-		s := u.Snapshot()
-		if s.State != upstream.StateConnected || !s.Capabilities.Logging {
+	p.sessions.each(func(s *session) {
+		l := s.level.Load()
+		if l < 0 {
+			return
+		}
+		for name := range g.ups {
+			if s.agent.Granted(name) {
+				if cur, ok := want[name]; !ok || l < cur {
+					want[name] = l
+				}
+			}
+		}
+	})
+	ls := &p.relay.levels
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.m == nil {
+		ls.m = map[string]string{}
+	}
+	for name, l := range want {
+		level := logLevels[l]
+		u := g.ups[name]
+		snap := u.Snapshot()
+		if ls.m[name] == level || snap.State != upstream.StateConnected || !snap.Capabilities.Logging {
 			continue
 		}
+		ls.m[name] = level
+		params := []byte(`{"level":` + string(rawjson.String(level)) + `}`)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -330,4 +433,12 @@ func (p *Proxy) fanOutLogLevel(level mcp.LoggingLevel) {
 			}
 		}()
 	}
+}
+
+// emptyIfNil is params, or {} when there are none.
+func emptyIfNil(params json.RawMessage) json.RawMessage {
+	if len(params) == 0 {
+		return json.RawMessage(`{}`)
+	}
+	return params
 }

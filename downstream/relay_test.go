@@ -90,14 +90,60 @@ func TestUpstreamRequestRouting(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "no client call to this server is in flight") {
 		t.Fatalf("no call in flight: %v", err)
 	}
-	a, _ := p.newState("", nil)
-	b, _ := p.newState("", nil)
-	endA := p.calls.begin("fx", a)
-	endB := p.calls.begin("fx", b)
+	a, _ := testSession(p, "", nil)
+	b, _ := testSession(p, "", nil)
+	endA := p.relay.calls.begin("fx", reqFor(a, "tools/call", nil))
+	endB := p.relay.calls.begin("fx", reqFor(b, "tools/call", nil))
 	_, err = p.OnUpstreamRequest(context.Background(), "fx", "sampling/createMessage", json.RawMessage(`{}`))
 	if err == nil || !strings.Contains(err.Error(), "2 client sessions have calls in flight") {
 		t.Fatalf("two sessions: %v", err)
 	}
 	endA()
 	endB()
+}
+
+// Sampling reaches the client as the upstream wrote it, but for what the
+// proxy governs: maxTokens capped, includeContext "none" (the client sees
+// one server, so another upstream's context must not reach this one).
+func TestSamplingRewrite(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()})
+	s := testState(t, p)
+	out := &recordStream{}
+	r := &request{sess: s, id: json.RawMessage("1"), method: "tools/call", out: out, caps: clientCaps{sampling: true}}
+	ctx := withRequest(context.Background(), r)
+	done := make(chan string, 1)
+	go func() {
+		res, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage", json.RawMessage(
+			`{"messages":[{"role":"user","content":{"type":"text","text":"q"}}],"maxTokens":1e9,"includeContext":"allServers","x-extra":18446744073709551615}`))
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- string(res)
+	}()
+	var sent string
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		if m := out.messages(); len(m) > 0 {
+			sent = m[0]
+			break
+		}
+	}
+	want := `{"jsonrpc":"2.0","id":1,"method":"sampling/createMessage","params":{"messages":[{"role":"user","content":{"type":"text","text":"q"}}],` +
+		`"maxTokens":4096,"includeContext":"none","x-extra":18446744073709551615}}`
+	if sent != want {
+		t.Fatalf("sent to the client:\n%s\nwant\n%s", sent, want)
+	}
+	s.asks.deliver(mustParse(t, `{"jsonrpc":"2.0","id":1,"result":{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}}`))
+	if got := <-done; got != `{"role":"assistant","content":{"type":"text","text":"a"},"model":"m"}` {
+		t.Errorf("upstream got %s", got)
+	}
+}
+
+func mustParse(t *testing.T, msg string) rawjson.Message {
+	t.Helper()
+	m, err := rawjson.ParseMessage([]byte(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
 }

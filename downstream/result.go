@@ -4,49 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
-
-// rawContent is a content item that marshals to the upstream's bytes.
-// Embedding mcp.TextContent satisfies mcp.Content's unexported method.
-type rawContent struct {
-	mcp.TextContent
-	raw json.RawMessage
-}
-
-func (r rawContent) MarshalJSON() ([]byte, error) { return r.raw, nil }
-
-// typedResult converts a raw tools/call result into mcp-go's type for the
-// few requests that do not pass the wire layer. Content items, structured
-// content and _meta values keep their bytes; unknown top-level members are
-// lost on this path.
-func typedResult(raw json.RawMessage) (*mcp.CallToolResult, error) {
-	var r struct {
-		Meta       map[string]json.RawMessage `json:"_meta"`
-		Content    []json.RawMessage          `json:"content"`
-		Structured json.RawMessage            `json:"structuredContent"`
-		IsError    bool                       `json:"isError"`
-	}
-	if err := json.Unmarshal(raw, &r); err != nil {
-		return nil, &wireError{Code: codeInternal, Message: "upstream sent an invalid tools/call result"}
-	}
-	out := &mcp.CallToolResult{IsError: r.IsError, RawStructuredContent: r.Structured, Content: []mcp.Content{}}
-	if len(r.Meta) > 0 {
-		fields := make(map[string]any, len(r.Meta))
-		for k, v := range r.Meta {
-			fields[k] = v
-		}
-		out.Meta = &mcp.Meta{AdditionalFields: fields}
-	}
-	for _, c := range r.Content {
-		out.Content = append(out.Content, rawContent{raw: c})
-	}
-	return out, nil
-}
 
 // compactLines removes the whitespace newlines of a raw JSON value. An HTTP
 // upstream may pretty-print; stdio and SSE framing downstream need one line.

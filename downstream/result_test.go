@@ -2,65 +2,8 @@ package downstream
 
 import (
 	"encoding/json"
-	"errors"
 	"testing"
-
-	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
-
-func TestTypedResultKeepsBytes(t *testing.T) {
-	const content = `[{"type":"text","text":"a","x-new":1},{"type":"x-future","data":[1,2.50]},{"type":"image","data":"AAAA","mimeType":"image/png"}]`
-	raw := `{"content":` + content + `,"structuredContent":{"n":18446744073709551615},"isError":true,` +
-		`"_meta":{"k":{"deep":[1,2.50]},"s":"v"},"unknown":1}`
-	r, err := typedResult(json.RawMessage(raw))
-	if err != nil {
-		t.Fatalf("typedResult: %v", err)
-	}
-	if !r.IsError {
-		t.Error("IsError = false")
-	}
-	b, err := json.Marshal(r)
-	if err != nil {
-		t.Fatalf("marshal: %v", err)
-	}
-	get := func(obj []byte, key string) string {
-		v, _, err := rawjson.Get(obj, key)
-		if err != nil {
-			t.Fatalf("get %s from %s: %v", key, obj, err)
-		}
-		return string(v)
-	}
-	if got := get(b, "content"); got != content {
-		t.Errorf("content =\n%s\nwant\n%s", got, content)
-	}
-	if got := get(b, "structuredContent"); got != `{"n":18446744073709551615}` {
-		t.Errorf("structuredContent = %s", got)
-	}
-	meta := []byte(get(b, "_meta"))
-	if got := get(meta, "k"); got != `{"deep":[1,2.50]}` {
-		t.Errorf("_meta.k = %s", got)
-	}
-	if got := get(meta, "s"); got != `"v"` {
-		t.Errorf("_meta.s = %s", got)
-	}
-}
-
-func TestTypedResultEmptyAndInvalid(t *testing.T) {
-	r, err := typedResult(json.RawMessage(`{}`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Content == nil || len(r.Content) != 0 || r.Meta != nil || r.IsError {
-		t.Errorf("typedResult({}) = %+v", r)
-	}
-	for _, bad := range []string{`[]`, `{"content":{}}`, `not json`, `{"isError":"yes"}`} {
-		_, err := typedResult(json.RawMessage(bad))
-		var werr *wireError
-		if !errors.As(err, &werr) || werr.Code != codeInternal {
-			t.Errorf("typedResult(%s) error = %v, want a -32603 wire error", bad, err)
-		}
-	}
-}
 
 func TestStripResultTags(t *testing.T) {
 	tests := []struct {

@@ -45,7 +45,7 @@ var (
 // seedToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
 // rules 3–5 let the agent call it (SPEC §5, §7.2).
-func (p *Proxy) seedToolOffered(st *sessionState, name string) bool {
+func (p *Proxy) seedToolOffered(st *session, name string) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
@@ -57,7 +57,7 @@ func (p *Proxy) seedToolOffered(st *sessionState, name string) bool {
 
 // seedServers are the granted, connected servers offering resources (or
 // prompts) that the config allows, sorted.
-func (p *Proxy) seedServers(st *sessionState, resources bool) []string {
+func (p *Proxy) seedServers(st *session, resources bool) []string {
 	g := p.gen()
 	var out []string
 	for _, name := range g.serverNames() {
@@ -89,7 +89,7 @@ type seedArgs struct {
 func errorText(s string) json.RawMessage { return textResult(s, true) }
 
 // mcpResources runs the mcp_resources tool.
-func (p *Proxy) mcpResources(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+func (p *Proxy) mcpResources(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
@@ -104,7 +104,7 @@ func (p *Proxy) mcpResources(ctx context.Context, st *sessionState, args json.Ra
 }
 
 // mcpPrompts runs the mcp_prompts tool.
-func (p *Proxy) mcpPrompts(ctx context.Context, st *sessionState, args json.RawMessage) json.RawMessage {
+func (p *Proxy) mcpPrompts(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
@@ -120,7 +120,7 @@ func (p *Proxy) mcpPrompts(ctx context.Context, st *sessionState, args json.RawM
 
 // seedList lists resources (or prompts): every server's from the catalog,
 // or one server's page through its own cursor.
-func (p *Proxy) seedList(ctx context.Context, st *sessionState, in seedArgs, resources bool) json.RawMessage {
+func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resources bool) json.RawMessage {
 	kind, member, key := "prompts", "prompts", "name"
 	if resources {
 		kind, member, key = "resources", "resources", "uri"
@@ -195,7 +195,7 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 }
 
 // seedServerCheck validates a server named in the tools' arguments.
-func (p *Proxy) seedServerCheck(st *sessionState, srv string, resources bool) string {
+func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string {
 	g := p.gen()
 	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
@@ -213,7 +213,7 @@ func (p *Proxy) seedServerCheck(st *sessionState, srv string, resources bool) st
 }
 
 // splitSeed splits "<server>__<rest>" for a granted server.
-func (p *Proxy) splitSeed(st *sessionState, x string) (srv, rest string, errText string) {
+func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText string) {
 	srv, rest, ok := namespace.ParseURI(x, p.gen().serverNames())
 	if !ok {
 		if before, _, found := strings.Cut(x, "__"); found && before != "" {
@@ -225,7 +225,7 @@ func (p *Proxy) splitSeed(st *sessionState, x string) (srv, rest string, errText
 }
 
 // seedRead reads one resource and wraps each content item (SPEC §7.2).
-func (p *Proxy) seedRead(ctx context.Context, st *sessionState, uri string) json.RawMessage {
+func (p *Proxy) seedRead(ctx context.Context, st *session, uri string) json.RawMessage {
 	srv, orig, errText := p.splitSeed(st, uri)
 	if errText != "" {
 		return errorText(errText)
@@ -280,7 +280,7 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 }
 
 // seedGet gets one prompt and renders its messages (SPEC §7.2).
-func (p *Proxy) seedGet(ctx context.Context, st *sessionState, in seedArgs) json.RawMessage {
+func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawMessage {
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
 	}
@@ -364,7 +364,7 @@ func attr(s string) string {
 // §7.3). Each is checked as the name <server>__<uri> against the agent's
 // grant, excluded_tools and allowed_tools; failures are skipped with a
 // warning.
-func (p *Proxy) pinnedInstructions(ctx context.Context, st *sessionState) string {
+func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {
 	g := p.gen()
 	var parts []string
 	for _, srv := range g.serverNames() {

@@ -3,115 +3,145 @@ package downstream
 import (
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"net/http"
 	"sync"
+	"time"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
-// maxTerminated bounds the memory of ended session ids, kept so that a
-// client reusing one gets "terminated" rather than "unknown".
-const maxTerminated = 10000
+// sessionStore holds the live sessions: the stdio session and every HTTP
+// session. It issues HTTP session ids, binds each to the agent whose
+// endpoint created it, closes the ones idle too long, and keeps the
+// sessions_active gauge. Its methods are safe for concurrent use.
+type sessionStore struct {
+	metrics *metrics.Metrics
+	// onRemove runs once for every session that ends (its subscriptions
+	// go); nil: nothing.
+	onRemove func(*session)
 
-var errUnknownSession = errors.New("unknown session")
-
-// sessionRegistry issues and checks Mcp-Session-Id values. Unlike mcp-go's
-// default manager it knows which ids it issued, so a stale id (after a
-// restart, or from another replica) gets 404 and the client re-initializes.
-// Each id is bound to the agent whose endpoint issued it: it is unknown on
-// another agent's endpoint.
-type sessionRegistry struct {
-	mu         sync.Mutex
-	live       map[string]string // id -> agent
-	terminated map[string]bool
-	order      []string // terminated ids, oldest first
+	mu   sync.Mutex
+	all  map[*session]struct{}
+	byID map[string]*session // HTTP sessions, by Mcp-Session-Id
+	// listeners are the sessions of stateless clients' subscriptions/listen
+	// requests: they take broadcasts but are not sessions of their own.
+	listeners map[*session]struct{}
 }
 
-func newSessionRegistry() *sessionRegistry {
-	return &sessionRegistry{live: map[string]string{}, terminated: map[string]bool{}}
+func newSessionStore(m *metrics.Metrics) *sessionStore {
+	return &sessionStore{metrics: m, all: map[*session]struct{}{}, byID: map[string]*session{}, listeners: map[*session]struct{}{}}
 }
 
-// ResolveSessionIdManager implements server.SessionIdManagerResolver: the
-// manager of the agent the request was routed to. mcp-go's idle sweeper
-// passes a nil request and gets the registry itself.
-func (s *sessionRegistry) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
-	if r == nil {
-		return s
-	}
-	return agentSessions{reg: s, agent: agentFrom(r.Context())}
-}
-
-// agentSessions is the registry as one agent's endpoint sees it.
-type agentSessions struct {
-	reg   *sessionRegistry
-	agent string
-}
-
-func (a agentSessions) Generate() string { return a.reg.generate(a.agent) }
-
-func (a agentSessions) Validate(id string) (bool, error) {
-	a.reg.mu.Lock()
-	defer a.reg.mu.Unlock()
-	if owner, ok := a.reg.live[id]; ok && owner != a.agent {
-		return false, errUnknownSession
-	}
-	return a.reg.validateLocked(id)
-}
-
-func (a agentSessions) Terminate(id string) (bool, error) {
-	a.reg.mu.Lock()
-	owner, ok := a.reg.live[id]
-	a.reg.mu.Unlock()
-	if ok && owner != a.agent {
-		return false, errUnknownSession
-	}
-	return a.reg.Terminate(id)
-}
-
-func (s *sessionRegistry) generate(agent string) string {
+// newID returns a fresh, unguessable HTTP session id.
+func newID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	id := "mcp-proxy-" + hex.EncodeToString(b[:])
-	s.mu.Lock()
-	s.live[id] = agent
-	s.mu.Unlock()
-	return id
+	return "mcp-proxy-" + hex.EncodeToString(b[:])
 }
 
-// Generate implements server.SessionIdManager for the default agent.
-func (s *sessionRegistry) Generate() string { return s.generate(defaultAgent) }
-
-// Validate implements server.SessionIdManager.
-func (s *sessionRegistry) Validate(id string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.validateLocked(id)
+// add registers a started session.
+func (st *sessionStore) add(s *session) {
+	st.mu.Lock()
+	st.all[s] = struct{}{}
+	if s.id != "" && s.transport == transportHTTP {
+		st.byID[s.id] = s
+	}
+	st.mu.Unlock()
+	st.metrics.SessionOpened(s.agent.Name, s.transport)
 }
 
-func (s *sessionRegistry) validateLocked(id string) (bool, error) {
-	if _, ok := s.live[id]; ok {
-		return false, nil
+// remove ends s and forgets it; a second call does nothing.
+func (st *sessionStore) remove(s *session) {
+	st.mu.Lock()
+	_, ok := st.all[s]
+	delete(st.all, s)
+	if st.byID[s.id] == s {
+		delete(st.byID, s.id)
 	}
-	if s.terminated[id] {
-		return true, nil
+	st.mu.Unlock()
+	s.close()
+	if ok {
+		st.metrics.SessionClosed(s.agent.Name, s.transport)
+		if st.onRemove != nil {
+			st.onRemove(s)
+		}
 	}
-	return false, errUnknownSession
 }
 
-// Terminate implements server.SessionIdManager.
-func (s *sessionRegistry) Terminate(id string) (bool, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.live[id]; !ok {
-		return false, nil
+// lookup returns the HTTP session id of client c, or nil: an id that was
+// never issued, has ended, or belongs to another agent's endpoint or
+// another user of it (another token subject or static token) is unknown
+// there (SPEC §4).
+func (st *sessionStore) lookup(c client, id string) *session {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.byID[id]
+	if s == nil || s.agent.Name != c.agent || s.principal != c.principal {
+		return nil
 	}
-	delete(s.live, id)
-	s.terminated[id] = true
-	s.order = append(s.order, id)
-	if len(s.order) > maxTerminated {
-		delete(s.terminated, s.order[0])
-		s.order = s.order[1:]
+	return s
+}
+
+// addListener registers a listen's session; removeListener forgets it and
+// drops what it subscribed to.
+func (st *sessionStore) addListener(s *session) {
+	st.mu.Lock()
+	st.listeners[s] = struct{}{}
+	st.mu.Unlock()
+}
+
+func (st *sessionStore) removeListener(s *session) {
+	st.mu.Lock()
+	delete(st.listeners, s)
+	st.mu.Unlock()
+	if st.onRemove != nil {
+		st.onRemove(s)
 	}
-	return false, nil
+}
+
+// each calls fn for every live session and listener; fn must not call the
+// store.
+func (st *sessionStore) each(fn func(*session)) {
+	st.mu.Lock()
+	list := make([]*session, 0, len(st.all)+len(st.listeners))
+	for s := range st.all {
+		list = append(list, s)
+	}
+	for s := range st.listeners {
+		list = append(list, s)
+	}
+	st.mu.Unlock()
+	for _, s := range list {
+		fn(s)
+	}
+}
+
+// closeIdle ends the HTTP sessions with nothing open and no activity for
+// idle, and returns how many it closed.
+func (st *sessionStore) closeIdle(idle time.Duration) int {
+	cutoff := time.Now().Add(-idle)
+	var gone []*session
+	st.mu.Lock()
+	for _, s := range st.byID {
+		if s.activity.idleSince(cutoff) {
+			gone = append(gone, s)
+		}
+	}
+	st.mu.Unlock()
+	for _, s := range gone {
+		st.remove(s)
+	}
+	return len(gone)
+}
+
+// closeHTTP ends every HTTP session (shutdown).
+func (st *sessionStore) closeHTTP() {
+	st.mu.Lock()
+	list := make([]*session, 0, len(st.byID))
+	for _, s := range st.byID {
+		list = append(list, s)
+	}
+	st.mu.Unlock()
+	for _, s := range list {
+		st.remove(s)
+	}
 }

@@ -1,95 +1,83 @@
 package downstream
 
 import (
-	"context"
-	"errors"
-	"net/http/httptest"
-	"regexp"
 	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
-var sessionIDPattern = regexp.MustCompile(`^mcp-proxy-[0-9a-f]{32}$`)
-
-func TestSessionRegistryLifecycle(t *testing.T) {
-	s := newSessionRegistry()
-	a, b := s.Generate(), s.Generate()
-	if !sessionIDPattern.MatchString(a) || a == b {
-		t.Fatalf("Generate = %q, %q", a, b)
+// The store binds each HTTP session to its agent, keeps the sessions
+// gauge, forgets ended sessions, and closes idle ones only.
+func TestSessionStore(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if term, err := s.Validate(a); term || err != nil {
-		t.Errorf("Validate(live) = %v, %v; want false, nil", term, err)
-	}
-	if _, err := s.Validate("mcp-proxy-ffffffffffffffffffffffffffffffff"); !errors.Is(err, errUnknownSession) {
-		t.Errorf("Validate(never issued) error = %v, want %v", err, errUnknownSession)
-	}
-	if _, err := s.Validate(""); !errors.Is(err, errUnknownSession) {
-		t.Errorf("Validate(\"\") error = %v", err)
-	}
-	if term, err := s.Terminate(a); term || err != nil {
-		t.Errorf("Terminate(live) = %v, %v", term, err)
-	}
-	if term, err := s.Validate(a); !term || err != nil {
-		t.Errorf("Validate(terminated) = %v, %v; want true, nil", term, err)
-	}
-	if term, err := s.Terminate(a); term || err != nil {
-		t.Errorf("Terminate(terminated) = %v, %v", term, err)
-	}
-	if term, err := s.Terminate("unknown"); term || err != nil {
-		t.Errorf("Terminate(unknown) = %v, %v", term, err)
-	}
-	if term, err := s.Validate(b); term || err != nil {
-		t.Errorf("Validate(other live) = %v, %v", term, err)
-	}
-}
-
-func TestSessionRegistryForgetsOldestTerminated(t *testing.T) {
-	s := newSessionRegistry()
-	ids := make([]string, maxTerminated+2)
-	for i := range ids {
-		ids[i] = s.Generate()
-		if _, err := s.Terminate(ids[i]); err != nil {
+	st := newSessionStore(m)
+	var removed []string
+	st.onRemove = func(s *session) { removed = append(removed, s.id) }
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+bundles:
+  all: {servers: [fx]}
+agents:
+  a: {mcp_bundles: [all]}
+  b: {mcp_bundles: [all]}
+`, map[string]*fakeUpstream{"fx": connected()})
+	a, _ := p.resolveAgent("a")
+	b, _ := p.resolveAgent("b")
+	sa, sb := newSession(newID(), transportHTTP, a, nil), newSession(newID(), transportHTTP, b, nil)
+	st.add(sa)
+	st.add(sb)
+	gauge := func(agent string) float64 {
+		t.Helper()
+		mfs, err := reg.Gather()
+		if err != nil {
 			t.Fatal(err)
 		}
-	}
-	for i, id := range ids[:2] {
-		if _, err := s.Validate(id); !errors.Is(err, errUnknownSession) {
-			t.Errorf("terminated id %d beyond the bound: error %v, want unknown", i, err)
+		for _, mf := range mfs {
+			if mf.GetName() != "mcp_proxy_sessions_active" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
+				for _, l := range m.GetLabel() {
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["agent"] == agent && labels["transport"] == transportHTTP {
+					return m.GetGauge().GetValue()
+				}
+			}
 		}
+		return 0
 	}
-	for _, i := range []int{2, 3, len(ids) - 1} {
-		if term, err := s.Validate(ids[i]); !term || err != nil {
-			t.Errorf("terminated id %d within the bound: %v, %v; want terminated", i, term, err)
-		}
+	if gauge("a") != 1 || gauge("b") != 1 {
+		t.Fatalf("gauge a=%v b=%v, want 1 and 1", gauge("a"), gauge("b"))
 	}
-	if len(s.terminated) != maxTerminated || len(s.order) != maxTerminated {
-		t.Errorf("remembered %d/%d ids, want %d", len(s.terminated), len(s.order), maxTerminated)
+	sa.principal = "sub:alice"
+	alice, bob := client{agent: "a", principal: "sub:alice"}, client{agent: "a", principal: "sub:bob"}
+	if st.lookup(alice, sa.id) != sa || st.lookup(client{agent: "b"}, sa.id) != nil || st.lookup(bob, sa.id) != nil ||
+		st.lookup(alice, "mcp-proxy-unknown") != nil {
+		t.Error("a session id is found on another agent's endpoint or by another user, or an unknown one is found")
 	}
-}
-
-// An id issued on one agent's endpoint is unknown on another's.
-func TestSessionRegistryPerAgent(t *testing.T) {
-	s := newSessionRegistry()
-	forAgent := func(agent string) interface {
-		Generate() string
-		Validate(string) (bool, error)
-		Terminate(string) (bool, error)
-	} {
-		r := httptest.NewRequest("POST", "/mcp", nil)
-		r = r.WithContext(context.WithValue(r.Context(), agentKey{}, agent))
-		return s.ResolveSessionIdManager(r)
+	sb.activity.begin() // a stream stays open
+	sa.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
+	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
+	if n := st.closeIdle(time.Minute); n != 1 || st.lookup(alice, sa.id) != nil || st.lookup(client{agent: "b"}, sb.id) != sb {
+		t.Errorf("closeIdle closed %d; want only the session with nothing open", n)
 	}
-	alice, bob := forAgent("alice"), forAgent("bob")
-	id := alice.Generate()
-	if term, err := alice.Validate(id); term || err != nil {
-		t.Errorf("own id: %v, %v", term, err)
+	if !sa.ended() || gauge("a") != 0 {
+		t.Errorf("the idle session did not end (ended %v, gauge %v)", sa.ended(), gauge("a"))
 	}
-	if _, err := bob.Validate(id); err == nil {
-		t.Error("another agent's id validated")
-	}
-	if _, err := bob.Terminate(id); err == nil {
-		t.Error("another agent terminated the session")
-	}
-	if term, err := alice.Validate(id); term || err != nil {
-		t.Errorf("after the other agent's attempts: %v, %v; want live", term, err)
+	st.remove(sb)
+	st.remove(sb)
+	if gauge("b") != 0 || len(removed) != 2 {
+		t.Errorf("gauge b=%v after remove, removals %v; want 0 and two (once each)", gauge("b"), removed)
 	}
 }

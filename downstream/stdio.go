@@ -7,11 +7,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // maxRequestBytes caps one client message (a stdio line, an HTTP body): room
@@ -19,116 +18,103 @@ import (
 // cannot make the proxy buffer without end.
 const maxRequestBytes = 32 << 20
 
-// stdioDrain is how long in-flight calls may run after stdin reaches EOF
-// (SPEC §3: in-flight calls get up to 10 s at shutdown).
+// stdioDrain is how long in-flight requests may run after stdin reaches EOF
+// or a shutdown signal (SPEC §3: in-flight calls get up to 10 s).
 const stdioDrain = 10 * time.Second
-
-// stdioWorkers is mcp-go's tool-call worker pool size on stdio. Its default
-// of 5 serializes a busy host; 100 is mcp-go's maximum.
-const stdioWorkers = 100
 
 // ServeStdio serves one session for agent ("" = the default agent) on
 // in/out until in reaches EOF or ctx ends, with the session's per-call
 // allow-list perCall (nil = none). Only protocol messages are written to
 // out. An unknown agent is an error wrapping filter.ErrUnknownAgent.
+//
+// Every line is one message, answered through the route (route.go).
+// Requests run concurrently, each on a worker; responses are written as
+// they complete. At EOF or when ctx ends, requests in flight get up to
+// stdioDrain to finish, then the rest are cancelled.
 func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
-	st, err := p.newState(agent, perCall)
+	a, err := p.resolveAgent(agent)
 	if err != nil {
 		return err
 	}
-	p.states.Store("stdio", st)
-	ctx = context.WithValue(ctx, agentKey{}, st.agent.Name)
-	pd := newPending(p)
-	defer pd.release()
-	w := &stdioWriter{out: out, pd: pd}
-	pd.direct = w.writeMessage
-	pd.fastCalls = true
-	pr, pw := io.Pipe()
+	w := &lineWriter{out: out}
+	s := newSession("stdio", transportStdio, a, perCall)
+	s.notify.attach(w)
+	p.sessions.add(s)
+	defer p.sessions.remove(s)
 
-	srv := server.NewStdioServer(p.mcp)
-	server.WithWorkerPoolSize(stdioWorkers)(srv)
-	server.WithQueueSize(10000)(srv)
-	srv.SetErrorLogger(log.New(zlogWriter{p.log}, "", 0))
-
-	// mcp-go cancels every running handler when its context ends, so it
-	// gets a context of its own: a signal (ctx) first lets in-flight calls
-	// finish, at most stdioDrain, like stdin EOF does (SPEC §3).
-	lctx, lcancel := context.WithCancel(context.WithoutCancel(ctx))
-	defer lcancel()
-	pd.callCtx = lctx
-	pumpDone := make(chan struct{})
-	go func() {
-		defer close(pumpDone)
-		err := p.pumpStdin(ctx, lctx, in, pw, pd, w, st)
-		pw.CloseWithError(err)
-	}()
-	go func() {
-		select {
-		case <-ctx.Done():
-			p.drain(context.Background(), pd)
-			lcancel()
-			pw.CloseWithError(io.EOF)
-		case <-lctx.Done():
-		}
-	}()
-	err = srv.Listen(lctx, pr, w)
-	lcancel()
-	_ = pr.Close()
-	if ctx.Err() == nil {
-		<-pumpDone
+	// Requests run under callCtx, which outlives a signal (ctx) until the
+	// drain is over.
+	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelCalls()
+	var running sync.WaitGroup
+	readDone := make(chan error, 1)
+	go func() { readDone <- p.readStdio(callCtx, s, in, w, &running) }()
+	select {
+	case err = <-readDone:
+	case <-ctx.Done():
 	}
-	if errors.Is(err, context.Canceled) {
-		return nil
+	s.endInput()
+	p.drain(s, stdioDrain)
+	cancelCalls()
+	running.Wait()
+	if errors.Is(err, io.EOF) {
+		err = nil
 	}
 	return err
 }
 
-// pumpStdin reads client lines, passes each through the wire layer and on to
-// mcp-go. At EOF it waits for in-flight tool calls (at most stdioDrain)
-// before ending mcp-go's input, because mcp-go cancels running handlers when
-// its input ends. Answers the wire layer writes itself run under answerCtx,
-// which outlives a shutdown signal (ctx) until the drain is over.
-func (p *Proxy) pumpStdin(ctx, answerCtx context.Context, in io.Reader, pw io.Writer, pd *pending, w *stdioWriter, st *sessionState) error {
+// drain waits until no request of s is in flight, at most d.
+func (p *Proxy) drain(s *session, d time.Duration) {
+	deadline := time.Now().Add(d)
+	for s.inflight.count() > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// readStdio reads and routes client lines until EOF or a read error.
+func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, running *sync.WaitGroup) error {
 	br := bufio.NewReaderSize(in, 64<<10)
-	answers := make(chan struct{}, maxDirectAnswers)
 	pool := newWorkers()
 	for {
 		line, err := readLine(br, maxRequestBytes)
-		if errors.Is(err, errLineTooLong) {
-			w.writeMessage([]byte(fmt.Sprintf(
-				`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"request exceeds the %d-byte limit"}}`, maxRequestBytes)))
+		switch {
+		case errors.Is(err, errLineTooLong):
+			_ = w.send(errorResponse(nil, errorf(codeInvalidRequest, "request exceeds the %d-byte limit", maxRequestBytes)))
 			continue
-		}
-		if answer, call := pd.directAnswer(line, st); answer != nil {
-			release := func() {}
-			if !call {
-				// At most maxDirectAnswers at once: backpressure on the
-				// client. Tool calls are bounded by maxDirectCalls instead,
-				// since the loop must go on reading the answers they wait on.
-				answers <- struct{}{}
-				release = func() { <-answers }
+		case len(bytes.TrimSpace(line)) > 0 && bytes.TrimSpace(line)[0] == '[':
+			// A batch: its replies go out together, as one array.
+			msgs, _, werr := splitBody(line)
+			if werr != nil {
+				_ = w.send(errorResponse(nil, werr))
+				break
 			}
-			pd.answering.Add(1)
+			var replies [][]byte
+			var runs []func() []byte
+			for _, msg := range msgs {
+				reply, run := p.receive(ctx, s, msg, w)
+				switch {
+				case reply != nil:
+					replies = append(replies, reply)
+				case run != nil:
+					runs = append(runs, run)
+				}
+			}
+			running.Add(1)
 			pool.run(func() {
-				defer func() { release(); pd.answering.Add(-1) }()
-				w.writeMessage(answer(answerCtx))
+				defer running.Done()
+				if all := runAll(runs, replies); len(all) > 0 {
+					_ = w.send(jsonArray(all))
+				}
 			})
-		} else if len(bytes.TrimSpace(line)) > 0 {
-			msg, wait := pd.inbound(line, st)
-			msg = append(msg, '\n')
-			if wait {
-				go func() {
-					p.waitStartup(ctx)
-					pd.prepare(ctx)
-					_, _ = pw.Write(msg) // io.Pipe serializes concurrent writes
-				}()
-			} else if _, werr := pw.Write(msg); werr != nil {
-				return nil
+		case len(bytes.TrimSpace(line)) > 0:
+			reply, run := p.receive(ctx, s, line, w)
+			if reply != nil {
+				_ = w.send(reply)
 			}
-		}
-		if err == io.EOF {
-			p.drain(context.Background(), pd)
-			return nil
+			if run != nil {
+				running.Add(1)
+				pool.run(func() { defer running.Done(); _ = w.send(run()) })
+			}
 		}
 		if err != nil {
 			return err
@@ -136,17 +122,54 @@ func (p *Proxy) pumpStdin(ctx, answerCtx context.Context, in io.Reader, pw io.Wr
 	}
 }
 
-// maxDirectAnswers bounds the resources/prompts requests of one stdio
-// session answered at once.
-const maxDirectAnswers = 64
-
-// drain waits until no tool call of pd is in flight and every answer the
-// wire layer writes itself is out, at most stdioDrain.
-func (p *Proxy) drain(ctx context.Context, pd *pending) {
-	deadline := time.Now().Add(stdioDrain)
-	for time.Now().Before(deadline) && ctx.Err() == nil && (pd.callsInFlight() || pd.answering.Load() > 0) {
-		time.Sleep(20 * time.Millisecond)
+// receive routes one message of a client: a stdio line, or one message of
+// an HTTP POST. A response goes to the question it answers and a
+// notification to its handler at once. A message that cannot be served
+// gets its error reply. For a request it returns the work that answers
+// it, which the caller runs off its read loop; out carries the messages
+// that precede the response. The request is registered before receive
+// returns, so that a notifications/cancelled read right after it finds it.
+func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, run func() []byte) {
+	m, err := rawjson.ParseMessage(msg)
+	if err != nil {
+		return parseErrorResponse(err), nil
 	}
+	switch m.Kind {
+	case rawjson.KindResponse:
+		if !s.asks.deliver(m) {
+			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
+		}
+		return nil, nil
+	case rawjson.KindNotification:
+		p.notified(s, m)
+		return nil, nil
+	case rawjson.KindInvalid:
+		return errorResponse(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid)), nil
+	}
+	r, werr := p.newRequest(s, m, out)
+	if werr != nil {
+		return errorResponse(m.ID, werr), nil
+	}
+	rctx, cancel := context.WithCancel(ctx)
+	if werr := s.inflight.add(m.ID, cancel); werr != nil {
+		cancel()
+		return errorResponse(m.ID, werr), nil
+	}
+	return nil, func() []byte {
+		defer s.inflight.done(r.id)
+		defer cancel()
+		return p.answer(rctx, r)
+	}
+}
+
+// parseErrorResponse answers a message that is not JSON (JSON-RPC's parse
+// error, id null).
+func parseErrorResponse(err error) []byte {
+	msg := "Parse error"
+	if errors.Is(err, rawjson.ErrDuplicateMember) {
+		return errorResponse(nil, errorf(codeInvalidRequest, "invalid request: a member name appears twice"))
+	}
+	return errorResponse(nil, errorf(codeParseError, "%s", msg))
 }
 
 var errLineTooLong = errors.New("line too long")
@@ -182,59 +205,36 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 	}
 }
 
-// stdioWriter is the writer mcp-go's stdio server writes to. mcp-go writes
-// one whole message line per Write; each passes the wire layer.
-type stdioWriter struct {
+// lineWriter writes whole messages as lines to a stdio client, one at a
+// time. After a write error (the client is gone) every send fails.
+type lineWriter struct {
 	mu  sync.Mutex
 	out io.Writer
-	pd  *pending
-	buf []byte
+	err error
 }
 
-func (w *stdioWriter) Write(b []byte) (int, error) {
+func (w *lineWriter) send(msg []byte) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.buf = append(w.buf, b...)
-	for {
-		i := bytes.IndexByte(w.buf, '\n')
-		if i < 0 {
-			break
-		}
-		msg := w.buf[:i]
-		out := w.pd.outbound(msg)
-		var err error
-		if sameBytes(out, msg) {
-			_, err = w.out.Write(w.buf[:i+1])
-		} else {
-			_, err = w.out.Write(append(out, '\n'))
-		}
-		w.buf = w.buf[i+1:]
-		if err != nil {
-			return 0, err
-		}
+	if w.err != nil {
+		return w.err
 	}
-	if len(w.buf) == 0 {
-		w.buf = nil
+	var err error
+	if len(msg) < copyLineLimit {
+		line := make([]byte, 0, len(msg)+1)
+		_, err = w.out.Write(append(append(line, msg...), '\n'))
+	} else if _, err = w.out.Write(msg); err == nil {
+		_, err = w.out.Write(newline)
 	}
-	return len(b), nil
+	if err != nil {
+		w.err = fmt.Errorf("%w: %w", errStreamGone, err)
+	}
+	return w.err
 }
 
-// writeMessage writes one message the proxy writes itself (a direct answer,
-// a progress notification). None of them is a response outbound rewrites,
-// so unless mcp-go left a partial line, msg goes out as it is, without
-// being copied into the line buffer (a large result is not copied again).
-func (w *stdioWriter) writeMessage(msg []byte) {
-	w.mu.Lock()
-	if len(w.buf) == 0 {
-		_, _ = w.out.Write(append(msg, '\n'))
-		w.mu.Unlock()
-		return
-	}
-	w.mu.Unlock()
-	_, _ = w.Write(append(msg, '\n'))
-}
+// copyLineLimit: a message shorter than this is copied to add its newline
+// and written at once; a longer one is written as it is, then the newline
+// (a second write costs less than copying it).
+const copyLineLimit = 64 << 10
 
-// sameBytes reports whether a and b are the same slice (not just equal).
-func sameBytes(a, b []byte) bool {
-	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
-}
+var newline = []byte{'\n'}

@@ -96,60 +96,19 @@ func FuzzReadLine(f *testing.F) {
 // syncBuffer is an io.Writer safe for concurrent use.
 type syncBuffer = testproc.Buffer
 
-func TestStdioWriterSplitWrites(t *testing.T) {
-	p := frontProxy(t)
-	pd := newPending(p)
-	pd.inbound([]byte(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`), testState(t, p))
-	sl := noteCall(t, p, pd, `2`, `{"name":"fx__echo"}`)
-	sl.set(json.RawMessage(`{"content":[{"type":"text","text":"raw"}],"z":0}`), nil)
-
+// lineWriter writes each message as one line, a large one without a copy
+// too, and after a failed write fails every later send.
+func TestLineWriter(t *testing.T) {
 	var out syncBuffer
-	w := &stdioWriter{out: &out, pd: pd}
-	note := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"x"}}`
-	stream := string(mcpGoList("1")) + "\n" + note + "\n" +
-		`{"jsonrpc":"2.0","id":2,"result":{"content":[]}}` + "\n" + note + "\n"
-	want := wantList("1") + "\n" + note + "\n" +
-		`{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"raw"}],"z":0}}` + "\n" + note + "\n"
-
-	// Cut the stream at awkward places: inside a message, right before and
-	// right after a newline, one byte at a time.
-	cuts := []int{5, len(mcpGoList("1")), len(mcpGoList("1")) + 1, len(mcpGoList("1")) + 3}
-	prev := 0
-	for _, c := range cuts {
-		n, err := w.Write([]byte(stream[prev:c]))
-		if err != nil || n != c-prev {
-			t.Fatalf("Write = %d, %v; want %d, nil", n, err, c-prev)
-		}
-		prev = c
-	}
-	for ; prev < len(stream); prev++ {
-		if _, err := w.Write([]byte{stream[prev]}); err != nil {
+	w := &lineWriter{out: &out}
+	big := `{"jsonrpc":"2.0","id":2,"result":{"text":"` + strings.Repeat("x", copyLineLimit) + `"}}`
+	for _, m := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, big} {
+		if err := w.send([]byte(m)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if got := out.String(); got != want {
-		t.Fatalf("output =\n%s\nwant\n%s", got, want)
-	}
-	if w.buf != nil {
-		t.Errorf("%d bytes left in the buffer", len(w.buf))
-	}
-}
-
-func TestStdioWriterHoldsPartialLine(t *testing.T) {
-	p := frontProxy(t)
-	var out syncBuffer
-	w := &stdioWriter{out: &out, pd: newPending(p)}
-	if _, err := w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if out.String() != "" {
-		t.Fatalf("a partial line was written: %q", out.String())
-	}
-	if _, err := w.Write([]byte("\n")); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"; got != want {
-		t.Fatalf("output = %q, want %q", got, want)
+	if got, want := out.String(), `{"jsonrpc":"2.0","id":1,"result":{}}`+"\n"+big+"\n"; got != want {
+		t.Fatalf("output of %d bytes, want %d", len(got), len(want))
 	}
 }
 
@@ -159,11 +118,12 @@ var errWriteFailed = errors.New("write failed")
 
 func (failWriter) Write([]byte) (int, error) { return 0, errWriteFailed }
 
-func TestStdioWriterReportsWriteErrors(t *testing.T) {
-	p := frontProxy(t)
-	w := &stdioWriter{out: failWriter{}, pd: newPending(p)}
-	if _, err := w.Write([]byte("{}\n")); !errors.Is(err, errWriteFailed) {
-		t.Fatalf("Write error = %v, want %v", err, errWriteFailed)
+func TestLineWriterReportsWriteErrors(t *testing.T) {
+	w := &lineWriter{out: failWriter{}}
+	for range 2 {
+		if err := w.send([]byte("{}")); !errors.Is(err, errWriteFailed) || !errors.Is(err, errStreamGone) {
+			t.Fatalf("send error = %v, want %v and %v", err, errWriteFailed, errStreamGone)
+		}
 	}
 }
 
@@ -236,6 +196,21 @@ func (c *stdioClient) recv(id string) string {
 			c.t.Fatalf("no response with id %s", id)
 		}
 	}
+}
+
+// next returns the next line the proxy writes.
+func (c *stdioClient) next() string {
+	c.t.Helper()
+	select {
+	case line, ok := <-c.lines:
+		if !ok {
+			c.t.Fatal("stdout closed")
+		}
+		return line
+	case <-time.After(10 * time.Second):
+		c.t.Fatal("no line")
+	}
+	return ""
 }
 
 func (c *stdioClient) initialize() {

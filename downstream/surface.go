@@ -9,7 +9,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
-	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The rest of the MCP surface (SPEC §7.1): resources, resource templates and
@@ -42,15 +41,13 @@ type surface struct {
 
 // surfaceServer is one server's input to a surface build.
 type surfaceServer struct {
-	name                string
-	prefix              string
-	connected           bool
-	resources, prompts  bool // advertised and allowed (tools.resources / tools.prompts)
-	snapResources       []json.RawMessage
-	snapTemplates       []json.RawMessage
-	snapPrompts         []json.RawMessage
-	capabilities        upstream.Capabilities
-	resourcesSubscribes bool
+	name               string
+	prefix             string
+	connected          bool
+	resources, prompts bool // advertised and allowed (tools.resources / tools.prompts)
+	snapResources      []json.RawMessage
+	snapTemplates      []json.RawMessage
+	snapPrompts        []json.RawMessage
 }
 
 func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []string) {

@@ -15,9 +15,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// codeResourceNotFound is MCP's error code for an unknown resource.
-const codeResourceNotFound = -32002
-
 // uriForm is the form a client wrote a resource URI in; results come back
 // in the same form.
 type uriForm int
@@ -28,26 +25,9 @@ const (
 	formBare                      // a prefix "" server's own URI
 )
 
-// directHandler answers one request of the resources/prompts surface.
-type directHandler func(p *Proxy, ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError)
-
-// directMethods are the methods the wire layer answers itself, from the
-// catalog and the upstreams' own bytes, instead of mcp-go's typed
-// registries (which would drop fields and could not route by prefix).
-var directMethods = map[string]directHandler{
-	"resources/list":           (*Proxy).listResources,
-	"resources/templates/list": (*Proxy).listTemplates,
-	"prompts/list":             (*Proxy).listPrompts,
-	"resources/read":           (*Proxy).readResource,
-	"resources/subscribe":      (*Proxy).subscribe,
-	"resources/unsubscribe":    (*Proxy).unsubscribe,
-	"prompts/get":              (*Proxy).getPrompt,
-	"completion/complete":      (*Proxy).complete,
-}
-
 // listPage answers one page of a merged list with the proxy's own cursors
 // (SPEC §7.1): the session's items, listPageSize at a time.
-func listPage(member string, items []*itemEntry, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+func listPage(member string, items []*itemEntry, st *session, params json.RawMessage) (json.RawMessage, *wireError) {
 	var mine []*itemEntry
 	for _, e := range items {
 		if st.agent.Granted(e.Server) {
@@ -70,21 +50,24 @@ func listPage(member string, items []*itemEntry, st *sessionState, params json.R
 	return out, nil
 }
 
-func (p *Proxy) listResources(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
-	return listPage("resources", p.Catalog().surface.resources, st, params)
+func (p *Proxy) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	return listPage("resources", p.Catalog().surface.resources, r.sess, r.params)
 }
 
-func (p *Proxy) listTemplates(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
-	return listPage("resourceTemplates", p.Catalog().surface.templates, st, params)
+func (p *Proxy) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	return listPage("resourceTemplates", p.Catalog().surface.templates, r.sess, r.params)
 }
 
-func (p *Proxy) listPrompts(_ context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
-	return listPage("prompts", p.Catalog().surface.prompts, st, params)
+func (p *Proxy) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	return listPage("prompts", p.Catalog().surface.prompts, r.sess, r.params)
 }
 
 // resourceRoute finds the server of a proxied resource URI (either form,
 // SPEC §2) that the session may read.
-func (p *Proxy) resourceRoute(st *sessionState, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
+func (p *Proxy) resourceRoute(st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
 	g := p.gen()
 	srv, orig, bare, ok := p.Catalog().surface.route(uri, g.serverNames())
 	cfg := g.cfg.Servers[srv]
@@ -115,7 +98,18 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 	return uri, nil
 }
 
-func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+// readResource answers resources/read; a stateless HTTP client's read runs
+// as a parked call, so that a server request it raises reaches the client
+// (mrtr.go).
+func (p *Proxy) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	if parkable(r) {
+		return p.surfaceRoundTrip(ctx, r, p.readResourceNow)
+	}
+	return p.readResourceNow(ctx, r)
+}
+
+func (p *Proxy) readResourceNow(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
@@ -129,8 +123,8 @@ func (p *Proxy) readResource(ctx context.Context, st *sessionState, params json.
 		return nil, &wireError{Code: codeInvalidParams, Message: "invalid params"}
 	}
 	// In flight to srv, so that a server request it raises over stdio
-	// finds this session (relay.go).
-	defer p.calls.begin(srv, st)()
+	// finds this client (relay.go).
+	defer p.relay.calls.begin(srv, r)()
 	res, werr := p.forward(ctx, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
@@ -174,26 +168,23 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 // that subscribed, each with the URI form it used.
 type subscriptions struct {
 	mu sync.Mutex
-	m  map[string]map[*sessionState]string // server NUL uri -> session -> client's uri
+	m  map[string]map[*session]string // server NUL uri -> session -> client's uri
 }
 
 func subKey(srv, orig string) string { return srv + "\x00" + orig }
 
-func (p *Proxy) subscribe(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, st, params, true)
+func (p *Proxy) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return p.subscription(ctx, r.sess, r.params, true)
 }
 
-func (p *Proxy) unsubscribe(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, st, params, false)
+func (p *Proxy) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return p.subscription(ctx, r.sess, r.params, false)
 }
 
-func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
-	}
-	if st.session() == nil {
-		return nil, &wireError{Code: codeMethodNotFound, Message: "resources/subscribe needs a session; stateless 2026-07-28 clients subscribe with subscriptions/listen, which the proxy does not relay yet"}
 	}
 	srv, orig, _, up, werr := p.resourceRoute(st, uri)
 	if werr != nil {
@@ -210,21 +201,21 @@ func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.
 	if _, werr := p.forward(ctx, srv, up, method, out); werr != nil {
 		return nil, werr
 	}
-	p.subs.mu.Lock()
-	defer p.subs.mu.Unlock()
-	if p.subs.m == nil {
-		p.subs.m = map[string]map[*sessionState]string{}
+	p.relay.subs.mu.Lock()
+	defer p.relay.subs.mu.Unlock()
+	if p.relay.subs.m == nil {
+		p.relay.subs.m = map[string]map[*session]string{}
 	}
 	k := subKey(srv, orig)
 	if on {
-		if p.subs.m[k] == nil {
-			p.subs.m[k] = map[*sessionState]string{}
+		if p.relay.subs.m[k] == nil {
+			p.relay.subs.m[k] = map[*session]string{}
 		}
-		p.subs.m[k][st] = uri
+		p.relay.subs.m[k][st] = uri
 	} else {
-		delete(p.subs.m[k], st)
-		if len(p.subs.m[k]) == 0 {
-			delete(p.subs.m, k)
+		delete(p.relay.subs.m[k], st)
+		if len(p.relay.subs.m[k]) == 0 {
+			delete(p.relay.subs.m, k)
 		}
 	}
 	return json.RawMessage(`{}`), nil
@@ -232,20 +223,20 @@ func (p *Proxy) subscription(ctx context.Context, st *sessionState, params json.
 
 // dropSubscriptions forgets an ended session's subscriptions, and
 // unsubscribes upstream from the resources nobody watches any more.
-func (p *Proxy) dropSubscriptions(st *sessionState) {
-	p.subs.mu.Lock()
+func (p *Proxy) dropSubscriptions(st *session) {
+	p.relay.subs.mu.Lock()
 	var gone []string
-	for k, subs := range p.subs.m {
+	for k, subs := range p.relay.subs.m {
 		if _, ok := subs[st]; !ok {
 			continue
 		}
 		delete(subs, st)
 		if len(subs) == 0 {
-			delete(p.subs.m, k)
+			delete(p.relay.subs.m, k)
 			gone = append(gone, k)
 		}
 	}
-	p.subs.mu.Unlock()
+	p.relay.subs.mu.Unlock()
 	for _, k := range gone {
 		srv, orig, _ := strings.Cut(k, "\x00")
 		if up := p.gen().ups[srv]; up != nil {
@@ -270,20 +261,28 @@ func (p *Proxy) resourceUpdated(srv string, params json.RawMessage) {
 	if err != nil {
 		return
 	}
-	p.subs.mu.Lock()
-	targets := map[*sessionState]string{}
-	for st, uri := range p.subs.m[subKey(srv, orig)] {
+	p.relay.subs.mu.Lock()
+	targets := map[*session]string{}
+	for st, uri := range p.relay.subs.m[subKey(srv, orig)] {
 		targets[st] = uri
 	}
-	p.subs.mu.Unlock()
+	p.relay.subs.mu.Unlock()
 	for st, uri := range targets {
-		if sess := st.session(); sess != nil {
-			p.notifySession(sess.SessionID(), "notifications/resources/updated", map[string]any{"uri": uri})
-		}
+		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
 }
 
-func (p *Proxy) getPrompt(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+// getPrompt answers prompts/get; like readResource, a stateless HTTP
+// client's runs as a parked call.
+func (p *Proxy) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	if parkable(r) {
+		return p.surfaceRoundTrip(ctx, r, p.getPromptNow)
+	}
+	return p.getPromptNow(ctx, r)
+}
+
+func (p *Proxy) getPromptNow(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.name is required"}
@@ -297,13 +296,14 @@ func (p *Proxy) getPrompt(ctx context.Context, st *sessionState, params json.Raw
 		return nil, p.serverDown(e.Server, up)
 	}
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer p.calls.begin(e.Server, st)() // see readResource
+	defer p.relay.calls.begin(e.Server, r)() // see readResource
 	return p.forward(ctx, e.Server, up, "prompts/get", out)
 }
 
 // complete routes completion/complete by its reference: a prompt's exposed
 // name or a resource (template) URI.
-func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawMessage) (json.RawMessage, *wireError) {
+func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	st, params := r.sess, r.params
 	ref, ok, err := rawjson.Get(params, "ref")
 	if err != nil || !ok {
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref is required"}
@@ -340,17 +340,6 @@ func (p *Proxy) complete(ctx context.Context, st *sessionState, params json.RawM
 	return p.forward(ctx, srv, up, "completion/complete", out)
 }
 
-// notifySession sends a notification to one session, retrying briefly
-// while mcp-go's queue for it is full (mcp-go drops it otherwise).
-func (p *Proxy) notifySession(sessionID, method string, params map[string]any) {
-	for i := 0; i < 50; i++ {
-		if err := p.mcp.SendNotificationToSpecificClient(sessionID, method, params); err == nil || !errors.Is(err, errBlocked) {
-			return
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
 // to every session when the merged lists changed.
 func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
@@ -358,9 +347,9 @@ func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
 		return
 	}
 	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
-		p.mcp.SendNotificationToAllClients("notifications/resources/list_changed", nil)
+		p.broadcast("notifications/resources/list_changed", nil, nil)
 	}
 	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
-		p.mcp.SendNotificationToAllClients("notifications/prompts/list_changed", nil)
+		p.broadcast("notifications/prompts/list_changed", nil, nil)
 	}
 }

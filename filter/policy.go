@@ -23,6 +23,11 @@ const (
 	RuleAllowedTools        Rule = "allowed_tools"
 	RulePerCallAllowedTools Rule = "per_call_allowed_tools"
 	RuleReadOnly            Rule = "read_only"
+	// RuleQuarantined and RuleRateLimited are not decided here: tool
+	// integrity (SPEC §13) and the rate limits (SPEC §15) refuse calls
+	// under these names in the call path.
+	RuleQuarantined Rule = "quarantined"
+	RuleRateLimited Rule = "rate_limited"
 )
 
 // Hidden reports whether the rule hides a tool completely: calling it is the
@@ -247,10 +252,13 @@ const (
 
 // Approval applies the seed's order (SPEC §5): autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
-// earlier in this session → run; else ask. tool_search is always run.
+// earlier in this session → run; else ask. It judges upstream tools: the
+// proxy's own tool_search is always run without asking it, and an upstream
+// tool that happens to be exposed as "tool_search" is judged like any
+// other.
 func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
 	switch {
-	case a.autonomy == AutonomyFull, exposed == "tool_search":
+	case a.autonomy == AutonomyFull:
 		return ApprovalRun
 	case matchList(a.ask, exposed):
 		return ApprovalAsk

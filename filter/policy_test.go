@@ -163,7 +163,7 @@ func TestApprovalOrder(t *testing.T) {
 		{"fs__write", true, ApprovalAsk},    // and beats a session "always"
 		{"gh__issue", false, ApprovalAsk},   // nothing matches: ask
 		{"gh__issue", true, ApprovalRun},    // approved always earlier
-		{"tool_search", false, ApprovalRun}, // always auto-approved
+		{"tool_search", false, ApprovalAsk}, // an upstream tool of that name is judged like any other
 	}
 	for _, c := range cases {
 		if got := a.Approval(c.tool, c.always); got != c.want {

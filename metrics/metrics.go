@@ -33,6 +33,9 @@ type Metrics struct {
 	approvals        *prometheus.CounterVec
 	toolSearch       *prometheus.CounterVec
 	sampling         *prometheus.CounterVec
+	auth             *prometheus.CounterVec
+	toolsQuarantined *prometheus.GaugeVec
+	toolFindings     *prometheus.CounterVec
 	waits            *waitMetrics // waits.go
 }
 
@@ -95,10 +98,22 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_sampling_requests_total",
 			Help: "Sampling requests from upstream servers by server and outcome (ok, error, timeout, unsupported, unroutable, invalid, refused_disabled, refused_rate, refused_model).",
 		}, []string{"server", "outcome"}),
+		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_auth_total",
+			Help: "Authentications on the HTTP listener by agent (empty when none was chosen) and result (ok, missing, invalid, expired, wrong_audience, insufficient_scope, no_agent, forbidden_agent, unavailable).",
+		}, []string{"agent", "result"}),
+		toolsQuarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "mcp_proxy_tools_quarantined",
+			Help: "Tools of the upstream server held in quarantine (changed since pinned, new, or held by the description scan).",
+		}, []string{"server"}),
+		toolFindings: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "mcp_proxy_tool_findings_total",
+			Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool.",
+		}, []string{"server", "kind"}),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -138,6 +153,7 @@ func (m *Metrics) ForgetServer(server string) {
 	}
 	m.upstreamUp.DeleteLabelValues(server)
 	m.upstreamTools.DeleteLabelValues(server)
+	m.toolsQuarantined.DeleteLabelValues(server)
 	m.waits.forget(server)
 }
 
@@ -213,4 +229,30 @@ func (m *Metrics) Sampling(server, outcome string) {
 		return
 	}
 	m.sampling.WithLabelValues(server, outcome).Inc()
+}
+
+// Auth counts one authentication on the HTTP listener. agent is a
+// configured agent name or "" when none was chosen; result is one of the
+// fixed set of authn's results. Neither may ever be a subject or a token.
+func (m *Metrics) Auth(agent, result string) {
+	if m == nil {
+		return
+	}
+	m.auth.WithLabelValues(agent, result).Inc()
+}
+
+// ToolsQuarantined sets how many of server's tools are held in quarantine.
+func (m *Metrics) ToolsQuarantined(server string, n int) {
+	if m == nil {
+		return
+	}
+	m.toolsQuarantined.WithLabelValues(server).Set(float64(n))
+}
+
+// ToolFinding counts one tool integrity finding of kind on server.
+func (m *Metrics) ToolFinding(server, kind string) {
+	if m == nil {
+		return
+	}
+	m.toolFindings.WithLabelValues(server, kind).Inc()
 }

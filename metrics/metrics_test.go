@@ -28,6 +28,9 @@ func TestExposition(t *testing.T) {
 	m.Blob("fs", "written", 1024)
 	m.SessionOpened("default", "stdio")
 	m.Sampling("fs", "refused_rate")
+	m.Auth("eng", "ok")
+	m.ToolsQuarantined("fs", 2)
+	m.ToolFinding("fs", "hidden_markup")
 	m.RequestWaited("fs", "sent", 1200*time.Millisecond)
 	families, err := reg.Gather()
 	if err != nil {
@@ -56,6 +59,9 @@ func TestExposition(t *testing.T) {
 		"mcp_proxy_blob_bytes_total":           "result,server",
 		"mcp_proxy_sessions_active":            "agent,transport",
 		"mcp_proxy_sampling_requests_total":    "outcome,server",
+		"mcp_proxy_auth_total":                 "agent,result",
+		"mcp_proxy_tools_quarantined":          "server",
+		"mcp_proxy_tool_findings_total":        "kind,server",
 		"mcp_proxy_requests_waited_total":      "outcome,server",
 		"mcp_proxy_request_wait_seconds":       "server",
 		"go_goroutines":                        "",
@@ -77,6 +83,9 @@ func TestNilMetrics(t *testing.T) {
 	m.UpstreamState("s", true, 1)
 	m.ToolCall("s", "t", OutcomeError, time.Second)
 	m.Sampling("s", "ok")
+	m.Auth("", "missing")
+	m.ToolsQuarantined("s", 1)
+	m.ToolFinding("s", "long_description")
 	m.RequestWaited("s", "sent", time.Second)
 	m.ForgetServer("s")
 }

@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"io"
 	"math"
@@ -10,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // Every wrapper in this file enforces max_response_bytes (SPEC §9.2) on one
@@ -227,7 +228,7 @@ func (l *lineLimiter) processOver() {
 }
 
 func (l *lineLimiter) scanHead() {
-	l.id = responseID(l.line[:min(len(l.line), idScanBytes)])
+	l.id = rawjson.ResponseID(l.line[:min(len(l.line), idScanBytes)])
 	l.found = true
 	l.resetLine()
 }
@@ -446,175 +447,4 @@ func isEventStream(contentType string) bool {
 		mt = strings.TrimSpace(mt)
 	}
 	return mt == "text/event-stream"
-}
-
-// responseID returns the id of the JSON-RPC response that head starts, or
-// nil. head may be cut anywhere. The id must be a number or a string and
-// must come with a top-level "result" or "error" key; a "method" key (a
-// request or notification from the server, whose id is not ours) or a
-// second "id" rules the line out.
-func responseID(head []byte) []byte {
-	p := idScanner{b: head}
-	if p.ws(); !p.eat('{') {
-		return nil
-	}
-	var id []byte
-	response := false
-	for {
-		p.ws()
-		key, ok := p.str()
-		if !ok {
-			return nil
-		}
-		if p.ws(); !p.eat(':') {
-			return nil
-		}
-		p.ws()
-		switch string(key) {
-		case "id":
-			if id != nil {
-				return nil
-			}
-			if id = p.idValue(); id == nil {
-				return nil
-			}
-			if response {
-				return id
-			}
-		case "method":
-			return nil
-		case "result", "error":
-			response = true
-			if id != nil {
-				return id
-			}
-			if !p.skipValue() {
-				return nil
-			}
-		default:
-			if !p.skipValue() {
-				return nil
-			}
-		}
-		p.ws()
-		if p.eat(',') {
-			continue
-		}
-		if p.eat('}') && response {
-			return id
-		}
-		return nil
-	}
-}
-
-// idScanner reads just enough JSON to find a response id. Every method
-// reports failure, never panics, when the input ends.
-type idScanner struct {
-	b []byte
-	i int
-}
-
-func (p *idScanner) ws() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-func (p *idScanner) eat(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// str reads a string and returns its raw content (escapes not decoded).
-func (p *idScanner) str() ([]byte, bool) {
-	if !p.eat('"') {
-		return nil, false
-	}
-	start := p.i
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case '\\':
-			p.i += 2
-		case '"':
-			p.i++
-			return p.b[start : p.i-1], true
-		default:
-			p.i++
-		}
-	}
-	return nil, false
-}
-
-// idValue reads a string or number id and returns its JSON text, or nil.
-func (p *idScanner) idValue() []byte {
-	start := p.i
-	if p.i < len(p.b) && p.b[p.i] == '"' {
-		if _, ok := p.str(); !ok {
-			return nil
-		}
-	} else {
-		for p.i < len(p.b) && strings.IndexByte("+-.0123456789eE", p.b[p.i]) >= 0 {
-			p.i++
-		}
-		if p.i == start || p.i == len(p.b) {
-			return nil // not a number, or it may go on past the head
-		}
-	}
-	tok := p.b[start:p.i]
-	if !json.Valid(tok) {
-		return nil
-	}
-	return tok
-}
-
-// skipValue passes over one value of any kind, nested ones included.
-func (p *idScanner) skipValue() bool {
-	depth := 0
-	for {
-		p.ws()
-		if p.i >= len(p.b) {
-			return false
-		}
-		switch p.b[p.i] {
-		case '{', '[':
-			depth++
-			p.i++
-			continue
-		case '}', ']':
-			if depth == 0 {
-				return false
-			}
-			depth--
-			p.i++
-		case ',', ':':
-			if depth == 0 {
-				return false
-			}
-			p.i++
-			continue
-		case '"':
-			if _, ok := p.str(); !ok {
-				return false
-			}
-		default:
-			start := p.i
-			for p.i < len(p.b) && strings.IndexByte(" \t\r\n,:{}[]\"", p.b[p.i]) < 0 {
-				p.i++
-			}
-			if p.i == start || p.i == len(p.b) {
-				return false
-			}
-		}
-		if depth == 0 {
-			return true
-		}
-	}
 }

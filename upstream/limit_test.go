@@ -206,33 +206,6 @@ func TestLineLimiterMemory(t *testing.T) {
 	}
 }
 
-func TestResponseID(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{`{"jsonrpc":"2.0","id":1,"result":`, "1"},
-		{`{"id":"a","error":{`, `"a"`},
-		{`{"id":1e3,"result":1}`, "1e3"},
-		{`{"id":01,"result":1}`, ""},                // not a JSON number
-		{`{"id":"a` + "\x01" + `","result":1}`, ""}, // raw control in a string
-		{`{"id":12`, ""},                            // the number may go on
-		{`{"id":true,"result":1}`, ""},
-		{`{"id":{},"result":1}`, ""},
-		{`{"result":1}`, ""},
-		{`{"id":1}`, ""},
-		{`{"id":1,"method":"x","result":1}`, ""},
-		{`{"params":{"id":1},"result":2}`, ""},
-		{`{"a":[{"id":3}],"id":4,"result":2}`, "4"},
-		{`{"a":"\"id\":5","id":6,"result":`, "6"},
-		{`{"id":1 "result":1}`, ""},
-		{`  `, ""},
-		{`"id"`, ""},
-	}
-	for _, tt := range tests {
-		if got := string(responseID([]byte(tt.in))); got != tt.want {
-			t.Errorf("responseID(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-	}
-}
-
 func TestLimitBody(t *testing.T) {
 	tests := []struct {
 		name    string

@@ -92,7 +92,11 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if err != nil {
 		return nil, fmt.Errorf("marshal request: %w", err)
 	}
-	key := request.ID.String()
+	idJSON, err := json.Marshal(request.ID)
+	if err != nil {
+		return nil, fmt.Errorf("marshal request id: %w", err)
+	}
+	key := rawjson.IDKey(idJSON)
 	ch := make(chan stdioReply, 1)
 	t.mu.Lock()
 	t.pending[key] = ch
@@ -254,40 +258,6 @@ func (t *stdioTransport) readLoop() {
 	}
 }
 
-// envelope holds the members of one JSON-RPC message that routing needs, as
-// sub-slices of its line.
-type envelope struct {
-	id, method, result, rpcErr []byte
-}
-
-// parseEnvelope validates line (one JSON object) in one pass and picks its
-// envelope members. As in encoding/json, the last of duplicate members
-// counts.
-func parseEnvelope(line []byte) (envelope, error) {
-	ms, err := rawjson.Members(line)
-	if err != nil {
-		return envelope{}, err
-	}
-	var e envelope
-	for _, m := range ms {
-		v := line[m.ValueStart:m.ValueEnd]
-		switch m.Key {
-		case "id":
-			e.id = v
-		case "method":
-			e.method = v
-		case "result":
-			e.result = v
-		case "error":
-			e.rpcErr = v
-		}
-	}
-	if string(e.id) == "null" {
-		e.id = nil
-	}
-	return e, nil
-}
-
 // handleLine routes one line: a response to its waiting request, a
 // notification or a request to its handler. line is only valid during the
 // call.
@@ -296,14 +266,13 @@ func (t *stdioTransport) handleLine(line []byte) {
 	if len(line) == 0 {
 		return
 	}
-	e, err := parseEnvelope(line)
+	e, err := rawjson.ParseMessage(line)
 	if err != nil {
 		t.invalidLine(line, err)
 		return
 	}
-	hasMethod := e.method != nil && string(e.method) != `""`
-	switch {
-	case hasMethod && e.id == nil:
+	switch e.Kind {
+	case rawjson.KindNotification:
 		var n mcp.JSONRPCNotification
 		if err := json.Unmarshal(line, &n); err != nil {
 			t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
@@ -315,38 +284,43 @@ func (t *stdioTransport) handleLine(line []byte) {
 		if fn != nil {
 			fn(n)
 		}
-	case hasMethod:
+	case rawjson.KindRequest:
 		var req transport.JSONRPCRequest
 		if err := json.Unmarshal(line, &req); err != nil {
 			t.log.Debug().Err(safe(err)).Msg("undecodable request from the server dropped")
 			return
 		}
 		t.serve(req)
-	default:
+	case rawjson.KindResponse:
 		t.deliver(e)
+	default:
+		if e.ID != nil && !rawjson.IsNull(e.ID) && t.route(e.ID, stdioReply{err: fmt.Errorf("%w: %s", ErrBadResponse, e.Invalid)}) {
+			return
+		}
+		t.log.Warn().Str("reason", e.Invalid).Msg("a stdout line of the server that is not JSON-RPC 2.0 was dropped")
 	}
 }
 
 // deliver hands a response to the request waiting for it, if any.
-func (t *stdioTransport) deliver(e envelope) {
+func (t *stdioTransport) deliver(e rawjson.Message) {
 	var id mcp.RequestId
-	if e.id == nil || json.Unmarshal(e.id, &id) != nil {
+	if json.Unmarshal(e.ID, &id) != nil {
 		return
 	}
 	resp := stdioReply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id}}
-	if e.rpcErr != nil && string(e.rpcErr) != "null" {
+	if e.Error != nil && string(e.Error) != "null" {
 		var d mcp.JSONRPCErrorDetails
-		if err := json.Unmarshal(e.rpcErr, &d); err != nil {
+		if err := json.Unmarshal(e.Error, &d); err != nil {
 			resp = stdioReply{err: fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)}
 		} else {
 			resp.resp.Error = &d
 		}
 	}
-	if e.result != nil && resp.resp != nil {
+	if e.Result != nil && resp.resp != nil {
 		// The line buffer is reused for the next line: the result gets its own.
-		resp.resp.Result = append(json.RawMessage(nil), e.result...)
+		resp.resp.Result = append(json.RawMessage(nil), e.Result...)
 	}
-	t.route(id.String(), resp)
+	t.route(e.ID, resp)
 }
 
 // invalidLine handles a line that is not one valid JSON object: when its
@@ -354,18 +328,18 @@ func (t *stdioTransport) deliver(e envelope) {
 // with ErrBadResponse rather than waiting for its timeout; any other such
 // line is dropped.
 func (t *stdioTransport) invalidLine(line []byte, err error) {
-	var id mcp.RequestId
-	if raw := responseID(line[:min(len(line), idScanBytes)]); raw != nil && json.Unmarshal(raw, &id) == nil {
-		if t.route(id.String(), stdioReply{err: fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)}) {
+	if raw := rawjson.ResponseID(line[:min(len(line), idScanBytes)]); raw != nil {
+		if t.route(raw, stdioReply{err: fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)}) {
 			return
 		}
 	}
 	t.log.Warn().Err(safe(err)).Int("bytes", len(line)).Msg("a stdout line of the server that is not JSON-RPC was dropped")
 }
 
-// route gives resp to the request with the given id key and reports
-// whether one was waiting.
-func (t *stdioTransport) route(key string, r stdioReply) bool {
+// route gives resp to the request with the given id and reports whether
+// one was waiting.
+func (t *stdioTransport) route(id json.RawMessage, r stdioReply) bool {
+	key := rawjson.IDKey(id)
 	t.mu.Lock()
 	ch, ok := t.pending[key]
 	delete(t.pending, key)

@@ -21,6 +21,10 @@ Verbs:
   serve            run the proxy (the default)
   validate         check the config and print its warnings
   tools            connect and print each server's state and the agent's tools [--json]
+  tools diff [SERVER]
+                   show tool definitions that changed since they were pinned (or are new)
+  tools approve NAME... | --server SERVER | --all
+                   pin the pending definitions (NAME: server/tool or the exposed name)
   call NAME [JSON] call one tool and print its result
   import FILE      print the YAML for a Claude Desktop / Cursor / VS Code JSON config
   version          print the version
@@ -40,6 +44,9 @@ type options struct {
 	logFormat     string
 	metricsListen string
 	json          bool
+	// server and all select what tools approve approves.
+	server string
+	all    bool
 }
 
 // run is the whole program; main only wires it to the process.
@@ -48,8 +55,13 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		verb, args = args[0], args[1:]
 	}
+	// tools diff and tools approve are sub-verbs of tools.
+	sub := ""
+	if verb == "tools" && len(args) > 0 && (args[0] == "diff" || args[0] == "approve") {
+		sub, args = args[0], args[1:]
+	}
 	var o options
-	fs := flag.NewFlagSet("mcp-proxy "+verb, flag.ContinueOnError)
+	fs := flag.NewFlagSet(strings.TrimSpace("mcp-proxy "+verb+" "+sub), flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -67,13 +79,24 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
+	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
+	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
+	// Flags may follow the names of tools approve: parse around them.
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return nil
+			}
+			return &exitError{code: exitUsage, err: err}
 		}
-		return &exitError{code: exitUsage, err: err}
+		args = fs.Args()
+		if sub == "" || len(args) == 0 {
+			rest = append(rest, args...)
+			break
+		}
+		rest, args = append(rest, args[0]), args[1:]
 	}
-	rest := fs.Args()
 
 	switch verb {
 	case "version":
@@ -102,8 +125,15 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		return runValidate(cfg, path, stdout)
 	case "tools":
-		if len(rest) != 0 {
-			return usageErr("usage: mcp-proxy tools [--agent A] [--json]")
+		switch {
+		case sub == "diff" && len(rest) <= 1:
+			return runToolsDiff(cfg, strings.Join(rest, ""), stdout)
+		case sub == "diff":
+			return usageErr("usage: mcp-proxy tools diff [SERVER]")
+		case sub == "approve":
+			return runToolsApprove(cfg, rest, o.server, o.all, stdout)
+		case len(rest) != 0:
+			return usageErr("usage: mcp-proxy tools [--agent A] [--json] | tools diff [SERVER] | tools approve NAME...|--server S|--all")
 		}
 		return runTools(ctx, cfg, o, stdout, stderr)
 	case "call":

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -40,6 +41,8 @@ type runtime struct {
 	metrics  *metrics.Metrics
 	conns    map[string]*upstream.Conn
 	proxy    *downstream.Proxy
+	// integrity pins tool definitions and scans them (SPEC §13).
+	integrity *integrity.Guard
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -120,6 +123,9 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		return nil, err
 	}
 	rt.metrics = m
+	if err := rt.openGuard(cfg); err != nil {
+		return nil, err
+	}
 	var bl *blobs.Materializer
 	if cfg.Blobs.Mode != "passthrough" {
 		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
@@ -141,7 +147,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer) (*r
 		rt.log.Info().Msg("enabled: false: no upstream server is connected")
 	}
 	rt.proxy = downstream.New(downstream.Options{
-		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version,
+		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (SPEC §3).

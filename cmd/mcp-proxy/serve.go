@@ -37,6 +37,8 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	defer stopMetrics()
 	stopReload := rt.reloadOnHUP(ctx, o)
 	defer stopReload()
+	stopPins := rt.watchPins(ctx)
+	defer stopPins()
 	go func() {
 		rt.waitAll(ctx)
 		rt.summary()
@@ -73,7 +75,7 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	}
 	url := "http://" + ln.Addr().String() + cfg.Listen.Path
 	rt.log.Info().Str("url", url).Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
-	srv := &http.Server{Handler: rt.proxy.HTTPHandler(), ReadHeaderTimeout: readHeaderTimeout}
+	srv := &http.Server{Handler: rt.proxy.HTTPHandler(ln.Addr().String()), ReadHeaderTimeout: readHeaderTimeout}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -32,12 +33,31 @@ type serverReport struct {
 	State string       `json:"state"`
 	Error string       `json:"error,omitempty"`
 	Tools []toolReport `json:"tools"`
+	// Quarantined are the tools held by tool integrity (SPEC §13): not
+	// listed, calls refused.
+	Quarantined []quarantinedReport `json:"quarantined,omitempty"`
+	// PinError says why the server's pin file cannot be used.
+	PinError string `json:"pin_error,omitempty"`
 }
 
 type toolReport struct {
 	Name        string `json:"name"`
 	Original    string `json:"original"`
 	Description string `json:"description"`
+	// Findings are the description scan's findings (SPEC §13).
+	Findings []integrity.Finding `json:"findings,omitempty"`
+	// Changed: the definition differs from its pin (served under
+	// pinning: warn).
+	Changed bool `json:"changed,omitempty"`
+}
+
+type quarantinedReport struct {
+	Name        string              `json:"name"`
+	Original    string              `json:"original"`
+	Reasons     []integrity.Reason  `json:"reasons"`
+	Fingerprint string              `json:"fingerprint,omitempty"`
+	Findings    []integrity.Finding `json:"findings,omitempty"`
+	Review      string              `json:"review"`
 }
 
 func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr io.Writer) error {
@@ -47,7 +67,7 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 	}
 	defer rt.close()
 	rt.waitAll(ctx)
-	rep := buildToolsReport(rt, a, o.perCall())
+	rep := buildToolsReport(rt, a, o.perCall(), rt.reviewAll())
 	if err := printToolsReport(rep, o.json, stdout); err != nil {
 		return err
 	}
@@ -91,16 +111,53 @@ func printToolsReport(rep toolsReport, asJSON bool, stdout io.Writer) error {
 		fmt.Fprintln(tw, line)
 		for _, t := range s.Tools {
 			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, firstLine(t.Description, 80))
+			for _, f := range t.Findings {
+				fmt.Fprintf(tw, "    %s finding\t%s: %s (%s)\n", f.Level, f.Kind, f.Excerpt, f.Where)
+			}
+		}
+		for _, q := range s.Quarantined {
+			fmt.Fprintf(tw, "  ! %s\tquarantined (%s): %s\n", q.Name, joinReasons(q.Reasons), q.Review)
+			for _, f := range q.Findings {
+				fmt.Fprintf(tw, "    %s finding\t%s: %s (%s)\n", f.Level, f.Kind, f.Excerpt, f.Where)
+			}
+		}
+		if s.PinError != "" {
+			fmt.Fprintf(tw, "  pins unusable\t%s\n", s.PinError)
 		}
 	}
 	return tw.Flush()
 }
 
-func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsReport {
+func joinReasons(rs []integrity.Reason) string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return strings.Join(out, ", ")
+}
+
+// buildToolsReport lists, per granted server, the tools the agent sees and
+// the tools tool integrity holds (from reviews, by server).
+func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews map[string]*integrity.Review) toolsReport {
 	byServer := map[string][]toolReport{}
+	held := map[string][]quarantinedReport{}
 	for _, e := range rt.proxy.Catalog().Tools() {
 		t := filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
-		if e.Connected && a.Decide(t, perCall) == filter.RuleNone && a.Visible(t, nil) {
+		if !e.Connected || a.Decide(t, perCall) != filter.RuleNone || !a.Visible(t, nil) {
+			continue
+		}
+		var v *integrity.Verdict
+		if rev := reviews[e.Server]; rev != nil {
+			v = rev.Verdict(e.Name)
+		}
+		switch {
+		case v != nil && v.Held:
+			held[e.Server] = append(held[e.Server], quarantinedReport{Name: e.Exposed, Original: e.Name, Reasons: v.Reasons,
+				Fingerprint: v.Fingerprint, Findings: v.Findings, Review: reviewCommand(v)})
+		case v != nil:
+			byServer[e.Server] = append(byServer[e.Server], toolReport{Name: e.Exposed, Original: e.Name, Description: e.Description,
+				Findings: v.Findings, Changed: v.Changed})
+		default:
 			byServer[e.Server] = append(byServer[e.Server], toolReport{Name: e.Exposed, Original: e.Name, Description: e.Description})
 		}
 	}
@@ -111,7 +168,10 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsRepor
 			continue
 		}
 		s := c.Snapshot()
-		sr := serverReport{Name: name, State: s.State.String(), Tools: byServer[name]}
+		sr := serverReport{Name: name, State: s.State.String(), Tools: byServer[name], Quarantined: held[name]}
+		if rev := reviews[name]; rev != nil && rev.Err != nil {
+			sr.PinError = rev.Err.Error()
+		}
 		if sr.Tools == nil {
 			sr.Tools = []toolReport{}
 		}
@@ -127,6 +187,19 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string) toolsRepor
 	}
 	sort.Slice(rep.Servers, func(i, j int) bool { return rep.Servers[i].Name < rep.Servers[j].Name })
 	return rep
+}
+
+// reviewCommand is what an operator runs about a held tool.
+func reviewCommand(v *integrity.Verdict) string {
+	for _, r := range v.Reasons {
+		if r == integrity.ReasonChanged || r == integrity.ReasonNew {
+			return "mcp-proxy tools diff " + v.Server + "; mcp-proxy tools approve " + v.Server + "/" + v.Name
+		}
+	}
+	if len(v.Reasons) > 0 && v.Reasons[0] == integrity.ReasonScan {
+		return "re-describe it under servers." + v.Server + ".tools.overrides, or set servers." + v.Server + ".scan: warn"
+	}
+	return "repair or delete the pin file named in pin_error"
 }
 
 // firstLine returns the first line of s, cut to max runes.

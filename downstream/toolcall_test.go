@@ -44,35 +44,33 @@ func TestReadCallParams(t *testing.T) {
 	}
 }
 
-func TestDirectCallsBounds(t *testing.T) {
-	var d directCalls
+func TestInflightBounds(t *testing.T) {
+	var f inflight
 	noop := func() {}
-	if !d.add(exactIDKey(json.RawMessage(`12345678901234567890`)), noop) ||
-		!d.add(exactIDKey(json.RawMessage(`12345678901234567891`)), noop) {
+	if f.add(json.RawMessage(`12345678901234567890`), noop) != nil || f.add(json.RawMessage(`12345678901234567891`), noop) != nil {
 		t.Fatal("ids that differ beyond float64 precision collided")
 	}
-	if d.add(exactIDKey(json.RawMessage(`"x"`)), noop) != true || d.add(exactIDKey(json.RawMessage(`"\u0078"`)), noop) {
-		t.Error("a repeated string id (spelled differently) was taken as a new call")
+	if f.add(json.RawMessage(`"x"`), noop) != nil || f.add(json.RawMessage(`"\u0078"`), noop) != errRepeatedID {
+		t.Error("a repeated string id (spelled differently) was taken as a new request")
 	}
-	for i := len(d.cancel); i < maxDirectCalls; i++ {
-		if !d.add(fmt.Sprint("n:", i+100), noop) {
-			t.Fatalf("call %d refused below the bound", i)
+	for i := f.count(); i < maxInflight; i++ {
+		if werr := f.add(json.RawMessage(fmt.Sprint(i+100)), noop); werr != nil {
+			t.Fatalf("request %d refused below the bound: %v", i, werr)
 		}
 	}
-	if d.add("n:over", noop) {
-		t.Errorf("call %d taken beyond maxDirectCalls", maxDirectCalls+1)
+	if f.add(json.RawMessage(`"over"`), noop) != errTooMany {
+		t.Errorf("request %d taken beyond maxInflight", maxInflight+1)
 	}
-	d.done(exactIDKey(json.RawMessage(`"x"`)))
-	if !d.add("n:over", noop) {
+	f.done(json.RawMessage(`"x"`))
+	if f.add(json.RawMessage(`"over"`), noop) != nil {
 		t.Error("a freed place was not reused")
 	}
 }
 
-// The stdio fast path keeps what mcp-go gave a tools/call: a tool call
-// cancelled by the client ends upstream and answers; a malformed call gets
-// -32602; a repeated id of a call in flight is refused and the first call
-// still answers.
-func TestServeStdioFastPathCalls(t *testing.T) {
+// A tool call cancelled by the client ends upstream and answers; a
+// malformed call gets -32602; a repeated id of a call in flight is refused
+// and the first call still answers.
+func TestServeStdioCalls(t *testing.T) {
 	fx := connected(echoTool)
 	upstreamDone := make(chan error, 4)
 	waiting := make(chan struct{}, 4)
@@ -97,8 +95,8 @@ func TestServeStdioFastPathCalls(t *testing.T) {
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{"wait":true}}}`)
 	<-waiting
 	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
-	if got := c.recv(`5`); !strings.Contains(got, `"code":-32000`) || !strings.Contains(got, "repeated request id") {
-		t.Errorf("repeated id in flight = %s; want a -32000 refusal", got)
+	if got := c.recv(`5`); !strings.Contains(got, `"code":-32600`) || !strings.Contains(got, "still being answered") {
+		t.Errorf("repeated id in flight = %s; want a -32600 refusal", got)
 	}
 	c.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":5,"reason":"user"}}`)
 	select {
@@ -138,7 +136,7 @@ func TestCallRefreshesLaggingCatalog(t *testing.T) {
 	}
 }
 
-// FuzzReadCallParams: the fast path's reading of client params agrees with
+// FuzzReadCallParams: the proxy's reading of client params agrees with
 // encoding/json on every params object it accepts (name, and the bytes of
 // arguments and _meta), and never panics on anything else.
 func FuzzReadCallParams(f *testing.F) {
@@ -166,7 +164,7 @@ func FuzzReadCallParams(f *testing.F) {
 			t.Fatalf("accepted %q, which encoding/json refuses: %v", params, err)
 		}
 		if dupKeys(params) || foldedKeys(params) {
-			// encoding/json reads the last of equal keys (the wire layer
+			// encoding/json reads the last of equal keys (the route
 			// refuses such requests earlier) and matches member names
 			// regardless of case (JSON-RPC and MCP do not: "Name" is not
 			// the tool name).
@@ -184,8 +182,8 @@ func FuzzReadCallParams(f *testing.F) {
 	})
 }
 
-// foldedKeys reports whether a top-level member name differs from one the
-// fast path reads only in case.
+// foldedKeys reports whether a top-level member name differs from one
+// readCallParams reads only in case.
 func foldedKeys(obj []byte) bool {
 	ms, _ := rawjson.Members(obj)
 	for _, m := range ms {
@@ -199,14 +197,11 @@ func foldedKeys(obj []byte) bool {
 }
 
 // dupKeys reports whether the top-level object repeats a member name.
-func dupKeys(obj []byte) bool {
-	env, _ := readEnvelope(obj)
-	return env.repeats
-}
+func dupKeys(obj []byte) bool { return rawjson.Unique(obj) != nil }
 
 // A notifications/cancelled written right behind its tools/call (the same
-// write, the next line) cancels the call: the fast path registers the call
-// on the read loop, before the next line is read.
+// write, the next line) cancels the call: the call is registered on the
+// read loop, before the next line is read.
 func TestServeStdioCancelRightBehindCall(t *testing.T) {
 	fx := connected(echoTool)
 	upstreamDone := make(chan error, 16)

@@ -1,0 +1,263 @@
+package authn
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
+)
+
+// Results of an authentication: the values of the result label of
+// mcp_proxy_auth_total, and Failure.Result.
+const (
+	// ResultOK: a credential was required and accepted.
+	ResultOK = "ok"
+	// ResultMissing: no bearer token where one is required.
+	ResultMissing = "missing"
+	// ResultInvalid: a token that is not a static token of the agent and not
+	// a valid access token (malformed, bad signature, unknown key, wrong
+	// issuer, disallowed algorithm, inactive).
+	ResultInvalid = "invalid"
+	// ResultExpired: an access token past its exp (60 s of skew allowed).
+	ResultExpired = "expired"
+	// ResultWrongAudience: a valid access token for another resource.
+	ResultWrongAudience = "wrong_audience"
+	// ResultInsufficientScope: a valid token lacking a required scope.
+	ResultInsufficientScope = "insufficient_scope"
+	// ResultNoAgent: on the default endpoint, no agent's match rules hold
+	// for the token's claims.
+	ResultNoAgent = "no_agent"
+	// ResultForbiddenAgent: on /agents/<a>/mcp, a token that does not match
+	// agent a, or a static token of another agent.
+	ResultForbiddenAgent = "forbidden_agent"
+	// ResultUnavailable: the authorization server's keys or introspection
+	// endpoint could not be reached and nothing cached could answer.
+	ResultUnavailable = "unavailable"
+)
+
+// Method is how a Principal was authenticated.
+type Method string
+
+// Methods of authentication.
+const (
+	// MethodNone: the endpoint's agent needs no credential (it has no
+	// tokens and listen.auth is not set; SPEC §4, loopback setups).
+	MethodNone Method = "none"
+	// MethodStatic: one of the agent's configured tokens.
+	MethodStatic Method = "static"
+	// MethodOAuth: an access token of listen.auth's issuer.
+	MethodOAuth Method = "oauth"
+)
+
+// Principal is who a request comes from. It never holds the token.
+type Principal struct {
+	// Agent is the configured agent to serve.
+	Agent string
+	// Method says how the request was authenticated.
+	Method Method
+	// TokenIndex is the index of the matching token in agents.<a>.tokens
+	// (MethodStatic); -1 otherwise.
+	TokenIndex int
+	// Subject is the token's sub claim (MethodOAuth); "" otherwise.
+	Subject string
+	// ClientID is the client the token was issued to (azp or client_id),
+	// when the token says (MethodOAuth).
+	ClientID string
+	// Scopes are the token's scopes (MethodOAuth).
+	Scopes []string
+	// Expiry is when the access token expires; zero for static tokens and
+	// for introspected tokens without exp.
+	Expiry time.Time
+}
+
+// Options are the optional collaborators of an Authenticator. The zero value
+// is usable.
+type Options struct {
+	// BoundAddr is the address the listener actually bound (host:port). It
+	// builds the default public URL (http://<addr>) when listen.public_url
+	// is unset; "" means listen.addr.
+	BoundAddr string
+	// Client makes the requests to the authorization server: metadata
+	// discovery, JWKS and introspection. nil means a client with a
+	// fetchTimeout timeout.
+	Client *http.Client
+	// Metrics counts outcomes in mcp_proxy_auth_total; nil records nothing.
+	Metrics *metrics.Metrics
+	// Log receives warnings about the authorization server (unreachable
+	// keys or introspection) and one debug line per refusal; never a token.
+	Log zerolog.Logger
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Authenticator authenticates the requests of the HTTP listener's MCP
+// endpoints for one config. Build it with New.
+type Authenticator struct {
+	cfg          *config.Config
+	order        []string // agents in config order
+	defaultAgent string   // agent of the default endpoint; "" when none
+	public       string   // public URL, no trailing slash
+	publicPath   string   // path of the public URL ("" or "/prefix")
+	path         string   // listen.path
+	oauth        *verifier
+	metrics      *metrics.Metrics
+	log          zerolog.Logger
+}
+
+// New returns the Authenticator of cfg, which must be valid (Parse or
+// Validate passed). cfg must not be modified afterwards. New does no I/O:
+// the authorization server is first asked when a token needs it.
+func New(cfg *config.Config, opts Options) *Authenticator {
+	a := &Authenticator{
+		cfg:     cfg,
+		order:   cfg.AgentsInOrder(),
+		public:  cfg.Listen.PublicURLFor(opts.BoundAddr),
+		path:    cfg.Listen.Path,
+		metrics: opts.Metrics,
+		log:     opts.Log,
+	}
+	if i := strings.Index(a.public, "://"); i >= 0 {
+		if j := strings.IndexByte(a.public[i+3:], '/'); j >= 0 {
+			a.publicPath = a.public[i+3+j:]
+		}
+	}
+	if cfg.HasAgents() {
+		a.defaultAgent = cfg.DefaultAgent
+	} else {
+		a.defaultAgent = config.ImplicitAgent
+	}
+	if cfg.Listen.Auth != nil {
+		a.oauth = newVerifier(cfg.Listen.Auth, opts)
+	}
+	return a
+}
+
+// OAuth reports whether listen.auth is set: then every request needs a
+// credential and MetadataHandler serves metadata.
+func (a *Authenticator) OAuth() bool { return a.oauth != nil }
+
+// Authenticate decides one request of an MCP endpoint. pathAgent is the <a>
+// of /agents/<a>/mcp, or "" for the default endpoint (listen.path). It reads
+// only r's Authorization header and context (a token check that must ask
+// the authorization server is bounded by r's context and fetchTimeout), and
+// does not modify r.
+//
+// Exactly one result is non-nil. A Principal names the agent to serve: on
+// the default endpoint it is default_agent for static tokens and requests
+// without a credential, and the first agent in config order whose match
+// rules hold for an access token. A Failure says what to answer; write it
+// with Failure.Write. Every outcome but MethodNone and 404 is counted in
+// mcp_proxy_auth_total.
+func (a *Authenticator) Authenticate(r *http.Request, pathAgent string) (*Principal, *Failure) {
+	agent := pathAgent
+	if agent == "" {
+		agent = a.defaultAgent
+	}
+	if agent != "" && a.agentConfig(agent) == nil || agent == "" && a.oauth == nil {
+		return nil, a.unknownAgent(pathAgent)
+	}
+	tok, ok := bearerToken(r.Header.Get("Authorization"))
+	if a.oauth == nil {
+		return a.staticOnly(agent, tok, ok)
+	}
+	if !ok {
+		return nil, a.fail(pathAgent, ResultMissing)
+	}
+	if owner, idx := a.staticOwner(tok, agent); owner == agent && agent != "" {
+		a.count(agent, ResultOK)
+		return &Principal{Agent: agent, Method: MethodStatic, TokenIndex: idx}, nil
+	} else if owner != "" {
+		// A static token of another agent: refused here, and never sent to
+		// the introspection endpoint.
+		return nil, a.forbidden(pathAgent, ResultForbiddenAgent,
+			"Forbidden: a static token serves only its own agent's endpoint")
+	}
+	info, res := a.oauth.verify(r.Context(), tok, a.audiences(pathAgent))
+	if res != "" {
+		a.log.Debug().Str("agent", agent).Str("result", res).Msg("access token refused")
+		return nil, a.fail(pathAgent, res)
+	}
+	if missing := a.oauth.missingScopes(info.scopes); len(missing) > 0 {
+		return nil, a.fail(pathAgent, ResultInsufficientScope)
+	}
+	p := &Principal{Method: MethodOAuth, TokenIndex: -1, Subject: info.subject,
+		ClientID: info.clientID, Scopes: info.scopes, Expiry: info.expiry}
+	if pathAgent != "" {
+		if !matches(a.agentConfig(pathAgent).Match, info.claims) {
+			return nil, a.forbidden(pathAgent, ResultForbiddenAgent,
+				"Forbidden: the token's claims do not match agent "+strconv.Quote(pathAgent))
+		}
+		p.Agent = pathAgent
+	} else {
+		for _, name := range a.order {
+			if matches(a.agentConfig(name).Match, info.claims) {
+				p.Agent = name
+				break
+			}
+		}
+		if p.Agent == "" {
+			return nil, a.forbidden("", ResultNoAgent, "Forbidden: the token's claims match no agent")
+		}
+	}
+	a.count(p.Agent, ResultOK)
+	return p, nil
+}
+
+// staticOnly applies SPEC §4 as it stands without listen.auth.
+func (a *Authenticator) staticOnly(agent, tok string, ok bool) (*Principal, *Failure) {
+	tokens := a.agentConfig(agent).Tokens
+	if len(tokens) == 0 {
+		return &Principal{Agent: agent, Method: MethodNone, TokenIndex: -1}, nil
+	}
+	if idx := matchStatic(tok, tokens); ok && idx >= 0 {
+		a.count(agent, ResultOK)
+		return &Principal{Agent: agent, Method: MethodStatic, TokenIndex: idx}, nil
+	}
+	res := ResultInvalid
+	if !ok {
+		res = ResultMissing
+	}
+	a.count(agent, res)
+	return nil, &Failure{
+		Status:  http.StatusUnauthorized,
+		Header:  http.Header{"Www-Authenticate": {`Bearer realm="mcp-proxy"`}},
+		Message: "Unauthorized: a valid bearer token for agent " + strconv.Quote(agent) + " is required",
+		Result:  res,
+	}
+}
+
+// agentConfig returns the configured agent (the implicit one when there
+// are no agents), or nil.
+func (a *Authenticator) agentConfig(name string) *config.Agent {
+	if !a.cfg.HasAgents() {
+		if name == config.ImplicitAgent {
+			return &config.Agent{Name: name}
+		}
+		return nil
+	}
+	return a.cfg.Agents[name]
+}
+
+// count records one outcome. agent is a configured name or "".
+func (a *Authenticator) count(agent, result string) { a.metrics.Auth(agent, result) }
+
+// unknownAgent is the 404 of an endpoint without a configured agent (the
+// text lists the agents, as SPEC §5 asks). It is not an authentication
+// outcome and is not counted.
+func (a *Authenticator) unknownAgent(pathAgent string) *Failure {
+	var msg string
+	switch {
+	case !a.cfg.HasAgents():
+		msg = "unknown agent " + strconv.Quote(pathAgent) + ": no agents are configured; the implicit agent is " + strconv.Quote(config.ImplicitAgent)
+	case pathAgent == "":
+		msg = "unknown agent: no agent named and no default_agent set; agents: " + strings.Join(a.cfg.AgentNames(), ", ")
+	default:
+		msg = "unknown agent " + strconv.Quote(pathAgent) + "; agents: " + strings.Join(a.cfg.AgentNames(), ", ")
+	}
+	return &Failure{Status: http.StatusNotFound, Header: http.Header{}, Message: msg}
+}

@@ -1,0 +1,299 @@
+package authn
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/ed25519"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	"github.com/rs/zerolog"
+)
+
+// Key set timing.
+const (
+	// refetchInterval is the least time between two fetches of the key set
+	// once keys are cached (SPEC §12.2: an unknown kid refetches at most
+	// once a minute), so a flood of tokens with made-up key ids costs the
+	// issuer one request a minute.
+	refetchInterval = time.Minute
+	// retryInterval is the least time between fetches while no key was ever
+	// fetched: short, so a proxy started while the issuer was down recovers
+	// quickly, yet it never hammers the issuer.
+	retryInterval = 10 * time.Second
+	// keysMaxAge is how long a fetched set is used without asking again; a
+	// key the issuer withdrew stops verifying within it. A failed refresh
+	// keeps the cached keys.
+	keysMaxAge = time.Hour
+)
+
+// maxDocumentBytes bounds a metadata document or key set from the
+// authorization server; real ones are a few KiB.
+const maxDocumentBytes = 1 << 20
+
+// Errors of the key set. None names a URL's secret or a response body.
+var (
+	// errUnavailable: no key set could be fetched and none is cached.
+	errUnavailable = errors.New("the issuer's keys cannot be fetched")
+	// errNoJWKS: the issuer's metadata names no jwks_uri.
+	errNoJWKS = errors.New("the issuer publishes no key set")
+	// errUnknownKey: the token's key id is not in the (refetched) set.
+	errUnknownKey = errors.New("unknown signing key")
+	// errBadSignature: no key verifies the signature.
+	errBadSignature = errors.New("bad signature")
+)
+
+// keySet caches the issuer's signing keys (JWKS). It fetches on demand,
+// never in the background: the first token fetches, an unknown key id
+// refetches at most once per refetchInterval, and a set older than
+// keysMaxAge is refreshed by the next token. A fetch that fails keeps the
+// cached keys working; unknown keys then fail closed.
+type keySet struct {
+	client  *http.Client
+	issuer  string
+	jwksURL string // listen.auth.jwks_url; "" means discover it
+	now     func() time.Time
+	log     zerolog.Logger
+
+	fetchMu sync.Mutex // one fetch at a time
+
+	mu        sync.RWMutex
+	keys      []jose.JSONWebKey
+	loaded    bool      // keys were fetched at least once
+	fetched   time.Time // last successful fetch
+	attempted time.Time // last fetch attempt
+	lastErr   error     // errUnavailable or errNoJWKS while !loaded
+	location  string    // the key set URL, once known
+}
+
+// lookup returns the cached keys that may have signed a token with key id
+// kid and algorithm alg (all keys usable with alg when kid is ""). force
+// asks for a refetch even if such keys are cached (still rate-limited).
+func (s *keySet) lookup(ctx context.Context, kid, alg string, force bool) ([]jose.JSONWebKey, error) {
+	s.mu.RLock()
+	cand := candidates(s.keys, kid, alg)
+	loaded, stale := s.loaded, s.now().Sub(s.fetched) > keysMaxAge
+	s.mu.RUnlock()
+	switch {
+	case !loaded || len(cand) == 0 || force:
+		s.refresh(ctx, true)
+	case stale:
+		s.refresh(ctx, false)
+	default:
+		return cand, nil
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.loaded {
+		if s.lastErr == nil {
+			return nil, errUnavailable
+		}
+		return nil, s.lastErr
+	}
+	if cand = candidates(s.keys, kid, alg); len(cand) == 0 {
+		return nil, errUnknownKey
+	}
+	return cand, nil
+}
+
+// candidates filters keys by key id and algorithm.
+func candidates(keys []jose.JSONWebKey, kid, alg string) []jose.JSONWebKey {
+	var out []jose.JSONWebKey
+	for _, k := range keys {
+		if (kid == "" || k.KeyID == kid) && (k.Algorithm == "" || k.Algorithm == alg) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// refresh fetches the key set unless the last attempt is too recent. wait
+// false gives up at once when another request is already fetching (the
+// caller has usable keys).
+func (s *keySet) refresh(ctx context.Context, wait bool) {
+	if wait {
+		s.fetchMu.Lock()
+	} else if !s.fetchMu.TryLock() {
+		return
+	}
+	defer s.fetchMu.Unlock()
+	now := s.now()
+	s.mu.Lock()
+	gap := retryInterval
+	if s.loaded {
+		gap = refetchInterval
+	}
+	if !s.attempted.IsZero() && now.Sub(s.attempted) < gap {
+		s.mu.Unlock()
+		return
+	}
+	s.attempted = now
+	location := s.location
+	s.mu.Unlock()
+
+	// The fetch serves every waiting request: a client that goes away must
+	// not cancel it (and spend the attempt).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), fetchTimeout)
+	defer cancel()
+	var err error
+	if location == "" {
+		location, err = s.locate(ctx)
+	}
+	var keys []jose.JSONWebKey
+	if err == nil {
+		keys, err = fetchKeySet(ctx, s.client, location)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.location = location
+	if err != nil {
+		s.log.Warn().Err(err).Str("issuer", s.issuer).Bool("cached_keys", s.loaded).
+			Msg("cannot fetch the OAuth issuer's signing keys")
+		if !s.loaded {
+			s.lastErr = errUnavailable
+			if errors.Is(err, errNoJWKS) {
+				s.lastErr = errNoJWKS
+			}
+		}
+		return
+	}
+	s.keys, s.loaded, s.fetched = keys, true, now
+}
+
+// locate returns the key set URL: jwks_url, else the jwks_uri of the
+// issuer's metadata.
+func (s *keySet) locate(ctx context.Context) (string, error) {
+	if s.jwksURL != "" {
+		return s.jwksURL, nil
+	}
+	return discoverJWKS(ctx, s.client, s.issuer)
+}
+
+// metadataURLs are the places of an issuer's metadata, in the order the
+// MCP authorization spec tries them: OAuth 2.0 authorization server
+// metadata (RFC 8414) with the path inserted, then OpenID Connect
+// discovery inserted and appended. An issuer without path has two.
+func metadataURLs(issuer string) []string {
+	u, err := url.Parse(issuer)
+	if err != nil {
+		return nil
+	}
+	path := strings.TrimSuffix(u.Path, "/")
+	at := func(p string) string {
+		c := *u
+		c.Path, c.RawPath = p, ""
+		return c.String()
+	}
+	if path == "" {
+		return []string{at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")}
+	}
+	return []string{
+		at("/.well-known/oauth-authorization-server" + path),
+		at("/.well-known/openid-configuration" + path),
+		at(path + "/.well-known/openid-configuration"),
+	}
+}
+
+// discoverJWKS reads the issuer's metadata and returns its jwks_uri. The
+// metadata must name the same issuer (RFC 8414 §3.3), or an attacker able
+// to serve one well-known path could hand out keys for another issuer.
+func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (string, error) {
+	var firstErr error
+	for _, u := range metadataURLs(issuer) {
+		var meta struct {
+			Issuer  string `json:"issuer"`
+			JWKSURI string `json:"jwks_uri"`
+		}
+		status, err := getJSON(ctx, client, u, &meta)
+		switch {
+		case err == nil && !sameIssuer(meta.Issuer, issuer):
+			err = fmt.Errorf("metadata at %s names another issuer", u)
+		case err == nil && meta.JWKSURI == "":
+			return "", errNoJWKS
+		case err == nil:
+			if p, perr := url.Parse(meta.JWKSURI); perr != nil || (p.Scheme != "https" && p.Scheme != "http") {
+				return "", fmt.Errorf("metadata at %s: jwks_uri is not an http(s) URL", u)
+			}
+			return meta.JWKSURI, nil
+		case status >= 400 && status < 500:
+			continue // not at this place; try the next
+		}
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if firstErr == nil {
+		firstErr = fmt.Errorf("no authorization server metadata for issuer %s", issuer)
+	}
+	return "", firstErr
+}
+
+// fetchKeySet fetches a JWKS and keeps its public signature keys of types
+// the allowed algorithms use (RSA, EC, OKP). Keys of other types, keys for
+// encryption and symmetric keys are skipped, as RFC 7517 §5 lets a reader
+// skip what it does not understand; a private key is reduced to its public
+// half.
+func fetchKeySet(ctx context.Context, client *http.Client, location string) ([]jose.JSONWebKey, error) {
+	var doc struct {
+		Keys []json.RawMessage `json:"keys"`
+	}
+	if _, err := getJSON(ctx, client, location, &doc); err != nil {
+		return nil, err
+	}
+	var out []jose.JSONWebKey
+	for _, raw := range doc.Keys {
+		var k jose.JSONWebKey
+		if json.Unmarshal(raw, &k) != nil || (k.Use != "" && k.Use != "sig") {
+			continue
+		}
+		pub := k.Public()
+		switch pub.Key.(type) {
+		case *rsa.PublicKey, *ecdsa.PublicKey, ed25519.PublicKey:
+			out = append(out, pub)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("key set at %s holds no usable signature key", location)
+	}
+	return out, nil
+}
+
+// getJSON GETs url and decodes its JSON body (at most maxDocumentBytes)
+// into dst. status is the HTTP status, 0 when no response came. The error
+// names the URL and status, never the body.
+func getJSON(ctx context.Context, client *http.Client, url string, dst any) (status int, err error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("GET %s: %w", url, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocumentBytes))
+		return resp.StatusCode, fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
+	if err != nil {
+		return resp.StatusCode, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if len(body) > maxDocumentBytes {
+		return resp.StatusCode, fmt.Errorf("GET %s: larger than %d bytes", url, maxDocumentBytes)
+	}
+	if err := json.Unmarshal(body, dst); err != nil {
+		return resp.StatusCode, fmt.Errorf("GET %s: not a JSON document of the expected shape", url)
+	}
+	return resp.StatusCode, nil
+}

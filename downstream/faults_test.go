@@ -1,0 +1,284 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// An upstream tool exposed bare as "tool_search" (prefix "") is an upstream
+// tool like any other: under autonomy supervised it needs approval. Only
+// the proxy's own tool_search is never asked about.
+func TestUpstreamToolSearchNeedsApproval(t *testing.T) {
+	fx := connected(`{"name":"tool_search","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		t.Error("the upstream tool ran without approval")
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture, prefix: ""}
+bundles:
+  all: {servers: [fx]}
+agents:
+  dev: {mcp_bundles: [all], autonomy: supervised}
+default_agent: dev
+`, map[string]*fakeUpstream{"fx": fx})
+	res, err := p.CallTool(context.Background(), "", nil, "tool_search", json.RawMessage(`{"query":"x"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if text, isErr := resultText(t, res); !isErr || !strings.Contains(text, "needs approval") {
+		t.Errorf("result = %s; want the refusal of a call that needs approval", res)
+	}
+}
+
+// logLevelUpstream records the logging/setLevel requests it gets.
+func logLevelUpstream() (*fakeUpstream, func() []string) {
+	u := &fakeUpstream{}
+	u.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Logging: true}})
+	var mu sync.Mutex
+	var levels []string
+	u.RequestFn = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "logging/setLevel" {
+			l, _ := stringMember(params, "level")
+			mu.Lock()
+			levels = append(levels, l)
+			mu.Unlock()
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	return u, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return append([]string(nil), levels...)
+	}
+}
+
+// logging/setLevel reaches only the servers the session's agent is granted;
+// each server gets the most verbose level of the sessions granted it.
+func TestSetLevelReachesGrantedServersOnly(t *testing.T) {
+	fx, fxLevels := logLevelUpstream()
+	gx, gxLevels := logLevelUpstream()
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+  gx: {command: fixture}
+bundles:
+  f: {servers: [fx]}
+  g: {servers: [gx]}
+agents:
+  a: {mcp_bundles: [f]}
+  b: {mcp_bundles: [g]}
+`, map[string]*fakeUpstream{"fx": fx, "gx": gx})
+	sa, _ := testSession(p, "a", nil)
+	sb, _ := testSession(p, "b", nil)
+	p.sessions.add(sa)
+	p.sessions.add(sb)
+	setLevel := func(s *session, level string) {
+		t.Helper()
+		if _, werr := p.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
+			t.Fatal(werr)
+		}
+	}
+	waitFor := func(what string, got func() []string, want []string) {
+		t.Helper()
+		deadline := time.Now().Add(5 * time.Second)
+		for !slices.Equal(got(), want) && time.Now().Before(deadline) {
+			time.Sleep(5 * time.Millisecond)
+		}
+		if g := got(); !slices.Equal(g, want) {
+			t.Errorf("%s got levels %v, want %v", what, g, want)
+		}
+	}
+	setLevel(sb, "debug")
+	waitFor("gx", gxLevels, []string{"debug"})
+	setLevel(sa, "warning")
+	waitFor("fx", fxLevels, []string{"warning"})
+	waitFor("gx (untouched by a's level)", gxLevels, []string{"debug"})
+	sa2, _ := testSession(p, "a", nil)
+	p.sessions.add(sa2)
+	setLevel(sa2, "error") // less verbose than a's other session: fx keeps warning
+	time.Sleep(50 * time.Millisecond)
+	waitFor("fx", fxLevels, []string{"warning"})
+}
+
+// A stateless client's approval answer is good once, for the call it was
+// asked about, and only until the approval timeout (SPEC §5): a replayed
+// answer runs nothing.
+func TestStatelessApprovalIsSingleUse(t *testing.T) {
+	fx := connected(echoTool)
+	var mu sync.Mutex
+	ran := 0
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		ran++
+		mu.Unlock()
+		return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
+	}
+	m := map[string]Upstream{"fx": fx}
+	p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: m, Logger: testLogger(), ApprovalTimeout: 300 * time.Millisecond, Version: "test"})
+	p.Refresh()
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	ask := func(args string) string {
+		t.Helper()
+		first := statelessCall(t, url, `{"name":"fx__echo","arguments":`+args+`,`+meta+`}`)
+		state := regexp.MustCompile(`"requestState":"(px-approval-[0-9a-f]+)"`).FindStringSubmatch(first[len(first)-1])
+		if state == nil {
+			t.Fatalf("first reply = %q; want an approval question", first)
+		}
+		return state[1]
+	}
+	answer := func(args, state string) string {
+		t.Helper()
+		got := statelessCall(t, url, `{"name":"fx__echo","arguments":`+args+`,"requestState":"`+state+`",`+
+			`"inputResponses":{"mcp-proxy/approval":{"action":"accept","content":{"decision":"approve"}}},`+meta+`}`)
+		return got[len(got)-1]
+	}
+	state := ask(`{"x":1}`)
+	if got := answer(`{"x":1}`, state); !strings.Contains(got, `"text":"ran"`) {
+		t.Fatalf("approved call = %s", got)
+	}
+	for range 2 {
+		if got := answer(`{"x":1}`, state); !strings.Contains(got, "already used") {
+			t.Errorf("replayed approval = %s; want a refusal", got)
+		}
+	}
+	other := ask(`{"x":1}`)
+	if got := answer(`{"x":2}`, other); !strings.Contains(got, "belongs to another call") {
+		t.Errorf("approval moved to other arguments = %s; want a refusal", got)
+	}
+	late := ask(`{"x":3}`)
+	time.Sleep(400 * time.Millisecond)
+	if got := answer(`{"x":3}`, late); !strings.Contains(got, "after the approval timeout") {
+		t.Errorf("late approval = %s; want a refusal", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if ran != 1 {
+		t.Errorf("the tool ran %d times, want once", ran)
+	}
+}
+
+// A dynamic tool_filter_group woken by a tool_search query lists its tools
+// in deferred mode too, not only the tools the search returned.
+func TestDynamicGroupInDeferredMode(t *testing.T) {
+	var tools []string
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		tools = append(tools, `{"name":"note_`+n+`","description":"Note `+n+`.","inputSchema":{"type":"object"}}`)
+	}
+	fx := connected(tools...)
+	p := newProxy(t, `
+startup_wait: 1s
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture}
+bundles:
+  all: {servers: [fx]}
+agents:
+  dev:
+    mcp_bundles: [all]
+    deferred_loading: true
+    tool_filter_groups: [{mode: dynamic, tools: ["fx__note_*"], keywords: [notes]}]
+default_agent: dev
+`, map[string]*fakeUpstream{"fx": fx})
+	st, _ := testSession(p, "dev", nil)
+	before := listedNames(t, p.listFor(st))
+	if slices.Contains(before, "fx__note_a") {
+		t.Fatalf("listed before any query: %v", before)
+	}
+	if _, werr := p.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search",
+		json.RawMessage(`{"query":"show my notes","max_results":1}`), nil); werr != nil {
+		t.Fatal(werr)
+	}
+	after := listedNames(t, p.listFor(st))
+	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
+		if !slices.Contains(after, "fx__note_"+n) {
+			t.Errorf("fx__note_%s not listed after a query naming the group's keyword: %v", n, after)
+		}
+	}
+}
+
+// rootsUpstream is a fake upstream that records its notifications.
+type rootsUpstream struct {
+	*fakeUpstream
+	mu    sync.Mutex
+	notes []string
+}
+
+func (r *rootsUpstream) Notify(_ context.Context, method string, _ json.RawMessage) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.notes = append(r.notes, method)
+	return nil
+}
+
+// A roots/list no call owns is answered (SPEC §1.4): over stdio by the one
+// client when it has roots, else with the server's configured roots, else
+// an empty list. A client's roots/list_changed reaches the servers its
+// agent is granted.
+func TestRootsWithoutCall(t *testing.T) {
+	fx := &rootsUpstream{fakeUpstream: connected()}
+	gx := connected()
+	p := New(Options{Config: parseConfig(t, `
+blobs: {mode: passthrough}
+servers:
+  fx: {command: fixture, roots: [{uri: "file:///srv/data", name: data}]}
+  gx: {command: fixture}
+`), Upstreams: map[string]Upstream{"fx": fx, "gx": gx}, Logger: testLogger(), Version: "test"})
+	p.Refresh()
+	ctx := context.Background()
+	for srv, want := range map[string]string{"fx": `{"roots":[{"uri":"file:///srv/data","name":"data"}]}`, "gx": `{"roots":[]}`} {
+		got, err := p.OnUpstreamRequest(ctx, srv, "roots/list", nil)
+		if err != nil || string(got) != want {
+			t.Errorf("%s without any client: %s, %v; want %s", srv, got, err, want)
+		}
+	}
+	c := startStdio(t, p)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}}}}`)
+	c.recv(`0`)
+	done := make(chan string, 1)
+	go func() {
+		got, err := p.OnUpstreamRequest(ctx, "gx", "roots/list", nil)
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- string(got)
+	}()
+	var ask string
+	for ask == "" {
+		if l := c.next(); strings.Contains(l, `"method":"roots/list"`) {
+			ask = l
+		}
+	}
+	id := regexp.MustCompile(`"id":(\d+)`).FindStringSubmatch(ask)[1]
+	c.send(`{"jsonrpc":"2.0","id":` + id + `,"result":{"roots":[{"uri":"file:///home/me"}]}}`)
+	if got := <-done; got != `{"roots":[{"uri":"file:///home/me"}]}` {
+		t.Errorf("over stdio the client's answer is relayed: got %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"}`)
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		fx.mu.Lock()
+		n := slices.Contains(fx.notes, "notifications/roots/list_changed")
+		fx.mu.Unlock()
+		if n {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the client's roots/list_changed did not reach the upstream")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

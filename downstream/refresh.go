@@ -1,0 +1,140 @@
+package downstream
+
+import (
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/integrity"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// catalogState is the catalog part of the proxy: the current catalog and
+// what it was built from, so that a Refresh with nothing new does nothing.
+type catalogState struct {
+	current atomic.Pointer[Catalog]
+
+	mu        sync.Mutex // serializes builds
+	lastTools map[string][]upstream.Tool
+	// built is what the current catalog was built from: Refresh has nothing
+	// to do while the generation and every snapshot are the same.
+	builtGen   *generation
+	builtSnaps []*upstream.Snapshot
+	// calls counts Refresh calls; covered (guarded by mu) is the count when
+	// the last build began reading snapshots. A call waiting for mu whose
+	// number is covered has been served by that build.
+	calls   atomic.Uint64
+	covered uint64
+}
+
+// reviewer is tool integrity's review for the catalog of g, nil when the
+// proxy has no guard.
+func (p *Proxy) reviewer(g *generation) reviewer {
+	guard := p.opts.Integrity
+	if guard == nil {
+		return nil
+	}
+	return func(server string, tools []upstream.Tool, peers *integrity.Peers) []integrity.Verdict {
+		in := integrity.Server{Name: server, Policy: integrity.PolicyOf(g.cfg, server), Tools: make([]integrity.Tool, len(tools))}
+		for i, t := range tools {
+			in.Tools[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
+		}
+		return guard.Review(in, peers).Verdicts
+	}
+}
+
+// Reevaluate rebuilds the catalog although no upstream changed: tool
+// integrity's verdicts did (an approval made by another process).
+func (p *Proxy) Reevaluate() {
+	c := &p.catalogs
+	c.mu.Lock()
+	c.builtGen = nil
+	c.mu.Unlock()
+	p.Refresh()
+}
+
+func (c *catalogState) init(style namespace.Style) {
+	c.lastTools = map[string][]upstream.Tool{}
+	empty := buildCatalog(style, nil)
+	empty.surface, _ = buildSurface(style, nil)
+	c.current.Store(empty)
+}
+
+// Refresh rebuilds the catalog from the upstreams' current snapshots and,
+// when the listed tools changed, sends notifications/tools/list_changed to
+// every initialized session (and the resources and prompts ones when those
+// lists changed). It is called after every upstream snapshot and is cheap
+// when nothing changed. Calls that pile up while a build runs are served by
+// one build that starts after all of them (20 upstreams connecting at once
+// make a handful of builds, not 20). When Refresh returns, a build that
+// began after the call has finished.
+func (p *Proxy) Refresh() {
+	c := &p.catalogs
+	call := c.calls.Add(1)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.covered >= call {
+		return
+	}
+	c.covered = c.calls.Load()
+	old := c.current.Load()
+	g := p.gen()
+	names := g.serverNames()
+	snaps := make([]*upstream.Snapshot, len(names))
+	for i, name := range names {
+		snaps[i] = g.ups[name].Snapshot()
+	}
+	// Snapshots are immutable, so the same pointers give the same catalog.
+	if g == c.builtGen && slices.Equal(snaps, c.builtSnaps) {
+		return
+	}
+	c.builtGen, c.builtSnaps = g, snaps
+	for name := range c.lastTools {
+		if g.ups[name] == nil {
+			delete(c.lastTools, name) // removed by a reload
+		}
+	}
+	var servers []serverTools
+	var surfaces []surfaceServer
+	for i, name := range names {
+		cfg := g.cfg.Servers[name]
+		snap := snaps[i]
+		connected := snap.Listed() // connected, or within reconnect_wait of a drop
+		if connected {
+			c.lastTools[name] = snap.Tools
+		}
+		servers = append(servers, serverTools{
+			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
+			connected: connected, tools: c.lastTools[name],
+		})
+		surfaces = append(surfaces, surfaceServer{
+			name: name, prefix: cfg.PrefixValue(), connected: connected,
+			resources:     snap.Capabilities.Resources && cfg.ResourcesEnabled(),
+			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
+			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
+		})
+		up, n := snap.State == upstream.StateConnected, 0 // n: the server's tools after tools.include/exclude
+		for _, t := range snap.Tools {
+			if up && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
+				n++
+			}
+		}
+		p.opts.Metrics.UpstreamState(name, up, n)
+	}
+	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
+	var sw []string
+	cat.surface, sw = buildSurface(p.style(), surfaces)
+	cat.warnings = append(cat.warnings, sw...)
+	p.notifySurfaceChanges(old.surface, cat.surface)
+	for _, w := range cat.warnings {
+		if !slices.Contains(old.warnings, w) {
+			p.log.Warn().Msg(w)
+		}
+	}
+	c.current.Store(cat)
+	if !sameListing(cat, old) {
+		p.broadcast("notifications/tools/list_changed", nil, nil)
+	}
+}

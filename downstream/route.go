@@ -1,0 +1,118 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// The route. Every message from every client takes it: a transport (stdio
+// lines, HTTP POST bodies) frames the bytes and calls handleMessage, which
+// reads the envelope once (rawjson.ParseMessage), hands responses to the
+// proxy's questions waiting for them, notifications to their handler, and
+// requests to the one method table below, through middleware applied once
+// (recovery, metrics and logging, the protocol checks). What a tools/call
+// does past the table is in toolcall.go.
+
+// handler answers one request: its result's JSON, or the error to send.
+type handler func(ctx context.Context, r *request) (json.RawMessage, *wireError)
+
+// middleware wraps a handler; the chain is built once, in New.
+type middleware func(handler) handler
+
+// methodTable maps each method the proxy serves to its handler.
+func (p *Proxy) methodTable() map[string]handler {
+	return map[string]handler{
+		"initialize":               p.initialize,
+		"ping":                     p.ping,
+		"server/discover":          p.discover,
+		"logging/setLevel":         p.setLevel,
+		"tools/list":               p.listTools,
+		"tools/call":               p.callTool,
+		"resources/list":           p.listResources,
+		"resources/templates/list": p.listTemplates,
+		"resources/read":           p.readResource,
+		"resources/subscribe":      p.subscribe,
+		"resources/unsubscribe":    p.unsubscribe,
+		"prompts/list":             p.listPrompts,
+		"prompts/get":              p.getPrompt,
+		"completion/complete":      p.complete,
+		"subscriptions/listen":     p.listen,
+	}
+}
+
+// buildRoute wraps every handler of the table in the middleware chain,
+// outermost first.
+func buildRoute(table map[string]handler, chain ...middleware) map[string]handler {
+	out := make(map[string]handler, len(table))
+	for name, h := range table {
+		for i := len(chain) - 1; i >= 0; i-- {
+			h = chain[i](h)
+		}
+		out[name] = h
+	}
+	return out
+}
+
+// recovery turns a handler's panic into an internal error, logged with its
+// stack: one bad request never takes the proxy down.
+func (p *Proxy) recovery(next handler) handler {
+	return func(ctx context.Context, r *request) (res json.RawMessage, werr *wireError) {
+		defer func() {
+			if v := recover(); v != nil {
+				p.log.Error().Str("method", r.method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).Msg("request handler panicked")
+				res, werr = nil, errorf(codeInternal, "internal error")
+			}
+		}()
+		return next(ctx, r)
+	}
+}
+
+// observe counts every request by agent, method and outcome and logs the
+// failed ones at debug.
+func (p *Proxy) observe(next handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		start := time.Now()
+		res, werr := next(ctx, r)
+		outcome := "ok"
+		if werr != nil && werr.input == nil {
+			outcome = "error"
+			if e := p.log.Debug(); e.Enabled() {
+				e.Str("agent", r.sess.agent.Name).Str("method", r.method).Int("code", werr.Code).
+					Str("error", werr.Message).Dur("duration", time.Since(start)).Msg("request failed")
+			}
+		}
+		p.opts.Metrics.Request(r.sess.agent.Name, r.method, outcome)
+		return res, werr
+	}
+}
+
+// answer runs one request through the route and returns its response.
+func (p *Proxy) answer(ctx context.Context, r *request) []byte {
+	h := p.route[r.method]
+	if h == nil {
+		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
+		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))
+	}
+	res, werr := h(withRequest(ctx, r), r)
+	switch {
+	case werr != nil && werr.input != nil:
+		return response(r.id, "result", werr.input)
+	case werr != nil:
+		return errorResponse(r.id, werr)
+	case len(res) == 0:
+		return response(r.id, "result", []byte(`{}`))
+	}
+	return response(r.id, "result", res)
+}
+
+// truncate cuts s to n bytes for an error text.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}

@@ -1,0 +1,175 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// echoTool is an upstream tool with members a typed encoder would drop or
+// reorder, so that a test can tell the upstream's bytes from re-encoded
+// ones.
+const echoTool = `{"name":"echo","x-extra":{"keep":[1,2.50,"\u00e9"]},"description":"Echo it",` +
+	`"inputSchema":{"type":"object","$schema":"https://json-schema.org/draft/2020-12/schema","properties":{"text":{"type":"string"}}}}`
+
+// exposedEcho is echoTool as the proxy lists it: only the name differs.
+var exposedEcho = strings.Replace(echoTool, `"name":"echo"`, `"name":"fx__echo"`, 1)
+
+// responseID returns the id of msg when msg is a JSON-RPC response.
+func responseID(msg []byte) (json.RawMessage, bool) {
+	m, err := rawjson.ParseMessage(msg)
+	if err != nil || m.Kind != rawjson.KindResponse && !(m.Kind == rawjson.KindInvalid && m.Error != nil) {
+		return nil, false
+	}
+	if m.ID == nil {
+		return json.RawMessage("null"), true
+	}
+	return m.ID, true
+}
+
+// The route answers every message shape the way JSON-RPC 2.0 and MCP ask,
+// and echoes request ids as the client wrote them.
+func TestRouteWire(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
+	c := startStdio(t, p)
+	c.initialize()
+	tests := []struct {
+		name, in, id, want string
+	}{
+		{"big integer id", `{"jsonrpc":"2.0","id":18446744073709551615,"method":"ping"}`, `18446744073709551615`,
+			`{"jsonrpc":"2.0","id":18446744073709551615,"result":{}}`},
+		{"escaped string id", `{"jsonrpc":"2.0","id":"a\u00e9\"b","method":"ping"}`, `"a\u00e9\"b"`,
+			`{"jsonrpc":"2.0","id":"a\u00e9\"b","result":{}}`},
+		{"fraction id", `{"jsonrpc":"2.0","id":1.50,"method":"ping"}`, `1.50`, `{"jsonrpc":"2.0","id":1.50,"result":{}}`},
+		{"unknown method", `{"jsonrpc":"2.0","id":3,"method":"nope/x"}`, `3`,
+			`{"jsonrpc":"2.0","id":3,"error":{"code":-32601,"message":"Method not found: nope/x"}}`},
+		{"no jsonrpc", `{"id":4,"method":"ping"}`, `4`,
+			`{"jsonrpc":"2.0","id":4,"error":{"code":-32600,"message":"invalid request: \"jsonrpc\" must be \"2.0\""}}`},
+		{"null id", `{"jsonrpc":"2.0","id":null,"method":"ping"}`, `null`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the id must be a string or a number, not null"}}`},
+		{"repeated member", `{"jsonrpc":"2.0","id":5,"id":6,"method":"ping"}`, `null`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: a member name appears twice"}}`},
+		{"repeated params member", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","name":"x"}}`, `7`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"invalid request: a member name appears twice in params"}}`},
+		{"not JSON", `{"jsonrpc":`, `null`, `{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"Parse error"}}`},
+		{"invalid level", `{"jsonrpc":"2.0","id":8,"method":"logging/setLevel","params":{"level":"loud"}}`, `8`,
+			`{"jsonrpc":"2.0","id":8,"error":{"code":-32602,"message":"invalid logging level \"loud\""}}`},
+		{"discover needs the stateless protocol", `{"jsonrpc":"2.0","id":9,"method":"server/discover"}`, `9`,
+			`{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"\"server/discover\" requires protocol version 2026-07-28 or later"}}`},
+		{"batch", `[{"jsonrpc":"2.0","id":10,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":11,"method":"ping"}]`, ``,
+			`[{"jsonrpc":"2.0","id":10,"result":{}},{"jsonrpc":"2.0","id":11,"result":{}}]`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c.send(tt.in)
+			var got string
+			if tt.id == "" {
+				got = c.next()
+			} else {
+				got = c.recv(tt.id)
+			}
+			if got != tt.want {
+				t.Errorf("got  %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// A stateless 2026-07-28 request needs no handshake; its result says it is
+// complete, names the proxy, and (for a list) is not to be cached; the
+// methods that revision removed are refused.
+func TestRouteStateless(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
+	c := startStdio(t, p)
+	meta := `"_meta":{` + modernMeta + `}`
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{` + meta + `}}`)
+	want := `{"jsonrpc":"2.0","id":1,"result":{"tools":[` + exposedEcho + `],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcp-proxy","version":"test"}},` +
+		`"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`
+	if got := c.recv(`1`); got != want {
+		t.Errorf("tools/list\ngot  %s\nwant %s", got, want)
+	}
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{` + meta + `}}`)
+	got := c.recv(`2`)
+	for _, part := range []string{`"supportedVersions":["2026-07-28","2025-11-25","2025-06-18","2025-03-26","2024-11-05"]`,
+		`"capabilities":{"logging":{},"prompts":{"listChanged":true}`, `"resultType":"complete"`} {
+		if !strings.Contains(got, part) {
+			t.Errorf("discover = %s; lacks %s", got, part)
+		}
+	}
+	c.send(`{"jsonrpc":"2.0","id":3,"method":"ping","params":{` + meta + `}}`)
+	if got := c.recv(`3`); !strings.Contains(got, `"code":-32601`) || !strings.Contains(got, `\"ping\" was removed in protocol version 2026-07-28`) {
+		t.Errorf("stateless ping = %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","id":4,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	if got := c.recv(`4`); !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "clientCapabilities") {
+		t.Errorf("stateless request without capabilities = %s", got)
+	}
+	c.send(`{"jsonrpc":"2.0","id":5,"method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2027-01-01","io.modelcontextprotocol/clientCapabilities":{}}}}`)
+	if got := c.recv(`5`); !strings.Contains(got, `"code":-32022`) || !strings.Contains(got, `"data":{"requested":"2027-01-01","supported":["2026-07-28"`) {
+		t.Errorf("unsupported version = %s", got)
+	}
+}
+
+// initialize answers the version asked for when the proxy serves it, the
+// latest session version for one it does not know, and 2025-03-26 when none
+// is given; its result is what SDK clients expect byte for byte.
+func TestInitializeVersions(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
+	for asked, want := range map[string]string{`"2024-11-05"`: "2024-11-05", `"2025-06-18"`: "2025-06-18", `"1999-01-01"`: "2025-11-25",
+		`"2026-07-28"`: "2025-11-25", `""`: "2025-03-26"} {
+		c := startStdio(t, p)
+		c.send(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":` + asked + `,"capabilities":{}}}`)
+		got := c.recv(`1`)
+		wantResp := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"` + want + `","capabilities":{"logging":{},"prompts":{"listChanged":true},` +
+			`"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}},"serverInfo":{"name":"mcp-proxy","version":"test"}}}`
+		if got != wantResp {
+			t.Errorf("initialize %s\ngot  %s\nwant %s", asked, got, wantResp)
+		}
+		c.finish()
+	}
+}
+
+// FuzzReceive: any line a client sends is answered with at most one
+// well-formed reply that never names an id the line did not carry, and the
+// route never panics.
+func FuzzReceive(f *testing.F) {
+	for _, s := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`,
+		`{"jsonrpc":"2.0","id":1,"result":{}}`, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}`,
+		`{"id":1e400,"method":"ping"}`, `[]`, `{`, `{"jsonrpc":"2.0","id":2,"method":"initialize","params":[]}`,
+	} {
+		f.Add([]byte(s))
+	}
+	p := newProxy(f, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
+	a, _ := p.resolveAgent("")
+	f.Fuzz(func(t *testing.T, line []byte) {
+		s := newSession("fuzz", transportStdio, a, nil)
+		defer s.close()
+		reply, run := p.receive(context.Background(), s, line, noStream{})
+		if run != nil {
+			if reply != nil {
+				t.Fatal("both a reply and work for one message")
+			}
+			reply = run()
+		}
+		if reply == nil {
+			return
+		}
+		m, err := rawjson.ParseMessage(reply)
+		if err != nil || m.Kind != rawjson.KindResponse && m.Error == nil {
+			t.Fatalf("reply %q to %q is not a JSON-RPC response: %v", reply, line, err)
+		}
+		if in, err := rawjson.ParseMessage(line); err == nil && in.ID != nil && string(m.ID) != "null" && string(m.ID) != string(in.ID) {
+			t.Fatalf("reply id %s, request id %s", m.ID, in.ID)
+		}
+	})
+}
+
+// sameBytes reports whether a and b are the same slice (not just equal).
+func sameBytes(a, b []byte) bool {
+	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}

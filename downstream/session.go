@@ -1,0 +1,278 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+)
+
+// Transports a session can run on (the metrics label transport).
+const (
+	transportStdio = "stdio"
+	transportHTTP  = "http"
+)
+
+// session is one downstream client: the stdio connection, one HTTP session
+// (Mcp-Session-Id), or the single request of a stateless 2026-07-28 HTTP
+// client. Its grants are fixed when it starts (SPEC §5): the agent is
+// resolved once. Its methods are safe for concurrent use.
+type session struct {
+	id        string // the Mcp-Session-Id; "stdio"; "" for a stateless request
+	transport string
+	agent     *filter.Agent
+	perCall   []string // the per-call allow-list; nil when none was given
+	// principal names the client beyond its agent, where the transport
+	// knows it (which static token it used): approval answers of
+	// stateless clients are bound to it.
+	principal string
+
+	client      atomic.Pointer[clientInfo] // set by initialize
+	initialized atomic.Bool                // notifications/initialized arrived
+	// open is set once the client has introduced itself (initialize, or
+	// a 2026-07-28 server/discover or listen): from then on it takes the
+	// notifications no request owns.
+	open  atomic.Bool
+	level atomic.Int32 // the client's log level (logLevels index), -1: none set
+
+	approvals approvals
+	deferred  deferredState
+	asks      asks
+	inflight  inflight
+	// notify carries messages no request owns (list_changed, log messages,
+	// resource updates): the stdio connection, or the session's GET stream.
+	notify notifyTarget
+	// activity tracks an HTTP session's requests and streams for the idle
+	// timeout.
+	activity activity
+	// parked is the call of a stateless request that may span round trips
+	// (mrtr.go); a stateless session serves one request.
+	parked atomic.Pointer[parkedCall]
+
+	closeOnce sync.Once
+	done      chan struct{} // closed when the session ends
+	inputOnce sync.Once
+	inputDone chan struct{} // closed when the client's input has ended (stdio EOF or shutdown)
+}
+
+// clientInfo is what a session-based client declared in initialize.
+type clientInfo struct {
+	version string // the negotiated protocol version
+	caps    clientCaps
+}
+
+func newSession(id, transport string, a *filter.Agent, perCall []string) *session {
+	s := &session{id: id, transport: transport, agent: a, perCall: perCall, done: make(chan struct{}), inputDone: make(chan struct{})}
+	s.level.Store(-1)
+	s.activity.touch()
+	return s
+}
+
+// close ends the session: its questions fail, its streams end. Idempotent.
+func (s *session) close() {
+	s.closeOnce.Do(func() {
+		close(s.done)
+		s.asks.close()
+		s.notify.close()
+	})
+}
+
+// endInput records that the client will send nothing more: what only
+// waits for the client (a subscriptions/listen) ends. Idempotent.
+func (s *session) endInput() { s.inputOnce.Do(func() { close(s.inputDone) }) }
+
+// ended reports whether close ran.
+func (s *session) ended() bool {
+	select {
+	case <-s.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// approvals holds the tools a person approved "always" in this session.
+type approvals struct {
+	mu     sync.Mutex
+	always map[string]bool
+}
+
+func (a *approvals) approvedAlways(tool string) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.always[tool]
+}
+
+func (a *approvals) approveAlways(tool string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.always == nil {
+		a.always = map[string]bool{}
+	}
+	a.always[tool] = true
+}
+
+// notifyTarget is where a session's unowned messages go. On stdio it is
+// the connection for the session's life; over HTTP it is the GET stream
+// while one is open, and messages sent while none is are dropped (the
+// transport spec lets a server send them only there).
+type notifyTarget struct {
+	mu     sync.Mutex
+	out    stream
+	closed bool
+	ended  chan struct{} // closed when out is replaced or the session ends
+}
+
+// attach makes out the target and returns a channel closed when it stops
+// being the target (replaced by a newer stream, or the session ended). It
+// returns nil when the session has ended.
+func (n *notifyTarget) attach(out stream) <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed {
+		return nil
+	}
+	if n.ended != nil {
+		close(n.ended)
+	}
+	n.out, n.ended = out, make(chan struct{})
+	return n.ended
+}
+
+// detach stops using out if it is still the target.
+func (n *notifyTarget) detach(out stream) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.out == out {
+		close(n.ended)
+		n.out, n.ended = nil, nil
+	}
+}
+
+// stream is the target, or a stream that takes nothing when there is none.
+func (n *notifyTarget) stream() stream {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.out == nil {
+		return noStream{}
+	}
+	return n.out
+}
+
+// send writes msg to the target, if there is one.
+func (n *notifyTarget) send(msg []byte) {
+	n.mu.Lock()
+	out := n.out
+	n.mu.Unlock()
+	if out != nil {
+		_ = out.send(msg) // a gone stream detaches itself
+	}
+}
+
+func (n *notifyTarget) close() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.closed = true
+	if n.ended != nil {
+		close(n.ended)
+	}
+	n.out, n.ended = nil, nil
+}
+
+// activity is the last time an HTTP session was used, and how many of its
+// requests and streams are open now: a session with none open for
+// listen.session_idle_timeout is closed.
+type activity struct {
+	last atomic.Int64 // unix nanoseconds
+	open atomic.Int64
+}
+
+func (a *activity) touch() { a.last.Store(time.Now().UnixNano()) }
+
+// begin marks a request or stream open; end marks it done.
+func (a *activity) begin() { a.open.Add(1); a.touch() }
+func (a *activity) end()   { a.open.Add(-1); a.touch() }
+
+// idleSince reports whether nothing is open and nothing happened since t.
+func (a *activity) idleSince(t time.Time) bool {
+	return a.open.Load() <= 0 && a.last.Load() < t.UnixNano()
+}
+
+// logLevels are MCP's log levels, least severe first (RFC 5424 names).
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// levelIndex is the index of a level name, -1 for an unknown one.
+func levelIndex(level string) int32 {
+	for i, l := range logLevels {
+		if l == level {
+			return int32(i)
+		}
+	}
+	return -1
+}
+
+// wantsLog reports whether the session receives a log message of level: a
+// client that set no level gets them all (as before logging/setLevel
+// existed, and as mcp-go did).
+func (s *session) wantsLog(level string) bool {
+	min := s.level.Load()
+	return min < 0 || levelIndex(level) >= min
+}
+
+// allowedToolsHeader carries an HTTP session's per-call allow-list on its
+// initialize (SPEC §4), the seed's caller-supplied allowed_tools.
+const allowedToolsHeader = "X-MCP-Allowed-Tools"
+
+// ParseAllowedTools splits a comma-separated per-call list. An absent list
+// is nil (no narrowing); a present but empty one allows nothing.
+func ParseAllowedTools(s string, present bool) []string {
+	if !present {
+		return nil
+	}
+	out := []string{}
+	for _, name := range strings.Split(s, ",") {
+		if name = strings.TrimSpace(name); name != "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// requestKey carries the request being answered in its context.
+type requestKey struct{}
+
+// request is one client request being answered.
+type request struct {
+	sess   *session
+	id     json.RawMessage
+	method string
+	params json.RawMessage
+	meta   json.RawMessage // params._meta, nil when absent
+	// version is the protocol version in effect: the request's own (2026-07-28)
+	// or the session's.
+	version string
+	// modern is true for a request of the stateless 2026-07-28 protocol.
+	modern bool
+	caps   clientCaps
+	// out carries the messages that belong to this request (progress, the
+	// proxy's questions to the client) ahead of its response.
+	out stream
+}
+
+func withRequest(ctx context.Context, r *request) context.Context {
+	return context.WithValue(ctx, requestKey{}, r)
+}
+
+// requestFrom is the request ctx was made for, or nil.
+func requestFrom(ctx context.Context) *request {
+	r, _ := ctx.Value(requestKey{}).(*request)
+	return r
+}
+
+// linkOK reports whether the client's protocol has the resource_link
+// content type (2025-06-18 and later).
+func (r *request) linkOK() bool { return r.version == "" || r.version >= "2025-06-18" }

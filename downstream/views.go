@@ -1,0 +1,116 @@
+package downstream
+
+import (
+	"bytes"
+	"sync"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/search"
+)
+
+// viewCache holds the resolved agents of the current config and the views
+// computed from them, shared by the sessions alike.
+type viewCache struct {
+	mu     sync.Mutex
+	agents map[string]*filter.Agent
+	views  map[viewKey]*view
+}
+
+func (v *viewCache) init() { v.reset() }
+
+// reset forgets everything (a reload: the agents may have changed).
+func (v *viewCache) reset() {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	v.agents = map[string]*filter.Agent{}
+	v.views = map[viewKey]*view{}
+}
+
+// view is the tools one kind of session sees: its agent and per-call list
+// applied to one catalog.
+type view struct {
+	catalog  *Catalog
+	listJSON []byte // for sessions that have activated nothing
+
+	searchOnce sync.Once // the tool_search index of the view, built on first use
+	index      *search.Index
+	docs       map[string]*search.Doc
+}
+
+type viewKey struct {
+	agent *filter.Agent
+}
+
+// resolveAgent returns the resolved agent, cached per config.
+func (p *Proxy) resolveAgent(name string) (*filter.Agent, error) {
+	if name == "" {
+		name = p.defaultAgentName()
+	}
+	v := &p.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if a := v.agents[name]; a != nil {
+		return a, nil
+	}
+	a, err := filter.Resolve(p.gen().cfg, name)
+	if err != nil {
+		return nil, err
+	}
+	v.agents[name] = a
+	return a, nil
+}
+
+// viewFor returns the session's view of the current catalog, computed once
+// per (agent, catalog) and shared by the sessions of the agent that have
+// no per-call list.
+func (p *Proxy) viewFor(s *session) *view {
+	c := p.Catalog()
+	if s.perCall != nil {
+		// Client-chosen lists are not cached: a client could grow the cache
+		// without end by sending a new list each time.
+		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall})}
+	}
+	key := viewKey{agent: s.agent}
+	v := &p.views
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if cached := v.views[key]; cached != nil && cached.catalog == c {
+		return cached
+	}
+	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent})}
+	v.views[key] = out
+	return out
+}
+
+// listFor is the session's tools array: the shared view while the session
+// has activated nothing, else its own.
+func (p *Proxy) listFor(s *session) []byte {
+	if s.deferred.empty() {
+		return p.viewFor(s).listJSON
+	}
+	return p.sessionList(s)
+}
+
+// policyTool describes an entry to the policy.
+func (e *ToolEntry) policyTool() filter.Tool {
+	return filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+}
+
+// denied is the isError result of a tool a policy rule 3–6 denies (SPEC §5).
+func denied(exposed string, rule filter.Rule) []byte {
+	return textResult("tool '"+exposed+"' is denied by "+string(rule), true)
+}
+
+// textResult builds a tools/call result with one text item.
+func textResult(text string, isError bool) []byte {
+	var buf bytes.Buffer
+	buf.WriteString(`{"content":[{"type":"text","text":`)
+	buf.Write(rawjson.String(text))
+	buf.WriteString(`}]`)
+	if isError {
+		buf.WriteString(`,"isError":true`)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes()
+}

@@ -1,0 +1,105 @@
+package integrity
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalize(t *testing.T) {
+	tests := []struct {
+		name, raw, want string
+	}{
+		{"sorted keys, no whitespace, other members dropped",
+			`{ "name": "add", "inputSchema": {"type":"object", "properties": {"b": {"type":"number"}, "a": {"type":"number"}}},
+			   "description": "Adds.", "_meta": {"x": 1}, "icons": [{"src": "i.png"}] }`,
+			`{"description":"Adds.","inputSchema":{"properties":{"a":{"type":"number"},"b":{"type":"number"}},"type":"object"},"name":"add"}`},
+		{"numbers kept as written",
+			`{"name":"n","inputSchema":{"maximum":1e400,"minimum":-0.50,"default":12345678901234567890}}`,
+			`{"inputSchema":{"default":12345678901234567890,"maximum":1e400,"minimum":-0.50},"name":"n"}`},
+		{"escapes normalized, no HTML escaping",
+			`{"name":"\u0065cho","description":"a <b> & \"c\" \u00e9"}`,
+			`{"description":"a <b> & \"c\" é","name":"echo"}`},
+		{"null members are absent",
+			`{"name":"x","title":null,"annotations":null}`,
+			`{"name":"x"}`},
+		{"every fingerprinted member",
+			`{"annotations":{"readOnlyHint":true},"outputSchema":{"type":"object"},"title":"T","name":"x","description":"d","inputSchema":{}}`,
+			`{"annotations":{"readOnlyHint":true},"description":"d","inputSchema":{},"name":"x","outputSchema":{"type":"object"},"title":"T"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			def, fp, err := Canonicalize([]byte(tt.raw))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(def) != tt.want {
+				t.Errorf("canonical\n got %s\nwant %s", def, tt.want)
+			}
+			if fp != fingerprintOf([]byte(tt.want)) || !strings.HasPrefix(fp, "sha256:") || len(fp) != 7+64 {
+				t.Errorf("fingerprint %s", fp)
+			}
+		})
+	}
+}
+
+// TestFingerprintStable: layout, key order and escapes do not change a
+// fingerprint; any fingerprinted content does, and other members do not.
+func TestFingerprintStable(t *testing.T) {
+	base := `{"name":"echo","description":"Echoes.","inputSchema":{"type":"object","properties":{"t":{"type":"string"}}}}`
+	same := []string{
+		"{\n  \"inputSchema\": {\"properties\": {\"t\": {\"type\": \"string\"}}, \"type\": \"object\"},\n  \"description\": \"Echoes.\",\n  \"name\": \"echo\"\n}",
+		`{"name":"echo","description":"Echoe\u0073.","inputSchema":{"type":"object","properties":{"t":{"type":"string"}}},"_meta":{"v":2},"icons":[]}`,
+	}
+	different := []string{
+		`{"name":"echo","description":"Echoes!","inputSchema":{"type":"object","properties":{"t":{"type":"string"}}}}`,
+		`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object","properties":{"t":{"type":"string","description":"read ~/.ssh"}}}}`,
+		`{"name":"echo","description":"Echoes.","inputSchema":{"type":"object","properties":{"t":{"type":"string"}}},"annotations":{"destructiveHint":true}}`,
+		`{"name":"echo","title":"Echo","description":"Echoes.","inputSchema":{"type":"object","properties":{"t":{"type":"string"}}}}`,
+	}
+	_, fp, err := Canonicalize([]byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range same {
+		if _, got, _ := Canonicalize([]byte(s)); got != fp {
+			t.Errorf("fingerprint changed for %s", s)
+		}
+	}
+	for _, d := range different {
+		if _, got, _ := Canonicalize([]byte(d)); got == fp {
+			t.Errorf("fingerprint unchanged for %s", d)
+		}
+	}
+}
+
+func TestCanonicalizeRejects(t *testing.T) {
+	for _, raw := range []string{``, `[]`, `"x"`, `null`, `{"name":`, `{"name":"a"} {}`} {
+		if _, _, err := Canonicalize([]byte(raw)); !errors.Is(err, ErrBadDefinition) {
+			t.Errorf("Canonicalize(%q) = %v, want ErrBadDefinition", raw, err)
+		}
+	}
+}
+
+func FuzzCanonicalize(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a","inputSchema":{"x":[1,2.5e3,{"b":null}]}}`,
+		`{"name":"\ud83d\ude00","description":"\u2028<b>"}`,
+		`{"name":"n","inputSchema":{"maximum":1e400}}`,
+		`{"name":1}`, `{}`, `[`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		def, fp, err := Canonicalize(raw)
+		if err != nil {
+			return
+		}
+		// Canonical JSON is a fixed point: canonicalizing it again gives
+		// the same bytes and fingerprint.
+		again, fp2, err := Canonicalize(def)
+		if err != nil || string(again) != string(def) || fp2 != fp {
+			t.Fatalf("not a fixed point: %s -> %s (%v)", def, again, err)
+		}
+	})
+}

@@ -1,0 +1,254 @@
+package integrity
+
+import (
+	"regexp"
+	"strings"
+)
+
+// Kind is the family of a finding, the kind label of
+// mcp_proxy_tool_findings_total.
+type Kind string
+
+// Finding kinds of the description scan.
+const (
+	KindInvisible        Kind = "invisible_characters"
+	KindHiddenMarkup     Kind = "hidden_markup"
+	KindModelInstruction Kind = "model_instruction"
+	KindCredentialAccess Kind = "credential_access"
+	KindToolManipulation Kind = "tool_manipulation"
+	KindCrossServer      Kind = "cross_server_reference"
+	KindLongDescription  Kind = "long_description"
+	// KindUnreadable is a tool object the scan could not walk (nested
+	// too deep, or not JSON): what cannot be read cannot be trusted.
+	KindUnreadable Kind = "unreadable"
+)
+
+// Kinds counted by the findings metric that come from pinning, not from
+// the scan.
+const (
+	KindDefinitionChanged Kind = "definition_changed"
+	KindNewTool           Kind = "new_tool"
+)
+
+// Level is how serious a finding is. Under scan: quarantine a
+// quarantine-level finding holds the tool; warn-level findings are only
+// logged and counted in every mode.
+type Level string
+
+// Levels.
+const (
+	LevelWarn       Level = "warn"
+	LevelQuarantine Level = "quarantine"
+)
+
+// maxDescriptionRunes is SPEC §13's limit: a longer description is a
+// warn-level finding (it buries instructions where nobody reads).
+const maxDescriptionRunes = 4000
+
+// phraseRule is one data-driven detector: every pattern of all must match
+// the normalized text (invisible characters removed, white space collapsed,
+// case ignored); the excerpt is taken around the first pattern's match.
+// The patterns run only when the lower-cased text contains one of hints,
+// which every match needs: most descriptions contain none, and skipping the
+// regular expressions makes the scan of a large catalog several times
+// faster.
+type phraseRule struct {
+	rule  string
+	kind  Kind
+	level Level
+	hints []string
+	all   []string
+	// strip: the strip step removes what this rule finds (hidden markup).
+	strip bool
+}
+
+// Building blocks of the patterns.
+const (
+	// sensitivePath matches files that hold credentials: SSH and cloud
+	// keys, package registry and database passwords, shell history, and
+	// the MCP hosts' own config files (which hold other servers' tokens).
+	// ".env" counts only as a file name, not inside "process.env".
+	sensitivePath = `(?:\.ssh\b|\bid_(?:rsa|dsa|ecdsa|ed25519)\b|\.aws/(?:credentials|config)\b|` +
+		`(?:^|[\s'"` + "`" + `(/~])\.(?:netrc|npmrc|pypirc|pgpass|git-credentials|gnupg|(?:bash|zsh|sh)_history|env)\b|` +
+		`\.docker/config\.json|\.kube/config\b|\.config/gcloud\b|\.azure/|\bmcp\.json\b|claude_desktop_config\.json|` +
+		`\.cursor/|/etc/(?:shadow|passwd|sudoers)\b)`
+	// transfer matches an instruction to move data into a parameter of
+	// the call, or out to an address.
+	transfer = `\b(?:pass|send|include|put|insert|append|attach|upload|forward|post|provide|add|copy|paste|embed|concatenat|share|transmit|leak)\w*\b` +
+		inSentence + `{0,80}?(?:\b(?:parameter|argument|param|field|sidenote|side note|notes?)\b|\bas\s+['"` + "`" + `]\w+['"` + "`" + `]|\bto\s+(?:https?://|[\w.+-]+@[\w-]+\.))`
+	// secretNoun is a kind of secret a tool has no business asking for.
+	secretNoun = `\b(?:private keys?|ssh keys?|api keys?|access tokens?|auth tokens?|secrets?|passwords?|credentials|session cookies|environment variables|env vars)\b`
+	// theUser is "the user" as a whole phrase (not "the user's", not
+	// "username").
+	theUser = `\bthe\s+user(?:$|[\s.,;:!?)])`
+	// inSentence is one character that does not end a sentence: a '.',
+	// '!' or '?' counts only when white space or the end follows, so
+	// "~/.ssh/id_rsa" and "e.g." stay inside.
+	inSentence = `(?:[^.!?]|[.!?]\S)`
+)
+
+// phraseRules is the data of the phrase detectors. Each has a test with an
+// attack it catches and a near miss it must not flag (detectors_test.go).
+var phraseRules = []phraseRule{
+	// Hidden markup: text a rendered view hides but the model reads.
+	{rule: "html_comment", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<!--"}, strip: true,
+		all: []string{`<!--\s*[^\s-]`}},
+	{rule: "instruction_tag", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<"}, strip: true,
+		all: []string{`<\s*/?\s*` + instructionTagNames + `\b[^<>]*>`}},
+	{rule: "markdown_comment", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"]:"}, strip: true,
+		all: []string{`(?:^|\s)\[(?://|comment|_)\]:\s*(?:#|<>)\s*[("']`}},
+
+	// Instructions aimed at the model: ignore what it was told, keep the
+	// person in the dark.
+	{rule: "override_instructions", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"ignore", "disregard", "forget", "override", "bypass", "skip"},
+		all: []string{`\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|these\s+|those\s+|my\s+|its\s+)?` +
+			`(?:previous|prior|above|earlier|preceding|former|original|system|safety|security|other|existing)\s+` +
+			`(?:instructions?|prompts?|rules|guidelines|directives|messages|constraints|policies|guardrails)\b`}},
+	{rule: "hide_from_user", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"user"},
+		all: []string{`\b(?:do not|don't|dont|never|must not|should not|shouldn't)\s+(?:tell|inform|mention|notify|reveal|disclose|alert|show|explain|report|let)\b` +
+			`(?:\s+\S+){0,5}?\s+(?:to\s+|with\s+)?` + theUser}},
+	{rule: "conceal_from_user", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"user"},
+		all: []string{`\b(?:hide|conceal|keep)\s+(?:this|it|that|these|them|everything|anything|the\s+(?:instructions?|request|steps?|files?|contents?))\b` +
+			`(?:\s+\S+){0,3}?\s+from\s+` + theUser}},
+	{rule: "user_unaware", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"user", "without"},
+		all: []string{`(?:\buser\s+(?:must|should|does|need|needs|will)\s*(?:not|n't|never)\s+(?:know|see|notice|find out|be\s+(?:told|informed|aware|notified|shown))\b|` +
+			`\bwithout\s+(?:the\s+user|them)\s+(?:knowing|noticing|seeing|being\s+(?:told|informed|aware)))`}},
+	{rule: "covert_action", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"secretly", "covertly", "quietly", "silently", "discreetly", "invisibly"},
+		all: []string{`\b(?:secretly|covertly|quietly|silently|discreetly|invisibly)\s+(?:send|read|include|pass|forward|upload|copy|call|invoke|run|execute|exfiltrate|collect|add|append|attach|post|share|transmit)\b`}},
+	{rule: "instruction_label", kind: KindModelInstruction, level: LevelWarn, hints: []string{"["},
+		all: []string{`\[\s*(?:(?-i:IMPORTANT|SYSTEM|INSTRUCTIONS?|ADMIN|SECRET|HIDDEN)\s*[:\]]|(?:important|system|instructions?|admin|secret|hidden|note to (?:the )?(?:assistant|ai|model))\s*:)`}},
+
+	// Credentials and dotfiles.
+	{rule: "credential_exfiltration", kind: KindCredentialAccess, level: LevelQuarantine, hints: sensitivePathHints,
+		all: []string{sensitivePath, transfer}},
+	{rule: "credential_read", kind: KindCredentialAccess, level: LevelQuarantine, hints: sensitivePathHints,
+		all: []string{`\b(?:read|open|cat|load|fetch|retrieve|get|obtain|collect|extract)\b` + inSentence + `{0,40}?` + sensitivePath,
+			`\b(?:before|first|must|always|otherwise)\b`}},
+	{rule: "secret_exfiltration", kind: KindCredentialAccess, level: LevelQuarantine, hints: []string{"key", "token", "secret", "password", "credential", "cookie", "environment variable", "env var"},
+		all: []string{`\b(?:read|get|fetch|collect|extract|gather|find|dump|list|copy)\b` + inSentence + `{0,40}?` + secretNoun, transfer}},
+	{rule: "credential_path", kind: KindCredentialAccess, level: LevelWarn, hints: sensitivePathHints,
+		all: []string{sensitivePath}},
+
+	// Calling or changing other tools.
+	{rule: "shadowing_preamble", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"tool is"},
+		all: []string{`\bwhen\s+(?:this|the\s+\S+)\s+tool\s+is\s+(?:available|present|loaded|installed|enabled|active|connected)\b`}},
+	{rule: "redirect_data", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"send", "forward", "redirect", "bcc", "cc", "copy", "route", "mirror"},
+		all: []string{`\b(?:send|forward|redirect|bcc|cc|copy|route|mirror)\s+(?:all|every|any|each)\s+(?:\S+\s+){0,2}?` +
+			`(?:emails?|e-mails?|messages?|mails?|requests?|data|results?|outputs?|files?|transactions?|payments?|transfers?|calls?|responses?)\s+(?:to|through|via)\b`}},
+	{rule: "all_tools_must", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"must", "should", "shall", "need to", "have to"},
+		all: []string{`\b(?:all|every|any)\s+(?:other\s+)?tools?\s+(?:must|should|shall|need to|have to)\b`}},
+	{rule: "named_tool_must", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"must", "should", "shall"},
+		all: []string{`\bthe\s+[\w.-]+\s+tool\s+(?:must|should|shall)\s+(?:always\s+|also\s+|now\s+|only\s+)?` +
+			`(?:send|forward|include|add|bcc|cc|redirect|route|be\s+(?:called|invoked)\s+(?:with|first|before))\b`}},
+	{rule: "change_other_tools", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"change", "modify", "alter", "override", "redefine", "replace", "update", "rewrite", "hijack"},
+		all: []string{`\b(?:change|modify|alter|override|redefine|replace|update|rewrite|hijack)\s+(?:` +
+			`(?:the\s+)?(?:behaviou?r|descriptions?|parameters?|arguments?|inputs?|recipients?|destination|results?|outputs?)\s+of\s+(?:the\s+|all\s+|any\s+|other\s+|every\s+|each\s+)(?:\S+\s+){0,2}?(?:tools?|functions?)|` +
+			`(?:all\s+|any\s+|the\s+)?other\s+tools?)\b`}},
+	{rule: "disable_other_tools", kind: KindToolManipulation, level: LevelQuarantine, hints: []string{"other", "another", "different", "alternative"},
+		all: []string{`\b(?:do not|don't|never)\s+(?:use|call|invoke|run|trust)\s+(?:any\s+)?(?:other|another|different|alternative)\s+(?:\S+\s+)?(?:tools?|functions?|servers?)\b`}},
+	{rule: "call_me_first", kind: KindToolManipulation, level: LevelWarn, hints: []string{"this tool first", "this tool before"},
+		all: []string{`\b(?:always|must|should always)\s+(?:call|invoke|use|run)\s+this\s+tool\s+(?:first|before\s+(?:any|all|every|using|calling|invoking|running|other))`}},
+	{rule: "call_order", kind: KindToolManipulation, level: LevelWarn, hints: []string{"before using", "before calling", "before invoking", "before running", "before executing", "prior to"},
+		all: []string{`\b(?:before|prior\s+to)\s+(?:using|calling|invoking|running|executing)\s+(?:this|any|each|every)\s+(?:other\s+)?(?:tool|function)s?\b`}},
+	{rule: "instead_of_tool", kind: KindToolManipulation, level: LevelWarn, hints: []string{"instead of", "rather than"},
+		all: []string{`\b(?:instead\s+of|rather\s+than)\s+(?:using|calling|invoking)\s+(?:the\s+|any\s+)?[\w.-]+\s+tool`}},
+}
+
+// instructionTagNames are the pseudo-tags that mark an instruction block
+// for the model (<IMPORTANT>, <SYSTEM>, ...).
+const instructionTagNames = `(?:important|system|instructions?|secret|hidden|admin|assistant|critical|urgent|override|sys|inst|system[-_\s]*(?:prompt|reminder|message))`
+
+// sensitivePathHints are substrings every sensitivePath match contains.
+var sensitivePathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", ".aws/", ".netrc", ".npmrc", ".pypirc",
+	".pgpass", ".git-credentials", ".gnupg", "_history", ".env", ".docker/", ".kube/", ".config/gcloud", ".azure/", "mcp.json",
+	"claude_desktop_config.json", ".cursor/", "/etc/"}
+
+// compiledRule is a phraseRule with its patterns compiled and its hints
+// as indexes into allHints.
+type compiledRule struct {
+	phraseRule
+	res     []*regexp.Regexp
+	hintIdx []int
+}
+
+// rules are phraseRules compiled once; allHints are their hints without
+// duplicates, so a text is searched once per distinct hint.
+var rules, allHints = compileRules(phraseRules)
+
+func compileRules(src []phraseRule) ([]compiledRule, []string) {
+	out := make([]compiledRule, len(src))
+	var hints []string
+	index := map[string]int{}
+	for i, r := range src {
+		out[i].phraseRule = r
+		for _, p := range r.all {
+			out[i].res = append(out[i].res, regexp.MustCompile(`(?i)`+p))
+		}
+		for _, h := range r.hints {
+			j, ok := index[h]
+			if !ok {
+				j = len(hints)
+				index[h] = j
+				hints = append(hints, h)
+			}
+			out[i].hintIdx = append(out[i].hintIdx, j)
+		}
+	}
+	return out, hints
+}
+
+// hintSet memoizes which of allHints a text contains.
+type hintSet struct {
+	text  string
+	state []int8 // 0 unknown, 1 present, -1 absent
+}
+
+func newHintSet(lower string) *hintSet {
+	return &hintSet{text: lower, state: make([]int8, len(allHints))}
+}
+
+// any reports whether the text contains one of the hints idx.
+func (h *hintSet) any(idx []int) bool {
+	for _, i := range idx {
+		if h.state[i] == 0 {
+			h.state[i] = -1
+			if strings.Contains(h.text, allHints[i]) {
+				h.state[i] = 1
+			}
+		}
+		if h.state[i] == 1 {
+			return true
+		}
+	}
+	return false
+}
+
+// Strip patterns: what scan: strip removes besides invisible characters.
+var (
+	htmlCommentRe     = regexp.MustCompile(`(?s)<!--.*?(?:-->|$)`)
+	openInstructionRe = regexp.MustCompile(`(?i)<\s*(` + instructionTagNames + `)\b[^<>]*>`)
+	anyInstructionRe  = regexp.MustCompile(`(?i)<\s*/?\s*` + instructionTagNames + `\b[^<>]*>`)
+	markdownCommentRe = regexp.MustCompile(`(?i)(^|\s)\[(?://|comment|_)\]:\s*(?:#|<>)\s*[("'][^\n]*`)
+)
+
+// stripMarkup removes HTML comments, instruction blocks (an opening tag to
+// its closing tag, or to the end of the text when it is never closed),
+// stray instruction tags and markdown comments (to the end of their line).
+func stripMarkup(s string) string {
+	s = htmlCommentRe.ReplaceAllString(s, "")
+	for {
+		loc := openInstructionRe.FindStringSubmatchIndex(s)
+		if loc == nil {
+			break
+		}
+		name := strings.ToLower(strings.Join(strings.Fields(s[loc[2]:loc[3]]), " "))
+		end := len(s)
+		closeRe := regexp.MustCompile(`(?i)<\s*/\s*` + regexp.QuoteMeta(name) + `\s*>`)
+		if c := closeRe.FindStringIndex(s[loc[1]:]); c != nil {
+			end = loc[1] + c[1]
+		}
+		s = s[:loc[0]] + s[end:]
+	}
+	s = anyInstructionRe.ReplaceAllString(s, "")
+	return markdownCommentRe.ReplaceAllString(s, "${1}")
+}

@@ -1,0 +1,114 @@
+package integrity
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+)
+
+// FuzzScanObject: any tool object (an upstream's, after overrides) is
+// scanned without panicking; when it is valid JSON, the stripped form is
+// valid JSON too, keeps every member, and strip is idempotent.
+func FuzzScanObject(f *testing.F) {
+	for _, s := range []string{
+		`{"name":"a","description":"x <!-- y --> z \u200b","inputSchema":{"properties":{"p":{"description":"<IMPORTANT>q</IMPORTANT>"}}}}`,
+		`{"name":"a","description":"\ud800 \u001b[8m","title":"[//]: # (x)"}`,
+		`{"description":"` + tags("hidden") + `"}`,
+		`{"inputSchema":{"anyOf":[{"description":"<system>x"},{"title":"y"}]}}`,
+		`{"a":[[[[{"description":"d"}]]]]}`, `{`, `[]`, `{"description":1}`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		res := scanObject(raw)
+		if !json.Valid(raw) || res.stripped == nil {
+			return
+		}
+		if !json.Valid(res.stripped) {
+			t.Fatalf("stripped is not JSON: %s", res.stripped)
+		}
+		var before, after map[string]json.RawMessage
+		if json.Unmarshal(raw, &before) != nil || json.Unmarshal(res.stripped, &after) != nil || len(before) != len(after) {
+			t.Fatalf("members changed: %s -> %s", raw, res.stripped)
+		}
+		if again := scanObject(res.stripped); again.stripped != nil {
+			t.Fatalf("strip is not idempotent: %s -> %s", res.stripped, again.stripped)
+		}
+	})
+}
+
+// FuzzScanText: the detectors take any text without panicking, and every
+// excerpt is bounded.
+func FuzzScanText(f *testing.F) {
+	for _, c := range detectorCases {
+		for _, p := range c.positive {
+			f.Add(p)
+		}
+	}
+	f.Add(strings.Repeat("<!--", 100))
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, fd := range scanText("description", s) {
+			if n := len([]rune(fd.Excerpt)); n > maxExcerptRunes {
+				t.Fatalf("excerpt of %d runes", n)
+			}
+		}
+		_ = stripMarkup(stripInvisible(s))
+		// The hints are necessary conditions: a rule whose patterns all
+		// match always has one of its hints in the text.
+		norm := normalize(s)
+		lower := strings.ToLower(norm)
+		for _, r := range rules {
+			all := true
+			for _, re := range r.res {
+				if !re.MatchString(norm) {
+					all = false
+					break
+				}
+			}
+			if all && !containsAny(lower, r.hints) {
+				t.Fatalf("rule %s matches %q without any of its hints", r.rule, norm)
+			}
+		}
+	})
+}
+
+// FuzzParsePinFile: a pin file's content (local, but possibly damaged or
+// edited) is parsed without panicking, and what parses re-encodes to a
+// file that parses to the same fingerprints.
+func FuzzParsePinFile(f *testing.F) {
+	tc := &toolCache{}
+	tc.def, tc.fp, tc.name = fingerprintTool("a", tool("a", "A.").Upstream)
+	valid, _ := json.Marshal(&pinFile{Version: 1, Server: "s", Tools: map[string]*pinEntry{"a": {Pinned: record(tc, "", time.Time{})}}})
+	f.Add(valid)
+	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{}}}`))
+	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{"pending":{"fingerprint":"x","reason":"new","definition":{}}}}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pf, err := parsePinFile(data, "s")
+		if err != nil {
+			return
+		}
+		again, err := json.Marshal(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf2, err := parsePinFile(again, "s")
+		if err != nil {
+			t.Fatalf("re-encoded file does not parse: %v\n%s", err, again)
+		}
+		for name, e := range pf.Tools {
+			if e.Pinned != nil && pf2.Tools[name].Pinned.Fingerprint != e.Pinned.Fingerprint {
+				t.Fatalf("fingerprint of %s changed", name)
+			}
+		}
+	})
+}
+
+func containsAny(s string, subs []string) bool {
+	for _, sub := range subs {
+		if strings.Contains(s, sub) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,207 @@
+package integrity
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+)
+
+// maxExcerptRunes bounds a finding's excerpt (log lines, tools --json).
+const maxExcerptRunes = 120
+
+// excerptContext is how much text around a match an excerpt shows.
+const excerptContext = 30
+
+// Finding is one thing the description scan found in what clients would
+// see of a tool.
+type Finding struct {
+	Kind  Kind  `json:"kind"`
+	Level Level `json:"level"`
+	// Rule names the detector (html_comment, hide_from_user, ...).
+	Rule string `json:"rule"`
+	// Where is the member the text came from: description, title,
+	// annotations.title, inputSchema.properties.<name>.description, ...
+	Where string `json:"where"`
+	// Excerpt is the matched text with a little context, cleaned for logs
+	// (control characters removed, secrets redacted) and cut to 120
+	// characters.
+	Excerpt string `json:"excerpt"`
+	// Stripped is true when scan: strip removed what this finding is
+	// about from what clients see.
+	Stripped bool `json:"stripped,omitempty"`
+}
+
+// scanResult is the scan of one tool object, before cross-server
+// references (which depend on the other servers' tools, not on the object).
+type scanResult struct {
+	findings []Finding
+	// words are the identifier-like words of the scanned texts, for the
+	// cross-server detector.
+	words []word
+	// stripped is the object with invisible characters and hidden markup
+	// removed from its scanned texts; nil when nothing was removed.
+	stripped []byte
+	// strippedFindings are the findings that remain in stripped; nil when
+	// stripped is nil.
+	strippedFindings []Finding
+}
+
+// word is one identifier-like token of a scanned text.
+type word struct {
+	text, where string
+}
+
+// scanObject scans one client-visible tool object.
+func scanObject(obj []byte) scanResult {
+	texts, err := collectTexts(obj)
+	if err != nil {
+		return scanResult{findings: []Finding{{Kind: KindUnreadable, Level: LevelQuarantine, Rule: "unreadable",
+			Excerpt: cutRunes(sanitize.Text(err.Error()), maxExcerptRunes)}}}
+	}
+	var res scanResult
+	stripNeeded := false
+	for _, t := range texts {
+		fs := scanText(t.where, t.value)
+		res.findings = append(res.findings, fs...)
+		for _, f := range fs {
+			if f.Kind == KindInvisible || isStripRule(f.Rule) {
+				stripNeeded = true
+			}
+		}
+		res.words = appendWords(res.words, t.where, normalize(t.value))
+	}
+	if !stripNeeded {
+		return res
+	}
+	res.stripped, res.strippedFindings = stripObject(obj, texts)
+	return res
+}
+
+// scanText runs every detector but the cross-server one over one text.
+func scanText(where, s string) []Finding {
+	out := invisibleFindings(where, s)
+	norm := normalize(s)
+	hints := newHintSet(strings.ToLower(norm))
+	for i := range rules {
+		r := &rules[i]
+		if !hints.any(r.hintIdx) {
+			continue
+		}
+		var first []int
+		ok := true
+		for j, re := range r.res {
+			loc := re.FindStringIndex(norm)
+			if loc == nil {
+				ok = false
+				break
+			}
+			if j == 0 {
+				first = loc
+			}
+		}
+		if ok {
+			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
+		}
+	}
+	if strings.HasSuffix(where, "description") {
+		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
+			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
+				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
+		}
+	}
+	return out
+}
+
+// stripObject removes invisible characters and hidden markup from every
+// scanned text of obj, keeping every other byte, and scans the result.
+func stripObject(obj []byte, texts []text) ([]byte, []Finding) {
+	out := make([]byte, 0, len(obj))
+	last := 0
+	var findings []Finding
+	for _, t := range texts {
+		clean := stripMarkup(stripInvisible(t.value))
+		findings = append(findings, scanText(t.where, clean)...)
+		if clean == t.value {
+			continue
+		}
+		out = append(out, obj[last:t.start]...)
+		out = append(out, rawjson.String(clean)...)
+		last = t.end
+	}
+	if last == 0 {
+		return nil, nil // nothing removed
+	}
+	out = append(out, obj[last:]...)
+	return out, findings
+}
+
+func isStripRule(rule string) bool {
+	for i := range rules {
+		if rules[i].rule == rule {
+			return rules[i].strip
+		}
+	}
+	return false
+}
+
+// excerpt cuts the text around loc, cleaned for logs.
+func excerpt(s string, loc []int) string {
+	start, end := loc[0], loc[1]
+	for n := 0; start > 0 && n < excerptContext; n++ {
+		_, size := utf8.DecodeLastRuneInString(s[:start])
+		start -= size
+	}
+	for n := 0; end < len(s) && n < excerptContext; n++ {
+		_, size := utf8.DecodeRuneInString(s[end:])
+		end += size
+	}
+	e := sanitize.Text(s[start:end])
+	if start > 0 {
+		e = "…" + e
+	}
+	if end < len(s) {
+		e += "…"
+	}
+	return cutRunes(e, maxExcerptRunes)
+}
+
+// cutRunes cuts s to at most n runes, the last being "…" when cut.
+func cutRunes(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+// appendWords adds the identifier-like words of s: runs of letters,
+// digits, '_', '-' and '.', without leading or trailing '.' and '-'.
+func appendWords(out []word, where, s string) []word {
+	start := -1
+	emit := func(end int) {
+		w := strings.Trim(s[start:end], ".-")
+		if len(w) >= minReferenceLen {
+			out = append(out, word{text: w, where: where})
+		}
+		start = -1
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			if start < 0 {
+				start = i
+			}
+			continue
+		}
+		if start >= 0 {
+			emit(i)
+		}
+	}
+	if start >= 0 {
+		emit(len(s))
+	}
+	return out
+}

@@ -1,0 +1,395 @@
+package integrity
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// pinFileVersion is the format version this code writes and reads.
+const pinFileVersion = 1
+
+// maxPinFileBytes bounds one pin file read: a pinned and a pending
+// definition per tool, each at most one upstream message (16 MB by
+// default), leaves a lot of room below this; anything larger is not a file
+// mcp-proxy wrote.
+const maxPinFileBytes = 256 << 20
+
+// lockWait bounds how long an update waits for another process's lock on
+// a pin file (an approval or another proxy's write takes milliseconds).
+const lockWait = 10 * time.Second
+
+// lockPoll is the interval between tries for a held lock.
+const lockPoll = 20 * time.Millisecond
+
+// maxServerNameLen bounds a pin file's name; config limits server names to
+// 32 characters.
+const maxServerNameLen = 64
+
+// Store is the pin files of one state directory: <state_dir>/pins/<server>.json,
+// one per server, each holding every pinned tool's fingerprint and canonical
+// definition and every pending (changed or new) tool's current definition.
+// A proxy and the CLI share it: reads need no lock (files are replaced
+// atomically), each read-modify-write holds an exclusive flock on
+// <server>.lock. Directories are created 0700 and files written 0600, by a
+// rename of a complete temporary file. A Store is safe for concurrent use.
+type Store struct {
+	dir string
+	// lockWait is lockWait; tests shorten it.
+	lockWait time.Duration
+}
+
+// NewStore returns the store under stateDir ("" is allowed: every
+// operation then fails with ErrNoStateDir). It creates nothing until the
+// first write.
+func NewStore(stateDir string) *Store {
+	if stateDir == "" {
+		return &Store{lockWait: lockWait}
+	}
+	return &Store{dir: filepath.Join(stateDir, "pins"), lockWait: lockWait}
+}
+
+// Dir is the directory of the pin files ("" without a state_dir).
+func (s *Store) Dir() string { return s.dir }
+
+// Path is the pin file of server.
+func (s *Store) Path(server string) string {
+	return filepath.Join(s.dir, server+".json")
+}
+
+// pinFile is the JSON document of one server's pins.
+type pinFile struct {
+	Version int                  `json:"version"`
+	Server  string               `json:"server"`
+	Tools   map[string]*pinEntry `json:"tools"`
+}
+
+// pinEntry is one tool: its pin, its pending definition, or both.
+type pinEntry struct {
+	Pinned  *pinRecord `json:"pinned,omitempty"`
+	Pending *pinRecord `json:"pending,omitempty"`
+}
+
+// pinRecord is one definition and when it was recorded. Records are never
+// modified once made; an update replaces them.
+type pinRecord struct {
+	Fingerprint string    `json:"fingerprint"`
+	Since       time.Time `json:"since"`
+	// Reason is set on pending records only: changed or new.
+	Reason     Reason          `json:"reason,omitempty"`
+	Definition json.RawMessage `json:"definition"`
+}
+
+// clone copies f's map and entries so that an update can change them while
+// readers keep the old file. Records are shared.
+func (f *pinFile) clone() *pinFile {
+	c := &pinFile{Version: f.Version, Server: f.Server, Tools: make(map[string]*pinEntry, len(f.Tools))}
+	for name, e := range f.Tools {
+		cp := *e
+		c.Tools[name] = &cp
+	}
+	return c
+}
+
+// fileID identifies one version of a file on disk: a rename gives a new
+// inode, a rewrite a new size or time.
+type fileID struct {
+	exists bool
+	ino    uint64
+	size   int64
+	mtime  int64
+}
+
+func statID(path string) (fileID, error) {
+	fi, err := os.Lstat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fileID{}, nil
+	}
+	if err != nil {
+		return fileID{}, err
+	}
+	return idOf(fi), nil
+}
+
+func idOf(fi os.FileInfo) fileID {
+	id := fileID{exists: true, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}
+
+// checkServer refuses a server name that could leave the pins directory.
+func (s *Store) checkServer(server string) error {
+	if s.dir == "" {
+		return ErrNoStateDir
+	}
+	if server == "" || len(server) > maxServerNameLen {
+		return fmt.Errorf("integrity: invalid server name %q", server)
+	}
+	for i := 0; i < len(server); i++ {
+		c := server[i]
+		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return fmt.Errorf("integrity: invalid server name %q", server)
+		}
+	}
+	return nil
+}
+
+// load reads server's pin file. A missing file is (nil, zero id, nil).
+func (s *Store) load(server string) (*pinFile, fileID, error) {
+	if err := s.checkServer(server); err != nil {
+		return nil, fileID{}, err
+	}
+	path := s.Path(server)
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fileID{}, nil
+	}
+	if err != nil {
+		return nil, fileID{}, corrupt(path, err)
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fileID{}, corrupt(path, err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fileID{}, corrupt(path, errors.New("not a regular file"))
+	}
+	if fi.Size() > maxPinFileBytes {
+		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxPinFileBytes+1))
+	if err != nil {
+		return nil, fileID{}, corrupt(path, err)
+	}
+	if len(data) > maxPinFileBytes {
+		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
+	}
+	pf, err := parsePinFile(data, server)
+	if err != nil {
+		return nil, fileID{}, corrupt(path, err)
+	}
+	return pf, idOf(fi), nil
+}
+
+func corrupt(path string, err error) error {
+	return fmt.Errorf("%w: %s: %v (repair it, or delete it to pin the server's tools again on next sight)", ErrCorruptPins, path, err)
+}
+
+// parsePinFile decodes and checks one pin file: the version, the server
+// name, and that every record's fingerprint is that of its definition
+// (which catches a hand-edited or truncated definition).
+func parsePinFile(data []byte, server string) (*pinFile, error) {
+	var pf pinFile
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&pf); err != nil {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return nil, errors.New("data after the JSON document")
+	}
+	switch {
+	case pf.Version == 0:
+		return nil, errors.New("no version")
+	case pf.Version > pinFileVersion:
+		return nil, fmt.Errorf("version %d is newer than this mcp-proxy reads (%d)", pf.Version, pinFileVersion)
+	case pf.Version != pinFileVersion:
+		return nil, fmt.Errorf("unknown version %d", pf.Version)
+	case pf.Server != server:
+		return nil, fmt.Errorf("it is the pin file of server %q, not %q", pf.Server, server)
+	}
+	if pf.Tools == nil {
+		pf.Tools = map[string]*pinEntry{}
+	}
+	for name, e := range pf.Tools {
+		if e == nil || e.Pinned == nil && e.Pending == nil {
+			return nil, fmt.Errorf("tool %q: neither pinned nor pending", name)
+		}
+		for _, r := range []struct {
+			rec     *pinRecord
+			pending bool
+		}{{e.Pinned, false}, {e.Pending, true}} {
+			if r.rec == nil {
+				continue
+			}
+			if err := checkRecord(name, r.rec, r.pending); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return &pf, nil
+}
+
+func checkRecord(name string, r *pinRecord, pending bool) error {
+	def, err := canonicalJSON(r.Definition)
+	if err != nil {
+		return fmt.Errorf("tool %q: definition is not valid JSON", name)
+	}
+	var head struct {
+		Name *string `json:"name"`
+	}
+	if json.Unmarshal(def, &head) != nil || head.Name == nil || *head.Name != name {
+		return fmt.Errorf("tool %q: definition is not an object named %q", name, name)
+	}
+	if fingerprintOf(def) != r.Fingerprint {
+		return fmt.Errorf("tool %q: fingerprint %s is not that of its definition (the file was edited or damaged)", name, ShortFingerprint(r.Fingerprint))
+	}
+	r.Definition = def
+	switch {
+	case pending && r.Reason != ReasonChanged && r.Reason != ReasonNew:
+		return fmt.Errorf("tool %q: pending reason %q is not changed or new", name, r.Reason)
+	case !pending && r.Reason != "":
+		return fmt.Errorf("tool %q: a pinned record has a reason", name)
+	}
+	return nil
+}
+
+// update runs fn on server's pin file as it is on disk (nil when it does
+// not exist) while holding the file's lock. fn must not modify the file it
+// is given; it returns the file to write, or nil to write nothing. update
+// returns the file as it is on disk afterwards and its identity.
+func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (*pinFile, fileID, error) {
+	if err := s.checkServer(server); err != nil {
+		return nil, fileID{}, err
+	}
+	unlock, err := s.lock(server)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	defer unlock()
+	cur, id, err := s.load(server)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	next, err := fn(cur)
+	if err != nil || next == nil {
+		return cur, id, err
+	}
+	next.Version, next.Server = pinFileVersion, server
+	id, err = s.write(server, next)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	return next, id, nil
+}
+
+// lock takes server's exclusive lock, waiting at most lockWait.
+func (s *Store) lock(server string) (unlock func(), err error) {
+	if err := os.MkdirAll(s.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("integrity: create %s: %w", s.dir, err)
+	}
+	path := filepath.Join(s.dir, server+".lock")
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("integrity: open lock %s: %w", path, err)
+	}
+	deadline := time.Now().Add(s.lockWait)
+	for {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() {
+				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+				_ = f.Close()
+			}, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
+			f.Close()
+			return nil, fmt.Errorf("integrity: lock %s: %w", path, err)
+		}
+		if time.Now().After(deadline) {
+			f.Close()
+			return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, s.lockWait)
+		}
+		time.Sleep(lockPoll)
+	}
+}
+
+// write replaces server's pin file atomically: a complete 0600 temporary
+// file in the same directory, synced, then renamed over the old one.
+func (s *Store) write(server string, pf *pinFile) (fileID, error) {
+	data, err := json.MarshalIndent(pf, "", "  ")
+	if err != nil {
+		return fileID{}, fmt.Errorf("integrity: encode pins of %s: %w", server, err)
+	}
+	data = append(data, '\n')
+	path := s.Path(server)
+	tmp, err := os.CreateTemp(s.dir, "."+server+".json.tmp-*")
+	if err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	done := false
+	defer func() {
+		if !done {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err := tmp.Chmod(0o600); err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	if err := tmp.Sync(); err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
+	}
+	done = true
+	if d, err := os.Open(s.dir); err == nil {
+		_ = d.Sync() // the rename itself survives a crash
+		d.Close()
+	}
+	return statID(path)
+}
+
+// Servers returns the servers that have a pin file, sorted.
+func (s *Store) Servers() ([]string, error) {
+	if s.dir == "" {
+		return nil, ErrNoStateDir
+	}
+	entries, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("integrity: read %s: %w", s.dir, err)
+	}
+	var out []string
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), ".json")
+		if ok && !strings.HasPrefix(name, ".") && s.checkServer(name) == nil {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Check reads the pin files of servers and returns the problems of every
+// one that exists but cannot be read, joined; nil when all are readable.
+// A proxy calls it before it starts serving.
+func (s *Store) Check(servers []string) error {
+	var errs []error
+	for _, server := range servers {
+		if _, _, err := s.load(server); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
