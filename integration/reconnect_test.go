@@ -244,15 +244,17 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	crashed = time.Now()
 	_, _ = rsCall(control, "fx__crash", nil, callTimeout)
 	crashSeen = time.Now()
-	time.Sleep(rwWindow + 2*time.Second)
+	time.Sleep(rwWindow + 3*time.Second)
 	calls = load.finish()
 	windowEnd := crashed.Add(rwWindow)
 	n, by, p99, worst = rwSummary(calls, crashed, windowEnd)
 	t.Logf("MEASURE crash loop, within the window: %d calls: %d ok, %d refused, %d lost, %d timeout, %d other; p99 %s, max %s",
 		n, by["ok"], by["refused"], by["lost"], by["timeout"], by["other"], p99.Round(time.Millisecond), worst.Round(time.Millisecond))
-	// The window closes at the latest rwWindow after crashSeen.
-	afterWindow := crashSeen.Add(rwWindow)
-	nAfter, byAfter, p99After, worstAfter := rwSummary(calls, afterWindow, crashed.Add(rwWindow+2*time.Second))
+	// The window opens when the proxy sees the drop, which is about when
+	// the crash call fails (crashSeen): the supervisor publishes it right
+	// after the session dies, though on a loaded machine a moment may pass.
+	afterWindow := crashSeen.Add(rwWindow + time.Second)
+	nAfter, byAfter, p99After, worstAfter := rwSummary(calls, afterWindow, crashed.Add(rwWindow+3*time.Second))
 	t.Logf("MEASURE crash loop, after the window: %d calls: %d refused, %d other; p99 %s, max %s",
 		nAfter, byAfter["refused"], byAfter["other"], p99After.Round(time.Millisecond), worstAfter.Round(time.Millisecond))
 	bad = nil
