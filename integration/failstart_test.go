@@ -49,12 +49,12 @@ func TestFailedUpstreamsDoNotBlockOthers(t *testing.T) {
 
 // TestToolsVerbReportsFailedServers: `mcp-proxy tools --json` shows each
 // failed server with state "failed" and a reason, the working one with its
-// tools, and exits 0.
+// tools, and exits 1 (a server is not connected).
 func TestToolsVerbReportsFailedServers(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := runCLI(t, "tools", "--json", "--config", failingConfig(t))
-	if code != 0 {
-		t.Fatalf("mcp-proxy tools --json exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, tail(stderr, 4000))
+	if code != 1 {
+		t.Fatalf("mcp-proxy tools --json exited %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, tail(stderr, 4000))
 	}
 	var rep struct {
 		Servers []struct {

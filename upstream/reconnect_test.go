@@ -50,11 +50,16 @@ func wantStates(t *testing.T, seen *snapshots, want string) {
 	}
 }
 
+// TestReconnectAfterKill: with reconnect_wait 0 (the wait turned off) a
+// request while the server is down fails at once, and the failed snapshot
+// has no catalog. wait_test.go has the window.
 func TestReconnectAfterKill(t *testing.T) {
 	t.Parallel()
 	var seen snapshots
 	backoff := func(int) time.Duration { return 500 * time.Millisecond }
-	c := start(t, fakeServer(t, "killed"), Options{OnSnapshot: seen.add, Backoff: backoff})
+	cfg := fakeServer(t, "killed")
+	cfg.ReconnectWait = durPtr(0)
+	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: backoff})
 	first := mustConnected(t, c)
 	pid := childPID(t, c)
 
