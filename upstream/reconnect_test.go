@@ -216,8 +216,10 @@ func TestCloseDuringBackoff(t *testing.T) {
 }
 
 // TestListChangedBurstCoalesced: 100 list_changed notifications at once lead
-// to at most two re-discoveries (one running, one pending), and an unchanged
-// catalog publishes nothing.
+// to a few re-discoveries, not 100: one running and one pending at any
+// time, so a burst the reader sees in one go makes two; on a loaded machine
+// the reader may see its tail after the pending run began, hence at most
+// three. An unchanged catalog publishes nothing.
 func TestListChangedBurstCoalesced(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
@@ -237,8 +239,8 @@ func TestListChangedBurstCoalesced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if runs := (last - pages) / pages; runs < 1 || runs > 2 || (last-pages)%pages != 0 {
-		t.Errorf("%d tools/list pages after the burst, want 1 or 2 full re-discoveries of %d pages", last-pages, pages)
+	if runs := (last - pages) / pages; runs < 1 || runs > 3 || (last-pages)%pages != 0 {
+		t.Errorf("%d tools/list pages after the burst, want 1 to 3 full re-discoveries of %d pages", last-pages, pages)
 	}
 	if s := c.Snapshot(); s.Generation != before.Generation || len(seen.list()) != 1 {
 		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(seen.list()))
