@@ -99,7 +99,7 @@ func (p *Proxy) forwardCall(ctx context.Context, r *request, name string, args, 
 	}
 	entry, ok := p.Catalog().Lookup(name)
 	if !ok {
-		return nil, unknownTool(name)
+		return nil, p.unknownTool(r.sess, name)
 	}
 	return p.callChain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
 }
@@ -348,6 +348,27 @@ func (p *Proxy) errorData(data json.RawMessage) json.RawMessage {
 
 func unknownTool(name string) *wireError {
 	return &wireError{Code: codeInvalidParams, Message: "unknown tool: " + sanitize.Error(name)}
+}
+
+// unknownTool is the error of a name no server lists. When the name has the
+// prefix of a server the session's agent is granted and that server is
+// down without ever having listed its tools, the error says it is down and
+// why instead: "unknown tool" would hide the cause. A server the agent is
+// not granted stays unknown (SPEC §5 rule 1).
+func (p *Proxy) unknownTool(s *session, name string) *wireError {
+	g := p.gen()
+	style := p.style()
+	for _, srv := range g.serverNames() {
+		cfg := g.cfg.Servers[srv]
+		prefix := style.NamePrefix(cfg.PrefixValue())
+		if prefix == "" || !strings.HasPrefix(name, prefix) || !s.agent.Granted(srv) {
+			continue
+		}
+		if werr := p.serverUp(srv); werr != nil {
+			return werr
+		}
+	}
+	return unknownTool(name)
 }
 
 func notConnected(server string) *wireError {

@@ -41,9 +41,16 @@ func TestFailedUpstreamsDoNotBlockOthers(t *testing.T) {
 	if got := contentText(callTool(t, cs, "ok__echo", map[string]any{"text": "alive"})); got != "alive" {
 		t.Errorf("ok__echo: %q", got)
 	}
+	// A tool of a granted server that never connected: the error says the
+	// server is down and why (its exit, its last stderr lines), not
+	// "unknown tool", which would hide the cause.
 	werr, _ := callErr(t, cs, "dead__echo", map[string]any{"text": "x"}, callTimeout)
-	if werr.Code != -32602 || werr.Message != "unknown tool: dead__echo" {
-		t.Errorf("dead__echo (never listed): code %d message %q, want -32602 unknown tool", werr.Code, werr.Message)
+	if werr.Code != -32000 || !strings.HasPrefix(werr.Message, "MCP server 'dead' is not connected") || !strings.Contains(werr.Message, "exit") {
+		t.Errorf("dead__echo (never listed): code %d message %q, want -32000 naming the server and why", werr.Code, werr.Message)
+	}
+	werr, _ = callErr(t, cs, "nobody__echo", map[string]any{}, callTimeout)
+	if werr.Code != -32602 || werr.Message != "unknown tool: nobody__echo" {
+		t.Errorf("nobody__echo: code %d message %q, want -32602 unknown tool", werr.Code, werr.Message)
 	}
 }
 
