@@ -27,7 +27,10 @@
 // a Client ID Metadata Document, else Dynamic Client Registration), a
 // loopback redirect http://127.0.0.1:<port>/callback served for this one
 // login, the state check, and the exchange with the RFC 8707 resource
-// parameter. client_credentials servers get their tokens without a user,
+// parameter. BeginLogin and BrowserLogin.Complete run the same login for a
+// browser that comes back to a page the caller serves (the status page's
+// /auth/callback on the metrics listener) instead of the loopback listener.
+// client_credentials servers get their tokens without a user,
 // with client_secret_basic, client_secret_post or a private_key_jwt
 // assertion signed with a PEM key.
 //

@@ -3,6 +3,7 @@ package oauthclient
 import (
 	"context"
 	"crypto/rand"
+	"crypto/subtle"
 	"errors"
 	"fmt"
 	"io"
@@ -98,15 +99,9 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.opts.loginTimeout())
 	defer cancel()
-	md, err := discover(ctx, c.hc, c.url, ch)
+	md, err := c.discoverForLogin(ctx, ch)
 	if err != nil {
-		return fmt.Errorf("discovery: %w", err)
-	}
-	if !md.PKCE {
-		return fmt.Errorf("%w (code_challenge_methods_supported of %s): the proxy refuses to log in without it", ErrNoPKCE, redactURL(md.Issuer))
-	}
-	if md.AuthorizationEndpoint == "" {
-		return fmt.Errorf("authorization server metadata of %s has no authorization_endpoint", redactURL(md.Issuer))
+		return err
 	}
 	prev := c.storedFor(md.Issuer)
 	ln, err := c.listen(prev)
@@ -115,20 +110,12 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	redirect := "http://127.0.0.1:" + strconv.Itoa(port) + callbackPath
-	id, reg, err := c.identity(ctx, md, redirect, prev)
+	req, err := c.newAuthRequest(ctx, md, ch, prev, "http://127.0.0.1:"+strconv.Itoa(port)+callbackPath)
 	if err != nil {
 		return err
 	}
-	scopes := c.loginScopes(ch, md, prev)
-	verifier, state := oauth2.GenerateVerifier(), rand.Text()
-	cfg := &oauth2.Config{
-		ClientID: id.clientID, RedirectURL: redirect, Scopes: scopes,
-		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint},
-	}
-	authURL := cfg.AuthCodeURL(state, oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", md.Resource))
 
-	cb := newCallback(c.server, state, authURL)
+	cb := newCallback(c.server, req.state, req.url)
 	srv := &http.Server{Handler: cb, ReadHeaderTimeout: callbackHeaderTimeout}
 	served := make(chan struct{})
 	go func() {
@@ -142,11 +129,11 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 		<-served
 	}()
 
-	p := LoginPrompt{Server: c.server, URL: authURL, LocalURL: "http://127.0.0.1:" + strconv.Itoa(port) + "/", Command: LoginCommand(c.server)}
+	p := LoginPrompt{Server: c.server, URL: req.url, LocalURL: "http://127.0.0.1:" + strconv.Itoa(port) + "/", Command: LoginCommand(c.server)}
 	if prompt != nil {
 		prompt(p)
 	}
-	c.open(authURL)
+	c.open(req.url)
 
 	var code string
 	select {
@@ -161,13 +148,87 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 	if err != nil {
 		return err
 	}
-	tok, err := exchangeCode(ctx, c.hc, md, id, redirect, code, verifier)
+	return c.finish(ctx, req, code)
+}
+
+// discoverForLogin finds the authorization server of a login from ch and
+// checks what the proxy requires of it: PKCE with S256 and an
+// authorization endpoint.
+func (c *Client) discoverForLogin(ctx context.Context, ch Challenge) (*Metadata, error) {
+	md, err := discover(ctx, c.hc, c.url, ch)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: %w", err)
+	}
+	if !md.PKCE {
+		return nil, fmt.Errorf("%w (code_challenge_methods_supported of %s): the proxy refuses to log in without it", ErrNoPKCE, redactURL(md.Issuer))
+	}
+	if md.AuthorizationEndpoint == "" {
+		return nil, fmt.Errorf("authorization server metadata of %s has no authorization_endpoint", redactURL(md.Issuer))
+	}
+	return md, nil
+}
+
+// authRequest is one authorization request of a login: the authorization
+// URL the browser opens, and what the token request needs when the browser
+// comes back with a code.
+type authRequest struct {
+	md       *Metadata
+	id       identity
+	entry    Entry // the registration the tokens are stored with
+	scopes   []string
+	redirect string // the redirect URI, sent again with the code
+	verifier string // the PKCE code verifier
+	state    string
+	url      string // the authorization URL
+}
+
+// newAuthRequest settles the client identity for redirect (registering it
+// when needed), the scopes, a PKCE verifier and a state, and builds the
+// authorization URL with the RFC 8707 resource.
+func (c *Client) newAuthRequest(ctx context.Context, md *Metadata, ch Challenge, prev *Entry, redirect string) (*authRequest, error) {
+	id, reg, err := c.identity(ctx, md, redirect, prev)
+	if err != nil {
+		return nil, err
+	}
+	req := &authRequest{md: md, id: id, entry: reg, scopes: c.loginScopes(ch, md, prev), redirect: redirect,
+		verifier: oauth2.GenerateVerifier(), state: rand.Text()}
+	cfg := &oauth2.Config{
+		ClientID: id.clientID, RedirectURL: redirect, Scopes: req.scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: md.AuthorizationEndpoint, TokenURL: md.TokenEndpoint},
+	}
+	req.url = cfg.AuthCodeURL(req.state, oauth2.S256ChallengeOption(req.verifier), oauth2.SetAuthURLParam("resource", md.Resource))
+	return req, nil
+}
+
+// finish redeems the code of req's callback and stores the tokens with
+// req's registration.
+func (c *Client) finish(ctx context.Context, req *authRequest, code string) error {
+	tok, err := exchangeCode(ctx, c.hc, req.md, req.id, req.redirect, code, req.verifier)
 	if err != nil {
 		return fmt.Errorf("exchanging the authorization code: %w", err)
 	}
-	e := reg
-	setToken(&e, tok, scopes)
+	e := req.entry
+	setToken(&e, tok, req.scopes)
 	return c.commit(e)
+}
+
+// callbackCode reads the query of a redirect back from the authorization
+// server: the code, or why there is none (another login's state, the
+// server's refusal, no code).
+func callbackCode(q url.Values, state string) (string, error) {
+	switch {
+	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1:
+		return "", ErrStateMismatch
+	case q.Get("error") != "":
+		msg := cut(q.Get("error"), 100)
+		if d := q.Get("error_description"); d != "" {
+			msg += " (" + cut(d, 200) + ")"
+		}
+		return "", fmt.Errorf("the authorization server refused: %s", msg)
+	case q.Get("code") == "":
+		return "", errors.New("the callback carries no authorization code")
+	}
+	return q.Get("code"), nil
 }
 
 // open runs the auth.open command with url, if there is one, in the
@@ -389,22 +450,8 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	q := r.URL.Query()
 	var res callbackResult
-	switch {
-	case q.Get("state") != cb.state:
-		res.err = ErrStateMismatch
-	case q.Get("error") != "":
-		msg := cut(q.Get("error"), 100)
-		if d := q.Get("error_description"); d != "" {
-			msg += " (" + cut(d, 200) + ")"
-		}
-		res.err = fmt.Errorf("the authorization server refused: %s", msg)
-	case q.Get("code") == "":
-		res.err = errors.New("the callback carries no authorization code")
-	default:
-		res.code = q.Get("code")
-	}
+	res.code, res.err = callbackCode(r.URL.Query(), cb.state)
 	first := false
 	cb.once.Do(func() {
 		first = true
