@@ -77,6 +77,25 @@ func pendingOf(server string, pf *pinFile) []Change {
 // error matching ErrNothingPending, and nothing is written. A running
 // proxy sees the new file within WatchInterval.
 func (s *Store) Approve(server string, tools []string) ([]Change, error) {
+	return s.approve(server, tools, "")
+}
+
+// ApproveFingerprint pins the pending definition of one tool of server
+// only while it is the one reviewed: its fingerprint is fingerprint. A
+// tool with nothing pending is ErrNothingPending, one whose pending
+// definition has another fingerprint ErrPendingChanged; nothing is
+// written then. The check and the write hold the pin file's lock.
+func (s *Store) ApproveFingerprint(server, tool, fingerprint string) (Change, error) {
+	approved, err := s.approve(server, []string{tool}, fingerprint)
+	if err != nil {
+		return Change{}, err
+	}
+	return approved[0], nil
+}
+
+// approve is Approve; with fingerprint set (and one tool), only that
+// pending definition is approved.
+func (s *Store) approve(server string, tools []string, fingerprint string) ([]Change, error) {
 	var approved []Change
 	_, _, err := s.update(server, func(cur *pinFile) (*pinFile, error) {
 		approved = nil
@@ -94,6 +113,10 @@ func (s *Store) Approve(server string, tools []string) ([]Change, error) {
 				if !ok {
 					missing = append(missing, server+"/"+t)
 					continue
+				}
+				if fingerprint != "" && c.Pending.Fingerprint != fingerprint {
+					return nil, fmt.Errorf("%w: %s/%s is now %s, not %s", ErrPendingChanged, server, t,
+						ShortFingerprint(c.Pending.Fingerprint), ShortFingerprint(fingerprint))
 				}
 				approved = append(approved, c)
 			}

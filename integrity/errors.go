@@ -19,4 +19,7 @@ var (
 	// ErrNothingPending is an approval of a tool that has no pending
 	// definition.
 	ErrNothingPending = errors.New("nothing to approve")
+	// ErrPendingChanged is an approval of a reviewed definition that is no
+	// longer the one pending: the upstream changed the tool again since.
+	ErrPendingChanged = errors.New("the pending definition changed since it was reviewed")
 )

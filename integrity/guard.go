@@ -63,6 +63,7 @@ type serverState struct {
 	// the pin file changes; held the tools it held, by name.
 	last     *Server
 	lastPeer *Peers
+	lastRev  *Review
 	held     map[string]string
 	// logged holds the keys of events already logged (once per tool and
 	// fingerprint).
@@ -259,8 +260,21 @@ func hasLevel(findings []Finding, level Level) bool {
 func (g *Guard) remember(st *serverState, in Server, peers *Peers, rev *Review) {
 	cp := in
 	cp.Tools = append([]Tool(nil), in.Tools...)
-	st.last, st.lastPeer = &cp, peers
+	st.last, st.lastPeer, st.lastRev = &cp, peers, rev
 	st.held = heldSet(rev)
+}
+
+// Last returns the result of the latest Review of server (by a catalog
+// build or by Watch), nil when there was none: the verdicts, findings
+// included, that the proxy serves now. It reads no file and records
+// nothing. The Review must not be modified.
+func (g *Guard) Last(server string) *Review {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if st := g.servers[server]; st != nil {
+		return st.lastRev
+	}
+	return nil
 }
 
 // heldSet maps each held tool to its reasons.

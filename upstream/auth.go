@@ -57,6 +57,13 @@ func newAuthClient(cfg *config.Server, opts Options) (*oauthclient.Client, error
 	return oauthclient.New(cfg, co)
 }
 
+// Authorizer returns the token client of an oauth or client_credentials
+// server, nil for other servers (and when it could not be built: the
+// connection's error says why). A login completed through it (Login, or
+// BeginLogin and BrowserLogin.Complete) wakes a connection waiting in
+// StateNeedsAuth at once.
+func (c *Conn) Authorizer() *oauthclient.Client { return c.auth }
+
 // authorize wraps the HTTP client's transport of an http or sse session:
 // the static bearer token goes into the headers (sent to the server's
 // origin only), OAuth servers get the token client's Transport, which
