@@ -188,6 +188,8 @@ var invalidConfigs = map[string]string{
 		`metrics.listen: must be host:port, got "9464"`,
 		`metrics.path: must not be /readyz, which the proxy serves itself`,
 	),
+	"invalid-metrics-root.yaml":   `metrics.path: must not be "/": the status page serves / on the metrics listener`,
+	"invalid-metrics-status.yaml": `metrics.path: must not be "/auth/": the status page serves /auth/login on the metrics listener`,
 	"invalid-metrics-tokens.yaml": lines(
 		`metrics.tokens[0]: empty token`,
 		`metrics.tokens[1]: token contains spaces or control characters`,

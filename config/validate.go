@@ -130,6 +130,7 @@ func (c *Config) problems() []error {
 	c.validateAuth(v)
 	c.validateBlobs(v)
 	c.validateMetrics(v)
+	c.validateStatus(v)
 	c.validateIntegrity(v)
 	c.validateTracing(v)
 	c.validateAudit(v)

@@ -53,10 +53,12 @@ func newHTTPServer(h http.Handler, l httpLimits) *http.Server {
 }
 
 // metricsHandler serves metrics.path (behind a bearer token when
-// metrics.tokens is set), /healthz and /readyz (always open to probes), all
-// behind the MCP endpoint's DNS rebinding checks: on a loopback listener
-// the Host must be a loopback name, and a browser's Origin must match.
-func metricsHandler(cfg *config.Config, g prometheus.Gatherer, healthz, readyz http.HandlerFunc) http.Handler {
+// metrics.tokens is set), /healthz and /readyz (always open to probes) and,
+// when page is not nil, the status page at / (which applies
+// metrics.tokens itself), all behind the MCP endpoint's DNS rebinding
+// checks: on a loopback listener the Host must be a loopback name, and a
+// browser's Origin must match.
+func metricsHandler(cfg *config.Config, g prometheus.Gatherer, healthz, readyz http.HandlerFunc, page http.Handler) http.Handler {
 	var m http.Handler = metrics.Handler(g)
 	if tokens := cfg.Metrics.Tokens; len(tokens) > 0 {
 		next := m
@@ -73,5 +75,8 @@ func metricsHandler(cfg *config.Config, g prometheus.Gatherer, healthz, readyz h
 	mux.Handle(cfg.Metrics.Path, m)
 	mux.HandleFunc("/healthz", healthz)
 	mux.HandleFunc("/readyz", readyz)
+	if page != nil {
+		mux.Handle("/", page)
+	}
 	return httpguard.Rebinding(mux)
 }

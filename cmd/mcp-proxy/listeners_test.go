@@ -214,8 +214,9 @@ func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 		rt.close()
 	})
 	urls := map[string]string{}
+	const mcpLine, metricsLine = "serving MCP over Streamable HTTP; point your MCP client at this URL", "serving metrics"
 	deadline := time.Now().Add(10 * time.Second)
-	for len(urls) < 2 && time.Now().Before(deadline) {
+	for (urls[mcpLine] == "" || urls[metricsLine] == "") && time.Now().Before(deadline) {
 		for _, line := range strings.Split(stderr.String(), "\n") {
 			var l struct{ Message, URL string }
 			if json.Unmarshal([]byte(line), &l) == nil && l.URL != "" {
@@ -224,8 +225,7 @@ func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	mcpURL = urls["serving MCP over Streamable HTTP; point your MCP client at this URL"]
-	metricsURL = urls["serving metrics"]
+	mcpURL, metricsURL = urls[mcpLine], urls[metricsLine]
 	if mcpURL == "" || metricsURL == "" {
 		t.Fatalf("listeners not logged:\n%s", stderr.String())
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
+	"github.com/mcp-proxy/mcp-proxy/status"
 )
 
 // httpShutdownGrace is how long in-flight HTTP requests (tool calls) may run
@@ -96,8 +97,10 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	return nil
 }
 
-// serveMetrics serves /metrics, /healthz and /readyz on metrics.listen. A
-// port that cannot be bound is a warning: the proxy keeps serving (SPEC §11).
+// serveMetrics serves /metrics, /healthz, /readyz and the status page on
+// metrics.listen, and samples the proxy's metrics for the page's window
+// until stop. A port that cannot be bound is a warning: the proxy keeps
+// serving (SPEC §11).
 func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
 	if cfg.Metrics.Listen == "" {
 		return func() {}
@@ -107,9 +110,21 @@ func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
 		rt.log.Warn().Err(err).Str("addr", cfg.Metrics.Listen).Msg("metrics listener not started; the proxy keeps serving")
 		return func() {}
 	}
+	ctx, cancel := context.WithCancel(context.Background())
+	win := status.NewWindow(rt.registry, nil)
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		win.Run(ctx)
+	}()
 	healthz, readyz := rt.proxy.Health()
-	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz), rt.httpLimits)
+	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz, rt.statusPage(cfg, win)), rt.httpLimits)
 	go func() { _ = srv.Serve(ln) }()
 	rt.log.Info().Str("url", "http://"+ln.Addr().String()+cfg.Metrics.Path).Msg("serving metrics")
-	return func() { _ = srv.Close() }
+	rt.log.Info().Str("url", "http://"+ln.Addr().String()+"/").Msg("serving the status page")
+	return func() {
+		_ = srv.Close()
+		cancel()
+		<-sampled
+	}
 }

@@ -1,0 +1,43 @@
+// Package status serves the proxy's status page on the metrics listener:
+// every upstream at a glance (state, why it is down and when it is tried
+// again, transport, protocol, tools exposed, excluded and quarantined,
+// calls, errors and p95 latency over the last five minutes), the agents'
+// sessions and policy denials, a "Log in" button for OAuth servers waiting
+// for a login (SPEC §12.1), and the quarantined tools with their diffs and
+// scan findings, to approve or keep quarantined (SPEC §13).
+//
+// The page is HTML rendered by html/template from embedded templates; a
+// few lines of script reload it every SampleInterval while no diff is
+// open. What it shows comes from Options.State, gathered for each view;
+// the five-minute figures come from a Window, a ring of 31 samples of the
+// proxy's own Prometheus registry taken every 10 s, never from the
+// counters since start.
+//
+// Routes (GET page and callback, every action a POST answered with 303 to
+// the page):
+//
+//	GET  /               the page (401 and a token form when metrics.tokens is set and the browser has no session)
+//	POST /login          the token form: a valid token sets the session cookie
+//	POST /logout         ends the session
+//	POST /auth/login     server=S: 303 to S's authorization server, redirect URI <page origin>/auth/callback
+//	GET  /auth/callback  the authorization server's redirect: state checked, code exchanged, token stored
+//	POST /tools/approve  server, tool, fingerprint: pins that pending definition (only while it is the one shown)
+//	POST /tools/keep     server, tool, fingerprint: marks it reviewed and kept quarantined (in memory)
+//
+// Security, as on the MCP endpoint: the caller puts the listener's Host
+// and Origin checks in front (internal/httpguard). With metrics.tokens the
+// page needs a token, from the Authorization header or from the session
+// cookie that the token form sets (HttpOnly, SameSite=Strict, an HMAC of
+// the token under a per-process key, never the token). Every action
+// carries a CSRF token, the HMAC of a random seed cookie under that key,
+// and is refused when the browser says it came from another site
+// (Sec-Fetch-Site). Without tokens the actions are offered only on a
+// loopback listener; elsewhere the page is read-only. The OAuth callback
+// needs no session (browsers do not send SameSite=Strict cookies on
+// another site's redirect): the state, unguessable and good once, and
+// PKCE stand for it. Every text from an upstream or the config is cleaned
+// of the config's secrets and of secret-shaped values before it is
+// rendered; tokens, client secrets and environment values are never
+// rendered. Responses carry a nonce-based Content-Security-Policy and are
+// never framed or cached.
+package status
