@@ -250,7 +250,8 @@ func TestListenersCloseIdleConnections(t *testing.T) {
 // TestMetricsListenerGuard is issue 12, item 12: the metrics listener
 // refuses a rebound Host and a foreign Origin like the MCP endpoint, and
 // with metrics.tokens /metrics needs a bearer token while /healthz and
-// /readyz stay open.
+// /readyz stay open. The status page at / follows the same rules (issue
+// 19).
 func TestMetricsListenerGuard(t *testing.T) {
 	_, metricsURL := startServeHTTP(t, "")
 	_, tokenURL := startServeHTTP(t, ", tokens: [scrape-s3cret]")
@@ -292,6 +293,12 @@ func TestMetricsListenerGuard(t *testing.T) {
 		{"tokens: metrics with the token", tokenURL, "", "", "scrape-s3cret", 200, "go_goroutines"},
 		{"tokens: healthz open", base(tokenURL) + "/healthz", "", "", "", 200, ""},
 		{"tokens: readyz open", base(tokenURL) + "/readyz", "", "", "", 200, ""},
+		{"status page", base(metricsURL) + "/", "", "", "", 200, "mcp-proxy status"},
+		{"status page, rebound host", base(metricsURL) + "/", "attacker.example", "", "", 403, "invalid Host header"},
+		{"status page, foreign origin", base(metricsURL) + "/", "", "https://attacker.example", "", 403, "Origin"},
+		{"tokens: status page without a token", base(tokenURL) + "/", "", "", "", 401, "metrics.tokens"},
+		{"tokens: status page with the token", base(tokenURL) + "/", "", "", "scrape-s3cret", 200, "mcp-proxy status"},
+		{"unknown path", base(metricsURL) + "/nosuch", "", "", "", 404, ""},
 	}
 	for _, c := range cases {
 		code, body := get(c.url, c.host, c.origin, c.token)
