@@ -69,6 +69,8 @@ func (c *Config) Validate() error {
 	c.validateIntegrity(v)
 	c.validateTracing(v)
 	c.validateAudit(v)
+	c.validateOverrides(v)
+	c.validateLimits(v)
 	sort.SliceStable(v.problems, func(i, j int) bool {
 		return problemPath(v.problems[i]) < problemPath(v.problems[j])
 	})
