@@ -36,6 +36,7 @@ type Metrics struct {
 	auth             *prometheus.CounterVec
 	toolsQuarantined *prometheus.GaugeVec
 	toolFindings     *prometheus.CounterVec
+	rateLimited      *prometheus.CounterVec // ratelimit.go
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -109,10 +110,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_tool_findings_total",
 			Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool.",
 		}, []string{"server", "kind"}),
+		rateLimited: newRateLimited(),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
