@@ -112,48 +112,50 @@ func buildLimits(cfg *config.Config, old *callLimits, now time.Time) *callLimits
 	return l
 }
 
-// taken are the tokens one call took, to give back.
-type taken []*ratelimit.Bucket
-
-func (t taken) giveBack(now time.Time) {
-	for _, b := range t {
-		b.Give(now)
-	}
-}
-
 // limitRefusal says which limit refused a call and why.
 type limitRefusal struct {
 	limit string // a metrics.Limit* value
 	text  string // what follows "is denied by rate_limited: "
 }
 
-// take takes a token for the call from every bucket it falls under; on a
-// refusal it gives back what it took.
-func (l *callLimits) take(agent string, t filter.Tool, now time.Time) (taken, *limitRefusal) {
-	var got taken
-	for _, al := range l.agents[agent] {
+// take takes a token for the call from every bucket it falls under: the
+// agent's entries that match t, then t's server. On a refusal it gives
+// back what it took.
+func (l *callLimits) take(agent string, t filter.Tool, now time.Time) *limitRefusal {
+	entries := l.agents[agent]
+	for i, al := range entries {
 		if !t.Matches(al.tools) {
 			continue
 		}
-		ok, wait := al.bucket.Take(now)
-		if !ok {
-			got.giveBack(now)
-			return nil, &limitRefusal{limit: metrics.LimitAgent, text: fmt.Sprintf(
+		if ok, wait := al.bucket.Take(now); !ok {
+			l.give(entries[:i], nil, t, now)
+			return &limitRefusal{limit: metrics.LimitAgent, text: fmt.Sprintf(
 				"agent '%s' may make %s a minute (burst %d) to %s; retry in %s",
 				agent, calls(al.perMinute), al.burst, patternList(al.tools), retryIn(wait))}
 		}
-		got = append(got, al.bucket)
 	}
 	if sl := l.servers[t.Server]; sl != nil && sl.rate != nil {
-		ok, wait := sl.rate.Take(now)
-		if !ok {
-			got.giveBack(now)
-			return nil, &limitRefusal{limit: metrics.LimitServerRate, text: fmt.Sprintf(
+		if ok, wait := sl.rate.Take(now); !ok {
+			l.give(entries, nil, t, now)
+			return &limitRefusal{limit: metrics.LimitServerRate, text: fmt.Sprintf(
 				"server '%s' takes %s a minute; retry in %s", t.Server, calls(sl.perMinute), retryIn(wait))}
 		}
-		got = append(got, sl.rate)
 	}
-	return got, nil
+	return nil
+}
+
+// give puts back a token in each of entries that match t and in server's
+// bucket (nil: none): what take took. The limits of a generation never
+// change, so the same buckets match again.
+func (l *callLimits) give(entries []*agentLimit, server *serverLimit, t filter.Tool, now time.Time) {
+	for _, al := range entries {
+		if t.Matches(al.tools) {
+			al.bucket.Give(now)
+		}
+	}
+	if server != nil && server.rate != nil {
+		server.rate.Give(now)
+	}
 }
 
 // calls is "1 call" or "n calls".
@@ -189,14 +191,14 @@ func (p *Proxy) rateGate(next callHandler) callHandler {
 		if l == nil {
 			return next(ctx, c)
 		}
-		agent := c.r.sess.agent.Name
-		got, refusal := l.take(agent, c.entry.PolicyTool(), p.now())
-		if refusal != nil {
+		agent, t := c.r.sess.agent.Name, c.entry.PolicyTool()
+		if refusal := l.take(agent, t, p.now()); refusal != nil {
 			return p.rateLimited(c, refusal), nil
 		}
 		res, werr := next(ctx, c)
 		if werr != nil && werr.input != nil {
-			got.giveBack(p.now()) // asked for input: the retry takes them again
+			// Asked the client for input: the retry takes them again.
+			l.give(l.agents[agent], l.servers[t.Server], t, p.now())
 		}
 		return res, werr
 	}
@@ -212,18 +214,19 @@ func (p *Proxy) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 }
 
 // holdSlot takes one of the server's max_concurrent slots for the call,
-// waiting in arrival order at most timeout, and returns the function that
-// gives it back. Without a slot it returns the refusal (no slot came free
-// in time) or the error (the client cancelled the call while it waited).
-// A server without max_concurrent costs one map lookup.
-func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (func(), json.RawMessage, *wireError) {
+// waiting in arrival order at most timeout, and returns the slots to
+// release when the call ends (nil for a server without max_concurrent,
+// which costs one map lookup). Without a slot it returns the refusal (no
+// slot came free in time) or the error (the client cancelled the call
+// while it waited).
+func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
 	l := p.gen().limits
 	if l == nil {
-		return func() {}, nil, nil
+		return nil, nil, nil
 	}
 	sl := l.servers[c.entry.Server]
-	if sl == nil || sl.slots == nil {
-		return func() {}, nil, nil
+	if sl == nil || sl.slots == nil || sl.slots.TryAcquire() {
+		return slotsOf(sl), nil, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -236,5 +239,13 @@ func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration
 			"server '%s' takes %s at a time, and none of those in flight ended within %s; retry once they have",
 			c.entry.Server, calls(sl.maxConcurrent), timeout)}), nil
 	}
-	return sl.slots.Release, nil, nil
+	return sl.slots, nil, nil
+}
+
+// slotsOf is sl's slots, nil when it has none.
+func slotsOf(sl *serverLimit) *ratelimit.Slots {
+	if sl == nil {
+		return nil
+	}
+	return sl.slots
 }

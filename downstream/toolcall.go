@@ -289,11 +289,13 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		release, refusal, werr := p.holdSlot(ctx, c, cfg.Timeout.D())
-		if release == nil {
+		slots, refusal, werr := p.holdSlot(ctx, c, cfg.Timeout.D())
+		if refusal != nil || werr != nil {
 			return refusal, werr
 		}
-		defer release()
+		if slots != nil {
+			defer slots.Release()
+		}
 		return p.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
 	if parkable(c.r) {

@@ -110,6 +110,31 @@ func TestSlotsFIFO(t *testing.T) {
 	}
 }
 
+func TestSlotsTryAcquire(t *testing.T) {
+	s := NewSlots(1)
+	if !s.TryAcquire() || s.TryAcquire() {
+		t.Fatal("TryAcquire: want one slot, then none")
+	}
+	got := make(chan struct{})
+	go func() {
+		_ = s.Acquire(context.Background())
+		close(got)
+	}()
+	for s.Waiting() != 1 {
+		time.Sleep(time.Millisecond)
+	}
+	// A released slot goes to the waiting call, not to a later TryAcquire.
+	s.Release()
+	<-got
+	if s.TryAcquire() {
+		t.Fatal("TryAcquire overtook a waiting call")
+	}
+	s.Release()
+	if !s.TryAcquire() {
+		t.Fatal("TryAcquire found no free slot")
+	}
+}
+
 func TestSlotsCancel(t *testing.T) {
 	s := NewSlots(2)
 	ctx := context.Background()

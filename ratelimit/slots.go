@@ -21,6 +21,18 @@ func NewSlots(n int) *Slots {
 	return &Slots{free: max(n, 1)}
 }
 
+// TryAcquire takes a free slot if there is one and no call waits for one;
+// it never waits. A true return must be followed by one Release.
+func (s *Slots) TryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.free > 0 && s.waiting.Len() == 0 {
+		s.free--
+		return true
+	}
+	return false
+}
+
 // Acquire takes a slot, waiting for one in arrival order while ctx lasts.
 // It returns nil with the slot taken, or ctx's error without one. Every nil
 // return must be followed by one Release.
