@@ -87,7 +87,7 @@ func FuzzCutParameters(f *testing.F) {
 				}
 				for _, e := range els {
 					var s string
-					if json.Unmarshal(req[e.Start:e.End], &s) == nil && slices.Contains(names, s) {
+					if v := req[e.Start:e.End]; v[0] == '"' && json.Unmarshal(v, &s) == nil && slices.Contains(names, s) {
 						t.Fatalf("%q still requires %q", got, s)
 					}
 				}

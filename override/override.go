@@ -181,19 +181,26 @@ func readOnly(tool []byte) bool {
 // without removes every member named key from obj, keeping every other
 // byte.
 func without(obj []byte, key string) ([]byte, error) {
+	out, _, err := dropMembers(obj, func(k string) bool { return k == key })
+	return out, err
+}
+
+// dropMembers removes the members of obj whose key drop picks, keeping
+// every other byte, and says how many it removed (obj itself when none).
+func dropMembers(obj []byte, drop func(key string) bool) ([]byte, int, error) {
 	ms, err := rawjson.Members(obj)
 	if err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	spans := make([]rawjson.Span, len(ms))
-	var drop []int
+	var picked []int
 	for i, m := range ms {
 		spans[i] = rawjson.Span{Start: m.Start, End: m.ValueEnd}
-		if m.Key == key {
-			drop = append(drop, i)
+		if drop(m.Key) {
+			picked = append(picked, i)
 		}
 	}
-	return rawjson.Cut(obj, spans, drop), nil
+	return rawjson.Cut(obj, spans, picked), len(picked), nil
 }
 
 // pinSchema removes the pinned parameters from the tool's inputSchema. A

@@ -50,23 +50,14 @@ func CutParameters(schema json.RawMessage, names []string) (json.RawMessage, []s
 // cutMembers removes the members of obj named in names, marking them in
 // found; ok is false when obj is not an object or nothing was removed.
 func cutMembers(obj []byte, names []string, found map[string]bool) ([]byte, bool) {
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return nil, false
-	}
-	spans := make([]rawjson.Span, len(ms))
-	var drop []int
-	for i, m := range ms {
-		spans[i] = rawjson.Span{Start: m.Start, End: m.ValueEnd}
-		if slices.Contains(names, m.Key) {
-			drop = append(drop, i)
-			found[m.Key] = true
+	out, n, err := dropMembers(obj, func(k string) bool {
+		if slices.Contains(names, k) {
+			found[k] = true
+			return true
 		}
-	}
-	if len(drop) == 0 {
-		return nil, false
-	}
-	return rawjson.Cut(obj, spans, drop), true
+		return false
+	})
+	return out, err == nil && n > 0
 }
 
 // cutRequired removes the named strings from the schema's first "required"
