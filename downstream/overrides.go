@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rs/zerolog"
@@ -99,7 +101,7 @@ func showTools(server string, ovs map[string]*override.Tool, tools []upstream.To
 		for _, t := range tools {
 			listed[t.Name] = true
 		}
-		for name := range ovs {
+		for _, name := range slices.Sorted(maps.Keys(ovs)) {
 			if !listed[name] {
 				warns = append(warns, fmt.Sprintf("server %s: tools.overrides names tool %s, which the server does not list", server, sanitize.Text(name)))
 			}
