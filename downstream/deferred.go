@@ -99,7 +99,7 @@ func ownTool(st *session, name string) bool {
 
 // listedFor reports whether a catalog entry is in the session's tools/list.
 func listedFor(st *session, e *ToolEntry) bool {
-	t := e.PolicyTool()
+	t := e.policyTool()
 	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
 		return false
 	}
@@ -193,7 +193,7 @@ func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc)
 	v.searchOnce.Do(func() {
 		var docs []search.Doc
 		for _, e := range v.catalog.tools {
-			if !e.listed() || st.agent.Decide(e.PolicyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
 				continue
 			}
 			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")

@@ -191,7 +191,7 @@ func (p *Proxy) rateGate(next callHandler) callHandler {
 		if l == nil {
 			return next(ctx, c)
 		}
-		agent, t := c.r.sess.agent.Name, c.entry.PolicyTool()
+		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
 		if refusal := l.take(agent, t, p.now()); refusal != nil {
 			return p.rateLimited(c, refusal), nil
 		}

@@ -188,7 +188,7 @@ func callEvent(e *zerolog.Event, agent string, entry *ToolEntry) *zerolog.Event 
 func (p *Proxy) policyGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		s := c.r.sess
-		rule := s.agent.Decide(c.entry.PolicyTool(), s.perCall)
+		rule := s.agent.Decide(c.entry.policyTool(), s.perCall)
 		if rule == filter.RuleNone {
 			return next(ctx, c)
 		}

@@ -94,7 +94,10 @@ func (p *Proxy) listFor(s *session) []byte {
 
 // PolicyTool describes an entry to the policy: its exposed, base and
 // default names, its server, its read-only hint after any override.
-func (e *ToolEntry) PolicyTool() filter.Tool {
+func (e *ToolEntry) PolicyTool() filter.Tool { return e.policyTool() }
+
+// policyTool describes an entry to the policy.
+func (e *ToolEntry) policyTool() filter.Tool {
 	return filter.Tool{Exposed: e.Exposed, Base: e.Base, Default: e.Default, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
 }
 
