@@ -110,7 +110,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	op := testoidc.Start(t)
 	p := startProtected(t, op.Issuer, "")
 
-	cs, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "alice")
+	cs, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "alice", nil)
 	if err != nil {
 		t.Fatalf("%v\n%s", err, rec.Log())
 	}
@@ -140,7 +140,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 
 	// The same user on her agent's own endpoint; bob on the default one
 	// lands in sales.
-	cs2, _, err := testoidc.Connect(ctx, p.url+"/agents/eng/mcp", testoidc.JWTClientID, "alice")
+	cs2, _, err := testoidc.Connect(ctx, p.url+"/agents/eng/mcp", testoidc.JWTClientID, "alice", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,7 +148,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	if got := whoami(ctx, t, cs2); got != "eng" {
 		t.Errorf("/agents/eng/mcp answered as %q", got)
 	}
-	cs3, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "bob")
+	cs3, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "bob", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +158,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	}
 
 	// Refused: another agent's route, and claims that match no agent.
-	if _, rec, err := testoidc.Connect(ctx, p.url+"/agents/sales/mcp", testoidc.JWTClientID, "alice"); err == nil {
+	if _, rec, err := testoidc.Connect(ctx, p.url+"/agents/sales/mcp", testoidc.JWTClientID, "alice", nil); err == nil {
 		t.Error("alice connected to /agents/sales/mcp")
 	} else if err := rec.InOrder("POST /agents/sales/mcp -> 401", "POST /agents/sales/mcp -> 403"); err != nil {
 		t.Errorf("route of another agent: %v", err)
@@ -166,7 +166,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	if p.count("sales", ResultForbiddenAgent) < 1 {
 		t.Error("forbidden_agent not counted")
 	}
-	if _, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "carol"); err == nil {
+	if _, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "carol", nil); err == nil {
 		t.Error("carol (no groups) connected")
 	} else if err := rec.InOrder("POST /mcp -> 401", "POST /mcp -> 403"); err != nil {
 		t.Errorf("no agent: %v", err)
@@ -198,7 +198,7 @@ func TestOpaqueTokensWithOpenIDProvider(t *testing.T) {
 	p := startProtected(t, op.Issuer, fmt.Sprintf("    introspection: {url: %q, client_id: %s, client_secret: %s}\n",
 		op.IntrospectionEndpoint, testoidc.ResourceServerID, testoidc.ResourceServerSecret))
 
-	cs, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.OpaqueClientID, "alice")
+	cs, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.OpaqueClientID, "alice", nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -24,11 +24,12 @@ const requestTimeout = 20 * time.Second
 // Connect runs the Go SDK client's OAuth flow (authorization code + PKCE,
 // discovery from the 401) as user against the MCP endpoint and returns the
 // session, which the caller closes. clientID is JWTClientID or
-// OpaqueClientID. The Wire holds every request the client sent to the
+// OpaqueClientID; sopts are the session's options (nil: the SDK's
+// defaults, which try the stateless protocol first). The Wire holds every request the client sent to the
 // endpoint, its metadata and the provider's metadata and token endpoints
 // (the login page is played aside, as a browser would); it is returned
 // with the error too, to say how far the flow went.
-func Connect(ctx context.Context, endpoint, clientID, user string) (*mcp.ClientSession, *Wire, error) {
+func Connect(ctx context.Context, endpoint, clientID, user string, sopts *mcp.ClientSessionOptions) (*mcp.ClientSession, *Wire, error) {
 	rec := &Wire{next: http.DefaultTransport}
 	hc := &http.Client{Transport: rec, Timeout: requestTimeout}
 	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
@@ -48,7 +49,7 @@ func Connect(ctx context.Context, endpoint, clientID, user string) (*mcp.ClientS
 		return nil, rec, err
 	}
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "testoidc", Version: "0"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, HTTPClient: hc, MaxRetries: -1}, nil)
+		&mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, HTTPClient: hc, MaxRetries: -1}, sopts)
 	return cs, rec, err
 }
 
