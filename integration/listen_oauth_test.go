@@ -403,6 +403,13 @@ func TestListenOAuthRefusals(t *testing.T) {
 			agent:  "sales", result: "forbidden_agent",
 		},
 		{
+			name:   "an access token on the route of an agent with static tokens only",
+			path:   "/agents/ops/mcp",
+			token:  func() string { return lp.token(t, "alice", lp.base+"/agents/ops/mcp") },
+			status: http.StatusForbidden,
+			agent:  "ops", result: "forbidden_agent",
+		},
+		{
 			name:   "a static token on another agent's route",
 			path:   "/agents/eng/mcp",
 			token:  func() string { return loOpsToken1 },
