@@ -23,8 +23,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -88,34 +88,23 @@ var quietSlog sync.Once
 func Start(t testing.TB) *Provider {
 	t.Helper()
 	quietSlog.Do(func() { slog.SetDefault(slog.New(slog.NewTextHandler(io.Discard, nil))) })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &Provider{Issuer: "http://" + ln.Addr().String()}
-	st := &opStorage{
-		Storage:   storage.NewStorageWithClients(userStore{}, map[string]*storage.Client{}),
-		audiences: map[string][]string{},
-	}
-	router := exampleop.SetupServer(p.Issuer, st, nil, false)
+	var router http.Handler
 	// RFC 8707: the provider scopes the token to the resource the client
 	// names on the authorization request.
-	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if res := r.URL.Query().Get("resource"); res != "" {
 			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, res))
 		}
 		router.ServeHTTP(w, r)
-	})
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
+	}))
+	p := &Provider{Issuer: "http://" + srv.Listener.Addr().String()}
+	st := &opStorage{
+		Storage:   storage.NewStorageWithClients(userStore{}, map[string]*storage.Client{}),
+		audiences: map[string][]string{},
+	}
+	router = exampleop.SetupServer(p.Issuer, st, nil, false)
+	srv.Start()
+	t.Cleanup(srv.Close)
 	if err := p.discover(); err != nil {
 		t.Fatal(err)
 	}
