@@ -38,6 +38,15 @@ func matchStatic(tok string, tokens []string) int {
 	return idx
 }
 
+// StaticBearer reports whether header, the value of an Authorization
+// header, is "Bearer <t>" with t one of tokens, checked as an agent's static
+// tokens are (bounded length, every token compared in constant time). The
+// metrics listener uses it for metrics.tokens.
+func StaticBearer(header string, tokens []string) bool {
+	tok, ok := bearerToken(header)
+	return ok && matchStatic(tok, tokens) >= 0
+}
+
 // staticOwner finds the agent whose static tokens include tok: agent itself
 // when it has tok, else the first other agent in config order, else "".
 // Every token of every agent is compared, so a token is recognised as

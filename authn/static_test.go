@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -83,5 +84,23 @@ func TestImplicitAgent(t *testing.T) {
 	}
 	if _, f := r.auth("x", ""); f == nil || f.Status != 404 {
 		t.Fatalf("unknown agent: %+v", f)
+	}
+}
+
+// TestStaticBearer: the metrics listener's check of metrics.tokens takes a
+// header as agents' static tokens are taken.
+func TestStaticBearer(t *testing.T) {
+	tokens := []string{"s3cret", "other"}
+	for header, want := range map[string]bool{
+		"Bearer s3cret": true, "bearer other": true, "Bearer  s3cret ": true,
+		"": false, "Bearer": false, "Bearer ": false, "Bearer s3cre": false, "Basic s3cret": false,
+		"Bearer s3cret2": false, "Bearer " + strings.Repeat("a", maxTokenBytes+1): false,
+	} {
+		if got := StaticBearer(header, tokens); got != want {
+			t.Errorf("StaticBearer(%.40q) = %v, want %v", header, got, want)
+		}
+	}
+	if StaticBearer("Bearer x", nil) {
+		t.Error("no tokens allowed a header")
 	}
 }

@@ -6,9 +6,11 @@
 // audio item {type, data, mimeType} — is decoded into <Dir>/<agent>/<sha256 hex>[.<ext>] and
 // replaced by a text item, "[IMAGE:<abs path>]" for image/* and
 // "[Document: <name>] <abs path>" otherwise, followed by a resource_link to file://<abs path>
-// when the client's protocol has that item type (2025-06-18 and later). Every other byte of the
-// result is copied from the input: other items, structuredContent, isError, _meta and unknown
-// fields come out byte for byte.
+// when the client's protocol has that item type (2025-06-18 and later). In structuredContent,
+// every string value equal to the data of a blob that was written becomes that blob's reference
+// text (still a string; structured.go). Every other byte of the result is copied from the input:
+// other items, the rest of structuredContent, isError, _meta and unknown fields come out byte
+// for byte.
 //
 // Limits, checked before anything is decoded, because the result comes from an untrusted
 // server: more than MaxBlobsPerResult blob items, or more than MaxBytesPerResult estimated
@@ -29,6 +31,12 @@
 // file may not be symbolic links: all access goes through os.Root, each directory is Lstat'ed
 // and compared with what was opened, temporary files are created with O_EXCL, and rename never
 // follows a link, so nothing is written outside Dir. Agent names must match [A-Za-z0-9_-]{1,32}.
+//
+// Bounds: each agent folder holds at most Options.MaxStoreBytes of blob files; files not
+// written or reused for Options.MaxAge go first, then the oldest, when a new file is added
+// (under a per-folder lock, so concurrent writers never overshoot) and at Sweep. A blob that
+// cannot fit becomes "[attachment unavailable: blob store full]". Only regular files named
+// <sha256 hex>[.<ext>] are counted or removed; links and other files are never touched.
 //
 // Names: the display name is the last segment of the URI's path, percent-decoded
 // ("upload.bin" when there is none). Unicode TAG characters are dropped (SPEC §9.4). Path

@@ -27,4 +27,7 @@ var (
 	ErrSymlink = errors.New("symbolic link refused")
 	// ErrNotRegular: a path that must be a directory or a regular file is something else.
 	ErrNotRegular = errors.New("unexpected file type")
+	// ErrStoreFull: the agent folder cannot take the blob within Options.MaxStoreBytes, even
+	// after evicting every older file.
+	ErrStoreFull = errors.New("blob store full")
 )

@@ -1,8 +1,10 @@
 package blobs
 
 import (
+	"cmp"
 	"fmt"
 	"path/filepath"
+	"time"
 )
 
 // Mode selects what Rewrite does with blobs.
@@ -41,6 +43,17 @@ type Options struct {
 	Mode Mode
 	// MaterializeMedia also writes image and audio content items to files.
 	MaterializeMedia bool
+	// MaxStoreBytes bounds the blob files of one agent folder; 0 means DefaultMaxStoreBytes.
+	// Writing a new file first evicts the oldest until it fits; a blob that cannot fit becomes
+	// "[attachment unavailable: blob store full]".
+	MaxStoreBytes int64
+	// MaxAge is how long a blob file is kept after it was last written or reused; 0 means
+	// DefaultMaxAge. Older files go at the next write to their folder and at Sweep.
+	MaxAge time.Duration
+	// OnStoreSize, if set, gets an agent folder's total blob bytes after every write that
+	// added a file and every Sweep (the gauge mcp_proxy_blob_store_bytes). It is called with
+	// the folder's lock held, so calls for one agent never overlap, and must not block.
+	OnStoreSize func(agent string, bytes int64)
 }
 
 // limits are the bounds a Materializer enforces; New sets them to the package constants and
@@ -51,13 +64,15 @@ type limits struct {
 	maxPerBlob int64
 }
 
-// Materializer rewrites tools/call results. It holds no mutable state: one Materializer may be
-// used by any number of goroutines at once.
+// Materializer rewrites tools/call results. One Materializer may be used by any number of
+// goroutines at once: its only mutable state is one lock per agent folder, which orders
+// evictions and new files.
 type Materializer struct {
-	dir    string
-	mode   Mode
-	media  bool
-	limits limits
+	dir     string
+	mode    Mode
+	media   bool
+	limits  limits
+	folders folders
 }
 
 // New validates opts and returns a Materializer. It touches no file: Dir and the agent
@@ -86,7 +101,11 @@ func New(opts Options) (*Materializer, error) {
 	if !filepath.IsAbs(opts.Dir) {
 		return nil, fmt.Errorf("blobs: dir %q is not absolute: %w", opts.Dir, ErrInvalidOptions)
 	}
+	if opts.MaxStoreBytes < 0 || opts.MaxAge < 0 {
+		return nil, fmt.Errorf("blobs: negative store bound: %w", ErrInvalidOptions)
+	}
 	m.dir = filepath.Clean(opts.Dir)
+	m.folders = folders{max: cmp.Or(opts.MaxStoreBytes, DefaultMaxStoreBytes), maxAge: cmp.Or(opts.MaxAge, DefaultMaxAge), onSize: opts.OnStoreSize}
 	return m, nil
 }
 

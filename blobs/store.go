@@ -10,6 +10,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 )
 
 const (
@@ -29,7 +30,8 @@ const (
 // symbolic link.
 type store struct {
 	root *os.Root
-	path string // absolute path of <dir>/<agent>
+	path string  // absolute path of <dir>/<agent>
+	f    *folder // the folder's bounds and lock; nil: unbounded (tests of the store alone)
 	buf  []byte
 }
 
@@ -111,14 +113,21 @@ type putResult struct {
 // otherwise the temporary file is synced and renamed over the name. A symbolic link or
 // anything but a regular file at the name is refused. More than limit bytes fail with
 // ErrTooLarge; a decoding failure comes back as src reported it.
+//
+// With a folder (s.f), a reused file gets a fresh modification time (it counts as new for
+// eviction), and a new file is committed under the folder's lock after makeRoom: when it
+// cannot fit the budget, put fails with ErrStoreFull and writes nothing.
 func (s *store) put(src io.Reader, ext string, limit int64) (_ putResult, err error) {
 	tmp := tmpPrefix + rand.Text()
 	f, err := s.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, filePerm)
 	if err != nil {
 		return putResult{}, fmt.Errorf("create temporary file: %w", err)
 	}
-	committed := false
+	committed, closed := false, false
 	defer func() {
+		if !closed {
+			err = errors.Join(err, f.Close())
+		}
 		if !committed {
 			if rmErr := s.root.Remove(tmp); rmErr != nil && !errors.Is(rmErr, fs.ErrNotExist) {
 				err = errors.Join(err, fmt.Errorf("remove temporary file: %w", rmErr))
@@ -128,44 +137,84 @@ func (s *store) put(src io.Reader, ext string, limit int64) (_ putResult, err er
 
 	h := sha256.New()
 	lw := &limitWriter{w: io.MultiWriter(h, f), max: limit}
-	n, copyErr := io.CopyBuffer(lw, src, s.buf)
-	if copyErr != nil {
-		return putResult{}, errors.Join(copyErr, f.Close())
+	n, err := io.CopyBuffer(lw, src, s.buf)
+	if err != nil {
+		return putResult{}, err
 	}
 	name := hex.EncodeToString(h.Sum(nil))
 	if ext != "" {
 		name += "." + ext
 	}
 	res := putResult{path: filepath.Join(s.path, name), size: n}
-
-	fi, err := s.root.Lstat(name)
-	switch {
-	case err == nil && fi.Mode()&fs.ModeSymlink != 0:
-		return putResult{}, errors.Join(fmt.Errorf("%s is a symbolic link: %w", res.path, ErrSymlink), f.Close())
-	case err == nil && !fi.Mode().IsRegular():
-		return putResult{}, errors.Join(fmt.Errorf("%s is not a regular file (%s): %w", res.path, fi.Mode().Type(), ErrNotRegular), f.Close())
-	case err == nil && fi.Size() == n:
-		if err := f.Close(); err != nil {
-			return putResult{}, fmt.Errorf("close temporary file: %w", err)
-		}
-		res.reused = true
-		return res, nil
-	case err != nil && !errors.Is(err, fs.ErrNotExist):
-		return putResult{}, errors.Join(fmt.Errorf("stat %s: %w", res.path, err), f.Close())
+	if reused, err := s.existing(name, n); err != nil || reused {
+		res.reused = reused
+		return res, err
 	}
 	// Missing, or a regular file of another size (a torn copy): write ours in its place.
 	if err := f.Sync(); err != nil {
-		return putResult{}, errors.Join(fmt.Errorf("sync temporary file: %w", err), f.Close())
+		return putResult{}, fmt.Errorf("sync temporary file: %w", err)
 	}
+	closed = true
 	if err := f.Close(); err != nil {
 		return putResult{}, fmt.Errorf("close temporary file: %w", err)
 	}
-	// rename replaces a directory entry and never follows a link placed there meanwhile.
-	if err := s.root.Rename(tmp, name); err != nil {
-		return putResult{}, fmt.Errorf("rename to %s: %w", res.path, err)
+	if s.f == nil {
+		return res, s.commit(tmp, name, res.path, &committed)
 	}
-	committed = true
+	s.f.mu.Lock()
+	defer s.f.mu.Unlock()
+	// Another session may have written the same content meanwhile.
+	if reused, err := s.existing(name, n); err != nil || reused {
+		res.reused = reused
+		return res, err
+	}
+	total, err := s.makeRoom(name, n)
+	if err != nil {
+		s.f.report(total)
+		return putResult{}, err
+	}
+	if err := s.commit(tmp, name, res.path, &committed); err != nil {
+		return putResult{}, err
+	}
+	s.f.report(total)
 	return res, nil
+}
+
+// existing reports whether a regular file of n bytes already holds name (then it is kept, and
+// with a folder its modification time is renewed); a symbolic link or another kind of file
+// there is refused.
+func (s *store) existing(name string, n int64) (bool, error) {
+	path := filepath.Join(s.path, name)
+	fi, err := s.root.Lstat(name)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, nil
+	case err != nil:
+		return false, fmt.Errorf("stat %s: %w", path, err)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		return false, fmt.Errorf("%s is a symbolic link: %w", path, ErrSymlink)
+	case !fi.Mode().IsRegular():
+		return false, fmt.Errorf("%s is not a regular file (%s): %w", path, fi.Mode().Type(), ErrNotRegular)
+	case fi.Size() != n:
+		return false, nil
+	}
+	if s.f != nil {
+		// Root.Chtimes may act on a link swapped in meanwhile, never outside the root; an
+		// error only leaves the file older than it is.
+		now := time.Now()
+		_ = s.root.Chtimes(name, now, now)
+	}
+	return true, nil
+}
+
+// commit renames the temporary file over name; rename replaces a directory entry and never
+// follows a link placed there meanwhile.
+func (s *store) commit(tmp, name, path string, committed *bool) error {
+	if err := s.root.Rename(tmp, name); err != nil {
+		return fmt.Errorf("rename to %s: %w", path, err)
+	}
+	*committed = true
+	return nil
 }
 
 // limitWriter fails with ErrTooLarge once more than max bytes have been written.

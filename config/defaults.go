@@ -36,6 +36,11 @@ const (
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
 	DefaultBlobsMode = "file"
+	// DefaultBlobsMaxBytes bounds each agent's blob folder (SPEC §8), so an
+	// upstream returning 10 MiB a call cannot fill the disk.
+	DefaultBlobsMaxBytes = 1 << 30
+	// DefaultBlobsMaxAge keeps blob files a week after their last use (SPEC §8).
+	DefaultBlobsMaxAge = 168 * time.Hour
 	// DefaultLogLevel and DefaultLogFormat suit a service whose logs are
 	// collected by a machine.
 	DefaultLogLevel  = "info"
@@ -55,6 +60,11 @@ const (
 	// budget plus room for the JSON-RPC envelope (seed), so a result with a
 	// valid near-limit blob still arrives.
 	DefaultMaxResponseBytes = 16078168
+	// DefaultReconnectWait is how long after a dropped connection requests
+	// wait for the reconnection instead of failing (SPEC §3): the first
+	// reconnect attempt starts after about 1 s, so a server that restarts
+	// at once is back well within it.
+	DefaultReconnectWait = 5 * time.Second
 	// DefaultKeepalive pings often enough to notice a dead connection
 	// before the next call needs it, rarely enough to cost nothing.
 	DefaultKeepalive = 180 * time.Second
@@ -118,6 +128,10 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	if c.Blobs.Dir == "" {
 		c.Blobs.Dir = defaultBlobsDir(lookupEnv)
 	}
+	if c.Blobs.MaxBytes == 0 && !c.isSet("blobs.max_bytes") {
+		c.Blobs.MaxBytes = DefaultBlobsMaxBytes
+	}
+	c.durationDefault(&c.Blobs.MaxAge, "blobs.max_age", DefaultBlobsMaxAge)
 	if c.StateDir == "" {
 		c.StateDir = defaultStateDir(lookupEnv)
 	}
@@ -168,6 +182,10 @@ func (c *Config) serverDefaults(path string, s *Server) {
 	c.durationDefault(&s.Timeout, path+".timeout", DefaultTimeout)
 	c.durationDefault(&s.ConnectTimeout, path+".connect_timeout", DefaultConnectTimeout)
 	c.durationDefault(&s.Keepalive, path+".keepalive", DefaultKeepalive)
+	if s.ReconnectWait == nil {
+		d := Duration(DefaultReconnectWait)
+		s.ReconnectWait = &d
+	}
 	if s.Enabled == nil {
 		s.Enabled = boolPtr(true)
 	}

@@ -37,15 +37,7 @@ func validateAgent(v *validator, path string, a *Agent) {
 		v.oneOf(gp+".mode", g.Mode, groupModes)
 		checkPatterns(v, gp+".tools", g.Tools)
 	}
-	for i, t := range a.Tokens {
-		p := indexPath(at("tokens"), i)
-		switch {
-		case t == "":
-			v.add(p, "empty token")
-		case strings.ContainsFunc(t, func(r rune) bool { return r <= ' ' || r == 0x7f }):
-			v.add(p, "token contains spaces or control characters")
-		}
-	}
+	checkTokens(v, at("tokens"), a.Tokens)
 }
 
 // checkPatterns checks tool name patterns: exact names, or globs with at

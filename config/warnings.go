@@ -47,5 +47,6 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
-	return append(out, c.listenAuthWarnings()...)
+	out = append(out, c.listenAuthWarnings()...)
+	return append(out, c.metricsWarnings()...)
 }

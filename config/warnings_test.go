@@ -40,6 +40,16 @@ agents:
 			},
 		},
 		{
+			name: "metrics open to the network without tokens",
+			doc:  "servers:\n  a: {command: x}\nbundles:\n  b: {servers: [a]}\nagents:\n  bot: {mcp_bundles: [b]}\nmetrics: {listen: \"0.0.0.0:9464\"}\n",
+			want: []string{`metrics.tokens: metrics.listen "0.0.0.0:9464" is not a loopback address and no tokens are set, so anyone who reaches it can read the metrics`},
+		},
+		{
+			name: "metrics open to the network with tokens",
+			doc:  "servers:\n  a: {command: x}\nbundles:\n  b: {servers: [a]}\nagents:\n  bot: {mcp_bundles: [b]}\nmetrics: {listen: \":9464\", tokens: [t]}\n",
+			want: nil,
+		},
+		{
 			name: "clean",
 			doc:  "servers:\n  a: {command: x}\nbundles:\n  b: {servers: [a]}\nagents:\n  bot: {mcp_bundles: [b]}\n",
 			want: nil,

@@ -40,7 +40,7 @@ const approvalStatePrefix = "px-approval-"
 // input_required result that asks the question (a multi round-trip).
 func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask json.RawMessage) {
 	r, a := c.r, c.r.sess.agent
-	if a.Approval(c.entry.Exposed, r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
+	if a.ApprovalOf(c.entry.policyTool(), r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
 	}
 	if !r.caps.elicitation {

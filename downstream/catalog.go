@@ -17,6 +17,7 @@ import (
 // ToolEntry is one tool as the proxy exposes it.
 type ToolEntry struct {
 	Exposed     string // the name hosts see and call
+	Base        string // Exposed before any collision hash suffix: what policy rules also match
 	Server      string // configured server name
 	Name        string // the upstream's own name
 	Description string // exposed description (fallback filled, TAG characters stripped)
@@ -54,6 +55,7 @@ type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
 	list     []byte // JSON array of the listed (connected, unfiltered) tools
+	names    *namespace.Table
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
 }
@@ -82,10 +84,11 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 }
 
 // rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
-// whose server, name, exposed name, upstream bytes and integrity verdict
-// are unchanged, so that a rebuild after one upstream's change rewrites
-// only that upstream's tools. review (nil: none) judges the tools of the
-// connected servers.
+// whose server, name, exposed name and base, upstream bytes and integrity
+// verdict are unchanged, so that a rebuild after one upstream's change
+// rewrites only that upstream's tools. Tools named in prev keep their names
+// (namespace.Rebuild). review (nil: none) judges the tools of the connected
+// servers.
 func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
@@ -97,10 +100,14 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 		}
 		inputs = append(inputs, in)
 	}
-	table, warnings := namespace.Build(style, inputs)
+	var prevNames *namespace.Table
+	if prev != nil {
+		prevNames = prev.names
+	}
+	table, warnings := namespace.Rebuild(style, inputs, prevNames)
 	verdicts := reviewAll(review, servers, kept, table)
 
-	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), warnings: warnings}
+	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: warnings}
 	for _, s := range servers {
 		for i, t := range kept[s.name] {
 			exposed, ok := table.Exposed(s.name, t.Name)
@@ -117,7 +124,8 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 					refusal = v[i].Refusal(exposed)
 				}
 			}
-			e := prev.reusable(s.name, exposed, t, visible, held)
+			base := table.Base(exposed)
+			e := prev.reusable(s.name, exposed, base, t, visible, held)
 			switch {
 			case e == nil:
 				var err error
@@ -125,7 +133,7 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-				e.Connected, e.Filtered, e.Held, e.refusal = s.connected, filtered, held, refusal
+				e.Base, e.Connected, e.Filtered, e.Held, e.refusal = base, s.connected, filtered, held, refusal
 			case s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered:
 				// Published entries are immutable (calls read them while
 				// this runs); a listed one gets its Raw moved into the new
@@ -175,15 +183,15 @@ func (c *Catalog) joinListed() {
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
-// again: same route, same exposed name, same upstream bytes, same verdict.
-// The entry may differ from the new one in Connected and Filtered only. A
-// nil c has none.
-func (c *Catalog) reusable(server, exposed string, t upstream.Tool, visible json.RawMessage, held bool) *ToolEntry {
+// again: same route, same exposed name and base, same upstream bytes, same
+// verdict. The entry may differ from the new one in Connected and Filtered
+// only. A nil c has none.
+func (c *Catalog) reusable(server, exposed, base string, t upstream.Tool, visible json.RawMessage, held bool) *ToolEntry {
 	if c == nil {
 		return nil
 	}
 	e := c.byName[exposed]
-	if e == nil || e.Server != server || e.Name != t.Name || !bytes.Equal(e.src, t.Raw) ||
+	if e == nil || e.Server != server || e.Name != t.Name || e.Base != base || !bytes.Equal(e.src, t.Raw) ||
 		e.Held != held || !bytes.Equal(e.visible, visible) {
 		return nil
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -572,5 +573,29 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 	close(stop)
 	if n := <-read; n != 0 {
 		t.Errorf("the published entries changed state %d times", n)
+	}
+}
+
+// TestRebuildCatalogKeepsHeldNames is issue 12, item 2: when an upstream
+// adds a tool whose name collides with one it had, the tool that held the
+// name keeps it, the newcomer alone gets the hash suffix, and both carry the
+// base that policy rules match.
+func TestRebuildCatalogKeepsHeldNames(t *testing.T) {
+	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`)}}}, nil, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`), rawTool(`{"name":"del.file"}`)}}}, first, nil)
+	held, ok := second.Lookup("fx1__del_file")
+	if !ok || held.Name != "del_file" || held.Base != "fx1__del_file" {
+		t.Fatalf("fx1__del_file = %+v, %v; want the original del_file with its own base", held, ok)
+	}
+	var newcomer *ToolEntry
+	for _, e := range second.Tools() {
+		if e.Name == "del.file" {
+			newcomer = e
+		}
+	}
+	if newcomer == nil || !strings.HasPrefix(newcomer.Exposed, "fx1__del_file_") || newcomer.Base != "fx1__del_file" {
+		t.Fatalf("newcomer = %+v; want a suffixed name with base fx1__del_file", newcomer)
 	}
 }

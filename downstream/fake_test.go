@@ -195,3 +195,13 @@ func (r *recordStream) messages() []string {
 
 // testLogger is the logger of proxies the tests build themselves.
 func testLogger() zerolog.Logger { return zerolog.Nop() }
+
+// SetLogLevel sends logging/setLevel through RequestFn, the way a
+// connected server gets it; with no RequestFn it does nothing.
+func (f *fakeUpstream) SetLogLevel(ctx context.Context, level string) error {
+	if f.RequestFn == nil {
+		return nil
+	}
+	_, err := f.Request(ctx, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))
+	return err
+}

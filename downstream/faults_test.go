@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -280,5 +281,71 @@ servers:
 			t.Fatal("the client's roots/list_changed did not reach the upstream")
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A tool that collides with one a host has seen does not take its name, and
+// a rule naming the tool keeps matching it and the newcomer (both have the
+// name before the suffix): the excluded tool never runs (SPEC §2, §5).
+func TestCollisionKeepsNamesAndRules(t *testing.T) {
+	fx := connected(`{"name":"del_file","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		t.Error("an excluded tool ran")
+		return json.RawMessage(`{"content":[]}`), nil
+	}
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  fx1: {command: fixture}
+bundles:
+  all: {servers: [fx1]}
+agents:
+  dev: {mcp_bundles: [all], excluded_tools: [fx1__del_file]}
+default_agent: dev
+`, map[string]*fakeUpstream{"fx1": fx})
+	fx.set(upstream.StateConnected, `{"name":"del_file","inputSchema":{"type":"object"}}`, `{"name":"del.file","inputSchema":{"type":"object"}}`)
+	p.Refresh()
+	var names []string
+	for _, e := range p.Catalog().Tools() {
+		names = append(names, e.Exposed)
+	}
+	if len(names) != 2 || !slices.Contains(names, "fx1__del_file") {
+		t.Fatalf("names after the collision: %v; want del_file to keep fx1__del_file", names)
+	}
+	for _, n := range names {
+		res, err := p.CallTool(context.Background(), "", nil, n, json.RawMessage(`{}`))
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if text, isErr := resultText(t, res); !isErr || !strings.Contains(text, "denied by excluded_tools") {
+			t.Errorf("%s = %s; want the excluded_tools denial", n, res)
+		}
+	}
+}
+
+// A call to a tool of a granted server that never listed its tools (it is
+// down) says the server is down and why; for an agent not granted the
+// server it stays "unknown tool" (SPEC §5 rule 1).
+func TestUnknownToolOfDownServer(t *testing.T) {
+	mem := &fakeUpstream{}
+	mem.snap.Store(&upstream.Snapshot{State: upstream.StateFailed, Err: errors.New("process exited with status 1; last stderr: npm error 404")})
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  memory: {command: fixture}
+bundles:
+  mem: {servers: [memory]}
+agents:
+  a: {mcp_bundles: [mem]}
+  b: {mcp_bundles: []}
+`, map[string]*fakeUpstream{"memory": mem})
+	_, err := p.CallTool(context.Background(), "a", nil, "memory__read_graph", nil)
+	if werr := callError(t, err); werr.Code != codeServerError || !strings.HasPrefix(werr.Message, "MCP server 'memory' is not connected") ||
+		!strings.Contains(werr.Message, "npm error 404") {
+		t.Errorf("granted: %+v", werr)
+	}
+	_, err = p.CallTool(context.Background(), "b", nil, "memory__read_graph", nil)
+	if werr := callError(t, err); werr.Code != codeInvalidParams || werr.Message != "unknown tool: memory__read_graph" {
+		t.Errorf("not granted: %+v", werr)
 	}
 }

@@ -27,6 +27,9 @@ type Upstream interface {
 	// Ready is closed once the first connection attempt has ended.
 	Ready() <-chan struct{}
 	Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error)
+	// SetLogLevel keeps the log level the server is to send at and applies
+	// it now and on every later connection.
+	SetLogLevel(ctx context.Context, level string) error
 }
 
 // Options configures a Proxy. Config and Upstreams are required.

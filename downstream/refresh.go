@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -57,7 +58,7 @@ func (p *Proxy) Reevaluate() {
 func (c *catalogState) init(style namespace.Style) {
 	c.lastTools = map[string][]upstream.Tool{}
 	empty := buildCatalog(style, nil)
-	empty.surface, _ = buildSurface(style, nil)
+	empty.surface, _ = buildSurface(style, nil, nil)
 	c.current.Store(empty)
 }
 
@@ -100,7 +101,7 @@ func (p *Proxy) Refresh() {
 	for i, name := range names {
 		cfg := g.cfg.Servers[name]
 		snap := snaps[i]
-		connected := snap.State == upstream.StateConnected
+		connected := snap.Listed() // connected, or within reconnect_wait of a drop
 		if connected {
 			c.lastTools[name] = snap.Tools
 		}
@@ -114,15 +115,17 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
-		n := 0
-		if connected {
-			n = len(snap.Tools)
+		up, n := snap.State == upstream.StateConnected, 0 // n: the server's tools after tools.include/exclude
+		for _, t := range snap.Tools {
+			if up && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
+				n++
+			}
 		}
-		p.opts.Metrics.UpstreamState(name, connected, n)
+		p.opts.Metrics.UpstreamState(name, up, n)
 	}
 	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
 	var sw []string
-	cat.surface, sw = buildSurface(p.style(), surfaces)
+	cat.surface, sw = buildSurface(p.style(), surfaces, old.surface)
 	cat.warnings = append(cat.warnings, sw...)
 	p.notifySurfaceChanges(old.surface, cat.surface)
 	for _, w := range cat.warnings {

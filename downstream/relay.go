@@ -418,17 +418,15 @@ func (p *Proxy) applyLogLevels() {
 	}
 	for name, l := range want {
 		level := logLevels[l]
-		u := g.ups[name]
-		snap := u.Snapshot()
-		if ls.m[name] == level || snap.State != upstream.StateConnected || !snap.Capabilities.Logging {
+		if ls.m[name] == level {
 			continue
 		}
 		ls.m[name] = level
-		params := []byte(`{"level":` + string(rawjson.String(level)) + `}`)
-		go func() {
+		u := g.ups[name]
+		go func() { // SetLogLevel keeps the level for later connections too
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			if _, err := u.Request(ctx, "logging/setLevel", params); err != nil {
+			if err := u.SetLogLevel(ctx, level); err != nil {
 				p.log.Debug().Str("server", name).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
 			}
 		}()

@@ -37,6 +37,9 @@ type surface struct {
 	// resourcesJSON, templatesJSON and promptsJSON are the full lists, to
 	// tell whether a rebuild changed what clients see.
 	resourcesJSON, templatesJSON, promptsJSON []byte
+	// promptNames is the name table the prompts were named with, which the
+	// next build keeps names from.
+	promptNames *namespace.Table
 }
 
 // surfaceServer is one server's input to a surface build.
@@ -50,7 +53,10 @@ type surfaceServer struct {
 	snapPrompts        []json.RawMessage
 }
 
-func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []string) {
+// buildSurface merges the servers' resources, templates and prompts.
+// Prompt names follow the tools' scheme and keep the names prev (nil:
+// none) gave them, as tools do (SPEC §2).
+func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface) (*surface, []string) {
 	s := &surface{byPrompt: map[string]*itemEntry{}, bare: map[string]string{}}
 	// A `prefix: ""` server's resource URIs stay bare, like its tool names,
 	// unless another such server lists the same URI: then both fall back
@@ -117,7 +123,12 @@ func buildSurface(style namespace.Style, servers []surfaceServer) (*surface, []s
 			inputs = append(inputs, in)
 		}
 	}
-	table, w := namespace.Build(style, inputs)
+	var prevNames *namespace.Table
+	if prev != nil {
+		prevNames = prev.promptNames
+	}
+	table, w := namespace.Rebuild(style, inputs, prevNames)
+	s.promptNames = table
 	warnings = append(warnings, w...)
 	for _, r := range table.Routes() {
 		raw, err := rawjson.Set(compactLines(promptRaw[r.Server][r.Name]), "name", rawjson.String(r.Exposed))

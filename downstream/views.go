@@ -94,7 +94,7 @@ func (p *Proxy) listFor(s *session) []byte {
 
 // policyTool describes an entry to the policy.
 func (e *ToolEntry) policyTool() filter.Tool {
-	return filter.Tool{Exposed: e.Exposed, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+	return filter.Tool{Exposed: e.Exposed, Base: e.Base, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
 }
 
 // denied is the isError result of a tool a policy rule 3–6 denies (SPEC §5).

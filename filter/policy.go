@@ -48,6 +48,11 @@ var ErrUnknownAgent = errors.New("unknown agent")
 // Tool is what the policy needs to know about one exposed tool.
 type Tool struct {
 	Exposed string
+	// Base is the exposed name before any hash suffix a name collision
+	// added (namespace.Table.Base, downstream.ToolEntry.Base); "" means
+	// Exposed. Every rule that matches names matches Exposed or Base, so a
+	// suffix never moves a tool out of a rule (SPEC §2).
+	Base string
 	// Server is the configured server; "" for the proxy's own tools.
 	Server string
 	// ReadOnly is the upstream's annotations.readOnlyHint.
@@ -59,6 +64,18 @@ type Tool struct {
 // Own reports whether the tool is one of the proxy's own (tool_search,
 // call_tool, mcp_resources, mcp_prompts).
 func (t Tool) Own() bool { return t.Server == "" }
+
+// matches reports whether a pattern of list matches the tool's exposed name
+// or its base.
+func (t Tool) matches(list []string) bool {
+	return matchList(list, t.Exposed) || t.Base != "" && t.Base != t.Exposed && matchList(list, t.Base)
+}
+
+// listed reports whether list holds the tool's exposed name or its base
+// exactly.
+func (t Tool) listed(list []string) bool {
+	return slices.Contains(list, t.Exposed) || t.Base != "" && slices.Contains(list, t.Base)
+}
 
 // Agent is one agent's resolved grants and settings. It is immutable: a
 // session resolves its agent once, when it starts, so that a config reload
@@ -165,13 +182,13 @@ func (a *Agent) Decide(t Tool, perCall []string) Rule {
 		return RuleNotGranted
 	case t.Filtered:
 		return RuleServerFilter
-	case matchList(a.excluded, t.Exposed):
+	case t.matches(a.excluded):
 		return RuleExcludedTools
-	case len(a.allowed) > 0 && !slices.Contains(a.allowed, t.Exposed) && t.Own():
+	case len(a.allowed) > 0 && !t.listed(a.allowed) && t.Own():
 		// A non-empty allowed_tools admits every upstream tool (the seed's
 		// `__` auto-admit); the proxy's own tools need an exact entry.
 		return RuleAllowedTools
-	case perCall != nil && !slices.Contains(perCall, t.Exposed):
+	case perCall != nil && !t.listed(perCall):
 		return RulePerCallAllowedTools
 	case a.autonomy == AutonomyReadOnly && !t.ReadOnly && !t.Own():
 		return RuleReadOnly
@@ -192,7 +209,7 @@ func (a *Agent) Visible(t Tool, active func(group int) bool) bool {
 		if g.Mode == "dynamic" && (active == nil || !active(i)) {
 			continue
 		}
-		if matchList(g.Tools, t.Exposed) {
+		if t.matches(g.Tools) {
 			return true
 		}
 	}
@@ -234,7 +251,7 @@ func (a *Agent) GroupsFor(query string) []int {
 // mode those tools are listed without a search.
 func (a *Agent) InAlwaysGroup(t Tool) bool {
 	for _, g := range a.groups {
-		if g.Mode == "always" && matchList(g.Tools, t.Exposed) {
+		if g.Mode == "always" && t.matches(g.Tools) {
 			return true
 		}
 	}
@@ -250,22 +267,30 @@ const (
 	ApprovalAsk                 // ask the user through the client
 )
 
-// Approval applies the seed's order (SPEC §5): autonomy full → run;
+// ApprovalOf applies the seed's order (SPEC §5) to t: autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
 // earlier in this session → run; else ask. It judges upstream tools: the
 // proxy's own tool_search is always run without asking it, and an upstream
 // tool that happens to be exposed as "tool_search" is judged like any
-// other.
-func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
+// other. always_ask and auto_approve match t's exposed name or its base
+// (the name before a collision suffix, SPEC §2).
+func (a *Agent) ApprovalOf(t Tool, approvedAlways bool) Approval {
 	switch {
 	case a.autonomy == AutonomyFull:
 		return ApprovalRun
-	case matchList(a.ask, exposed):
+	case t.matches(a.ask):
 		return ApprovalAsk
-	case matchList(a.auto, exposed), approvedAlways:
+	case t.matches(a.auto), approvedAlways:
 		return ApprovalRun
 	}
 	return ApprovalAsk
+}
+
+// Approval is ApprovalOf for a tool known by its exposed name alone.
+// Callers that have the tool's record should use ApprovalOf, which also
+// matches its base.
+func (a *Agent) Approval(exposed string, approvedAlways bool) Approval {
+	return a.ApprovalOf(Tool{Exposed: exposed}, approvedAlways)
 }
 
 // Autonomy returns the agent's autonomy level.

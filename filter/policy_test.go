@@ -202,10 +202,79 @@ func TestMatchPattern(t *testing.T) {
 	}{
 		{"a__b", "a__b", true}, {"a__b", "a__bc", false}, {"*", "x", true}, {"a__*", "a__b", true},
 		{"*__write", "fs__write", true}, {"g*_log", "git_log", true}, {"ab*ba", "aba", false},
+		{"del*", "del/all", true}, {"*/x", "a/b/x", true}, {"a*b*c", "abc", true}, {"a*b*b", "ab", false},
+		{"a*b*c", "aXbYbZc", true}, {"*a*", "bab", true}, {"*a*", "bbb", false}, {"**", "", true},
+		{"a?", "ab", false}, {"a?", "a?", true},
 	}
 	for _, c := range cases {
 		if got := matchPattern(c.p, c.name); got != c.want {
 			t.Errorf("matchPattern(%q, %q) = %v", c.p, c.name, got)
 		}
+	}
+}
+
+// fx1Agents are the agents of the base-matching test, over one server fx1.
+const fx1Agents = `
+servers:
+  fx1: {command: fx}
+bundles:
+  all: {servers: [fx1]}
+agents:
+  ex: {mcp_bundles: [all], excluded_tools: [fx1__del_file]}
+  exglob: {mcp_bundles: [all], excluded_tools: ["*__del_file"]}
+  own: {mcp_bundles: [all], allowed_tools: [fx1__del_file]}
+  ask: {mcp_bundles: [all], autonomy: supervised, always_ask: [fx1__del_file], auto_approve: ["*"]}
+  auto: {mcp_bundles: [all], autonomy: supervised, auto_approve: [fx1__del_file]}
+  grouped: {mcp_bundles: [all], tool_filter_groups: [{mode: always, tools: [fx1__del_file]}]}
+`
+
+// fx1Agent resolves one agent of fx1Agents.
+func fx1Agent(t *testing.T, name string) *Agent {
+	t.Helper()
+	cfg, err := config.Parse([]byte(fx1Agents), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := Resolve(cfg, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// TestRulesMatchBase is issue 12, item 2: a tool renamed with a hash suffix
+// because a colliding tool appeared is still matched by every rule that
+// names it before the suffix.
+func TestRulesMatchBase(t *testing.T) {
+	agent := func(name string) *Agent { return fx1Agent(t, name) }
+	suffixed := Tool{Exposed: "fx1__del_file_0a1b2c", Base: "fx1__del_file", Server: "fx1"}
+	other := Tool{Exposed: "fx1__del_file2", Base: "fx1__del_file2", Server: "fx1"}
+
+	if r := agent("ex").Decide(suffixed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools: suffixed tool got rule %q, want excluded_tools", r)
+	}
+	if r := agent("exglob").Decide(suffixed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools glob: suffixed tool got rule %q, want excluded_tools", r)
+	}
+	if r := agent("ex").Decide(other, nil); r != RuleNone {
+		t.Errorf("excluded_tools matched another tool: %q", r)
+	}
+	if r := agent("own").Decide(suffixed, []string{"fx1__del_file"}); r != RuleNone {
+		t.Errorf("per-call list naming the base: rule %q, want none", r)
+	}
+	if r := agent("own").Decide(other, []string{"fx1__del_file"}); r != RulePerCallAllowedTools {
+		t.Errorf("per-call list admitted another tool: rule %q", r)
+	}
+	if got := agent("ask").ApprovalOf(suffixed, false); got != ApprovalAsk {
+		t.Errorf("always_ask naming the base: %v, want ask", got)
+	}
+	if got := agent("auto").ApprovalOf(suffixed, false); got != ApprovalRun {
+		t.Errorf("auto_approve naming the base: %v, want run", got)
+	}
+	if !agent("grouped").Visible(suffixed, nil) || !agent("grouped").InAlwaysGroup(suffixed) {
+		t.Errorf("a group naming the base does not list the suffixed tool")
+	}
+	if agent("grouped").Visible(other, nil) {
+		t.Errorf("a group naming the base lists another tool")
 	}
 }

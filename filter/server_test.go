@@ -17,8 +17,15 @@ func TestServerTool(t *testing.T) {
 		{"exclude other", nil, []string{"write_*"}, "read_file", true},
 		{"include wins over exclude", []string{"write_file"}, []string{"write_*"}, "write_file", true},
 		{"include set, exclude ignored for non-included", []string{"read_*"}, []string{"x"}, "x", false},
-		{"star does not cross a slash", []string{"a*"}, nil, "a/b", false},
-		{"bad pattern matches nothing", []string{"[a"}, nil, "a", false},
+		// Tool names are not paths: '*' runs across '/' (issue 12, item 13),
+		// and the other path.Match metacharacters are plain characters.
+		{"include star crosses a slash", []string{"delete*"}, nil, "delete/all", true},
+		{"exclude star crosses a slash", nil, []string{"delete*"}, "delete/all", false},
+		{"exclude inner star crosses slashes", nil, []string{"fs/*/rm"}, "fs/a/b/rm", false},
+		{"question mark is literal", nil, []string{"rm?"}, "rmx", true},
+		{"brackets are literal", []string{"[a]"}, nil, "[a]", true},
+		{"brackets match no class", []string{"[a]"}, nil, "a", false},
+		{"two stars", nil, []string{"*delete*"}, "bulk_delete_all", false},
 	}
 	for _, c := range cases {
 		if got := ServerTool(c.include, c.exclude, c.tool); got != c.want {

@@ -12,8 +12,10 @@ type item struct {
 	route    Route
 	prefix   string
 	bare     bool   // exposed without a prefix (Input.Prefix == "")
+	held     bool   // keeps the name it had in the previous table
 	fellBack bool   // bare, but moved to the server-prefixed form
 	name     string // current exposed name
+	base     string // the exposed name before any hash suffix
 	shared   int    // >0: collided with this many others and got a hash suffix
 }
 
@@ -23,6 +25,18 @@ type item struct {
 // appears in several inputs with different prefixes uses the smallest one,
 // with a warning. Build never fails: every item gets a unique valid name.
 func Build(style Style, inputs []Input) (*Table, []string) {
+	return Rebuild(style, inputs, nil)
+}
+
+// Rebuild is Build for a catalog that already has names: every item of
+// inputs that prev (nil: none) holds keeps its exposed name, hash suffix
+// included, so that a tool that appears later never renames one a host has
+// seen (SPEC §2). An item holds its name when its base in prev is the name
+// it gets now before any suffix (same style, prefix and fallback); the bare
+// fallback itself is decided over the whole input as in Build (every bare
+// collider falls back). A newcomer whose name is held, or collides with
+// another, gets the hash suffix; a holder never does.
+func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 	var warns []string
 	if style == "" {
 		style = StyleZeroclaw
@@ -41,6 +55,10 @@ func Build(style Style, inputs []Input) (*Table, []string) {
 		}
 	}
 	fallBack(style, items)
+	for i := range items {
+		items[i].base = items[i].name
+		items[i].hold(prev)
+	}
 	addSuffixes(items)
 	warns = append(warns, describe(items)...)
 	slices.Sort(warns)
@@ -79,6 +97,15 @@ func collect(inputs []Input) ([]item, []string) {
 		warns = append(warns, fmt.Sprintf("server %s is given with different prefixes; using the first in sort order", quote(s)))
 	}
 	return items, warns
+}
+
+// hold makes it a holder of its name in prev, if prev built that name from
+// the base it has now.
+func (it *item) hold(prev *Table) {
+	exposed, ok := prev.Exposed(it.route.Server, it.route.Name)
+	if ok && prev.Base(exposed) == it.base {
+		it.held, it.name = true, exposed
+	}
 }
 
 // fallBack moves every bare item whose name is empty or shared with any other
@@ -157,6 +184,8 @@ func fallBack(style Style, items []item) {
 
 // addSuffixes gives every item whose name is still shared a hash suffix,
 // walking items in their sorted order and skipping any name already in use.
+// A holder keeps its name (holders never share one), so in a group with a
+// holder the others get the suffix.
 func addSuffixes(items []item) {
 	count := make(map[string]int, len(items))
 	for i := range items {
@@ -167,14 +196,14 @@ func addSuffixes(items []item) {
 	}
 	taken := make(map[string]bool, len(items))
 	for i := range items {
-		if count[items[i].name] == 1 {
+		if count[items[i].name] == 1 || items[i].held {
 			taken[items[i].name] = true
 		}
 	}
 	for i := range items {
 		it := &items[i]
 		c := count[it.name]
-		if c == 1 {
+		if c == 1 || it.held {
 			continue
 		}
 		key := it.route.Server + "\x00" + it.route.Name
@@ -203,7 +232,13 @@ func newTable(items []item) *Table {
 	for i, it := range items {
 		t.byExposed[it.name] = it.route
 		t.byRoute[it.route] = it.name
-		t.entries[i] = Entry{Exposed: it.name, Route: it.route}
+		t.entries[i] = Entry{Exposed: it.name, Base: it.base, Route: it.route}
+		if it.base != it.name {
+			if t.bases == nil {
+				t.bases = make(map[string]string)
+			}
+			t.bases[it.name] = it.base
+		}
 	}
 	slices.SortFunc(t.entries, func(a, b Entry) int { return cmp.Compare(a.Exposed, b.Exposed) })
 	return t

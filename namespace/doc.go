@@ -35,6 +35,18 @@
 // table and the warnings depend only on the set of inputs, not their order.
 // The same (server, original name) given twice is one item.
 //
+// # Stable names
+//
+// Rebuild takes the previous table: an item that holds a name there keeps
+// it, hash suffix included, for as long as it is in every build and its
+// name before the suffix stays the same, and a newcomer that collides with
+// a held name gets the suffix alone (names a host has seen are not changed
+// by a tool that came later). The bare fallback is decided over the whole
+// input as in Build: every bare collider falls back, the older one too.
+// Each entry records its Base, the exposed name before any collision
+// suffix; policy rules match it, so no suffix moves a tool out of a rule
+// (SPEC §2, §5).
+//
 // # Resource URIs
 //
 // Native resources/* use "<p>+<original uri>" where p is URIPrefix(server):

@@ -99,6 +99,45 @@ func FuzzBuild(f *testing.F) {
 		if strings.Join(warns, "\n") != strings.Join(warns2, "\n") {
 			t.Fatalf("reversed input: warnings differ")
 		}
+		// Rebuilt over the table of the first half of the inputs, every
+		// name of that table whose base is unchanged is kept, and the
+		// result is still a valid table of the whole input.
+		half, _ := Build(style, in[:len(in)/2])
+		tbl3, _ := Rebuild(style, in, half)
+		if tbl3.Len() != len(want) {
+			t.Fatalf("rebuild: Len = %d, want %d", tbl3.Len(), len(want))
+		}
+		seen := map[string]bool{}
+		for _, e := range tbl3.Routes() {
+			if !ValidName(e.Exposed) || seen[e.Exposed] || !want[e.Route] {
+				t.Fatalf("rebuild: bad entry %q", e)
+			}
+			seen[e.Exposed] = true
+			if b := tbl3.Base(e.Exposed); b != e.Base || b == "" {
+				t.Fatalf("rebuild: Base(%q) = %q, entry says %q", e.Exposed, b, e.Base)
+			}
+		}
+		// A server given with several prefixes uses the smallest, which may
+		// differ between the half and the whole: its names may change.
+		prefix := func(inputs []Input) map[string]string {
+			m := map[string]string{}
+			for _, it := range inputs {
+				if p, ok := m[it.Server]; !ok || it.Prefix < p {
+					m[it.Server] = it.Prefix
+				}
+			}
+			return m
+		}
+		hp, wp := prefix(in[:len(in)/2]), prefix(in)
+		for _, e := range half.Routes() {
+			n, _ := tbl3.Exposed(e.Server, e.Name)
+			if hp[e.Server] != wp[e.Server] || tbl3.Base(n) != e.Base {
+				continue // renamed by its prefix or its bare fallback, not by a suffix
+			}
+			if n != e.Exposed {
+				t.Fatalf("rebuild renamed %q from %q to %q", e.Route, e.Exposed, n)
+			}
+		}
 	})
 }
 

@@ -24,6 +24,10 @@ type Route struct {
 // Entry is one row of a Table.
 type Entry struct {
 	Exposed string
+	// Base is Exposed before any hash suffix that a collision added (SPEC
+	// §2); policy rules that name Base match the entry (filter.Tool.Base).
+	// It equals Exposed for an entry that never collided.
+	Base string
 	Route
 }
 
@@ -32,7 +36,8 @@ type Entry struct {
 type Table struct {
 	byExposed map[string]Route
 	byRoute   map[Route]string
-	entries   []Entry // sorted by Exposed
+	bases     map[string]string // exposed -> base, where they differ
+	entries   []Entry           // sorted by Exposed
 }
 
 // Lookup returns the route of an exposed name.
@@ -52,6 +57,23 @@ func (t *Table) Exposed(server, name string) (string, bool) {
 	}
 	e, ok := t.byRoute[Route{Server: server, Name: name}]
 	return e, ok
+}
+
+// Base returns the exposed name before any hash suffix of a name in the
+// table (the name itself when it has none), or "" for a name not in it.
+// Names cut to 64 bytes keep their length hash: only the suffix a collision
+// added is left out.
+func (t *Table) Base(exposed string) string {
+	if t == nil {
+		return ""
+	}
+	if b, ok := t.bases[exposed]; ok {
+		return b
+	}
+	if _, ok := t.byExposed[exposed]; ok {
+		return exposed
+	}
+	return ""
 }
 
 // Len is the number of entries.

@@ -18,14 +18,19 @@
 // stdout, a keepalive ping fails, an SSE stream drops, an HTTP session
 // cannot be re-established) publishes StateFailed at once, fails its
 // requests in flight with ErrConnectionLost (never re-sent), and is torn
-// down; requests get ErrNotConnected at once until a new session is up. The
-// supervisor (Conn.run, supervise.go) then reconnects on the SPEC schedule:
+// down. For reconnect_wait after the drop the snapshots keep its catalog
+// (Snapshot.ReconnectUntil, Listed) and new requests wait for the
+// reconnection, as they wait for the first connection (wait.go); otherwise
+// they get a *DownError (ErrNotConnected) at once, saying why and when the
+// next attempt starts. The supervisor (Conn.run, supervise.go) then
+// reconnects on the SPEC schedule:
 // waits of 1, 2, 4, 8, 16 s (±20 % jitter, capped at 60 s) before 5
 // attempts, publishing StateConnecting during each and StateFailed (with
 // Attempt and NextRetry) between them; then StateParked, with a full connect
 // attempt every 300 s until one succeeds. A failed first connection is
 // retried the same way. Every new session publishes StateConnected with its
-// catalog under a new Generation. A failed snapshot carries no catalog.
+// catalog under a new Generation. A failed snapshot carries no catalog,
+// except within the reconnect window.
 //
 // HTTP session expiry: a 404 or 410 for the session id (mcp-go's
 // ErrSessionTerminated) means the server refused the request unexecuted.
@@ -52,6 +57,22 @@
 // AuthOptions.Interactive it starts the login itself (auth.open, the log,
 // the OnAuthorizationURL hook), and in any case it connects again as soon
 // as a token is at hand, its own or one `mcp-proxy auth login` stored.
+//
+// Requests of the server to the client are answered at most
+// maxServerRequests at a time per session (pings at once, on the stdio read
+// loop); the excess is refused at once. Every write to a stdio child's
+// stdin has a deadline that moves with progress: a child that takes no byte
+// for the stall timeout is hung, and its session drops (relay.go,
+// stdiotransport.go).
+//
+// SetLogLevel keeps the log level the clients want from the server and
+// applies it on every connection (loglevel.go).
+//
+// Stdio children (process.go, children*.go, reaper*.go): each runs in its
+// own process group; on Linux it gets SIGKILL when the proxy dies (a
+// parent-death signal, from a thread kept for the life of the process), and
+// a Reaper makes the proxy the subreaper of their descendants, collecting
+// and, at shutdown, ending those whose parent died.
 //
 // A Conn never blocks another Conn: every upstream has its own goroutines,
 // its own request contexts and its own shutdown.

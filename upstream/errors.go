@@ -64,6 +64,9 @@ var (
 	errSessionClosed = errors.New("connection closed")
 	// errStdoutClosed: a stdio child closed its stdout but did not exit.
 	errStdoutClosed = errors.New("process closed its stdout")
+	// errStdinStalled: a stdio child took no input for stdinStallTimeout
+	// while the proxy had some for it: it is treated as hung.
+	errStdinStalled = errors.New("the server stopped reading its stdin")
 	// errNotFound: a Streamable HTTP server without sessions answered 404
 	// (mcp-go reports it as ErrSessionTerminated, which says otherwise).
 	errNotFound = errors.New("the server answered HTTP 404 Not Found")

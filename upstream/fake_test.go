@@ -20,7 +20,8 @@ import (
 
 // The test binary doubles as the upstream MCP server of the stdio tests: with
 // UPSTREAM_FAKE=1 in its environment it serves raw JSON-RPC on stdin/stdout
-// (or, with UPSTREAM_FAKE=mcpgo, mcp-go's own stdio server) and exits.
+// (or, with UPSTREAM_FAKE=mcpgo, mcp-go's own stdio server, with
+// UPSTREAM_FAKE=gosdk the official Go SDK's, loglevel_test.go) and exits.
 func TestMain(m *testing.M) {
 	switch os.Getenv("UPSTREAM_FAKE") {
 	case "1":
@@ -28,6 +29,9 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	case "mcpgo":
 		runMCPGoFake()
+		os.Exit(0)
+	case "gosdk":
+		runGoSDKFake()
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -197,6 +201,14 @@ func runFake(mode []string) {
 				reply(m.ID, `{"prompts":[{"name":"p3"}]}`)
 			}
 		case "tools/call":
+			if strings.Contains(string(m.Params), `"pingflood"`) {
+				// Answer, then flood pings and never read stdin again.
+				reply(m.ID, `{"content":[]}`)
+				for i := range 20000 {
+					write(fmt.Sprintf(`{"jsonrpc":"2.0","id":"flood-%d","method":"ping"}`, i))
+				}
+				select {}
+			}
 			go call(m.ID, m.Params)
 		case "notifications/cancelled":
 			var p struct {

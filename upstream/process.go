@@ -61,12 +61,14 @@ type process struct {
 	stdoutDone chan struct{} // closed when reading stdout failed (EOF, closed)
 	stdoutOnce sync.Once
 	stderrDone chan struct{}
+	tail       stderrTail // the last stderr lines, for the exit error
 
 	termOnce sync.Once
 }
 
 // startProcess starts cfg.Command in its own process group, with its own
-// pipes, in cfg.Cwd, with env.
+// pipes, in cfg.Cwd, with env; on Linux it gets SIGKILL when the proxy dies
+// (children_linux.go).
 func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*process, error) {
 	var files []*os.File
 	closeAll := func() {
@@ -100,8 +102,8 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 	cmd.Env = env
 	cmd.Dir = cfg.Cwd
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, errW
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
+	cmd.SysProcAttr = childAttr()
+	if err := startChild(cmd); err != nil {
 		closeAll()
 		return nil, fmt.Errorf("start process: %w", err)
 	}
@@ -125,12 +127,13 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 	// goroutines and Wait returns as soon as the child is reaped.
 	go func() {
 		_ = cmd.Wait()
+		ownChildren.forget(p.pgid)
 		p.exitErr = exitError(cmd.ProcessState)
 		close(p.exited)
 	}()
 	go func() {
 		defer close(p.stderrDone)
-		logLines(errR, log)
+		logLines(errR, log, &p.tail)
 	}()
 	log.Debug().Int("pid", p.pgid).Msg("process started")
 	return p, nil
@@ -216,31 +219,47 @@ func liveGroupMembers(pgid int) (alive, ok bool) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		state, group, ok := parseStat(stat)
-		if ok && group == pgid && state != 'Z' && state != 'X' {
+		st, ok := parseStat(stat)
+		if ok && st.pgrp == pgid && st.state != 'Z' && st.state != 'X' {
 			return true, true
 		}
 	}
 	return false, true
 }
 
-// parseStat reads the state and process group fields of /proc/<pid>/stat:
-// "pid (comm) S ppid pgrp ...". comm may contain spaces and parentheses, so
-// the fields are counted from the last ')'.
-func parseStat(stat []byte) (state byte, pgrp int, ok bool) {
+// procStat is what the proxy reads of /proc/<pid>/stat.
+type procStat struct {
+	state byte // R, S, D, Z, T, ...
+	ppid  int
+	pgrp  int
+}
+
+// parseStat reads the state, parent and process group fields of
+// /proc/<pid>/stat: "pid (comm) S ppid pgrp ...". comm may contain spaces
+// and parentheses, so the fields are counted from the last ')'.
+func parseStat(stat []byte) (procStat, bool) {
 	i := bytes.LastIndexByte(stat, ')')
 	if i < 0 {
-		return 0, 0, false
+		return procStat{}, false
 	}
 	fields := strings.Fields(string(stat[i+1:]))
 	if len(fields) < 3 || len(fields[0]) != 1 {
-		return 0, 0, false
+		return procStat{}, false
 	}
-	pgrp, err := strconv.Atoi(fields[2])
-	if err != nil {
-		return 0, 0, false
+	ppid, err1 := strconv.Atoi(fields[1])
+	pgrp, err2 := strconv.Atoi(fields[2])
+	if err1 != nil || err2 != nil {
+		return procStat{}, false
 	}
-	return fields[0][0], pgrp, true
+	return procStat{state: fields[0][0], ppid: ppid, pgrp: pgrp}, true
+}
+
+// endErr is why the session of the child ended, cause (its exit status, or
+// that it closed its stdout) followed by its last stderr lines. It waits up
+// to stderrTailGrace for the lines the child wrote before it ended.
+func (p *process) endErr(cause error) error {
+	waitClosed(p.stderrDone, stderrTailGrace)
+	return p.tail.withTail(cause)
 }
 
 // exitError describes how a child ended: "process exited with status 3" or
@@ -255,8 +274,9 @@ func exitError(ps *os.ProcessState) error {
 	return fmt.Errorf("%w with status %d", ErrProcessExited, ps.ExitCode())
 }
 
-// logLines logs every line of r at info, sanitized and cut, until r fails.
-func logLines(r io.Reader, log zerolog.Logger) {
+// logLines logs every line of r at info, sanitized and cut, and keeps the
+// last ones in tail, until r fails.
+func logLines(r io.Reader, log zerolog.Logger, tail *stderrTail) {
 	br := bufio.NewReaderSize(r, stderrLineMax)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -265,7 +285,9 @@ func logLines(r io.Reader, log zerolog.Logger) {
 			if cut {
 				text += " [cut]"
 			}
-			log.Info().Str("stream", "stderr").Msg(sanitize.Text(text))
+			text = sanitize.Text(text)
+			log.Info().Str("stream", "stderr").Msg(text)
+			tail.add(text)
 		}
 		for cut { // skip the rest of an over-long line
 			_, err = br.ReadSlice('\n')

@@ -56,6 +56,8 @@ type session struct {
 	instructions string
 	initial      *catalog
 
+	levelSent string // the log level this server was sent; guarded by c.levelMu
+
 	notes   *noteQueue    // to OnNotification, see notify.go
 	dropped atomic.Uint64 // notifications dropped since the last delivery
 	// queued and delivered count notifications handed off and passed on
@@ -152,7 +154,11 @@ func (s *session) open(ctx context.Context) error {
 	var caps mcp.ClientCapabilities
 	if bi, ok := tr.(transport.BidirectionalInterface); ok && s.c.opts.OnRequest != nil {
 		// Replaces the handler Start installed: requests go to OnRequest.
-		bi.SetRequestHandler(s.serveRequest)
+		handler := s.serveRequest
+		if _, stdio := tr.(*stdioTransport); !stdio {
+			handler = limitRequests(handler) // stdio bounds its own
+		}
+		bi.SetRequestHandler(handler)
 		caps = relayCapabilities()
 	}
 	if sse, ok := tr.(*transport.SSE); ok {
@@ -187,6 +193,11 @@ func (s *session) open(ctx context.Context) error {
 	s.instructions = res.Instructions
 	if info, err := json.Marshal(res.ServerInfo); err == nil {
 		s.serverInfo = info
+	}
+	// Before discovery, so that a level set before this server connected
+	// applies to everything it does (SetLogLevel).
+	if err := s.applyLogLevel(ctx); err != nil && ctx.Err() == nil {
+		s.log.Warn().Err(safe(err)).Msg("logging/setLevel failed; the server keeps its own log level")
 	}
 
 	cat, err := s.discover(ctx, allKinds)
@@ -404,20 +415,21 @@ func (s *session) retire() <-chan struct{} {
 }
 
 // superviseProcess notices at once when the stdio child exits or closes its
-// stdout, and kills the session with the exit status.
+// stdout, and kills the session with the exit status and the child's last
+// stderr lines.
 func (s *session) superviseProcess() {
 	p := s.proc
 	select {
 	case <-p.exited:
-		s.die(p.exitErr)
+		s.die(p.endErr(p.exitErr))
 	case <-p.stdoutDone:
 		t := time.NewTimer(stdoutEOFGrace)
 		defer t.Stop()
 		select {
 		case <-p.exited:
-			s.die(p.exitErr)
+			s.die(p.endErr(p.exitErr))
 		case <-t.C:
-			s.die(errStdoutClosed)
+			s.die(p.endErr(errStdoutClosed))
 		case <-s.ctx.Done():
 		}
 	case <-s.ctx.Done():

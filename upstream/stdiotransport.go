@@ -36,6 +36,17 @@ type stdioTransport struct {
 
 	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
 
+	// serving holds one slot per request of the child being answered (its
+	// handler and the write of its reply); a request beyond them is refused
+	// at once from the read loop (maxServerRequests).
+	serving chan struct{}
+	// stallTimeout is how long a write may make no progress before the
+	// child counts as hung (stdinStallTimeout); onStall, if set, is told
+	// once, after the transport closed.
+	stallTimeout time.Duration
+	onStall      func(error)
+	stallOnce    sync.Once
+
 	mu      sync.Mutex
 	pending map[string]chan stdioReply
 
@@ -57,13 +68,15 @@ var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
 // bounded) and stdin.
 func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logger) *stdioTransport {
 	return &stdioTransport{
-		lines:    stdout,
-		stdin:    stdin,
-		log:      log,
-		pending:  map[string]chan stdioReply{},
-		writeSem: make(chan struct{}, 1),
-		ctx:      context.Background(),
-		done:     make(chan struct{}),
+		lines:        stdout,
+		stdin:        stdin,
+		log:          log,
+		pending:      map[string]chan stdioReply{},
+		writeSem:     make(chan struct{}, 1),
+		serving:      make(chan struct{}, maxServerRequests),
+		stallTimeout: stdinStallTimeout,
+		ctx:          context.Background(),
+		done:         make(chan struct{}),
 	}
 }
 
@@ -160,9 +173,12 @@ func (t *stdioTransport) ctxWrites() bool {
 
 // writeLine writes b and a newline to the child's stdin, one line at a
 // time. It returns when ctx ends, also while waiting for its turn or while
-// the write is blocked (a child that stopped reading): a write cut short
-// after part of the line went out has torn the child's input, so stdin is
-// closed, which ends the session as a lost child would.
+// the write is blocked. A write cut short after part of the line went out
+// has torn the child's input, so stdin is closed, which ends the session as
+// a lost child would. A write that makes no progress for stallTimeout (a
+// child that stopped reading its stdin) closes the transport and reports
+// the child as hung (onStall), whatever ctx says: every write of the
+// transport is bounded, also the replies to the child's own requests.
 func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	b = append(b, '\n')
 	select {
@@ -174,31 +190,74 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	}
 	defer func() { <-t.writeSem }()
 	dl, ok := t.stdin.(writeDeadliner)
-	if !ok || ctx.Done() == nil {
+	if !ok {
 		_, err := t.stdin.Write(b)
 		return pipeGone(err)
 	}
-	fired := make(chan struct{})
+	cancelled := false
+	var mu sync.Mutex // orders the deadline the ctx sets with the ones set below
 	stop := context.AfterFunc(ctx, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		cancelled = true
 		_ = dl.SetWriteDeadline(time.Now())
-		close(fired)
 	})
-	n, err := t.stdin.Write(b)
-	if !stop() {
-		<-fired
-		_ = dl.SetWriteDeadline(time.Time{})
+	defer stop()
+	setDeadline := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if !cancelled {
+			_ = dl.SetWriteDeadline(time.Now().Add(t.stallTimeout))
+		}
 	}
-	if err == nil {
+	written := 0
+	var err error
+	for written < len(b) {
+		setDeadline()
+		var n int
+		n, err = t.stdin.Write(b[written:])
+		written += n
+		if err == nil || !errors.Is(err, os.ErrDeadlineExceeded) || ctx.Err() != nil || n == 0 {
+			break // done, failed, cancelled, or no byte taken for a whole stallTimeout
+		}
+		// Progress, then the deadline: the child reads, slowly. Go on.
+	}
+	if stop() {
+		_ = dl.SetWriteDeadline(time.Time{})
+	} else {
+		mu.Lock() // the AfterFunc ran (or runs): let it finish, then clear
+		_ = dl.SetWriteDeadline(time.Time{})
+		mu.Unlock()
+	}
+	if written == len(b) {
 		return nil
 	}
-	if n > 0 && n < len(b) {
-		t.log.Warn().Int("written", n).Int("bytes", len(b)).Msg("a write to the server's stdin was cut short; closing it")
+	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil:
+		t.stalled(written)
+		return fmt.Errorf("%w: %w", transport.ErrTransportClosed, errStdinStalled)
+	case written > 0:
+		t.log.Warn().Int("written", written).Int("bytes", len(b)).Msg("a write to the server's stdin was cut short; closing it")
 		_ = t.Close()
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() != nil {
 		return ctx.Err()
 	}
 	return pipeGone(err)
+}
+
+// stalled closes the transport of a child that has taken no input for
+// stallTimeout, and reports it (once) so that the session drops and
+// reconnects.
+func (t *stdioTransport) stalled(written int) {
+	t.stallOnce.Do(func() {
+		t.log.Warn().Dur("after", t.stallTimeout).Int("written", written).
+			Msg("the server stopped reading its stdin; treating it as hung")
+		_ = t.Close()
+		if t.onStall != nil {
+			t.onStall(errStdinStalled)
+		}
+	})
 }
 
 // pipeGone marks a write that failed because the child's stdin is gone (it
@@ -357,7 +416,12 @@ type stdioReply struct {
 }
 
 // serve answers a request of the child through the request handler, off
-// the read loop.
+// the read loop, with at most maxServerRequests in flight: a request beyond
+// them is answered at once, from the read loop, with an error. A ping, which
+// the handler answers at once, is answered on the read loop. So a child that
+// floods requests and does not read the answers stalls on its own stdout
+// (the read loop waits for its write) instead of growing the proxy, until
+// the write's stall timeout drops it.
 func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
 	t.handlerMu.RLock()
 	fn, ctx := t.onRequest, t.ctx
@@ -366,20 +430,37 @@ func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
 		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
 		return
 	}
+	if req.Method == string(mcp.MethodPing) {
+		// The handler answers a ping at once: no goroutine for it.
+		t.answer(ctx, fn, req)
+		return
+	}
+	select {
+	case t.serving <- struct{}{}:
+	default:
+		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, tooManyServerRequests, nil))
+		return
+	}
 	go func() {
-		if err := ctx.Err(); err != nil {
-			t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
-			return
-		}
-		resp, err := fn(ctx, req)
-		if err != nil {
-			t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
-			return
-		}
-		if resp != nil {
-			t.respond(resp)
-		}
+		defer func() { <-t.serving }()
+		t.answer(ctx, fn, req)
 	}()
+}
+
+// answer runs the request handler and writes its answer.
+func (t *stdioTransport) answer(ctx context.Context, fn transport.RequestHandler, req transport.JSONRPCRequest) {
+	if err := ctx.Err(); err != nil {
+		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+		return
+	}
+	resp, err := fn(ctx, req)
+	if err != nil {
+		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+		return
+	}
+	if resp != nil {
+		t.respond(resp)
+	}
 }
 
 func (t *stdioTransport) respond(resp *transport.JSONRPCResponse) {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -282,4 +284,109 @@ func testContext(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	t.Cleanup(cancel)
 	return ctx
+}
+
+// TestStdioTransportFloodBounded is issue 12, item 8, at the transport: a
+// child that sends 20,000 requests and never reads its stdin costs the proxy
+// a bounded number of goroutines and little memory while it floods, and once
+// no write has made progress for the stall timeout the transport closes and
+// reports the child as hung. Pings are answered on the read loop; requests
+// whose handler waits (a sampling request waiting for the client) hold at
+// most maxServerRequests goroutines, and the rest are refused at once.
+func TestStdioTransportFloodBounded(t *testing.T) {
+	for _, method := range []string{"ping", "sampling/createMessage"} {
+		t.Run(method, func(t *testing.T) { floodTransport(t, method) })
+	}
+}
+
+func floodTransport(t *testing.T, method string) {
+	inR, inW, err := os.Pipe() // the child's stdin: read only at the end
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer outR.Close()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	tr.stallTimeout = 2 * time.Second
+	stalled := make(chan error, 1)
+	tr.onStall = func(err error) { stalled <- err }
+	release := make(chan struct{})
+	defer close(release)
+	tr.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+		if req.Method != "ping" {
+			<-release // waits for a client that never answers
+		}
+		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+	})
+	idle := runtime.NumGoroutine()
+	var before runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+
+	flooded := make(chan int, 1)
+	go func() {
+		defer outW.Close()
+		n := 0
+		for ; n < 20000; n++ {
+			if _, err := fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":"flood-%d","method":%q}`+"\n", n, method); err != nil {
+				break // the transport closed its end
+			}
+		}
+		flooded <- n
+	}()
+	peak := 0
+	var peakHeap uint64
+	deadline := time.After(20 * time.Second)
+	for done := false; !done; {
+		select {
+		case err := <-stalled:
+			if !errors.Is(err, errStdinStalled) {
+				t.Errorf("onStall got %v, want errStdinStalled", err)
+			}
+			done = true
+		case <-deadline:
+			t.Fatal("the transport did not report the child as hung")
+		case <-time.After(20 * time.Millisecond):
+		}
+		peak = max(peak, runtime.NumGoroutine())
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		peakHeap = max(peakHeap, ms.HeapInuse)
+	}
+	if limit := idle + maxServerRequests + 10; peak > limit {
+		t.Errorf("goroutines peaked at %d, %d above the %d before the flood", peak, peak-idle, idle)
+	}
+	if grown := int64(peakHeap) - int64(before.HeapInuse); grown > 20<<20 {
+		t.Errorf("heap in use grew by %d bytes during the flood", grown)
+	}
+	select {
+	case <-tr.done:
+	default:
+		t.Error("the transport of a hung child is still open")
+	}
+	if method != "ping" {
+		// What the child would have read: refusals of the excess, at once.
+		line, err := bufio.NewReader(inR).ReadString('\n')
+		if err != nil || !strings.Contains(line, tooManyServerRequests) {
+			t.Errorf("first answer to the flood: %q, %v; want the refusal %q", line, err, tooManyServerRequests)
+		}
+	}
+	_ = outR.Close() // the flooding child's pipe breaks
+	select {
+	case n := <-flooded:
+		if n == 20000 {
+			t.Errorf("the child wrote all its requests: the proxy took them without answering or stalling")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the flooding child is still blocked")
+	}
+	t.Logf("goroutines: idle %d, peak %d; heap grew %d KiB", idle, peak, (int64(peakHeap)-int64(before.HeapInuse))>>10)
 }

@@ -38,7 +38,12 @@ func (s *session) newTransport(ctx context.Context) (transport.Interface, error)
 		dropped := func(err error) {
 			s.log.Warn().Err(err).Msg("over-long message from the server dropped")
 		}
-		return newStdioTransport(p.stdoutReader(s.c.maxResponseBytes(), dropped), p.stdin, s.log), nil
+		tr := newStdioTransport(p.stdoutReader(s.c.maxResponseBytes(), dropped), p.stdin, s.log)
+		if d := s.c.opts.StallTimeout; d > 0 {
+			tr.stallTimeout = d
+		}
+		tr.onStall = func(err error) { s.die(err) }
+		return tr, nil
 	case config.TransportHTTP, config.TransportSSE:
 		hc, err := s.httpClient()
 		if err != nil {

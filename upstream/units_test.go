@@ -173,19 +173,19 @@ func FuzzDecodePage(f *testing.F) {
 func TestParseStat(t *testing.T) {
 	t.Parallel()
 	for _, tc := range []struct {
-		stat  string
-		state byte
-		pgrp  int
-		ok    bool
+		stat string
+		want procStat
+		ok   bool
 	}{
-		{"123 (sleep) S 1 456 456 0 -1", 'S', 456, true},
-		{"123 (a b) c)) Z 1 77 77", 'Z', 77, true},
-		{"123 (x) R", 0, 0, false},
-		{"garbage", 0, 0, false},
+		{"123 (sleep) S 1 456 456 0 -1", procStat{'S', 1, 456}, true},
+		{"123 (a b) c)) Z 9 77 77", procStat{'Z', 9, 77}, true},
+		{"123 (x) R", procStat{}, false},
+		{"123 (x) R y 7", procStat{}, false},
+		{"garbage", procStat{}, false},
 	} {
-		state, pgrp, ok := parseStat([]byte(tc.stat))
-		if state != tc.state || pgrp != tc.pgrp || ok != tc.ok {
-			t.Errorf("parseStat(%q) = %c %d %v", tc.stat, state, pgrp, ok)
+		got, ok := parseStat([]byte(tc.stat))
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("parseStat(%q) = %+v %v", tc.stat, got, ok)
 		}
 	}
 }

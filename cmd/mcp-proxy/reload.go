@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
 	"reflect"
@@ -44,14 +45,20 @@ func (rt *runtime) reloadOnHUP(ctx context.Context, o options) (stop func()) {
 // reload loads the config again and applies it: added servers connect,
 // removed ones close, changed ones restart; sessions keep their grants and
 // new sessions get the new ones. A config that does not load is logged and
-// the running one stays. Listen and metrics settings need a restart.
+// the running one stays. Listen and metrics settings need a restart: a
+// change to either is logged and the running one kept, and the new config
+// must pass validation with the listener as it is bound (a reload cannot
+// take the tokens away from a listener others can reach).
 func (rt *runtime) reload(ctx context.Context, o options) {
 	cfg, path, err := loadConfig(o)
+	if err == nil {
+		rt.logOut.addSecrets(cfg.Secrets())
+		err = rt.keepListeners(cfg)
+	}
 	if err != nil {
 		rt.log.Error().Str("error", err.Error()).Msg("config reload failed; the running config stays in force")
 		return
 	}
-	rt.logOut.addSecrets(cfg.Secrets())
 
 	rt.mu.Lock()
 	old := rt.conns
@@ -72,7 +79,7 @@ func (rt *runtime) reload(ctx context.Context, o options) {
 		} else {
 			added = append(added, name)
 		}
-		next[name] = rt.newConn(name, s)
+		next[name] = rt.newConn(name, s, cfg.StartupWait.D())
 	}
 	for name, c := range old {
 		if _, kept := next[name]; !kept {
@@ -98,6 +105,31 @@ func (rt *runtime) reload(ctx context.Context, o options) {
 	sort.Strings(restarted)
 	rt.log.Info().Str("config", path).Str("added", strings.Join(added, ",")).Str("removed", strings.Join(removed, ",")).
 		Str("restarted", strings.Join(restarted, ",")).Msg("config reloaded")
+}
+
+// keepListeners gives cfg the running listen and metrics settings, warning
+// when the file changed them, and validates it against the address the
+// MCP listener is actually bound to (the running listen.addr before it is).
+func (rt *runtime) keepListeners(cfg *config.Config) error {
+	rt.mu.Lock()
+	running, bound := rt.cfg, rt.bound
+	rt.mu.Unlock()
+	if !reflect.DeepEqual(cfg.Listen, running.Listen) {
+		rt.log.Warn().Msg("config reload: listen changed; it takes effect only after a restart, the running listener stays")
+		cfg.Listen = running.Listen
+	}
+	if !reflect.DeepEqual(cfg.Metrics, running.Metrics) {
+		rt.log.Warn().Msg("config reload: metrics changed; it takes effect only after a restart, the running metrics listener stays")
+		cfg.Metrics = running.Metrics
+	}
+	check := *cfg
+	if bound != "" {
+		check.Listen.Addr = bound
+	}
+	if err := check.Validate(); err != nil {
+		return fmt.Errorf("with the listener on %s: %w", check.Listen.Addr, err)
+	}
+	return nil
 }
 
 // serverUnchanged reports whether a server's definition is the same in two

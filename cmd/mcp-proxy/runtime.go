@@ -29,15 +29,17 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// closeBudget bounds closing every upstream at shutdown (SPEC §3: all within
-// 15 s, of which in-flight calls may take 10).
+// closeBudget bounds closing every upstream and ending what their processes
+// left behind at shutdown (SPEC §3: all within 15 s, of which in-flight
+// calls may take 10).
 const closeBudget = 5 * time.Second
 
 // runtime is one running set of upstream connections and the proxy in
 // front of them.
 type runtime struct {
-	mu       sync.Mutex // guards cfg and conns across reloads
+	mu       sync.Mutex // guards cfg, conns and bound across reloads
 	cfg      *config.Config
+	bound    string // the address the MCP listener is bound to; "" before (or in stdio)
 	log      zerolog.Logger
 	logOut   *scrubbedOutput
 	connCtx  context.Context // the lifetime of upstream connections
@@ -55,6 +57,9 @@ type runtime struct {
 	// upstreams, since calls finishing at shutdown still use them.
 	tracer *tracing.Tracer
 	audit  *audit.Log
+	reaper *upstream.Reaper // ends what stdio servers leave behind, at close
+
+	httpLimits httpLimits // of every HTTP listener; tests shorten them
 }
 
 // scrubbedOutput is the log output: stderr behind a secret scrubber that a
@@ -86,6 +91,12 @@ func (o *scrubbedOutput) Write(b []byte) (int, error) {
 	defer o.mu.Unlock()
 	return o.w.Write(b)
 }
+
+// Every duration field of the log ("duration", "retry_in") is written as
+// Go writes durations, with its unit ("1.005s", "3.2ms"), not as a bare
+// number of milliseconds. zerolog's setting is process-wide; it is set once,
+// before any logger exists.
+func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
 
 // newLogger builds the process logger: stderr only, secrets scrubbed.
 func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
@@ -120,7 +131,8 @@ func startFor(ctx context.Context, cfg *config.Config, o options, stderr io.Writ
 // otherwise it waits for `mcp-proxy auth login`.
 func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, interactive bool) (*runtime, error) {
 	out := newScrubbedOutput(stderr, cfg.Secrets())
-	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{}}
+	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{},
+		httpLimits: defaultHTTPLimits}
 	store, err := openAuthStore(cfg)
 	if err != nil {
 		return nil, configErr(err)
@@ -160,14 +172,15 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		_ = rt.tracer.Shutdown(context.Background())
 		return nil, err
 	}
-	var bl *blobs.Materializer
-	if cfg.Blobs.Mode != "passthrough" {
-		bl, err = blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia})
-		if err != nil {
-			_ = rt.audit.Close(context.Background())
-			_ = rt.tracer.Shutdown(context.Background())
-			return nil, configErr(fmt.Errorf("blobs: %w", err))
-		}
+	bl, err := rt.openBlobs(cfg)
+	if err != nil {
+		_ = rt.audit.Close(context.Background())
+		_ = rt.tracer.Shutdown(context.Background())
+		return nil, err
+	}
+	// Before the first child starts: its orphans must come to the proxy.
+	if rt.reaper, err = upstream.StartReaper(rt.log); err != nil {
+		rt.log.Warn().Err(err).Msg("processes that stdio servers leave behind cannot be adopted; they may outlive the proxy")
 	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
@@ -175,7 +188,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 			if !s.IsEnabled() {
 				continue
 			}
-			c := rt.newConn(name, s)
+			c := rt.newConn(name, s, cfg.StartupWait.D())
 			rt.conns[name] = c
 			ups[name] = c
 		}
@@ -194,6 +207,27 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	return rt, nil
 }
 
+// openBlobs builds the blob materializer (nil in passthrough mode) and applies
+// the folder bounds to what earlier runs left (SPEC §8: at startup too).
+func (rt *runtime) openBlobs(cfg *config.Config) (*blobs.Materializer, error) {
+	if cfg.Blobs.Mode == "passthrough" {
+		return nil, nil
+	}
+	gauge, err := metrics.NewBlobStore(rt.registry)
+	if err != nil {
+		return nil, err
+	}
+	bl, err := blobs.New(blobs.Options{Dir: cfg.Blobs.Dir, Mode: blobs.Mode(cfg.Blobs.Mode), MaterializeMedia: cfg.Blobs.MaterializeMedia,
+		MaxStoreBytes: cfg.Blobs.MaxBytes, MaxAge: cfg.Blobs.MaxAge.D(), OnStoreSize: gauge.Set})
+	if err != nil {
+		return nil, configErr(fmt.Errorf("blobs: %w", err))
+	}
+	if err := bl.Sweep(); err != nil {
+		rt.log.Warn().Err(err).Msg("blob folders could not all be trimmed to blobs.max_bytes and blobs.max_age")
+	}
+	return bl, nil
+}
+
 // zlogLine writes standard-library log lines as zerolog warnings.
 type zlogLine struct{ log zerolog.Logger }
 
@@ -202,11 +236,17 @@ func (z zlogLine) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// newConn builds the connection of one server (not started).
-func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
+// newConn builds the connection of one server (not started). Requests wait
+// for its first connection at most startupWait from now (SPEC §3: the
+// proxy's start, or the reload that added the server).
+func (rt *runtime) newConn(name string, s *config.Server, startupWait time.Duration) *upstream.Conn {
 	return upstream.New(s, upstream.Options{
-		Logger:     rt.log,
-		Auth:       rt.auth,
+		Logger:          rt.log,
+		Auth:            rt.auth,
+		StartupDeadline: time.Now().Add(startupWait),
+		OnWait: func(outcome string, waited time.Duration) {
+			rt.metrics.RequestWaited(name, outcome, waited)
+		},
 		OnSnapshot: rt.onSnapshot(name),
 		// The proxy is built after the first connections and before they
 		// start; these run only once a connection is up.
@@ -221,7 +261,8 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 }
 
 // onSnapshot returns the snapshot hook of one server: refresh the proxy's
-// catalog and count connection results.
+// catalog and count connection results. The connection logs its own
+// "upstream connected" and "upstream down" lines.
 func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 	var mu sync.Mutex
 	prev := upstream.StateConnecting
@@ -234,7 +275,6 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			switch s.State {
 			case upstream.StateConnected:
 				rt.metrics.UpstreamConnect(name, "ok")
-				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
 			case upstream.StateNeedsAuth:
 				rt.metrics.UpstreamConnect(name, "needs_auth")
 				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Str("command", oauthclient.LoginCommand(name))
@@ -244,14 +284,6 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 				ev.Msg("upstream needs authorization; its tools are hidden until it is authorized")
 			case upstream.StateFailed, upstream.StateParked:
 				rt.metrics.UpstreamConnect(name, "error")
-				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Int("attempt", s.Attempt)
-				if s.Err != nil {
-					ev = ev.Str("error", s.Err.Error())
-				}
-				if !s.NextRetry.IsZero() {
-					ev = ev.Time("next_retry", s.NextRetry)
-				}
-				ev.Msg("upstream down")
 			}
 		}
 		if rt.proxy != nil {
@@ -284,35 +316,61 @@ func (rt *runtime) waitAll(ctx context.Context) {
 	rt.proxy.Refresh()
 }
 
-// summary logs one line per server and a total, the operator's view of
-// what the proxy serves.
+// summary logs the operator's view of what the proxy serves: each server's
+// state, the tools the servers offer (upstream_tools), and the tools an
+// agent granted every server lists (exposed_tools: each connected server's
+// tools after its tools.include/exclude, plus the proxy's own tools that
+// such an agent is offered). Agent policy is not applied: it differs per
+// agent.
 func (rt *runtime) summary() {
+	rt.mu.Lock()
+	cfg := rt.cfg
+	rt.mu.Unlock()
 	conns := rt.connections()
 	names := make([]string, 0, len(conns))
 	for n := range conns {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	connected, tools := 0, 0
-	for _, n := range names {
-		s := conns[n].Snapshot()
-		if s.State == upstream.StateConnected {
-			connected++
-			tools += len(s.Tools)
-		}
-	}
+	var connected, offered, exposed int
+	var resources, prompts bool
 	var states []string
 	for _, n := range names {
-		states = append(states, n+"="+conns[n].Snapshot().State.String())
+		s := conns[n].Snapshot()
+		states = append(states, n+"="+s.State.String())
+		sc := cfg.Servers[n]
+		if s.State != upstream.StateConnected || sc == nil {
+			continue
+		}
+		connected++
+		offered += len(s.Tools)
+		for _, t := range s.Tools {
+			if filter.ServerTool(sc.Tools.Include, sc.Tools.Exclude, t.Name) {
+				exposed++
+			}
+		}
+		resources = resources || s.Capabilities.Resources && sc.ResourcesEnabled()
+		prompts = prompts || s.Capabilities.Prompts && sc.PromptsEnabled()
 	}
-	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", tools).
-		Int("exposed_tools", countListed(rt.proxy.Catalog())).Str("states", strings.Join(states, " ")).Msg("startup summary")
+	own := ownTools(cfg, resources, prompts)
+	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", offered).
+		Int("exposed_tools", exposed+own).Int("own_tools", own).Str("states", strings.Join(states, " ")).Msg("startup summary")
 }
 
-func countListed(c *downstream.Catalog) int {
+// ownTools counts the proxy's own tools offered to an agent that follows the
+// top-level settings and is granted every server: tool_search and call_tool
+// in deferred mode, mcp_resources and mcp_prompts when a connected server
+// offers (and may expose) resources, resp. prompts.
+func ownTools(cfg *config.Config, resources, prompts bool) int {
 	n := 0
-	for _, e := range c.Tools() {
-		if e.Connected {
+	if cfg.DeferredLoading {
+		n++ // tool_search
+		if cfg.CallToolListed() {
+			n++
+		}
+	}
+	for _, offered := range []bool{resources, prompts} {
+		if offered {
 			n++
 		}
 	}
@@ -322,8 +380,10 @@ func countListed(c *downstream.Catalog) int {
 // close closes every upstream in parallel, bounded by closeBudget, and
 // meanwhile writes the audit log's queue and flushes the traces (nothing
 // adds to them any more: the calls have ended), each within its own
-// shorter budget (audit.CloseBudget, tracing.ShutdownBudget).
+// shorter budget (audit.CloseBudget, tracing.ShutdownBudget); then it ends
+// what the upstreams' processes left behind (upstream.Reaper).
 func (rt *runtime) close() {
+	start := time.Now()
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		if err := rt.audit.Close(context.Background()); err != nil {
@@ -351,6 +411,7 @@ func (rt *runtime) close() {
 	case <-time.After(closeBudget):
 		rt.log.Warn().Msg("some upstreams did not close in time")
 	}
+	rt.reaper.Close(closeBudget - time.Since(start))
 }
 
 // openAuthStore opens the token store under state_dir (nothing is

@@ -6,21 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
-	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
 // httpShutdownGrace is how long in-flight HTTP requests (tool calls) may run
 // after a signal (SPEC §3: up to 10 s).
 const httpShutdownGrace = 10 * time.Second
-
-// readHeaderTimeout bounds slow request headers (slowloris).
-const readHeaderTimeout = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
 	// An HTTP server with no --agent serves every agent on its own path;
@@ -74,6 +69,9 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	if err != nil {
 		return fmt.Errorf("listen %s: %w", cfg.Listen.Addr, err)
 	}
+	rt.mu.Lock()
+	rt.bound = ln.Addr().String()
+	rt.mu.Unlock()
 	url := "http://" + ln.Addr().String() + cfg.Listen.Path
 	ev := rt.log.Info().Str("url", url)
 	if cfg.Listen.Auth != nil {
@@ -83,7 +81,7 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 		ev = ev.Str("public_url", a.Resource("")).Str("resource_metadata", a.MetadataURL(""))
 	}
 	ev.Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
-	srv := &http.Server{Handler: rt.proxy.HTTPHandler(ln.Addr().String()), ReadHeaderTimeout: readHeaderTimeout}
+	srv := newHTTPServer(rt.proxy.HTTPHandler(ln.Addr().String()), rt.httpLimits)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -117,12 +115,8 @@ func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
 		rt.log.Warn().Err(err).Str("addr", cfg.Metrics.Listen).Msg("metrics listener not started; the proxy keeps serving")
 		return func() {}
 	}
-	mux := http.NewServeMux()
-	mux.Handle(cfg.Metrics.Path, metrics.Handler(rt.registry))
 	healthz, readyz := rt.proxy.Health()
-	mux.HandleFunc("/healthz", healthz)
-	mux.HandleFunc("/readyz", readyz)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: readHeaderTimeout}
+	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz), rt.httpLimits)
 	go func() { _ = srv.Serve(ln) }()
 	rt.log.Info().Str("url", "http://"+ln.Addr().String()+cfg.Metrics.Path).Msg("serving metrics")
 	return func() { _ = srv.Close() }

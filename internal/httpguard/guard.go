@@ -1,0 +1,58 @@
+package httpguard
+
+import (
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+)
+
+// HostAllowed reports whether r may be served by its Host header: a request
+// that reached the listener on a loopback address must name a loopback host
+// (localhost, 127.0.0.0/8, ::1), so that a web page whose own name an
+// attacker rebound to 127.0.0.1 cannot talk to a local listener. A request
+// that reached another address passes; so does one whose local address is
+// unknown (not served by net/http).
+func HostAllowed(r *http.Request) bool {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return true
+	}
+	return !IsLoopback(hostOnly(local.String())) || IsLoopback(hostOnly(r.Host))
+}
+
+// OriginAllowed reports whether r may be served by its Origin header: a
+// request without Origin (not from a browser) passes; a browser request
+// passes only from the listener's own origin, or from a loopback origin to a
+// loopback host.
+func OriginAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	if strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	return IsLoopback(u.Hostname()) && IsLoopback(hostOnly(r.Host))
+}
+
+// IsLoopback reports whether host (a name or an IP, brackets allowed) only
+// reaches this machine: localhost, 127.0.0.0/8 or ::1.
+func IsLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
