@@ -39,6 +39,9 @@ type peerConfig struct {
 		Name    string `json:"name"`
 		Version string `json:"version"`
 		Type    string `json:"type"`
+		Options struct {
+			PanicIfInvalid bool `json:"panicIfInvalid"`
+		} `json:"options"`
 	} `json:"mcpProxy"`
 	MCPServers map[string]peerUpstream `json:"mcpServers"`
 }
@@ -67,6 +70,7 @@ func (e *env) peerSpec(u string, payload int) (procSpec, error) {
 	cfg.MCPProxy.Name = "peer"
 	cfg.MCPProxy.Version = "1.0.0"
 	cfg.MCPProxy.Type = "streamable-http"
+	cfg.MCPProxy.Options.PanicIfInvalid = true
 	cfg.MCPServers = map[string]peerUpstream{peerServer: {Command: sc.Command, Args: sc.Args, Env: sc.Env}}
 	data, err := json.Marshal(cfg)
 	if err != nil {
@@ -78,8 +82,11 @@ func (e *env) peerSpec(u string, payload int) (procSpec, error) {
 		return procSpec{}, fmt.Errorf("peer config: %w", err)
 	}
 	url := "http://" + addr + "/" + peerServer + "/mcp"
+	// The peer logs its route before it mounts it, and this line after every
+	// route is mounted; an upstream it cannot add makes it exit
+	// (panicIfInvalid) instead.
 	ready := func(line string) (string, bool) {
-		return url, strings.Contains(line, "Handling requests at /"+peerServer+"/")
+		return url, strings.Contains(line, "All clients initialized")
 	}
 	return procSpec{name: "peer", path: e.o.peer, args: []string{"--config", path}, ready: ready}, nil
 }
