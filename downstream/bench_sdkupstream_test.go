@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -29,6 +30,23 @@ import (
 // goroutine hand-offs, the system calls), which is where most of a real
 // call's CPU time goes. Profile with -cpuprofile and -focus on the proxy's
 // packages; the client's share is in the same profile.
+
+// cpuClock reads this process's CPU time (user + system, every thread): the
+// proxy and the benchmark's client, not the upstream child.
+func cpuClock(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// reportCPU adds the CPU time per call since start as "cpu-ns/op", which
+// noise from other processes on a shared machine moves far less than the
+// wall time.
+func reportCPU(b *testing.B, start time.Duration) {
+	b.ReportMetric(float64(cpuClock(b)-start)/float64(b.N), "cpu-ns/op")
+}
 
 // sdkUpstreamBuildTimeout bounds building the load test binary.
 const sdkUpstreamBuildTimeout = 3 * time.Minute
@@ -109,10 +127,12 @@ func BenchmarkStdioCallSDKUpstream(b *testing.B) {
 		b.Fatalf("tools/call answered %s", l)
 	}
 	b.ResetTimer()
+	cpu0 := cpuClock(b)
 	for i := 2; i < b.N+2; i++ {
 		roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i))
 	}
 	b.StopTimer()
+	reportCPU(b, cpu0)
 	_ = inW.Close()
 	cancel()
 	<-done
@@ -150,7 +170,10 @@ func BenchmarkHTTPCallSDKUpstream(b *testing.B) {
 		b.Fatalf("tools/call answered %s", body)
 	}
 	b.ResetTimer()
+	cpu0 := cpuClock(b)
 	for i := 2; i < b.N+2; i++ {
 		post(sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i))
 	}
+	b.StopTimer()
+	reportCPU(b, cpu0)
 }
