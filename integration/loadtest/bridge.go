@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"sync"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -31,21 +30,8 @@ const bridgeSessionID = "loadtest-bridge"
 // child sends that answers no pending request (its own requests and
 // notifications). It serves until the child's stdout ends or it is killed.
 func bridge(argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("no command")
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv()
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startChild(argv)
 	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
 		return err
 	}
 	ln, err := net.Listen("tcp", loopback+":0")

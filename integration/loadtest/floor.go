@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,21 +35,8 @@ import (
 // relay runs argv as a child and copies lines between this process's stdio
 // and the child's until the child's stdout ends.
 func relay(argv []string) error {
-	if len(argv) == 0 {
-		return errors.New("no command")
-	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Env = childEnv()
-	in, err := cmd.StdinPipe()
+	cmd, in, out, err := startChild(argv)
 	if err != nil {
-		return err
-	}
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return err
-	}
-	cmd.Stderr = os.Stderr
-	if err := cmd.Start(); err != nil {
 		return err
 	}
 	go func() {

@@ -1,8 +1,11 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"strings"
 )
 
@@ -73,6 +76,29 @@ func childEnv() []string {
 		env = append(env, roleEnv+"="+r)
 	}
 	return env
+}
+
+// startChild starts a floor's child, argv, with childEnv, its stderr on
+// this process's, and pipes to its stdin and from its stdout.
+func startChild(argv []string) (*exec.Cmd, io.WriteCloser, io.ReadCloser, error) {
+	if len(argv) == 0 {
+		return nil, nil, nil, errors.New("no command")
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Env = childEnv()
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, err
+	}
+	return cmd, in, out, nil
 }
 
 // selfPath is this executable, which every role runs as.

@@ -133,46 +133,37 @@ func callStdio(conc, payload int, large bool) func(context.Context, *env, string
 // catalog, whose edge-case schema holds the number 1e400).
 func callHTTP(conc, payload int) func(context.Context, *env, string) (*result, error) {
 	return func(ctx context.Context, e *env, u string) (res *result, err error) {
+		var cl closers
+		defer joinErr(&err, cl.close)
 		spec, err := e.upstreamHTTPSpec(u, payload)
+		direct, err := e.openHTTP(ctx, &cl, spec, err)
 		if err != nil {
 			return nil, err
 		}
-		direct, err := e.startHTTP(ctx, spec)
+		spec, err = e.floorSpec(roleBridge, u, payload)
+		floor, err := e.openHTTP(ctx, &cl, spec, err)
 		if err != nil {
 			return nil, err
 		}
-		defer joinErr(&err, func() error { return direct.close(ctx) })
-		if spec, err = e.floorSpec(roleBridge, u, payload); err != nil {
-			return nil, err
-		}
-		floor, err := e.startHTTP(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		defer joinErr(&err, func() error { return floor.close(ctx) })
 		sc, err := e.upstreamServer(u, payload)
 		if err != nil {
 			return nil, err
 		}
-		proxy, err := e.startHTTPProxy(ctx, sc)
+		proxy, err := e.startHTTPProxy(ctx, &cl, sc)
 		if err != nil {
 			return nil, err
 		}
-		defer joinErr(&err, func() error { return proxy.close(ctx) })
 		sides := []*side{
 			echoSide(sideDirect, direct.c, nil, "echo", payload),
 			echoSide(sideFloor, floor.c, floor.proc, "echo", payload),
 			echoSide(sideProxy, proxy.c, proxy.proc, "fx__echo", payload),
 		}
 		if e.o.peer != "" && u == upGoSDK {
-			if spec, err = e.peerSpec(u, payload); err != nil {
-				return nil, err
-			}
-			peer, err := e.startHTTP(ctx, spec)
+			spec, err = e.peerSpec(u, payload)
+			peer, err := e.openHTTP(ctx, &cl, spec, err)
 			if err != nil {
 				return nil, err
 			}
-			defer joinErr(&err, func() error { return peer.close(ctx) })
 			if _, err := waitTools(ctx, peer.c, hasTool("echo")); err != nil {
 				return nil, fmt.Errorf("peer: %w (%s)", err, peer.proc.failure())
 			}
@@ -187,36 +178,56 @@ func callHTTP(conc, payload int) func(context.Context, *env, string) (*result, e
 // reverse proxy in front of it, the proxy has it as its url: upstream.
 func callHTTPUpstream(conc int) func(context.Context, *env, string) (*result, error) {
 	return func(ctx context.Context, e *env, u string) (res *result, err error) {
+		var cl closers
+		defer joinErr(&err, cl.close)
 		spec, err := e.upstreamHTTPSpec(u, 0)
+		direct, err := e.openHTTP(ctx, &cl, spec, err)
 		if err != nil {
 			return nil, err
 		}
-		direct, err := e.startHTTP(ctx, spec)
-		if err != nil {
-			return nil, err
-		}
-		defer joinErr(&err, func() error { return direct.close(ctx) })
 		self, err := selfPath()
+		floor, err := e.openHTTP(ctx, &cl, procSpec{name: roleReverseProxy, path: self, args: []string{direct.url},
+			ready: fixtureURL, env: roleEnvOf(roleReverseProxy)}, err)
 		if err != nil {
 			return nil, err
 		}
-		floor, err := e.startHTTP(ctx, procSpec{name: roleReverseProxy, path: self, args: []string{direct.url},
-			ready: fixtureURL, env: roleEnvOf(roleReverseProxy)})
+		proxy, err := e.startHTTPProxy(ctx, &cl, serverConfig{URL: direct.url})
 		if err != nil {
 			return nil, err
 		}
-		defer joinErr(&err, func() error { return floor.close(ctx) })
-		proxy, err := e.startHTTPProxy(ctx, serverConfig{URL: direct.url})
-		if err != nil {
-			return nil, err
-		}
-		defer joinErr(&err, func() error { return proxy.close(ctx) })
 		return e.measure(ctx, []*side{
 			echoSide(sideDirect, direct.c, nil, "echo", 0),
 			echoSide(sideFloor, floor.c, floor.proc, "echo", 0),
 			echoSide(sideProxy, proxy.c, proxy.proc, "fx__echo", 0),
 		}, e.o.n, conc)
 	}
+}
+
+// closers are a scenario's HTTP endpoints, closed at its end, newest first.
+type closers []func() error
+
+func (cl *closers) close() error {
+	var errs []error
+	for i := len(*cl) - 1; i >= 0; i-- {
+		errs = append(errs, (*cl)[i]())
+	}
+	*cl = nil
+	return errors.Join(errs...)
+}
+
+// openHTTP starts the HTTP server spec describes (specErr is the error of
+// building spec, returned as it is) and opens a session there, to be
+// closed with cl.
+func (e *env) openHTTP(ctx context.Context, cl *closers, spec procSpec, specErr error) (*httpEndpoint, error) {
+	if specErr != nil {
+		return nil, specErr
+	}
+	h, err := e.startHTTP(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	*cl = append(*cl, func() error { return h.close(ctx) })
+	return h, nil
 }
 
 // httpEndpoint is a started HTTP server process with a session open on it.
@@ -255,20 +266,17 @@ func (e *env) startHTTP(ctx context.Context, spec procSpec) (*httpEndpoint, erro
 }
 
 // startHTTPProxy starts the proxy serving Streamable HTTP with one upstream,
-// fx, and waits until it lists fx__echo.
-func (e *env) startHTTPProxy(ctx context.Context, upstream serverConfig) (*httpEndpoint, error) {
+// fx, to be closed with cl, and waits until it lists fx__echo.
+func (e *env) startHTTPProxy(ctx context.Context, cl *closers, upstream serverConfig) (*httpEndpoint, error) {
 	cfg, err := e.writeConfig(map[string]serverConfig{"fx": upstream})
-	if err != nil {
-		return nil, err
-	}
 	// The URL line is logged at info; the config's warn level would hide it.
-	h, err := e.startHTTP(ctx, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
-		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL})
+	h, err := e.openHTTP(ctx, cl, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
+		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL}, err)
 	if err != nil {
 		return nil, err
 	}
 	if _, err := waitTools(ctx, h.c, hasTool("fx__echo")); err != nil {
-		return nil, errors.Join(fmt.Errorf("proxy: %w (%s)", err, h.proc.failure()), h.close(ctx))
+		return nil, fmt.Errorf("proxy: %w (%s)", err, h.proc.failure())
 	}
 	return h, nil
 }
