@@ -126,8 +126,8 @@ func callStdio(conc, payload int, large bool) func(context.Context, *env, string
 
 // callHTTP measures tools/call of echo over Streamable HTTP with a stdio
 // upstream behind: direct is the upstream's own HTTP mode (the same server
-// code answering HTTP itself, a reference: no stand-in can beat it by
-// much), the floor is the bridge over a stdio upstream, the proxy serves
+// code answering HTTP itself; a reference only, the targets are against the
+// floor), the floor is the bridge over a stdio upstream, the proxy serves
 // HTTP with the same stdio upstream, and so does the peer with -peer (with
 // the go-sdk upstream only: the peer's mcp-go client refuses the fixture's
 // catalog, whose edge-case schema holds the number 1e400).
