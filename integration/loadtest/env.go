@@ -52,10 +52,11 @@ type proxyConfig struct {
 
 // serverConfig is one upstream: a stdio command or an HTTP url.
 type serverConfig struct {
-	Command string      `yaml:"command,omitempty"`
-	Args    []string    `yaml:"args,omitempty"`
-	URL     string      `yaml:"url,omitempty"`
-	Tools   toolsConfig `yaml:"tools"`
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Tools   toolsConfig       `yaml:"tools"`
 }
 
 // toolsConfig turns off the fixtures' resources and prompts, so that the
