@@ -6,9 +6,11 @@
 // audio item {type, data, mimeType} — is decoded into <Dir>/<agent>/<sha256 hex>[.<ext>] and
 // replaced by a text item, "[IMAGE:<abs path>]" for image/* and
 // "[Document: <name>] <abs path>" otherwise, followed by a resource_link to file://<abs path>
-// when the client's protocol has that item type (2025-06-18 and later). Every other byte of the
-// result is copied from the input: other items, structuredContent, isError, _meta and unknown
-// fields come out byte for byte.
+// when the client's protocol has that item type (2025-06-18 and later). In structuredContent,
+// every string value equal to the data of a blob that was written becomes that blob's reference
+// text (still a string; structured.go). Every other byte of the result is copied from the input:
+// other items, the rest of structuredContent, isError, _meta and unknown fields come out byte
+// for byte.
 //
 // Limits, checked before anything is decoded, because the result comes from an untrusted
 // server: more than MaxBlobsPerResult blob items, or more than MaxBytesPerResult estimated

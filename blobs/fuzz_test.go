@@ -24,6 +24,7 @@ func FuzzRewrite(f *testing.F) {
 		string(resultOf(mediaItem("image", "image/png", []byte("png")), mediaItem("audio", "audio/wav", []byte("wav")))),
 		`{"content":[{"type":"resource","resource":{"blob":"QQ\/=","uri":"a\u0000b"}}],"_meta":{"x":1}}`,
 		`{"content":[{"type":"resource","resource":{"blob":"!!!"}}],"structuredContent":{"blob":"QQ=="}}`,
+		`{"content":[{"type":"resource","resource":{"blob":"QQ=="}}],"structuredContent":{"QQ==":"Q\u0051==","a":["QQ==",{"b":"QQ\u003d="}]}}`,
 		`{"content":[{"type":"resource","resource":{"blob":""}},{"type":"resource","resource":{"blob":""}}]}`,
 		`{"\u0063ontent":[{"t\u0079pe":"resource","resource":{"blob":"QUJD"}}],"content":[]}`,
 		`{"content":[{"type":"resource","resource":{"blob":"QQ==`,
@@ -37,9 +38,11 @@ func FuzzRewrite(f *testing.F) {
 	f.Fuzz(func(t *testing.T, in []byte, media, link bool) {
 		checkRewrite(t, in, media, link)
 		// The same bytes as the URI (names) and as the content of a well-formed blob item.
-		item := `{"type":"resource","resource":{"uri":"` + string(escapeJSON(in, in)) + `","blob":"` +
-			base64.StdEncoding.EncodeToString(in) + `"}}`
-		out, rep := checkRewrite(t, resultOf(item), media, true)
+		// structuredContent holds the same base64, escaped differently.
+		b64 := base64.StdEncoding.EncodeToString(in)
+		item := `{"type":"resource","resource":{"uri":"` + string(escapeJSON(in, in)) + `","blob":"` + b64 + `"}}`
+		withStructured := `{"content":[` + item + `],"structuredContent":{"k":["` + string(escapeJSON([]byte(b64), in)) + `"]}}`
+		out, rep := checkRewrite(t, json.RawMessage(withStructured), media, true)
 		if len(rep.Blobs) != 1 || rep.Blobs[0].Result != ResultWritten || rep.Blobs[0].Bytes != int64(len(in)) {
 			t.Fatalf("well-formed blob of %q: %+v", in, rep)
 		}
@@ -51,6 +54,12 @@ func FuzzRewrite(f *testing.F) {
 		}
 		if want := "[Document: " + name + "] " + rep.Blobs[0].Path; content[0]["text"] != want && !strings.HasPrefix(content[0]["text"].(string), "[IMAGE:") {
 			t.Fatalf("text %q, want %q", content[0]["text"], want)
+		}
+		var res struct {
+			Structured struct{ K []string } `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil || len(res.Structured.K) != 1 || res.Structured.K[0] != content[0]["text"] {
+			t.Fatalf("structuredContent %+v (%v), want the text %q", res.Structured, err, content[0]["text"])
 		}
 	})
 }

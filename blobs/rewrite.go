@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -119,16 +120,24 @@ func (m *Materializer) Rewrite(agent string, result json.RawMessage, linkSupport
 		return splice(result, items, repl), rep, nil
 	}
 
-	if err := m.materializeAll(agent, result, items, rep.Blobs, repl, linkSupported); err != nil {
+	refs := make([]string, len(items))
+	if err := m.materializeAll(agent, result, items, rep.Blobs, repl, refs, linkSupported); err != nil {
 		return nil, Report{}, err
 	}
-	return splice(result, items, repl), rep, nil
+	var stored []written
+	for i, it := range items {
+		if refs[i] != "" {
+			stored = append(stored, written{data: it.data, ref: refs[i]})
+		}
+	}
+	return splice(result, items, repl, structuredEdits(result, stored)...), rep, nil
 }
 
-// materializeAll stores every blob that passed the result-wide checks, filling outs and repl.
-// The agent directory is opened at the first blob that needs it; if that fails, every blob left
-// is unavailable. The only error returned is the failure to close that directory.
-func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, outs []Outcome, repl [][]byte, linkSupported bool) error {
+// materializeAll stores every blob that passed the result-wide checks, filling outs, repl and,
+// for the blobs stored, refs with their reference text. The agent directory is opened at the
+// first blob that needs it; if that fails, every blob left is unavailable. The only error
+// returned is the failure to close that directory.
+func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, outs []Outcome, repl [][]byte, refs []string, linkSupported bool) error {
 	var st *store
 	var stErr error
 	for i, it := range items {
@@ -149,7 +158,7 @@ func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, 
 			repl[i] = unavailableItem("the file could not be stored")
 			continue
 		}
-		repl[i] = m.materialize(st, b, it, out, linkSupported)
+		repl[i], refs[i] = m.materialize(st, b, it, out, linkSupported)
 	}
 	if st != nil {
 		if err := st.Close(); err != nil {
@@ -159,23 +168,24 @@ func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, 
 	return nil
 }
 
-// materialize stores one blob, fills out, and returns the item(s) that replace it.
-func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcome, linkSupported bool) []byte {
+// materialize stores one blob, fills out, and returns the item(s) that replace it and, when
+// the blob was stored, its reference text ("" otherwise).
+func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcome, linkSupported bool) ([]byte, string) {
 	name, mimeType, ext := describe(b, it)
 	res, err := st.put(newBlobReader(body(b, it.data)), ext, m.limits.maxPerBlob)
 	switch {
 	case errors.Is(err, ErrInvalidBase64):
 		*out = Outcome{Result: ResultInvalid, Bytes: out.Bytes, Err: err}
-		return unavailableItem("invalid base64 data")
+		return unavailableItem("invalid base64 data"), ""
 	case errors.Is(err, ErrTooLarge):
 		*out = Outcome{Result: ResultTooLarge, Bytes: out.Bytes, Err: err}
-		return unavailableItem(fmt.Sprintf("over the limit of %d bytes per attachment", m.limits.maxPerBlob))
+		return unavailableItem(fmt.Sprintf("over the limit of %d bytes per attachment", m.limits.maxPerBlob)), ""
 	case errors.Is(err, ErrStoreFull):
 		*out = Outcome{Result: ResultStoreFull, Bytes: out.Bytes, Err: err}
-		return unavailableItem(StoreFullReason)
+		return unavailableItem(StoreFullReason), ""
 	case err != nil:
 		*out = Outcome{Result: ResultUnavailable, Bytes: out.Bytes, Err: err}
-		return unavailableItem("the file could not be stored")
+		return unavailableItem("the file could not be stored"), ""
 	}
 	*out = Outcome{Result: ResultWritten, Bytes: res.size, Path: res.path}
 	if res.reused {
@@ -192,7 +202,7 @@ func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcom
 		item = append(item, ',')
 		item = appendResourceLink(item, res.path, name, mimeType, res.size)
 	}
-	return item
+	return item, text
 }
 
 // describe returns the display name, MIME type and file extension of a blob item.
@@ -308,18 +318,28 @@ func parseItem(b []byte, el span, media bool) (blobItem, bool) {
 	return it, true
 }
 
-// splice copies b with items[i] replaced by repl[i]; items are in increasing order.
-func splice(b []byte, items []blobItem, repl [][]byte) []byte {
-	size := len(b)
+// splice copies b with items[i] replaced by repl[i] and every extra edit applied. The items
+// are in increasing order; no two ranges overlap (extra edits lie in structuredContent, the
+// items in content).
+func splice(b []byte, items []blobItem, repl [][]byte, extra ...edit) []byte {
+	edits := make([]edit, 0, len(items)+len(extra))
 	for i, it := range items {
-		size += len(repl[i]) - (it.item.end - it.item.start)
+		edits = append(edits, edit{at: it.item, repl: repl[i]})
+	}
+	edits = append(edits, extra...)
+	if len(extra) > 0 {
+		slices.SortFunc(edits, func(x, y edit) int { return x.at.start - y.at.start })
+	}
+	size := len(b)
+	for _, e := range edits {
+		size += len(e.repl) - (e.at.end - e.at.start)
 	}
 	out := make([]byte, 0, size)
 	prev := 0
-	for i, it := range items {
-		out = append(out, b[prev:it.item.start]...)
-		out = append(out, repl[i]...)
-		prev = it.item.end
+	for _, e := range edits {
+		out = append(out, b[prev:e.at.start]...)
+		out = append(out, e.repl...)
+		prev = e.at.end
 	}
 	return append(out, b[prev:]...)
 }

@@ -3,6 +3,7 @@ package config
 import (
 	"sort"
 	"strings"
+	"time"
 )
 
 // IsEnabled reports the top-level enabled switch (nil means true): false
@@ -66,6 +67,15 @@ func (s *Server) ResourcesEnabled() bool { return s.Tools.Resources == nil || *s
 
 // PromptsEnabled reports tools.prompts (nil means true).
 func (s *Server) PromptsEnabled() bool { return s.Tools.Prompts == nil || *s.Tools.Prompts }
+
+// ReconnectWaitValue is reconnect_wait, with nil meaning the default (5 s);
+// 0 turns the wait off.
+func (s *Server) ReconnectWaitValue() time.Duration {
+	if s.ReconnectWait == nil {
+		return DefaultReconnectWait
+	}
+	return s.ReconnectWait.D()
+}
 
 // ResponseLimit is max_response_bytes, with 0 meaning the default.
 func (s *Server) ResponseLimit() int64 {

@@ -60,6 +60,11 @@ const (
 	// budget plus room for the JSON-RPC envelope (seed), so a result with a
 	// valid near-limit blob still arrives.
 	DefaultMaxResponseBytes = 16078168
+	// DefaultReconnectWait is how long after a dropped connection requests
+	// wait for the reconnection instead of failing (SPEC §3): the first
+	// reconnect attempt starts after about 1 s, so a server that restarts
+	// at once is back well within it.
+	DefaultReconnectWait = 5 * time.Second
 	// DefaultKeepalive pings often enough to notice a dead connection
 	// before the next call needs it, rarely enough to cost nothing.
 	DefaultKeepalive = 180 * time.Second
@@ -186,6 +191,10 @@ func (c *Config) serverDefaults(path string, s *Server) {
 	c.durationDefault(&s.Timeout, path+".timeout", DefaultTimeout)
 	c.durationDefault(&s.ConnectTimeout, path+".connect_timeout", DefaultConnectTimeout)
 	c.durationDefault(&s.Keepalive, path+".keepalive", DefaultKeepalive)
+	if s.ReconnectWait == nil {
+		d := Duration(DefaultReconnectWait)
+		s.ReconnectWait = &d
+	}
 	if s.Enabled == nil {
 		s.Enabled = boolPtr(true)
 	}

@@ -167,9 +167,16 @@ func convertEntry(s *importedServer, raw json.RawMessage) {
 		return
 	}
 	transport := TransportStdio
+	inferredSSE := false
 	switch t := strings.ToLower(typ); {
 	case t == "":
-		if url != "" {
+		switch {
+		case url != "" && ssePath(url):
+			// Hosts that guess the transport take a URL ending in /sse
+			// for the legacy SSE transport, and such a server does not
+			// speak Streamable HTTP.
+			transport, inferredSSE = TransportSSE, true
+		case url != "":
 			transport = TransportHTTP
 		}
 	case t == "stdio":
@@ -194,7 +201,10 @@ func convertEntry(s *importedServer, raw json.RawMessage) {
 	field := func(key, value, label string) {
 		lines = append(lines, "    "+key+": "+s.refs(label, value))
 	}
-	if transport == TransportSSE {
+	switch {
+	case inferredSSE:
+		lines = append(lines, "    transport: sse  # inferred: the entry has no type and its url ends in /sse (set http for Streamable HTTP)")
+	case transport == TransportSSE:
 		lines = append(lines, "    transport: sse")
 	}
 	// Fields of the other kind of server have no place in this entry.
@@ -438,4 +448,14 @@ func jsonScalarMap(raw json.RawMessage) (map[string]string, bool) {
 		out[k] = v
 	}
 	return out, true
+}
+
+// ssePath reports whether the path of url (query and fragment aside, a
+// trailing "/" ignored) ends in "/sse", the endpoint name of the legacy SSE
+// transport.
+func ssePath(url string) bool {
+	if i := strings.IndexAny(url, "?#"); i >= 0 {
+		url = url[:i]
+	}
+	return strings.HasSuffix(strings.ToLower(strings.TrimSuffix(url, "/")), "/sse")
 }

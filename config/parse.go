@@ -36,10 +36,13 @@ func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
 // defaults and runs Validate. An empty document is a valid, empty config.
 //
 // On failure the error joins every problem found (each a *FieldError that
-// matches ErrInvalid). If the document decoded but broke rules, Parse
-// returns that Config too (with defaults applied), so a caller can still
-// print it with MarshalRedacted or list its Warnings; otherwise the Config
-// is nil.
+// matches ErrInvalid), all in one run: the document's own problems (unknown
+// keys, wrong kinds, unset variables, in document order), then the rules
+// Validate checks on what remains once those values are dropped (sorted by
+// path; a rule never judges a dropped value). If the document decoded
+// cleanly but broke rules, Parse returns that Config too (with defaults
+// applied), so a caller can still print it with MarshalRedacted or list its
+// Warnings; otherwise the Config is nil.
 func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) {
 	if lookupEnv == nil {
 		lookupEnv = os.LookupEnv
@@ -52,25 +55,39 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		return nil, err
 	}
 	cfg := &Config{}
+	var problems []error
+	var secrets []string
 	if root != nil {
 		x := expandTree(root, lookupEnv)
-		present, shape := checkShape(root, x)
-		problems := append(x.problems, shape...)
-		secrets := mergeSecrets(nodeSecrets(root), x.secretVars)
-		if len(problems) > 0 {
+		secrets = mergeSecrets(nodeSecrets(root), x.secretVars) // before the walk prunes the tree
+		shape := checkShape(root, x)
+		problems = append(x.problems, shape.problems...)
+		if !shape.complete {
 			return nil, joinProblems(problems, secrets)
 		}
 		if err := decodeStrict(root, cfg); err != nil {
-			return nil, joinProblems([]error{err}, secrets)
+			return nil, joinProblems(append(problems, err), secrets)
 		}
-		cfg.doc = docInfo{present: present, secretVars: sortSecrets(x.secretVars), agentOrder: documentAgentOrder(root)}
+		cfg.doc = docInfo{present: shape.present, dropped: shape.dropped, secretVars: sortSecrets(x.secretVars), agentOrder: documentAgentOrder(root)}
 	}
 	cfg.fillNames()
 	cfg.applyDefaults(lookupEnv)
-	if err := cfg.Validate(); err != nil {
-		return cfg, err
+	rules := cfg.problems()
+	if len(problems) > 0 {
+		return nil, joinProblems(append(problems, rules...), mergeSecrets(secrets, setOf(cfg.Secrets())))
+	}
+	if len(rules) > 0 {
+		return cfg, joinProblems(rules, cfg.Secrets())
 	}
 	return cfg, nil
+}
+
+func setOf(list []string) map[string]bool {
+	set := make(map[string]bool, len(list))
+	for _, s := range list {
+		set[s] = true
+	}
+	return set
 }
 
 // parseDocument returns the top-level mapping of the only document in

@@ -102,8 +102,30 @@ var invalidConfigs = map[string]string{
 		`servers.a.command: expected a string, got a list`,
 		`servers.a.args: expected a list, got a mapping`,
 		`servers.a.enabled: expected true or false, got a list`,
+		`servers.b: needs command (a stdio server) or url (an http or sse server)`,
 	),
 	"invalid-env-unterminated.yaml": `servers.files.command: unterminated ${ (write $${ for a literal ${)`,
+	// Every kind at once (SPEC §1: one run reports every problem): the
+	// document's own problems first, then the rules on what is left; no
+	// rule judges a value that was refused (remote has no "needs command
+	// or url", alice's token list no "required").
+	"invalid-every-kind.yaml": lines(
+		`servers.github.headers.Authorization: environment variable GITHUB_TOKEN is not set`,
+		`servers.remote.url: environment variable REMOTE_URL is not set`,
+		`agents.alice.tokens[0]: environment variable ALICE_TOKEN is not set`,
+		`startup_wait: invalid duration "soon": use whole seconds (120) or a Go duration (120s, 2m, 1h30m)`,
+		`listen.pth: unknown key`,
+		`servers.files.command: duplicate key (first at line 22)`,
+		`servers.files.commnd: unknown key`,
+		`servers.files.args: expected a list, got a string`,
+		`agents.bob.autonomy: must be full, supervised or read_only, got "yolo"`,
+		`agents.bob.tokens: required because listen.addr "0.0.0.0:8080" is not a loopback address`,
+		`naming: must be zeroclaw or hermes, got "snake"`,
+		`servers."bad name": server name may only contain letters, digits, "_" and "-"`,
+		`servers.github.timeout: must be at most 600s`,
+		`servers.github.url: scheme must be http or https`,
+		`servers.remote.connect_timeout: must be greater than 0`,
+	),
 	"invalid-headers.yaml": lines(
 		`servers.remote.headers: invalid header name "Bad Header"`,
 		`servers.remote.headers.X-Token: invalid header value (it contains a control character)`,
@@ -204,6 +226,10 @@ var invalidConfigs = map[string]string{
 	"invalid-no-command-no-url.yaml": `servers.empty: needs command (a stdio server) or url (an http or sse server)`,
 	"invalid-prefix.yaml":            `servers.github.prefix: may only contain letters, digits, "_" and "-"`,
 	"invalid-protocol.yaml":          `servers.github.protocol: must be 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "2026-01-01"`,
+	"invalid-reconnect-wait.yaml": lines(
+		`servers.negative.reconnect_wait: invalid duration "-1s": must not be negative`,
+		`servers.slow.reconnect_wait: must be at most 600s, the longest request timeout`,
+	),
 	"invalid-required-disabled.yaml": `servers.local.required: a disabled server can never be ready: drop required or enable the server`,
 	"invalid-resource-prefix.yaml":   `servers.my_files: resource URI prefix "my-files" is also the prefix of server "my-files" (prefixes are lowercased with "_" as "-")`,
 	"invalid-sampling.yaml": lines(
@@ -471,6 +497,8 @@ func TestDefaults(t *testing.T) {
 		{"timeout", s.Timeout.D().String(), "2m0s"},
 		{"connect_timeout", s.ConnectTimeout.D().String(), "1m0s"},
 		{"keepalive", s.Keepalive.D().String(), "3m0s"},
+		{"reconnect_wait", s.ReconnectWaitValue().String(), "5s"},
+		{"reconnect_wait set", s.ReconnectWait != nil, true},
 		{"server enabled", s.IsEnabled(), true},
 		{"prefix", s.PrefixValue(), "files"},
 		{"protocol", s.Protocol, "2025-11-25"},
@@ -553,12 +581,13 @@ servers:
 }
 
 func TestExplicitZeroes(t *testing.T) {
-	cfg, err := Parse([]byte("startup_wait: 0\nservers:\n  a:\n    command: x\n    keepalive: 0\n"), testEnv())
+	cfg, err := Parse([]byte("startup_wait: 0\nservers:\n  a:\n    command: x\n    keepalive: 0\n    reconnect_wait: 0\n"), testEnv())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cfg.StartupWait != 0 || cfg.Servers["a"].Keepalive != 0 {
-		t.Errorf("explicit zeroes replaced by defaults: startup_wait %v, keepalive %v", cfg.StartupWait, cfg.Servers["a"].Keepalive)
+	if cfg.StartupWait != 0 || cfg.Servers["a"].Keepalive != 0 || cfg.Servers["a"].ReconnectWaitValue() != 0 {
+		t.Errorf("explicit zeroes replaced by defaults: startup_wait %v, keepalive %v, reconnect_wait %v",
+			cfg.StartupWait, cfg.Servers["a"].Keepalive, cfg.Servers["a"].ReconnectWaitValue())
 	}
 	cfg, err = Parse([]byte("servers:\n  a:\n    command: x\n    keepalive: ~\n    timeout:\n"), testEnv())
 	if err != nil {

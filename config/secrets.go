@@ -117,7 +117,7 @@ func urlPassword(raw string) string {
 // not be decoded, so that its error texts can be scrubbed too.
 func nodeSecrets(root *yaml.Node) []string {
 	set := map[string]bool{}
-	walker := &shapeChecker{present: map[string]bool{}}
+	walker := &shapeChecker{present: map[string]bool{}, dropped: map[string]bool{}}
 	field := func(m *yaml.Node, key string) *yaml.Node {
 		if m == nil {
 			return nil

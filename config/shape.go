@@ -23,6 +23,13 @@ var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 // shapeChecker compares a node tree with the Go types it will be decoded
 // into, so that unknown keys, wrong kinds and unparsable scalars are
 // reported with their key path (yaml.v3 itself only gives line numbers).
+//
+// So that one run reports every problem (SPEC §1), what it refuses is then
+// cut out of the tree (prune): an unknown, duplicate or unusable key goes
+// with its value, and a value that cannot be decoded (or whose ${VAR} could
+// not be expanded) becomes null. The rest decodes, gets its defaults and is
+// validated; dropped records the paths cut, so that no rule judges a value
+// that is not the one the author wrote.
 type shapeChecker struct {
 	expanded map[*yaml.Node]bool
 	failed   map[*yaml.Node]bool
@@ -32,13 +39,60 @@ type shapeChecker struct {
 	problems []error
 	visits   int
 	stopped  bool
+
+	dropped map[string]bool // paths of the keys and values cut out
+	edits   []func()        // the cuts, applied by prune after the walk
 }
 
-// checkShape walks root (a mapping) against Config.
-func checkShape(root *yaml.Node, x *expander) (map[string]bool, []error) {
-	c := &shapeChecker{expanded: x.expanded, failed: x.failed, present: map[string]bool{}}
+// shapeResult is what the schema walk learned.
+type shapeResult struct {
+	present  map[string]bool
+	dropped  map[string]bool
+	problems []error
+	// complete is false when the walk stopped early (a document too large
+	// once its aliases are expanded): the tree was not fully checked and
+	// must not be decoded.
+	complete bool
+}
+
+// checkShape walks root (a mapping) against Config, then prunes what it
+// refused from the tree (see shapeChecker).
+func checkShape(root *yaml.Node, x *expander) shapeResult {
+	c := &shapeChecker{expanded: x.expanded, failed: x.failed, present: map[string]bool{}, dropped: map[string]bool{}}
 	c.walk(root, reflect.TypeOf(Config{}), "")
-	return c.present, c.problems
+	if c.stopped {
+		return shapeResult{problems: c.problems}
+	}
+	for _, edit := range c.edits {
+		edit()
+	}
+	for p := range c.dropped {
+		delete(c.present, p)
+	}
+	return shapeResult{present: c.present, dropped: c.dropped, problems: c.problems, complete: true}
+}
+
+// nullify records that the value n at path is dropped: it becomes null,
+// which decodes as the zero value and takes the default.
+func (c *shapeChecker) nullify(n *yaml.Node, path string) {
+	c.dropped[path] = true
+	c.edits = append(c.edits, func() {
+		*n = yaml.Node{Kind: yaml.ScalarNode, Tag: "!!null", Value: "null", Line: n.Line, Column: n.Column}
+	})
+}
+
+// cut records that the key k (with its value) at path is dropped from the
+// mapping m that holds it.
+func (c *shapeChecker) cut(m, k *yaml.Node, path string) {
+	c.dropped[path] = true
+	c.edits = append(c.edits, func() {
+		for i := 0; i+1 < len(m.Content); i += 2 {
+			if m.Content[i] == k {
+				m.Content = append(m.Content[:i:i], m.Content[i+2:]...)
+				return
+			}
+		}
+	})
 }
 
 func (c *shapeChecker) add(path, msg string) {
@@ -78,11 +132,16 @@ func (c *shapeChecker) walk(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind == yaml.AliasNode {
 		if n.Alias == nil {
 			c.add(path, "alias to an unknown anchor")
+			c.nullify(n, path)
 			return
 		}
 		n = n.Alias
 	}
-	if isNull(n) || c.failed[n] {
+	if c.failed[n] {
+		c.nullify(n, path) // its ${...} problem is reported already
+		return
+	}
+	if isNull(n) {
 		return
 	}
 	for t.Kind() == reflect.Pointer {
@@ -109,10 +168,11 @@ func (c *shapeChecker) walk(n *yaml.Node, t reflect.Type, path string) {
 }
 
 // pair is one key and value of a mapping; merged is true when it came in
-// through a "<<" merge key.
+// through a "<<" merge key; in is the mapping that holds it.
 type pair struct {
 	k, v   *yaml.Node
 	merged bool
+	in     *yaml.Node
 }
 
 // pairs lists the entries of mapping n, merged ones after the explicit
@@ -122,6 +182,7 @@ func (c *shapeChecker) pairs(n *yaml.Node, path string) []pair {
 	c.collect(n, path, false, &explicit, &merged)
 	if len(explicit)+len(merged) > maxMappingKeys {
 		c.add(path, "more than "+strconv.Itoa(maxMappingKeys)+" keys in one mapping")
+		c.nullify(n, path)
 		return nil
 	}
 	seen := map[string]bool{}
@@ -145,9 +206,9 @@ func (c *shapeChecker) collect(n *yaml.Node, path string, merging bool, explicit
 		k, v := n.Content[i], n.Content[i+1]
 		if !isMergeKey(k) {
 			if merging {
-				*merged = append(*merged, pair{k, v, true})
+				*merged = append(*merged, pair{k, v, true, n})
 			} else {
-				*explicit = append(*explicit, pair{k, v, false})
+				*explicit = append(*explicit, pair{k, v, false, n})
 			}
 			continue
 		}
@@ -161,14 +222,17 @@ func (c *shapeChecker) collect(n *yaml.Node, path string, merging bool, explicit
 				sources = append(sources, resolveAlias(item))
 			}
 		}
-		if len(sources) == 0 {
+		bad := len(sources) == 0
+		for _, src := range sources {
+			bad = bad || src.Kind != yaml.MappingNode
+		}
+		if bad {
+			// The whole merge goes: yaml.v3 would refuse to decode it.
 			c.add(joinPath(path, "<<"), "a merge needs a mapping or a list of mappings")
+			c.cut(n, k, joinPath(path, "<<"))
+			continue
 		}
 		for _, src := range sources {
-			if src.Kind != yaml.MappingNode {
-				c.add(joinPath(path, "<<"), "a merge needs a mapping or a list of mappings")
-				continue
-			}
 			c.collect(src, path, true, explicit, merged)
 		}
 	}
@@ -190,18 +254,22 @@ func mapKey(k *yaml.Node) string {
 func (c *shapeChecker) entries(n *yaml.Node, path string) (keys []string, ps []pair) {
 	if n.Kind != yaml.MappingNode {
 		c.add(path, "expected a mapping, got "+kindName(n))
+		c.nullify(n, path)
 		return nil, nil
 	}
 	firstLine := map[string]int{}
 	for _, p := range c.pairs(n, path) {
 		if resolveAlias(p.k).Kind != yaml.ScalarNode {
 			c.add(path, "keys must be plain strings, got "+kindName(resolveAlias(p.k)))
+			c.cut(p.in, p.k, path)
 			continue
 		}
 		key := mapKey(p.k)
 		if !p.merged {
 			if line, dup := firstLine[key]; dup {
+				// The first one stays, unjudged: which did the author mean?
 				c.add(joinPath(path, pathKey(key)), "duplicate key (first at line "+strconv.Itoa(line)+")")
+				c.cut(p.in, p.k, joinPath(path, pathKey(key)))
 				continue
 			}
 			firstLine[key] = p.k.Line
@@ -220,6 +288,7 @@ func (c *shapeChecker) structure(n *yaml.Node, t reflect.Type, path string) {
 		ft, ok := fields[key]
 		if !ok {
 			c.problems = append(c.problems, &FieldError{Path: p, Err: ErrUnknownKey})
+			c.cut(ps[i].in, ps[i].k, p)
 			continue
 		}
 		if !isNull(ps[i].v) {
@@ -243,6 +312,7 @@ func (c *shapeChecker) mapping(n *yaml.Node, t reflect.Type, path string) {
 func (c *shapeChecker) list(n *yaml.Node, t reflect.Type, path string) {
 	if n.Kind != yaml.SequenceNode {
 		c.add(path, "expected a list, got "+kindName(n))
+		c.nullify(n, path)
 		return
 	}
 	for i, item := range n.Content {
@@ -261,10 +331,12 @@ func (c *shapeChecker) scalar(n *yaml.Node, t reflect.Type, path string) {
 	}
 	if n.Kind != yaml.ScalarNode {
 		c.add(path, "expected "+want+", got "+kindName(n))
+		c.nullify(n, path)
 		return
 	}
 	if err := n.Decode(reflect.New(t).Interface()); err != nil {
 		c.add(path, "expected "+want+", got "+c.shown(n))
+		c.nullify(n, path)
 	}
 }
 
@@ -273,6 +345,7 @@ func (c *shapeChecker) custom(n *yaml.Node, t reflect.Type, path string) {
 	if err == nil {
 		return
 	}
+	c.nullify(n, path)
 	if c.expanded[n] {
 		c.add(path, "invalid value (it comes from the environment and is not shown)")
 		return

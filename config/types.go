@@ -55,6 +55,10 @@ type docInfo struct {
 	// secretVars are the values of environment variables referenced inside
 	// secret values ("Bearer ${TOKEN}"): secrets of their own.
 	secretVars []string
+	// dropped holds the paths of keys and values Parse cut out of the
+	// document because they were reported already (unknown keys, wrong
+	// kinds, unset variables); Validate judges nothing at or under them.
+	dropped map[string]bool
 	// agentOrder lists the agents in the order the document writes them
 	// (see AgentsInOrder).
 	agentOrder []string

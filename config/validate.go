@@ -37,7 +37,64 @@ var (
 const maxNameLen = 32
 
 // validator collects problems.
-type validator struct{ problems []error }
+type validator struct {
+	problems []error
+	dropped  map[string]bool // see docInfo.dropped
+}
+
+// droppedAt reports whether path, or a key path it lies under, was dropped
+// from the document.
+func (v *validator) droppedAt(path string) bool {
+	for p := path; p != ""; p = parentPath(p) {
+		if v.dropped[p] {
+			return true
+		}
+	}
+	return false
+}
+
+// droppedItem reports whether the list at path lost an item: a rule about
+// the list as a whole ("tokens: required") would judge what is left.
+func (v *validator) droppedItem(path string) bool {
+	for p := range v.dropped {
+		if strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// droppedUnder reports whether path or anything under it was dropped: the
+// object lost a key or a value, so rules about which keys it has do not
+// apply ("needs command or url" when url was ${UNSET}).
+func (v *validator) droppedUnder(path string) bool {
+	for p := range v.dropped {
+		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+// parentPath is the path one key or index up: "a.b[2]" → "a.b",
+// "a.b" → "a", "a" → "". Quoted keys ("servers.\"a.b\"") are kept whole.
+func parentPath(p string) string {
+	if strings.HasSuffix(p, "]") {
+		if i := strings.LastIndexByte(p, '['); i >= 0 {
+			return p[:i]
+		}
+	}
+	if strings.HasSuffix(p, `"`) {
+		if i := strings.LastIndex(p[:len(p)-1], `."`); i >= 0 {
+			return p[:i]
+		}
+		return ""
+	}
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
 
 func (v *validator) add(path, msg string) { v.problems = append(v.problems, problem(path, msg)) }
 
@@ -57,11 +114,18 @@ func (v *validator) oneOf(path, got string, allowed []string) {
 // valid. It expects defaults to be applied, as Parse does. Its texts never
 // contain a secret value.
 func (c *Config) Validate() error {
-	v := &validator{}
+	return joinProblems(c.problems(), c.Secrets())
+}
+
+// problems runs every rule and returns the problems sorted by path, except
+// those at or under a path Parse dropped (see docInfo.dropped).
+func (c *Config) problems() []error {
+	v := &validator{dropped: c.doc.dropped}
 	c.validateTop(v)
 	c.validateListen(v)
 	c.validateListenAuth(v)
 	c.validateServers(v)
+	c.validateReconnect(v)
 	c.validateAgents(v)
 	c.validateAuth(v)
 	c.validateBlobs(v)
@@ -71,10 +135,16 @@ func (c *Config) Validate() error {
 	c.validateAudit(v)
 	c.validateOverrides(v)
 	c.validateLimits(v)
-	sort.SliceStable(v.problems, func(i, j int) bool {
-		return problemPath(v.problems[i]) < problemPath(v.problems[j])
+	kept := v.problems[:0]
+	for _, p := range v.problems {
+		if path := problemPath(p); !v.droppedAt(path) && !v.droppedItem(path) {
+			kept = append(kept, p)
+		}
+	}
+	sort.SliceStable(kept, func(i, j int) bool {
+		return problemPath(kept[i]) < problemPath(kept[j])
 	})
-	return joinProblems(v.problems, c.Secrets())
+	return kept
 }
 
 func problemPath(err error) string {

@@ -36,21 +36,25 @@ func validateServer(v *validator, path string, s *Server) {
 	at := func(field string) string { return path + "." + field }
 	hasCmd, hasURL := s.Command != "", s.URL != ""
 	switch {
+	case v.droppedUnder(path):
+		// A key or value of this server was refused already: which of
+		// command and url it has is not what its author wrote.
 	case hasCmd && hasURL:
 		v.add(path, "command and url are mutually exclusive: a server is a subprocess or a URL, not both")
 	case !hasCmd && !hasURL:
 		v.add(path, "needs command (a stdio server) or url (an http or sse server)")
 	}
 	stdio, remote := false, false
+	partial := v.droppedUnder(path)
 	switch s.Transport {
 	case TransportStdio:
 		stdio = true
-		if hasURL && !hasCmd {
+		if hasURL && !hasCmd && !partial {
 			v.add(at("transport"), "stdio needs command, not url")
 		}
 	case TransportHTTP, TransportSSE:
 		remote = true
-		if hasCmd && !hasURL {
+		if hasCmd && !hasURL && !partial {
 			v.add(at("transport"), s.Transport+" needs url, not command")
 		}
 	case "":

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"regexp"
 	"slices"
 	"strings"
@@ -319,5 +320,32 @@ default_agent: dev
 		if text, isErr := resultText(t, res); !isErr || !strings.Contains(text, "denied by excluded_tools") {
 			t.Errorf("%s = %s; want the excluded_tools denial", n, res)
 		}
+	}
+}
+
+// A call to a tool of a granted server that never listed its tools (it is
+// down) says the server is down and why; for an agent not granted the
+// server it stays "unknown tool" (SPEC §5 rule 1).
+func TestUnknownToolOfDownServer(t *testing.T) {
+	mem := &fakeUpstream{}
+	mem.snap.Store(&upstream.Snapshot{State: upstream.StateFailed, Err: errors.New("process exited with status 1; last stderr: npm error 404")})
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  memory: {command: fixture}
+bundles:
+  mem: {servers: [memory]}
+agents:
+  a: {mcp_bundles: [mem]}
+  b: {mcp_bundles: []}
+`, map[string]*fakeUpstream{"memory": mem})
+	_, err := p.CallTool(context.Background(), "a", nil, "memory__read_graph", nil)
+	if werr := callError(t, err); werr.Code != codeServerError || !strings.HasPrefix(werr.Message, "MCP server 'memory' is not connected") ||
+		!strings.Contains(werr.Message, "npm error 404") {
+		t.Errorf("granted: %+v", werr)
+	}
+	_, err = p.CallTool(context.Background(), "b", nil, "memory__read_graph", nil)
+	if werr := callError(t, err); werr.Code != codeInvalidParams || werr.Message != "unknown tool: memory__read_graph" {
+		t.Errorf("not granted: %+v", werr)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -104,7 +105,7 @@ func (p *Proxy) Refresh() {
 	for i, name := range names {
 		cfg := g.cfg.Servers[name]
 		snap := snaps[i]
-		connected := snap.State == upstream.StateConnected
+		connected := snap.Listed() // connected, or within reconnect_wait of a drop
 		if connected {
 			c.lastTools[name] = snap.Tools
 		}
@@ -118,11 +119,13 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
-		n := 0
-		if connected {
-			n = len(snap.Tools)
+		up, n := snap.State == upstream.StateConnected, 0 // n: the server's tools after tools.include/exclude
+		for _, t := range snap.Tools {
+			if up && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
+				n++
+			}
 		}
-		p.opts.Metrics.UpstreamState(name, connected, n)
+		p.opts.Metrics.UpstreamState(name, up, n)
 	}
 	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
 	var sw []string

@@ -13,7 +13,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
-	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The seed's built-in resource and prompt tools (SPEC §7.2), for hosts that
@@ -66,7 +65,7 @@ func (p *Proxy) seedServers(st *session, resources bool) []string {
 			continue
 		}
 		s := up.Snapshot()
-		if s.State != upstream.StateConnected {
+		if !s.Listed() { // connected, or within reconnect_wait of a drop
 			continue
 		}
 		if resources && s.Capabilities.Resources && cfg.ResourcesEnabled() || !resources && s.Capabilities.Prompts && cfg.PromptsEnabled() {

@@ -89,6 +89,25 @@ func (p *Proxy) resourceRoute(st *session, uri string) (srv, orig string, form u
 	return srv, orig, form, up, nil
 }
 
+// awaitFirstConnection waits, while up's first connection is under way,
+// for it to end, at most until the startup deadline (upstream.Snapshot
+// StartupUntil) or ctx: a capability check must not read the empty
+// capabilities of a server that is still connecting. Request waits the same
+// way for the requests it sends.
+func awaitFirstConnection(ctx context.Context, up Upstream) {
+	s := up.Snapshot()
+	if s.State == upstream.StateConnected || s.StartupUntil.IsZero() {
+		return
+	}
+	t := time.NewTimer(time.Until(s.StartupUntil))
+	defer t.Stop()
+	select {
+	case <-up.Ready():
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
 // uriParam reads params.uri.
 func uriParam(params json.RawMessage) (string, *wireError) {
 	uri, err := stringMember(params, "uri")
@@ -163,7 +182,7 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return nil, needsAuth(srv, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
-		return nil, notConnected(srv)
+		return nil, p.notSent(srv, err)
 	}
 	return nil, &wireError{Code: codeServerError, Message: p.errText("MCP server '" + srv + "': " + err.Error())}
 }
@@ -194,6 +213,7 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 	if werr != nil {
 		return nil, werr
 	}
+	awaitFirstConnection(ctx, up)
 	if !up.Snapshot().Capabilities.ResourcesSubscribe {
 		return nil, &wireError{Code: codeMethodNotFound, Message: "MCP server '" + srv + "' does not support resource subscriptions"}
 	}
@@ -294,6 +314,17 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 	srv := ""
 	defer p.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
 	e := p.Catalog().surface.byPrompt[name]
+	if e == nil {
+		// Not unknown only because the catalog lags, as for tools
+		// (awaitTool): a server still making its first connection (SPEC
+		// §3), or one whose snapshot has not reached Refresh yet.
+		if p.startupPending() {
+			p.waitStartup(ctx) // ends with a Refresh
+		} else {
+			p.Refresh()
+		}
+		e = p.Catalog().surface.byPrompt[name]
+	}
 	if e == nil || !st.agent.Granted(e.Server) {
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
@@ -339,6 +370,7 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 		return nil, werr
 	}
 	up := p.gen().ups[srv]
+	awaitFirstConnection(ctx, up)
 	if !up.Snapshot().Capabilities.Completions {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from
 	}

@@ -110,7 +110,7 @@ func (p *Proxy) forwardCall(ctx context.Context, r *request, name string, args, 
 	}
 	entry, ok := p.Catalog().Lookup(name)
 	if !ok {
-		return nil, unknownTool(name)
+		return nil, p.unknownTool(r.sess, name)
 	}
 	return p.callChain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
 }
@@ -243,22 +243,23 @@ func (p *Proxy) approvalGate(next callHandler) callHandler {
 	}
 }
 
-// serverUp is nil when the server takes requests, else the error to send:
-// it needs an OAuth login (naming the command that does it), or it is not
-// connected.
+// serverUp is nil when the server takes requests (connected, or a request
+// for it waits for its connection: upstream.Snapshot.Available), else the
+// error to send: it needs an OAuth login (naming the command that does it),
+// or it is not connected (saying why and when the next attempt starts).
 func (p *Proxy) serverUp(server string) *wireError {
 	g := p.gen()
 	up, cfg := g.ups[server], g.cfg.Servers[server]
 	if up == nil || cfg == nil {
-		return notConnected(server)
+		return p.serverDown(server, up)
 	}
 	switch snap := up.Snapshot(); {
-	case snap.State == upstream.StateConnected:
+	case snap.Available():
 		return nil
 	case snap.State == upstream.StateNeedsAuth && snap.Err != nil:
 		return needsAuth(server, p.errText(snap.Err.Error()))
 	}
-	return notConnected(server)
+	return p.serverDown(server, up)
 }
 
 // needsAuth is the error of a request to a server that needs an OAuth
@@ -339,7 +340,7 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return metrics.OutcomeError, needsAuth(entry.Server, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
-		return metrics.OutcomeError, notConnected(entry.Server)
+		return metrics.OutcomeError, p.notSent(entry.Server, err)
 	case errors.Is(err, upstream.ErrConnectionLost):
 		// The call may or may not have run: it is never replayed (SPEC §3).
 		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: p.errText(fmt.Sprintf(
@@ -380,8 +381,54 @@ func unknownTool(name string) *wireError {
 	return &wireError{Code: codeInvalidParams, Message: "unknown tool: " + sanitize.Error(name)}
 }
 
+// unknownTool is the error of a name no server lists. When the name has the
+// prefix of a server the session's agent is granted and that server is
+// down without ever having listed its tools, the error says it is down and
+// why instead: "unknown tool" would hide the cause. A server the agent is
+// not granted stays unknown (SPEC §5 rule 1).
+func (p *Proxy) unknownTool(s *session, name string) *wireError {
+	g := p.gen()
+	style := p.style()
+	for _, srv := range g.serverNames() {
+		cfg := g.cfg.Servers[srv]
+		prefix := style.NamePrefix(cfg.PrefixValue())
+		if prefix == "" || !strings.HasPrefix(name, prefix) || !s.agent.Granted(srv) {
+			continue
+		}
+		if werr := p.serverUp(srv); werr != nil {
+			return werr
+		}
+	}
+	return unknownTool(name)
+}
+
 func notConnected(server string) *wireError {
 	return &wireError{Code: codeServerError, Message: fmt.Sprintf("MCP server '%s' is not connected", server)}
+}
+
+// serverDown is the error of a request for a server whose snapshot says it
+// would be refused at once (upstream.Snapshot.Available): why, and when the
+// next attempt starts.
+func (p *Proxy) serverDown(server string, up Upstream) *wireError {
+	if up == nil {
+		return notConnected(server)
+	}
+	if de := up.Snapshot().DownError(); de != nil {
+		de.Server = server // a fresh value: the snapshot of a fake may not name it
+		return p.notSent(server, de)
+	}
+	return notConnected(server)
+}
+
+// notSent is the error of a request the upstream refused without sending
+// it (err matches upstream.ErrNotConnected): the *upstream.DownError's text,
+// which says why and when the next attempt starts.
+func (p *Proxy) notSent(server string, err error) *wireError {
+	var de *upstream.DownError
+	if errors.As(err, &de) {
+		return &wireError{Code: codeServerError, Message: p.errText(de.Error())}
+	}
+	return notConnected(server)
 }
 
 // callRequest is the part of tools/call params the proxy reads: raw

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"cmp"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -145,5 +148,81 @@ func TestBlobStoreBounded(t *testing.T) {
 	}
 	if got, err := os.ReadFile(filepath.Join(agentDir, "keep.txt")); err != nil || string(got) != "not a blob" {
 		t.Errorf("a file the proxy did not write was touched: %q, %v", got, err)
+	}
+}
+
+// TestBlobsInStructuredContent: server-filesystem's read_media_file returns
+// the file both as a content item and in structuredContent. Through the
+// proxy, the copy in structuredContent becomes the same reference text as
+// the content item (a string still, so the client's check against the tool's
+// outputSchema passes), and no base64 of the file reaches the client: a PNG
+// (image item, with materialize_media) and a binary file (resource blob, by
+// default).
+func TestBlobsInStructuredContent(t *testing.T) {
+	t.Parallel()
+	files := t.TempDir()
+	png := append([]byte("\x89PNG\r\n\x1a\n"), bytes.Repeat([]byte{0xfb, 0xff, 0x00, 0x7f}, 600)...)
+	bin := bytes.Repeat([]byte("mcp-proxy blob \xfe\xff"), 300)
+	for name, data := range map[string][]byte{"pixel.png": png, "data.bin": bin} {
+		if err := os.WriteFile(filepath.Join(files, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, media := range []bool{true, false} {
+		t.Run(fmt.Sprintf("materialize_media=%v", media), func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			cfg := writeConfig(t, fmt.Sprintf("blobs: {dir: %s, materialize_media: %v}\n", q(dir), media), filesystemServer("fs", files))
+			cs, _ := sdkStdioProxy(t, cfg, nil, nil)
+			for _, c := range []struct {
+				file string
+				data []byte
+				ext  string
+				ref  func(path string) string
+				skip bool // an image item passes unchanged without materialize_media
+			}{
+				{"pixel.png", png, "png", func(p string) string { return "[IMAGE:" + p + "]" }, !media},
+				{"data.bin", bin, "bin", func(p string) string { return "[Document: data.bin] " + p }, false},
+			} {
+				res := callTool(t, cs, "fs__read_media_file", map[string]any{"path": filepath.Join(files, c.file)})
+				raw := jsonOf(t, res)
+				b64 := base64.StdEncoding.EncodeToString(c.data)
+				if c.skip {
+					if !strings.Contains(structured(t, res), b64) {
+						t.Errorf("%s: passed through, structuredContent should keep the data: %.300s", c.file, raw)
+					}
+					continue
+				}
+				sum := sha256.Sum256(c.data)
+				path := filepath.Join(dir, "default", hex.EncodeToString(sum[:])+"."+c.ext)
+				want := c.ref(path)
+				if strings.Contains(raw, b64[:64]) {
+					t.Errorf("%s: base64 of the file reached the client: %.400s", c.file, raw)
+				}
+				text, ok := res.Content[0].(*mcp.TextContent)
+				if !ok || text.Text != want {
+					t.Errorf("%s: first item %s, want text %q", c.file, jsonOf(t, res.Content[0]), want)
+				}
+				var sc struct {
+					Content []map[string]any `json:"content"`
+				}
+				if err := json.Unmarshal([]byte(structured(t, res)), &sc); err != nil || len(sc.Content) != 1 {
+					t.Fatalf("%s: structuredContent %s: %v", c.file, structured(t, res), err)
+				}
+				key := "blob"
+				item := sc.Content[0]
+				if inner, ok := item["resource"].(map[string]any); ok {
+					item = inner
+				} else {
+					key = "data"
+				}
+				if item[key] != want {
+					t.Errorf("%s: structuredContent %s = %v, want %q", c.file, key, item[key], want)
+				}
+				if got, err := os.ReadFile(path); err != nil || !bytes.Equal(got, c.data) {
+					t.Errorf("%s: file %s: %v", c.file, path, err)
+				}
+			}
+		})
 	}
 }

@@ -100,9 +100,16 @@ func TestErrors(t *testing.T) {
 				if werr.Code == -32001 || !strings.Contains(werr.Message, "crashy") {
 					t.Errorf("crash: code %d message %q, want an error naming the server (not a timeout)", werr.Code, werr.Message)
 				}
-				werr, _ = callErr(t, cs, "crashy__echo", map[string]any{"text": "x"}, callTimeout)
-				if want := "MCP server 'crashy' is not connected"; werr.Code != -32000 || werr.Message != want {
-					t.Errorf("call after the crash: code %d message %q, want -32000 %q", werr.Code, werr.Message, want)
+				// crashy crash-loops (-exit-at-start): the call waits out
+				// reconnect_wait (5s), then fails saying why, never sent.
+				werr, took = callErr(t, cs, "crashy__echo", map[string]any{"text": "x"}, callTimeout)
+				for _, want := range []string{"MCP server 'crashy' is not connected", "exit requested by -exit-at-start", "was not sent"} {
+					if werr.Code != -32000 || !strings.Contains(werr.Message, want) {
+						t.Errorf("call after the crash: code %d message %q, want -32000 with %q", werr.Code, werr.Message, want)
+					}
+				}
+				if took > 5*time.Second+2*time.Second {
+					t.Errorf("the call after the crash failed after %s, want within reconnect_wait (5s)", took)
 				}
 				if got := contentText(callTool(t, cs, "other__echo", map[string]any{"text": "still here"})); got != "still here" {
 					t.Errorf("other__echo after crashy died: %q", got)

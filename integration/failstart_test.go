@@ -41,20 +41,27 @@ func TestFailedUpstreamsDoNotBlockOthers(t *testing.T) {
 	if got := contentText(callTool(t, cs, "ok__echo", map[string]any{"text": "alive"})); got != "alive" {
 		t.Errorf("ok__echo: %q", got)
 	}
+	// A tool of a granted server that never connected: the error says the
+	// server is down and why (its exit, its last stderr lines), not
+	// "unknown tool", which would hide the cause.
 	werr, _ := callErr(t, cs, "dead__echo", map[string]any{"text": "x"}, callTimeout)
-	if werr.Code != -32602 || werr.Message != "unknown tool: dead__echo" {
-		t.Errorf("dead__echo (never listed): code %d message %q, want -32602 unknown tool", werr.Code, werr.Message)
+	if werr.Code != -32000 || !strings.HasPrefix(werr.Message, "MCP server 'dead' is not connected") || !strings.Contains(werr.Message, "exit") {
+		t.Errorf("dead__echo (never listed): code %d message %q, want -32000 naming the server and why", werr.Code, werr.Message)
+	}
+	werr, _ = callErr(t, cs, "nobody__echo", map[string]any{}, callTimeout)
+	if werr.Code != -32602 || werr.Message != "unknown tool: nobody__echo" {
+		t.Errorf("nobody__echo: code %d message %q, want -32602 unknown tool", werr.Code, werr.Message)
 	}
 }
 
 // TestToolsVerbReportsFailedServers: `mcp-proxy tools --json` shows each
 // failed server with state "failed" and a reason, the working one with its
-// tools, and exits 0.
+// tools, and exits 1 (a server is not connected).
 func TestToolsVerbReportsFailedServers(t *testing.T) {
 	t.Parallel()
 	stdout, stderr, code := runCLI(t, "tools", "--json", "--config", failingConfig(t))
-	if code != 0 {
-		t.Fatalf("mcp-proxy tools --json exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, tail(stderr, 4000))
+	if code != 1 {
+		t.Fatalf("mcp-proxy tools --json exited %d, want 1\nstdout:\n%s\nstderr:\n%s", code, stdout, tail(stderr, 4000))
 	}
 	var rep struct {
 		Servers []struct {

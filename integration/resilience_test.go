@@ -532,18 +532,24 @@ type rsServerReport struct {
 }
 
 // rsToolsReport runs `mcp-proxy tools --json` and returns its servers by
-// name; the verb must exit 0.
+// name; the verb must exit 1 when a server is not connected, else 0.
 func rsToolsReport(t testing.TB, cfg string, extra ...string) map[string]rsServerReport {
 	t.Helper()
 	stdout, stderr, code := runCLI(t, append([]string{"tools", "--json", "--config", cfg}, extra...)...)
-	if code != 0 {
-		t.Fatalf("mcp-proxy tools --json exited %d\nstdout:\n%s\nstderr:\n%s", code, stdout, tail(stderr, 4000))
-	}
 	var rep struct {
 		Servers []rsServerReport `json:"servers"`
 	}
 	if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
-		t.Fatalf("tools --json output: %v\n%s", err, stdout)
+		t.Fatalf("tools --json exited %d, output: %v\n%s\nstderr:\n%s", code, err, stdout, tail(stderr, 4000))
+	}
+	want := 0
+	for _, s := range rep.Servers {
+		if s.State != "connected" && s.State != "disabled" {
+			want = 1
+		}
+	}
+	if code != want {
+		t.Fatalf("mcp-proxy tools --json exited %d, want %d\nstdout:\n%s\nstderr:\n%s", code, want, stdout, tail(stderr, 4000))
 	}
 	out := map[string]rsServerReport{}
 	for _, s := range rep.Servers {

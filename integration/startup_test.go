@@ -3,6 +3,7 @@ package integration
 import (
 	"cmp"
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,4 +107,59 @@ func TestStartupWait(t *testing.T) {
 			})
 		}
 	}
+}
+
+// TestFirstConnectionWait: requests routed to one server that is still
+// making its first connection wait for it, as the first tools/list does
+// (issue 12 item 15): a resources/read of a URI the host already knows and
+// a prompts/get right after initialize are answered once the server is up.
+// With a startup_wait shorter than the server's start, the read fails
+// after about startup_wait, saying the server is still connecting.
+func TestFirstConnectionWait(t *testing.T) {
+	t.Parallel()
+	const uri = "slow+fixture://text/hello.txt"
+	for _, tr := range []string{"stdio", "http"} {
+		t.Run(tr, func(t *testing.T) {
+			t.Parallel()
+			cs := connectFor(t, tr, writeConfig(t, "", fixtureServer("slow", []string{"-no-weird", "-init-delay", slowInit})), nil, "2025-11-25")
+			began := time.Now()
+			read := func() {
+				res, err := cs.ReadResource(testCtx(t, callTimeout), &mcp.ReadResourceParams{URI: uri})
+				if err != nil || len(res.Contents) != 1 || res.Contents[0].Text == "" {
+					t.Errorf("resources/read %s: %v %s", uri, err, rsJSON(res))
+				}
+			}
+			prompt := func() {
+				pr, err := cs.GetPrompt(testCtx(t, callTimeout), &mcp.GetPromptParams{Name: "slow__greet", Arguments: map[string]string{"who": "early"}})
+				if err != nil || len(pr.Messages) == 0 {
+					t.Errorf("prompts/get slow__greet: %v %s", err, rsJSON(pr))
+				}
+			}
+			if tr == "stdio" { // each comes first on one transport
+				read()
+				prompt()
+			} else {
+				prompt()
+				read()
+			}
+			if took := time.Since(began); took < time.Second {
+				t.Errorf("answered after %s: the server takes %s to start, so nothing waited", took, slowInit)
+			}
+		})
+	}
+	t.Run("past startup_wait", func(t *testing.T) {
+		t.Parallel()
+		cfg := writeConfig(t, "startup_wait: 500ms\n", fixtureServer("slow", []string{"-no-weird", "-init-delay", slowInitShort}))
+		cs := connectFor(t, "stdio", cfg, nil, "2025-11-25")
+		began := time.Now()
+		_, err := cs.ReadResource(testCtx(t, callTimeout), &mcp.ReadResourceParams{URI: uri})
+		took := time.Since(began)
+		w := rsRPCError(err)
+		if w == nil || w.Code != -32000 || !strings.HasPrefix(w.Message, "MCP server 'slow' is not connected (connecting)") {
+			t.Fatalf("resources/read past startup_wait: %v, want -32000 MCP server 'slow' is not connected (connecting)", err)
+		}
+		if took > 3*time.Second {
+			t.Errorf("refused after %s, want about the 500ms startup_wait (the server takes %s)", took, slowInitShort)
+		}
+	})
 }

@@ -37,6 +37,7 @@ type Metrics struct {
 	toolsQuarantined *prometheus.GaugeVec
 	toolFindings     *prometheus.CounterVec
 	rateLimited      *prometheus.CounterVec // ratelimit.go
+	waits            *waitMetrics           // waits.go
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -55,7 +56,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"server", "result"}),
 		upstreamTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_proxy_upstream_tools",
-			Help: "Tools the upstream server currently exposes through the proxy.",
+			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, before any agent's policy; 0 while it is down.",
 		}, []string{"server"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_proxy_requests_total",
@@ -119,6 +120,10 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			return nil, err
 		}
 	}
+	var err error
+	if m.waits, err = newWaitMetrics(reg); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -151,6 +156,7 @@ func (m *Metrics) ForgetServer(server string) {
 	m.upstreamUp.DeleteLabelValues(server)
 	m.upstreamTools.DeleteLabelValues(server)
 	m.toolsQuarantined.DeleteLabelValues(server)
+	m.waits.forget(server)
 }
 
 // Request counts one downstream request; outcome is "ok" or "error".

@@ -31,6 +31,7 @@ func TestExposition(t *testing.T) {
 	m.Auth("eng", "ok")
 	m.ToolsQuarantined("fs", 2)
 	m.ToolFinding("fs", "hidden_markup")
+	m.RequestWaited("fs", "sent", 1200*time.Millisecond)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -61,6 +62,8 @@ func TestExposition(t *testing.T) {
 		"mcp_proxy_auth_total":                 "agent,result",
 		"mcp_proxy_tools_quarantined":          "server",
 		"mcp_proxy_tool_findings_total":        "kind,server",
+		"mcp_proxy_requests_waited_total":      "outcome,server",
+		"mcp_proxy_request_wait_seconds":       "server",
 		"go_goroutines":                        "",
 		"process_resident_memory_bytes":        "",
 	}
@@ -83,6 +86,7 @@ func TestNilMetrics(t *testing.T) {
 	m.Auth("", "missing")
 	m.ToolsQuarantined("s", 1)
 	m.ToolFinding("s", "long_description")
+	m.RequestWaited("s", "sent", time.Second)
 	m.ForgetServer("s")
 }
 

@@ -63,6 +63,20 @@ func (s Style) prefixedName(prefix, tool string) string {
 	return fit(sanitize(prefix+"__"+tool, false))
 }
 
+// NamePrefix is how the exposed names of a server with this prefix begin:
+// "<prefix>__" or "mcp_<prefix>_" (sanitized); "" for a bare ("") prefix.
+// It tells whose a name would be when no server lists it, for an error
+// that says why; routing never parses names (Table does).
+func (s Style) NamePrefix(prefix string) string {
+	if prefix == "" {
+		return ""
+	}
+	if s == StyleHermes {
+		return sanitize("mcp_"+prefix+"_", true)
+	}
+	return sanitize(prefix+"__", false)
+}
+
 // bareName is the exposed form of an unprefixed tool, before any collision
 // handling. It is "" only for an empty tool name.
 func (s Style) bareName(tool string) string {

@@ -66,6 +66,17 @@ type Options struct {
 	Tracer *tracing.Tracer
 	// Auth configures OAuth authorization (auth.go).
 	Auth AuthOptions
+	// StartupDeadline bounds how long requests wait for the first
+	// connection (the proxy's start plus startup_wait, SPEC §3); zero means
+	// Start plus config.DefaultStartupWait. A deadline already past when
+	// Start is called means requests never wait for the first connection.
+	StartupDeadline time.Time
+	// OnWait is called once for every request that found no live session
+	// and waited for one (wait.go), when its wait ends: outcome is one of
+	// WaitSent, WaitTimeout, WaitCanceled, WaitFailed, WaitOverflow (which
+	// did not wait: waited is 0). It runs on the request's goroutine and
+	// must not block.
+	OnWait func(outcome string, waited time.Duration)
 }
 
 // Conn is the proxy's connection to one upstream MCP server. All methods are
@@ -106,8 +117,14 @@ type Conn struct {
 	sess    *session // the live session while StateConnected, else nil
 	gen     uint64
 	events  *dispatcher // nil until Start
+	// window is the end of the reconnect window after a drop (zero when
+	// none is open); windowTimer publishes its end.
+	window      time.Time
+	windowTimer *time.Timer
 
-	wg sync.WaitGroup // the run goroutine
+	waits waitQueue // requests waiting for a connection (wait.go)
+
+	wg sync.WaitGroup // the run goroutine, session teardowns, the window timer
 }
 
 // New returns a Conn for cfg, in StateConnecting. It starts nothing; call
@@ -148,6 +165,14 @@ func (c *Conn) Start(ctx context.Context) {
 		return
 	}
 	c.started = true
+	deadline := c.opts.StartupDeadline
+	if deadline.IsZero() {
+		deadline = time.Now().Add(config.DefaultStartupWait)
+	}
+	if time.Now().Before(deadline) {
+		// Not a publish: the first one comes when the attempt ends.
+		c.snap.Store(&Snapshot{Server: c.name, State: StateConnecting, StartupUntil: deadline})
+	}
 	ctx, c.cancel = context.WithCancel(ctx)
 	c.events = newDispatcher(c.opts.OnSnapshot)
 	c.wg.Add(1)
@@ -227,6 +252,7 @@ func (c *Conn) publishLocked(mutate func(*Snapshot)) *Snapshot {
 	if c.events != nil {
 		c.events.push(&next)
 	}
+	c.waits.wakeAll()
 	return &next
 }
 
@@ -240,6 +266,7 @@ func (c *Conn) publishConnected(s *session) bool {
 		return false
 	}
 	c.sess = s
+	c.closeWindowLocked()
 	next := connectedSnapshot(s, s.initial)
 	c.publishLocked(func(snap *Snapshot) { *snap = next })
 	return true
@@ -292,7 +319,8 @@ func (c *Conn) publishCatalog(s *session, cat *catalog) {
 }
 
 // publishConnecting publishes StateConnecting for reconnect attempt n,
-// keeping the error of the attempt before.
+// keeping the error of the attempt before (and, within the reconnect
+// window, the catalog).
 func (c *Conn) publishConnecting(n int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -300,13 +328,15 @@ func (c *Conn) publishConnecting(n int) {
 		return
 	}
 	c.publishLocked(func(snap *Snapshot) {
-		*snap = Snapshot{State: StateConnecting, Err: snap.Err, Attempt: n}
+		*snap = c.downSnapshotLocked(snap, Snapshot{State: StateConnecting, Err: snap.Err, Attempt: n})
 	})
 }
 
 // publishDown publishes StateFailed, or StateParked, with err (sanitized),
 // the attempt that failed and when the next one starts. If s is not nil it
-// stops being the live session first, so requests fail at once with
+// stops being the live session first: the connection dropped, which opens
+// the reconnect window (reconnect_wait), during which requests wait and
+// the catalog stays published. Without a window they fail at once with
 // ErrNotConnected.
 func (c *Conn) publishDown(s *session, err error, attempt int, next time.Time, parked bool) {
 	c.mu.Lock()
@@ -318,12 +348,69 @@ func (c *Conn) publishDown(s *session, err error, attempt int, next time.Time, p
 		return // StateClosed follows at once
 	}
 	state := StateFailed
-	if parked {
+	switch {
+	case parked:
 		state = StateParked
+		c.closeWindowLocked()
+	case s != nil:
+		if rw := c.reconnectWait(); rw > 0 {
+			c.openWindowLocked(time.Now().Add(rw))
+		}
 	}
 	c.publishLocked(func(snap *Snapshot) {
-		*snap = Snapshot{State: state, Err: safe(err), Attempt: attempt, NextRetry: next}
+		*snap = c.downSnapshotLocked(snap, Snapshot{State: state, Err: safe(err), Attempt: attempt, NextRetry: next})
 	})
+}
+
+// downSnapshotLocked completes next, a snapshot of a server that is down:
+// within the reconnect window it keeps the catalog of cur (the connection
+// that dropped) and the window's end.
+func (c *Conn) downSnapshotLocked(cur *Snapshot, next Snapshot) Snapshot {
+	if c.window.IsZero() || !time.Now().Before(c.window) {
+		return next
+	}
+	next.ReconnectUntil = c.window
+	next.Tools, next.Resources, next.ResourceTemplates, next.Prompts = cur.Tools, cur.Resources, cur.ResourceTemplates, cur.Prompts
+	next.Capabilities, next.ServerInfo, next.Instructions, next.ProtocolVersion = cur.Capabilities, cur.ServerInfo, cur.Instructions, cur.ProtocolVersion
+	return next
+}
+
+// openWindowLocked opens a reconnect window that ends at until; a timer
+// publishes its end.
+func (c *Conn) openWindowLocked(until time.Time) {
+	c.closeWindowLocked()
+	c.window = until
+	c.wg.Add(1)
+	c.windowTimer = time.AfterFunc(time.Until(until), func() {
+		defer c.wg.Done()
+		c.expireWindow(until)
+	})
+}
+
+// closeWindowLocked closes the reconnect window, if one is open.
+func (c *Conn) closeWindowLocked() {
+	c.window = time.Time{}
+	if c.windowTimer != nil && c.windowTimer.Stop() {
+		c.wg.Done() // the timer's function will not run
+	}
+	c.windowTimer = nil
+}
+
+// expireWindow ends the reconnect window that ends at until, if it is still
+// open: the server is still down, so its catalog goes (its tools leave
+// tools/list) and waiting requests fail.
+func (c *Conn) expireWindow(until time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed || !c.window.Equal(until) {
+		return
+	}
+	c.window, c.windowTimer = time.Time{}, nil
+	if cur := c.snap.Load(); cur.ReconnectUntil.Equal(until) {
+		c.publishLocked(func(snap *Snapshot) {
+			*snap = Snapshot{State: cur.State, Err: cur.Err, Attempt: cur.Attempt, NextRetry: cur.NextRetry}
+		})
+	}
 }
 
 // publishClosed publishes StateClosed and forgets the live session.
@@ -331,6 +418,7 @@ func (c *Conn) publishClosed() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sess = nil
+	c.closeWindowLocked()
 	c.publishLocked(func(snap *Snapshot) { *snap = Snapshot{State: StateClosed} })
 }
 

@@ -18,14 +18,19 @@
 // stdout, a keepalive ping fails, an SSE stream drops, an HTTP session
 // cannot be re-established) publishes StateFailed at once, fails its
 // requests in flight with ErrConnectionLost (never re-sent), and is torn
-// down; requests get ErrNotConnected at once until a new session is up. The
-// supervisor (Conn.run, supervise.go) then reconnects on the SPEC schedule:
+// down. For reconnect_wait after the drop the snapshots keep its catalog
+// (Snapshot.ReconnectUntil, Listed) and new requests wait for the
+// reconnection, as they wait for the first connection (wait.go); otherwise
+// they get a *DownError (ErrNotConnected) at once, saying why and when the
+// next attempt starts. The supervisor (Conn.run, supervise.go) then
+// reconnects on the SPEC schedule:
 // waits of 1, 2, 4, 8, 16 s (±20 % jitter, capped at 60 s) before 5
 // attempts, publishing StateConnecting during each and StateFailed (with
 // Attempt and NextRetry) between them; then StateParked, with a full connect
 // attempt every 300 s until one succeeds. A failed first connection is
 // retried the same way. Every new session publishes StateConnected with its
-// catalog under a new Generation. A failed snapshot carries no catalog.
+// catalog under a new Generation. A failed snapshot carries no catalog,
+// except within the reconnect window.
 //
 // HTTP session expiry: a 404 or 410 for the session id (mcp-go's
 // ErrSessionTerminated) means the server refused the request unexecuted.

@@ -54,6 +54,11 @@ func testLogger(b *logBuffer) zerolog.Logger {
 
 func dur(d time.Duration) config.Duration { return config.Duration(d) }
 
+func durPtr(d time.Duration) *config.Duration {
+	v := config.Duration(d)
+	return &v
+}
+
 // fakeServer is a stdio server config running this test binary as the fake
 // upstream in the given modes.
 func fakeServer(t *testing.T, name string, modes ...string) *config.Server {

@@ -61,6 +61,7 @@ type process struct {
 	stdoutDone chan struct{} // closed when reading stdout failed (EOF, closed)
 	stdoutOnce sync.Once
 	stderrDone chan struct{}
+	tail       stderrTail // the last stderr lines, for the exit error
 
 	termOnce sync.Once
 }
@@ -132,7 +133,7 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 	}()
 	go func() {
 		defer close(p.stderrDone)
-		logLines(errR, log)
+		logLines(errR, log, &p.tail)
 	}()
 	log.Debug().Int("pid", p.pgid).Msg("process started")
 	return p, nil
@@ -253,6 +254,14 @@ func parseStat(stat []byte) (procStat, bool) {
 	return procStat{state: fields[0][0], ppid: ppid, pgrp: pgrp}, true
 }
 
+// endErr is why the session of the child ended, cause (its exit status, or
+// that it closed its stdout) followed by its last stderr lines. It waits up
+// to stderrTailGrace for the lines the child wrote before it ended.
+func (p *process) endErr(cause error) error {
+	waitClosed(p.stderrDone, stderrTailGrace)
+	return p.tail.withTail(cause)
+}
+
 // exitError describes how a child ended: "process exited with status 3" or
 // "process exited: killed by signal killed".
 func exitError(ps *os.ProcessState) error {
@@ -265,8 +274,9 @@ func exitError(ps *os.ProcessState) error {
 	return fmt.Errorf("%w with status %d", ErrProcessExited, ps.ExitCode())
 }
 
-// logLines logs every line of r at info, sanitized and cut, until r fails.
-func logLines(r io.Reader, log zerolog.Logger) {
+// logLines logs every line of r at info, sanitized and cut, and keeps the
+// last ones in tail, until r fails.
+func logLines(r io.Reader, log zerolog.Logger, tail *stderrTail) {
 	br := bufio.NewReaderSize(r, stderrLineMax)
 	for {
 		line, err := br.ReadSlice('\n')
@@ -275,7 +285,9 @@ func logLines(r io.Reader, log zerolog.Logger) {
 			if cut {
 				text += " [cut]"
 			}
-			log.Info().Str("stream", "stderr").Msg(sanitize.Text(text))
+			text = sanitize.Text(text)
+			log.Info().Str("stream", "stderr").Msg(text)
+			tail.add(text)
 		}
 		for cut { // skip the rest of an over-long line
 			_, err = br.ReadSlice('\n')

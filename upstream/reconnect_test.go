@@ -50,11 +50,16 @@ func wantStates(t *testing.T, seen *snapshots, want string) {
 	}
 }
 
+// TestReconnectAfterKill: with reconnect_wait 0 (the wait turned off) a
+// request while the server is down fails at once, and the failed snapshot
+// has no catalog. wait_test.go has the window.
 func TestReconnectAfterKill(t *testing.T) {
 	t.Parallel()
 	var seen snapshots
 	backoff := func(int) time.Duration { return 500 * time.Millisecond }
-	c := start(t, fakeServer(t, "killed"), Options{OnSnapshot: seen.add, Backoff: backoff})
+	cfg := fakeServer(t, "killed")
+	cfg.ReconnectWait = durPtr(0)
+	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: backoff})
 	first := mustConnected(t, c)
 	pid := childPID(t, c)
 
@@ -211,8 +216,10 @@ func TestCloseDuringBackoff(t *testing.T) {
 }
 
 // TestListChangedBurstCoalesced: 100 list_changed notifications at once lead
-// to at most two re-discoveries (one running, one pending), and an unchanged
-// catalog publishes nothing.
+// to a few re-discoveries, not 100: one running and one pending at any
+// time, so a burst the reader sees in one go makes two; on a loaded machine
+// the reader may see its tail after the pending run began, hence at most
+// three. An unchanged catalog publishes nothing.
 func TestListChangedBurstCoalesced(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
@@ -232,8 +239,8 @@ func TestListChangedBurstCoalesced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if runs := (last - pages) / pages; runs < 1 || runs > 2 || (last-pages)%pages != 0 {
-		t.Errorf("%d tools/list pages after the burst, want 1 or 2 full re-discoveries of %d pages", last-pages, pages)
+	if runs := (last - pages) / pages; runs < 1 || runs > 3 || (last-pages)%pages != 0 {
+		t.Errorf("%d tools/list pages after the burst, want 1 to 3 full re-discoveries of %d pages", last-pages, pages)
 	}
 	if s := c.Snapshot(); s.Generation != before.Generation || len(seen.list()) != 1 {
 		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(seen.list()))

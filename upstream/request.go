@@ -38,12 +38,18 @@ func (e *RPCError) Error() string {
 // params must be a JSON object or empty. Without a deadline in ctx the
 // request is bounded by the server's timeout.
 //
-// Errors: a JSON-RPC error answer is an *RPCError; no live connection wraps
-// ErrNotConnected, at once (a Conn that is reconnecting does not wait); a
-// connection that dies while the request is in flight fails it at once with
-// ErrConnectionLost (it is never re-sent); if ctx ends first,
-// notifications/cancelled is sent upstream and ctx.Err() is returned
-// wrapped. Every error text is sanitized.
+// Without a live connection the request waits for one during the server's
+// first connection and within reconnect_wait of a dropped connection, at
+// most until the window (or Options.StartupDeadline) ends and its own
+// deadline, and is then sent (wait.go); otherwise it is refused at once.
+//
+// Errors: a JSON-RPC error answer is an *RPCError; a request refused
+// without being sent wraps a *DownError (matching ErrNotConnected) saying
+// why and when the next attempt starts; a connection that dies while the
+// request is in flight fails it at once with ErrConnectionLost (it is never
+// re-sent); if ctx ends first, notifications/cancelled is sent upstream
+// (when the request was sent) and ctx.Err() is returned wrapped. Every
+// error text is sanitized.
 //
 // A Streamable HTTP server that answers 404 or 410 for the session refused
 // the request without executing it: the session is re-initialized (once for
@@ -52,14 +58,18 @@ func (e *RPCError) Error() string {
 // expired session again, the connection is dropped (and reconnected on the
 // schedule) and the error wraps ErrNotConnected and ErrSessionExpired.
 func (c *Conn) Request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	s := c.acquire()
-	if s == nil {
-		return nil, c.opError(method, c.notConnected())
-	}
 	if _, ok := ctx.Deadline(); !ok {
+		// From the request's arrival: a wait for the connection counts.
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, c.requestTimeout())
 		defer cancel()
+	}
+	s := c.acquire()
+	if s == nil {
+		var err error
+		if s, err = c.awaitSession(ctx, method, time.Now()); err != nil {
+			return nil, err
+		}
 	}
 	raw, err := s.request(ctx, method, params)
 	s.end() // a renewal retires s once its requests have ended

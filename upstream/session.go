@@ -415,20 +415,21 @@ func (s *session) retire() <-chan struct{} {
 }
 
 // superviseProcess notices at once when the stdio child exits or closes its
-// stdout, and kills the session with the exit status.
+// stdout, and kills the session with the exit status and the child's last
+// stderr lines.
 func (s *session) superviseProcess() {
 	p := s.proc
 	select {
 	case <-p.exited:
-		s.die(p.exitErr)
+		s.die(p.endErr(p.exitErr))
 	case <-p.stdoutDone:
 		t := time.NewTimer(stdoutEOFGrace)
 		defer t.Stop()
 		select {
 		case <-p.exited:
-			s.die(p.exitErr)
+			s.die(p.endErr(p.exitErr))
 		case <-t.C:
-			s.die(errStdoutClosed)
+			s.die(p.endErr(errStdoutClosed))
 		case <-s.ctx.Done():
 		}
 	case <-s.ctx.Done():

@@ -18,7 +18,8 @@ import (
 // reason and a new process is started.
 func TestStalledChildReconnects(t *testing.T) {
 	var logs logBuffer
-	c := start(t, fakeServer(t, "flood"), Options{Logger: testLogger(&logs), Backoff: fastRetry, StallTimeout: time.Second})
+	var seen snapshots // the failed state may last less than a poll: every published one is kept
+	c := start(t, fakeServer(t, "flood"), Options{Logger: testLogger(&logs), Backoff: fastRetry, StallTimeout: time.Second, OnSnapshot: seen.add})
 	first := mustConnected(t, c)
 	params, _ := json.Marshal(map[string]any{"name": "pingflood", "arguments": map[string]any{}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -27,11 +28,11 @@ func TestStalledChildReconnects(t *testing.T) {
 		t.Fatalf("pingflood: %v", err)
 	}
 	logs.waitLog(t, 15*time.Second, "the server stopped reading its stdin; treating it as hung")
-	down := waitSnapshot(t, c, 15*time.Second, "dropped", func(s *Snapshot) bool { return s.State == StateFailed })
+	i, down, _ := seen.wait(t, 15*time.Second, 0, "dropped", func(s *Snapshot) bool { return s.State == StateFailed })
 	if down.Err == nil || !strings.Contains(down.Err.Error(), "stopped reading its stdin") {
 		t.Errorf("dropped with %v, want the stall", down.Err)
 	}
-	waitSnapshot(t, c, 20*time.Second, "reconnected", func(s *Snapshot) bool {
+	seen.wait(t, 20*time.Second, i, "reconnected", func(s *Snapshot) bool {
 		return s.State == StateConnected && s.Generation > first.Generation
 	})
 	callTool(t, c, "echo", map[string]any{"after": "reconnect"})

@@ -102,8 +102,20 @@ type Snapshot struct {
 	// NextRetry is when the next connect attempt starts; set in StateFailed
 	// and StateParked only.
 	NextRetry time.Time
+	// StartupUntil is set during the first connection attempt: until then
+	// (Options.StartupDeadline) a request waits for that attempt instead of
+	// failing. Zero otherwise.
+	StartupUntil time.Time
+	// ReconnectUntil is set within reconnect_wait of a dropped connection
+	// (StateFailed and StateConnecting): the end of that window, fixed at the
+	// drop. Until then the snapshot keeps the catalog of the connection that
+	// dropped, its tools stay listed (Listed) and a request waits for the
+	// reconnection. Zero otherwise; a snapshot with it zeroed is published
+	// when the window closes with the server still down.
+	ReconnectUntil time.Time
 	// Tools are the discovered tools in the upstream's order, without
-	// nameless or duplicate entries. Empty unless State is StateConnected.
+	// nameless or duplicate entries. Empty unless State is StateConnected or
+	// ReconnectUntil is set.
 	Tools []Tool
 	// Resources, ResourceTemplates and Prompts hold the raw items of every
 	// page; nil when the upstream does not advertise the capability.
@@ -120,6 +132,25 @@ type Snapshot struct {
 	// Generation increases by one on every publish; the initial snapshot
 	// (StateConnecting, never published) has Generation 0.
 	Generation uint64
+}
+
+// Listed reports whether the server's tools are listed: it is connected, or
+// within reconnect_wait of a dropped connection (see ReconnectUntil).
+func (s *Snapshot) Listed() bool {
+	return s.State == StateConnected || s.inWindow(time.Now())
+}
+
+// Available reports whether a request for the server is sent at once or
+// waits for its connection (first connection, or within the reconnect
+// window); false means Request refuses it at once with a *DownError.
+func (s *Snapshot) Available() bool {
+	now := time.Now()
+	return s.State == StateConnected || s.inWindow(now) || now.Before(s.StartupUntil)
+}
+
+// inWindow reports whether now is within the reconnect window.
+func (s *Snapshot) inWindow(now time.Time) bool {
+	return (s.State == StateFailed || s.State == StateConnecting) && now.Before(s.ReconnectUntil)
 }
 
 // sameSnapshot reports whether a and b say the same, Server and Generation

@@ -15,6 +15,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestStdioDiscoveryKeepsRawBytes(t *testing.T) {
@@ -133,7 +134,9 @@ func TestStdioCancelSendsNotification(t *testing.T) {
 func TestStdioProcessExitMidRequest(t *testing.T) {
 	t.Parallel()
 	var seen snapshots
-	c := start(t, fakeServer(t, "exits"), Options{OnSnapshot: seen.add})
+	cfg := fakeServer(t, "exits")
+	cfg.ReconnectWait = durPtr(0) // no window: the tools go at once
+	c := start(t, cfg, Options{OnSnapshot: seen.add})
 	mustConnected(t, c)
 
 	began := time.Now()
@@ -520,10 +523,78 @@ func TestStdioExitDuringConnect(t *testing.T) {
 		t.Errorf("failed after %s", d)
 	}
 	s := c.Snapshot()
-	if s.State != StateFailed || s.Err == nil || s.Err.Error() != "process exited with status 7" {
+	if s.State != StateFailed || s.Err == nil || s.Err.Error() != "process exited with status 7; last stderr: cannot start" ||
+		!errors.Is(s.Err, ErrProcessExited) {
 		t.Errorf("state %s err %v", s.State, s.Err)
 	}
 	logs.waitLog(t, 2*time.Second, `"stream":"stderr"`, "cannot start")
+	// Logged once, as "upstream down", with the retry wait as a duration.
+	logs.waitLog(t, 2*time.Second, `"message":"upstream down"`)
+	down := logs.lines(`"message":"upstream down"`)
+	if len(down) != 1 || !strings.Contains(down[0], `"error":"process exited with status 7; last stderr: cannot start"`) ||
+		!strings.Contains(down[0], `"retry_in":"1h0m0s"`) || !strings.Contains(down[0], `"state":"failed"`) {
+		t.Errorf("upstream down lines: %q", down)
+	}
+}
+
+// TestStdioExitErrorCarriesStderrTail: a child that fails at start (an npx
+// package that does not exist) says why on stderr; the connection's error
+// carries its last lines, sanitized and bounded, and the first ones go.
+func TestStdioExitErrorCarriesStderrTail(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "npxlike")
+	script := `for i in 1 2 3 4 5 6 7; do echo "npm error line $i" >&2; done
+echo "npm error 404 Not Found - GET https://registry.example/pkg?access_token=abcdef123456 token=hunter2secret" >&2
+echo "" >&2
+printf 'npm error %0300d\n' 0 >&2
+exit 1`
+	cfg.Command, cfg.Args = "sh", []string{"-c", script}
+	c := start(t, cfg, Options{})
+	s := c.Snapshot()
+	if s.State != StateFailed || s.Err == nil {
+		t.Fatalf("state %s err %v", s.State, s.Err)
+	}
+	msg := s.Err.Error()
+	if !strings.HasPrefix(msg, "process exited with status 1; last stderr: ") || !errors.Is(s.Err, ErrProcessExited) {
+		t.Fatalf("err %q", msg)
+	}
+	tail := strings.TrimPrefix(msg, "process exited with status 1; last stderr: ")
+	for _, want := range []string{"npm error line 7", "npm error 404 Not Found - GET https://registry.example/pkg", "token=[REDACTED]", "npm error 000"} {
+		if !strings.Contains(tail, want) {
+			t.Errorf("tail lacks %q: %q", want, tail)
+		}
+	}
+	for _, gone := range []string{"line 3 ", "abcdef123456", "hunter2secret", "access_token"} {
+		if strings.Contains(tail, gone) {
+			t.Errorf("tail holds %q: %q", gone, tail)
+		}
+	}
+	if n := utf8.RuneCountInString(tail); n > stderrTailRunes {
+		t.Errorf("tail is %d runes, want at most %d", n, stderrTailRunes)
+	}
+}
+
+func TestStderrTail(t *testing.T) {
+	var tail stderrTail
+	if got := tail.text(); got != "" {
+		t.Errorf("empty tail = %q", got)
+	}
+	if err := tail.withTail(ErrProcessExited); err != ErrProcessExited {
+		t.Errorf("withTail of an empty tail = %v", err)
+	}
+	for i := 1; i <= 7; i++ {
+		tail.add(fmt.Sprintf("l%d", i))
+	}
+	if got := tail.text(); got != "l3 | l4 | l5 | l6 | l7" {
+		t.Errorf("text = %q", got)
+	}
+	tail.add(strings.Repeat("é", 3*stderrTailLineRunes))
+	tail.add(strings.Repeat("z", stderrTailLineRunes-10) + "end")
+	got := tail.text()
+	if n := utf8.RuneCountInString(got); n != stderrTailRunes || !strings.HasPrefix(got, "…é") || !strings.HasSuffix(got, "zend") ||
+		!strings.Contains(got, "é… | z") {
+		t.Errorf("long tail: %d runes: %q", n, got)
+	}
 }
 
 func TestStdioNotify(t *testing.T) {

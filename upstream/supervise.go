@@ -33,7 +33,7 @@ func (c *Conn) run(ctx context.Context) {
 			s.initial = nil
 			s.applyLogLevelLater() // a level set while it connected
 			c.log.Info().Str("protocol", s.protocol).Int("tools", len(c.Snapshot().Tools)).
-				Int("attempt", attempt).Msg("connected")
+				Int("attempt", attempt).Msg("upstream connected")
 			c.markReady()
 			s, err = c.supervise(ctx, s)
 			if ctx.Err() != nil {
@@ -53,27 +53,38 @@ func (c *Conn) run(ctx context.Context) {
 		}
 
 		wait, parked := c.sched.after(attempt)
-		c.publishDown(s, err, attempt, time.Now().Add(wait), parked)
+		next := time.Now().Add(wait)
+		c.publishDown(s, err, attempt, next, parked)
 		c.markReady()
+		c.logDown(err, s != nil, attempt, wait, next, parked)
 		if s != nil {
-			c.log.Warn().Err(err).Dur("retry_in", wait).Msg("connection lost")
 			c.retire(ctx, s, false)
-		} else {
-			ev := c.log.Warn().Err(safe(err)).Int("attempt", attempt).Dur("retry_in", wait)
-			if parked {
-				ev = ev.Bool("parked", true)
-			}
-			ev.Msg("connect failed")
-			if attempt == reconnectAttempts {
-				c.log.Error().Int("attempts", reconnectAttempts).Dur("probe_every", c.sched.probe).
-					Msg("reconnect attempts exhausted; server parked")
-			}
 		}
 		if !sleepCtx(ctx, wait) {
 			c.publishClosed()
 			return
 		}
 		attempt++
+	}
+}
+
+// logDown logs, once, that the server went down: the live connection
+// dropped (lost) or connect attempt n failed, and when the next attempt
+// starts. Durations are logged as text with their unit ("1.005s").
+func (c *Conn) logDown(err error, lost bool, attempt int, wait time.Duration, next time.Time, parked bool) {
+	state := StateFailed
+	if parked {
+		state = StateParked
+	}
+	ev := c.log.Warn().Str("state", state.String()).Str("error", safe(err).Error()).Int("attempt", attempt).
+		Str("retry_in", wait.Round(time.Millisecond).String()).Time("next_retry", next)
+	if lost {
+		ev = ev.Bool("connection_lost", true)
+	}
+	ev.Msg("upstream down")
+	if parked && attempt == reconnectAttempts {
+		c.log.Error().Int("attempts", reconnectAttempts).Str("probe_every", c.sched.probe.String()).
+			Msg("reconnect attempts exhausted; server parked")
 	}
 }
 

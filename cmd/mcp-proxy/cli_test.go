@@ -181,6 +181,24 @@ servers:
 			secrets: []string{envSecret, token},
 		},
 		{
+			// One run names the document's problems and the rules' (issue
+			// 13 item 5), and still shows no secret.
+			name: "every kind at once",
+			yaml: `
+listen: {transport: http, addr: "0.0.0.0:8080"}
+servers:
+  remote:
+    url: ftp://example.com/mcp
+    timout: 30s
+    timeout: 900s
+    headers:
+      Authorization: "Bearer ` + token + `"
+      X-Api-Key: "${UNSET_KEY}"
+`,
+			paths:   []string{"servers.remote.timout", "servers.remote.headers.X-Api-Key", "UNSET_KEY", "servers.remote.timeout", "servers.remote.url", "listen.addr"},
+			secrets: []string{token},
+		},
+		{
 			name: "url credentials",
 			yaml: `
 servers:

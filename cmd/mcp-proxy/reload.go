@@ -79,7 +79,7 @@ func (rt *runtime) reload(ctx context.Context, o options) {
 		} else {
 			added = append(added, name)
 		}
-		next[name] = rt.newConn(name, s)
+		next[name] = rt.newConn(name, s, cfg.StartupWait.D())
 	}
 	for name, c := range old {
 		if _, kept := next[name]; !kept {

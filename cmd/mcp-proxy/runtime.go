@@ -92,6 +92,12 @@ func (o *scrubbedOutput) Write(b []byte) (int, error) {
 	return o.w.Write(b)
 }
 
+// Every duration field of the log ("duration", "retry_in") is written as
+// Go writes durations, with its unit ("1.005s", "3.2ms"), not as a bare
+// number of milliseconds. zerolog's setting is process-wide; it is set once,
+// before any logger exists.
+func init() { zerolog.DurationFieldFormat = zerolog.DurationFormatString }
+
 // newLogger builds the process logger: stderr only, secrets scrubbed.
 func newLogger(cfg *config.Config, out io.Writer) zerolog.Logger {
 	w := out
@@ -182,7 +188,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 			if !s.IsEnabled() {
 				continue
 			}
-			c := rt.newConn(name, s)
+			c := rt.newConn(name, s, cfg.StartupWait.D())
 			rt.conns[name] = c
 			ups[name] = c
 		}
@@ -230,11 +236,17 @@ func (z zlogLine) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// newConn builds the connection of one server (not started).
-func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
+// newConn builds the connection of one server (not started). Requests wait
+// for its first connection at most startupWait from now (SPEC §3: the
+// proxy's start, or the reload that added the server).
+func (rt *runtime) newConn(name string, s *config.Server, startupWait time.Duration) *upstream.Conn {
 	return upstream.New(s, upstream.Options{
-		Logger:     rt.log,
-		Auth:       rt.auth,
+		Logger:          rt.log,
+		Auth:            rt.auth,
+		StartupDeadline: time.Now().Add(startupWait),
+		OnWait: func(outcome string, waited time.Duration) {
+			rt.metrics.RequestWaited(name, outcome, waited)
+		},
 		OnSnapshot: rt.onSnapshot(name),
 		// The proxy is built after the first connections and before they
 		// start; these run only once a connection is up.
@@ -249,7 +261,8 @@ func (rt *runtime) newConn(name string, s *config.Server) *upstream.Conn {
 }
 
 // onSnapshot returns the snapshot hook of one server: refresh the proxy's
-// catalog and count connection results.
+// catalog and count connection results. The connection logs its own
+// "upstream connected" and "upstream down" lines.
 func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 	var mu sync.Mutex
 	prev := upstream.StateConnecting
@@ -262,7 +275,6 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			switch s.State {
 			case upstream.StateConnected:
 				rt.metrics.UpstreamConnect(name, "ok")
-				rt.log.Info().Str("server", name).Int("tools", len(s.Tools)).Str("protocol", s.ProtocolVersion).Msg("upstream connected")
 			case upstream.StateNeedsAuth:
 				rt.metrics.UpstreamConnect(name, "needs_auth")
 				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Str("command", oauthclient.LoginCommand(name))
@@ -272,14 +284,6 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 				ev.Msg("upstream needs authorization; its tools are hidden until it is authorized")
 			case upstream.StateFailed, upstream.StateParked:
 				rt.metrics.UpstreamConnect(name, "error")
-				ev := rt.log.Warn().Str("server", name).Str("state", s.State.String()).Int("attempt", s.Attempt)
-				if s.Err != nil {
-					ev = ev.Str("error", s.Err.Error())
-				}
-				if !s.NextRetry.IsZero() {
-					ev = ev.Time("next_retry", s.NextRetry)
-				}
-				ev.Msg("upstream down")
 			}
 		}
 		if rt.proxy != nil {
@@ -312,35 +316,61 @@ func (rt *runtime) waitAll(ctx context.Context) {
 	rt.proxy.Refresh()
 }
 
-// summary logs one line per server and a total, the operator's view of
-// what the proxy serves.
+// summary logs the operator's view of what the proxy serves: each server's
+// state, the tools the servers offer (upstream_tools), and the tools an
+// agent granted every server lists (exposed_tools: each connected server's
+// tools after its tools.include/exclude, plus the proxy's own tools that
+// such an agent is offered). Agent policy is not applied: it differs per
+// agent.
 func (rt *runtime) summary() {
+	rt.mu.Lock()
+	cfg := rt.cfg
+	rt.mu.Unlock()
 	conns := rt.connections()
 	names := make([]string, 0, len(conns))
 	for n := range conns {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	connected, tools := 0, 0
-	for _, n := range names {
-		s := conns[n].Snapshot()
-		if s.State == upstream.StateConnected {
-			connected++
-			tools += len(s.Tools)
-		}
-	}
+	var connected, offered, exposed int
+	var resources, prompts bool
 	var states []string
 	for _, n := range names {
-		states = append(states, n+"="+conns[n].Snapshot().State.String())
+		s := conns[n].Snapshot()
+		states = append(states, n+"="+s.State.String())
+		sc := cfg.Servers[n]
+		if s.State != upstream.StateConnected || sc == nil {
+			continue
+		}
+		connected++
+		offered += len(s.Tools)
+		for _, t := range s.Tools {
+			if filter.ServerTool(sc.Tools.Include, sc.Tools.Exclude, t.Name) {
+				exposed++
+			}
+		}
+		resources = resources || s.Capabilities.Resources && sc.ResourcesEnabled()
+		prompts = prompts || s.Capabilities.Prompts && sc.PromptsEnabled()
 	}
-	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", tools).
-		Int("exposed_tools", countListed(rt.proxy.Catalog())).Str("states", strings.Join(states, " ")).Msg("startup summary")
+	own := ownTools(cfg, resources, prompts)
+	rt.log.Info().Int("servers", len(names)).Int("connected", connected).Int("upstream_tools", offered).
+		Int("exposed_tools", exposed+own).Int("own_tools", own).Str("states", strings.Join(states, " ")).Msg("startup summary")
 }
 
-func countListed(c *downstream.Catalog) int {
+// ownTools counts the proxy's own tools offered to an agent that follows the
+// top-level settings and is granted every server: tool_search and call_tool
+// in deferred mode, mcp_resources and mcp_prompts when a connected server
+// offers (and may expose) resources, resp. prompts.
+func ownTools(cfg *config.Config, resources, prompts bool) int {
 	n := 0
-	for _, e := range c.Tools() {
-		if e.Connected {
+	if cfg.DeferredLoading {
+		n++ // tool_search
+		if cfg.CallToolListed() {
+			n++
+		}
+	}
+	for _, offered := range []bool{resources, prompts} {
+		if offered {
 			n++
 		}
 	}

@@ -18,6 +18,10 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
+// stateDisabled is the state the report gives a server with enabled: false
+// (or every server when the config's enabled is false).
+const stateDisabled = "disabled"
+
 // toolsReport is the JSON form of `mcp-proxy tools --json`.
 type toolsReport struct {
 	Agent   string         `json:"agent"`
@@ -64,7 +68,35 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 	defer rt.close()
 	rt.waitAll(ctx)
 	rep := buildToolsReport(rt, a, o.perCall(), rt.reviewAll())
-	if o.json {
+	if err := printToolsReport(rep, o.json, stdout); err != nil {
+		return err
+	}
+	return rep.failure()
+}
+
+// failure is the exit-1 error of a report in which some enabled server is
+// not connected (its error is in the report), nil when every one is.
+func (rep toolsReport) failure() error {
+	var down []string
+	enabled := 0
+	for _, s := range rep.Servers {
+		if s.State == stateDisabled {
+			continue
+		}
+		enabled++
+		if s.State != upstream.StateConnected.String() {
+			down = append(down, s.Name+" ("+s.State+")")
+		}
+	}
+	if len(down) == 0 {
+		return nil
+	}
+	return &exitError{code: exitRuntime, err: fmt.Errorf("%d of %d servers not connected: %s", len(down), enabled, strings.Join(down, ", "))}
+}
+
+// printToolsReport writes rep as JSON or as a table.
+func printToolsReport(rep toolsReport, asJSON bool, stdout io.Writer) error {
+	if asJSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
@@ -150,7 +182,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews ma
 	}
 	for name, s := range rt.cfg.Servers {
 		if (!s.IsEnabled() || !rt.cfg.IsEnabled()) && (!rt.cfg.HasAgents() || filter.Grants(rt.cfg, rt.cfg.Agents[a.Name])[name]) {
-			rep.Servers = append(rep.Servers, serverReport{Name: name, State: "disabled", Tools: []toolReport{}})
+			rep.Servers = append(rep.Servers, serverReport{Name: name, State: stateDisabled, Tools: []toolReport{}})
 		}
 	}
 	sort.Slice(rep.Servers, func(i, j int) bool { return rep.Servers[i].Name < rep.Servers[j].Name })

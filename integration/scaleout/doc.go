@@ -1,7 +1,13 @@
 // Package scaleout tests mcp-proxy scaled out: two replicas behind nginx
 // with deploy/nginx/mcp-proxy.conf, sessions pinned to the replica that
 // created them, and one replica killed while sessions are open. The test
-// needs nginx (.ci/run installs Debian's nginx-light); without it the test
-// fails and says so. Everything runs on 127.0.0.1, and every process the
-// test starts is stopped before it ends.
+// needs nginx, so it is built only with the build tag nginx:
+//
+//	go test -race -count=1 -tags nginx ./integration/scaleout/
+//
+// (.ci/run installs Debian's nginx-light and runs it after the README's test
+// command). Without nginx that command fails and says so; without the tag
+// only the tests that need no nginx (the site template, the nginx lookup)
+// run. Everything runs on 127.0.0.1, and every process the test starts is
+// stopped before it ends.
 package scaleout

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStartupSummaryCountsWhatIsListed: the startup summary and
+// mcp_proxy_upstream_tools count each server's tools after its
+// tools.include/exclude, and exposed_tools adds the proxy's own tools
+// (the fixture offers resources and prompts: mcp_resources and
+// mcp_prompts), which is what tools/list shows an agent granted everything.
+func TestStartupSummaryCountsWhatIsListed(t *testing.T) {
+	excluded := []string{"crash", "hang", "bad_json"}
+	cfgText := fmt.Sprintf(`
+startup_wait: 30s
+blobs: {mode: passthrough}
+log: {level: info, format: json}
+metrics: {listen: "127.0.0.1:0"}
+servers:
+  fx:
+    command: %q
+    args: ["-name", "fx"]
+    connect_timeout: 30s
+    tools:
+      exclude: ["crash", "hang", "bad_*"]
+`, fixtureBin(t))
+	path := writeFile(t, "mcp-proxy.yaml", cfgText)
+	listed := len(toolsJSON(t, "--config", path).Servers[0].Tools)
+	if listed < 10 {
+		t.Fatalf("tools lists %d fixture tools; the fixture has more", listed)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	inR, inW := io.Pipe()
+	defer inW.Close()
+	var stderr syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"serve", "--config", path}, inR, io.Discard, &stderr) }()
+	defer func() {
+		inW.Close()
+		<-done
+	}()
+
+	summary := waitLogLine(t, &stderr, "startup summary")
+	var line struct {
+		Servers, Connected, UpstreamTools, ExposedTools, OwnTools int
+	}
+	var raw map[string]any
+	if err := json.Unmarshal([]byte(summary), &raw); err != nil {
+		t.Fatalf("summary line is not JSON: %q", summary)
+	}
+	num := func(k string) int {
+		f, ok := raw[k].(float64)
+		if !ok {
+			t.Fatalf("summary has no number %s: %s", k, summary)
+		}
+		return int(f)
+	}
+	line.Servers, line.Connected = num("servers"), num("connected")
+	line.UpstreamTools, line.ExposedTools, line.OwnTools = num("upstream_tools"), num("exposed_tools"), num("own_tools")
+	if line.Servers != 1 || line.Connected != 1 || line.UpstreamTools != listed+len(excluded) ||
+		line.OwnTools != 2 || line.ExposedTools != listed+2 {
+		t.Errorf("summary %s: want upstream_tools=%d (before the filter), exposed_tools=%d (%d tools + mcp_resources, mcp_prompts)",
+			summary, listed+len(excluded), listed+2, listed)
+	}
+
+	m := regexp.MustCompile(`"url":"(http://[^"]+/metrics)"[^\n]*"message":"serving metrics"`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics URL in the log:\n%s", stderr.String())
+	}
+	url := m[1]
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	want := `mcp_proxy_upstream_tools{server="fx"} ` + strconv.Itoa(listed) + "\n"
+	if !strings.Contains(string(body), want) {
+		t.Errorf("metrics lack %q:\n%s", want, grepLines(string(body), "mcp_proxy_upstream_tools"))
+	}
+}
+
+// waitLogLine waits for a log line containing msg and returns it.
+func waitLogLine(t *testing.T, b *syncBuffer, msg string) string {
+	t.Helper()
+	deadline := time.Now().Add(45 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, l := range strings.Split(b.String(), "\n") {
+			if strings.Contains(l, msg) {
+				return l
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no log line %q; log:\n%s", msg, b.String())
+	return ""
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}
+
+// TestToolsServerDown: `tools` prints every server, the failed one with the
+// child's last stderr lines, and exits 1; each connection event is logged
+// once, with the retry wait as a duration.
+func TestToolsServerDown(t *testing.T) {
+	path := writeFile(t, "mcp-proxy.yaml", fmt.Sprintf(`
+blobs: {mode: passthrough}
+log: {level: info, format: json}
+servers:
+  fx:
+    command: %q
+    args: ["-name", "fx"]
+    connect_timeout: 30s
+  broken:
+    command: sh
+    args: ["-c", "echo 'npm error 404 Not Found - GET https://registry.example/nope' >&2; exit 1"]
+  off:
+    command: nope
+    enabled: false
+`, fixtureBin(t)))
+	for _, asJSON := range []bool{false, true} {
+		args := []string{"tools", "--config", path}
+		if asJSON {
+			args = append(args, "--json")
+		}
+		stdout, stderr, err := runCLI(t, args...)
+		if code := exitCode(t, err); code != exitRuntime || err.Error() != "1 of 2 servers not connected: broken (failed)" {
+			t.Fatalf("tools (json %v): exit %d, %v; want 1", asJSON, code, err)
+		}
+		const why = "process exited with status 1; last stderr: npm error 404 Not Found - GET https://registry.example/nope"
+		if asJSON {
+			var rep toolsReport
+			if err := json.Unmarshal([]byte(stdout), &rep); err != nil {
+				t.Fatalf("tools --json: %v\n%s", err, stdout)
+			}
+			got := map[string]serverReport{}
+			for _, s := range rep.Servers {
+				got[s.Name] = s
+			}
+			if b := got["broken"]; b.State != "failed" || b.Error != why {
+				t.Errorf("broken = %+v, want failed: %s", b, why)
+			}
+			if fx := got["fx"]; fx.State != "connected" || len(fx.Tools) == 0 || got["off"].State != "disabled" {
+				t.Errorf("report = %+v", rep)
+			}
+		} else if !regexp.MustCompile(`(?m)^broken +failed +0 tools +` + regexp.QuoteMeta(why) + `$`).MatchString(stdout) {
+			t.Errorf("tools output lacks the failure:\n%s", stdout)
+		}
+		// One line per event: the connection logs it, nobody repeats it.
+		for _, c := range []struct{ msg, server string }{{"upstream connected", "fx"}, {"upstream down", "broken"}} {
+			var lines []string
+			for _, l := range strings.Split(stderr, "\n") {
+				if strings.Contains(l, `"message":"`+c.msg+`"`) {
+					lines = append(lines, l)
+				}
+			}
+			if len(lines) != 1 || !strings.Contains(lines[0], `"server":"`+c.server+`"`) {
+				t.Errorf("%s lines: %q", c.msg, lines)
+			}
+			if c.msg == "upstream down" && len(lines) == 1 &&
+				!regexp.MustCompile(`"retry_in":"[0-9.]+m?s"`).MatchString(lines[0]) {
+				t.Errorf("retry_in is not a duration: %s", lines[0])
+			}
+		}
+	}
+}
