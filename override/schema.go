@@ -76,10 +76,8 @@ func cutRequired(schema []byte, names []string) ([]byte, error) {
 	if err != nil {
 		return schema, nil // not an array: not ours to judge
 	}
-	spans := make([]rawjson.Span, len(els))
 	var drop []int
 	for i, e := range els {
-		spans[i] = rawjson.Span{Start: e.Start, End: e.End}
 		var s string
 		if v := req[e.Start:e.End]; v[0] == '"' && json.Unmarshal(v, &s) == nil && slices.Contains(names, s) {
 			drop = append(drop, i)
@@ -97,5 +95,5 @@ func cutRequired(schema []byte, names []string) ([]byte, error) {
 		}
 		return rawjson.Cut(schema, spans, []int{at}), nil
 	}
-	return rawjson.Set(schema, "required", rawjson.Cut(req, spans, drop))
+	return rawjson.Set(schema, "required", rawjson.Cut(req, els, drop))
 }

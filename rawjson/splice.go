@@ -5,16 +5,11 @@ import "errors"
 // ErrNotArray is returned when the input is not a JSON array.
 var ErrNotArray = errors.New("rawjson: not a JSON array")
 
-// Element is one element of a JSON array, given as the byte offsets of its
-// value in the array it was read from.
-type Element struct {
-	Start, End int
-}
-
-// Elements returns the elements of arr in order. Leading and trailing
+// Elements returns the elements of arr in order, each as the Span of its
+// value in arr. Leading and trailing
 // whitespace around the array is allowed; anything else after it is an
 // error. The whole array is validated.
-func Elements(arr []byte) ([]Element, error) {
+func Elements(arr []byte) ([]Span, error) {
 	i := skipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return nil, ErrNotArray
@@ -23,13 +18,13 @@ func Elements(arr []byte) ([]Element, error) {
 	if i < len(arr) && arr[i] == ']' {
 		return nil, trailing(arr, i+1)
 	}
-	var out []Element
+	var out []Span
 	for {
 		end, err := scanValue(arr, i, 1)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, Element{Start: i, End: end})
+		out = append(out, Span{Start: i, End: end})
 		i = skipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
 			i = skipSpace(arr, i+1)
@@ -44,7 +39,7 @@ func Elements(arr []byte) ([]Element, error) {
 
 // Span is a run of items of an object or array: the offset where the
 // first begins and where the last ends (Member.Start and Member.ValueEnd,
-// or Element.Start and Element.End).
+// or an element's Span).
 type Span struct {
 	Start, End int
 }

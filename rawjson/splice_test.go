@@ -14,11 +14,7 @@ func spansOf(t testing.TB, doc []byte) []Span {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := make([]Span, len(els))
-		for i, e := range els {
-			out[i] = Span{e.Start, e.End}
-		}
-		return out
+		return els
 	}
 	ms, err := Members(doc)
 	if err != nil {
@@ -93,9 +89,7 @@ func FuzzCut(f *testing.F) {
 	f.Fuzz(func(t *testing.T, doc []byte, mask uint64) {
 		var spans []Span
 		if els, err := Elements(doc); err == nil {
-			for _, e := range els {
-				spans = append(spans, Span{e.Start, e.End})
-			}
+			spans = els
 		} else if ms, err := Members(doc); err == nil {
 			for _, m := range ms {
 				spans = append(spans, Span{m.Start, m.ValueEnd})

@@ -131,11 +131,6 @@ func (f *fleet) startReady(ctx context.Context, spec procSpec) (p *proc, readyVa
 	return p, readyValue, err
 }
 
-// httpFixtureSpec is the fixture serving Streamable HTTP on a loopback port.
-func (e *env) httpFixtureSpec() procSpec {
-	return procSpec{name: "fixture (http)", path: e.o.fixture, args: []string{"-http", loopback + ":0"}, ready: fixtureURL}
-}
-
 // waitReady returns the value spec.ready accepted, or an error when the
 // process exits first or ctx ends.
 func (p *proc) waitReady(ctx context.Context) (string, error) {

@@ -18,9 +18,6 @@ const (
 	sidePeer = "peer"
 )
 
-// sideOrder is the order of the report's columns.
-var sideOrder = []string{sideDirect, sideFloor, sideProxy, sidePeer}
-
 // target is a scenario's performance goal (from the issues). The zero
 // target means none: the ratios are reported without a verdict.
 type target struct {
