@@ -2,7 +2,6 @@ package authn
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -11,11 +10,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testoidc"
 )
 
 // protected is an MCP server (the Go SDK's) behind authn, mounted the way
@@ -90,62 +89,6 @@ func startProtected(t *testing.T, issuer, extraAuth string) *protected {
 // count reads mcp_proxy_auth_total{agent,result}.
 func (p *protected) count(agent, result string) float64 { return authCount(p.reg, agent, result) }
 
-// wire records what a client sends and receives, for the flow assertions.
-type wire struct {
-	mu    sync.Mutex
-	lines []string
-	next  http.RoundTripper
-}
-
-func (w *wire) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := w.next.RoundTrip(r)
-	line := r.Method + " " + r.URL.Path
-	if err == nil {
-		line += fmt.Sprintf(" -> %d", resp.StatusCode)
-		if c := resp.Header.Get("WWW-Authenticate"); c != "" {
-			line += " WWW-Authenticate: " + c
-		}
-	}
-	w.mu.Lock()
-	w.lines = append(w.lines, line)
-	w.mu.Unlock()
-	return resp, err
-}
-
-func (w *wire) log() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return strings.Join(w.lines, "\n")
-}
-
-// connect runs the Go SDK client's OAuth flow (authorization code + PKCE,
-// discovery from the 401) as user against endpoint and returns the
-// session.
-func connect(ctx context.Context, t *testing.T, endpoint, clientID, user string) (*mcp.ClientSession, *wire, error) {
-	t.Helper()
-	rec := &wire{next: http.DefaultTransport}
-	hc := &http.Client{Transport: rec, Timeout: 20 * time.Second}
-	h, err := auth.NewAuthorizationCodeHandler(&auth.AuthorizationCodeHandlerConfig{
-		PreregisteredClient: &oauthex.ClientCredentials{ClientID: clientID},
-		RedirectURL:         redirectURI,
-		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
-			code, state, iss, err := login(ctx, args.URL, user, opUsers[user].password)
-			if err != nil {
-				return nil, err
-			}
-			return &auth.AuthorizationResult{Code: code, State: state, Iss: iss}, nil
-		},
-		AcceptUnadvertisedIss: true,
-		Client:                hc,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "0"}, nil).Connect(ctx,
-		&mcp.StreamableClientTransport{Endpoint: endpoint, OAuthHandler: h, HTTPClient: hc, MaxRetries: -1}, nil)
-	return cs, rec, err
-}
-
 // whoami calls the whoami tool and returns the agent that answered.
 func whoami(ctx context.Context, t *testing.T, cs *mcp.ClientSession) string {
 	t.Helper()
@@ -164,29 +107,26 @@ func whoami(ctx context.Context, t *testing.T, cs *mcp.ClientSession) string {
 func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	issuer := startProvider(t)
-	p := startProtected(t, issuer, "")
+	op := testoidc.Start(t)
+	p := startProtected(t, op.Issuer, "")
 
-	cs, rec, err := connect(ctx, t, p.url+"/mcp", jwtClientID, "alice")
+	cs, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "alice", nil)
 	if err != nil {
-		t.Fatalf("%v\n%s", err, rec.log())
+		t.Fatalf("%v\n%s", err, rec.Log())
 	}
 	defer cs.Close()
 	if got := whoami(ctx, t, cs); got != "eng" {
 		t.Fatalf("alice (groups eng) landed in %q, want eng", got)
 	}
-	flow := rec.log()
-	t.Logf("what the client saw:\n%s", flow)
-	for _, step := range []string{
-		`POST /mcp -> 401 WWW-Authenticate: Bearer scope="mcp", resource_metadata="` + p.url + `/.well-known/oauth-protected-resource/mcp"`,
+	t.Logf("what the client saw:\n%s", rec.Log())
+	if err := rec.InOrder(
+		`POST /mcp -> 401 | WWW-Authenticate: Bearer scope="mcp", resource_metadata="`+p.url+`/.well-known/oauth-protected-resource/mcp"`,
 		`GET /.well-known/oauth-protected-resource/mcp -> 200`,
 		`GET /.well-known/openid-configuration -> 200`,
 		`POST /oauth/token -> 200`,
-		`POST /mcp -> 200`,
-	} {
-		if !strings.Contains(flow, step) {
-			t.Errorf("the flow lacks %q", step)
-		}
+		`POST /mcp -> 200 | Mcp-Session-Id: set`,
+	); err != nil {
+		t.Error(err)
 	}
 	p.mu.Lock()
 	first := p.callers[0]
@@ -200,7 +140,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 
 	// The same user on her agent's own endpoint; bob on the default one
 	// lands in sales.
-	cs2, _, err := connect(ctx, t, p.url+"/agents/eng/mcp", jwtClientID, "alice")
+	cs2, _, err := testoidc.Connect(ctx, p.url+"/agents/eng/mcp", testoidc.JWTClientID, "alice", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +148,7 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	if got := whoami(ctx, t, cs2); got != "eng" {
 		t.Errorf("/agents/eng/mcp answered as %q", got)
 	}
-	cs3, _, err := connect(ctx, t, p.url+"/mcp", jwtClientID, "bob")
+	cs3, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "bob", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -218,18 +158,18 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 	}
 
 	// Refused: another agent's route, and claims that match no agent.
-	if _, rec, err := connect(ctx, t, p.url+"/agents/sales/mcp", jwtClientID, "alice"); err == nil {
+	if _, rec, err := testoidc.Connect(ctx, p.url+"/agents/sales/mcp", testoidc.JWTClientID, "alice", nil); err == nil {
 		t.Error("alice connected to /agents/sales/mcp")
-	} else if !strings.Contains(rec.log(), "POST /agents/sales/mcp -> 403") {
-		t.Errorf("route of another agent: %v\n%s", err, rec.log())
+	} else if err := rec.InOrder("POST /agents/sales/mcp -> 401", "POST /agents/sales/mcp -> 403"); err != nil {
+		t.Errorf("route of another agent: %v", err)
 	}
 	if p.count("sales", ResultForbiddenAgent) < 1 {
 		t.Error("forbidden_agent not counted")
 	}
-	if _, rec, err := connect(ctx, t, p.url+"/mcp", jwtClientID, "carol"); err == nil {
+	if _, rec, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.JWTClientID, "carol", nil); err == nil {
 		t.Error("carol (no groups) connected")
-	} else if !strings.Contains(rec.log(), "POST /mcp -> 403") {
-		t.Errorf("no agent: %v\n%s", err, rec.log())
+	} else if err := rec.InOrder("POST /mcp -> 401", "POST /mcp -> 403"); err != nil {
+		t.Errorf("no agent: %v", err)
 	}
 	if p.count("", ResultNoAgent) < 1 {
 		t.Error("no_agent not counted")
@@ -254,23 +194,11 @@ func TestOAuthFlowWithOpenIDProvider(t *testing.T) {
 func TestOpaqueTokensWithOpenIDProvider(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	issuer := startProvider(t)
-	var meta struct {
-		Introspection string `json:"introspection_endpoint"`
-	}
-	resp, err := http.Get(issuer + "/.well-known/openid-configuration")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = json.NewDecoder(resp.Body).Decode(&meta)
-	resp.Body.Close()
-	if err != nil || meta.Introspection == "" {
-		t.Fatalf("no introspection endpoint: %v", err)
-	}
-	p := startProtected(t, issuer, fmt.Sprintf("    introspection: {url: %q, client_id: %s, client_secret: %s}\n",
-		meta.Introspection, resourceServerID, resourceServerSecret))
+	op := testoidc.Start(t)
+	p := startProtected(t, op.Issuer, fmt.Sprintf("    introspection: {url: %q, client_id: %s, client_secret: %s}\n",
+		op.IntrospectionEndpoint, testoidc.ResourceServerID, testoidc.ResourceServerSecret))
 
-	cs, _, err := connect(ctx, t, p.url+"/mcp", opaqueClientID, "alice")
+	cs, _, err := testoidc.Connect(ctx, p.url+"/mcp", testoidc.OpaqueClientID, "alice", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +209,7 @@ func TestOpaqueTokensWithOpenIDProvider(t *testing.T) {
 
 	req, _ := http.NewRequest(http.MethodPost, p.url+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
 	req.Header.Set("Authorization", "Bearer an-opaque-token-the-provider-never-issued")
-	resp, err = http.DefaultClient.Do(req)
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

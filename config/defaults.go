@@ -147,9 +147,18 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 			c.serverDefaults(joinPath("servers", pathKey(name)), s)
 		}
 	}
-	for _, a := range c.Agents {
-		if a != nil {
-			setString(&a.Autonomy, DefaultAutonomy)
+	for name, a := range c.Agents {
+		if a == nil {
+			continue
+		}
+		setString(&a.Autonomy, DefaultAutonomy)
+		for i := range a.Limits {
+			// A bucket holds per_minute calls unless burst says otherwise
+			// (SPEC §15).
+			l := &a.Limits[i]
+			if l.Burst == 0 && !c.isSet(indexPath(joinPath("agents", pathKey(name))+".limits", i)+".burst") {
+				l.Burst = l.PerMinute
+			}
 		}
 	}
 }

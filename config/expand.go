@@ -131,9 +131,14 @@ func (x *expander) node(n *yaml.Node, path string, segs []string) {
 	}
 }
 
-// isSecretPath matches servers.<s>.env.<k>, servers.<s>.headers.<k> and
-// agents.<a>.tokens[i].
+// isSecretPath matches servers.<s>.env.<k>, servers.<s>.headers.<k>,
+// agents.<a>.tokens[i], and anything under a pinned argument
+// (servers.<s>.tools.overrides.<t>.arguments.<k>): a value an operator
+// pins from the environment is kept from the model, as a key would be.
 func isSecretPath(segs []string) bool {
+	if len(segs) >= 7 && segs[0] == "servers" && segs[2] == "tools" && segs[3] == "overrides" && segs[5] == "arguments" {
+		return true
+	}
 	if len(segs) != 4 {
 		return false
 	}

@@ -327,6 +327,14 @@ func copyScrubbed(v reflect.Value, secrets []string) reflect.Value {
 		out := reflect.New(v.Type()).Elem()
 		out.SetString(scrubText(v.String(), secrets))
 		return out
+	case reflect.Interface:
+		// Free-form values (tool override annotations and arguments).
+		if v.IsNil() {
+			return v
+		}
+		out := reflect.New(v.Type()).Elem()
+		out.Set(copyScrubbed(v.Elem(), secrets))
+		return out
 	default:
 		return v
 	}

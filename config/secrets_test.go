@@ -189,3 +189,36 @@ listen:
 		t.Errorf("MarshalRedacted dropped a non-secret field:\n%s", out)
 	}
 }
+
+// TestPinnedArgumentsFromTheEnvironmentAreSecrets: a pinned argument's
+// value that comes from ${VAR} is a secret (redacted in the printed config,
+// scrubbed from error texts); one written in the file is not.
+func TestPinnedArgumentsFromTheEnvironmentAreSecrets(t *testing.T) {
+	doc := `servers:
+  search:
+    command: search-mcp
+    tools:
+      overrides:
+        query:
+          arguments: {api_key: "${TOKEN}", region: {name: "eu-${TOKEN}"}, lang: english}
+          annotations: {title: Search}
+`
+	cfg, err := Parse([]byte(doc), testEnv())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cfg.Secrets(), "|"); !strings.Contains(got, testSecret) || strings.Contains(got, "english") {
+		t.Errorf("Secrets() = %s", got)
+	}
+	out, err := cfg.MarshalRedacted()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(out), testSecret) || !strings.Contains(string(out), "lang: english") || !strings.Contains(string(out), "title: Search") {
+		t.Errorf("MarshalRedacted:\n%s", out)
+	}
+	// The config itself is not changed by the printing.
+	if v, _ := JSONValue(cfg.Servers["search"].Tools.Overrides["query"].Arguments["api_key"]); string(v) != `"`+testSecret+`"` {
+		t.Errorf("the pinned value itself = %s", v)
+	}
+}

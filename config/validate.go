@@ -134,6 +134,8 @@ func (c *Config) problems() []error {
 	c.validateIntegrity(v)
 	c.validateTracing(v)
 	c.validateAudit(v)
+	c.validateOverrides(v)
+	c.validateLimits(v)
 	kept := v.problems[:0]
 	for _, p := range v.problems {
 		if path := problemPath(p); !v.droppedAt(path) && !v.droppedItem(path) {

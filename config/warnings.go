@@ -9,7 +9,9 @@ import (
 // each prefixed by its key path: with no agents, a note that the implicit
 // agent gets every enabled server; with agents, servers that no bundle can
 // grant; bundles naming unknown servers (in servers or exclude: a typo in
-// exclude silently widens a grant); agents naming unknown bundles.
+// exclude silently widens a grant); agents naming unknown bundles; tool
+// overrides that mark a tool read-only (SPEC §15: read_only agents then
+// reach it).
 func (c *Config) Warnings() []string {
 	var out []string
 	if !c.HasAgents() {
@@ -47,6 +49,7 @@ func (c *Config) Warnings() []string {
 			}
 		}
 	}
+	out = append(out, c.overrideWarnings()...)
 	out = append(out, c.listenAuthWarnings()...)
 	return append(out, c.metricsWarnings()...)
 }

@@ -50,6 +50,22 @@ agents:
 			want: nil,
 		},
 		{
+			name: "an override marks a tool read-only",
+			doc: `servers:
+  gh:
+    command: x
+    tools:
+      overrides:
+        list_issues: {annotations: {readOnlyHint: true}}
+        delete_repo: {annotations: {readOnlyHint: false}}
+bundles:
+  b: {servers: [gh]}
+agents:
+  bot: {mcp_bundles: [b]}
+`,
+			want: []string{`servers.gh.tools.overrides.list_issues.annotations.readOnlyHint: marks the tool read-only, so agents with autonomy read_only may call it`},
+		},
+		{
 			name: "clean",
 			doc:  "servers:\n  a: {command: x}\nbundles:\n  b: {servers: [a]}\nagents:\n  bot: {mcp_bundles: [b]}\n",
 			want: nil,

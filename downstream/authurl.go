@@ -31,7 +31,8 @@ type logins struct {
 
 // AskToOpen asks the stdio client, when it supports URL-mode elicitation,
 // to open the authorization page of server's login at url. It returns at
-// once; a host that is not connected yet is asked when it initializes.
+// once; a host that is not connected yet is asked once it has sent
+// notifications/initialized.
 // It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
 func (p *Proxy) AskToOpen(server, url string) {
 	p.logins.mu.Lock()
@@ -47,8 +48,8 @@ func (p *Proxy) AskToOpen(server, url string) {
 	})
 }
 
-// askPendingLogins asks a stdio client that just initialized to open the
-// pages of the logins still waiting.
+// askPendingLogins asks a stdio client that just sent
+// notifications/initialized to open the pages of the logins still waiting.
 func (p *Proxy) askPendingLogins(s *session) {
 	if s.transport != transportStdio {
 		return
@@ -71,7 +72,7 @@ func (p *Proxy) askPendingLogins(s *session) {
 // path, when s's client supports it; the answer is only logged.
 func (p *Proxy) askToOpen(s *session, server, url string) {
 	c := s.client.Load()
-	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
+	if c == nil || !s.initialized.Load() || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
 	}
 	var b [12]byte

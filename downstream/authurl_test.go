@@ -31,6 +31,13 @@ func TestAskToOpenOverStdio(t *testing.T) {
 	c := startStdio(t, p)
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}}}}`)
 	c.recv(`0`)
+	// Nothing is asked before the client says it is initialized.
+	select {
+	case l := <-c.lines:
+		t.Fatalf("before notifications/initialized the proxy sent %s", l)
+	case <-time.After(100 * time.Millisecond):
+	}
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	deadline := time.After(5 * time.Second)
 	for {
 		select {

@@ -17,11 +17,45 @@ import (
 // stdio: the wire layer, mcp-go's stdio server and the call path, against
 // an upstream that answers at once. Run with -cpuprofile to see where it goes.
 func BenchmarkStdioCall(b *testing.B) {
+	benchStdioCall(b, oneServerYAML, "fx__echo")
+}
+
+// limitedYAML is oneServerYAML with SPEC §15 configured on the called tool:
+// an override that renames it, replaces its description and pins one
+// argument; server limits (calls a minute, calls in flight) and an agent
+// limit over every tool, all too wide to refuse anything.
+const limitedYAML = `
+startup_wait: 2s
+blobs:
+  mode: passthrough
+servers:
+  fx:
+    command: fixture
+    timeout: 5s
+    limits: {per_minute: 1000000000, max_concurrent: 64}
+    tools:
+      overrides:
+        echo: {name: say, description: Say it back., arguments: {lang: en}}
+bundles:
+  all: {servers: [fx]}
+agents:
+  bot:
+    mcp_bundles: [all]
+    limits: [{tools: ["*"], per_minute: 1000000000}]
+default_agent: bot
+`
+
+// BenchmarkStdioCallOverridesLimits is BenchmarkStdioCall with an override
+// and every kind of rate limit on the call's path: what they cost.
+func BenchmarkStdioCallOverridesLimits(b *testing.B) {
+	benchStdioCall(b, limitedYAML, "say")
+}
+
+func benchStdioCall(b *testing.B, yaml, tool string) {
 	up := connected(`{"name":"echo","description":"Echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}`)
 	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}],"structuredContent":{"echo":"hello"}}`)
 	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
-	p := newProxy(b, oneServerYAML, map[string]*fakeUpstream{"fx": up})
-	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
+	p := newProxy(b, yaml, map[string]*fakeUpstream{"fx": up})
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
@@ -44,9 +78,14 @@ func BenchmarkStdioCall(b *testing.B) {
 	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
 	read()
 	send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	send(`{"jsonrpc":"2.0","id":"first","method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hello"}}}`)
+	if l := read(); !strings.Contains(l, `"text":"hello"`) || strings.Contains(l, "isError") {
+		b.Fatalf("first call: %s", l)
+	}
+	format := `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"` + tool + `","arguments":{"text":"hello"}}}`
 	b.ResetTimer()
 	for i := 1; i <= b.N; i++ {
-		send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i))
+		send(fmt.Sprintf(format, i))
 		read()
 	}
 	b.StopTimer()

@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/override"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -16,14 +17,21 @@ import (
 
 // ToolEntry is one tool as the proxy exposes it.
 type ToolEntry struct {
-	Exposed     string // the name hosts see and call
-	Base        string // Exposed before any collision hash suffix: what policy rules also match
+	Exposed string // the name hosts see and call
+	Base    string // Exposed before any collision hash suffix: what policy rules also match
+	// Default is, for a tool a tools.overrides name renamed (SPEC §15),
+	// the name it would have without the rename; policy rules match it
+	// too. "" for the others.
+	Default     string
 	Server      string // configured server name
 	Name        string // the upstream's own name
-	Description string // exposed description (fallback filled, TAG characters stripped)
-	ReadOnly    bool
+	Description string // exposed description (override, fallback filled, TAG characters stripped)
+	// ReadOnly is annotations.readOnlyHint, after the tool's override.
+	ReadOnly bool
 	// Raw is the upstream's tool object with only the name (and, where the
-	// upstream gave none or an unsafe one, the description) replaced.
+	// upstream gave none or an unsafe one, the description) replaced, and
+	// what the tool's override changes (title, description, annotations,
+	// pinned parameters cut from inputSchema).
 	Raw json.RawMessage
 	// Connected is false for the last known tools of a server that is down:
 	// they keep their names and routes but are not listed.
@@ -36,6 +44,9 @@ type ToolEntry struct {
 	// is never listed nor found by tool_search, and a call gets refusal.
 	Held    bool
 	refusal string
+	// override is the tool's compiled override (SPEC §15), nil for none:
+	// the call chain reads its pinned arguments.
+	override *override.Tool
 
 	// src is the upstream's tool object Raw was made from (shared with the
 	// upstream's snapshot, never a copy), and visible what clients were to
@@ -68,13 +79,15 @@ type serverTools struct {
 	exclude   []string
 	connected bool
 	tools     []upstream.Tool
+	overrides map[string]*override.Tool // by upstream tool name; nil: none
 }
 
 // reviewer is tool integrity's part in a catalog build (SPEC §13): the
-// verdict on each tool of a connected server, in order, given every
-// server's exposed names (a description naming another server's tool is
-// a finding). nil reviews nothing.
-type reviewer func(server string, tools []upstream.Tool, peers *integrity.Peers) []integrity.Verdict
+// verdict on each tool of a connected server, in order, given what
+// clients would see of each (shown: after the tool's override, SPEC §15)
+// and every server's exposed names (a description naming another server's
+// tool is a finding). nil reviews nothing.
+type reviewer func(server string, tools []upstream.Tool, shown []shownTool, peers *integrity.Peers) []integrity.Verdict
 
 // buildCatalog merges servers under style. Naming covers the last known tools
 // of servers that are down too, so that a server going away never renames
@@ -84,19 +97,31 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 }
 
 // rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
-// whose server, name, exposed name and base, upstream bytes and integrity
-// verdict are unchanged, so that a rebuild after one upstream's change
-// rewrites only that upstream's tools. Tools named in prev keep their names
-// (namespace.Rebuild). review (nil: none) judges the tools of the connected
-// servers.
+// whose server, name, exposed name and base, upstream bytes, override and
+// integrity verdict are unchanged, so that a rebuild after one upstream's
+// change rewrites only that upstream's tools. Tools named in prev keep their
+// names (namespace.Rebuild), except where an override's name is reserved.
+// review (nil: none) judges the tools of the connected servers.
 func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
+	shown := make(map[string][]shownTool, len(servers))
+	var overrideWarnings []string
 	for _, s := range servers {
 		in := namespace.Input{Server: s.name, Prefix: s.prefix}
 		for _, t := range s.tools {
 			in.Names = append(in.Names, t.Name)
 			kept[s.name] = append(kept[s.name], t)
+		}
+		sh, warns := showTools(s.name, s.overrides, s.tools, s.connected)
+		shown[s.name], overrideWarnings = sh, append(overrideWarnings, warns...)
+		for i, st := range sh {
+			if st.ov != nil && st.ov.Name() != "" {
+				if in.Renames == nil {
+					in.Renames = map[string]string{}
+				}
+				in.Renames[s.tools[i].Name] = st.ov.Name()
+			}
 		}
 		inputs = append(inputs, in)
 	}
@@ -105,9 +130,9 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 		prevNames = prev.names
 	}
 	table, warnings := namespace.Rebuild(style, inputs, prevNames)
-	verdicts := reviewAll(review, servers, kept, table)
+	verdicts := reviewAll(review, servers, kept, shown, table)
 
-	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: warnings}
+	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: append(warnings, overrideWarnings...)}
 	for _, s := range servers {
 		for i, t := range kept[s.name] {
 			exposed, ok := table.Exposed(s.name, t.Name)
@@ -115,7 +140,8 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 				continue
 			}
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
-			visible, held, refusal := json.RawMessage(t.Raw), false, ""
+			st := shown[s.name][i]
+			visible, held, refusal := st.raw, false, ""
 			if v := verdicts[s.name]; i < len(v) {
 				if v[i].Visible != nil {
 					visible = v[i].Visible
@@ -124,16 +150,17 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 					refusal = v[i].Refusal(exposed)
 				}
 			}
-			base := table.Base(exposed)
-			e := prev.reusable(s.name, exposed, base, t, visible, held)
+			base, deflt := table.Base(exposed), table.Default(exposed)
+			e := prev.reusable(s.name, exposed, base, deflt, t, st, visible, held)
 			switch {
 			case e == nil:
 				var err error
-				if e, err = exposeTool(s.name, exposed, t, visible); err != nil {
+				if e, err = exposeTool(s.name, exposed, t, visible, st.readOnly); err != nil {
 					c.warnings = append(c.warnings, fmt.Sprintf("server %s: tool %s skipped: %v", s.name, sanitize.Text(t.Name), err))
 					continue
 				}
-				e.Base, e.Connected, e.Filtered, e.Held, e.refusal = base, s.connected, filtered, held, refusal
+				e.Base, e.Default, e.Connected, e.Filtered, e.Held, e.refusal = base, deflt, s.connected, filtered, held, refusal
+				e.override = st.ov
 			case s.connected && !filtered || e.Connected != s.connected || e.Filtered != filtered:
 				// Published entries are immutable (calls read them while
 				// this runs); a listed one gets its Raw moved into the new
@@ -183,23 +210,24 @@ func (c *Catalog) joinListed() {
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
-// again: same route, same exposed name and base, same upstream bytes, same
-// verdict. The entry may differ from the new one in Connected and Filtered
-// only. A nil c has none.
-func (c *Catalog) reusable(server, exposed, base string, t upstream.Tool, visible json.RawMessage, held bool) *ToolEntry {
+// again: same route, same exposed, base and default names, same upstream
+// bytes, same override, same verdict. The entry may differ from the new one
+// in Connected and Filtered only. A nil c has none.
+func (c *Catalog) reusable(server, exposed, base, deflt string, t upstream.Tool, st shownTool, visible json.RawMessage, held bool) *ToolEntry {
 	if c == nil {
 		return nil
 	}
 	e := c.byName[exposed]
-	if e == nil || e.Server != server || e.Name != t.Name || e.Base != base || !bytes.Equal(e.src, t.Raw) ||
-		e.Held != held || !bytes.Equal(e.visible, visible) {
+	if e == nil || e.Server != server || e.Name != t.Name || e.Base != base || e.Default != deflt || !bytes.Equal(e.src, t.Raw) ||
+		e.override != st.ov || e.ReadOnly != st.readOnly || e.Held != held || !bytes.Equal(e.visible, visible) {
 		return nil
 	}
 	return e
 }
 
 // reviewAll runs review on the tools of every connected server, by server.
-func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstream.Tool, table *namespace.Table) map[string][]integrity.Verdict {
+func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstream.Tool, shown map[string][]shownTool,
+	table *namespace.Table) map[string][]integrity.Verdict {
 	if review == nil {
 		return nil
 	}
@@ -215,7 +243,7 @@ func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstrea
 	out := make(map[string][]integrity.Verdict, len(servers))
 	for _, s := range servers {
 		if s.connected {
-			out[s.name] = review(s.name, kept[s.name], index)
+			out[s.name] = review(s.name, kept[s.name], shown[s.name], index)
 		}
 	}
 	return out
@@ -228,9 +256,9 @@ func sameListing(a, b *Catalog) bool {
 }
 
 // exposeTool rewrites one upstream tool object for the downstream side:
-// visible (the upstream's object, or what tool integrity left of it) under
-// its exposed name.
-func exposeTool(server, exposed string, t upstream.Tool, visible json.RawMessage) (*ToolEntry, error) {
+// visible (the upstream's object or its override's, or what tool integrity
+// left of it) under its exposed name. readOnly is visible's readOnlyHint.
+func exposeTool(server, exposed string, t upstream.Tool, visible json.RawMessage, readOnly bool) (*ToolEntry, error) {
 	raw, err := rawjson.Set(compactLines(visible), "name", rawjson.String(exposed))
 	if err != nil {
 		return nil, err
@@ -251,7 +279,7 @@ func exposeTool(server, exposed string, t upstream.Tool, visible json.RawMessage
 		return nil, err
 	}
 	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
-		ReadOnly: t.ReadOnly, Raw: raw, src: t.Raw, visible: visible}, nil
+		ReadOnly: readOnly, Raw: raw, src: t.Raw, visible: visible}, nil
 }
 
 // jsonArray writes JSON values, each valid on its own, as one JSON array.

@@ -202,7 +202,6 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 	}
 	r.sess.client.Store(&clientInfo{version: version, caps: parseCaps(in.Capabilities)})
 	r.sess.open.Store(true)
-	p.askPendingLogins(r.sess)
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
 		`,"serverInfo":` + string(p.serverInfo()))
 	if p.needsInstructions(r.sess) {
@@ -253,7 +252,11 @@ func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireE
 func (p *Proxy) notified(s *session, m rawjson.Message) {
 	switch m.Method {
 	case "notifications/initialized":
-		s.initialized.Store(true)
+		if !s.initialized.Swap(true) {
+			// Requests to the client wait for this notification (the
+			// lifecycle's rule), so a login waiting is asked now.
+			p.askPendingLogins(s)
+		}
 	case "notifications/cancelled":
 		if id, ok, _ := rawjson.Get(m.Params, "requestId"); ok && !rawjson.IsNull(id) {
 			s.inflight.cancel(id)

@@ -64,6 +64,7 @@ type Proxy struct {
 	opts    Options
 	log     zerolog.Logger
 	started time.Time
+	now     func() time.Time // the rate limits' clock: time.Now, or a test's
 
 	cur      atomic.Pointer[generation]
 	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values
@@ -82,8 +83,9 @@ type Proxy struct {
 // New builds the proxy. It does not start serving; see ServeStdio and
 // HTTPHandler.
 func New(opts Options) *Proxy {
-	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now()}
-	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams})
+	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
+	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
+		limits: buildLimits(opts.Config, nil, p.now())})
 	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	p.catalogs.init(p.style())
 	p.views.init()
@@ -92,7 +94,7 @@ func New(opts Options) *Proxy {
 	p.sessions.onRemove = p.dropSubscriptions
 	p.front = newHTTPFront(p)
 	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
-	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.approvalGate)
+	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.pinnedGate, p.upGate, p.rateGate, p.approvalGate)
 	return p
 }
 
@@ -101,6 +103,10 @@ func New(opts Options) *Proxy {
 type generation struct {
 	cfg *config.Config
 	ups map[string]Upstream
+	// overrides are cfg's tools.overrides, compiled (SPEC §15).
+	overrides toolOverrides
+	// limits are cfg's rate limits (SPEC §15); nil when it has none.
+	limits *callLimits
 }
 
 func (p *Proxy) gen() *generation { return p.cur.Load() }
@@ -118,8 +124,9 @@ func (g *generation) serverNames() []string {
 // SIGHUP). Sessions keep the grants they started with; new sessions resolve
 // their agent from cfg. The listen settings of the old config stay in force.
 func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
-	old := p.gen().cfg.Secrets()
-	p.cur.Store(&generation{cfg: cfg, ups: ups})
+	prev := p.gen()
+	old := prev.cfg.Secrets()
+	p.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, p.log), limits: buildLimits(cfg, prev.limits, p.now())})
 	// The old values stay known: a reply may still quote one.
 	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 	p.views.reset()

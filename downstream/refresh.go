@@ -36,10 +36,14 @@ func (p *Proxy) reviewer(g *generation) reviewer {
 	if guard == nil {
 		return nil
 	}
-	return func(server string, tools []upstream.Tool, peers *integrity.Peers) []integrity.Verdict {
+	return func(server string, tools []upstream.Tool, shown []shownTool, peers *integrity.Peers) []integrity.Verdict {
 		in := integrity.Server{Name: server, Policy: integrity.PolicyOf(g.cfg, server), Tools: make([]integrity.Tool, len(tools))}
 		for i, t := range tools {
 			in.Tools[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
+			if shown[i].ov != nil {
+				// The scan reads what clients would see (SPEC §13, §15).
+				in.Tools[i].Visible = shown[i].raw
+			}
 		}
 		return guard.Review(in, peers).Verdicts
 	}
@@ -107,7 +111,7 @@ func (p *Proxy) Refresh() {
 		}
 		servers = append(servers, serverTools{
 			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
-			connected: connected, tools: c.lastTools[name],
+			connected: connected, tools: c.lastTools[name], overrides: g.overrides[name],
 		})
 		surfaces = append(surfaces, surfaceServer{
 			name: name, prefix: cfg.PrefixValue(), connected: connected,

@@ -235,8 +235,8 @@ func (c *stdioClient) initialize() {
 	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 }
 
-// finish closes stdin and returns ServeStdio's error and every line written.
-func (c *stdioClient) finish() (error, []string) {
+// finish closes stdin and returns every line written and ServeStdio's error.
+func (c *stdioClient) finish() ([]string, error) {
 	c.t.Helper()
 	c.in.Close()
 	var err error
@@ -250,7 +250,7 @@ func (c *stdioClient) finish() (error, []string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return err, append([]string(nil), c.seen...)
+	return append([]string(nil), c.seen...), err
 }
 
 const echoResult = `{"content":[{"type":"text","text":"hi"}], "structuredContent":{"echo":"hi","n":18446744073709551615},"x-extra":{"a":[]}}`
@@ -300,7 +300,7 @@ func TestServeStdio(t *testing.T) {
 		t.Errorf("ping response = %s, want %s", got, want)
 	}
 
-	err, lines := c.finish()
+	lines, err := c.finish()
 	if err != nil {
 		t.Errorf("ServeStdio = %v, want nil", err)
 	}
@@ -351,7 +351,7 @@ func TestServeStdioDrainsCallInFlightAtEOF(t *testing.T) {
 	c.initialize()
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
 	start := time.Now()
-	err, lines := c.finish()
+	lines, err := c.finish()
 	if err != nil {
 		t.Errorf("ServeStdio = %v", err)
 	}

@@ -30,9 +30,17 @@ import (
 //  4. The call chain, built once in New, runs its steps:
 //     observeCall (metrics and the log line, once per call) →
 //     policyGate (SPEC §5 rules 1–6) → quarantineGate (SPEC §13) →
+//     pinnedGate (SPEC §15: a client value for a pinned argument is
+//     refused, the pinned values are set, overrides.go) →
+//     upGate (the server takes requests: nothing below is spent on a call
+//     that cannot run) →
+//     rateGate (SPEC §15 per_minute buckets of the agent and the server,
+//     limits.go; before approval, so nobody is asked about a call the
+//     limit then refuses) →
 //     approvalGate (SPEC §5 approval) →
 //     send (the upstream request: argument cleanup, progress,
-//     cancellation, timeout; parked for stateless HTTP clients) →
+//     cancellation, a max_concurrent slot held while it runs upstream,
+//     timeout; parked for stateless HTTP clients) →
 //     the result rewrite (blobs to files, TAG characters).
 
 // toolCall is one tools/call on its way through the chain.
@@ -42,6 +50,9 @@ type toolCall struct {
 	args  json.RawMessage // the client's arguments, as sent
 	meta  json.RawMessage // the client's params._meta, as sent
 	entry *ToolEntry
+	// upArgs are the arguments to send upstream when they differ from
+	// args (the tool's pinned values set, pinnedGate); nil means args.
+	upArgs json.RawMessage
 
 	// Set along the chain, read by observeCall.
 	outcome  string        // the metrics outcome
@@ -203,14 +214,23 @@ func (p *Proxy) quarantineGate(next callHandler) callHandler {
 	}
 }
 
+// upGate fails a call to a server that does not take requests now: no
+// rate limit token is spent and no person asked about a call that cannot
+// run.
+func (p *Proxy) upGate(next callHandler) callHandler {
+	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		if err := p.serverUp(c.entry.Server); err != nil {
+			c.outcome = metrics.OutcomeError
+			return nil, err
+		}
+		return next(ctx, c)
+	}
+}
+
 // approvalGate asks the person when the agent's autonomy wants it (SPEC
 // §5, approval.go).
 func (p *Proxy) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		if err := p.serverUp(c.entry.Server); err != nil {
-			c.outcome = metrics.OutcomeError
-			return nil, err // do not ask a person about a call that cannot run
-		}
 		refusal, ask := p.approve(ctx, c)
 		if ask != nil {
 			return nil, &wireError{input: ask}
@@ -258,7 +278,11 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 		return nil, notConnected(c.entry.Server)
 	}
 	meta, progress := p.relay.progress.open(c.r, c.entry.Server, c.meta)
-	params, err := callParams(c.entry.Name, withoutApproved(c.args), meta)
+	args := c.args
+	if c.upArgs != nil {
+		args = c.upArgs
+	}
+	params, err := callParams(c.entry.Name, withoutApproved(args), meta)
 	if err != nil {
 		progress.close()
 		c.outcome = metrics.OutcomeError
@@ -266,6 +290,13 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
+		slots, refusal, werr := p.holdSlot(ctx, c, cfg.Timeout.D())
+		if refusal != nil || werr != nil {
+			return refusal, werr
+		}
+		if slots != nil {
+			defer slots.Release()
+		}
 		return p.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
 	if parkable(c.r) {
@@ -448,7 +479,8 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 }
 
 // callParams builds the upstream tools/call params: the upstream's own tool
-// name, the client's argument bytes as they came, and the client's _meta.
+// name, the argument bytes (the client's as they came, with any pinned
+// values set), and the client's _meta.
 func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error) {
 	params := []byte(`{}`)
 	var err error

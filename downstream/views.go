@@ -92,9 +92,13 @@ func (p *Proxy) listFor(s *session) []byte {
 	return p.sessionList(s)
 }
 
+// PolicyTool describes an entry to the policy: its exposed, base and
+// default names, its server, its read-only hint after any override.
+func (e *ToolEntry) PolicyTool() filter.Tool { return e.policyTool() }
+
 // policyTool describes an entry to the policy.
 func (e *ToolEntry) policyTool() filter.Tool {
-	return filter.Tool{Exposed: e.Exposed, Base: e.Base, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+	return filter.Tool{Exposed: e.Exposed, Base: e.Base, Default: e.Default, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
 }
 
 // denied is the isError result of a tool a policy rule 3–6 denies (SPEC §5).

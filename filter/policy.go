@@ -53,6 +53,11 @@ type Tool struct {
 	// Exposed. Every rule that matches names matches Exposed or Base, so a
 	// suffix never moves a tool out of a rule (SPEC §2).
 	Base string
+	// Default is, for a tool an override renamed (SPEC §15), the name it
+	// would have been exposed under without the rename
+	// (namespace.Table.Default); "" otherwise. Rules match it too, so a
+	// rename never moves a tool out of a rule written for its old name.
+	Default string
 	// Server is the configured server; "" for the proxy's own tools.
 	Server string
 	// ReadOnly is the upstream's annotations.readOnlyHint.
@@ -65,16 +70,23 @@ type Tool struct {
 // call_tool, mcp_resources, mcp_prompts).
 func (t Tool) Own() bool { return t.Server == "" }
 
-// matches reports whether a pattern of list matches the tool's exposed name
-// or its base.
+// matches reports whether a pattern of list matches the tool's exposed
+// name, its base or its default name.
 func (t Tool) matches(list []string) bool {
-	return matchList(list, t.Exposed) || t.Base != "" && t.Base != t.Exposed && matchList(list, t.Base)
+	return matchList(list, t.Exposed) || t.Base != "" && t.Base != t.Exposed && matchList(list, t.Base) ||
+		t.Default != "" && matchList(list, t.Default)
 }
 
-// listed reports whether list holds the tool's exposed name or its base
-// exactly.
+// Matches reports whether any pattern of list (exact names, or globs with
+// '*' as in the policy's lists) matches the tool's exposed name, its base
+// or its default name: the rule every name list of the config follows.
+func (t Tool) Matches(list []string) bool { return t.matches(list) }
+
+// listed reports whether list holds the tool's exposed name, its base or
+// its default name exactly.
 func (t Tool) listed(list []string) bool {
-	return slices.Contains(list, t.Exposed) || t.Base != "" && slices.Contains(list, t.Base)
+	return slices.Contains(list, t.Exposed) || t.Base != "" && slices.Contains(list, t.Base) ||
+		t.Default != "" && slices.Contains(list, t.Default)
 }
 
 // Agent is one agent's resolved grants and settings. It is immutable: a

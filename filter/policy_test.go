@@ -278,3 +278,37 @@ func TestRulesMatchBase(t *testing.T) {
 		t.Errorf("a group naming the base lists another tool")
 	}
 }
+
+// TestRulesMatchDefaultName is SPEC §15: a tool an override renamed is
+// still matched by every rule written for its default name (and by its new
+// name), so a rename never moves a tool out of a deny rule.
+func TestRulesMatchDefaultName(t *testing.T) {
+	agent := func(name string) *Agent { return fx1Agent(t, name) }
+	renamed := Tool{Exposed: "remove", Base: "remove", Default: "fx1__del_file", Server: "fx1"}
+	byNew := Tool{Exposed: "fx1__del_file2", Base: "fx1__del_file2", Server: "fx1"}
+
+	if r := agent("ex").Decide(renamed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools by the default name: rule %q, want excluded_tools", r)
+	}
+	if r := agent("exglob").Decide(renamed, nil); r != RuleExcludedTools {
+		t.Errorf("excluded_tools glob on the default name: rule %q, want excluded_tools", r)
+	}
+	if r := agent("own").Decide(renamed, []string{"remove"}); r != RuleNone {
+		t.Errorf("per-call list naming the new name: rule %q, want none", r)
+	}
+	if r := agent("own").Decide(renamed, []string{"fx1__del_file"}); r != RuleNone {
+		t.Errorf("per-call list naming the default name: rule %q, want none", r)
+	}
+	if got := agent("ask").ApprovalOf(renamed, false); got != ApprovalAsk {
+		t.Errorf("always_ask naming the default name: %v, want ask", got)
+	}
+	if !agent("grouped").InAlwaysGroup(renamed) {
+		t.Errorf("a group naming the default name does not list the renamed tool")
+	}
+	if !renamed.Matches([]string{"rem*"}) || !renamed.Matches([]string{"fx1__*"}) || renamed.Matches([]string{"fx2__*"}) {
+		t.Errorf("Matches: new name, default glob and another server's glob")
+	}
+	if byNew.Matches([]string{"remove"}) {
+		t.Errorf("Matches took another tool for the renamed one")
+	}
+}

@@ -257,8 +257,10 @@ func TestOAuthLoginCLIPickUp(t *testing.T) {
 	cfg := writeConfig(t, "state_dir: "+q(state)+"\n", httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
 		fixtureServer("local", []string{"-no-weird"}))
 
+	// A server that needs a login is not connected: tools exits 1 (as for
+	// any server down) and names the command.
 	out, _, code := runCLI(t, "tools", "--config", cfg)
-	if code != 0 || !strings.Contains(out, "needs_auth") || !strings.Contains(out, "mcp-proxy auth login secure") {
+	if code != 1 || !strings.Contains(out, "needs_auth") || !strings.Contains(out, "mcp-proxy auth login secure") {
 		t.Errorf("tools (exit %d):\n%s", code, out)
 	}
 

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // fingerprintFields are the members of a tool object that its fingerprint
@@ -37,27 +38,23 @@ func Canonicalize(raw []byte) (Definition, string, error) {
 // canonicalize is Canonicalize that also returns the tool's name ("" when
 // it is not a string).
 func canonicalize(raw []byte) (Definition, string, string, error) {
-	var obj map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &obj); err != nil || obj == nil {
+	// One decoder over the whole object: numbers stay as written, and the
+	// members are decoded once (the ones left out are small: icons, _meta).
+	v, err := decodeNumbers(raw)
+	obj, ok := v.(map[string]any)
+	if err != nil || !ok {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
 	}
-	picked := make(map[string]any, len(fingerprintFields))
-	for _, k := range fingerprintFields {
-		v, ok := obj[k]
-		if !ok || bytes.Equal(v, []byte("null")) {
-			continue
+	for k, v := range obj {
+		if v == nil || !slices.Contains(fingerprintFields, k) {
+			delete(obj, k)
 		}
-		val, err := decodeNumbers(v)
-		if err != nil {
-			return nil, "", "", fmt.Errorf("%w: member %q: %v", ErrBadDefinition, k, err)
-		}
-		picked[k] = val
 	}
-	def, err := encodeCanonical(picked)
+	def, err := encodeCanonical(obj)
 	if err != nil {
 		return nil, "", "", err
 	}
-	name, _ := picked["name"].(string)
+	name, _ := obj["name"].(string)
 	return def, fingerprintOf(def), name, nil
 }
 

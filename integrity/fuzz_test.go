@@ -78,7 +78,8 @@ func FuzzScanText(f *testing.F) {
 // file that parses to the same fingerprints.
 func FuzzParsePinFile(f *testing.F) {
 	tc := &toolCache{}
-	tc.def, tc.fp, tc.name = fingerprintTool("a", tool("a", "A.").Upstream)
+	tc.upstream = tool("a", "A.").Upstream
+	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream)
 	valid, _ := json.Marshal(&pinFile{Version: 1, Server: "s", Tools: map[string]*pinEntry{"a": {Pinned: record(tc, "", time.Time{})}}})
 	f.Add(valid)
 	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{}}}`))

@@ -72,10 +72,12 @@ type serverState struct {
 
 // toolCache is the work done on one tool's bytes.
 type toolCache struct {
+	// upstream is the tool object as sent; its canonical definition is
+	// recomputed only when a pin record is written (keeping it would
+	// double what the guard holds per tool).
 	upstream []byte
-	def      Definition
 	fp       string
-	// name is the name inside def: the key of the tool's pin.
+	// name is the name inside the definition: the key of the tool's pin.
 	name    string
 	visible []byte
 	scan    scanResult
@@ -217,7 +219,7 @@ func (g *Guard) cacheTools(st *serverState, tools []Tool) []*toolCache {
 		}
 		if tc.upstream == nil || !bytes.Equal(tc.upstream, t.Upstream) {
 			tc.upstream = t.Upstream
-			tc.def, tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream)
+			_, tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream)
 		}
 		if tc.visible == nil || !bytes.Equal(tc.visible, visible) {
 			tc.visible = visible

@@ -176,7 +176,8 @@ func holdIf(cond bool, r Reason) Reason {
 
 // record makes a pin record of a tool's current definition.
 func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
-	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: []byte(tc.def)}
+	def, _, _ := fingerprintTool(tc.name, tc.upstream)
+	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: []byte(def)}
 }
 
 // toolName is the name inside a tool's canonical definition ("" when it

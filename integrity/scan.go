@@ -183,7 +183,9 @@ func appendWords(out []word, where, s string) []word {
 	start := -1
 	emit := func(end int) {
 		w := strings.Trim(s[start:end], ".-")
-		if len(w) >= minReferenceLen {
+		// Only distinctive words can name another server's tool (see
+		// Peers); the rest are not kept.
+		if distinctive(w) {
 			out = append(out, word{text: w, where: where})
 		}
 		start = -1

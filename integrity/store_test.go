@@ -187,7 +187,8 @@ func TestConcurrentUpdates(t *testing.T) {
 					name = fmt.Sprintf("b%02d", i)
 				}
 				tc := &toolCache{}
-				tc.def, tc.fp, tc.name = fingerprintTool(name, tool(name, "d").Upstream)
+				tc.upstream = tool(name, "d").Upstream
+				_, tc.fp, tc.name = fingerprintTool(name, tc.upstream)
 				_, _, err := s.update("s", func(cur *pinFile) (*pinFile, error) {
 					next := &pinFile{Tools: map[string]*pinEntry{}}
 					if cur != nil {

@@ -36,7 +36,8 @@ type Metrics struct {
 	auth             *prometheus.CounterVec
 	toolsQuarantined *prometheus.GaugeVec
 	toolFindings     *prometheus.CounterVec
-	waits            *waitMetrics // waits.go
+	rateLimited      *prometheus.CounterVec // ratelimit.go
+	waits            *waitMetrics           // waits.go
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -110,10 +111,11 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_tool_findings_total",
 			Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool.",
 		}, []string{"server", "kind"}),
+		rateLimited: newRateLimited(),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -17,6 +17,9 @@ type item struct {
 	name     string // current exposed name
 	base     string // the exposed name before any hash suffix
 	shared   int    // >0: collided with this many others and got a hash suffix
+	rename   string // the operator's name for it (Input.Renames); "" for none
+	deflt    string // for a renamed item, its name without the rename
+	yielded  bool   // gave its name up to a renamed item and got the suffix
 }
 
 // Build computes the exposed names of every item of inputs in style (""
@@ -53,12 +56,17 @@ func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 		} else {
 			it.name = style.prefixedName(it.prefix, it.route.Name)
 		}
+		if it.rename != "" {
+			// Reserved: never bare, so it never falls back (SPEC §15).
+			it.deflt, it.name, it.bare = it.name, fit(sanitize(it.rename, false)), false
+		}
 	}
 	fallBack(style, items)
 	for i := range items {
 		items[i].base = items[i].name
 		items[i].hold(prev)
 	}
+	reserve(items)
 	addSuffixes(items)
 	warns = append(warns, describe(items)...)
 	slices.Sort(warns)
@@ -81,11 +89,23 @@ func collect(inputs []Input) ([]item, []string) {
 			prefixes[in.Server] = min(p, in.Prefix)
 		}
 	}
+	// A route given twice with two renames takes the smallest, so the
+	// result does not depend on the order of inputs.
+	renames := map[Route]string{}
+	for _, in := range inputs {
+		for n, r := range in.Renames {
+			rt := Route{Server: in.Server, Name: n}
+			if old, ok := renames[rt]; r != "" && (!ok || r < old) {
+				renames[rt] = r
+			}
+		}
+	}
 	items := make([]item, 0, size)
 	for _, in := range inputs {
 		p := prefixes[in.Server]
 		for _, n := range in.Names {
-			items = append(items, item{route: Route{Server: in.Server, Name: n}, prefix: p, bare: p == ""})
+			rt := Route{Server: in.Server, Name: n}
+			items = append(items, item{route: rt, prefix: p, bare: p == "", rename: renames[rt]})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int {
@@ -105,6 +125,37 @@ func (it *item) hold(prev *Table) {
 	exposed, ok := prev.Exposed(it.route.Server, it.route.Name)
 	if ok && prev.Base(exposed) == it.base {
 		it.held, it.name = true, exposed
+	}
+}
+
+// reserve gives every renamed item its name, ahead of any holder: a name
+// an operator chose is reserved (SPEC §15), so an item that held it, or
+// has it as its own, gets the hash suffix (a reload that adds a rename may
+// thus rename a tool a host has seen: the operator asked for the name). Renamed items that share one
+// name (config validation refuses that) are left to addSuffixes like any
+// colliders.
+func reserve(items []item) {
+	count := map[string]int{}
+	for i := range items {
+		if items[i].rename != "" {
+			count[items[i].base]++
+		}
+	}
+	if len(count) == 0 {
+		return
+	}
+	for i := range items {
+		it := &items[i]
+		switch {
+		case it.rename != "":
+			if count[it.base] == 1 {
+				it.held, it.name = true, it.base
+			}
+		case count[it.name] == 1:
+			// It holds or has a reserved name: back to its base, which
+			// gets the suffix if it is the reserved name itself.
+			it.held, it.name, it.yielded = false, it.base, count[it.base] == 1
+		}
 	}
 }
 
@@ -232,7 +283,13 @@ func newTable(items []item) *Table {
 	for i, it := range items {
 		t.byExposed[it.name] = it.route
 		t.byRoute[it.route] = it.name
-		t.entries[i] = Entry{Exposed: it.name, Base: it.base, Route: it.route}
+		t.entries[i] = Entry{Exposed: it.name, Base: it.base, Default: it.deflt, Route: it.route}
+		if it.deflt != "" {
+			if t.defaults == nil {
+				t.defaults = make(map[string]string)
+			}
+			t.defaults[it.name] = it.deflt
+		}
 		if it.base != it.name {
 			if t.bases == nil {
 				t.bases = make(map[string]string)

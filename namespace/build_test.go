@@ -470,7 +470,7 @@ func TestNilTable(t *testing.T) {
 func TestRoutesIsACopy(t *testing.T) {
 	tbl, _ := Build(StyleZeroclaw, []Input{{Server: "s", Prefix: "s", Names: []string{"b", "a"}}})
 	r := tbl.Routes()
-	want := []Entry{{"s__a", "s__a", Route{"s", "a"}}, {"s__b", "s__b", Route{"s", "b"}}}
+	want := []Entry{{"s__a", "s__a", "", Route{"s", "a"}}, {"s__b", "s__b", "", Route{"s", "b"}}}
 	if !slices.Equal(r, want) {
 		t.Fatalf("Routes = %v, want %v", r, want)
 	}

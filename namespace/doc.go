@@ -47,6 +47,17 @@
 // suffix; policy rules match it, so no suffix moves a tool out of a rule
 // (SPEC §2, §5).
 //
+// # Renames
+//
+// An operator may rename a tool (servers.<s>.tools.overrides, SPEC §15;
+// Input.Renames). The rename is the exposed name as written (sanitized and
+// cut like any name if it is not valid), never prefixed and never moved by
+// the bare fallback. It is reserved: it goes before every other claim on
+// the name, held names included, so a tool whose own name equals it gets
+// the hash suffix (or, bare, falls back). The entry keeps its Default, the
+// name it would have had without the rename, which policy rules still
+// match.
+//
 // # Resource URIs
 //
 // Native resources/* use "<p>+<original uri>" where p is URIPrefix(server):

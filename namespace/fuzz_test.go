@@ -7,7 +7,8 @@ import (
 )
 
 // decodeInputs turns fuzz bytes into inputs: records split by 0x1e, fields
-// by 0x1f; field 0 is the server, field 1 the prefix, the rest names.
+// by 0x1f; field 0 is the server, field 1 the prefix, the rest names. A
+// name "n\x1dr" is n renamed to r (Input.Renames).
 func decodeInputs(raw string) []Input {
 	var in []Input
 	for rec := range strings.SplitSeq(raw, "\x1e") {
@@ -16,8 +17,14 @@ func decodeInputs(raw string) []Input {
 		if len(f) > 1 {
 			it.Prefix = f[1]
 		}
-		if len(f) > 2 {
-			it.Names = f[2:]
+		for _, n := range f[min(len(f), 2):] {
+			if name, rename, ok := strings.Cut(n, "\x1d"); ok {
+				if it.Renames == nil {
+					it.Renames = map[string]string{}
+				}
+				it.Renames[name], n = rename, name
+			}
+			it.Names = append(it.Names, n)
 		}
 		in = append(in, it)
 	}
@@ -32,6 +39,8 @@ func FuzzBuild(f *testing.F) {
 	f.Add(false, "a\x1f\x1ft\x1eb\x1f\x1ft\x1ec\x1f\x1fa__t")
 	f.Add(false, strings.Repeat("z", 40)+"\x1f\x1f"+strings.Repeat("é", 70))
 	f.Add(true, "\x00\x1f\xff\x1f\u202e")
+	f.Add(false, "a\x1fa\x1fsearch\x1dweb\x1fx\x1eb\x1f\x1fweb\x1fa__x")
+	f.Add(true, "a\x1fa\x1fs\x1dmcp_b_t\x1eb\x1fb\x1ft\x1fu\x1dmcp_b_t")
 	f.Fuzz(func(t *testing.T, hermes bool, raw string) {
 		style := StyleZeroclaw
 		if hermes {
@@ -84,7 +93,7 @@ func FuzzBuild(f *testing.F) {
 			for j, n := range it.Names {
 				names[len(names)-1-j] = n
 			}
-			rev[len(in)-1-i] = Input{Server: it.Server, Prefix: it.Prefix, Names: names}
+			rev[len(in)-1-i] = Input{Server: it.Server, Prefix: it.Prefix, Names: names, Renames: it.Renames}
 		}
 		tbl2, warns2 := Build(style, rev)
 		routes2 := tbl2.Routes()
@@ -129,10 +138,16 @@ func FuzzBuild(f *testing.F) {
 			return m
 		}
 		hp, wp := prefix(in[:len(in)/2]), prefix(in)
+		reserved := map[string]bool{} // the names renames took: they go first
+		for _, e := range tbl3.Routes() {
+			if e.Default != "" {
+				reserved[e.Base] = true
+			}
+		}
 		for _, e := range half.Routes() {
 			n, _ := tbl3.Exposed(e.Server, e.Name)
-			if hp[e.Server] != wp[e.Server] || tbl3.Base(n) != e.Base {
-				continue // renamed by its prefix or its bare fallback, not by a suffix
+			if hp[e.Server] != wp[e.Server] || tbl3.Base(n) != e.Base || reserved[e.Exposed] || reserved[e.Base] {
+				continue // renamed by its prefix, its bare fallback or a reserved name, not by a suffix
 			}
 			if n != e.Exposed {
 				t.Fatalf("rebuild renamed %q from %q to %q", e.Route, e.Exposed, n)

@@ -27,8 +27,6 @@ const (
 	MaxNameLen = 64
 	// hashLen is the number of hex digits in a hash suffix.
 	hashLen = 6
-	// cutLen is what is kept of a name before "_" and a hash suffix.
-	cutLen = MaxNameLen - 1 - hashLen
 )
 
 // ValidName reports whether s matches ^[A-Za-z0-9_-]{1,64}$.
@@ -109,7 +107,8 @@ func sanitize(raw string, hermes bool) string {
 }
 
 // fit cuts a sanitized name longer than MaxNameLen to exactly MaxNameLen:
-// cutLen bytes, '_', and hash digits of the whole name.
+// the first MaxNameLen-1-hashLen bytes, '_', and hash digits of the whole
+// name.
 func fit(name string) string {
 	if len(name) <= MaxNameLen {
 		return name
@@ -117,8 +116,8 @@ func fit(name string) string {
 	return withSuffix(name, shortHash(name))
 }
 
-// withSuffix appends "_"+suffix to name, first cutting name to cutLen bytes
-// if the result would be too long. name is ASCII.
+// withSuffix appends "_"+suffix to name, first cutting name so that the
+// result is at most MaxNameLen bytes. name is ASCII.
 func withSuffix(name, suffix string) string {
 	if len(name)+1+len(suffix) > MaxNameLen {
 		name = name[:MaxNameLen-1-len(suffix)]

@@ -11,6 +11,12 @@ type Input struct {
 	Prefix string
 	// Names are the upstream's own item names, any bytes.
 	Names []string
+	// Renames gives some of Names the exposed name an operator chose
+	// (servers.<s>.tools.overrides.<name>.name, SPEC §15), by original
+	// name. Such a name is reserved: it is not prefixed, never falls back,
+	// and an item whose own name equals it gets the hash suffix instead.
+	// A rename that is not a valid exposed name is sanitized like any name.
+	Renames map[string]string
 }
 
 // Route is what an exposed name stands for.
@@ -28,6 +34,11 @@ type Entry struct {
 	// §2); policy rules that name Base match the entry (filter.Tool.Base).
 	// It equals Exposed for an entry that never collided.
 	Base string
+	// Default is, for a renamed entry (Input.Renames), the name it would
+	// have been exposed under without the rename, before any fallback or
+	// suffix; "" for the others. Policy rules that name it still match the
+	// entry (filter.Tool.Default).
+	Default string
 	Route
 }
 
@@ -37,6 +48,7 @@ type Table struct {
 	byExposed map[string]Route
 	byRoute   map[Route]string
 	bases     map[string]string // exposed -> base, where they differ
+	defaults  map[string]string // exposed -> default name, for renamed entries
 	entries   []Entry           // sorted by Exposed
 }
 
@@ -74,6 +86,16 @@ func (t *Table) Base(exposed string) string {
 		return exposed
 	}
 	return ""
+}
+
+// Default returns the name a renamed entry would have been exposed under
+// without its rename (Entry.Default), or "" for a name that is not a
+// renamed entry's.
+func (t *Table) Default(exposed string) string {
+	if t == nil {
+		return ""
+	}
+	return t.defaults[exposed]
 }
 
 // Len is the number of entries.

@@ -26,7 +26,10 @@ func describe(items []item) []string {
 		case it.fellBack:
 			why = append(why, "bare name collides with another exposed name, fell back to the server-prefixed name")
 		}
-		if it.shared > 0 {
+		switch {
+		case it.yielded && it.shared > 0:
+			why = append(why, "name is reserved by a tools.overrides name, hash suffix added")
+		case it.shared > 0:
 			why = append(why, fmt.Sprintf("name shared with %d other item(s), hash suffix added", it.shared))
 		}
 		warns = append(warns, fmt.Sprintf("server %s, name %s: %s; exposed as %q",

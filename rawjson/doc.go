@@ -4,5 +4,6 @@
 // as it came (key order, number spelling, escapes, unknown fields).
 //
 // mcp-proxy uses it wherever an upstream's JSON passes through with a small
-// change: a tool's exposed name, a result spliced into a JSON-RPC response.
+// change: a tool's exposed name, a result spliced into a JSON-RPC response,
+// a pinned parameter cut out of a tool's schema (Elements and Cut).
 package rawjson

@@ -27,7 +27,7 @@ func (s *session) keepalive(interval time.Duration) {
 		case <-t.C:
 		}
 		ctx, cancel := context.WithTimeout(s.ctx, timeout)
-		err := s.cl.Ping(WithMethod(ctx, "ping"))
+		err := s.cl.Ping(withMethod(ctx, "ping"))
 		cancel()
 		if err != nil {
 			if s.ctx.Err() != nil {

@@ -35,17 +35,17 @@ const (
 	tooLargeCode = -32000
 )
 
-// LineOption configures NewLineLimiter.
-type LineOption func(*lineLimiter)
+// lineOption configures newLineLimiter.
+type lineOption func(*lineLimiter)
 
-// WithDropHook sets fn to be told, synchronously from Read, of every
+// withDropHook sets fn to be told, synchronously from Read, of every
 // over-long line that was dropped because no response id could be read from
 // its first bytes. nil means drops go unreported.
-func WithDropHook(fn func(error)) LineOption {
+func withDropHook(fn func(error)) lineOption {
 	return func(l *lineLimiter) { l.onDrop = fn }
 }
 
-// NewLineLimiter bounds the lines of r, a stdio child's stdout carrying
+// newLineLimiter bounds the lines of r, a stdio child's stdout carrying
 // newline-delimited JSON-RPC. A line of at most limit bytes (its '\n' not
 // counted) passes through byte for byte. A longer line is never held whole:
 // its first idScanBytes are kept to look for the id of a JSON-RPC response,
@@ -58,16 +58,16 @@ func WithDropHook(fn func(error)) LineOption {
 // field, a batch), the line is dropped and the drop hook is told. Memory is
 // one read chunk plus at most max(limit, idScanBytes) for a line in
 // progress. A last line without '\n' at EOF is delivered as it is.
-func NewLineLimiter(r io.Reader, limit int64, opts ...LineOption) io.Reader {
+func newLineLimiter(r io.Reader, limit int64, opts ...lineOption) io.Reader {
 	if limit <= 0 {
 		return r
 	}
 	return newLineReader(r, limit, opts...)
 }
 
-// newLineReader is NewLineLimiter for a caller that reads whole lines
+// newLineReader is newLineLimiter for a caller that reads whole lines
 // (ReadLine). A limit <= 0 leaves lines unbounded.
-func newLineReader(r io.Reader, limit int64, opts ...LineOption) *lineLimiter {
+func newLineReader(r io.Reader, limit int64, opts ...lineOption) *lineLimiter {
 	if limit <= 0 {
 		limit = math.MaxInt64
 	}
@@ -286,11 +286,11 @@ func tooLargeResponse(id []byte, limit int64) []byte {
 	return append(b, "\"}}\n"...)
 }
 
-// LimitBody bounds a plain (non-SSE) HTTP response body: reading more than
+// limitBody bounds a plain (non-SSE) HTTP response body: reading more than
 // limit bytes returns the bytes up to the limit with a
 // *ResponseTooLargeError, and every later Read returns it again. Close
 // closes body.
-func LimitBody(body io.ReadCloser, limit int64) io.ReadCloser {
+func limitBody(body io.ReadCloser, limit int64) io.ReadCloser {
 	if limit <= 0 {
 		return body
 	}
@@ -324,13 +324,13 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 
 func (b *limitedBody) Close() error { return b.rc.Close() }
 
-// LimitSSE bounds each event of a text/event-stream body: the bytes of one
+// limitSSE bounds each event of a text/event-stream body: the bytes of one
 // event (its field lines and their line ends, up to the blank line that
 // dispatches it) may be at most limit. A longer event makes Read return the
 // bytes within the limit with a *ResponseTooLargeError, and the stream ends
 // there: every later Read returns the error. Lines may end in "\n", "\r\n"
 // or "\r". Close closes body.
-func LimitSSE(body io.ReadCloser, limit int64) io.ReadCloser {
+func limitSSE(body io.ReadCloser, limit int64) io.ReadCloser {
 	if limit <= 0 {
 		return body
 	}
@@ -406,12 +406,12 @@ func (s *sseLimiter) scan(b []byte) (int, bool) {
 
 func (s *sseLimiter) Close() error { return s.rc.Close() }
 
-// LimitTransport enforces limit on every response of next: a plain body
+// limitResponses enforces limit on every response of next: a plain body
 // whose Content-Length is over the limit is closed and the round trip fails
 // at once with a *ResponseTooLargeError; otherwise the body is wrapped with
-// LimitSSE (Content-Type text/event-stream, where the limit is per event and
-// Content-Length, if any, is not checked) or LimitBody.
-func LimitTransport(next http.RoundTripper, limit int64) http.RoundTripper {
+// limitSSE (Content-Type text/event-stream, where the limit is per event and
+// Content-Length, if any, is not checked) or limitBody.
+func limitResponses(next http.RoundTripper, limit int64) http.RoundTripper {
 	if limit <= 0 {
 		return next
 	}
@@ -429,14 +429,14 @@ func (t *limitTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		return resp, err
 	}
 	if isEventStream(resp.Header.Get("Content-Type")) {
-		resp.Body = LimitSSE(resp.Body, t.limit)
+		resp.Body = limitSSE(resp.Body, t.limit)
 		return resp, nil
 	}
 	if resp.ContentLength > t.limit && req.Method != http.MethodHead {
 		resp.Body.Close()
 		return nil, &ResponseTooLargeError{Limit: t.limit}
 	}
-	resp.Body = LimitBody(resp.Body, t.limit)
+	resp.Body = limitBody(resp.Body, t.limit)
 	return resp, nil
 }
 

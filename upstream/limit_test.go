@@ -83,7 +83,7 @@ func TestLineLimiter(t *testing.T) {
 		for rname, wrap := range readers {
 			t.Run(tt.name+"/"+rname, func(t *testing.T) {
 				var drops []error
-				lr := NewLineLimiter(wrap(strings.NewReader(tt.in)), tt.limit, WithDropHook(func(err error) { drops = append(drops, err) }))
+				lr := newLineLimiter(wrap(strings.NewReader(tt.in)), tt.limit, withDropHook(func(err error) { drops = append(drops, err) }))
 				got, err := io.ReadAll(lr)
 				if err != nil {
 					t.Fatalf("ReadAll: %v", err)
@@ -111,7 +111,7 @@ func TestLineLimiter(t *testing.T) {
 
 func TestLineLimiterReplacementIsValidJSONRPC(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":"req-1","result":"` + strings.Repeat("z", 1000) + `"}` + "\n"
-	got, err := io.ReadAll(NewLineLimiter(strings.NewReader(in), 100))
+	got, err := io.ReadAll(newLineLimiter(strings.NewReader(in), 100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLineLimiterReplacementIsValidJSONRPC(t *testing.T) {
 func TestLineLimiterReadError(t *testing.T) {
 	boom := errors.New("pipe broke")
 	r := io.MultiReader(strings.NewReader("whole\npart"), iotest.ErrReader(boom))
-	got, err := io.ReadAll(NewLineLimiter(r, 100))
+	got, err := io.ReadAll(newLineLimiter(r, 100))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
@@ -146,7 +146,7 @@ func TestLineLimiterReadError(t *testing.T) {
 
 func TestLineLimiterDisabled(t *testing.T) {
 	r := strings.NewReader("x")
-	if NewLineLimiter(r, 0) != io.Reader(r) {
+	if newLineLimiter(r, 0) != io.Reader(r) {
 		t.Fatal("a limit of 0 should return the reader itself")
 	}
 }
@@ -190,7 +190,7 @@ func TestLineLimiterMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := io.ReadAll(NewLineLimiter(src, 1<<20))
+	got, err := io.ReadAll(newLineLimiter(src, 1<<20))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -223,7 +223,7 @@ func TestLimitBody(t *testing.T) {
 	for _, tt := range tests {
 		for rname, wrap := range map[string]func(io.Reader) io.Reader{"whole": func(r io.Reader) io.Reader { return r }, "one byte": iotest.OneByteReader} {
 			t.Run(tt.name+"/"+rname, func(t *testing.T) {
-				body := LimitBody(io.NopCloser(wrap(strings.NewReader(tt.body))), tt.limit)
+				body := limitBody(io.NopCloser(wrap(strings.NewReader(tt.body))), tt.limit)
 				got, err := io.ReadAll(body)
 				if string(got) != tt.want {
 					t.Errorf("got %d bytes, want %d", len(got), len(tt.want))
@@ -279,7 +279,7 @@ func TestLimitSSE(t *testing.T) {
 		for rname, wrap := range map[string]func(io.Reader) io.Reader{"whole": func(r io.Reader) io.Reader { return r }, "one byte": iotest.OneByteReader, "half": iotest.HalfReader} {
 			t.Run(tt.name+"/"+rname, func(t *testing.T) {
 				rec := &closeRecorder{Reader: wrap(strings.NewReader(tt.stream))}
-				body := LimitSSE(rec, tt.limit)
+				body := limitSSE(rec, tt.limit)
 				got, err := io.ReadAll(body)
 				want := tt.wantLen
 				if want < 0 {
@@ -330,7 +330,7 @@ func TestLimitTransport(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	client := &http.Client{Transport: LimitTransport(http.DefaultTransport, limit)}
+	client := &http.Client{Transport: limitResponses(http.DefaultTransport, limit)}
 
 	get := func(path string) (string, error) {
 		resp, err := client.Get(srv.URL + path)
@@ -380,8 +380,8 @@ func FuzzLineLimiter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, step uint8) {
 		limit := int64(limit16%512) + 1
 		drops := 0
-		l := NewLineLimiter(&stepReader{b: data, step: int(step%64) + 1}, limit,
-			WithDropHook(func(error) { drops++ })).(*lineLimiter)
+		l := newLineLimiter(&stepReader{b: data, step: int(step%64) + 1}, limit,
+			withDropHook(func(error) { drops++ })).(*lineLimiter)
 		var out bytes.Buffer
 		buf := make([]byte, int(step%17)+1)
 		for {
@@ -464,13 +464,13 @@ func (s *stepReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// FuzzLimitSSE checks LimitSSE against a line-based model of the events.
+// FuzzLimitSSE checks limitSSE against a line-based model of the events.
 func FuzzLimitSSE(f *testing.F) {
 	f.Add([]byte("data: a\n\ndata: bb\r\n\r\n: c\rdata: d\r\r"), uint16(8), uint8(2))
 	f.Add([]byte("data: "+strings.Repeat("x", 40)+"\n\n"), uint16(20), uint8(5))
 	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, step uint8) {
 		limit := int64(limit16%256) + 1
-		got, err := io.ReadAll(LimitSSE(io.NopCloser(&stepReader{b: data, step: int(step%32) + 1}), limit))
+		got, err := io.ReadAll(limitSSE(io.NopCloser(&stepReader{b: data, step: int(step%32) + 1}), limit))
 		want := sseModelCut(data, limit)
 		if want < 0 {
 			if err != nil || !bytes.Equal(got, data) {

@@ -18,11 +18,11 @@ const logLevelTimeout = 10 * time.Second
 // logLevels are the MCP (RFC 5424) levels, most verbose first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// MostVerbose returns the most verbose of the given MCP log levels ("debug"
+// mostVerbose returns the most verbose of the given MCP log levels ("debug"
 // before "info" before "notice" ...), ignoring "" and unknown values; "" if
 // there is none. The downstream uses it to pick the level a server gets when
 // several sessions set one.
-func MostVerbose(levels ...string) string {
+func mostVerbose(levels ...string) string {
 	best := -1
 	for _, l := range levels {
 		if i := slices.Index(logLevels, l); i >= 0 && (best < 0 || i < best) {

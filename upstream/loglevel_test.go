@@ -147,8 +147,8 @@ func TestMostVerbose(t *testing.T) {
 		{[]string{"error", "debug", "info"}, "debug"}, {[]string{"warning", "", "notice"}, "notice"},
 		{[]string{"emergency", "alert", "critical"}, "critical"},
 	} {
-		if got := MostVerbose(tc.in...); got != tc.want {
-			t.Errorf("MostVerbose(%q) = %q, want %q", tc.in, got, tc.want)
+		if got := mostVerbose(tc.in...); got != tc.want {
+			t.Errorf("mostVerbose(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -144,7 +144,7 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 // over-long line is dropped and reported to dropped), and EOF signalled on
 // stdoutDone.
 func (p *process) stdoutReader(limit int64, dropped func(error)) lineReader {
-	return &eofLines{r: newLineReader(p.stdout, limit, WithDropHook(dropped)), done: func() {
+	return &eofLines{r: newLineReader(p.stdout, limit, withDropHook(dropped)), done: func() {
 		p.stdoutOnce.Do(func() { close(p.stdoutDone) })
 	}}
 }

@@ -127,7 +127,7 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	if err != nil {
 		return c.opError(method, err)
 	}
-	nctx, stop := s.bind(WithMethod(ctx, method))
+	nctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
 	_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, s.tr.SendNotification(nctx, n) })
 	if err != nil {
@@ -219,7 +219,7 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		req.Params, req.Header = p, h
 	}
 
-	rctx, stop := s.bind(WithMethod(ctx, method))
+	rctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
 	rctx, tooLarge := withTooLargeSink(rctx)
 	var resp *transport.JSONRPCResponse
@@ -298,7 +298,7 @@ func (s *session) sendCancelled(ctx context.Context, id string) {
 	s.spawn(func() {
 		nctx, cancel := context.WithTimeout(s.ctx, cancelNotifyTimeout)
 		defer cancel()
-		nctx = WithMethod(nctx, string(mcp.MethodNotificationCancelled))
+		nctx = withMethod(nctx, string(mcp.MethodNotificationCancelled))
 		if err := s.tr.SendNotification(nctx, n); err != nil && s.ctx.Err() == nil {
 			s.log.Debug().Err(safe(err)).Str("request", id).Msg("send notifications/cancelled")
 		}

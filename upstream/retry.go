@@ -34,10 +34,10 @@ const (
 // methodKey is the context key of the JSON-RPC method a request carries.
 type methodKey struct{}
 
-// WithMethod marks ctx with the JSON-RPC method of the request it will
-// carry, for CheckRetry. Without a mark a request is treated like tools/call:
+// withMethod marks ctx with the JSON-RPC method of the request it will
+// carry, for checkRetry. Without a mark a request is treated like tools/call:
 // only a failure to connect is retried.
-func WithMethod(ctx context.Context, method string) context.Context {
+func withMethod(ctx context.Context, method string) context.Context {
 	return context.WithValue(ctx, methodKey{}, method)
 }
 
@@ -46,26 +46,26 @@ func methodFrom(ctx context.Context) string {
 	return m
 }
 
-// NewHTTPClient returns the HTTP client of an http or sse upstream:
+// newHTTPClient returns the HTTP client of an http or sse upstream:
 //
 //	http.Client (redirects: CheckRedirect, default refuses https→http)
-//	  └ retryablehttp (CheckRetry, Backoff, at most 2 retries)
-//	      └ LimitTransport(limit)
+//	  └ retryablehttp (checkRetry, retryBackoff, at most 2 retries)
+//	      └ limitResponses(limit)
 //	          └ base (nil: a clone of http.DefaultTransport)
 //
 // Each request is retried as a whole, so a retried request is a fresh
 // round trip with its body re-read. Redirects are followed by the returned
 // client only (the inner one hands 3xx back), so setting CheckRedirect on
-// it, to NoDowngradeRedirect for instance, governs every hop. retryablehttp
+// it, to noDowngradeRedirect for instance, governs every hop. retryablehttp
 // logs through logger at debug level, its texts sanitized; a logger below
 // debug gets no retry logging at all.
-func NewHTTPClient(base *http.Transport, limit int64, logger zerolog.Logger) *http.Client {
+func newHTTPClient(base *http.Transport, limit int64, logger zerolog.Logger) *http.Client {
 	if base == nil {
 		base = http.DefaultTransport.(*http.Transport).Clone()
 	}
 	rc := &retryablehttp.Client{
 		HTTPClient: &http.Client{
-			Transport: LimitTransport(base, limit),
+			Transport: limitResponses(base, limit),
 			CheckRedirect: func(*http.Request, []*http.Request) error {
 				return http.ErrUseLastResponse
 			},
@@ -73,8 +73,8 @@ func NewHTTPClient(base *http.Transport, limit int64, logger zerolog.Logger) *ht
 		RetryWaitMin: retryWaitMin,
 		RetryWaitMax: retryWaitMax,
 		RetryMax:     retryMax,
-		CheckRetry:   CheckRetry,
-		Backoff:      Backoff,
+		CheckRetry:   checkRetry,
+		Backoff:      retryBackoff,
 		ErrorHandler: lastResult,
 	}
 	if logger.GetLevel() <= zerolog.DebugLevel {
@@ -86,17 +86,17 @@ func NewHTTPClient(base *http.Transport, limit int64, logger zerolog.Logger) *ht
 	}
 }
 
-// CheckRetry is the retry policy. It retries:
+// checkRetry is the retry policy. It retries:
 //   - a request that failed before it was sent: a dial error (connection
 //     refused, unreachable, DNS), for every method, tools/call included;
 //   - a 429 or 503 response with a usable Retry-After of at most
-//     retryWaitMax, for a request marked (WithMethod) with a method other
+//     retryWaitMax, for a request marked (withMethod) with a method other
 //     than tools/call.
 //
 // Nothing else is retried: no other status, no timeout, no reset or EOF
 // after the request was written. When ctx has ended it stops with ctx's
 // error.
-func CheckRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+func checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
 	if ctxErr := ctx.Err(); ctxErr != nil {
 		return false, ctxErr
 	}
@@ -127,10 +127,10 @@ func isDialError(err error) bool {
 	return errors.As(err, &opErr) && opErr.Op == "dial"
 }
 
-// Backoff returns the wait before retry number attempt+1: the response's
+// retryBackoff returns the wait before retry number attempt+1: the response's
 // Retry-After (delta seconds or an HTTP date) when it has one, else min
 // doubled per attempt; never more than max, never negative.
-func Backoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
+func retryBackoff(min, max time.Duration, attempt int, resp *http.Response) time.Duration {
 	if resp != nil {
 		if wait, ok := retryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
 			return clampWait(wait, max)

@@ -25,7 +25,7 @@ const rpcBody = `{"jsonrpc":"2.0","id":1,"method":"x"}`
 // unmarked).
 func post(ctx context.Context, client *http.Client, url, method string) (*http.Response, error) {
 	if method != "" {
-		ctx = WithMethod(ctx, method)
+		ctx = withMethod(ctx, method)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(rpcBody))
 	if err != nil {
@@ -96,7 +96,7 @@ func TestRetryResponses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newScriptServer(t, tt.retryAfter, tt.statuses...)
-			client := NewHTTPClient(nil, 1<<20, zerolog.Nop())
+			client := newHTTPClient(nil, 1<<20, zerolog.Nop())
 			resp, err := post(t.Context(), client, srv.URL, tt.method)
 			if err != nil {
 				t.Fatalf("request failed: %v", err)
@@ -152,7 +152,7 @@ func TestRetryRefusedDial(t *testing.T) {
 	for _, method := range []string{"tools/call", "tools/list", ""} {
 		t.Run("method "+method, func(t *testing.T) {
 			var dials atomic.Int32
-			client := NewHTTPClient(countingTransport(&dials), 1<<20, zerolog.Nop())
+			client := newHTTPClient(countingTransport(&dials), 1<<20, zerolog.Nop())
 			resp, err := post(t.Context(), client, url, method)
 			if err == nil {
 				resp.Body.Close()
@@ -207,7 +207,7 @@ func TestRetryNeverAfterReset(t *testing.T) {
 	for _, method := range []string{"tools/call", "tools/list"} {
 		t.Run(method, func(t *testing.T) {
 			url, accepted := resetServer(t)
-			client := NewHTTPClient(nil, 1<<20, zerolog.Nop())
+			client := newHTTPClient(nil, 1<<20, zerolog.Nop())
 			resp, err := post(t.Context(), client, url, method)
 			if err == nil {
 				resp.Body.Close()
@@ -228,7 +228,7 @@ func TestRetryContentLengthOverLimit(t *testing.T) {
 		_, _ = w.Write(bytes.Repeat([]byte("a"), 2048))
 	}))
 	defer srv.Close()
-	client := NewHTTPClient(nil, 1024, zerolog.Nop())
+	client := newHTTPClient(nil, 1024, zerolog.Nop())
 	resp, err := post(t.Context(), client, srv.URL, "tools/list")
 	if err == nil {
 		resp.Body.Close()
@@ -248,7 +248,7 @@ func TestRetryContentLengthOverLimit(t *testing.T) {
 
 func TestRetryStopsWhenContextEnds(t *testing.T) {
 	srv := newScriptServer(t, "5", 503, 200)
-	client := NewHTTPClient(nil, 1<<20, zerolog.Nop())
+	client := newHTTPClient(nil, 1<<20, zerolog.Nop())
 	ctx, cancel := context.WithCancel(t.Context())
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
@@ -273,7 +273,7 @@ func TestRetryLogsAtDebugSanitized(t *testing.T) {
 	srv := newScriptServer(t, "0", 503, 200)
 	var buf bytes.Buffer
 	logger := zerolog.New(&buf).Level(zerolog.DebugLevel)
-	client := NewHTTPClient(nil, 1<<20, logger)
+	client := newHTTPClient(nil, 1<<20, logger)
 	resp, err := post(t.Context(), client, srv.URL+"/mcp?token=s3cr3t", "tools/list")
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +288,7 @@ func TestRetryLogsAtDebugSanitized(t *testing.T) {
 	}
 
 	buf.Reset()
-	quiet := NewHTTPClient(nil, 1<<20, zerolog.New(&buf).Level(zerolog.InfoLevel))
+	quiet := newHTTPClient(nil, 1<<20, zerolog.New(&buf).Level(zerolog.InfoLevel))
 	resp, err = post(t.Context(), quiet, srv.URL, "tools/list")
 	if err != nil {
 		t.Fatal(err)
@@ -319,28 +319,28 @@ func TestCheckRetry(t *testing.T) {
 		want    bool
 		wantErr error
 	}{
-		{"dial error, tools/call", WithMethod(ctx, "tools/call"), nil, dialErr, true, nil},
+		{"dial error, tools/call", withMethod(ctx, "tools/call"), nil, dialErr, true, nil},
 		{"dial error, unmarked", ctx, nil, dialErr, true, nil},
 		{"DNS error", ctx, nil, &net.DNSError{Err: "no such host", Name: "x.invalid", IsNotFound: true}, true, nil},
-		{"read error", WithMethod(ctx, "tools/list"), nil, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, false, nil},
-		{"EOF", WithMethod(ctx, "tools/list"), nil, io.ErrUnexpectedEOF, false, nil},
-		{"timeout", WithMethod(ctx, "tools/list"), nil, context.DeadlineExceeded, false, nil},
+		{"read error", withMethod(ctx, "tools/list"), nil, &net.OpError{Op: "read", Err: syscall.ECONNRESET}, false, nil},
+		{"EOF", withMethod(ctx, "tools/list"), nil, io.ErrUnexpectedEOF, false, nil},
+		{"timeout", withMethod(ctx, "tools/list"), nil, context.DeadlineExceeded, false, nil},
 		{"context ended", cancelled, nil, dialErr, false, context.Canceled},
-		{"503 + Retry-After", WithMethod(ctx, "tools/list"), resp(503, "1"), nil, true, nil},
-		{"429 + Retry-After", WithMethod(ctx, "resources/list"), resp(429, "2"), nil, true, nil},
-		{"429 + Retry-After at the cap", WithMethod(ctx, "resources/list"), resp(429, "5"), nil, true, nil},
-		{"429 + Retry-After over the cap", WithMethod(ctx, "resources/list"), resp(429, "6"), nil, false, nil},
-		{"503 + Retry-After, tools/call", WithMethod(ctx, "tools/call"), resp(503, "1"), nil, false, nil},
-		{"503 + negative Retry-After", WithMethod(ctx, "tools/list"), resp(503, "-1"), nil, false, nil},
-		{"503 alone", WithMethod(ctx, "tools/list"), resp(503, ""), nil, false, nil},
-		{"500 + Retry-After", WithMethod(ctx, "tools/list"), resp(500, "1"), nil, false, nil},
-		{"200", WithMethod(ctx, "tools/list"), resp(200, ""), nil, false, nil},
+		{"503 + Retry-After", withMethod(ctx, "tools/list"), resp(503, "1"), nil, true, nil},
+		{"429 + Retry-After", withMethod(ctx, "resources/list"), resp(429, "2"), nil, true, nil},
+		{"429 + Retry-After at the cap", withMethod(ctx, "resources/list"), resp(429, "5"), nil, true, nil},
+		{"429 + Retry-After over the cap", withMethod(ctx, "resources/list"), resp(429, "6"), nil, false, nil},
+		{"503 + Retry-After, tools/call", withMethod(ctx, "tools/call"), resp(503, "1"), nil, false, nil},
+		{"503 + negative Retry-After", withMethod(ctx, "tools/list"), resp(503, "-1"), nil, false, nil},
+		{"503 alone", withMethod(ctx, "tools/list"), resp(503, ""), nil, false, nil},
+		{"500 + Retry-After", withMethod(ctx, "tools/list"), resp(500, "1"), nil, false, nil},
+		{"200", withMethod(ctx, "tools/list"), resp(200, ""), nil, false, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := CheckRetry(tt.ctx, tt.resp, tt.err)
+			got, err := checkRetry(tt.ctx, tt.resp, tt.err)
 			if got != tt.want || !errors.Is(err, tt.wantErr) || (tt.wantErr == nil && err != nil) {
-				t.Fatalf("CheckRetry = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
+				t.Fatalf("checkRetry = %v, %v; want %v, %v", got, err, tt.want, tt.wantErr)
 			}
 		})
 	}
@@ -373,9 +373,9 @@ func TestBackoff(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := Backoff(lo, hi, tt.attempt, tt.resp)
+			got := retryBackoff(lo, hi, tt.attempt, tt.resp)
 			if got < tt.min || got > tt.max {
-				t.Fatalf("Backoff = %v, want within [%v, %v]", got, tt.min, tt.max)
+				t.Fatalf("retryBackoff = %v, want within [%v, %v]", got, tt.min, tt.max)
 			}
 		})
 	}

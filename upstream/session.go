@@ -170,7 +170,7 @@ func (s *session) open(ctx context.Context) error {
 		})
 	}
 
-	res, err := s.cl.Initialize(WithMethod(ctx, string(mcp.MethodInitialize)), mcp.InitializeRequest{Params: mcp.InitializeParams{
+	res, err := s.cl.Initialize(withMethod(ctx, string(mcp.MethodInitialize)), mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ProtocolVersion: s.preferredProtocol(),
 		ClientInfo:      mcp.Implementation{Name: clientName, Version: Version},
 		Capabilities:    caps,

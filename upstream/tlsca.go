@@ -123,10 +123,10 @@ func irregularKind(m fs.FileMode) string {
 	return "of mode " + strconv.Quote(m.Type().String())
 }
 
-// RequireHTTPS returns an error unless u is an https URL with a host. It is
+// requireHTTPS returns an error unless u is an https URL with a host. It is
 // checked for the server URL and for the endpoint a legacy SSE server
 // advertises when tls_ca_cert_path is set.
-func RequireHTTPS(u *url.URL) error {
+func requireHTTPS(u *url.URL) error {
 	if u == nil {
 		return errors.New("no URL: an https:// URL is required with tls_ca_cert_path")
 	}
@@ -136,18 +136,18 @@ func RequireHTTPS(u *url.URL) error {
 	return nil
 }
 
-// NoDowngradeRedirect is an http.Client CheckRedirect that refuses a
+// noDowngradeRedirect is an http.Client CheckRedirect that refuses a
 // redirect to anything but https:// and stops after maxRedirects. It runs
 // before the redirected request is sent, so nothing (no header, no body)
 // reaches a plain-http address.
-func NoDowngradeRedirect(req *http.Request, via []*http.Request) error {
+func noDowngradeRedirect(req *http.Request, via []*http.Request) error {
 	if req.URL.Scheme != "https" {
 		return fmt.Errorf("refusing redirect to %q: not https://", safeURL(req.URL))
 	}
 	return capRedirects(via)
 }
 
-// noDowngrade is NewHTTPClient's default CheckRedirect: it refuses only a
+// noDowngrade is newHTTPClient's default CheckRedirect: it refuses only a
 // redirect from https to anything else, so a plain-http server may still
 // redirect within plain http.
 func noDowngrade(req *http.Request, via []*http.Request) error {

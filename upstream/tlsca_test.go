@@ -53,7 +53,7 @@ func TestLoadCAPoolTrustsTheCA(t *testing.T) {
 		}
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.TLSClientConfig = &tls.Config{RootCAs: pool}
-		client := NewHTTPClient(base, 1<<20, zerolog.Nop())
+		client := newHTTPClient(base, 1<<20, zerolog.Nop())
 		resp, err := client.Get(srv.URL)
 		if err != nil {
 			t.Fatalf("GET with the CA pool: %v", err)
@@ -67,7 +67,7 @@ func TestLoadCAPoolTrustsTheCA(t *testing.T) {
 
 	// Without the CA the same server is not trusted: the pool is what
 	// made the difference.
-	_, err := NewHTTPClient(nil, 1<<20, zerolog.Nop()).Get(srv.URL)
+	_, err := newHTTPClient(nil, 1<<20, zerolog.Nop()).Get(srv.URL)
 	var unknown x509.UnknownAuthorityError
 	if !errors.As(err, &unknown) {
 		t.Fatalf("GET without the CA: err = %v, want x509.UnknownAuthorityError", err)
@@ -186,13 +186,13 @@ func TestRequireHTTPS(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = RequireHTTPS(u)
+		err = requireHTTPS(u)
 		if got := errText(err); got != tt.want {
-			t.Errorf("RequireHTTPS(%q) = %q, want %q", tt.url, got, tt.want)
+			t.Errorf("requireHTTPS(%q) = %q, want %q", tt.url, got, tt.want)
 		}
 	}
-	if RequireHTTPS(nil) == nil {
-		t.Error("RequireHTTPS(nil) = nil")
+	if requireHTTPS(nil) == nil {
+		t.Error("requireHTTPS(nil) = nil")
 	}
 }
 
@@ -222,7 +222,7 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 	newClient := func(policy func(*http.Request, []*http.Request) error) *http.Client {
 		base := http.DefaultTransport.(*http.Transport).Clone()
 		base.TLSClientConfig = &tls.Config{RootCAs: pool}
-		c := NewHTTPClient(base, 1<<20, zerolog.Nop())
+		c := newHTTPClient(base, 1<<20, zerolog.Nop())
 		if policy != nil {
 			c.CheckRedirect = policy
 		}
@@ -230,11 +230,11 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 	}
 	plainClient := &http.Client{
 		Transport:     &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
-		CheckRedirect: NoDowngradeRedirect,
+		CheckRedirect: noDowngradeRedirect,
 	}
 	clients := map[string]*http.Client{
-		"NoDowngradeRedirect":      newClient(NoDowngradeRedirect),
-		"NewHTTPClient default":    newClient(nil),
+		"noDowngradeRedirect":      newClient(noDowngradeRedirect),
+		"newHTTPClient default":    newClient(nil),
 		"plain net/http with hook": plainClient,
 	}
 	for name, client := range clients {
@@ -256,7 +256,7 @@ func TestRedirectToPlainHTTPIsRefused(t *testing.T) {
 				t.Fatalf("err = %v, want a *url.Error", err)
 			}
 			want := fmt.Sprintf("refusing redirect to %q: not https://", plain.URL+"/mcp")
-			if name == "NewHTTPClient default" {
+			if name == "newHTTPClient default" {
 				want = fmt.Sprintf("refusing redirect from https to %q", plain.URL+"/mcp")
 			}
 			if got := ue.Err.Error(); got != want {
@@ -290,8 +290,8 @@ func TestRedirectsWithinHTTPS(t *testing.T) {
 	}
 	base := http.DefaultTransport.(*http.Transport).Clone()
 	base.TLSClientConfig = &tls.Config{RootCAs: pool}
-	client := NewHTTPClient(base, 1<<20, zerolog.Nop())
-	client.CheckRedirect = NoDowngradeRedirect
+	client := newHTTPClient(base, 1<<20, zerolog.Nop())
+	client.CheckRedirect = noDowngradeRedirect
 
 	resp, err := client.Post(srv.URL+"/moved", "application/json", strings.NewReader(`{"x":1}`))
 	if err != nil {

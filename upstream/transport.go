@@ -116,7 +116,7 @@ func (s *session) httpClient() (*http.Client, error) {
 	base.MaxIdleConnsPerHost = maxIdleConnsPerUpstream
 	s.httpBase = base // its idle connections are closed with the session
 	if cfg.TLSCACertPath != "" {
-		if err := RequireHTTPS(u); err != nil {
+		if err := requireHTTPS(u); err != nil {
 			return nil, err
 		}
 		pool, err := LoadCAPool(cfg.TLSCACertPath)
@@ -125,10 +125,10 @@ func (s *session) httpClient() (*http.Client, error) {
 		}
 		base.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	}
-	hc := NewHTTPClient(base, s.c.maxResponseBytes(), s.log)
+	hc := newHTTPClient(base, s.c.maxResponseBytes(), s.log)
 	if cfg.TLSCACertPath != "" {
-		hc.CheckRedirect = NoDowngradeRedirect // nothing but https, ever
-	} // else NewHTTPClient's default: no https→http downgrade
+		hc.CheckRedirect = noDowngradeRedirect // nothing but https, ever
+	} // else newHTTPClient's default: no https→http downgrade
 	headers := maps.Clone(cfg.Headers)
 	if headers == nil {
 		headers = map[string]string{}
@@ -160,7 +160,7 @@ func (s *session) checkSSEEndpoint(tr *transport.SSE) error {
 	if ep == nil {
 		return fmt.Errorf("SSE server advertised no endpoint")
 	}
-	if err := RequireHTTPS(ep); err != nil {
+	if err := requireHTTPS(ep); err != nil {
 		return fmt.Errorf("SSE endpoint: %w", err)
 	}
 	return nil

@@ -27,9 +27,9 @@ func (rt *runtime) openGuard(cfg *config.Config) error {
 }
 
 // reviewAll runs the integrity review of every connected server, the way
-// a catalog build does: upstream bytes, client-visible bytes (the upstream's
-// own until tool overrides exist) and the catalog's names for the
-// cross-server detector.
+// a catalog build does: upstream bytes, client-visible bytes (after the
+// server's tools.overrides) and the catalog's names for the cross-server
+// detector.
 func (rt *runtime) reviewAll() map[string]*integrity.Review {
 	var peers []integrity.PeerTool
 	for _, e := range rt.proxy.Catalog().Tools() {
@@ -45,10 +45,7 @@ func (rt *runtime) reviewAll() map[string]*integrity.Review {
 		if s.State != upstream.StateConnected {
 			continue
 		}
-		in := integrity.Server{Name: name, Policy: integrity.PolicyOf(cfg, name)}
-		for _, t := range s.Tools {
-			in.Tools = append(in.Tools, integrity.Tool{Name: t.Name, Upstream: t.Raw})
-		}
+		in := integrity.Server{Name: name, Policy: integrity.PolicyOf(cfg, name), Tools: rt.proxy.IntegrityTools(name, s.Tools)}
 		out[name] = rt.integrity.Review(in, index)
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"net"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/status"
@@ -73,7 +74,14 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 	rt.bound = ln.Addr().String()
 	rt.mu.Unlock()
 	url := "http://" + ln.Addr().String() + cfg.Listen.Path
-	rt.log.Info().Str("url", url).Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
+	ev := rt.log.Info().Str("url", url)
+	if cfg.Listen.Auth != nil {
+		// Under OAuth the endpoint's public URL is the resource tokens are
+		// issued for; clients behind a reverse proxy use it, not url.
+		a := authn.New(cfg, authn.Options{BoundAddr: ln.Addr().String()})
+		ev = ev.Str("public_url", a.Resource("")).Str("resource_metadata", a.MetadataURL(""))
+	}
+	ev.Msg("serving MCP over Streamable HTTP; point your MCP client at this URL")
 	srv := newHTTPServer(rt.proxy.HTTPHandler(ln.Addr().String()), rt.httpLimits)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

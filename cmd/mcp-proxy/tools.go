@@ -142,7 +142,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews ma
 	byServer := map[string][]toolReport{}
 	held := map[string][]quarantinedReport{}
 	for _, e := range rt.proxy.Catalog().Tools() {
-		t := filter.Tool{Exposed: e.Exposed, Base: e.Base, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
+		t := e.PolicyTool()
 		if !e.Connected || a.Decide(t, perCall) != filter.RuleNone || !a.Visible(t, nil) {
 			continue
 		}

@@ -3,7 +3,6 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"net"
 	"net/http"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // Bounds of every wait. The machine is small and shared, and the proxy runs
@@ -198,9 +199,6 @@ func startServer(name, readyPath string, newCmd func(port int) *exec.Cmd) (*proc
 	}
 	return nil, 0, lastErr
 }
-
-// processesRunning returns the pids of live processes running binary.
-func processesRunning(binary string) []int { return testproc.Running(binary) }
 
 // waitGone waits until no process runs binary, at most d, and returns the
 // pids still running then.

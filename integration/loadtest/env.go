@@ -45,17 +45,19 @@ func (e *env) proxySpec(cfg string) procSpec {
 
 // proxyConfig is the part of mcp-proxy's config the load test writes.
 type proxyConfig struct {
-	Log     map[string]string       `yaml:"log"`
-	Blobs   map[string]string       `yaml:"blobs"`
-	Servers map[string]serverConfig `yaml:"servers"`
+	Log      map[string]string       `yaml:"log"`
+	Blobs    map[string]string       `yaml:"blobs"`
+	StateDir string                  `yaml:"state_dir"`
+	Servers  map[string]serverConfig `yaml:"servers"`
 }
 
 // serverConfig is one upstream: a stdio command or an HTTP url.
 type serverConfig struct {
-	Command string      `yaml:"command,omitempty"`
-	Args    []string    `yaml:"args,omitempty"`
-	URL     string      `yaml:"url,omitempty"`
-	Tools   toolsConfig `yaml:"tools"`
+	Command string            `yaml:"command,omitempty"`
+	Args    []string          `yaml:"args,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty"`
+	URL     string            `yaml:"url,omitempty"`
+	Tools   toolsConfig       `yaml:"tools"`
 }
 
 // toolsConfig turns off the fixtures' resources and prompts, so that the
@@ -69,11 +71,14 @@ type toolsConfig struct {
 // writeConfig writes a proxy config with these upstreams into the temp
 // directory and returns its path. Logs stay at warn (no per-request lines)
 // and blobs pass through, so the proxy does no work the direct side skips.
+// Tool pins go to the run's temporary directory, not the user's state
+// directory (the first proxy of a run pins, later ones find the pins).
 func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
 	cfg := proxyConfig{
-		Log:     map[string]string{"level": "warn"},
-		Blobs:   map[string]string{"mode": "passthrough"},
-		Servers: servers,
+		Log:      map[string]string{"level": "warn"},
+		Blobs:    map[string]string{"mode": "passthrough"},
+		StateDir: filepath.Join(e.dir, "state"),
+		Servers:  servers,
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-// TestMain lets the test binary be the relay of the floor scenarios, as
-// the load test binary is.
+// TestMain lets the test binary take the roles of the floors and the go-sdk
+// upstream, as the load test binary does.
 func TestMain(m *testing.M) {
-	runRelayIfAsked()
+	runRoleIfAsked()
 	os.Exit(m.Run())
 }
 
@@ -39,7 +39,7 @@ func TestRelayCopiesLines(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "cat")
-	cmd.Env = append(os.Environ(), relayEnv+"=1")
+	cmd.Env = append(os.Environ(), roleEnv+"="+roleRelay)
 	cmd.Stdin = strings.NewReader("one\ntwo\n")
 	got, err := cmd.Output()
 	if err != nil || string(got) != "one\ntwo\n" {
@@ -48,9 +48,9 @@ func TestRelayCopiesLines(t *testing.T) {
 }
 
 // TestRunEveryScenario builds mcp-proxy and the fixture, runs every
-// scenario with tiny counts, and checks the table and the JSON a user would
-// read: every scenario present, no error, every number positive, and no
-// process left running.
+// scenario with every upstream it lists at tiny counts, and checks the table
+// and the JSON a user would read: every row present with its sides, no
+// error, every number positive, and no process left running.
 func TestRunEveryScenario(t *testing.T) {
 	dir := t.TempDir()
 	proxyBin := filepath.Join(dir, "mcp-proxy")
@@ -72,7 +72,7 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 
 	table := stdout.String()
-	for _, want := range []string{"command: `loadtest -proxy " + proxyBin, "machine: nproc ", "| scenario | n | direct p50 |"} {
+	for _, want := range []string{"command: `loadtest -proxy " + proxyBin, "machine: nproc ", "| scenario | upstream | n | direct | floor | proxy | judged |"} {
 		if !strings.Contains(table, want) {
 			t.Errorf("table lacks %q:\n%s", want, table)
 		}
@@ -85,15 +85,34 @@ func TestRunEveryScenario(t *testing.T) {
 	if err := json.Unmarshal(data, &rep); err != nil {
 		t.Fatalf("JSON output does not parse: %v", err)
 	}
-	if len(rep.Results) != len(scenarios) {
-		t.Fatalf("%d results, want %d", len(rep.Results), len(scenarios))
+	type row struct{ scenario, upstream string }
+	var want []row
+	for _, sc := range scenarios {
+		for _, u := range sc.upstreams {
+			want = append(want, row{sc.name, u})
+		}
+	}
+	if len(rep.Results) != len(want) {
+		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
 	}
 	for i, r := range rep.Results {
-		if r.Scenario != scenarios[i].name || r.Error != "" || (r.Verdict != "pass" && r.Verdict != "miss" && r.Verdict != "none") {
-			t.Errorf("result %d: scenario %q verdict %q error %q", i, r.Scenario, r.Verdict, r.Error)
+		if (row{r.Scenario, r.Upstream}) != want[i] || r.Error != "" || (r.Verdict != "pass" && r.Verdict != "miss" && r.Verdict != "none") {
+			t.Errorf("result %d: %s (%s) verdict %q error %q; want %v", i, r.Scenario, r.Upstream, r.Verdict, r.Error, want[i])
 		}
-		if !strings.Contains(table, "| "+r.Scenario+" | ") {
-			t.Errorf("table has no row for %s", r.Scenario)
+		if !strings.Contains(table, "| "+r.Scenario+" | "+r.Upstream+" | ") {
+			t.Errorf("table has no row for %s (%s)", r.Scenario, r.Upstream)
+		}
+		if _, ok := r.Sides[sideProxy]; !ok {
+			t.Errorf("%s (%s): no proxy side", r.Scenario, r.Upstream)
+		}
+		if strings.HasPrefix(r.Scenario, "call-") {
+			floor, ok := r.Sides[sideFloor]
+			if !ok || floor.CPUus == nil || r.Sides[sideProxy].CPUus == nil {
+				t.Errorf("%s (%s): want a floor side and CPU figures for the floor and the proxy: %+v", r.Scenario, r.Upstream, r.Sides)
+			}
+			if _, ok := r.Ratios[sideProxy+"/"+sideFloor]; !ok {
+				t.Errorf("%s (%s): no proxy/floor ratio", r.Scenario, r.Upstream)
+			}
 		}
 	}
 	var generic any
@@ -108,8 +127,9 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 }
 
-// checkNumbers fails on any number that is not positive (the signed
-// added_time_ratio only has to be finite) and returns how many it saw.
+// checkNumbers fails on any number that is not positive (the signed judged
+// value only has to be finite, and a CPU time over a few requests may round
+// to zero ticks) and returns how many it saw.
 func checkNumbers(t *testing.T, path string, v any) int {
 	t.Helper()
 	switch x := v.(type) {
@@ -126,8 +146,9 @@ func checkNumbers(t *testing.T, path string, v any) int {
 		}
 		return n
 	case float64:
-		signed := strings.HasSuffix(path, ".added_time_ratio")
-		if math.IsNaN(x) || math.IsInf(x, 0) || (!signed && x <= 0) {
+		signed := strings.HasSuffix(path, ".value")
+		zeroOK := strings.HasSuffix(path, ".cpu_per_call_us")
+		if math.IsNaN(x) || math.IsInf(x, 0) || (!signed && x < 0) || (!signed && !zeroOK && x == 0) {
 			t.Errorf("%s = %v, want a positive number", path, x)
 		}
 		return 1
@@ -264,6 +285,8 @@ func TestParseOptionsErrors(t *testing.T) {
 		want string
 	}{
 		{"no binaries", nil, "-proxy and -fixture are required"},
+		{"unknown upstream", []string{"-proxy", exe, "-fixture", exe, "-upstreams", "gosdk,nope"}, `unknown upstream "nope"`},
+		{"peer not executable", []string{"-proxy", exe, "-fixture", exe, "-peer", os.DevNull}, "is not an executable file"},
 		{"unknown scenario", []string{"-proxy", exe, "-fixture", exe, "-scenarios", "call-stdio-c1,nope"}, `unknown scenario "nope"`},
 		{"n below rounds", []string{"-proxy", exe, "-fixture", exe, "-n", "2", "-rounds", "3"}, "-n must be at least -rounds"},
 		{"not executable", []string{"-proxy", exe, "-fixture", os.DevNull}, "is not an executable file"},

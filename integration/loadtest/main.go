@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -25,7 +26,7 @@ const (
 var errUsage = errors.New("usage")
 
 func main() {
-	runRelayIfAsked()
+	runRoleIfAsked()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args, os.Stdout, os.Stderr)
 	stop()
@@ -42,7 +43,9 @@ func main() {
 type options struct {
 	proxy     string
 	fixture   string
+	peer      string // optional: another MCP proxy for the HTTP scenarios
 	scenarios []string
+	upstreams []string
 	n         int
 	rounds    int
 	jsonPath  string
@@ -70,23 +73,29 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) (err erro
 
 	rep := newReport(o, argv)
 	var broken []error
+runs:
 	for _, sc := range scenarios {
-		if !o.selected(sc.name) {
+		if !slices.Contains(o.scenarios, sc.name) {
 			continue
 		}
-		e.progressf("%s ...", sc.name)
-		sctx, cancel := context.WithTimeout(ctx, o.timeout)
-		res, err := sc.run(sctx, e)
-		cancel()
-		if err != nil {
-			broken = append(broken, fmt.Errorf("%s: %w", sc.name, err))
-			res = &result{Error: err.Error()}
-		}
-		res.Scenario = sc.name
-		res.judge(sc.target)
-		rep.Results = append(rep.Results, res)
-		if ctx.Err() != nil {
-			break
+		for _, u := range sc.upstreams {
+			if !slices.Contains(o.upstreams, u) {
+				continue
+			}
+			e.progressf("%s (%s) ...", sc.name, u)
+			sctx, cancel := context.WithTimeout(ctx, o.timeout)
+			res, err := sc.run(sctx, e, u)
+			cancel()
+			if err != nil {
+				broken = append(broken, fmt.Errorf("%s (%s): %w", sc.name, u, err))
+				res = &result{Error: err.Error()}
+			}
+			res.Scenario, res.Upstream = sc.name, u
+			res.judge(sc.target)
+			rep.Results = append(rep.Results, res)
+			if ctx.Err() != nil {
+				break runs
+			}
 		}
 	}
 	if err := rep.writeTable(stdout); err != nil {
@@ -102,12 +111,14 @@ func run(ctx context.Context, argv []string, stdout, stderr io.Writer) (err erro
 
 func parseOptions(args []string, stderr io.Writer) (options, error) {
 	var o options
-	var names string
+	var names, ups string
 	fs := flag.NewFlagSet("loadtest", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.proxy, "proxy", "", "mcp-proxy binary (go build -o /tmp/mcp-proxy ./cmd/mcp-proxy)")
 	fs.StringVar(&o.fixture, "fixture", "", "fixture binary (go build -o /tmp/fixture ./integration/fixture)")
-	fs.StringVar(&names, "scenarios", "", "comma-separated scenarios (default all): "+strings.Join(scenarioNames(), ","))
+	fs.StringVar(&o.peer, "peer", "", "optional: TBXark/mcp-proxy binary, a fourth side of the HTTP call scenarios")
+	fs.StringVar(&names, "scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios")
+	fs.StringVar(&ups, "upstreams", strings.Join(upstreamNames, ","), "comma-separated upstreams of the call scenarios")
 	fs.IntVar(&o.n, "n", 2000, "requests per side (call-1m and list-20x100 send n/10)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds of direct/proxy alternation (and cold starts per side)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
@@ -120,6 +131,15 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		problems = append(problems, fmt.Errorf("unexpected arguments %q", fs.Args()))
 	}
 	for _, p := range []*string{&o.proxy, &o.fixture} {
+		if *p == "" {
+			problems = append(problems, errors.New("-proxy and -fixture are required"))
+			break
+		}
+	}
+	for _, p := range []*string{&o.proxy, &o.fixture, &o.peer} {
+		if *p == "" {
+			continue
+		}
 		if err := absExecutable(p); err != nil {
 			problems = append(problems, err)
 		}
@@ -133,13 +153,16 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	if o.timeout <= 0 {
 		problems = append(problems, errors.New("-timeout must be positive"))
 	}
-	if names != "" {
-		for _, n := range strings.Split(names, ",") {
-			n = strings.TrimSpace(n)
-			o.scenarios = append(o.scenarios, n)
-			if !knownScenario(n) {
-				problems = append(problems, fmt.Errorf("unknown scenario %q (known: %s)", n, strings.Join(scenarioNames(), ", ")))
-			}
+	o.scenarios = splitList(names)
+	for _, n := range o.scenarios {
+		if !slices.Contains(scenarioNames(), n) {
+			problems = append(problems, fmt.Errorf("unknown scenario %q (known: %s)", n, strings.Join(scenarioNames(), ", ")))
+		}
+	}
+	o.upstreams = splitList(ups)
+	for _, u := range o.upstreams {
+		if !slices.Contains(upstreamNames, u) {
+			problems = append(problems, fmt.Errorf("unknown upstream %q (known: %s)", u, strings.Join(upstreamNames, ", ")))
 		}
 	}
 	if err := errors.Join(problems...); err != nil {
@@ -148,12 +171,20 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	return o, nil
 }
 
+// splitList splits a comma-separated flag value, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
 // absExecutable makes *p absolute (the proxy's config names the fixture)
 // and checks it is an executable file.
 func absExecutable(p *string) error {
-	if *p == "" {
-		return errors.New("-proxy and -fixture are required")
-	}
 	abs, err := filepath.Abs(*p)
 	if err != nil {
 		return fmt.Errorf("%s: %w", *p, err)
@@ -169,31 +200,10 @@ func absExecutable(p *string) error {
 	return nil
 }
 
-func (o options) selected(name string) bool {
-	if len(o.scenarios) == 0 {
-		return true
-	}
-	for _, s := range o.scenarios {
-		if s == name {
-			return true
-		}
-	}
-	return false
-}
-
 func scenarioNames() []string {
 	var out []string
 	for _, s := range scenarios {
 		out = append(out, s.name)
 	}
 	return out
-}
-
-func knownScenario(name string) bool {
-	for _, s := range scenarios {
-		if s.name == name {
-			return true
-		}
-	}
-	return false
 }

@@ -131,11 +131,6 @@ func (f *fleet) startReady(ctx context.Context, spec procSpec) (p *proc, readyVa
 	return p, readyValue, err
 }
 
-// httpFixtureSpec is the fixture serving Streamable HTTP on a loopback port.
-func (e *env) httpFixtureSpec() procSpec {
-	return procSpec{name: "fixture (http)", path: e.o.fixture, args: []string{"-http", loopback + ":0"}, ready: fixtureURL}
-}
-
 // waitReady returns the value spec.ready accepted, or an error when the
 // process exits first or ctx ends.
 func (p *proc) waitReady(ctx context.Context) (string, error) {
@@ -246,25 +241,56 @@ type procID struct {
 
 // statFields returns the ppid and start time of pid from /proc/<pid>/stat.
 func statFields(pid int) (ppid int, start string, ok bool) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	f, ok := readStat(pid)
+	if !ok {
+		return 0, "", false
+	}
+	ppid, err := strconv.Atoi(f[1])
 	if err != nil {
 		return 0, "", false
+	}
+	return ppid, f[19], true
+}
+
+// readStat returns the fields of /proc/<pid>/stat after the command name
+// (f[0] is the state, f[1] the ppid, ...), or false for a process that is
+// gone or a zombie.
+func readStat(pid int) ([]string, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, false
 	}
 	// The command name is in parentheses and may hold anything; the fields
 	// after its last ')' are state, ppid, ... with starttime the 20th.
 	i := bytes.LastIndexByte(data, ')')
 	if i < 0 {
-		return 0, "", false
+		return nil, false
 	}
 	f := strings.Fields(string(data[i+1:]))
 	if len(f) < 20 || f[0] == "Z" {
-		return 0, "", false
+		return nil, false
 	}
-	ppid, err = strconv.Atoi(f[1])
-	if err != nil {
-		return 0, "", false
+	return f, true
+}
+
+// clockTick is the unit of utime and stime in /proc/<pid>/stat: USER_HZ,
+// which Linux fixes at 100 for user space on every architecture.
+const clockTick = 10 * time.Millisecond
+
+// cpuTime is the CPU time (user + system, all threads, not its children)
+// the running process has used so far, from /proc/<pid>/stat, in steps of
+// clockTick.
+func (p *proc) cpuTime() (time.Duration, error) {
+	f, ok := readStat(p.pid())
+	if !ok {
+		return 0, fmt.Errorf("%s: no /proc stat (exited?)", p.spec.name)
 	}
-	return ppid, f[19], true
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return 0, fmt.Errorf("%s: /proc stat: %w", p.spec.name, err)
+	}
+	return time.Duration(utime+stime) * clockTick, nil
 }
 
 // descendants lists every live descendant of root, from one scan of /proc.

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -31,7 +30,8 @@ const (
 type httpClient struct {
 	url     string
 	hc      *http.Client
-	session string // Mcp-Session-Id, set by initialize
+	session string // Mcp-Session-Id, set by initialize ("" for a stateless server)
+	ready   bool   // initialize is done: later requests name the protocol version
 	nextID  atomic.Int64
 }
 
@@ -57,10 +57,10 @@ func (c *httpClient) initialize(ctx context.Context) error {
 	if err := checkInitialize(res); err != nil {
 		return err
 	}
+	// A stateless server (the peer) names no session; every request then
+	// stands alone.
 	c.session = hdr.Get("Mcp-Session-Id")
-	if c.session == "" {
-		return errors.New("initialize: no Mcp-Session-Id header")
-	}
+	c.ready = true
 	_, _, err = c.post(ctx, "notifications/initialized", nil, false)
 	return err
 }
@@ -94,6 +94,8 @@ func (c *httpClient) close(ctx context.Context) error {
 func (c *httpClient) setHeaders(req *http.Request) {
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
+	}
+	if c.ready {
 		req.Header.Set("MCP-Protocol-Version", protocolVersion)
 	}
 }

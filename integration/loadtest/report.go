@@ -13,101 +13,6 @@ import (
 	"time"
 )
 
-// target is a scenario's performance goal (from the issues). The zero
-// target means none: the ratio is reported without a verdict.
-type target struct {
-	// measure is what is judged: "p50" (proxy/direct p50 latency),
-	// "throughput" (proxy/direct req/s), "added" ((proxy p50 − direct p50)
-	// / direct p50) or "rss" (the proxy's peak RSS in MiB).
-	measure string
-	limit   float64
-	// atMost: the value must be <= limit; below: < limit; else >= limit.
-	atMost, below bool
-}
-
-func (t target) String() string {
-	switch t.measure {
-	case "p50":
-		return fmt.Sprintf("p50 ≤ %g× direct", t.limit)
-	case "throughput":
-		return fmt.Sprintf("thr ≥ %g× direct", t.limit)
-	case "added":
-		return fmt.Sprintf("added ≤ %g× direct", t.limit)
-	case "rss":
-		return fmt.Sprintf("RSS < %g MB", t.limit)
-	}
-	return "-"
-}
-
-// result is one scenario's numbers. Ratios are proxy/direct.
-type result struct {
-	Scenario string  `json:"scenario"`
-	Direct   summary `json:"direct"`
-	Proxy    summary `json:"proxy"`
-	P50Ratio float64 `json:"p50_ratio,omitempty"`
-	P99Ratio float64 `json:"p99_ratio,omitempty"`
-	ThrRatio float64 `json:"throughput_ratio,omitempty"`
-	// AddedTime is (proxy p50 − direct p50) / direct p50: the time the proxy
-	// adds in units of the direct time. It is the one signed number: noise
-	// can make it negative.
-	AddedTime float64 `json:"added_time_ratio"`
-	RSSRatio  float64 `json:"rss_ratio,omitempty"`
-	Target    string  `json:"target"`
-	// Verdict is "pass", "miss", "none" (no target) or "error".
-	Verdict string `json:"verdict"`
-	Error   string `json:"error,omitempty"`
-
-	measure string // what the ratio column shows, from the target
-}
-
-// newResult fills the ratios of two summaries.
-func newResult(direct, proxy summary) *result {
-	r := &result{Direct: direct, Proxy: proxy}
-	if direct.P50ms > 0 {
-		r.P50Ratio = proxy.P50ms / direct.P50ms
-		r.AddedTime = (proxy.P50ms - direct.P50ms) / direct.P50ms
-	}
-	if direct.P99ms > 0 {
-		r.P99Ratio = proxy.P99ms / direct.P99ms
-	}
-	if direct.RPS > 0 {
-		r.ThrRatio = proxy.RPS / direct.RPS
-	}
-	return r
-}
-
-// judge sets Target and Verdict.
-func (r *result) judge(t target) {
-	r.Target = t.String()
-	r.measure = t.measure
-	if r.Error != "" {
-		r.Verdict = "error"
-		return
-	}
-	var v float64
-	switch t.measure {
-	case "p50":
-		v = r.P50Ratio
-	case "throughput":
-		v = r.ThrRatio
-	case "added":
-		v = r.AddedTime
-	case "rss":
-		v = r.Proxy.PeakRSSMB
-	default:
-		r.Verdict = "none"
-		return
-	}
-	pass := v >= t.limit
-	switch {
-	case t.below:
-		pass = v < t.limit
-	case t.atMost:
-		pass = v <= t.limit
-	}
-	r.Verdict = map[bool]string{true: "pass", false: "miss"}[pass]
-}
-
 // machine describes where the numbers come from.
 type machine struct {
 	NProc          int    `json:"nproc"`
@@ -176,39 +81,109 @@ func (rep *report) writeTable(w io.Writer) error {
 	fmt.Fprintf(b, "command: `%s`\n\n", rep.Command)
 	fmt.Fprintf(b, "machine: nproc %d, %s, %s, loadtest %s, mcp-proxy built with %s; started %s\n\n",
 		m.NProc, m.CPU, m.OS, m.GoVersion, m.ProxyGoVersion, rep.Started)
-	b.WriteString("| scenario | n | direct p50 | direct p99 | direct thr | proxy p50 | proxy p99 | proxy thr | proxy/direct | target | result |\n")
-	b.WriteString("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|\n")
+	cols := []string{sideDirect, sideFloor, sideProxy}
+	if rep.hasSide(sidePeer) {
+		cols = append(cols, sidePeer)
+	}
+	b.WriteString("| scenario | upstream | n |")
+	for _, c := range cols {
+		b.WriteString(" " + c + " |")
+	}
+	b.WriteString(" judged | target | result |\n|---|---|---:|")
+	b.WriteString(strings.Repeat("---|", len(cols)))
+	b.WriteString("---|---|---|\n")
 	for _, r := range rep.Results {
 		if r.Error != "" {
-			fmt.Fprintf(b, "| %s | | | | | | | | error: %s | %s | error |\n", r.Scenario, cell(r.Error), r.Target)
+			fmt.Fprintf(b, "| %s | %s | |%s error: %s | %s | error |\n", r.Scenario, r.Upstream,
+				strings.Repeat(" |", len(cols)), cell(r.Error), r.Target)
 			continue
 		}
-		fmt.Fprintf(b, "| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", r.Scenario, r.Proxy.N,
-			fmtMs(r.Direct.P50ms), fmtMs(r.Direct.P99ms), fmtRate(r.Direct.RPS),
-			fmtMs(r.Proxy.P50ms), fmtMs(r.Proxy.P99ms), fmtRate(r.Proxy.RPS),
-			r.ratioText(), r.Target, r.Verdict)
+		fmt.Fprintf(b, "| %s | %s | %d |", r.Scenario, r.Upstream, r.Sides[sideProxy].N)
+		for _, c := range cols {
+			b.WriteString(" " + sideCell(r.Sides, c) + " |")
+		}
+		fmt.Fprintf(b, " %s | %s | %s |\n", r.judgedText(), r.Target, r.Verdict)
 	}
-	fmt.Fprintf(b, "\nn is requests (cold starts for coldstart-20) per side over %d alternating rounds; "+
-		"latencies are pooled over the rounds, thr is requests per second of wall time. "+
-		"coldstart-20 p50 is the median and p99 the slowest start; rss-20x100 latencies are its 8-way calls.\n", rep.Rounds)
+	fmt.Fprintf(b, "\nEach side cell: p50 / p99 latency, throughput (requests per second of wall time) and, "+
+		"for the process in the proxy's place, its CPU time (user + system, from /proc/<pid>/stat) per request. "+
+		"n is requests (cold starts for coldstart-20) per side over %d rounds whose side order rotates; "+
+		"latencies are pooled over the rounds. coldstart-20 p50 is the median and p99 the slowest start; "+
+		"rss-20x100 latencies are its 8-way calls.\n", rep.Rounds)
 	_, err := io.WriteString(w, b.String())
 	return err
 }
 
-// ratioText is the proxy/direct cell: the judged measure first.
-func (r *result) ratioText() string {
-	switch r.measure {
-	case "throughput":
-		return fmt.Sprintf("thr %.2f× (p50 %.2f×)", r.ThrRatio, r.P50Ratio)
-	case "added":
-		return fmt.Sprintf("added %+.2f× (p50 %.2f×)", r.AddedTime, r.P50Ratio)
+// hasSide reports whether any result measured side.
+func (rep *report) hasSide(side string) bool {
+	for _, r := range rep.Results {
+		if _, ok := r.Sides[side]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// sideCell is one side's numbers, or "-" when the row has no such side.
+func sideCell(sides map[string]summary, side string) string {
+	s, ok := sides[side]
+	if !ok {
+		return "-"
+	}
+	out := fmtMs(s.P50ms) + " / " + fmtMs(s.P99ms)
+	if s.RPS > 0 {
+		out += ", " + fmtRate(s.RPS)
+	}
+	if s.CPUus != nil {
+		out += fmt.Sprintf(", CPU %.0f µs", *s.CPUus)
+	}
+	if s.PeakRSSMB > 0 {
+		out += fmt.Sprintf(", RSS %.1f MB", s.PeakRSSMB)
+	}
+	return out
+}
+
+// judgedText is the judged comparison, then the others worth reading next
+// to it (the proxy against the other base, the peer against the same).
+func (r *result) judgedText() string {
+	t := r.target
+	base := t.base
+	if base == "" {
+		base = sideFloor
+		if _, ok := r.Sides[base]; !ok {
+			base = sideDirect
+		}
+	}
+	other := map[string]string{sideFloor: sideDirect, sideDirect: sideFloor}[base]
+	pick := func(q ratios) float64 {
+		if t.measure == "throughput" {
+			return q.Thr
+		}
+		return q.P50
+	}
+	name := "p50"
+	if t.measure == "throughput" {
+		name = "thr"
+	}
+	var out string
+	switch t.measure {
 	case "rss":
-		return fmt.Sprintf("RSS %.1f MB (direct %.1f MB)", r.Proxy.PeakRSSMB, r.Direct.PeakRSSMB)
+		return fmt.Sprintf("RSS %.1f MB (direct %.1f MB)", r.Sides[sideProxy].PeakRSSMB, r.Sides[sideDirect].PeakRSSMB)
+	case "added":
+		out = fmt.Sprintf("added %+.2f× %s", r.Value, base)
+	default:
+		q, ok := r.Ratios[sideProxy+"/"+base]
+		if !ok {
+			return "-"
+		}
+		out = fmt.Sprintf("%s %.2f× %s", name, pick(q), base)
 	}
-	if r.ThrRatio > 0 {
-		return fmt.Sprintf("p50 %.2f× (thr %.2f×)", r.P50Ratio, r.ThrRatio)
+	if q, ok := r.Ratios[sideProxy+"/"+other]; ok {
+		out += fmt.Sprintf(" (%.2f× %s)", pick(q), other)
 	}
-	return fmt.Sprintf("p50 %.2f× (p99 %.2f×)", r.P50Ratio, r.P99Ratio)
+	if q, ok := r.Ratios[sidePeer+"/"+base]; ok {
+		out += fmt.Sprintf("; peer %.2f× %s", pick(q), base)
+	}
+	return out
 }
 
 func fmtMs(v float64) string {

@@ -30,55 +30,77 @@ const (
 	maxListPages = 1000
 )
 
-// scenario is one measurement: run returns a result with both sides filled.
+// scenario is one measurement, run once per upstream it lists: run returns
+// a result with its sides filled.
 type scenario struct {
-	name   string
-	target target
-	run    func(ctx context.Context, e *env) (*result, error)
+	name      string
+	upstreams []string
+	target    target
+	run       func(ctx context.Context, e *env, upstream string) (*result, error)
 }
 
-// scenarios is every scenario, in report order.
+// The upstreams of the scenarios: the call scenarios run with both; the
+// catalog and process scenarios need the fixture's synthetic tools.
+var (
+	bothUpstreams = []string{upGoSDK, upFixture}
+	fixtureOnly   = []string{upFixture}
+)
+
+// scenarios is every scenario, in report order. The targets of the call
+// scenarios are issue 14's, judged with the go-sdk upstream against the
+// floor measured in the same rounds.
 var scenarios = []scenario{
-	{"call-stdio-c1", target{measure: "p50", limit: 1.5, atMost: true}, callStdio(1, 0, false)},
-	{"call-stdio-c8", target{measure: "throughput", limit: 0.7}, callStdio(pipelineDepth, 0, false)},
-	{"call-http-c1", target{}, callHTTP(1)},
-	{"call-http-c8", target{measure: "throughput", limit: 0.9}, callHTTP(pipelineDepth)},
-	{"call-64k", target{measure: "added", limit: 1, atMost: true}, callStdio(1, 64<<10, false)},
-	{"call-1m", target{measure: "added", limit: 1, atMost: true}, callStdio(1, 1<<20, true)},
-	{"list-20x100", target{measure: "p50", limit: 1.3, atMost: true}, listFleet},
-	{"coldstart-20", target{measure: "p50", limit: 2, atMost: true}, coldStart},
-	{"rss-20x100", target{measure: "rss", limit: 40, below: true}, rssFleet},
-	// Floors (floor.go): the thinnest stand-in in the proxy's place.
-	{"floor-call-stdio-c1", target{}, floorCallStdio(1)},
-	{"floor-call-stdio-c8", target{}, floorCallStdio(pipelineDepth)},
-	{"floor-call-http-c8", target{}, floorCallHTTP(pipelineDepth)},
-	{"floor-coldstart-20", target{}, floorColdStart},
+	{"call-stdio-c1", bothUpstreams, target{measure: "p50", base: sideFloor, limit: 1.3, atMost: true, upstream: upGoSDK}, callStdio(1, 0, false)},
+	{"call-stdio-c8", bothUpstreams, target{measure: "throughput", base: sideFloor, limit: 0.85, upstream: upGoSDK}, callStdio(pipelineDepth, 0, false)},
+	{"call-http-c1", bothUpstreams, target{measure: "p50", base: sideFloor, limit: 1.5, atMost: true, upstream: upGoSDK}, callHTTP(1, 0)},
+	{"call-http-c8", bothUpstreams, target{measure: "throughput", base: sideFloor, limit: 0.85, upstream: upGoSDK}, callHTTP(pipelineDepth, 0)},
+	{"call-64k-stdio", bothUpstreams, target{measure: "p50", base: sideDirect, limit: 1.3, atMost: true, upstream: upGoSDK}, callStdio(1, 64<<10, false)},
+	{"call-64k-http", bothUpstreams, target{measure: "p50", base: sideDirect, limit: 1.3, atMost: true, upstream: upGoSDK}, callHTTP(1, 64<<10)},
+	{"call-1m", fixtureOnly, target{measure: "added", base: sideDirect, limit: 1, atMost: true}, callStdio(1, 1<<20, true)},
+	{"call-httpup-c8", bothUpstreams, target{}, callHTTPUpstream(pipelineDepth)},
+	{"list-20x100", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 1.1, atMost: true}, listFleet},
+	{"coldstart-20", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 2, atMost: true}, coldStart},
+	{"rss-20x100", fixtureOnly, target{measure: "rss", limit: 30, below: true}, rssFleet},
 }
 
-// side is one way to the upstream, direct or through the proxy: check
-// verifies a full answer once, op is one measured operation (i counts from
-// 0 within a batch).
+// side is one way to the upstream: check verifies a full answer once, op is
+// one measured operation (i counts from 0 within a batch). proc, when set,
+// is the process in the proxy's place, whose CPU time is reported.
 type side struct {
-	label string
+	name  string
+	proc  *proc
 	check func(ctx context.Context) error
 	op    func(ctx context.Context, i int) error
 }
 
 // callStdio measures tools/call of echo over stdio at concurrency conc,
-// the fixture padding the text to payload bytes (0: no padding). large
-// scenarios send fewer requests (see env.largeN).
-func callStdio(conc, payload int, large bool) func(context.Context, *env) (*result, error) {
-	return func(ctx context.Context, e *env) (res *result, err error) {
-		var fxArgs []string
-		if payload > 0 {
-			fxArgs = []string{"-payload-bytes", strconv.Itoa(payload)}
+// the upstream padding the text to payload bytes (0: no padding): direct,
+// through the line relay, and through the proxy. large scenarios send fewer
+// requests (see env.largeN).
+func callStdio(conc, payload int, large bool) func(context.Context, *env, string) (*result, error) {
+	return func(ctx context.Context, e *env, u string) (res *result, err error) {
+		spec, err := e.upstreamSpec(u, payload)
+		if err != nil {
+			return nil, err
 		}
-		direct, err := dialStdio(ctx, e.fleet, e.fixtureSpec("fixture", fxArgs))
+		direct, err := dialStdio(ctx, e.fleet, spec)
 		if err != nil {
 			return nil, err
 		}
 		defer joinErr(&err, direct.close)
-		cfg, err := e.writeConfig(map[string]serverConfig{"fx": {Command: e.o.fixture, Args: fxArgs}})
+		if spec, err = e.floorSpec(roleRelay, u, payload); err != nil {
+			return nil, err
+		}
+		floor, err := dialStdio(ctx, e.fleet, spec)
+		if err != nil {
+			return nil, err
+		}
+		defer joinErr(&err, floor.close)
+		sc, err := e.upstreamServer(u, payload)
+		if err != nil {
+			return nil, err
+		}
+		cfg, err := e.writeConfig(map[string]serverConfig{"fx": sc})
 		if err != nil {
 			return nil, err
 		}
@@ -94,86 +116,216 @@ func callStdio(conc, payload int, large bool) func(context.Context, *env) (*resu
 		if large {
 			n = e.largeN()
 		}
-		sides := [2]*side{echoSide("direct", direct, "echo", payload), echoSide("proxy", proxy, "fx__echo", payload)}
-		return e.measure(ctx, sides, n, conc)
+		return e.measure(ctx, []*side{
+			echoSide(sideDirect, direct, nil, "echo", payload),
+			echoSide(sideFloor, floor, floor.proc, "echo", payload),
+			echoSide(sideProxy, proxy, proxy.proc, "fx__echo", payload),
+		}, n, conc)
 	}
 }
 
-// callHTTP measures tools/call of echo over Streamable HTTP: one fixture
-// HTTP server, reached directly and through an HTTP proxy.
-func callHTTP(conc int) func(context.Context, *env) (*result, error) {
-	return func(ctx context.Context, e *env) (res *result, err error) {
-		fx, url, err := e.fleet.startReady(ctx, e.httpFixtureSpec())
-		if fx != nil {
-			defer joinErr(&err, fx.stop)
-		}
+// callHTTP measures tools/call of echo over Streamable HTTP with a stdio
+// upstream behind: direct is the upstream's own HTTP mode (the same server
+// code answering HTTP itself; a reference only, the targets are against the
+// floor), the floor is the bridge over a stdio upstream, the proxy serves
+// HTTP with the same stdio upstream, and so does the peer with -peer (with
+// the go-sdk upstream only: the peer's mcp-go client refuses the fixture's
+// catalog, whose edge-case schema holds the number 1e400).
+func callHTTP(conc, payload int) func(context.Context, *env, string) (*result, error) {
+	return func(ctx context.Context, e *env, u string) (res *result, err error) {
+		var cl closers
+		defer joinErr(&err, cl.close)
+		spec, err := e.upstreamHTTPSpec(u, payload)
+		direct, err := e.openHTTP(ctx, &cl, spec, err)
 		if err != nil {
 			return nil, err
 		}
-		direct, err := dialHTTP(ctx, url)
-		if err != nil {
-			return nil, fmt.Errorf("fixture: %w (%s)", err, fx.failure())
-		}
-		defer joinErr(&err, func() error { return direct.close(ctx) })
-		cfg, err := e.writeConfig(map[string]serverConfig{"fx": {URL: url}})
+		spec, err = e.floorSpec(roleBridge, u, payload)
+		floor, err := e.openHTTP(ctx, &cl, spec, err)
 		if err != nil {
 			return nil, err
 		}
-		// The URL line is logged at info; the config's warn level would hide it.
-		px, purl, err := e.fleet.startReady(ctx, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
-			args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL})
-		if px != nil {
-			defer joinErr(&err, px.stop)
-		}
+		sc, err := e.upstreamServer(u, payload)
 		if err != nil {
 			return nil, err
 		}
-		proxy, err := dialHTTP(ctx, purl)
+		proxy, err := e.startHTTPProxy(ctx, &cl, sc)
 		if err != nil {
-			return nil, fmt.Errorf("proxy: %w (%s)", err, px.failure())
+			return nil, err
 		}
-		defer joinErr(&err, func() error { return proxy.close(ctx) })
-		if _, err := waitTools(ctx, proxy, hasTool("fx__echo")); err != nil {
-			return nil, fmt.Errorf("proxy: %w (%s)", err, px.failure())
+		sides := []*side{
+			echoSide(sideDirect, direct.c, nil, "echo", payload),
+			echoSide(sideFloor, floor.c, floor.proc, "echo", payload),
+			echoSide(sideProxy, proxy.c, proxy.proc, "fx__echo", payload),
 		}
-		sides := [2]*side{echoSide("direct", direct, "echo", 0), echoSide("proxy", proxy, "fx__echo", 0)}
+		if e.o.peer != "" && u == upGoSDK {
+			spec, err = e.peerSpec(u, payload)
+			peer, err := e.openHTTP(ctx, &cl, spec, err)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := waitTools(ctx, peer.c, hasTool("echo")); err != nil {
+				return nil, fmt.Errorf("peer: %w (%s)", err, peer.proc.failure())
+			}
+			sides = append(sides, echoSide(sidePeer, peer.c, peer.proc, "echo", payload))
+		}
 		return e.measure(ctx, sides, e.o.n, conc)
 	}
 }
 
+// callHTTPUpstream measures tools/call of echo over Streamable HTTP with an
+// HTTP upstream: direct is the upstream's HTTP endpoint, the floor a plain
+// reverse proxy in front of it, the proxy has it as its url: upstream.
+func callHTTPUpstream(conc int) func(context.Context, *env, string) (*result, error) {
+	return func(ctx context.Context, e *env, u string) (res *result, err error) {
+		var cl closers
+		defer joinErr(&err, cl.close)
+		spec, err := e.upstreamHTTPSpec(u, 0)
+		direct, err := e.openHTTP(ctx, &cl, spec, err)
+		if err != nil {
+			return nil, err
+		}
+		self, err := selfPath()
+		floor, err := e.openHTTP(ctx, &cl, procSpec{name: roleReverseProxy, path: self, args: []string{direct.url},
+			ready: fixtureURL, env: roleEnvOf(roleReverseProxy)}, err)
+		if err != nil {
+			return nil, err
+		}
+		proxy, err := e.startHTTPProxy(ctx, &cl, serverConfig{URL: direct.url})
+		if err != nil {
+			return nil, err
+		}
+		return e.measure(ctx, []*side{
+			echoSide(sideDirect, direct.c, nil, "echo", 0),
+			echoSide(sideFloor, floor.c, floor.proc, "echo", 0),
+			echoSide(sideProxy, proxy.c, proxy.proc, "fx__echo", 0),
+		}, e.o.n, conc)
+	}
+}
+
+// closers are a scenario's HTTP endpoints, closed at its end, newest first.
+type closers []func() error
+
+func (cl *closers) close() error {
+	var errs []error
+	for i := len(*cl) - 1; i >= 0; i-- {
+		errs = append(errs, (*cl)[i]())
+	}
+	*cl = nil
+	return errors.Join(errs...)
+}
+
+// openHTTP starts the HTTP server spec describes (specErr is the error of
+// building spec, returned as it is) and opens a session there, to be
+// closed with cl.
+func (e *env) openHTTP(ctx context.Context, cl *closers, spec procSpec, specErr error) (*httpEndpoint, error) {
+	if specErr != nil {
+		return nil, specErr
+	}
+	h, err := e.startHTTP(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	*cl = append(*cl, func() error { return h.close(ctx) })
+	return h, nil
+}
+
+// httpEndpoint is a started HTTP server process with a session open on it.
+type httpEndpoint struct {
+	proc *proc
+	url  string
+	c    *httpClient
+}
+
+// closeTimeout bounds ending an HTTP session, which also runs after the
+// scenario's context has ended.
+const closeTimeout = 10 * time.Second
+
+// close ends the session, then the process.
+func (h *httpEndpoint) close(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), closeTimeout)
+	defer cancel()
+	return errors.Join(h.c.close(ctx), h.proc.stop())
+}
+
+// startHTTP starts spec, waits for the URL in its ready line and opens a
+// session there. On error nothing is left running.
+func (e *env) startHTTP(ctx context.Context, spec procSpec) (*httpEndpoint, error) {
+	p, url, err := e.fleet.startReady(ctx, spec)
+	if err != nil {
+		if p != nil {
+			err = errors.Join(err, p.stop())
+		}
+		return nil, err
+	}
+	c, err := dialHTTPRetry(ctx, url)
+	if err != nil {
+		return nil, errors.Join(fmt.Errorf("%s: %w (%s)", spec.name, err, p.failure()), p.stop())
+	}
+	return &httpEndpoint{proc: p, url: url, c: c}, nil
+}
+
+// startHTTPProxy starts the proxy serving Streamable HTTP with one upstream,
+// fx, to be closed with cl, and waits until it lists fx__echo.
+func (e *env) startHTTPProxy(ctx context.Context, cl *closers, upstream serverConfig) (*httpEndpoint, error) {
+	cfg, err := e.writeConfig(map[string]serverConfig{"fx": upstream})
+	// The URL line is logged at info; the config's warn level would hide it.
+	h, err := e.openHTTP(ctx, cl, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
+		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL}, err)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := waitTools(ctx, h.c, hasTool("fx__echo")); err != nil {
+		return nil, fmt.Errorf("proxy: %w (%s)", err, h.proc.failure())
+	}
+	return h, nil
+}
+
 // listFleet measures tools/list of 20 upstreams × 100 tools through the
 // proxy against one fixture with all 2000 tools, on warm connections.
-func listFleet(ctx context.Context, e *env) (res *result, err error) {
+func listFleet(ctx context.Context, e *env, _ string) (res *result, err error) {
 	direct, proxy, err := e.dialFleet(ctx)
 	if err != nil {
 		return nil, err
 	}
 	defer joinErr(&err, proxy.close)
 	defer joinErr(&err, direct.close)
-	sides := [2]*side{listSide("direct", direct), listSide("proxy", proxy)}
-	return e.measure(ctx, sides, e.largeN(), 1)
+	return e.measure(ctx, []*side{listSide(sideDirect, direct, nil), listSide(sideProxy, proxy, proxy.proc)}, e.largeN(), 1)
 }
 
 // coldStart times spawn → first complete tools/list, rounds times each side
-// alternately; the summaries' p50 is the median.
-func coldStart(ctx context.Context, e *env) (*result, error) {
+// in rotating order: one fixture with the whole catalog (direct), the 20
+// fleet fixtures started at once and listed directly (floor), and the
+// 20-upstream proxy. The summaries' p50 is the median.
+func coldStart(ctx context.Context, e *env, _ string) (*result, error) {
 	cfg, err := e.writeConfig(fleetServers(e))
 	if err != nil {
 		return nil, err
 	}
-	specs := [2]procSpec{e.fixtureSpec("fixture", fullCatalogArgs), e.proxySpec(cfg)}
-	var acc [2]samples
+	starts := []func() (time.Duration, error){
+		func() (time.Duration, error) {
+			return timeToCatalog(ctx, e.fleet, e.fixtureSpec("fixture", fullCatalogArgs))
+		},
+		func() (time.Duration, error) { return e.fleetToCatalogs(ctx) },
+		func() (time.Duration, error) { return timeToCatalog(ctx, e.fleet, e.proxySpec(cfg)) },
+	}
+	names := []string{sideDirect, sideFloor, sideProxy}
+	acc := make([]samples, len(starts))
 	for r := 0; r < e.o.rounds; r++ {
-		for _, i := range roundOrder(r) {
-			d, err := timeToCatalog(ctx, e.fleet, specs[i])
+		for _, i := range roundOrder(r, len(starts)) {
+			d, err := starts[i]()
 			if err != nil {
-				return nil, fmt.Errorf("%s cold start %d: %w", sideLabels[i], r+1, err)
+				return nil, fmt.Errorf("%s cold start %d: %w", names[i], r+1, err)
 			}
 			acc[i].add([]time.Duration{d}, 0)
-			e.progressf("  cold start %d/%d %-6s %7.1f ms", r+1, e.o.rounds, sideLabels[i], ms(d))
+			e.progressf("  cold start %d/%d %-6s %7.1f ms", r+1, e.o.rounds, names[i], ms(d))
 		}
 	}
-	return newResult(acc[0].summarize(false), acc[1].summarize(false)), nil
+	sums := map[string]summary{}
+	for i, name := range names {
+		sums[name] = acc[i].summarize(false)
+	}
+	return newResult(sums), nil
 }
 
 // timeToCatalog spawns spec and returns the time until a tools/list answer
@@ -193,7 +345,7 @@ func timeToCatalog(ctx context.Context, f *fleet, spec procSpec) (d time.Duratio
 
 // rssFleet loads the 20 × 100 proxy with lists and calls, then reads its
 // peak RSS; the direct fixture gets the same load for reference.
-func rssFleet(ctx context.Context, e *env) (res *result, err error) {
+func rssFleet(ctx context.Context, e *env, _ string) (res *result, err error) {
 	direct, proxy, err := e.dialFleet(ctx)
 	if err != nil {
 		return nil, err
@@ -201,31 +353,33 @@ func rssFleet(ctx context.Context, e *env) (res *result, err error) {
 	defer joinErr(&err, proxy.close)
 	defer joinErr(&err, direct.close)
 	calls := min(rssCalls, e.o.n)
-	var sums [2]summary
-	for i, c := range []*stdioConn{direct, proxy} {
-		list := listSide(sideLabels[i], c)
+	sums := map[string]summary{}
+	for _, c := range []struct {
+		name string
+		conn *stdioConn
+	}{{sideDirect, direct}, {sideProxy, proxy}} {
+		list := listSide(c.name, c.conn, nil)
 		if err := list.check(ctx); err != nil {
 			return nil, err
 		}
 		if _, _, err := runOps(ctx, list.op, rssLists, 1); err != nil {
 			return nil, err
 		}
-		lat, wall, err := runOps(ctx, syntheticCall(c, i == 1), calls, pipelineDepth)
+		lat, wall, err := runOps(ctx, syntheticCall(c.conn, c.name == sideProxy), calls, pipelineDepth)
 		if err != nil {
 			return nil, err
 		}
 		var s samples
 		s.add(lat, wall)
-		sums[i] = s.summarize(true)
-		rss, err := c.proc.peakRSSBytes()
+		sum := s.summarize(true)
+		rss, err := c.conn.proc.peakRSSBytes()
 		if err != nil {
 			return nil, err
 		}
-		sums[i].PeakRSSMB = mib(rss)
+		sum.PeakRSSMB = mib(rss)
+		sums[c.name] = sum
 	}
-	r := newResult(sums[0], sums[1])
-	r.RSSRatio = sums[1].PeakRSSMB / sums[0].PeakRSSMB
-	return r, nil
+	return newResult(sums), nil
 }
 
 // syntheticCall calls tool_0001 of each upstream in turn (through the
@@ -282,56 +436,80 @@ func fleetServers(e *env) map[string]serverConfig {
 	return servers
 }
 
-// measure warms both sides up, then runs n operations on each in rounds
-// whose order alternates, and summarizes them.
-func (e *env) measure(ctx context.Context, sides [2]*side, n, conc int) (*result, error) {
+// measure warms every side up, then runs n operations on each in rounds
+// whose side order rotates, and summarizes them. The CPU time of each
+// side's process is read before its first and after its last measured batch
+// (it idles while the other sides run), so the clock tick's rounding counts
+// once, not once per batch.
+func (e *env) measure(ctx context.Context, sides []*side, n, conc int) (*result, error) {
 	warm := min(max(n/20, 1), maxWarmup)
 	for _, s := range sides {
 		if err := s.check(ctx); err != nil {
-			return nil, fmt.Errorf("%s: %w", s.label, err)
+			return nil, fmt.Errorf("%s: %w", s.name, err)
 		}
 		if _, _, err := runOps(ctx, s.op, warm, conc); err != nil {
-			return nil, fmt.Errorf("%s warm-up: %w", s.label, err)
+			return nil, fmt.Errorf("%s warm-up: %w", s.name, err)
 		}
 	}
-	var acc [2]samples
+	acc := make([]samples, len(sides))
+	cpu0 := make([]time.Duration, len(sides))
+	for i, s := range sides {
+		if s.proc == nil {
+			continue
+		}
+		var err error
+		if cpu0[i], err = s.proc.cpuTime(); err != nil {
+			return nil, err
+		}
+	}
 	for r := 0; r < e.o.rounds; r++ {
 		count := n / e.o.rounds
 		if r < n%e.o.rounds {
 			count++
 		}
-		for _, i := range roundOrder(r) {
+		for _, i := range roundOrder(r, len(sides)) {
 			lat, wall, err := runOps(ctx, sides[i].op, count, conc)
 			if err != nil {
-				return nil, fmt.Errorf("%s round %d: %w", sides[i].label, r+1, err)
+				return nil, fmt.Errorf("%s round %d: %w", sides[i].name, r+1, err)
 			}
 			acc[i].add(lat, wall)
-			e.progressf("  round %d/%d %-6s %5d ops in %8.1f ms", r+1, e.o.rounds, sides[i].label, count, ms(wall))
+			e.progressf("  round %d/%d %-6s %5d ops in %8.1f ms", r+1, e.o.rounds, sides[i].name, count, ms(wall))
 		}
 	}
-	return newResult(acc[0].summarize(true), acc[1].summarize(true)), nil
+	sums := map[string]summary{}
+	for i, s := range sides {
+		if s.proc != nil {
+			cpu1, err := s.proc.cpuTime()
+			if err != nil {
+				return nil, err
+			}
+			acc[i].cpu, acc[i].hasCPU = cpu1-cpu0[i], true
+		}
+		sums[s.name] = acc[i].summarize(true)
+	}
+	return newResult(sums), nil
 }
 
-// sideLabels name the sides by index: 0 direct, 1 proxy.
-var sideLabels = [2]string{"direct", "proxy"}
-
-// roundOrder alternates which side goes first, so neither always runs on
-// the warmer (or more disturbed) half of a round.
-func roundOrder(r int) [2]int {
-	if r%2 == 0 {
-		return [2]int{0, 1}
+// roundOrder is the order of k sides in round r: rotated by one each round,
+// so no side always runs on the warmer (or more disturbed) part of a round.
+// With two sides it alternates.
+func roundOrder(r, k int) []int {
+	order := make([]int, k)
+	for j := range order {
+		order[j] = (r + j) % k
 	}
-	return [2]int{1, 0}
+	return order
 }
 
 // echoSide calls tool with a short text. check verifies the whole result
 // (the padded size when payload > 0); op only needs a non-error response,
-// so the client's own work stays the same on both sides.
-func echoSide(label string, c client, tool string, payload int) *side {
+// so the client's own work stays the same on every side.
+func echoSide(name string, c client, p *proc, tool string, payload int) *side {
 	params := json.RawMessage(`{"name":"` + tool + `","arguments":{"text":"ping"}}`)
 	want := "ping"
 	return &side{
-		label: label,
+		name: name,
+		proc: p,
 		check: func(ctx context.Context) error {
 			res, err := c.request(ctx, "tools/call", params)
 			if err != nil {
@@ -352,10 +530,11 @@ func echoSide(label string, c client, tool string, payload int) *side {
 // listSide lists every tool. check verifies the count and learns whether
 // the list comes in one page; op then sends one tools/list, or walks every
 // page when the list is paged.
-func listSide(label string, c client) *side {
+func listSide(name string, c client, p *proc) *side {
 	paged := true
 	return &side{
-		label: label,
+		name: name,
+		proc: p,
 		check: func(ctx context.Context) error {
 			cat, err := listTools(ctx, c)
 			if err != nil {

@@ -10,10 +10,14 @@ import (
 )
 
 // samples collects one side's latencies and the wall time they took, over
-// every round.
+// every round, and the CPU time of the process in the proxy's place.
 type samples struct {
 	lat  []time.Duration
 	wall time.Duration
+	// cpu is the CPU time the side's process used during the measured
+	// batches; hasCPU says it was read (a direct side has no such process).
+	cpu    time.Duration
+	hasCPU bool
 }
 
 // add records one round.
@@ -33,6 +37,10 @@ type summary struct {
 	RPS float64 `json:"rps,omitempty"`
 	// PeakRSSMB is VmHWM in MiB, for the memory scenario.
 	PeakRSSMB float64 `json:"peak_rss_mb,omitempty"`
+	// CPUus is the CPU time (user + system) of the process in the proxy's
+	// place per request, in microseconds; nil for a direct side. It is read
+	// in clock ticks (10 ms), so it is exact to 10 ms / N.
+	CPUus *float64 `json:"cpu_per_call_us,omitempty"`
 }
 
 // summarize computes percentiles (nearest rank), the mean and, when
@@ -53,6 +61,10 @@ func (s *samples) summarize(withRate bool) summary {
 	out.MeanMs = ms(sum / time.Duration(len(sorted)))
 	if withRate && s.wall > 0 {
 		out.RPS = float64(len(sorted)) / s.wall.Seconds()
+	}
+	if s.hasCPU {
+		us := float64(s.cpu) / float64(time.Microsecond) / float64(len(sorted))
+		out.CPUus = &us
 	}
 	return out
 }

@@ -156,8 +156,5 @@ func (p *proc) kill(t *testing.T) {
 	}
 }
 
-// processesRunning returns the pids of live processes running binary with arg.
-func processesRunning(binary, arg string) []int { return testproc.Running(binary, arg) }
-
 // waitGone waits until no process runs binary with arg, at most d.
 func waitGone(binary, arg string, d time.Duration) []int { return testproc.WaitGone(d, binary, arg) }

@@ -1,0 +1,6 @@
+// Package ratelimit holds the two kinds of call limit of SPEC §15: token
+// buckets, which bound calls a minute, and slots, which bound calls in
+// flight and hand out their places in the order the calls arrived. Both are
+// safe for concurrent use and cost one mutex per call. Buckets take the
+// time from their caller, so tests run on a clock of their own.
+package ratelimit
