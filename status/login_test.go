@@ -121,8 +121,7 @@ func loginPage(t *testing.T, as *authServer, beginErr error) (*page, *oauthclien
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
-	var p *page
-	p = newPage(t, Options{
+	p := newPage(t, Options{
 		State: func() State {
 			st := sampleState()
 			for i, s := range st.Servers {
