@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -46,6 +47,39 @@ type Store struct {
 	dir string
 	// lockWait is lockWait; tests shorten it.
 	lockWait time.Duration
+
+	// parsed keeps the last file read or written per server, by its
+	// identity on disk, so that a file is parsed and checked once (the
+	// start-up check and the first review read the same file).
+	mu     sync.Mutex
+	parsed map[string]parsedFile
+}
+
+// parsedFile is a pin file as read or written, never modified.
+type parsedFile struct {
+	id fileID
+	pf *pinFile
+}
+
+// cached returns the file of server read or written as id, if any.
+func (s *Store) cached(server string, id fileID) (*pinFile, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.parsed[server]
+	if !ok || c.id != id {
+		return nil, false
+	}
+	return c.pf, true
+}
+
+// remember records the file of server as read or written as id.
+func (s *Store) remember(server string, id fileID, pf *pinFile) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.parsed == nil {
+		s.parsed = map[string]parsedFile{}
+	}
+	s.parsed[server] = parsedFile{id: id, pf: pf}
 }
 
 // NewStore returns the store under stateDir ("" is allowed: every
@@ -169,6 +203,10 @@ func (s *Store) load(server string) (*pinFile, fileID, error) {
 	if fi.Size() > maxPinFileBytes {
 		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
 	}
+	id := idOf(fi)
+	if pf, ok := s.cached(server, id); ok {
+		return pf, id, nil
+	}
 	data, err := io.ReadAll(io.LimitReader(f, maxPinFileBytes+1))
 	if err != nil {
 		return nil, fileID{}, corrupt(path, err)
@@ -180,7 +218,8 @@ func (s *Store) load(server string) (*pinFile, fileID, error) {
 	if err != nil {
 		return nil, fileID{}, corrupt(path, err)
 	}
-	return pf, idOf(fi), nil
+	s.remember(server, id, pf)
+	return pf, id, nil
 }
 
 func corrupt(path string, err error) error {
@@ -232,8 +271,16 @@ func parsePinFile(data []byte, server string) (*pinFile, error) {
 }
 
 func checkRecord(name string, r *pinRecord, pending bool) error {
-	def, err := canonicalJSON(r.Definition)
-	if err != nil {
+	// A file this proxy wrote holds the canonical bytes indented: compact
+	// them and they hash to the fingerprint. Anything else (an older or
+	// hand-edited file) is canonicalized first.
+	var compact bytes.Buffer
+	def := r.Definition
+	if json.Compact(&compact, r.Definition) == nil && fingerprintOf(compact.Bytes()) == r.Fingerprint {
+		def = compact.Bytes()
+	} else if c, err := canonicalJSON(r.Definition); err == nil {
+		def = c
+	} else {
 		return fmt.Errorf("tool %q: definition is not valid JSON", name)
 	}
 	var head struct {
@@ -281,6 +328,7 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 	if err != nil {
 		return nil, fileID{}, err
 	}
+	s.remember(server, id, next)
 	return next, id, nil
 }
 
@@ -318,11 +366,16 @@ func (s *Store) lock(server string) (unlock func(), err error) {
 // write replaces server's pin file atomically: a complete 0600 temporary
 // file in the same directory, synced, then renamed over the old one.
 func (s *Store) write(server string, pf *pinFile) (fileID, error) {
-	data, err := json.MarshalIndent(pf, "", "  ")
-	if err != nil {
+	// Without HTML escaping a definition is written as its canonical bytes
+	// indented, so reading it back is a json.Compact (see checkRecord).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(pf); err != nil {
 		return fileID{}, fmt.Errorf("integrity: encode pins of %s: %w", server, err)
 	}
-	data = append(data, '\n')
+	data := buf.Bytes()
 	path := s.Path(server)
 	tmp, err := os.CreateTemp(s.dir, "."+server+".json.tmp-*")
 	if err != nil {

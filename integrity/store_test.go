@@ -228,3 +228,47 @@ func TestLockTimeout(t *testing.T) {
 		t.Fatalf("Approve while locked: %v", err)
 	}
 }
+
+// TestPinFileEscapedDefinitions: a pin file whose definitions are written
+// with HTML escapes (as json.MarshalIndent writes them, and earlier builds
+// did) reads back to the same fingerprints as the file the store writes
+// itself, which holds the canonical bytes unescaped.
+func TestPinFileEscapedDefinitions(t *testing.T) {
+	g, _, dir := newGuard(t)
+	rd := tool("read", "Reads <b>a</b> file & more.")
+	if rev := g.Review(serverOf("files", Policy{}, rd), nil); rev.Err != nil {
+		t.Fatal(rev.Err)
+	}
+	path := filepath.Join(dir, "pins", "files.json")
+	own, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(own), "<b>a</b> file & more") {
+		t.Fatalf("the store escaped the definition: %s", own)
+	}
+	fresh := NewStore(dir)
+	pf, _, err := fresh.load("files")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(own, &v); err != nil {
+		t.Fatal(err)
+	}
+	escaped, _ := json.MarshalIndent(v, "", "  ")
+	if !strings.Contains(string(escaped), `\u003cb\u003e`) {
+		t.Fatalf("the rewrite did not escape: %s", escaped)
+	}
+	if err := os.WriteFile(path, escaped, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	old, _, err := NewStore(dir).load("files")
+	if err != nil {
+		t.Fatalf("an escaped pin file is refused: %v", err)
+	}
+	a, b := pf.Tools["read"].Pinned, old.Tools["read"].Pinned
+	if a.Fingerprint != b.Fingerprint || string(a.Definition) != string(b.Definition) {
+		t.Errorf("escaped file reads as %s %s, the store's own as %s %s", b.Fingerprint, b.Definition, a.Fingerprint, a.Definition)
+	}
+}
