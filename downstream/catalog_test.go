@@ -469,13 +469,13 @@ default_agent: all
 		return newSession("t", transportStdio, a, nil)
 	}
 	list := p.Catalog().ListJSON()
-	if got := p.listFor(state("all")); &got[0] != &list[0] {
-		t.Errorf("all: the list was copied: %s", got)
+	if got, again := p.listFor(state("all")), p.listFor(state("all")); &got[0] != &again[0] {
+		t.Errorf("all: the result was built twice: %s", got)
 	}
 	for agent, want := range map[string]string{
-		"all":  `[{"name":"fs__read_file","description":"MCP tool read_file from fs"},{"name":"fs__write_file","description":"MCP tool write_file from fs"}]`,
-		"some": `[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]`,
-		"none": `[]`,
+		"all":  `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"},{"name":"fs__write_file","description":"MCP tool write_file from fs"}]}`,
+		"some": `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`,
+		"none": `{"tools":[]}`,
 	} {
 		if got := string(p.listFor(state(agent))); got != want {
 			t.Errorf("%s: list = %s, want %s", agent, got, want)

@@ -152,14 +152,16 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 	return p.mcpPrompts(ctx, st, args), nil, true
 }
 
-// sessionList is the session's tools array. A session that lists exactly
-// the catalog's listed tools and no own tool gets the catalog's own array.
+// sessionList is the session's tools/list result, {"tools":[...]}, built
+// in one allocation. A session that lists exactly the catalog's listed
+// tools and no own tool gets the catalog's array.
 func (p *Proxy) sessionList(st *session) []byte {
+	const head, tail = `{"tools":`, `}`
 	c := p.Catalog()
 	own := p.ownToolsJSON(st)
 	keep := make([]bool, len(c.tools))
 	all := len(own) == 0
-	n := 2 + len(own)
+	n := len(head) + 2 + len(own) + len(tail)
 	for i, e := range c.tools {
 		keep[i] = listedFor(st, e)
 		all = all && keep[i] == e.listed()
@@ -168,9 +170,14 @@ func (p *Proxy) sessionList(st *session) []byte {
 		}
 	}
 	if all {
-		return c.list
+		n = len(head) + len(c.list) + len(tail)
 	}
 	out := make([]byte, 0, n)
+	out = append(out, head...)
+	if all {
+		out = append(out, c.list...)
+		return append(out, tail...) // exactly n: full
+	}
 	out = append(out, '[')
 	out = append(out, own...) // each followed by a comma
 	for i, e := range c.tools {
@@ -178,11 +185,12 @@ func (p *Proxy) sessionList(st *session) []byte {
 			out = append(append(out, e.Raw...), ',')
 		}
 	}
-	if len(out) == 1 {
-		return append(out, ']')
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
 	}
-	out[len(out)-1] = ']'
-	return out
+	out = append(out, ']')
+	out = append(out, tail...)
+	return out[:len(out):len(out)] // views share it: an append must copy
 }
 
 // searchIndex is the index of the tools the session may call: only those

@@ -44,16 +44,18 @@ func deferredProxy(t *testing.T) (*Proxy, *fakeUpstream) {
 	return newProxy(t, deferredYAML, map[string]*fakeUpstream{"fs": up}), up
 }
 
-func listedNames(t *testing.T, list []byte) []string {
+func listedNames(t *testing.T, result []byte) []string {
 	t.Helper()
-	var tools []struct {
-		Name string `json:"name"`
+	var list struct {
+		Tools []struct {
+			Name string `json:"name"`
+		} `json:"tools"`
 	}
-	if err := json.Unmarshal(list, &tools); err != nil {
-		t.Fatalf("list %s: %v", list, err)
+	if err := json.Unmarshal(result, &list); err != nil {
+		t.Fatalf("list %s: %v", result, err)
 	}
 	var names []string
-	for _, tl := range tools {
+	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
 	return names

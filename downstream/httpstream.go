@@ -3,6 +3,7 @@ package downstream
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -94,7 +95,7 @@ func (s *postStream) finish(replies [][]byte, batch bool, status int) {
 		body = append(body, '\n')
 		h := s.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", fmt.Sprint(len(body)))
+		h.Set("Content-Length", strconv.Itoa(len(body)))
 		_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		s.w.WriteHeader(status)
 		_, _ = s.w.Write(body)

@@ -48,12 +48,10 @@ servers:
 		c.send(`{"jsonrpc":"2.0","id":"l","method":"tools/list"}`)
 		res := c.recv(`"l"`)
 		var r struct {
-			Result struct {
-				Tools json.RawMessage `json:"tools"`
-			} `json:"result"`
+			Result json.RawMessage `json:"result"`
 		}
 		_ = json.Unmarshal([]byte(res), &r)
-		return listedNames(t, r.Result.Tools)
+		return listedNames(t, r.Result)
 	}
 	if got := list(); !slices.Contains(got, "fx__read") {
 		t.Fatalf("the pinned tool is not listed: %v", got)

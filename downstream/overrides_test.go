@@ -73,13 +73,15 @@ func overridesProxy(t *testing.T, reg prometheus.Registerer) (*Proxy, *fakeUpstr
 }
 
 // listedTool returns the listed tool object named name, or nil.
-func listedTool(t *testing.T, list []byte, name string) map[string]any {
+func listedTool(t *testing.T, result []byte, name string) map[string]any {
 	t.Helper()
-	var tools []map[string]any
-	if err := json.Unmarshal(list, &tools); err != nil {
+	var list struct {
+		Tools []map[string]any `json:"tools"`
+	}
+	if err := json.Unmarshal(result, &list); err != nil {
 		t.Fatal(err)
 	}
-	for _, tl := range tools {
+	for _, tl := range list.Tools {
 		if tl["name"] == name {
 			return tl
 		}

@@ -79,11 +79,7 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 // list gets (SPEC §3).
 func (p *Proxy) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	p.waitStartup(ctx)
-	tools := p.listFor(r.sess)
-	out := make([]byte, 0, len(tools)+12)
-	out = append(out, `{"tools":`...)
-	out = append(out, tools...)
-	return append(out, '}'), nil
+	return p.listFor(r.sess), nil
 }
 
 // callTool answers tools/call.

@@ -31,7 +31,7 @@ func (v *viewCache) reset() {
 // applied to one catalog.
 type view struct {
 	catalog  *Catalog
-	listJSON []byte // for sessions that have activated nothing
+	listJSON []byte // the tools/list result of sessions that have activated nothing
 
 	searchOnce sync.Once // the tool_search index of the view, built on first use
 	index      *search.Index
@@ -83,8 +83,8 @@ func (p *Proxy) viewFor(s *session) *view {
 	return out
 }
 
-// listFor is the session's tools array: the shared view while the session
-// has activated nothing, else its own.
+// listFor is the session's tools/list result: the shared view's while the
+// session has activated nothing, else its own.
 func (p *Proxy) listFor(s *session) []byte {
 	if s.deferred.empty() {
 		return p.viewFor(s).listJSON
