@@ -52,8 +52,9 @@ func reportCPU(b *testing.B, start time.Duration) {
 const sdkUpstreamBuildTimeout = 3 * time.Minute
 
 // sdkUpstreamProxy builds the load test binary, connects to its go-sdk echo
-// server over stdio and returns a proxy with it as server fx.
-func sdkUpstreamProxy(b *testing.B) *Proxy {
+// server over stdio (padding each echo to payload bytes, 0 = none) and
+// returns a proxy with it as server fx.
+func sdkUpstreamProxy(b *testing.B, payload int) *Proxy {
 	b.Helper()
 	root, err := testproc.ModuleRoot("..")
 	if err != nil {
@@ -72,10 +73,11 @@ blobs:
 servers:
   fx:
     command: %s
+    args: ["-payload-bytes", "%d"]
     env:
       MCP_PROXY_LOADTEST_ROLE: sdk-echo
     timeout: 10s
-`, bin))
+`, bin, payload))
 	conn := upstream.New(cfg.Servers["fx"], upstream.Options{Logger: zerolog.Nop()})
 	ctx, cancel := context.WithCancel(context.Background())
 	b.Cleanup(func() { cancel(); _ = conn.Close() })
@@ -94,8 +96,14 @@ servers:
 
 // BenchmarkStdioCallSDKUpstream: one tools/call at a time over stdio (OS
 // pipes) to the go-sdk echo server over stdio.
-func BenchmarkStdioCallSDKUpstream(b *testing.B) {
-	p := sdkUpstreamProxy(b)
+func BenchmarkStdioCallSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 0) }
+
+// BenchmarkStdioCall64KSDKUpstream: the same with the echo padded to 64 KiB
+// (the load test's call-64k-stdio).
+func BenchmarkStdioCall64KSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 64<<10) }
+
+func benchStdioCallSDKUpstream(b *testing.B, payload int) {
+	p := sdkUpstreamProxy(b, payload)
 	inR, inW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
@@ -123,8 +131,8 @@ func BenchmarkStdioCallSDKUpstream(b *testing.B) {
 	}
 	roundTrip(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"b","version":"1"}}}`)
 	roundTrip(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-	if l := roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`); !strings.Contains(l, `"text":"hello"`) {
-		b.Fatalf("tools/call answered %s", l)
+	if l := roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`); !strings.Contains(l, `"text":"hello`) {
+		b.Fatalf("tools/call answered %.200s", l)
 	}
 	b.ResetTimer()
 	cpu0 := cpuClock(b)
@@ -144,7 +152,7 @@ func BenchmarkStdioCallSDKUpstream(b *testing.B) {
 // BenchmarkHTTPCallSDKUpstream: one tools/call at a time over loopback
 // Streamable HTTP to the go-sdk echo server over stdio.
 func BenchmarkHTTPCallSDKUpstream(b *testing.B) {
-	p := sdkUpstreamProxy(b)
+	p := sdkUpstreamProxy(b, 0)
 	srv := httptest.NewServer(p.HTTPHandler(""))
 	defer srv.Close()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 8}}
