@@ -49,7 +49,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	defer cancelCalls()
 	var running sync.WaitGroup
 	readDone := make(chan error, 1)
-	go func() { readDone <- p.readStdio(callCtx, s, in, w, &running) }()
+	go p.readStdio(callCtx, s, in, w, &running, readDone)
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
@@ -72,55 +72,103 @@ func (p *Proxy) drain(s *session, d time.Duration) {
 	}
 }
 
-// readStdio reads and routes client lines until EOF or a read error.
-func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, running *sync.WaitGroup) error {
-	br := bufio.NewReaderSize(in, 64<<10)
-	pool := newWorkers()
+// stdioReader reads a stdio client's lines and routes them. One goroutine
+// at a time holds the reader role (the bufio.Reader is only ever used by
+// it). When a line is a request, the holder first gives the role to a
+// worker (workers.run: an idle one, which is already waiting, or a new one)
+// and then answers the request itself, on the goroutine that read it: the
+// request's own path wakes no other goroutine, while the next line is read
+// at once by the new holder, so a slow call never holds up the lines after
+// it (a notifications/cancelled for it among them). Notifications and
+// responses of the client are handled by the holder in the order they
+// come, as before.
+type stdioReader struct {
+	p       *Proxy
+	ctx     context.Context
+	s       *session
+	br      *bufio.Reader
+	w       *lineWriter
+	pool    *workers
+	running *sync.WaitGroup
+	done    chan<- error // gets the error that ended reading (io.EOF at a clean end), once
+}
+
+// readStdio starts reading and routing client lines; done gets the error
+// that ended reading.
+func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, running *sync.WaitGroup, done chan<- error) {
+	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), running: running, done: done}
+	r.read()
+}
+
+// read holds the reader role: it reads lines until one is a request or the
+// input ends, and answers that request after passing the role on.
+func (r *stdioReader) read() {
 	for {
-		line, err := readLine(br, maxRequestBytes)
-		switch {
-		case errors.Is(err, errLineTooLong):
-			_ = w.send(errorResponse(nil, errorf(codeInvalidRequest, "request exceeds the %d-byte limit", maxRequestBytes)))
-			continue
-		case len(bytes.TrimSpace(line)) > 0 && bytes.TrimSpace(line)[0] == '[':
-			// A batch: its replies go out together, as one array.
-			msgs, _, werr := splitBody(line)
-			if werr != nil {
-				_ = w.send(errorResponse(nil, werr))
-				break
-			}
-			var replies [][]byte
-			var runs []func() []byte
-			for _, msg := range msgs {
-				reply, run := p.receive(ctx, s, msg, w)
-				switch {
-				case reply != nil:
-					replies = append(replies, reply)
-				case run != nil:
-					runs = append(runs, run)
-				}
-			}
-			running.Add(1)
-			pool.run(func() {
-				defer running.Done()
-				if all := runAll(runs, replies); len(all) > 0 {
-					_ = w.send(jsonArray(all))
-				}
-			})
-		case len(bytes.TrimSpace(line)) > 0:
-			reply, run := p.receive(ctx, s, line, w)
-			if reply != nil {
-				_ = w.send(reply)
-			}
-			if run != nil {
-				running.Add(1)
-				pool.run(func() { defer running.Done(); _ = w.send(run()) })
-			}
+		line, err := readLine(r.br, maxRequestBytes)
+		job := r.route(line, err)
+		if errors.Is(err, errLineTooLong) {
+			err = nil // answered; reading goes on
 		}
 		if err != nil {
-			return err
+			r.done <- err
+			if job != nil {
+				job()
+			}
+			return
+		}
+		if job != nil {
+			r.pool.run(r.read)
+			job()
+			return
 		}
 	}
+}
+
+// route handles one line and returns the work that answers it, if any
+// (running counts it from here); messages that need no work off the read
+// loop are answered here.
+func (r *stdioReader) route(line []byte, err error) func() {
+	p, ctx, s, w := r.p, r.ctx, r.s, r.w
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case errors.Is(err, errLineTooLong):
+		_ = w.send(errorResponse(nil, errorf(codeInvalidRequest, "request exceeds the %d-byte limit", maxRequestBytes)))
+	case len(trimmed) > 0 && trimmed[0] == '[':
+		// A batch: its replies go out together, as one array.
+		msgs, _, werr := splitBody(line)
+		if werr != nil {
+			_ = w.send(errorResponse(nil, werr))
+			return nil
+		}
+		var replies [][]byte
+		var runs []func() []byte
+		for _, msg := range msgs {
+			reply, run := p.receive(ctx, s, msg, w)
+			switch {
+			case reply != nil:
+				replies = append(replies, reply)
+			case run != nil:
+				runs = append(runs, run)
+			}
+		}
+		r.running.Add(1)
+		return func() {
+			defer r.running.Done()
+			if all := runAll(runs, replies); len(all) > 0 {
+				_ = w.send(jsonArray(all))
+			}
+		}
+	case len(trimmed) > 0:
+		reply, run := p.receive(ctx, s, line, w)
+		if reply != nil {
+			_ = w.send(reply)
+		}
+		if run != nil {
+			r.running.Add(1)
+			return func() { defer r.running.Done(); _ = w.send(run()) }
+		}
+	}
+	return nil
 }
 
 // receive routes one message of a client: a stdio line, or one message of
