@@ -49,6 +49,8 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	defer cancelCalls()
 	var running sync.WaitGroup
 	readDone := make(chan error, 1)
+	in, restore := pollableInput(in)
+	defer restore()
 	go p.readStdio(callCtx, s, in, w, &running, readDone)
 	select {
 	case err = <-readDone:

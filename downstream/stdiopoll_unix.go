@@ -1,0 +1,67 @@
+//go:build unix
+
+package downstream
+
+import (
+	"io"
+	"os"
+	"syscall"
+)
+
+// pollableInput returns a reader of in that the Go runtime's poller waits
+// on, and a function that undoes it, when in is a pipe or a socket opened
+// in blocking mode (a client's pipe to the proxy's stdin). A blocking read
+// holds an OS thread and its scheduler slot for as long as the client is
+// quiet; the runtime then takes the slot back and hands it on each time a
+// call runs on the other thread, waking threads to do it. Read through the
+// poller, the reader parks like any other goroutine. The descriptor is
+// duplicated, so closing the returned reader leaves in open; O_NONBLOCK is
+// a property of the open pipe that the duplicate shares, so it is set back
+// when done. Anything else (a file, a terminal, a reader that is no
+// *os.File) is returned as it is.
+func pollableInput(in io.Reader) (io.Reader, func()) {
+	f, ok := in.(*os.File)
+	if !ok {
+		return in, func() {}
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return in, func() {}
+	}
+	dup := -1
+	_ = rc.Control(func(fd uintptr) {
+		var st syscall.Stat_t
+		if syscall.Fstat(int(fd), &st) != nil {
+			return
+		}
+		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
+			return
+		}
+		if nonblocking(int(fd)) {
+			return // already pollable, or set so by its owner: leave it
+		}
+		d, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
+		if errno != 0 {
+			return
+		}
+		if syscall.SetNonblock(int(d), true) != nil {
+			_ = syscall.Close(int(d))
+			return
+		}
+		dup = int(d)
+	})
+	if dup < 0 {
+		return in, func() {}
+	}
+	pf := os.NewFile(uintptr(dup), f.Name()) // non-blocking: the poller takes it
+	return pf, func() {
+		_ = syscall.SetNonblock(dup, false)
+		_ = pf.Close()
+	}
+}
+
+// nonblocking reports whether fd is in non-blocking mode.
+func nonblocking(fd int) bool {
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
+	return errno == 0 && flags&syscall.O_NONBLOCK != 0
+}
