@@ -12,6 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // bigResponse is a JSON-RPC response line (its id a placeholder) whose
@@ -89,10 +91,10 @@ func BenchmarkStdioPasses(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				tr.mu.Lock()
-				tr.pending["string:px-1"] = ch
+				tr.pending[rawjson.IDKey(json.RawMessage(`"px-1"`))] = ch
 				tr.mu.Unlock()
 				tr.handleLine(line)
-				if r := <-ch; r.err != nil || len(r.resp.Result) < size.n {
+				if r := <-ch; r.err != nil || len(r.result) < size.n {
 					b.Fatal("no result")
 				}
 			}

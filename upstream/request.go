@@ -207,31 +207,39 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 
 // send sends one request with id and waits for its answer.
 func (s *session) send(ctx context.Context, method, id string, params json.RawMessage) (json.RawMessage, error) {
-	req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method}
-	if len(params) > 0 {
-		req.Params = params
-	}
+	var header http.Header
 	if s.modern {
 		p, h, err := s.modernize(method, params)
 		if err != nil {
 			return nil, s.c.opError(method, err)
 		}
-		req.Params, req.Header = p, h
+		params, header = p, h
 	}
 
 	rctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
 	rctx, tooLarge := withTooLargeSink(rctx)
-	var resp *transport.JSONRPCResponse
+	var result json.RawMessage
+	var rpcErr *mcp.JSONRPCErrorDetails
 	var err error
 	if st, ok := s.tr.(*stdioTransport); ok && st.ctxWrites() {
-		// Its writes end with rctx: no goroutine per request (see await).
-		resp, err = st.SendRequest(rctx, req)
+		// The line is written as built and the answer routed by its id
+		// (no mcp-go types), and the write ends with rctx: no goroutine
+		// per request (see await).
+		result, rpcErr, err = st.call(rctx, id, method, params)
 	} else {
+		req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Header: header}
+		if len(params) > 0 {
+			req.Params = params
+		}
+		var resp *transport.JSONRPCResponse
 		resp, err = await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
-	}
-	if err == nil && resp == nil {
-		err = fmt.Errorf("%w: no response", ErrBadResponse)
+		switch {
+		case err == nil && resp == nil:
+			err = fmt.Errorf("%w: no response", ErrBadResponse)
+		case err == nil:
+			result, rpcErr = resp.Result, resp.Error
+		}
 	}
 	if err != nil {
 		switch {
@@ -264,7 +272,7 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		}
 	}
 	s.barrier(ctx)
-	if e := resp.Error; e != nil {
+	if e := rpcErr; e != nil {
 		if tl := (&ResponseTooLargeError{Limit: s.c.maxResponseBytes()}); e.Code == tooLargeCode && e.Message == tl.Error() {
 			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
 		}
@@ -276,10 +284,10 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		}
 		return nil, rpc
 	}
-	if resp.Result == nil {
+	if result == nil {
 		return nil, s.c.opError(method, fmt.Errorf("%w: neither result nor error", ErrBadResponse))
 	}
-	return resp.Result, nil
+	return result, nil
 }
 
 // sendCancelled tells the upstream, best effort and off the caller's path,

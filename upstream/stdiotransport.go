@@ -92,7 +92,8 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 }
 
 // SendRequest writes request and waits for its response, for ctx, or for
-// the end of stdout (transport.ErrTransportClosed).
+// the end of stdout (transport.ErrTransportClosed). mcp-go's client sends
+// its requests (initialize) through it; the proxy's own requests take call.
 func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	select {
 	case <-t.done:
@@ -109,7 +110,59 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 	if err != nil {
 		return nil, fmt.Errorf("marshal request id: %w", err)
 	}
-	key := rawjson.IDKey(idJSON)
+	r, err := t.roundTrip(ctx, rawjson.IDKey(idJSON), b)
+	if err != nil {
+		return nil, err
+	}
+	if r.err != nil {
+		return nil, r.err
+	}
+	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: request.ID, Result: r.result, Error: r.rpcErr}, nil
+}
+
+// call sends the request {"jsonrpc":"2.0","id":"<id>","method":<method>,
+// "params":<params>} (params left out when empty; its bytes are sent as
+// they are, so they must be one JSON object) and waits for its response,
+// for ctx, or for the end of stdout (transport.ErrTransportClosed). It
+// returns the response's result as the child wrote it, or its error
+// member; a response that is not JSON-RPC fails with ErrBadResponse. The
+// line is written as built and the response routed by its id's bytes:
+// nothing is encoded or decoded through mcp-go's types.
+func (t *stdioTransport) call(ctx context.Context, id, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	select {
+	case <-t.done:
+		return nil, nil, transport.ErrTransportClosed
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	default:
+	}
+	// One allocation: the id, the method and the params, and room for the
+	// newline writeLine adds.
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":,"params":}`)+len(id)+len(method)+len(params)+8)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	start := len(b)
+	b = appendJSONString(b, id)
+	key := rawjson.IDKey(b[start:])
+	b = append(b, `,"method":`...)
+	b = appendJSONString(b, method)
+	if len(params) > 0 {
+		b = append(b, `,"params":`...)
+		b = append(b, params...)
+	}
+	b = append(b, '}')
+	r, err := t.roundTrip(ctx, key, b)
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.result, r.rpcErr, nil
+}
+
+// roundTrip writes line, a request whose id has the routing key key, and
+// waits for what its response brings.
+func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte) (stdioReply, error) {
 	ch := make(chan stdioReply, 1)
 	t.mu.Lock()
 	t.pending[key] = ch
@@ -119,25 +172,39 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 		delete(t.pending, key)
 		t.mu.Unlock()
 	}
-	if err := t.writeLine(ctx, b); err != nil {
+	if err := t.writeLine(ctx, line); err != nil {
 		forget()
-		return nil, fmt.Errorf("write request: %w", err)
+		return stdioReply{}, fmt.Errorf("write request: %w", err)
 	}
 	select {
-	case resp := <-ch:
-		return resp.resp, resp.err
+	case r := <-ch:
+		return r, nil
 	case <-t.done:
 		select { // a response may have come just before the end
-		case resp := <-ch:
-			return resp.resp, resp.err
+		case r := <-ch:
+			return r, nil
 		default:
 		}
 		forget()
-		return nil, transport.ErrTransportClosed
+		return stdioReply{}, transport.ErrTransportClosed
 	case <-ctx.Done():
 		forget()
-		return nil, ctx.Err()
+		return stdioReply{}, ctx.Err()
 	}
+}
+
+// appendJSONString appends s as a JSON string: as it is between quotes when
+// it is printable ASCII without a quote or a backslash (every method name and every id
+// the proxy sends), else encoded.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return append(b, rawjson.String(s)...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // SendNotification writes one notification.
@@ -360,26 +427,23 @@ func (t *stdioTransport) handleLine(line []byte) {
 	}
 }
 
-// deliver hands a response to the request waiting for it, if any.
+// deliver hands a response to the request waiting for it, if any. Only an
+// error member is decoded; the result is copied as it is.
 func (t *stdioTransport) deliver(e rawjson.Message) {
-	var id mcp.RequestId
-	if json.Unmarshal(e.ID, &id) != nil {
-		return
-	}
-	resp := stdioReply{resp: &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: id}}
-	if e.Error != nil && string(e.Error) != "null" {
+	var r stdioReply
+	if e.Error != nil && !rawjson.IsNull(e.Error) {
 		var d mcp.JSONRPCErrorDetails
 		if err := json.Unmarshal(e.Error, &d); err != nil {
-			resp = stdioReply{err: fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)}
+			r.err = fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)
 		} else {
-			resp.resp.Error = &d
+			r.rpcErr = &d
 		}
 	}
-	if e.Result != nil && resp.resp != nil {
+	if e.Result != nil && r.err == nil {
 		// The line buffer is reused for the next line: the result gets its own.
-		resp.resp.Result = append(json.RawMessage(nil), e.Result...)
+		r.result = append(json.RawMessage(nil), e.Result...)
 	}
-	t.route(e.ID, resp)
+	t.route(e.ID, r)
 }
 
 // invalidLine handles a line that is not one valid JSON object: when its
@@ -409,10 +473,12 @@ func (t *stdioTransport) route(id json.RawMessage, r stdioReply) bool {
 	return ok
 }
 
-// stdioReply is what a request gets: a response, or why none can be read.
+// stdioReply is what a request gets: its response's result or error
+// member, or why no response can be read (err).
 type stdioReply struct {
-	resp *transport.JSONRPCResponse
-	err  error
+	result json.RawMessage
+	rpcErr *mcp.JSONRPCErrorDetails
+	err    error
 }
 
 // serve answers a request of the child through the request handler, off

@@ -390,3 +390,75 @@ func floodTransport(t *testing.T, method string) {
 	}
 	t.Logf("goroutines: idle %d, peak %d; heap grew %d KiB", idle, peak, (int64(peakHeap)-int64(before.HeapInuse))>>10)
 }
+
+// call writes the request line as it builds it, params byte for byte, and
+// routes the answer by its id's bytes: a result comes back as the child
+// wrote it, an error member as the error, each to its own caller.
+func TestStdioTransportCallWritesLineAsBuilt(t *testing.T) {
+	tr, child := newPipeTransport(t)
+	type answer struct {
+		result json.RawMessage
+		rpcErr *mcp.JSONRPCErrorDetails
+		err    error
+	}
+	callAsync := func(id, method, params string) <-chan answer {
+		ch := make(chan answer, 1)
+		go func() {
+			res, rpcErr, err := tr.call(context.Background(), id, method, json.RawMessage(params))
+			ch <- answer{res, rpcErr, err}
+		}()
+		return ch
+	}
+	params := `{"name":"t","arguments":{"n":1.50,"big":12345678901234567890123}}`
+	a := callAsync("px-7", "tools/call", params)
+	line, err := child.in.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"jsonrpc":"2.0","id":"px-7","method":"tools/call","params":` + params + "}\n"; line != want {
+		t.Fatalf("request line %q\nwant %q", line, want)
+	}
+	b := callAsync("px-8", "ping", "")
+	if line, _ := child.in.ReadString('\n'); line != `{"jsonrpc":"2.0","id":"px-8","method":"ping"}`+"\n" {
+		t.Fatalf("request line without params %q", line)
+	}
+	child.write(t, `{"jsonrpc":"2.0","id":"px-8","error":{"code":-32601,"message":"no"}}`,
+		`{"id":"px-7","result":{ "x": 1.50 },"jsonrpc":"2.0"}`)
+	for _, c := range []struct {
+		ch     <-chan answer
+		result string
+		code   int
+	}{{a, `{ "x": 1.50 }`, 0}, {b, "", -32601}} {
+		var got answer
+		select {
+		case got = <-c.ch:
+		case <-time.After(5 * time.Second):
+			t.Fatal("no answer within 5s")
+		}
+		switch {
+		case got.err != nil:
+			t.Errorf("error %v", got.err)
+		case string(got.result) != c.result:
+			t.Errorf("result %q, want %q", got.result, c.result)
+		case c.code != 0 && (got.rpcErr == nil || got.rpcErr.Code != c.code || got.rpcErr.Message != "no"):
+			t.Errorf("error member %+v, want code %d", got.rpcErr, c.code)
+		case c.code == 0 && got.rpcErr != nil:
+			t.Errorf("unexpected error member %+v", got.rpcErr)
+		}
+	}
+}
+
+// appendJSONString writes every string as JSON that decodes back to it:
+// plain ASCII as it is, anything else encoded.
+func TestAppendJSONString(t *testing.T) {
+	for _, s := range []string{"", "px-1", "tools/call", `a"b`, `back\slash`, "tab\there", "é😀", "<&>", "\x00\x1f\x7f"} {
+		b := appendJSONString([]byte("x"), s)
+		var got string
+		if err := json.Unmarshal(b[1:], &got); err != nil || got != s || b[0] != 'x' {
+			t.Errorf("%q: %s decodes to %q (%v)", s, b, got, err)
+		}
+	}
+	if got := string(appendJSONString(nil, "tools/call")); got != `"tools/call"` {
+		t.Errorf("plain method written as %s", got)
+	}
+}
