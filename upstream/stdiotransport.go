@@ -32,7 +32,10 @@ type lineReader interface {
 type stdioTransport struct {
 	lines lineReader
 	stdin io.WriteCloser
-	log   zerolog.Logger
+	// rawStdin is stdin's descriptor when it is in non-blocking mode (our
+	// end of an os.Pipe): a write is first tried on it directly, once.
+	rawStdin syscall.RawConn
+	log      zerolog.Logger
 
 	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
 
@@ -70,6 +73,7 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 	return &stdioTransport{
 		lines:        stdout,
 		stdin:        stdin,
+		rawStdin:     nonBlockingConn(stdin),
 		log:          log,
 		pending:      map[string]chan stdioReply{},
 		writeSem:     make(chan struct{}, 1),
@@ -261,6 +265,12 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 		_, err := t.stdin.Write(b)
 		return pipeGone(err)
 	}
+	// Most lines fit in the pipe at once: then the write needs no deadline
+	// and no watch on ctx.
+	written := t.tryWrite(b)
+	if written == len(b) {
+		return nil
+	}
 	cancelled := false
 	var mu sync.Mutex // orders the deadline the ctx sets with the ones set below
 	stop := context.AfterFunc(ctx, func() {
@@ -277,7 +287,6 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 			_ = dl.SetWriteDeadline(time.Now().Add(t.stallTimeout))
 		}
 	}
-	written := 0
 	var err error
 	for written < len(b) {
 		setDeadline()
@@ -311,6 +320,49 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 		return ctx.Err()
 	}
 	return pipeGone(err)
+}
+
+// tryWrite writes as much of b as the child's stdin takes without waiting,
+// when its descriptor is non-blocking, and returns how much that was.
+func (t *stdioTransport) tryWrite(b []byte) int {
+	if t.rawStdin == nil {
+		return 0
+	}
+	n := 0
+	_ = t.rawStdin.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+			}
+			if err == syscall.EINTR {
+				continue
+			}
+			if err != nil || m <= 0 {
+				break // full (EAGAIN) or failed: the waiting write takes it from here
+			}
+		}
+		return true // never wait here
+	})
+	return n
+}
+
+// nonBlockingConn returns w's descriptor when w is an *os.File in
+// non-blocking mode, else nil.
+func nonBlockingConn(w io.Writer) syscall.RawConn {
+	f, ok := w.(*os.File)
+	if !ok {
+		return nil
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return nil
+	}
+	nonBlocking := false
+	if rc.Control(func(fd uintptr) { nonBlocking = isNonBlocking(fd) }) != nil || !nonBlocking {
+		return nil
+	}
+	return rc
 }
 
 // stalled closes the transport of a child that has taken no input for

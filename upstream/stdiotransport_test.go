@@ -462,3 +462,42 @@ func TestAppendJSONString(t *testing.T) {
 		t.Errorf("plain method written as %s", got)
 	}
 }
+
+// A line longer than the pipe's buffer goes out whole to a child that reads
+// it late: first what the pipe takes at once, then the rest as the child
+// reads.
+func TestStdioTransportLongLineToSlowReader(t *testing.T) {
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer inR.Close()
+	outR, outW := io.Pipe()
+	defer outW.Close()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	if tr.rawStdin == nil {
+		t.Fatal("an os.Pipe stdin is not written directly")
+	}
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	params := `{"pad":"` + strings.Repeat("z", 300<<10) + `"}`
+	got := make(chan string, 1)
+	go func() {
+		time.Sleep(100 * time.Millisecond) // the pipe fills first
+		line, _ := bufio.NewReader(inR).ReadString('\n')
+		got <- line
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	go func() { _, _, _ = tr.call(ctx, "px-1", "x", json.RawMessage(params)) }()
+	select {
+	case line := <-got:
+		if want := `{"jsonrpc":"2.0","id":"px-1","method":"x","params":` + params + "}\n"; line != want {
+			t.Errorf("the child read %d bytes, want the %d-byte line", len(line), len(want))
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the line did not arrive")
+	}
+}
