@@ -218,7 +218,7 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 
 	rctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
-	rctx, tooLarge := withTooLargeSink(rctx)
+	var tooLarge *tooLargeSink // HTTP bodies only; stdio lines bound themselves
 	var result json.RawMessage
 	var rpcErr *mcp.JSONRPCErrorDetails
 	var err error
@@ -232,6 +232,7 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		if len(params) > 0 {
 			req.Params = params
 		}
+		rctx, tooLarge = withTooLargeSink(rctx)
 		var resp *transport.JSONRPCResponse
 		resp, err = await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
 		switch {
@@ -243,7 +244,7 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 	}
 	if err != nil {
 		switch {
-		case tooLarge.get() != nil:
+		case tooLarge != nil && tooLarge.get() != nil:
 			return nil, s.c.opError(method, tooLarge.get())
 		case isNeedsAuth(err):
 			// Refused with 401 before it was executed; the session is
