@@ -96,18 +96,24 @@ servers:
 
 // BenchmarkStdioCallSDKUpstream: one tools/call at a time over stdio (OS
 // pipes) to the go-sdk echo server over stdio.
-func BenchmarkStdioCallSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 0) }
+func BenchmarkStdioCallSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 0, 1) }
 
 // BenchmarkStdioCall64KSDKUpstream: the same with the echo padded to 64 KiB
 // (the load test's call-64k-stdio).
-func BenchmarkStdioCall64KSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 64<<10) }
+func BenchmarkStdioCall64KSDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 64<<10, 1) }
 
-func benchStdioCallSDKUpstream(b *testing.B, payload int) {
+// BenchmarkStdioCall8SDKUpstream: 8 calls in flight on the one stdio
+// session (the load test's call-stdio-c8).
+func BenchmarkStdioCall8SDKUpstream(b *testing.B) { benchStdioCallSDKUpstream(b, 0, 8) }
+
+func benchStdioCallSDKUpstream(b *testing.B, payload, inflight int) {
 	p := sdkUpstreamProxy(b, payload)
-	inR, inW, err := os.Pipe()
-	if err != nil {
+	// The proxy's stdin is a pipe in blocking mode, as a client's pipe is.
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
 		b.Fatal(err)
 	}
+	inR, inW := os.NewFile(uintptr(fds[0]), "stdin"), os.NewFile(uintptr(fds[1]), "client")
 	outR, outW, err := os.Pipe()
 	if err != nil {
 		b.Fatal(err)
@@ -134,10 +140,39 @@ func benchStdioCallSDKUpstream(b *testing.B, payload int) {
 	if l := roundTrip(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`); !strings.Contains(l, `"text":"hello`) {
 		b.Fatalf("tools/call answered %.200s", l)
 	}
+	call := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i)
+	}
 	b.ResetTimer()
 	cpu0 := cpuClock(b)
-	for i := 2; i < b.N+2; i++ {
-		roundTrip(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__echo","arguments":{"text":"hello"}}}`, i))
+	if inflight <= 1 {
+		for i := 2; i < b.N+2; i++ {
+			roundTrip(call(i))
+		}
+	} else {
+		// A writer keeps inflight calls outstanding; each answer read
+		// lets the next one go.
+		slots := make(chan struct{}, inflight)
+		writeErr := make(chan error, 1)
+		go func() {
+			for i := 2; i < b.N+2; i++ {
+				slots <- struct{}{}
+				if _, err := io.WriteString(inW, call(i)+"\n"); err != nil {
+					writeErr <- err
+					return
+				}
+			}
+			writeErr <- nil
+		}()
+		for range b.N {
+			if l, err := lines.ReadString('\n'); err != nil || !strings.Contains(l, `"result"`) {
+				b.Fatalf("answer %q, %v", l, err)
+			}
+			<-slots
+		}
+		if err := <-writeErr; err != nil {
+			b.Fatal(err)
+		}
 	}
 	b.StopTimer()
 	reportCPU(b, cpu0)
