@@ -41,6 +41,28 @@ func newPipeTransport(t *testing.T) (*stdioTransport, *pipeChild) {
 	return tr, &pipeChild{in: bufio.NewReader(inR), out: outW}
 }
 
+// newOSPipeTransport is a started transport whose stdin is an os.Pipe (as a
+// child's is) that nobody reads but the test, through the returned end; its
+// stdout never gets a line. Everything is closed at the end of the test.
+func newOSPipeTransport(t *testing.T) (*stdioTransport, *os.File) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW := io.Pipe()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = tr.Close()
+		_ = outW.Close()
+		_ = inR.Close()
+	})
+	return tr, inR
+}
+
 func (c *pipeChild) write(t *testing.T, lines ...string) {
 	t.Helper()
 	for _, l := range lines {
@@ -207,18 +229,7 @@ func TestStdioTransportCancel(t *testing.T) {
 // with its context. When nothing of the line went out the transport goes
 // on; when part of it did, the child's input is torn and stdin is closed.
 func TestStdioTransportWriteEndsWithContext(t *testing.T) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	outR, outW := io.Pipe()
-	defer outW.Close()
-	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
+	tr, inR := newOSPipeTransport(t)
 	if !tr.ctxWrites() {
 		t.Fatal("an os.Pipe stdin does not take write deadlines")
 	}
@@ -467,21 +478,10 @@ func TestAppendJSONString(t *testing.T) {
 // it late: first what the pipe takes at once, then the rest as the child
 // reads.
 func TestStdioTransportLongLineToSlowReader(t *testing.T) {
-	inR, inW, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer inR.Close()
-	outR, outW := io.Pipe()
-	defer outW.Close()
-	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	tr, inR := newOSPipeTransport(t)
 	if tr.rawStdin == nil {
 		t.Fatal("an os.Pipe stdin is not written directly")
 	}
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer tr.Close()
 	params := `{"pad":"` + strings.Repeat("z", 300<<10) + `"}`
 	got := make(chan string, 1)
 	go func() {
