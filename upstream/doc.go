@@ -5,13 +5,14 @@
 // publishes what it knows as immutable snapshots (Conn.Snapshot,
 // Options.OnSnapshot).
 //
-// List and call traffic goes through the raw transport
-// (transport.Interface.SendRequest, ids "px-<n>"), never through the typed
-// client, so tool schemas, unknown fields, big integers and _meta reach the
-// proxy's clients byte for byte. The typed client is used only for Start,
-// Initialize and Ping. HTTP and SSE use mcp-go's transports; stdio uses
-// this package's own (stdiotransport.go), which reads each stdout line once,
-// validates it once and slices the result out without decoding it.
+// List and call traffic goes through the raw transport (ids "px-<n>"),
+// never through the typed client, so tool schemas, unknown fields, big
+// integers and _meta reach the proxy's clients byte for byte. The typed
+// client is used only for Start, Initialize and Ping. HTTP and SSE use
+// mcp-go's transports (transport.Interface.SendRequest); stdio uses this
+// package's own (stdiotransport.go), which writes each request line as it
+// builds it, reads each stdout line once, validates it once, routes it by
+// its id's bytes and slices the result out without decoding it.
 //
 // Lifecycle: Start connects in the background (connect, bounded by
 // connect_timeout). A session that dies (the child exits or closes its
