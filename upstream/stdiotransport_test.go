@@ -501,3 +501,27 @@ func TestStdioTransportLongLineToSlowReader(t *testing.T) {
 		t.Fatal("the line did not arrive")
 	}
 }
+
+// Whatever the string, appendJSONString writes one JSON string that decodes
+// to what encoding/json's encoding of it decodes to: the string itself when
+// it is valid UTF-8 (invalid bytes become U+FFFD either way).
+func FuzzAppendJSONString(f *testing.F) {
+	for _, s := range []string{"", "px-1", "tools/call", `a"b\c`, "\x00\n\t", "é😀", "\xff\xfe", "<&>\u2028"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		b := appendJSONString(nil, s)
+		var got string
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%q written as %s: %v", s, b, err)
+		}
+		ref, _ := json.Marshal(s)
+		var want string
+		if err := json.Unmarshal(ref, &want); err != nil {
+			t.Fatal(err)
+		}
+		if got != want {
+			t.Fatalf("%q written as %s decodes to %q, want %q", s, b, got, want)
+		}
+	})
+}
