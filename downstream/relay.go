@@ -35,7 +35,7 @@ type relay struct {
 	sampling rateWindow    // sampling requests per server, last minute
 	parked   parkTable     // calls of stateless clients between round trips (mrtr.go)
 	subs     subscriptions // resource subscriptions (surface_calls.go)
-	levels   levelsSent    // the log level last passed to each upstream
+	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
 func (r *relay) init(p *Proxy) {
@@ -383,54 +383,6 @@ func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
 			s.notify.send(msg)
 		}
 	})
-}
-
-// levelsSent remembers the log level last passed to each upstream.
-type levelsSent struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// applyLogLevels passes to every connected upstream that logs the most
-// verbose level set by a session granted it, when that changed (SPEC §10:
-// each session still gets only its own level).
-func (p *Proxy) applyLogLevels() {
-	want := map[string]int32{}
-	g := p.gen()
-	p.sessions.each(func(s *session) {
-		l := s.level.Load()
-		if l < 0 {
-			return
-		}
-		for name := range g.ups {
-			if s.agent.Granted(name) {
-				if cur, ok := want[name]; !ok || l < cur {
-					want[name] = l
-				}
-			}
-		}
-	})
-	ls := &p.relay.levels
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.m == nil {
-		ls.m = map[string]string{}
-	}
-	for name, l := range want {
-		level := logLevels[l]
-		if ls.m[name] == level {
-			continue
-		}
-		ls.m[name] = level
-		u := g.ups[name]
-		go func() { // SetLogLevel keeps the level for later connections too
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := u.SetLogLevel(ctx, level); err != nil {
-				p.log.Debug().Str("server", name).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
-			}
-		}()
-	}
 }
 
 // emptyIfNil is params, or {} when there are none.
