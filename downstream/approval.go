@@ -57,7 +57,7 @@ func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask j
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := r.sess.asks.ask(actx, r.out, "elicitation/create", p.approvalQuestion(c))
+	res, err := r.sess.ask(actx, r, "elicitation/create", p.approvalQuestion(c))
 	decision := "error"
 	switch {
 	case err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:

@@ -177,6 +177,7 @@ servers:
 	c := startStdio(t, p)
 	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"roots":{"listChanged":true}}}}`)
 	c.recv(`0`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	done := make(chan string, 1)
 	go func() {
 		got, err := p.OnUpstreamRequest(ctx, "gx", "roots/list", nil)

@@ -137,7 +137,7 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
 	ask := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		res, err := r.sess.asks.ask(ctx, r.out, method, params)
+		res, err := r.sess.ask(ctx, r, method, params)
 		if err != nil {
 			return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
 		}
@@ -174,10 +174,11 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 }
 
 // rootsWithoutCall answers a roots/list that no call in flight owns:
-// over stdio the one client is asked (when it has roots); otherwise the
-// server's configured roots, else an empty list, which servers such as
-// server-filesystem take as "keep the directories given on the command
-// line".
+// over stdio the one client is asked when it has roots (once it has sent
+// notifications/initialized, at most the server's timeout); otherwise, or
+// when that fails, the server's configured roots, else an empty list,
+// which servers such as server-filesystem take as "keep the directories
+// given on the command line".
 func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
 	var stdio *session
 	p.sessions.each(func(s *session) {
@@ -189,7 +190,7 @@ func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessa
 		if c := stdio.client.Load(); c != nil && c.caps.roots {
 			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
 			defer cancel()
-			if res, err := stdio.asks.ask(tctx, stdio.notify.stream(), "roots/list", json.RawMessage(`{}`)); err == nil {
+			if res, err := stdio.ask(tctx, nil, "roots/list", json.RawMessage(`{}`)); err == nil {
 				return res, nil
 			}
 		}
