@@ -56,7 +56,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"server", "result"}),
 		upstreamTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_proxy_upstream_tools",
-			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, before any agent's policy; 0 while it is down.",
+			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, without those held in quarantine, before any agent's policy; 0 while it is down.",
 		}, []string{"server"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_proxy_requests_total",
