@@ -55,32 +55,16 @@ agents:
 	sb, _ := testSession(p, "b", nil)
 	p.sessions.add(sa)
 	p.sessions.add(sb)
-	setLevel := func(s *session, level string) {
-		t.Helper()
-		if _, werr := p.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
-			t.Fatal(werr)
-		}
-	}
-	waitFor := func(what string, got func() []string, want []string) {
-		t.Helper()
-		deadline := time.Now().Add(5 * time.Second)
-		for !slices.Equal(got(), want) && time.Now().Before(deadline) {
-			time.Sleep(5 * time.Millisecond)
-		}
-		if g := got(); !slices.Equal(g, want) {
-			t.Errorf("%s got levels %v, want %v", what, g, want)
-		}
-	}
-	setLevel(sb, "debug")
-	waitFor("gx", gxLevels, []string{"debug"})
-	setLevel(sa, "warning")
-	waitFor("fx", fxLevels, []string{"warning"})
-	waitFor("gx (untouched by a's level)", gxLevels, []string{"debug"})
+	setLevelOf(t, p, sb, "debug")
+	waitLevels(t, "gx", gxLevels, "debug")
+	setLevelOf(t, p, sa, "warning")
+	waitLevels(t, "fx", fxLevels, "warning")
+	waitLevels(t, "gx (untouched by a's level)", gxLevels, "debug")
 	sa2, _ := testSession(p, "a", nil)
 	p.sessions.add(sa2)
-	setLevel(sa2, "error") // less verbose than a's other session: fx keeps warning
+	setLevelOf(t, p, sa2, "error") // less verbose than a's other session: fx keeps warning
 	time.Sleep(50 * time.Millisecond)
-	waitFor("fx", fxLevels, []string{"warning"})
+	waitLevels(t, "fx", fxLevels, "warning")
 }
 
 // waitLevels waits until got returns want (the logging/setLevel requests an
