@@ -86,16 +86,9 @@ func (s *session) close() {
 	})
 }
 
-// markInitialized records the client's notifications/initialized. It
-// reports whether this was the first.
-func (s *session) markInitialized() bool {
-	first := false
-	s.initOnce.Do(func() {
-		close(s.initialized)
-		first = true
-	})
-	return first
-}
+// markInitialized records the client's notifications/initialized.
+// Idempotent.
+func (s *session) markInitialized() { s.initOnce.Do(func() { close(s.initialized) }) }
 
 // endInput records that the client will send nothing more: what only
 // waits for the client (a subscriptions/listen) ends. Idempotent.
