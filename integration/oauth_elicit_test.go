@@ -25,6 +25,14 @@ const loginPromptMessage = "authorization needed: open the url in a browser, or 
 // urlHostInit is the initialize params of a host with URL-mode elicitation.
 const urlHostInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{"form":{},"url":{}}},"clientInfo":{"name":"url-elicitation-host","version":"1.0.0"}}`
 
+// loginConfig is the config of both tests: secure, up's MCP server, which
+// needs a login (no auth.open), and local, the fixture.
+func loginConfig(t *testing.T, up *oauthUpstream) string {
+	return writeConfig(t, "state_dir: "+q(t.TempDir())+"\n",
+		httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
+		fixtureServer("local", []string{"-no-weird"}))
+}
+
 // revoke forgets every token the upstream issued, as an authorization
 // server that revoked them: the next request of the proxy gets a 401.
 func (u *oauthUpstream) revoke() {
@@ -104,9 +112,7 @@ func callWhoami(t *testing.T, c rawClient) string {
 func TestOAuthLoginURLElicitationStdio(t *testing.T) {
 	t.Parallel()
 	up := newOAuthUpstream(t)
-	cfg := writeConfig(t, "state_dir: "+q(t.TempDir())+"\n",
-		httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
-		fixtureServer("local", []string{"-no-weird"}))
+	cfg := loginConfig(t, up)
 	c := startStdioRaw(t, "proxy", proxyCmd("serve", "--config", cfg))
 	stderr := c.p.stderr
 	if r := c.request(t, "initialize", urlHostInit); r.Error != nil {
@@ -264,9 +270,7 @@ func (s *sessionStream) messages() [][]byte {
 func TestOAuthLoginNoElicitationOverHTTP(t *testing.T) {
 	t.Parallel()
 	up := newOAuthUpstream(t)
-	cfg := writeConfig(t, "state_dir: "+q(t.TempDir())+"\n",
-		httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
-		fixtureServer("local", []string{"-no-weird"}))
+	cfg := loginConfig(t, up)
 	base, p := startHTTPProxy(t, cfg)
 
 	c := newHTTPRaw(base)

@@ -17,6 +17,13 @@ func capture() (Prompt, <-chan LoginPrompt) {
 	return func(p LoginPrompt) { ch <- p }, ch
 }
 
+// loginAsync runs c.Login in a goroutine; its error arrives on the channel.
+func loginAsync(ctx context.Context, c *Client, prompt Prompt) <-chan error {
+	out := make(chan error, 1)
+	go func() { out <- c.Login(ctx, Challenge{}, prompt) }()
+	return out
+}
+
 // joined waits until n callers share the login under way.
 func joined(t *testing.T, c *Client, n int) {
 	t.Helper()
@@ -46,8 +53,7 @@ func TestLoginSharedCancel(t *testing.T) {
 	prompt, prompts := capture()
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
-	first := make(chan error, 1)
-	go func() { first <- c.Login(ctx1, Challenge{}, prompt) }()
+	first := loginAsync(ctx1, c, prompt)
 	var p LoginPrompt
 	select {
 	case p = <-prompts:
@@ -57,8 +63,7 @@ func TestLoginSharedCancel(t *testing.T) {
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
-	second := make(chan error, 1)
-	go func() { second <- c.Login(ctx2, Challenge{}, prompt) }()
+	second := loginAsync(ctx2, c, prompt)
 	joined(t, c, 2)
 
 	cancel1()
@@ -106,8 +111,7 @@ func TestLoginAbandoned(t *testing.T) {
 	prompt, prompts := capture()
 
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Login(ctx, Challenge{}, prompt) }()
+	done := loginAsync(ctx, c, prompt)
 	p := <-prompts
 	cancel()
 	if err := <-done; !errors.Is(err, context.Canceled) {
