@@ -100,8 +100,9 @@ func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
 // one named in the path. Before reading anything it refuses a
 // non-loopback Host on a loopback listener and foreign Origins (403, DNS
 // rebinding), then lets the authenticator decide who the client is: an
-// unknown agent is 404 (listing the agents), a missing or bad credential
-// 401, a token of another agent 403 (authn). The client's Authorization
+// unknown agent path is 404 with a fixed text (only the default path
+// without a default_agent lists the agents, SPEC §5), a missing or bad
+// credential 401, a token of another agent 403 (authn). The client's Authorization
 // header is dropped there: nothing downstream of this can forward it.
 func (f *httpFront) endpoint(fromPath bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
