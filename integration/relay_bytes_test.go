@@ -2,9 +2,8 @@ package integration
 
 import (
 	"encoding/json"
-	"fmt"
+	"strconv"
 	"testing"
-	"time"
 )
 
 // relayParams are a sampling request's params that a re-encoding would
@@ -29,23 +28,23 @@ func TestRelaySamplingBytes(t *testing.T) {
 		httpServer("fxget", startFixtureHTTP(t, "-no-weird", "-get-stream")))
 	c := startStdioRaw(t, "mcp-proxy (stdio)", proxyCmd("serve", "--config", cfg))
 	c.write(t, []byte(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"sampling":{}},"clientInfo":{"name":"raw","version":"1"}}}`))
-	relayNext(t, c, func(m *relayMsg) bool { return string(m.ID) == "1" && m.Method == "" })
+	c.await(t, "the initialize response", func(m *rpcMsg) bool { return m.isResponseTo(1) })
 	c.write(t, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 
 	for i, srv := range []string{"fx", "fxpost", "fxget"} {
 		t.Run(srv, func(t *testing.T) {
-			id := fmt.Sprint(100 + i)
+			id := strconv.Itoa(100 + i)
 			// The params travel to the fixture as a JSON string, whose text
 			// survives the encoding/json pass tool arguments get on their
 			// way upstream ('<' becomes \u003c there).
 			arg, _ := json.Marshal(relayParams)
 			c.write(t, []byte(`{"jsonrpc":"2.0","id":`+id+`,"method":"tools/call","params":{"name":"`+srv+`__sample","arguments":{"params":`+string(arg)+`}}}`))
-			req := relayNext(t, c, func(m *relayMsg) bool { return m.Method == "sampling/createMessage" })
+			req := c.await(t, "the sampling request", func(m *rpcMsg) bool { return m.Method == "sampling/createMessage" })
 			if string(req.Params) != relayParams {
 				t.Errorf("the client got params\n%s\nwant, as the server sent them,\n%s", req.Params, relayParams)
 			}
 			c.write(t, []byte(`{"jsonrpc":"2.0","id":`+string(req.ID)+`,"result":`+relayResult+`}`))
-			resp := relayNext(t, c, func(m *relayMsg) bool { return string(m.ID) == id && m.Method == "" })
+			resp := c.await(t, "the tools/call response", func(m *rpcMsg) bool { return m.isResponseTo(100 + i) })
 			var res struct {
 				Content []struct{ Text string }
 				IsError bool
@@ -57,39 +56,5 @@ func TestRelaySamplingBytes(t *testing.T) {
 				t.Errorf("the server got the result\n%s\nwant, as the client sent it,\n%s", res.Content[0].Text, relayResult)
 			}
 		})
-	}
-}
-
-// relayMsg is one message from the proxy, its members as their bytes.
-type relayMsg struct {
-	Raw    []byte
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-	Result json.RawMessage `json:"result"`
-}
-
-// relayNext returns the next message of c's stdout that match accepts,
-// skipping others (notifications), within callTimeout.
-func relayNext(t *testing.T, c *stdioRaw, match func(*relayMsg) bool) *relayMsg {
-	t.Helper()
-	timer := time.NewTimer(callTimeout)
-	defer timer.Stop()
-	for {
-		select {
-		case line, ok := <-c.lines:
-			if !ok {
-				t.Fatalf("the proxy's stdout ended\nstderr:\n%s", tail(c.p.stderr.String(), 4000))
-			}
-			m := &relayMsg{Raw: line}
-			if err := json.Unmarshal(line, m); err != nil {
-				t.Fatalf("a stdout line that is not JSON (%v): %.300q", err, line)
-			}
-			if match(m) {
-				return m
-			}
-		case <-timer.C:
-			t.Fatalf("no awaited message within %s\nstderr:\n%s", callTimeout, tail(c.p.stderr.String(), 4000))
-		}
 	}
 }
