@@ -218,8 +218,10 @@ func (a *askServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_ = json.Unmarshal(body, &m)
 	if m.Method == "" || m.ID == nil { // a reply, or a notification
 		if m.Method == "" {
+			h := r.Header.Clone()
+			h.Set("X-Test-Request-Uri", r.URL.RequestURI())
 			select {
-			case a.headers <- r.Header.Clone():
+			case a.headers <- h:
 			default: // a test that does not look
 			}
 			a.replies <- string(body)
@@ -358,9 +360,18 @@ func TestServerRequestParamsBytesHTTP(t *testing.T) {
 func TestServerRequestParamsBytesSSE(t *testing.T) {
 	t.Parallel()
 	rec := &relayRecorder{}
-	c, _ := askServerConn(t, true, rec)
+	c, a := askServerConn(t, true, rec)
 	ask := func(t *testing.T, data string) string {
-		return string(callTool(t, c, "ask", map[string]string{"line": data})["reply"])
+		reply := string(callTool(t, c, "ask", map[string]string{"line": data})["reply"])
+		select {
+		case h := <-a.headers:
+			if uri := h.Get("X-Test-Request-Uri"); uri != "/message?session=1" {
+				t.Errorf("the reply went to %s, not to the advertised endpoint", uri)
+			}
+		case <-time.After(5 * time.Second):
+			t.Errorf("no reply was posted")
+		}
+		return reply
 	}
 	checkRelay(t, rec, ask, relayCases, nil)
 	checkRelay(t, rec, ask, streamCases, nil)
