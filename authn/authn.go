@@ -246,18 +246,26 @@ func (a *Authenticator) agentConfig(name string) *config.Agent {
 // count records one outcome. agent is a configured name or "".
 func (a *Authenticator) count(agent, result string) { a.metrics.Auth(agent, result) }
 
-// unknownAgent is the 404 of an endpoint without a configured agent (the
-// text lists the agents, as SPEC §5 asks). It is not an authentication
-// outcome and is not counted.
+// unknownAgentText is the whole 404 body of /agents/<a>/mcp when <a> is no
+// configured agent: a fixed text, since anyone may ask and the agents'
+// names (and the path echoed back) are nothing an unauthenticated caller
+// should learn.
+const unknownAgentText = "Not Found: unknown agent"
+
+// unknownAgent is the 404 of an endpoint without a configured agent. The
+// default endpoint without default_agent lists the agents, as SPEC §5
+// asks (the operator chose to serve no default: the list is the way in);
+// an agent path gets unknownAgentText and the detail goes to the debug
+// log. It is not an authentication outcome and is not counted.
 func (a *Authenticator) unknownAgent(pathAgent string) *Failure {
-	var msg string
-	switch {
-	case !a.cfg.HasAgents():
-		msg = "unknown agent " + strconv.Quote(pathAgent) + ": no agents are configured; the implicit agent is " + strconv.Quote(config.ImplicitAgent)
-	case pathAgent == "":
-		msg = "unknown agent: no agent named and no default_agent set; agents: " + strings.Join(a.cfg.AgentNames(), ", ")
-	default:
-		msg = "unknown agent " + strconv.Quote(pathAgent) + "; agents: " + strings.Join(a.cfg.AgentNames(), ", ")
+	if pathAgent == "" {
+		msg := "unknown agent: no agent named and no default_agent set; agents: " + strings.Join(a.cfg.AgentNames(), ", ")
+		return &Failure{Status: http.StatusNotFound, Header: http.Header{}, Message: msg}
 	}
-	return &Failure{Status: http.StatusNotFound, Header: http.Header{}, Message: msg}
+	agents := a.cfg.AgentNames()
+	if !a.cfg.HasAgents() {
+		agents = []string{config.ImplicitAgent}
+	}
+	a.log.Debug().Str("agent", pathAgent).Strs("agents", agents).Msg("request for the endpoint of an unknown agent")
+	return &Failure{Status: http.StatusNotFound, Header: http.Header{}, Message: unknownAgentText}
 }

@@ -1,6 +1,7 @@
 package authn
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/rsa"
 	"crypto/sha256"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 const oauthDoc = `listen:
@@ -221,13 +224,25 @@ func TestPrincipal(t *testing.T) {
 }
 
 // TestUnknownAgentEndpoint: an endpoint without a configured agent is 404
-// listing the agents, and is no authentication outcome.
+// with a fixed text (anyone may ask: it names neither the agents nor the
+// path), and is no authentication outcome; the detail goes to the debug
+// log.
 func TestUnknownAgentEndpoint(t *testing.T) {
 	is := newTestIssuer(t, newRSAKey(t, "k1"))
 	r := newRig(t, oauthDoc, is.srv.URL)
+	var logs bytes.Buffer
+	r.a.log = zerolog.New(&logs).Level(zerolog.DebugLevel)
 	_, f := r.auth("nobody", "")
-	if f == nil || f.Status != http.StatusNotFound || f.Message != `unknown agent "nobody"; agents: eng, local, num, ops` || f.Result != "" {
+	if f == nil || f.Status != http.StatusNotFound || f.Result != "" {
 		t.Fatalf("failure = %+v", f)
+	}
+	w := newRecorder()
+	f.Write(w)
+	if body := w.Body.String(); w.Code != http.StatusNotFound || body != "Not Found: unknown agent\n" {
+		t.Errorf("HTTP %d %q, want 404 %q", w.Code, body, "Not Found: unknown agent\n")
+	}
+	if line := logs.String(); !strings.Contains(line, `"agent":"nobody"`) || !strings.Contains(line, `"agents":["eng","local","num","ops"]`) {
+		t.Errorf("debug log %q, want the path's agent and the agents", line)
 	}
 }
 

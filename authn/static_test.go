@@ -82,7 +82,7 @@ func TestImplicitAgent(t *testing.T) {
 	if f != nil || p.Agent != "default" || p.Method != MethodNone {
 		t.Fatalf("%+v %+v", p, f)
 	}
-	if _, f := r.auth("x", ""); f == nil || f.Status != 404 {
+	if _, f := r.auth("x", ""); f == nil || f.Status != 404 || f.Message != "Not Found: unknown agent" {
 		t.Fatalf("unknown agent: %+v", f)
 	}
 }

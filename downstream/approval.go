@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"container/list"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -56,7 +57,7 @@ func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask j
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := r.sess.asks.ask(actx, r.out, "elicitation/create", p.approvalQuestion(c))
+	res, err := r.sess.ask(actx, r, "elicitation/create", p.approvalQuestion(c))
 	decision := "error"
 	switch {
 	case err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
@@ -190,47 +191,88 @@ type approvalKey struct {
 }
 
 // approvalStates holds the request states of approval round trips that
-// wait for their answer: each good once, until it expires.
+// wait for their answer: each good once, until it expires. Its memory is
+// bounded: at most maxApprovalStates open states, and at most
+// maxApprovalStatesPerClient of them for one client (agent and principal).
+// Past a bound the oldest state goes (of all, resp. of that client), and its
+// answer then asks anew. The share per client keeps one client from
+// pushing every other client's open questions out: a client that floods
+// the proxy with calls needing approval only forgets its own, until more
+// than maxApprovalStates/maxApprovalStatesPerClient clients do so at once.
+// Clients the transport cannot tell apart (an agent with no token) share
+// one share. Expired states are dropped as new ones come.
 type approvalStates struct {
-	mu sync.Mutex
-	m  map[string]approvalState
+	mu      sync.Mutex
+	m       map[string]*approvalState
+	all     list.List                     // every open state (*approvalState), oldest first
+	clients map[approvalClient]*list.List // each client's open states, oldest first
+}
+
+// approvalClient is whom an approval state's share is counted against.
+type approvalClient struct {
+	agent  string
+	client principal
 }
 
 type approvalState struct {
-	key     approvalKey
-	expires time.Time
+	state    string
+	key      approvalKey
+	expires  time.Time
+	all, own *list.Element // its places in approvalStates.all and its client's list
 }
 
-// maxApprovalStates bounds the open questions kept: beyond it the oldest
-// ones are forgotten (their answers then ask anew).
-const maxApprovalStates = 10000
+const (
+	// maxApprovalStates bounds the open questions kept in all (10,000 is
+	// far beyond what people answer within the approval timeout).
+	maxApprovalStates = 10000
+	// maxApprovalStatesPerClient bounds one client's open questions: a
+	// tenth of the whole, so at least ten clients must flood together to
+	// push out another client's question.
+	maxApprovalStatesPerClient = maxApprovalStates / 10
+)
 
 // issue records a new state for key, valid until expires.
 func (a *approvalStates) issue(key approvalKey, expires time.Time) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	state := approvalStatePrefix + hex.EncodeToString(b[:])
+	st := &approvalState{state: approvalStatePrefix + hex.EncodeToString(b[:]), key: key, expires: expires}
+	c := approvalClient{agent: key.agent, client: key.client}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.m == nil {
-		a.m = map[string]approvalState{}
+		a.m, a.clients = map[string]*approvalState{}, map[approvalClient]*list.List{}
+	}
+	now := time.Now()
+	for e := a.all.Front(); e != nil && !now.Before(e.Value.(*approvalState).expires); e = a.all.Front() {
+		a.drop(e.Value.(*approvalState))
+	}
+	own := a.clients[c]
+	if own == nil {
+		own = list.New()
+		a.clients[c] = own
+	}
+	if own.Len() >= maxApprovalStatesPerClient {
+		a.drop(own.Front().Value.(*approvalState))
 	}
 	if len(a.m) >= maxApprovalStates {
-		now := time.Now()
-		for s, st := range a.m {
-			if !now.Before(st.expires) {
-				delete(a.m, s)
-			}
-		}
-		for s := range a.m {
-			if len(a.m) < maxApprovalStates {
-				break
-			}
-			delete(a.m, s)
+		a.drop(a.all.Front().Value.(*approvalState))
+	}
+	st.all, st.own = a.all.PushBack(st), own.PushBack(st)
+	a.m[st.state] = st
+	return st.state
+}
+
+// drop forgets st. a.mu must be held.
+func (a *approvalStates) drop(st *approvalState) {
+	delete(a.m, st.state)
+	a.all.Remove(st.all)
+	c := approvalClient{agent: st.key.agent, client: st.key.client}
+	if own := a.clients[c]; own != nil {
+		own.Remove(st.own)
+		if own.Len() == 0 {
+			delete(a.clients, c)
 		}
 	}
-	a.m[state] = approvalState{key: key, expires: expires}
-	return state
 }
 
 // take uses up state for key: an error says why it is not good.
@@ -244,7 +286,7 @@ func (a *approvalStates) take(state string, key approvalKey, now time.Time) erro
 	case st.key != key:
 		return errors.New("the approval answer belongs to another call")
 	}
-	delete(a.m, state)
+	a.drop(st)
 	if !now.Before(st.expires) {
 		return errors.New("the approval answer came after the approval timeout")
 	}

@@ -58,3 +58,78 @@ func TestApprovalTimesOut(t *testing.T) {
 		t.Fatal("the client was never asked")
 	}
 }
+
+// Past maxApprovalStates open questions the oldest goes first; a client
+// past its share forgets its own oldest questions, never another
+// client's; expired states make room before anything else goes.
+func TestApprovalStatesEviction(t *testing.T) {
+	expires := time.Now().Add(time.Hour)
+	keyOf := func(client int) approvalKey {
+		return approvalKey{agent: "dev", client: principal{token: client + 1}, tool: "fx__write", args: "d"}
+	}
+	good := func(a *approvalStates, state string, client int) bool {
+		return a.take(state, keyOf(client), time.Now()) == nil
+	}
+
+	t.Run("oldest first", func(t *testing.T) {
+		var a approvalStates
+		const clients = maxApprovalStates / (maxApprovalStatesPerClient / 2) // each at half its share
+		var first, second string
+		for i := range maxApprovalStates {
+			s := a.issue(keyOf(i%clients), expires)
+			switch i {
+			case 0:
+				first = s
+			case 1:
+				second = s
+			}
+		}
+		a.issue(keyOf(clients), expires) // one more, from a new client
+		if good(&a, first, 0) {
+			t.Error("the oldest state is still good after one state too many")
+		}
+		if !good(&a, second, 1) {
+			t.Error("the second oldest state went; only the oldest should")
+		}
+	})
+
+	t.Run("a client's share", func(t *testing.T) {
+		var a approvalStates
+		var victims []string
+		for range 10 {
+			victims = append(victims, a.issue(keyOf(0), expires))
+		}
+		var flood []string
+		for range 2 * maxApprovalStates {
+			flood = append(flood, a.issue(keyOf(1), expires))
+		}
+		for i, s := range victims {
+			if !good(&a, s, 0) {
+				t.Fatalf("another client's flood pushed out question %d of client 0", i)
+			}
+		}
+		if good(&a, flood[len(flood)-maxApprovalStatesPerClient-1], 1) {
+			t.Error("the flooding client keeps more than its share")
+		}
+		if !good(&a, flood[len(flood)-maxApprovalStatesPerClient], 1) || !good(&a, flood[len(flood)-1], 1) {
+			t.Error("the flooding client lost questions within its share")
+		}
+	})
+
+	t.Run("expired first", func(t *testing.T) {
+		var a approvalStates
+		past := time.Now().Add(-time.Second)
+		a.issue(keyOf(0), past)
+		live := a.issue(keyOf(0), expires)
+		a.issue(keyOf(1), expires)
+		if n := len(a.m); n != 2 {
+			t.Errorf("%d states kept; the expired one should have gone", n)
+		}
+		if !good(&a, live, 0) {
+			t.Error("a live state went with the expired one")
+		}
+		if len(a.m) != 1 || a.all.Len() != 1 || len(a.clients) != 1 {
+			t.Errorf("after take: %d states, %d in order, %d clients; want 1, 1, 1", len(a.m), a.all.Len(), len(a.clients))
+		}
+	})
+}

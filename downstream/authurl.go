@@ -31,8 +31,8 @@ type logins struct {
 
 // AskToOpen asks the stdio client, when it supports URL-mode elicitation,
 // to open the authorization page of server's login at url. It returns at
-// once; a host that is not connected yet is asked once it has sent
-// notifications/initialized.
+// once; a host that has not initialized yet is asked when it does (the
+// question goes once it has sent notifications/initialized, session.ask).
 // It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
 func (p *Proxy) AskToOpen(server, url string) {
 	p.logins.mu.Lock()
@@ -48,8 +48,9 @@ func (p *Proxy) AskToOpen(server, url string) {
 	})
 }
 
-// askPendingLogins asks a stdio client that just sent
-// notifications/initialized to open the pages of the logins still waiting.
+// askPendingLogins asks a stdio client that just initialized (its
+// capabilities are known now) to open the pages of the logins still
+// waiting.
 func (p *Proxy) askPendingLogins(s *session) {
 	if s.transport != transportStdio {
 		return
@@ -72,7 +73,7 @@ func (p *Proxy) askPendingLogins(s *session) {
 // path, when s's client supports it; the answer is only logged.
 func (p *Proxy) askToOpen(s *session, server, url string) {
 	c := s.client.Load()
-	if c == nil || !s.initialized.Load() || !c.caps.elicitationURL || !s.agent.Granted(server) {
+	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
 	}
 	var b [12]byte
@@ -87,7 +88,7 @@ func (p *Proxy) askToOpen(s *session, server, url string) {
 	go func() { // ends with the answer, the wait, or the session
 		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
 		defer cancel()
-		res, err := s.asks.ask(ctx, s.notify.stream(), "elicitation/create", params)
+		res, err := s.ask(ctx, nil, "elicitation/create", params)
 		ev := p.log.Info().Str("server", server)
 		if err != nil {
 			ev.Str("error", err.Error()).Msg("the host was not able to open the authorization page")

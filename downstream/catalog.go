@@ -309,6 +309,20 @@ func (c *Catalog) Lookup(name string) (*ToolEntry, bool) {
 // callers must not modify it.
 func (c *Catalog) Tools() []*ToolEntry { return c.tools }
 
+// ListedTools counts, by server, the tools tools/list shows before any
+// agent's policy: the server is connected (or within its reconnect
+// window), its tools.include/exclude keep the tool, and tool integrity does
+// not hold it. A server with none has no entry.
+func (c *Catalog) ListedTools() map[string]int {
+	n := map[string]int{}
+	for _, e := range c.tools {
+		if e.listed() {
+			n[e.Server]++
+		}
+	}
+	return n
+}
+
 // ListJSON is the JSON array of listed tools, ready for a tools/list result.
 // It is shared: callers must not modify it.
 func (c *Catalog) ListJSON() []byte { return c.list }

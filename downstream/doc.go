@@ -24,5 +24,6 @@
 // and the proxy's own tools; catalog.go, refresh.go, surface.go and views.go build the merged
 // view; surface_calls.go answers resources, prompts and completions;
 // relay.go, progress.go, mrtr.go and listen.go carry upstream requests and
-// notifications to the right client. See README "Architecture".
+// notifications to the right client; loglevel.go tells each upstream the
+// log level its sessions want. See README "Architecture".
 package downstream

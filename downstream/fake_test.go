@@ -197,9 +197,10 @@ func (r *recordStream) messages() []string {
 func testLogger() zerolog.Logger { return zerolog.Nop() }
 
 // SetLogLevel sends logging/setLevel through RequestFn, the way a
-// connected server gets it; with no RequestFn it does nothing.
+// connected server gets it; with no RequestFn, or for "" (which an
+// upstream.Conn only forgets), it sends nothing.
 func (f *fakeUpstream) SetLogLevel(ctx context.Context, level string) error {
-	if f.RequestFn == nil {
+	if f.RequestFn == nil || level == "" {
 		return nil
 	}
 	_, err := f.Request(ctx, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))

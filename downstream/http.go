@@ -100,8 +100,9 @@ func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
 // one named in the path. Before reading anything it refuses a
 // non-loopback Host on a loopback listener and foreign Origins (403, DNS
 // rebinding), then lets the authenticator decide who the client is: an
-// unknown agent is 404 (listing the agents), a missing or bad credential
-// 401, a token of another agent 403 (authn). The client's Authorization
+// unknown agent path is 404 with a fixed text (only the default path
+// without a default_agent lists the agents, SPEC §5), a missing or bad
+// credential 401, a token of another agent 403 (authn). The client's Authorization
 // header is dropped there: nothing downstream of this can forward it.
 func (f *httpFront) endpoint(fromPath bool) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -188,7 +189,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, fmt.Sprintf("unsupported protocol version in %s: %q", headerProtocolVersion, truncate(hv, 40)))
 		return
 	}
-	var s *session
+	var s *session // with this POST begun on it (activity), ended below
 	if first.Method == "initialize" && !batch {
 		s = f.openSession(r, c)
 		w.Header().Set(headerSessionID, s.id)
@@ -198,22 +199,24 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
-		if s = f.p.sessions.lookup(c, sid); s == nil {
+		if s = f.p.sessions.acquire(c, sid); s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
 		}
 	}
-	s.activity.begin()
 	defer s.activity.end()
 	f.serve(w, r, s, msgs, batch)
 }
 
-// openSession starts the HTTP session an initialize creates; the per-call
+// openSession starts the HTTP session an initialize creates, with the
+// initialize begun on it (the caller ends it with s.activity.end()), so
+// the idle sweep cannot close it before it is answered. The per-call
 // allow-list comes from its header (SPEC §4).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
 	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
+	s.activity.begin()
 	f.p.sessions.add(s)
 	return s
 }
@@ -404,16 +407,15 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "Bad Request: the "+headerSessionID+" header is required", http.StatusBadRequest)
 		return
 	}
-	s := f.p.sessions.lookup(c, sid)
-	if s == nil {
-		http.Error(w, "Session not found", http.StatusNotFound)
-		return
-	}
 	if _, ok := w.(http.Flusher); !ok {
 		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
 		return
 	}
-	s.activity.begin()
+	s := f.p.sessions.acquire(c, sid)
+	if s == nil {
+		http.Error(w, "Session not found", http.StatusNotFound)
+		return
+	}
 	defer s.activity.end()
 	gs := &getStream{w: w, rc: http.NewResponseController(w)}
 	gs.open()

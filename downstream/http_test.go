@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -328,5 +329,172 @@ func TestHTTPIdleSessionClosed(t *testing.T) {
 	}
 	if r := c.post(`{"jsonrpc":"2.0","id":1,"method":"ping"}`); r.status != http.StatusNotFound {
 		t.Errorf("ping on a closed idle session: %d %s, want 404", r.status, r.body)
+	}
+}
+
+// sessionRequest sends one request of an HTTP session (a POST of body, or
+// a GET when body is "") without failing the test, so that goroutines
+// other than the test's can use it. The caller closes the body.
+func sessionRequest(ctx context.Context, url, sid, body string) (*http.Response, error) {
+	method := http.MethodPost
+	if body == "" {
+		method = http.MethodGet
+	}
+	req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	return http.DefaultClient.Do(req)
+}
+
+// A session the idle sweep has decided to close is closed for every
+// request from then on: a POST or a GET arriving while the sweep is still
+// ending the sessions it chose gets 404 like any unknown session, not an
+// answer on a session about to close.
+func TestHTTPIdleSweepDecidesOnce(t *testing.T) {
+	p := newProxy(t, oneServerYAML+"listen: {session_idle_timeout: 1h}\n", map[string]*fakeUpstream{"fx": echoUpstream()})
+	url := ""
+	var ids []string
+	type seen struct{ post, get int }
+	during := make(chan seen, 1)
+	var once sync.Once
+	ended := p.sessions.onRemove
+	p.sessions.onRemove = func(s *session) {
+		once.Do(func() { // while the sweep ends its first session, a client uses the other
+			other := ids[0]
+			if other == s.id {
+				other = ids[1]
+			}
+			var got seen
+			if resp, err := sessionRequest(context.Background(), url, other, `{"jsonrpc":"2.0","id":1,"method":"ping"}`); err == nil {
+				got.post = resp.StatusCode
+				resp.Body.Close()
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			if resp, err := sessionRequest(ctx, url, other, ""); err == nil {
+				got.get = resp.StatusCode
+				resp.Body.Close()
+			}
+			cancel()
+			during <- got
+		})
+		ended(s)
+	}
+	srv := startHTTP(t, p)
+	url = srv.URL + "/mcp"
+	for range 2 {
+		c := &httpClient{t: t, url: url}
+		c.initialize()
+		ids = append(ids, c.session)
+	}
+	p.sessions.each(func(s *session) { s.activity.last.Store(time.Now().Add(-2 * time.Hour).UnixNano()) })
+	if n := p.sessions.closeIdle(time.Hour); n != 2 {
+		t.Fatalf("the sweep closed %d sessions, want both", n)
+	}
+	if got := <-during; got.post != http.StatusNotFound || got.get != http.StatusNotFound {
+		t.Errorf("during the sweep, a session it closes answered POST %d and GET %d; want 404 and 404", got.post, got.get)
+	}
+}
+
+// With a tiny session_idle_timeout the sweep and the clients' requests
+// overlap all the time: every POST is answered on a live session or gets
+// 404, and a GET stream that opened stays open until its client leaves
+// (the sweep never closes a session a request has begun on).
+func TestHTTPIdleSweepUnderLoad(t *testing.T) {
+	p := newProxy(t, oneServerYAML+"listen: {session_idle_timeout: 1ms}\n", map[string]*fakeUpstream{"fx": echoUpstream()})
+	url := startHTTP(t, p).URL + "/mcp"
+	const clients = 8
+	stop := time.Now().Add(1500 * time.Millisecond)
+	var mu sync.Mutex
+	counts := map[string]int{}
+	count := func(k string) {
+		mu.Lock()
+		counts[k]++
+		mu.Unlock()
+	}
+	var wg sync.WaitGroup
+	for i := range clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sid := ""
+			for n := 0; time.Now().Before(stop); n++ {
+				if sid == "" {
+					resp, err := sessionRequest(context.Background(), url, "",
+						`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
+					if err != nil {
+						t.Errorf("initialize: %v", err)
+						return
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if sid = resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || sid == "" {
+						t.Errorf("initialize: %d, session %q", resp.StatusCode, sid)
+						return
+					}
+				}
+				if (n+i)%10 == 0 {
+					ctx, cancel := context.WithCancel(context.Background())
+					resp, err := sessionRequest(ctx, url, sid, "")
+					if err != nil {
+						cancel()
+						t.Errorf("GET: %v", err)
+						return
+					}
+					if resp.StatusCode == http.StatusOK {
+						count("get open")
+						ended := make(chan struct{})
+						go func() { io.Copy(io.Discard, resp.Body); close(ended) }()
+						select {
+						case <-ended:
+							t.Errorf("a GET stream of session %s ended by itself", sid)
+						case <-time.After(250 * time.Millisecond): // more than two sweeps
+						}
+						cancel()
+						<-ended
+					} else {
+						cancel()
+						count(strconv.Itoa(resp.StatusCode))
+						if resp.StatusCode != http.StatusNotFound {
+							t.Errorf("GET: %d, want 200 or 404", resp.StatusCode)
+						}
+						sid = ""
+					}
+					resp.Body.Close()
+					continue
+				}
+				resp, err := sessionRequest(context.Background(), url, sid, `{"jsonrpc":"2.0","id":`+strconv.Itoa(n)+`,"method":"ping"}`)
+				if err != nil {
+					t.Errorf("POST: %v", err)
+					return
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				count(strconv.Itoa(resp.StatusCode))
+				switch resp.StatusCode {
+				case http.StatusOK:
+					if want := `{"jsonrpc":"2.0","id":` + strconv.Itoa(n) + `,"result":{}}` + "\n"; string(body) != want {
+						t.Errorf("ping answered %q, want %q", body, want)
+					}
+				case http.StatusNotFound:
+					if !strings.Contains(string(body), "Session not found") {
+						t.Errorf("404 body %q", body)
+					}
+					sid = ""
+				default:
+					t.Errorf("ping: %d %s", resp.StatusCode, body)
+				}
+				time.Sleep(time.Duration(n%3) * time.Millisecond) // now and then idle past the timeout
+			}
+		}()
+	}
+	wg.Wait()
+	t.Logf("responses: %v", counts)
+	if counts["200"] == 0 || counts["404"] == 0 {
+		t.Errorf("responses %v: the test needs both answered requests and swept sessions", counts)
 	}
 }

@@ -200,8 +200,11 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 	case isModern(version) || !slices.Contains(protocolVersions, version):
 		version = latestSessionVersion
 	}
-	r.sess.client.Store(&clientInfo{version: version, caps: parseCaps(in.Capabilities)})
+	first := r.sess.client.Swap(&clientInfo{version: version, caps: parseCaps(in.Capabilities)}) == nil
 	r.sess.open.Store(true)
+	if first {
+		p.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
+	}
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
 		`,"serverInfo":` + string(p.serverInfo()))
 	if p.needsInstructions(r.sess) {
@@ -252,11 +255,7 @@ func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireE
 func (p *Proxy) notified(s *session, m rawjson.Message) {
 	switch m.Method {
 	case "notifications/initialized":
-		if !s.initialized.Swap(true) {
-			// Requests to the client wait for this notification (the
-			// lifecycle's rule), so a login waiting is asked now.
-			p.askPendingLogins(s)
-		}
+		s.markInitialized() // the proxy's requests to the client were waiting for it (session.ask)
 	case "notifications/cancelled":
 		if id, ok, _ := rawjson.Get(m.Params, "requestId"); ok && !rawjson.IsNull(id) {
 			s.inflight.cancel(id)

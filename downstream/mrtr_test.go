@@ -216,6 +216,7 @@ func TestParkedCallNeverTakesAnotherSessionsRequest(t *testing.T) {
 		t.Fatalf("first reply = %q", first)
 	}
 	otherSess := testState(t, p)
+	otherSess.markInitialized()
 	otherOut := &recordStream{}
 	otherReq := &request{sess: otherSess, id: json.RawMessage("9"), method: "resources/read", out: otherOut, caps: clientCaps{elicitation: true}}
 	octx, cancel := context.WithTimeout(withRequest(context.Background(), otherReq), 300*time.Millisecond)

@@ -86,9 +86,39 @@ type askReply struct {
 // errSessionEnded fails the questions of a session that ended.
 var errSessionEnded = errors.New("the client session ended")
 
+// errNotInitialized is a question's error when the client had not sent
+// notifications/initialized before the question's time ran out.
+var errNotInitialized = errors.New("the client has not sent notifications/initialized")
+
+// ask sends method to the client of s and waits for the answer: on the
+// stream of the request the question belongs to (owner), or on the
+// session's own stream when no request owns it (owner nil). It is the one
+// way the proxy asks a client anything (approval questions, relayed
+// sampling, elicitation and roots, login pages), and it keeps the
+// lifecycle's rule: no request goes to a client before the client has sent
+// notifications/initialized. The question waits for that, for ctx or for
+// the session's end. A stateless 2026-07-28 request has no handshake: a
+// question within it goes at once.
+func (s *session) ask(ctx context.Context, owner *request, method string, params json.RawMessage) (json.RawMessage, error) {
+	if owner == nil || !owner.modern {
+		select {
+		case <-s.initialized:
+		case <-s.done:
+			return nil, errSessionEnded
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: %w", errNotInitialized, ctx.Err())
+		}
+	}
+	out := s.notify.stream()
+	if owner != nil {
+		out = owner.out
+	}
+	return s.asks.ask(ctx, out, method, params)
+}
+
 // ask sends method to the client on out and waits for the answer, for ctx,
 // or for the session to end. The request goes out with an id of the
-// proxy's own (a number); params may be nil.
+// proxy's own (a number); params may be nil. Only session.ask calls it.
 func (a *asks) ask(ctx context.Context, out stream, method string, params json.RawMessage) (json.RawMessage, error) {
 	a.mu.Lock()
 	if a.closed {

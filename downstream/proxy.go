@@ -91,7 +91,7 @@ func New(opts Options) *Proxy {
 	p.views.init()
 	p.relay.init(p)
 	p.sessions = newSessionStore(opts.Metrics)
-	p.sessions.onRemove = p.dropSubscriptions
+	p.sessions.onRemove = p.sessionEnded
 	p.front = newHTTPFront(p)
 	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
 	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.pinnedGate, p.upGate, p.rateGate, p.approvalGate)
@@ -121,8 +121,9 @@ func (g *generation) serverNames() []string {
 }
 
 // Reload switches the proxy to a new config and upstream set (SPEC §3:
-// SIGHUP). Sessions keep the grants they started with; new sessions resolve
-// their agent from cfg. The listen settings of the old config stay in force.
+// SIGHUP). Sessions keep the grants they started with (and their log
+// levels, which the new connections are told); new sessions resolve their
+// agent from cfg. The listen settings of the old config stay in force.
 func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 	prev := p.gen()
 	old := prev.cfg.Secrets()
@@ -133,7 +134,17 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 	if p.front.auth.Load() != nil {
 		p.front.auth.Store(p.newAuthenticator(cfg)) // new tokens and match rules serve new requests
 	}
+	p.applyLogLevels() // an added or restarted server's connection has no level yet
 	p.Refresh()
+}
+
+// sessionEnded is what the proxy does when a session ends: its
+// subscriptions go, and the upstreams' log levels no longer count its own.
+func (p *Proxy) sessionEnded(s *session) {
+	p.dropSubscriptions(s)
+	if s.level.Load() >= 0 {
+		p.applyLogLevels()
+	}
 }
 
 // cleanText removes the config's secret values and the generic secret

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -119,15 +118,17 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
-		up, n := snap.State == upstream.StateConnected, 0 // n: the server's tools after tools.include/exclude
-		for _, t := range snap.Tools {
-			if up && filter.ServerTool(cfg.Tools.Include, cfg.Tools.Exclude, t.Name) {
-				n++
-			}
+	}
+	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
+	listed := cat.ListedTools()
+	for i, name := range names {
+		up := snaps[i].State == upstream.StateConnected
+		n := 0 // what tools/list shows of the server (none while it is down)
+		if up {
+			n = listed[name]
 		}
 		p.opts.Metrics.UpstreamState(name, up, n)
 	}
-	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
 	var sw []string
 	cat.surface, sw = buildSurface(p.style(), surfaces, old.surface)
 	cat.warnings = append(cat.warnings, sw...)

@@ -35,7 +35,7 @@ type relay struct {
 	sampling rateWindow    // sampling requests per server, last minute
 	parked   parkTable     // calls of stateless clients between round trips (mrtr.go)
 	subs     subscriptions // resource subscriptions (surface_calls.go)
-	levels   levelsSent    // the log level last passed to each upstream
+	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
 func (r *relay) init(p *Proxy) {
@@ -137,7 +137,7 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
 	ask := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		res, err := r.sess.asks.ask(ctx, r.out, method, params)
+		res, err := r.sess.ask(ctx, r, method, params)
 		if err != nil {
 			return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
 		}
@@ -174,10 +174,11 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 }
 
 // rootsWithoutCall answers a roots/list that no call in flight owns:
-// over stdio the one client is asked (when it has roots); otherwise the
-// server's configured roots, else an empty list, which servers such as
-// server-filesystem take as "keep the directories given on the command
-// line".
+// over stdio the one client is asked when it has roots (once it has sent
+// notifications/initialized, at most the server's timeout); otherwise, or
+// when that fails, the server's configured roots, else an empty list,
+// which servers such as server-filesystem take as "keep the directories
+// given on the command line".
 func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
 	var stdio *session
 	p.sessions.each(func(s *session) {
@@ -189,7 +190,7 @@ func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessa
 		if c := stdio.client.Load(); c != nil && c.caps.roots {
 			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
 			defer cancel()
-			if res, err := stdio.asks.ask(tctx, stdio.notify.stream(), "roots/list", json.RawMessage(`{}`)); err == nil {
+			if res, err := stdio.ask(tctx, nil, "roots/list", json.RawMessage(`{}`)); err == nil {
 				return res, nil
 			}
 		}
@@ -383,54 +384,6 @@ func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
 			s.notify.send(msg)
 		}
 	})
-}
-
-// levelsSent remembers the log level last passed to each upstream.
-type levelsSent struct {
-	mu sync.Mutex
-	m  map[string]string
-}
-
-// applyLogLevels passes to every connected upstream that logs the most
-// verbose level set by a session granted it, when that changed (SPEC §10:
-// each session still gets only its own level).
-func (p *Proxy) applyLogLevels() {
-	want := map[string]int32{}
-	g := p.gen()
-	p.sessions.each(func(s *session) {
-		l := s.level.Load()
-		if l < 0 {
-			return
-		}
-		for name := range g.ups {
-			if s.agent.Granted(name) {
-				if cur, ok := want[name]; !ok || l < cur {
-					want[name] = l
-				}
-			}
-		}
-	})
-	ls := &p.relay.levels
-	ls.mu.Lock()
-	defer ls.mu.Unlock()
-	if ls.m == nil {
-		ls.m = map[string]string{}
-	}
-	for name, l := range want {
-		level := logLevels[l]
-		if ls.m[name] == level {
-			continue
-		}
-		ls.m[name] = level
-		u := g.ups[name]
-		go func() { // SetLogLevel keeps the level for later connections too
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			if err := u.SetLogLevel(ctx, level); err != nil {
-				p.log.Debug().Str("server", name).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
-			}
-		}()
-	}
 }
 
 // emptyIfNil is params, or {} when there are none.

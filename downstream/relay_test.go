@@ -108,6 +108,7 @@ func TestUpstreamRequestRouting(t *testing.T) {
 func TestSamplingRewrite(t *testing.T) {
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()})
 	s := testState(t, p)
+	s.markInitialized()
 	out := &recordStream{}
 	r := &request{sess: s, id: json.RawMessage("1"), method: "tools/call", out: out, caps: clientCaps{sampling: true}}
 	ctx := withRequest(context.Background(), r)

@@ -32,8 +32,11 @@ type session struct {
 	// lines are bound to it.
 	principal principal
 
-	client      atomic.Pointer[clientInfo] // set by initialize
-	initialized atomic.Bool                // notifications/initialized arrived
+	client atomic.Pointer[clientInfo] // set by initialize
+	// initialized is closed when notifications/initialized arrives: the
+	// proxy's requests to the client wait for it (ask).
+	initialized chan struct{}
+	initOnce    sync.Once
 	// open is set once the client has introduced itself (initialize, or
 	// a 2026-07-28 server/discover or listen): from then on it takes the
 	// notifications no request owns.
@@ -67,7 +70,8 @@ type clientInfo struct {
 }
 
 func newSession(id, transport string, a *filter.Agent, perCall []string) *session {
-	s := &session{id: id, transport: transport, agent: a, perCall: perCall, done: make(chan struct{}), inputDone: make(chan struct{})}
+	s := &session{id: id, transport: transport, agent: a, perCall: perCall,
+		initialized: make(chan struct{}), done: make(chan struct{}), inputDone: make(chan struct{})}
 	s.level.Store(-1)
 	s.activity.touch()
 	return s
@@ -81,6 +85,10 @@ func (s *session) close() {
 		s.notify.close()
 	})
 }
+
+// markInitialized records the client's notifications/initialized.
+// Idempotent.
+func (s *session) markInitialized() { s.initOnce.Do(func() { close(s.initialized) }) }
 
 // endInput records that the client will send nothing more: what only
 // waits for the client (a subscriptions/listen) ends. Idempotent.

@@ -52,14 +52,27 @@ func (st *sessionStore) add(s *session) {
 // remove ends s and forgets it; a second call does nothing.
 func (st *sessionStore) remove(s *session) {
 	st.mu.Lock()
-	_, ok := st.all[s]
+	live := st.unlink(s)
+	st.mu.Unlock()
+	st.ended(s, live)
+}
+
+// unlink forgets s and reports whether it was live. st.mu must be held:
+// from then on neither lookup nor acquire finds it.
+func (st *sessionStore) unlink(s *session) bool {
+	_, live := st.all[s]
 	delete(st.all, s)
 	if st.byID[s.id] == s {
 		delete(st.byID, s.id)
 	}
-	st.mu.Unlock()
+	return live
+}
+
+// ended closes an unlinked session and, when it was live, counts it gone
+// and runs onRemove. st.mu must not be held.
+func (st *sessionStore) ended(s *session, live bool) {
 	s.close()
-	if ok {
+	if live {
 		st.metrics.SessionClosed(s.agent.Name, s.transport)
 		if st.onRemove != nil {
 			st.onRemove(s)
@@ -74,6 +87,27 @@ func (st *sessionStore) remove(s *session) {
 func (st *sessionStore) lookup(c client, id string) *session {
 	st.mu.Lock()
 	defer st.mu.Unlock()
+	return st.find(c, id)
+}
+
+// acquire is lookup that also begins a request or stream on the session
+// it finds (the caller ends it with s.activity.end()). Finding and
+// beginning are one step against closeIdle, which decides and unlinks
+// under the same lock: the sweep never closes a session a request has
+// begun on, and a request never begins on a session the sweep closed (it
+// finds none, like any unknown id).
+func (st *sessionStore) acquire(c client, id string) *session {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	s := st.find(c, id)
+	if s != nil {
+		s.activity.begin()
+	}
+	return s
+}
+
+// find is lookup with st.mu held.
+func (st *sessionStore) find(c client, id string) *session {
 	s := st.byID[id]
 	if s == nil || s.agent.Name != c.agent || s.principal != c.principal {
 		return nil
@@ -116,19 +150,21 @@ func (st *sessionStore) each(fn func(*session)) {
 }
 
 // closeIdle ends the HTTP sessions with nothing open and no activity for
-// idle, and returns how many it closed.
+// idle, and returns how many it closed. Each is found idle and unlinked in
+// one step under st.mu (see acquire).
 func (st *sessionStore) closeIdle(idle time.Duration) int {
 	cutoff := time.Now().Add(-idle)
 	var gone []*session
 	st.mu.Lock()
 	for _, s := range st.byID {
 		if s.activity.idleSince(cutoff) {
+			st.unlink(s)
 			gone = append(gone, s)
 		}
 	}
 	st.mu.Unlock()
 	for _, s := range gone {
-		st.remove(s)
+		st.ended(s, true)
 	}
 	return len(gone)
 }

@@ -75,6 +75,21 @@ agents:
 	if !sa.ended() || gauge("a") != 0 {
 		t.Errorf("the idle session did not end (ended %v, gauge %v)", sa.ended(), gauge("a"))
 	}
+	// A session acquired for a request is busy until the request ends;
+	// one the sweep closed cannot be acquired.
+	sb.activity.end()
+	if st.acquire(client{agent: "b"}, sb.id) != sb {
+		t.Fatal("acquire did not find a live session")
+	}
+	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
+	if n := st.closeIdle(time.Minute); n != 0 {
+		t.Errorf("closeIdle closed %d sessions, one with a request begun on it", n)
+	}
+	sb.activity.end()
+	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
+	if n := st.closeIdle(time.Minute); n != 1 || st.acquire(client{agent: "b"}, sb.id) != nil {
+		t.Errorf("closeIdle closed %d; the idle session must close and be unknown to acquire", n)
+	}
 	st.remove(sb)
 	st.remove(sb)
 	if gauge("b") != 0 || len(removed) != 2 {

@@ -313,18 +313,7 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 	}
 	srv := ""
 	defer p.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
-	e := p.Catalog().surface.byPrompt[name]
-	if e == nil {
-		// Not unknown only because the catalog lags, as for tools
-		// (awaitTool): a server still making its first connection (SPEC
-		// §3), or one whose snapshot has not reached Refresh yet.
-		if p.startupPending() {
-			p.waitStartup(ctx) // ends with a Refresh
-		} else {
-			p.Refresh()
-		}
-		e = p.Catalog().surface.byPrompt[name]
-	}
+	e := p.promptEntry(ctx, name)
 	if e == nil || !st.agent.Granted(e.Server) {
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
@@ -336,6 +325,18 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
 	defer p.relay.calls.begin(e.Server, r)() // see readResource
 	return p.forward(ctx, e.Server, up, "prompts/get", out)
+}
+
+// promptEntry returns the prompt exposed as name, or nil. A name the
+// catalog does not know is looked up again once the catalog has caught up
+// (catchUp): it may be unknown only because its server is still making its
+// first connection.
+func (p *Proxy) promptEntry(ctx context.Context, name string) *itemEntry {
+	if e := p.Catalog().surface.byPrompt[name]; e != nil {
+		return e
+	}
+	p.catchUp(ctx)
+	return p.Catalog().surface.byPrompt[name]
 }
 
 // complete routes completion/complete by its reference: a prompt's exposed
@@ -351,7 +352,7 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 	switch kind {
 	case "ref/prompt":
 		name, _ := stringMember(ref, "name")
-		e := p.Catalog().surface.byPrompt[name]
+		e := p.promptEntry(ctx, name)
 		if e == nil || !st.agent.Granted(e.Server) {
 			return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 		}

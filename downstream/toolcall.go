@@ -112,14 +112,21 @@ func (p *Proxy) forwardCall(ctx context.Context, r *request, name string, args, 
 }
 
 // awaitTool makes sure a tool name unknown to the catalog is not unknown
-// only because the catalog lags: while upstreams are still starting it
-// waits for them (a host calling a tool it remembers), and otherwise it
-// brings the catalog up to the upstreams' latest snapshots (an upstream's
-// readiness is signalled before its snapshot reaches Refresh).
+// only because the catalog lags (catchUp).
 func (p *Proxy) awaitTool(ctx context.Context, name string) {
 	if _, known := p.Catalog().Lookup(name); known {
 		return
 	}
+	p.catchUp(ctx)
+}
+
+// catchUp is what a request naming something the catalog does not know
+// does before it answers "unknown": while upstreams are still making their
+// first connection (SPEC §3) it waits for them, at most startup_wait (a
+// host calling a tool or prompt it remembers), and otherwise it brings the
+// catalog up to the upstreams' latest snapshots (an upstream's readiness
+// is signalled before its snapshot reaches Refresh).
+func (p *Proxy) catchUp(ctx context.Context) {
 	if p.startupPending() {
 		p.waitStartup(ctx) // ends with a Refresh
 		return

@@ -50,9 +50,16 @@ type loProxy struct {
 // stdio one.
 func loStart(t *testing.T) *loProxy {
 	t.Helper()
+	return loStartWith(t, "")
+}
+
+// loStartWith is loStart with more top-level config lines (extraTop, each
+// ending in a newline).
+func loStartWith(t *testing.T, extraTop string) *loProxy {
+	t.Helper()
 	lp := &loProxy{op: testoidc.Start(t), headers: filepath.Join(t.TempDir(), "dev.headers.jsonl")}
 	dev := startFixtureHTTPEnv(t, []string{"FIXTURE_RECORD_HEADERS=" + lp.headers}, "-name", "dev", "-no-weird")
-	top := fmt.Sprintf(`metrics: {listen: "127.0.0.1:0"}
+	top := extraTop + fmt.Sprintf(`metrics: {listen: "127.0.0.1:0"}
 listen:
   transport: http
   auth:

@@ -26,11 +26,13 @@ type rpcError struct {
 	Data    json.RawMessage `json:"data,omitempty"`
 }
 
-// rpcMsg is one message as received; Result keeps its exact bytes.
+// rpcMsg is one message as received; Params and Result keep their exact
+// bytes.
 type rpcMsg struct {
 	Raw    []byte
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *rpcError       `json:"error"`
 }
@@ -181,25 +183,33 @@ func (c *stdioRaw) request(t testing.TB, method, params string) *rpcMsg {
 	c.nextID++
 	id := c.nextID
 	c.write(t, envelope(id, method, params))
+	return c.await(t, fmt.Sprintf("the answer to %s (id %d)", method, id), func(m *rpcMsg) bool { return m.isResponseTo(id) })
+}
+
+// await returns the next stdout message that match accepts, within
+// callTimeout; the messages before it go to c.others. what names the
+// awaited message in a failure.
+func (c *stdioRaw) await(t testing.TB, what string, match func(*rpcMsg) bool) *rpcMsg {
+	t.Helper()
 	timer := time.NewTimer(callTimeout)
 	defer timer.Stop()
 	for {
 		select {
 		case line, ok := <-c.lines:
 			if !ok {
-				t.Fatalf("%s: stdout closed while waiting for the answer to %s (id %d)\nstderr:\n%s", c.p.name, method, id, tail(c.p.stderr.String(), 4000))
+				t.Fatalf("%s: stdout closed while waiting for %s\nstderr:\n%s", c.p.name, what, tail(c.p.stderr.String(), 4000))
 			}
 			c.all = append(c.all, line)
 			m, err := parseMsg(line)
 			if err != nil {
 				t.Fatalf("%s: stdout line is not JSON (%v): %q", c.p.name, err, tail(string(line), 300))
 			}
-			if m.isResponseTo(id) {
+			if match(m) {
 				return m
 			}
 			c.others = append(c.others, m)
 		case <-timer.C:
-			t.Fatalf("%s: no answer to %s (id %d) within %s", c.p.name, method, id, callTimeout)
+			t.Fatalf("%s: no %s within %s", c.p.name, what, callTimeout)
 		}
 	}
 }

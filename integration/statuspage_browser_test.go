@@ -5,6 +5,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"image/png"
 	"os"
@@ -133,11 +134,20 @@ func waitSeen(t *testing.T, ctx context.Context, url, sel, what string, ok func(
 // headless Chromium, against the real binary: it signs in with the metrics
 // token, sees a connected, a failed and a needs_auth server with the calls
 // of the last minutes and a quarantined tool, takes a screenshot, reads the
-// tool's diff, logs in to the OAuth server (through its authorization
-// server and back to /auth/callback) and sees it connect, then approves
-// the tool and sees it leave the quarantine and come back to tools/list.
+// tool's diff, logs in to the OAuth server and sees it connect, then
+// approves the tool and sees it leave the quarantine and come back to
+// tools/list.
+//
+// The OAuth server is the MCP conformance suite's client scenario
+// auth/metadata-default (its protected resource metadata, RFC 8414
+// metadata at the root, dynamic client registration): the suite's
+// authorization server approves at once and sends the browser back to the
+// page's /auth/callback. The scenario's test-tool is called through the
+// proxy, and the scenario's own checks (PKCE, the registration, the
+// redirect to the page, the token in use) must pass.
 func TestStatusPageBrowser(t *testing.T) {
-	s := startStatusScenario(t, statusPageToken)
+	auth := startHandoffScenario(t, "auth/metadata-default")
+	s := startStatusScenarioAt(t, auth.url, statusPageToken)
 	s.callsAndRugPull(t)
 	ctx := newChromium(t)
 
@@ -240,7 +250,35 @@ func TestStatusPageBrowser(t *testing.T) {
 	if !sfWaitFor(callTimeout, func() bool { return hasName(toolNames(listTools(t, s.cs)), "fx__echo") }) {
 		t.Error("fx__echo not listed again after Approve")
 	}
-	if !sfWaitFor(callTimeout, func() bool { return hasName(toolNames(listTools(t, s.cs)), "secure__whoami") }) {
-		t.Error("secure__whoami not listed after the login")
+	if !sfWaitFor(callTimeout, func() bool { return hasName(toolNames(listTools(t, s.cs)), "secure__test-tool") }) {
+		t.Fatal("secure__test-tool not listed after the login")
 	}
+	if got := sfOK(t, s.cs, "secure__test-tool", map[string]any{}); got != "test" {
+		t.Errorf("secure__test-tool = %q, want the scenario's \"test\"", got)
+	}
+
+	// The scenario judges what its servers saw.
+	run := auth.finish(t)
+	if run.ExitCode != 0 || !run.Result.Passed() {
+		t.Fatalf("conformance scenario %s does not pass (runner exit %d):\n%s\nrunner output (tail):\n%s",
+			auth.name, run.ExitCode, run.Result.Problems(), tail(run.Output, 3000))
+	}
+	seenChecks := map[string]bool{}
+	for _, c := range run.Result.Checks {
+		seenChecks[c.ID] = c.Status == "SUCCESS"
+		if c.ID == "authorization-request" {
+			var d struct {
+				Query map[string]string `json:"query"`
+			}
+			if err := json.Unmarshal(c.Details, &d); err != nil || d.Query["redirect_uri"] != s.pageURL+"auth/callback" {
+				t.Errorf("the authorization request's redirect_uri is %q, want the page's %q (%v)", d.Query["redirect_uri"], s.pageURL+"auth/callback", err)
+			}
+		}
+	}
+	for _, id := range []string{"client-registration", "authorization-request", "pkce-verifier-matches-challenge", "token-request", "valid-bearer-token"} {
+		if !seenChecks[id] {
+			t.Errorf("scenario %s has no successful %s check", auth.name, id)
+		}
+	}
+	t.Logf("conformance scenario %s: %d checks passed (runner exit 0)", auth.name, run.Result.Count("SUCCESS"))
 }

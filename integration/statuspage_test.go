@@ -29,7 +29,8 @@ const (
 // quarantine, echo's description read from a file, sleep excluded),
 // broken, a fixture that exits at once (failed, parked after 31 s), and secure, an OAuth
 // server without a token yet (needs_auth). cs is an MCP session of the
-// default agent over HTTP.
+// default agent over HTTP; up is secure's server when the scenario started
+// it.
 type statusScenario struct {
 	proxy    *proc
 	pageURL  string // http://127.0.0.1:<port>/
@@ -38,11 +39,22 @@ type statusScenario struct {
 	cs       *mcp.ClientSession
 }
 
-// startStatusScenario starts the proxy; with tokens, metrics.tokens is set.
+// startStatusScenario starts the proxy with secure at a newOAuthUpstream;
+// with tokens, metrics.tokens is set.
 func startStatusScenario(t *testing.T, tokens ...string) *statusScenario {
 	t.Helper()
+	up := newOAuthUpstream(t)
+	s := startStatusScenarioAt(t, up.url("/mcp"), tokens...)
+	s.up = up
+	return s
+}
+
+// startStatusScenarioAt is startStatusScenario with secure at secureURL, an
+// MCP server behind OAuth that the test runs (s.up is nil).
+func startStatusScenarioAt(t *testing.T, secureURL string, tokens ...string) *statusScenario {
+	t.Helper()
 	dir := t.TempDir()
-	s := &statusScenario{descFile: filepath.Join(dir, "echo.txt"), up: newOAuthUpstream(t)}
+	s := &statusScenario{descFile: filepath.Join(dir, "echo.txt")}
 	if err := os.WriteFile(s.descFile, []byte("Returns the given text."), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +65,7 @@ func startStatusScenario(t *testing.T, tokens ...string) *statusScenario {
 	cfg := writeConfig(t, fmt.Sprintf("state_dir: %s\npinning: quarantine\nblobs: {mode: passthrough}\n%s\n", q(filepath.Join(dir, "state")), metrics),
 		fixtureServer("fx", []string{"-no-weird", "-echo-description", s.descFile}, "tools: {exclude: [sleep]}"),
 		fixtureServer("broken", []string{"-exit-at-start"}),
-		httpServer("secure", s.up.url("/mcp"), "auth: {type: oauth, open: none}"))
+		httpServer("secure", secureURL, "auth: {type: oauth, open: none}"))
 	var mcpURL string
 	mcpURL, s.proxy = startHTTPProxy(t, cfg)
 	s.pageURL, _ = waitLogLine(t, s.proxy.stderr, statusPageLine)["url"].(string)

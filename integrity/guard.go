@@ -21,7 +21,9 @@ type Options struct {
 	// everywhere); a server that pins then gets ReasonStoreError.
 	StateDir string
 	// Logger receives one line per event (first pins, a changed or new
-	// tool, scan findings, a release), each once per tool and fingerprint.
+	// tool, scan findings, a release), each once per tool and fingerprint
+	// while that fingerprint stays (one that comes back after another is
+	// logged again).
 	// The zero Logger discards everything.
 	Logger zerolog.Logger
 	// Metrics records mcp_proxy_tools_quarantined and
@@ -65,9 +67,15 @@ type serverState struct {
 	lastPeer *Peers
 	lastRev  *Review
 	held     map[string]string
-	// logged holds the keys of events already logged (once per tool and
-	// fingerprint).
-	logged map[string]bool
+	// logged holds the keys of the events the last Review met (logged
+	// then or before): each is logged once per tool and fingerprint.
+	// logging collects the keys the running Review meets; at its end it
+	// replaces logged, so keys of tools gone or of fingerprints replaced
+	// are dropped and the set stays the size of the current tools.
+	logged, logging map[string]bool
+	// storeErrs are the texts of the pin file errors logged, oldest
+	// first, at most maxStoreErrors.
+	storeErrs []string
 }
 
 // toolCache is the work done on one tool's bytes.
@@ -153,6 +161,8 @@ func (g *Guard) Review(in Server, peers *Peers) *Review {
 
 func (g *Guard) review(in Server, peers *Peers) *Review {
 	st := g.state(in.Name)
+	st.logging = make(map[string]bool, len(st.logged))
+	defer func() { st.logged, st.logging = st.logging, nil }()
 	pol := in.Policy.normalized()
 	caches := g.cacheTools(st, in.Tools)
 

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"slices"
 	"time"
 )
 
@@ -66,13 +67,24 @@ func (g *Guard) refresh(st *serverState, server string) error {
 	return nil
 }
 
-// storeFailed logs a pin file problem once per distinct text.
+// maxStoreErrors is how many distinct pin file error texts a server
+// remembers so that each is logged once. The real causes (unreadable,
+// corrupt, locked, disk full) are a handful; a file rewritten with ever
+// different garbage would otherwise grow the set forever, and past the cap
+// only the oldest text is forgotten (and logged again should it return).
+const maxStoreErrors = 8
+
+// storeFailed logs a pin file problem once per distinct text among the
+// last maxStoreErrors.
 func (g *Guard) storeFailed(st *serverState, server string, err error) {
-	key := "store\x00" + err.Error()
-	if st.logged[key] {
+	text := err.Error()
+	if slices.Contains(st.storeErrs, text) {
 		return
 	}
-	st.logged[key] = true
+	if len(st.storeErrs) == maxStoreErrors {
+		st.storeErrs = slices.Delete(st.storeErrs, 0, 1)
+	}
+	st.storeErrs = append(st.storeErrs, text)
 	g.log.Error().Str("server", server).Err(err).Msg("tool pins cannot be used: with pinning: quarantine every tool of the server is held until the pin file is repaired")
 }
 

@@ -66,14 +66,15 @@ func (g *Guard) report(st *serverState, server string, pol Policy, v *Verdict, p
 	}
 }
 
-// once reports whether the event key has not been logged before, and
-// marks it.
+// once reports whether the event key was neither met by the last Review
+// nor earlier in this one, and marks it met. Called only during a Review.
 func (g *Guard) once(st *serverState, parts ...string) bool {
 	key := strings.Join(parts, "\x00")
-	if st.logged[key] {
+	if st.logged[key] || st.logging[key] {
+		st.logging[key] = true
 		return false
 	}
-	st.logged[key] = true
+	st.logging[key] = true
 	return true
 }
 

@@ -275,7 +275,7 @@ func checkRecord(name string, r *pinRecord, pending bool) error {
 	// them and they hash to the fingerprint. Anything else (an older or
 	// hand-edited file) is canonicalized first.
 	var compact bytes.Buffer
-	def := r.Definition
+	var def []byte
 	if json.Compact(&compact, r.Definition) == nil && fingerprintOf(compact.Bytes()) == r.Fingerprint {
 		def = compact.Bytes()
 	} else if c, err := canonicalJSON(r.Definition); err == nil {

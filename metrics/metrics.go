@@ -56,7 +56,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"server", "result"}),
 		upstreamTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_proxy_upstream_tools",
-			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, before any agent's policy; 0 while it is down.",
+			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, without those held in quarantine, before any agent's policy; 0 while it is down.",
 		}, []string{"server"}),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_proxy_requests_total",
@@ -73,7 +73,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		}, []string{"server", "outcome"}),
 		sessionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_proxy_sessions_active",
-			Help: "Downstream sessions currently open, by agent and transport.",
+			Help: "Downstream sessions currently open, by agent and transport. An HTTP session its client never ends with DELETE counts until listen.session_idle_timeout closes it.",
 		}, []string{"agent", "transport"}),
 		blobs: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_proxy_blobs_total",

@@ -77,6 +77,32 @@ func TestExposition(t *testing.T) {
 	}
 }
 
+// TestSessionsActiveHelp: the gauge's help says what an operator reading
+// it needs: most HTTP clients never send DELETE, so their sessions count
+// until the idle timeout closes them.
+func TestSessionsActiveHelp(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.SessionOpened("default", "http")
+	families, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "mcp_proxy_sessions_active" {
+			continue
+		}
+		if help := f.GetHelp(); !strings.Contains(help, "never ends with DELETE") || !strings.Contains(help, "listen.session_idle_timeout") {
+			t.Errorf("help = %q; it must say a session never DELETEd counts until listen.session_idle_timeout", help)
+		}
+		return
+	}
+	t.Fatal("mcp_proxy_sessions_active is not exposed")
+}
+
 // TestNilMetrics: a nil *Metrics records nothing and does not panic.
 func TestNilMetrics(t *testing.T) {
 	var m *Metrics

@@ -95,7 +95,7 @@ type Client struct {
 
 	life   context.Context // ends at Close
 	cancel context.CancelFunc
-	wg     sync.WaitGroup // opener commands
+	wg     sync.WaitGroup // the login goroutine and opener commands
 
 	refreshMu sync.Mutex // one refresh or grant at a time
 
@@ -105,6 +105,7 @@ type Client struct {
 	checked   time.Time  // last look at the store
 	changed   chan struct{}
 	login     *loginRun
+	closed    bool      // Close was called: no new login goroutine
 	challenge Challenge // the latest 401 challenge
 }
 
@@ -168,9 +169,13 @@ func (c *Client) Server() string { return c.server }
 // Kind returns KindOAuth or KindClientCredentials.
 func (c *Client) Kind() string { return c.kind }
 
-// Close kills an auth.open command that still runs and waits for it. A
-// login under way ends with its context, not with Close.
+// Close cancels a login under way (its callers get its error) and kills
+// an auth.open command that still runs, and waits for both. It is
+// idempotent.
 func (c *Client) Close() {
+	c.mu.Lock()
+	c.closed = true
+	c.mu.Unlock()
 	c.cancel()
 	c.wg.Wait()
 }

@@ -10,6 +10,8 @@ var ErrNeedsAuth = errors.New("authorization required")
 
 // Sentinels of the login and the token grants.
 var (
+	// ErrClosed: Login was called after Close.
+	ErrClosed = errors.New("the OAuth client is closed")
 	// ErrLoginTimeout: no callback reached the loopback listener in time.
 	ErrLoginTimeout = errors.New("no answer from the browser in time")
 	// ErrStateMismatch: the callback's state is not the one this login sent.

@@ -51,10 +51,15 @@ type LoginPrompt struct {
 // Prompt shows a login's URL to the user; it must not block.
 type Prompt func(LoginPrompt)
 
-// loginRun is a login in flight; waiters share its outcome.
+// loginRun is a login in flight; waiters share its outcome. It runs on a
+// context of its own (the Client's lifetime), cancelled when its last
+// waiter has gone. waiters is guarded by Client.mu; err is set before done
+// is closed.
 type loginRun struct {
-	done chan struct{}
-	err  error
+	done    chan struct{}
+	err     error
+	waiters int
+	cancel  context.CancelFunc
 }
 
 // Login authorizes the proxy at the server with the authorization code
@@ -63,34 +68,73 @@ type loginRun struct {
 // well-known URIs are used). prompt is told the URL once the loopback
 // listener serves it; the configured auth.open command is run with it too.
 // A login already under way for this Client is joined instead (its
-// outcome is returned). It ends when the callback arrived and the code was
-// exchanged, or with an error: ctx's end, Options.LoginTimeout, a refused
-// or mismatched callback, any failure of discovery, registration or the
-// token endpoint.
+// outcome is returned; its first caller's prompt was told).
+//
+// The login runs in a goroutine of the Client, not on any caller's ctx:
+// a caller whose ctx ends returns ctx's error at once, and the login goes
+// on for the others; it is cancelled when every caller has gone, or when
+// the Client closes. It ends when the callback arrived and the code was
+// exchanged, or with an error: cancellation, Options.LoginTimeout, a
+// refused or mismatched callback, any failure of discovery, registration
+// or the token endpoint. After Close, Login fails with ErrClosed.
 func (c *Client) Login(ctx context.Context, ch Challenge, prompt Prompt) error {
 	c.mu.Lock()
-	if run := c.login; run != nil {
+	run := c.login
+	for run != nil && run.waiters == 0 {
+		// An abandoned login is ending: wait until it frees its port.
 		c.mu.Unlock()
 		select {
 		case <-run.done:
-			return run.err
 		case <-ctx.Done():
 			return ctx.Err()
 		}
+		c.mu.Lock()
+		run = c.login
 	}
-	run := &loginRun{done: make(chan struct{})}
-	c.login = run
-	if len(ch.Scopes) == 0 && ch.ResourceMetadata == "" {
-		ch = c.challenge
+	if run == nil {
+		if c.closed {
+			c.mu.Unlock()
+			return fmt.Errorf("server %q: %w", c.server, ErrClosed)
+		}
+		if len(ch.Scopes) == 0 && ch.ResourceMetadata == "" {
+			ch = c.challenge
+		}
+		run = c.startLogin(ch, prompt)
 	}
+	run.waiters++
 	c.mu.Unlock()
 
-	run.err = c.doLogin(ctx, ch, prompt)
-	c.mu.Lock()
-	c.login = nil
-	c.mu.Unlock()
-	close(run.done)
-	return run.err
+	select {
+	case <-run.done:
+		return run.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		if run.waiters--; run.waiters == 0 {
+			run.cancel()
+		}
+		c.mu.Unlock()
+		return ctx.Err()
+	}
+}
+
+// startLogin starts the login goroutine, which Close waits for. Called
+// with c.mu held.
+func (c *Client) startLogin(ch Challenge, prompt Prompt) *loginRun {
+	ctx, cancel := context.WithCancel(c.life)
+	run := &loginRun{done: make(chan struct{}), cancel: cancel}
+	c.login = run
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		err := c.doLogin(ctx, ch, prompt)
+		cancel()
+		c.mu.Lock()
+		run.err = err
+		c.login = nil
+		c.mu.Unlock()
+		close(run.done)
+	}()
+	return run
 }
 
 func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error {

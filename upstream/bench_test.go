@@ -2,8 +2,10 @@ package upstream
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -152,4 +154,39 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	n := copy(p[:min(len(p), 64<<10)], r.line[r.off:])
 	r.off = (r.off + n) % len(r.line)
 	return n, nil
+}
+
+// BenchmarkEventFilter measures what the filter adds to reading an SSE
+// response whose one event is a large tool result (it is read through the
+// filter, which reads the event's envelope to see it is no request), next
+// to mcp-go's own decoding of that event (the json.Unmarshal into its
+// JSONRPCResponse), for scale.
+func BenchmarkEventFilter(b *testing.B) {
+	for _, size := range []struct {
+		name string
+		n    int
+	}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
+		msg := strings.Replace(strings.TrimSuffix(bigResponse(size.n), "\n"), "%ID%", `"px-1"`, 1)
+		event := []byte("event: message\nid: 1\ndata: " + msg + "\n\n")
+		b.Run(size.name+"/filter", func(b *testing.B) {
+			b.SetBytes(int64(len(event)))
+			for b.Loop() {
+				f := newEventFilter(io.NopCloser(bytes.NewReader(event)), false, func(data []byte) bool {
+					return readServerRequest(data).req != nil
+				})
+				if _, err := io.Copy(io.Discard, f); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+		b.Run(size.name+"/mcp-go-decode", func(b *testing.B) {
+			b.SetBytes(int64(len(event)))
+			for b.Loop() {
+				var r transport.JSONRPCResponse
+				if err := json.Unmarshal([]byte(msg), &r); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
 }

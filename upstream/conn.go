@@ -33,10 +33,15 @@ type Options struct {
 	// OnRequest answers the upstream's requests to the client
 	// (sampling/createMessage, elicitation/create, roots/list). With it set
 	// the connection advertises the sampling, elicitation and roots
-	// capabilities (not over SSE, where mcp-go cannot answer requests). ctx
-	// is the request's: over Streamable HTTP, a request that arrives on the
-	// stream of a call derives from that call's context. A returned *RPCError
-	// is sent with its code and message; nil = not advertised.
+	// capabilities, on every transport. ctx is the request's: over
+	// Streamable HTTP, a request that arrives on the stream of a call
+	// derives from that call's context; it ends when the session does.
+	// params are the bytes the server sent (nil when it sent none), without
+	// line breaks between tokens, so they fit one line; a request naming a
+	// member twice (in its envelope, params or params._meta) is refused
+	// before it gets here. The result goes to the server as its bytes, in
+	// the reply; a returned *RPCError is sent with its code, message and
+	// data. nil = not advertised: those requests get method not found.
 	OnRequest func(ctx context.Context, server, method string, params json.RawMessage) (json.RawMessage, error)
 	// LookupEnv reads one variable of the proxy's environment; it defaults to
 	// os.LookupEnv. It builds a stdio child's filtered environment.

@@ -59,12 +59,17 @@
 // the OnAuthorizationURL hook), and in any case it connects again as soon
 // as a token is at hand, its own or one `mcp-proxy auth login` stored.
 //
-// Requests of the server to the client are answered at most
+// Requests of the server to the client (relay.go) are read from the bytes
+// they came in, never through mcp-go's decoded JSONRPCRequest: a stdio
+// line, or the data of an event that the HTTP client takes out of an http
+// or sse server's event streams before mcp-go reads them
+// (streamrequests.go, eventfilter.go). Their params reach
+// Options.OnRequest as sent and the client's result goes back as its bytes;
+// a request naming a member twice is refused. They are answered at most
 // maxServerRequests at a time per session (pings at once, on the stdio read
 // loop); the excess is refused at once. Every write to a stdio child's
 // stdin has a deadline that moves with progress: a child that takes no byte
-// for the stall timeout is hung, and its session drops (relay.go,
-// stdiotransport.go).
+// for the stall timeout is hung, and its session drops (stdiotransport.go).
 //
 // SetLogLevel keeps the log level the clients want from the server and
 // applies it on every connection (loglevel.go).

@@ -73,6 +73,8 @@ func runFake(mode []string) {
 	}
 	var extraMu sync.Mutex
 	var extra []string
+	// answers are the lines that answer the fake's own requests (tool ask).
+	answers := make(chan string, 16)
 
 	call := func(id json.RawMessage, params json.RawMessage) {
 		var p struct {
@@ -133,6 +135,18 @@ func runFake(mode []string) {
 		case "notify":
 			write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":1}}}`)
 			reply(id, `{"content":[]}`)
+		case "ask":
+			// Writes the line given, a request to the client, and answers
+			// with the line that answered it (null after 10 s).
+			var a struct{ Line string }
+			_ = json.Unmarshal(p.Arguments, &a)
+			write(a.Line)
+			answer := "null"
+			select {
+			case answer = <-answers:
+			case <-time.After(10 * time.Second):
+			}
+			reply(id, `{"content":[],"structuredContent":{"reply":`+answer+`}}`)
 		case "burst":
 			// Many list_changed notifications at once, the catalog unchanged.
 			for range 100 {
@@ -153,6 +167,13 @@ func runFake(mode []string) {
 			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(sc.Bytes(), &m) != nil {
+			continue
+		}
+		if m.Method == "" && len(m.ID) > 0 { // an answer to the fake's request
+			select {
+			case answers <- sc.Text():
+			default:
+			}
 			continue
 		}
 		var cursor struct {

@@ -124,7 +124,8 @@ func TestReconnectFailsThenWorks(t *testing.T) {
 	if s := c.Snapshot(); s.State == StateConnected {
 		t.Errorf("connected at Ready; the first attempt must have failed")
 	}
-	waitSnapshot(t, c, 10*time.Second, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
+	// Delivered, not only published: OnSnapshot runs on its own goroutine.
+	seen.wait(t, 10*time.Second, 0, "connected", func(s *Snapshot) bool { return s.State == StateConnected })
 	if n := starts(); n != 4 {
 		t.Errorf("started %d times, want 4 (3 failures, then the 4th attempt)", n)
 	}

@@ -1,15 +1,26 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
+
+// Requests of an upstream to the proxy (sampling/createMessage,
+// elicitation/create, roots/list, ping) are read once, by
+// readServerRequest, from the bytes the transport received: a stdio line
+// (stdiotransport.go) or the data of an SSE event (eventfilter.go), never
+// through mcp-go's JSONRPCRequest, whose params are an `any` that re-sorts
+// keys, rounds integers beyond 2^53, escapes '<' and collapses a member
+// named twice. The params reach Options.OnRequest as they came, and the
+// client's result goes back to the upstream as its bytes (session.answer).
 
 // Bounds on the requests an upstream sends the proxy (sampling, elicitation,
 // roots, ping): a server that floods them, or stops reading the answers,
@@ -32,21 +43,182 @@ const (
 // maxServerRequests.
 const tooManyServerRequests = "too many requests in flight from this server; try again later"
 
-// limitRequests answers requests through next with at most
-// maxServerRequests in flight; the excess gets an error at once. The stdio
-// transport bounds its own handlers (it owns their goroutines and the
-// writes of their replies); the HTTP and SSE transports are wrapped in this.
-func limitRequests(next transport.RequestHandler) transport.RequestHandler {
-	slots := make(chan struct{}, maxServerRequests)
-	return func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		select {
-		case slots <- struct{}{}:
-		default:
-			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, tooManyServerRequests, nil), nil
+// JSON-RPC error codes of the answers to server requests.
+const (
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInternalError  = -32603
+)
+
+// serverRequest is one request of the upstream to the proxy, as the bytes it
+// came in. It owns its slices (they are copies of the transport's buffer).
+type serverRequest struct {
+	// id is the id's JSON text, echoed byte for byte in the reply.
+	id json.RawMessage
+	// method is the decoded method name.
+	method string
+	// params is the params member's value as sent, nil when absent.
+	params json.RawMessage
+}
+
+// inbound is what readServerRequest makes of one message of the upstream.
+// Exactly one field is set, or none: then the message is not a request to
+// the proxy (a response, a notification, or not JSON at all), and the
+// transport handles it as it would without this path.
+type inbound struct {
+	// req is a request to answer.
+	req *serverRequest
+	// refusal is the complete error response to a request that is refused
+	// as it stands (a member named twice, an invalid envelope), id null when
+	// the request's own id cannot be told.
+	refusal []byte
+	// drop says why a message is neither answered nor passed on: a
+	// notification (nobody to answer) that names a member twice.
+	drop string
+}
+
+// readServerRequest reads msg, one JSON-RPC message of the upstream, for a
+// request to the proxy. A message naming a member twice, in its envelope,
+// its params or its params._meta, is never answered as if one copy were
+// meant: every reader along the way (the proxy, the client's decoder) would
+// pick its own. Such a request gets an invalid-request error (-32600), as the
+// proxy's own clients get for theirs, and such a notification is dropped.
+func readServerRequest(msg []byte) inbound {
+	m, err := rawjson.ParseMessage(msg)
+	return inboundOf(msg, m, err)
+}
+
+// inboundOf is readServerRequest for a message already parsed: m and err
+// are what rawjson.ParseMessage returned for msg.
+func inboundOf(msg []byte, m rawjson.Message, err error) inbound {
+	if err != nil {
+		if !errors.Is(err, rawjson.ErrDuplicateMember) {
+			return inbound{} // not JSON: the transport's to report
 		}
-		defer func() { <-slots }()
-		return next(ctx, req)
+		id, isRequest, hasMethod := duplicateEnvelope(msg)
+		switch {
+		case !hasMethod:
+			return inbound{} // a response: the transport fails its request
+		case !isRequest:
+			return inbound{drop: "a notification naming a member twice"}
+		}
+		return inbound{refusal: errorReply(id, codeInvalidRequest, "invalid request: a member name appears twice", nil)}
 	}
+	switch m.Kind {
+	case rawjson.KindRequest:
+	case rawjson.KindInvalid:
+		switch {
+		case !hasTopLevel(msg, "method"):
+			return inbound{} // an invalid response: the transport's to report
+		case !hasTopLevel(msg, "id"):
+			return inbound{drop: "an invalid notification: " + m.Invalid}
+		}
+		// m.ID is nil when the id is not an id: the error goes with id null.
+		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
+	default:
+		return inbound{}
+	}
+	if rawjson.IsNull(m.ID) {
+		return inbound{refusal: errorReply(nil, codeInvalidRequest, "invalid request: the id must be a string or a number, not null", nil)}
+	}
+	if len(m.Params) > 0 && m.Params[0] == '{' {
+		if rawjson.Unique(m.Params) != nil {
+			return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: a member name appears twice in params", nil)}
+		}
+		if meta, ok, _ := rawjson.Get(m.Params, "_meta"); ok && meta[0] == '{' && rawjson.Unique(meta) != nil {
+			return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: a member name appears twice in params._meta", nil)}
+		}
+	}
+	req := &serverRequest{id: bytes.Clone(m.ID), method: m.Method}
+	if m.Params != nil {
+		req.params = bytes.Clone(m.Params)
+	}
+	return inbound{req: req}
+}
+
+// duplicateEnvelope reads the top-level members of an object that names one
+// twice: whether it has a method (a request or a notification), whether it
+// has an id (a request), and that id when there is exactly one valid one.
+func duplicateEnvelope(msg []byte) (id json.RawMessage, isRequest, hasMethod bool) {
+	ms, err := rawjson.Members(msg)
+	if err != nil {
+		return nil, false, false
+	}
+	ids := 0
+	for _, m := range ms {
+		switch m.Key {
+		case "method":
+			hasMethod = true
+		case "id":
+			ids++
+			id = msg[m.ValueStart:m.ValueEnd]
+		}
+	}
+	if ids != 1 || !usableID(id) {
+		id = nil // several, null or not an id: the error goes with id null
+	}
+	return id, ids > 0, hasMethod
+}
+
+// usableID reports whether id is a JSON-RPC id a reply can echo: a string
+// or a number.
+func usableID(id []byte) bool {
+	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+}
+
+// hasTopLevel reports whether the JSON object obj has a member named key.
+func hasTopLevel(obj []byte, key string) bool {
+	_, ok, _ := rawjson.Get(obj, key)
+	return ok
+}
+
+// resultReply is the JSON-RPC response with result, both as bytes.
+func resultReply(id, result json.RawMessage) []byte {
+	// One byte more for the line end a stdio transport adds.
+	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"result":}`)+len(id)+len(result)+1)
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"result":`...)
+	b = append(b, result...)
+	return append(b, '}')
+}
+
+// errorReply is the JSON-RPC error response; a nil id is written as null,
+// a nil data is left out.
+func errorReply(id json.RawMessage, code int, message string, data json.RawMessage) []byte {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b := make([]byte, 0, 64+len(id)+len(message)+len(data))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, id...)
+	b = append(b, `,"error":{"code":`...)
+	b = strconv.AppendInt(b, int64(code), 10)
+	b = append(b, `,"message":`...)
+	b = append(b, rawjson.String(message)...)
+	if len(data) > 0 {
+		b = append(b, `,"data":`...)
+		b = append(b, data...)
+	}
+	return append(b, "}}"...)
+}
+
+// oneLine returns the JSON value v without its line breaks, so that it
+// fits a line-framed stream; every other byte stays. v must be valid JSON:
+// then every '\n' and '\r' in it is whitespace between tokens (a JSON
+// string cannot hold a raw one), and no two tokens it separated can merge.
+// v without any is returned as it is.
+func oneLine(v []byte) []byte {
+	if bytes.IndexByte(v, '\n') < 0 && bytes.IndexByte(v, '\r') < 0 {
+		return v
+	}
+	out := make([]byte, 0, len(v))
+	for _, c := range v {
+		if c != '\n' && c != '\r' {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // relayCapabilities are the client capabilities the proxy advertises
@@ -62,30 +234,34 @@ func relayCapabilities() mcp.ClientCapabilities {
 	return c
 }
 
-// serveRequest answers one request of the upstream to the client.
-func (s *session) serveRequest(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	switch req.Method {
+// answer returns the reply to one request of the upstream: a ping is
+// answered at once, the relayed methods through Options.OnRequest (method
+// not found without it: nothing was advertised), anything else is method
+// not found. The params go to OnRequest as they came, except for the line
+// breaks between their tokens (oneLine: the client's stream may be lines);
+// OnRequest's result goes into the reply as its bytes.
+func (s *session) answer(ctx context.Context, req serverRequest) []byte {
+	switch req.method {
 	case string(mcp.MethodPing):
-		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+		return resultReply(req.id, json.RawMessage(`{}`))
 	case string(mcp.MethodSamplingCreateMessage), string(mcp.MethodElicitationCreate), string(mcp.MethodListRoots):
-	default:
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "method not found: "+sanitize.Error(req.Method), nil), nil
-	}
-	var params json.RawMessage
-	if req.Params != nil {
-		b, err := json.Marshal(req.Params)
-		if err != nil {
-			return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_PARAMS, "invalid params", nil), nil
+		if s.c.opts.OnRequest != nil {
+			break
 		}
-		params = b
+		fallthrough
+	default:
+		return errorReply(req.id, codeMethodNotFound, "method not found: "+sanitize.Error(req.method), nil)
 	}
-	res, err := s.c.opts.OnRequest(ctx, s.c.name, req.Method, params)
+	res, err := s.c.opts.OnRequest(ctx, s.c.name, req.method, oneLine(req.params))
 	if err != nil {
 		var rpc *RPCError
 		if errors.As(err, &rpc) {
-			return transport.NewJSONRPCErrorResponse(req.ID, rpc.Code, rpc.Message, nil), nil
+			return errorReply(req.id, rpc.Code, rpc.Message, rpc.Data)
 		}
-		return transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, sanitize.Error(err.Error()), nil), nil
+		return errorReply(req.id, codeInternalError, sanitize.Error(err.Error()), nil)
 	}
-	return transport.NewJSONRPCResultResponse(req.ID, res), nil
+	if len(res) == 0 {
+		return errorReply(req.id, codeInternalError, "no result", nil)
+	}
+	return resultReply(req.id, res)
 }

@@ -58,6 +58,10 @@ type session struct {
 
 	levelSent string // the log level this server was sent; guarded by c.levelMu
 
+	// wireProtocol is protocol (a string), for the replies posted to an SSE
+	// server from its stream's goroutines (streamrequests.go).
+	wireProtocol atomic.Value
+
 	notes   *noteQueue    // to OnNotification, see notify.go
 	dropped atomic.Uint64 // notifications dropped since the last delivery
 	// queued and delivered count notifications handed off and passed on
@@ -138,6 +142,9 @@ func (s *session) open(ctx context.Context) error {
 	if p := s.preferredProtocol(); p != "" {
 		opts = append(opts, client.WithProtocolVersion(p))
 	}
+	if st, ok := tr.(*stdioTransport); ok {
+		st.setRequestHandler(s.answer)
+	}
 	s.cl = client.NewClient(tr, opts...)
 	s.cl.OnNotification(s.onNotification)
 	s.spawn(s.deliverNotifications)
@@ -151,14 +158,17 @@ func (s *session) open(ctx context.Context) error {
 	if err := s.cl.Start(s.ctx); err != nil {
 		return fmt.Errorf("start transport: %w", err)
 	}
+	// Requests of the server are answered by s.answer, from the bytes they
+	// came in: the stdio transport reads them itself, and the HTTP client
+	// takes them out of the event streams of http and sse servers
+	// (streamrequests.go) before mcp-go could decode them. mcp-go's own
+	// handler, which Start installed, only sees what the proxy could not
+	// read.
+	if bi, ok := tr.(transport.BidirectionalInterface); ok {
+		bi.SetRequestHandler(unreadRequest)
+	}
 	var caps mcp.ClientCapabilities
-	if bi, ok := tr.(transport.BidirectionalInterface); ok && s.c.opts.OnRequest != nil {
-		// Replaces the handler Start installed: requests go to OnRequest.
-		handler := s.serveRequest
-		if _, stdio := tr.(*stdioTransport); !stdio {
-			handler = limitRequests(handler) // stdio bounds its own
-		}
-		bi.SetRequestHandler(handler)
+	if s.c.opts.OnRequest != nil {
 		caps = relayCapabilities()
 	}
 	if sse, ok := tr.(*transport.SSE); ok {
@@ -185,6 +195,7 @@ func (s *session) open(ctx context.Context) error {
 	if s.protocol == "" {
 		s.protocol = res.ProtocolVersion
 	}
+	s.wireProtocol.Store(s.protocol)
 	s.modern = mcp.IsModernProtocol(s.protocol)
 	if h, ok := tr.(*transport.StreamableHTTP); ok {
 		s.holdsSession = h.GetSessionId() != ""

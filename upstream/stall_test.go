@@ -4,12 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 	"testing"
 	"time"
-
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // TestStalledChildReconnects is issue 12, item 8: a stdio server that floods
@@ -36,42 +32,4 @@ func TestStalledChildReconnects(t *testing.T) {
 		return s.State == StateConnected && s.Generation > first.Generation
 	})
 	callTool(t, c, "echo", map[string]any{"after": "reconnect"})
-}
-
-// TestLimitRequests: the HTTP and SSE transports' server requests are
-// answered through limitRequests: at most maxServerRequests run at once, and
-// one more is refused at once with an error while they do.
-func TestLimitRequests(t *testing.T) {
-	release := make(chan struct{})
-	started := make(chan struct{}, maxServerRequests)
-	h := limitRequests(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		started <- struct{}{}
-		<-release
-		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
-	})
-	req := transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("r"), Method: "elicitation/create"}
-	var wg sync.WaitGroup
-	for range maxServerRequests {
-		wg.Go(func() {
-			if resp, err := h(context.Background(), req); err != nil || resp.Error != nil {
-				t.Errorf("a request within the bound: %v %+v", err, resp)
-			}
-		})
-	}
-	for range maxServerRequests {
-		<-started
-	}
-	t0 := time.Now()
-	resp, err := h(context.Background(), req)
-	if err != nil || resp.Error == nil || resp.Error.Message != tooManyServerRequests {
-		t.Errorf("the request over the bound: %v %+v, want the refusal", err, resp)
-	}
-	if d := time.Since(t0); d > time.Second {
-		t.Errorf("the refusal took %s", d)
-	}
-	close(release)
-	wg.Wait()
-	if resp, err := h(context.Background(), req); err != nil || resp.Error != nil {
-		t.Errorf("after the others ended: %v %+v", err, resp)
-	}
 }

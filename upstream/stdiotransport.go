@@ -55,7 +55,7 @@ type stdioTransport struct {
 
 	handlerMu sync.RWMutex
 	onNotify  func(mcp.JSONRPCNotification)
-	onRequest transport.RequestHandler
+	onRequest requestHandler
 	ctx       context.Context // Start's, for incoming requests
 
 	startOnce sync.Once
@@ -65,7 +65,11 @@ type stdioTransport struct {
 	closeErr  error
 }
 
-var _ transport.BidirectionalInterface = (*stdioTransport)(nil)
+var _ transport.Interface = (*stdioTransport)(nil)
+
+// requestHandler answers one request of the server: it returns the complete
+// reply (a JSON-RPC response echoing the request's id).
+type requestHandler func(ctx context.Context, req serverRequest) []byte
 
 // newStdioTransport is the transport over a child's stdout (lines already
 // bounded) and stdin.
@@ -397,8 +401,11 @@ func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)
 	t.handlerMu.Unlock()
 }
 
-// SetRequestHandler sets the handler of the child's requests.
-func (t *stdioTransport) SetRequestHandler(fn transport.RequestHandler) {
+// setRequestHandler sets the handler of the child's requests; without one
+// they get method not found. The transport is not mcp-go's
+// BidirectionalInterface on purpose: mcp-go's handler takes the request
+// decoded (params as an `any`), and requests are relayed as their bytes.
+func (t *stdioTransport) setRequestHandler(fn requestHandler) {
 	t.handlerMu.Lock()
 	t.onRequest = fn
 	t.handlerMu.Unlock()
@@ -445,37 +452,44 @@ func (t *stdioTransport) handleLine(line []byte) {
 		return
 	}
 	e, err := rawjson.ParseMessage(line)
-	if err != nil {
-		t.invalidLine(line, err)
+	if err == nil && e.Kind == rawjson.KindResponse {
+		t.deliver(e)
 		return
 	}
-	switch e.Kind {
-	case rawjson.KindNotification:
-		var n mcp.JSONRPCNotification
-		if err := json.Unmarshal(line, &n); err != nil {
-			t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
-			return
-		}
-		t.handlerMu.RLock()
-		fn := t.onNotify
-		t.handlerMu.RUnlock()
-		if fn != nil {
-			fn(n)
-		}
-	case rawjson.KindRequest:
-		var req transport.JSONRPCRequest
-		if err := json.Unmarshal(line, &req); err != nil {
-			t.log.Debug().Err(safe(err)).Msg("undecodable request from the server dropped")
-			return
-		}
-		t.serve(req)
-	case rawjson.KindResponse:
-		t.deliver(e)
+	if err == nil && e.Kind == rawjson.KindNotification {
+		t.notify(line)
+		return
+	}
+	switch in := inboundOf(line, e, err); {
+	case in.req != nil:
+		t.serve(*in.req)
+	case in.refusal != nil:
+		t.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
+		t.respond(in.refusal)
+	case in.drop != "":
+		t.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
+	case err != nil:
+		t.invalidLine(line, err)
 	default:
 		if e.ID != nil && !rawjson.IsNull(e.ID) && t.route(e.ID, stdioReply{err: fmt.Errorf("%w: %s", ErrBadResponse, e.Invalid)}) {
 			return
 		}
 		t.log.Warn().Str("reason", e.Invalid).Msg("a stdout line of the server that is not JSON-RPC 2.0 was dropped")
+	}
+}
+
+// notify hands a notification to its handler.
+func (t *stdioTransport) notify(line []byte) {
+	var n mcp.JSONRPCNotification
+	if err := json.Unmarshal(line, &n); err != nil {
+		t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
+		return
+	}
+	t.handlerMu.RLock()
+	fn := t.onNotify
+	t.handlerMu.RUnlock()
+	if fn != nil {
+		fn(n)
 	}
 }
 
@@ -540,15 +554,15 @@ type stdioReply struct {
 // floods requests and does not read the answers stalls on its own stdout
 // (the read loop waits for its write) instead of growing the proxy, until
 // the write's stall timeout drops it.
-func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
+func (t *stdioTransport) serve(req serverRequest) {
 	t.handlerMu.RLock()
 	fn, ctx := t.onRequest, t.ctx
 	t.handlerMu.RUnlock()
 	if fn == nil {
-		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.METHOD_NOT_FOUND, "No request handler configured", nil))
+		t.respond(errorReply(req.id, codeMethodNotFound, "No request handler configured", nil))
 		return
 	}
-	if req.Method == string(mcp.MethodPing) {
+	if req.method == string(mcp.MethodPing) {
 		// The handler answers a ping at once: no goroutine for it.
 		t.answer(ctx, fn, req)
 		return
@@ -556,7 +570,7 @@ func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
 	select {
 	case t.serving <- struct{}{}:
 	default:
-		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, tooManyServerRequests, nil))
+		t.respond(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
 		return
 	}
 	go func() {
@@ -565,29 +579,20 @@ func (t *stdioTransport) serve(req transport.JSONRPCRequest) {
 	}()
 }
 
-// answer runs the request handler and writes its answer.
-func (t *stdioTransport) answer(ctx context.Context, fn transport.RequestHandler, req transport.JSONRPCRequest) {
+// answer runs the request handler and writes its reply.
+func (t *stdioTransport) answer(ctx context.Context, fn requestHandler, req serverRequest) {
 	if err := ctx.Err(); err != nil {
-		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
+		t.respond(errorReply(req.id, codeInternalError, err.Error(), nil))
 		return
 	}
-	resp, err := fn(ctx, req)
-	if err != nil {
-		t.respond(transport.NewJSONRPCErrorResponse(req.ID, mcp.INTERNAL_ERROR, err.Error(), nil))
-		return
-	}
-	if resp != nil {
-		t.respond(resp)
-	}
+	t.respond(fn(ctx, req))
 }
 
-func (t *stdioTransport) respond(resp *transport.JSONRPCResponse) {
-	b, err := json.Marshal(resp)
-	if err != nil {
-		t.log.Error().Err(safe(err)).Msg("marshal a response to the server")
-		return
-	}
-	if err := t.writeLine(context.Background(), b); err != nil {
+// respond writes reply, a complete JSON-RPC response, as one line: as its
+// bytes, without the line breaks between tokens it may have (a client's
+// pretty-printed result), which would tear the child's input.
+func (t *stdioTransport) respond(reply []byte) {
+	if err := t.writeLine(context.Background(), oneLine(reply)); err != nil {
 		t.log.Debug().Err(safe(err)).Msg("write a response to the server")
 	}
 }

@@ -184,8 +184,8 @@ func TestStdioTransportNotificationsAndRequests(t *testing.T) {
 	if m := child.read(t); string(m["id"]) != "7" || !strings.Contains(string(m["error"]), `-32601`) {
 		t.Errorf("answer %s", m)
 	}
-	tr.SetRequestHandler(func(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{"roots":[]}`)), nil
+	tr.setRequestHandler(func(_ context.Context, req serverRequest) []byte {
+		return resultReply(req.id, json.RawMessage(`{"roots":[]}`))
 	})
 	child.write(t, `{"jsonrpc":"2.0","id":"r1","method":"roots/list"}`)
 	if m := child.read(t); string(m["id"]) != `"r1"` || string(m["result"]) != `{"roots":[]}` {
@@ -327,11 +327,11 @@ func floodTransport(t *testing.T, method string) {
 	tr.onStall = func(err error) { stalled <- err }
 	release := make(chan struct{})
 	defer close(release)
-	tr.SetRequestHandler(func(ctx context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-		if req.Method != "ping" {
+	tr.setRequestHandler(func(ctx context.Context, req serverRequest) []byte {
+		if req.method != "ping" {
 			<-release // waits for a client that never answers
 		}
-		return transport.NewJSONRPCResultResponse(req.ID, json.RawMessage(`{}`)), nil
+		return resultReply(req.id, json.RawMessage(`{}`))
 	})
 	idle := runtime.NumGoroutine()
 	var before runtime.MemStats

@@ -101,8 +101,9 @@ func (c *Conn) transportKind() string {
 // httpClient builds the HTTP client of an http or sse upstream: the proxy's
 // retry policy and response cap, the server's CA if configured (then the URL
 // and every redirect must be https), a redirect policy that never
-// downgrades https to http, and the configured headers on every request to
-// the server's origin.
+// downgrades https to http, the configured headers on every request to the
+// server's origin, and the server's requests to the proxy taken out of its
+// event streams and answered.
 func (s *session) httpClient() (*http.Client, error) {
 	cfg := s.c.cfg
 	u, err := url.Parse(cfg.URL)
@@ -147,6 +148,11 @@ func (s *session) httpClient() (*http.Client, error) {
 		ht.tracer = s.c.opts.Tracer
 		hc.Transport = ht
 	}
+	// Outermost: the server's requests are taken out of its event streams
+	// before mcp-go reads them (streamrequests.go).
+	rt := newRequestTransport(hc.Transport, s, s.c.transportKind() == config.TransportSSE)
+	rt.client = hc
+	hc.Transport = rt
 	return hc, nil
 }
 

@@ -318,10 +318,11 @@ func (rt *runtime) waitAll(ctx context.Context) {
 
 // summary logs the operator's view of what the proxy serves: each server's
 // state, the tools the servers offer (upstream_tools), and the tools an
-// agent granted every server lists (exposed_tools: each connected server's
-// tools after its tools.include/exclude, plus the proxy's own tools that
-// such an agent is offered). Agent policy is not applied: it differs per
-// agent.
+// agent granted every server lists (exposed_tools: what the proxy's catalog
+// lists of each connected server, that is its tools after its
+// tools.include/exclude and without those tool integrity holds, plus the
+// proxy's own tools that such an agent is offered). Agent policy is not
+// applied: it differs per agent.
 func (rt *runtime) summary() {
 	rt.mu.Lock()
 	cfg := rt.cfg
@@ -335,6 +336,7 @@ func (rt *runtime) summary() {
 	var connected, offered, exposed int
 	var resources, prompts bool
 	var states []string
+	listed := rt.proxy.Catalog().ListedTools()
 	for _, n := range names {
 		s := conns[n].Snapshot()
 		states = append(states, n+"="+s.State.String())
@@ -344,11 +346,7 @@ func (rt *runtime) summary() {
 		}
 		connected++
 		offered += len(s.Tools)
-		for _, t := range s.Tools {
-			if filter.ServerTool(sc.Tools.Include, sc.Tools.Exclude, t.Name) {
-				exposed++
-			}
-		}
+		exposed += listed[n]
 		resources = resources || s.Capabilities.Resources && sc.ResourcesEnabled()
 		prompts = prompts || s.Capabilities.Prompts && sc.PromptsEnabled()
 	}

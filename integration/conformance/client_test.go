@@ -2,12 +2,8 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -16,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/confrunner"
 	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
@@ -94,55 +91,12 @@ func (r *runner) clientScenarioNames() ([]string, error) {
 	return r.listScenarios("--client", clientScenarioLine)
 }
 
-// clientRun is the outcome of one client scenario.
-type clientRun struct {
-	result   *scenarioResult
-	exitCode int
-	output   string // the runner's output
-	stderr   string // the host's stderr (the proxy's log included)
-}
-
 // runClientScenario runs `conformance client --scenario name` with the
 // host and reads back its checks.
-func (r *runner) runClientScenario(host, proxy, name, outDir string) (*clientRun, error) {
+func (r *runner) runClientScenario(host, proxy, name, outDir string) (*confrunner.ClientRun, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), scenarioTimeout)
 	defer cancel()
-	cmd := r.command(ctx, "client", "--command", host, "--scenario", name, "--timeout", clientTimeout, "-o", outDir)
-	cmd.Env = append(slices.Clone(r.env), "MCP_PROXY_BIN="+proxy)
-	out, err := cmd.CombinedOutput()
-	run := &clientRun{output: string(out)}
-	var exit *exec.ExitError
-	switch {
-	case ctx.Err() != nil:
-		return nil, fmt.Errorf("conformance client --scenario %s did not finish within %s:\n%s", name, scenarioTimeout, tail(run.output, 4000))
-	case errors.As(err, &exit):
-		run.exitCode = exit.ExitCode()
-	case err != nil:
-		return nil, fmt.Errorf("conformance client --scenario %s: %w", name, err)
-	}
-	var found []string
-	_ = filepath.WalkDir(outDir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Name() == "checks.json" {
-			found = append(found, p)
-		}
-		return nil
-	})
-	if len(found) != 1 {
-		return nil, fmt.Errorf("conformance client --scenario %s wrote %d checks.json files under %s, want 1:\n%s", name, len(found), outDir, tail(run.output, 4000))
-	}
-	raw, err := os.ReadFile(found[0])
-	if err != nil {
-		return nil, err
-	}
-	var checks []check
-	if err := json.Unmarshal(raw, &checks); err != nil {
-		return nil, fmt.Errorf("%s: %w", found[0], err)
-	}
-	run.result = &scenarioResult{checks: checks}
-	if b, err := os.ReadFile(filepath.Join(filepath.Dir(found[0]), "stderr.txt")); err == nil {
-		run.stderr = string(b)
-	}
-	return run, nil
+	return r.Client(ctx, host, name, clientTimeout, outDir, "MCP_PROXY_BIN="+proxy)
 }
 
 // TestConformanceClient runs every scenario of clientScenarios with
@@ -173,16 +127,16 @@ func TestConformanceClient(t *testing.T) {
 			t.Errorf("%s: %v", sc.name, err)
 			continue
 		}
-		verdict := cell(run.result)
-		if run.exitCode != 0 {
-			verdict += fmt.Sprintf(" (runner exit %d)", run.exitCode)
+		verdict := cell(run.Result)
+		if run.ExitCode != 0 {
+			verdict += fmt.Sprintf(" (runner exit %d)", run.ExitCode)
 		}
 		fmt.Fprintf(&table, "  %-42s %-22s %5s  %s\n", sc.name, verdict, time.Since(start).Round(100*time.Millisecond), sc.what)
-		if !run.result.passed() || run.exitCode != 0 {
+		if !run.Result.Passed() || run.ExitCode != 0 {
 			t.Errorf("%s does not pass through mcp-proxy (runner exit %d):\n%s\nhost and proxy stderr (tail):\n%s\nrunner output (tail):\n%s",
-				sc.name, run.exitCode, run.result.problems(), tail(run.stderr, 4000), tail(run.output, 3000))
+				sc.name, run.ExitCode, run.Result.Problems(), tail(run.Stderr, 4000), tail(run.Output, 3000))
 		}
-		if race := raceIn(run.stderr); race != "" {
+		if race := raceIn(run.Stderr); race != "" {
 			t.Errorf("%s: mcp-proxy reported a data race:\n%s", sc.name, race)
 		}
 	}

@@ -74,7 +74,7 @@ func needRunner(t *testing.T) *runner {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("conformance runner %s on node %s (node20 shim: %v)", r.bin, r.nodeVersion, r.shim)
+	t.Logf("conformance runner %s on node %s (node20 shim: %v)", r.Bin, r.NodeVersion, r.Shim)
 	return r
 }
 
@@ -150,9 +150,9 @@ func TestConformanceDirect(t *testing.T) {
 		}
 		reason, known := directNonPasses[name]
 		switch {
-		case !s.passed() && !known:
-			t.Errorf("%s fails against the reference server directly:\n%s", name, s.problems())
-		case !s.passed():
+		case !s.Passed() && !known:
+			t.Errorf("%s fails against the reference server directly:\n%s", name, s.Problems())
+		case !s.Passed():
 			t.Logf("%s does not pass directly, as expected: %s", name, reason)
 		case known:
 			t.Errorf("%s passes against the reference server directly now: remove it from directNonPasses", name)
@@ -285,9 +285,9 @@ func judge(t *testing.T, scenarios []string, direct, proxied *suiteRun, expected
 		switch {
 		case !known[e.scenario]:
 			fail("%s lists %s, which is not a server scenario of this runner", expectedFailuresFile, e.scenario)
-		case d == nil || !d.passed():
+		case d == nil || !d.Passed():
 			fail("%s lists %s, which does not pass against the reference server directly either: not a proxy difference", expectedFailuresFile, e.scenario)
-		case p != nil && p.passed():
+		case p != nil && p.Passed():
 			fail("%s lists %s, but it now passes through the proxy: remove the entry", expectedFailuresFile, e.scenario)
 		}
 	}
@@ -296,10 +296,10 @@ func judge(t *testing.T, scenarios []string, direct, proxied *suiteRun, expected
 	}
 	for _, name := range direct.passedSet() {
 		p := proxied.scenarios[name]
-		if listed[name] || p == nil || p.passed() {
+		if listed[name] || p == nil || p.Passed() {
 			continue
 		}
-		fail("%s passes against the reference server directly but fails through mcp-proxy:\n%s", name, p.problems())
+		fail("%s passes against the reference server directly but fails through mcp-proxy:\n%s", name, p.Problems())
 	}
 	return errs
 }
@@ -330,7 +330,7 @@ func table(scenarios []string, direct, proxied *suiteRun, expected []expectedFai
 			note := ""
 			if r, ok := reasons[name]; ok {
 				note = "expected failure: " + r
-			} else if d := direct.scenarios[name]; d == nil || !d.passed() {
+			} else if d := direct.scenarios[name]; d == nil || !d.Passed() {
 				note = "not compared: does not pass directly"
 			}
 			fmt.Fprintf(&b, "  %-10s  %s", cell(proxied.scenarios[name]), note)
@@ -347,11 +347,11 @@ func cell(s *scenarioResult) string {
 		return "missing"
 	}
 	verdict := "pass"
-	if !s.passed() {
+	if !s.Passed() {
 		verdict = "FAIL"
 	}
-	judged := s.count("SUCCESS") + s.count("FAILURE") + s.count("WARNING")
-	return fmt.Sprintf("%s %d/%d", verdict, s.count("SUCCESS"), judged)
+	judged := s.Count("SUCCESS") + s.Count("FAILURE") + s.Count("WARNING")
+	return fmt.Sprintf("%s %d/%d", verdict, s.Count("SUCCESS"), judged)
 }
 
 // proxyEnv is the proxy's environment: the test's own without the config

@@ -73,63 +73,6 @@ func TestExpectedFailuresFileIsValid(t *testing.T) {
 	}
 }
 
-func TestNodeMajor(t *testing.T) {
-	tests := []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{"v20.20.2", 20, true},
-		{"v22.23.3", 22, true},
-		{"v24.0.0-nightly", 24, true},
-		{"20.1.0", 20, true},
-		{"", 0, false},
-		{"vX.1", 0, false},
-		{"v0.12.0", 0, false},
-	}
-	for _, tt := range tests {
-		got, err := nodeMajor(tt.in)
-		if (err == nil) != tt.ok || got != tt.want {
-			t.Errorf("nodeMajor(%q) = %d, %v; want %d, ok=%v", tt.in, got, err, tt.want, tt.ok)
-		}
-	}
-}
-
-func TestWithNodeImport(t *testing.T) {
-	tests := []struct {
-		name    string
-		env     []string
-		path    string
-		want    []string
-		wantErr bool
-	}{
-		{
-			name: "no NODE_OPTIONS",
-			env:  []string{"A=1"},
-			path: "/x/register.mjs",
-			want: []string{"A=1", `NODE_OPTIONS=--import "/x/register.mjs"`},
-		},
-		{
-			name: "existing NODE_OPTIONS kept first",
-			env:  []string{"NODE_OPTIONS=--max-old-space-size=512", "B=2"},
-			path: "/a b/register.mjs",
-			want: []string{"B=2", `NODE_OPTIONS=--max-old-space-size=512 --import "/a b/register.mjs"`},
-		},
-		{name: "quote in path", env: nil, path: `/x"y/register.mjs`, wantErr: true},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := withNodeImport(tt.env, tt.path)
-			if (err != nil) != tt.wantErr {
-				t.Fatalf("err = %v, wantErr %v", err, tt.wantErr)
-			}
-			if !tt.wantErr && !reflect.DeepEqual(got, tt.want) {
-				t.Fatalf("got %q, want %q", got, tt.want)
-			}
-		})
-	}
-}
-
 func TestReadResults(t *testing.T) {
 	write := func(t *testing.T, dir, name, body string) {
 		t.Helper()
@@ -150,10 +93,10 @@ func TestReadResults(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if len(got) != 3 || !got["ping"].passed() || got["tools-call-with-logging"].passed() || !got["server-sse-polling"].passed() {
+		if len(got) != 3 || !got["ping"].Passed() || got["tools-call-with-logging"].Passed() || !got["server-sse-polling"].Passed() {
 			t.Fatalf("unexpected results: %+v", got)
 		}
-		if p := got["tools-call-with-logging"].problems(); !strings.Contains(p, "WARNING b: late") {
+		if p := got["tools-call-with-logging"].Problems(); !strings.Contains(p, "WARNING b: late") {
 			t.Fatalf("problems = %q", p)
 		}
 	})
