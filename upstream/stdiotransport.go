@@ -337,18 +337,7 @@ func (t *stdioTransport) tryWrite(b []byte) int {
 	}
 	n := 0
 	_ = t.rawStdin.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || m <= 0 {
-				break // full (EAGAIN) or failed: the waiting write takes it from here
-			}
-		}
+		n = writeNonBlocking(fd, b)
 		return true // never wait here
 	})
 	return n
