@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -121,5 +122,53 @@ func TestServeStdioSocketAsStdinAndStdout(t *testing.T) {
 		}
 	case <-time.After(15 * time.Second):
 		t.Fatal("ServeStdio did not return after stdin closed")
+	}
+}
+
+// restore ends a read in flight and returns, also when the client writes
+// until the moment it runs and then goes quiet (a signal while lines come
+// in): no read of the pipe may be left waiting in blocking mode.
+func TestPollableInputRestoreDuringReads(t *testing.T) {
+	for i := range 300 {
+		var fds [2]int
+		if err := syscall.Pipe(fds[:]); err != nil {
+			t.Fatal(err)
+		}
+		r := os.NewFile(uintptr(fds[0]), "stdin")
+		w := os.NewFile(uintptr(fds[1]), "client")
+		in, restore := pollableInput(r, io.Discard)
+		var quiet atomic.Bool
+		go func() {
+			for !quiet.Load() {
+				if _, err := w.Write([]byte("x")); err != nil {
+					return
+				}
+			}
+		}()
+		readerDone := make(chan struct{})
+		go func() {
+			defer close(readerDone)
+			buf := make([]byte, 1)
+			for {
+				if _, err := in.Read(buf); err != nil {
+					return
+				}
+			}
+		}()
+		time.Sleep(time.Duration(i%20) * 10 * time.Microsecond)
+		restored := make(chan struct{})
+		go func() { quiet.Store(true); restore(); close(restored) }()
+		select {
+		case <-restored:
+		case <-time.After(2 * time.Second):
+			t.Errorf("round %d: restore did not return while the client was quiet", i)
+		}
+		_ = w.Close() // ends a read stuck in blocking mode
+		<-restored
+		<-readerDone
+		_ = r.Close()
+		if t.Failed() {
+			return
+		}
 	}
 }

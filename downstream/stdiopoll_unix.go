@@ -58,8 +58,12 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 	}
 	pf := os.NewFile(uintptr(dup), f.Name()) // non-blocking: the poller takes it
 	return pf, func() {
-		_ = syscall.SetNonblock(dup, false)
+		// Close first: it wakes a read waiting in the poller and returns
+		// once no read is in flight, and none starts after it. Set back
+		// to blocking before, a read that started in between would block
+		// in the kernel, and Close wait for it, until the client wrote.
 		_ = pf.Close()
+		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
 	}
 }
 
