@@ -49,7 +49,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	defer cancelCalls()
 	var running sync.WaitGroup
 	readDone := make(chan error, 1)
-	in, restore := pollableInput(in)
+	in, restore := pollableInput(in, out)
 	defer restore()
 	go p.readStdio(callCtx, s, in, w, &running, readDone)
 	select {

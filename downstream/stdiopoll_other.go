@@ -5,4 +5,4 @@ package downstream
 import "io"
 
 // pollableInput returns in as it is: see stdiopoll_unix.go.
-func pollableInput(in io.Reader) (io.Reader, func()) { return in, func() {} }
+func pollableInput(in io.Reader, _ io.Writer) (io.Reader, func()) { return in, func() {} }

@@ -18,10 +18,13 @@ import (
 // duplicated, so closing the returned reader leaves in open; O_NONBLOCK is
 // a property of the open pipe that the duplicate shares, so it is set back
 // when done. Anything else (a file, a terminal, a reader that is no
-// *os.File) is returned as it is.
-func pollableInput(in io.Reader) (io.Reader, func()) {
+// *os.File) is returned as it is, and so is a socket that is also out (one
+// socket as a client's stdin and stdout, as socat's EXEC or inetd give):
+// out would share the mode, and a write to it that does not fit at once
+// would fail instead of waiting.
+func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 	f, ok := in.(*os.File)
-	if !ok {
+	if !ok || sameFile(f, out) {
 		return in, func() {}
 	}
 	rc, err := f.SyscallConn()
@@ -55,8 +58,12 @@ func pollableInput(in io.Reader) (io.Reader, func()) {
 	}
 	pf := os.NewFile(uintptr(dup), f.Name()) // non-blocking: the poller takes it
 	return pf, func() {
-		_ = syscall.SetNonblock(dup, false)
+		// Close first: it wakes a read waiting in the poller and returns
+		// once no read is in flight, and none starts after it. Set back
+		// to blocking before, a read that started in between would block
+		// in the kernel, and Close wait for it, until the client wrote.
 		_ = pf.Close()
+		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
 	}
 }
 
@@ -64,4 +71,18 @@ func pollableInput(in io.Reader) (io.Reader, func()) {
 func nonblocking(fd int) bool {
 	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
 	return errno == 0 && flags&syscall.O_NONBLOCK != 0
+}
+
+// sameFile reports whether w is an *os.File for the same file as f.
+func sameFile(f *os.File, w io.Writer) bool {
+	o, ok := w.(*os.File)
+	if !ok {
+		return false
+	}
+	a, err := f.Stat()
+	if err != nil {
+		return false
+	}
+	b, err := o.Stat()
+	return err == nil && os.SameFile(a, b)
 }

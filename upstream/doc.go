@@ -67,8 +67,9 @@
 // Options.OnRequest as sent and the client's result goes back as its bytes;
 // a request naming a member twice is refused. They are answered at most
 // maxServerRequests at a time per session (pings at once, on the stdio read
-// loop); the excess is refused at once. Every write to a stdio child's
-// stdin has a deadline that moves with progress: a child that takes no byte
+// loop); the excess is refused at once. A line goes to a stdio child's
+// stdin first in one write that does not wait; what the pipe does not take
+// then has a deadline that moves with progress: a child that takes no byte
 // for the stall timeout is hung, and its session drops (stdiotransport.go).
 //
 // SetLogLevel keeps the log level the clients want from the server and

@@ -130,12 +130,14 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 
 // call sends the request {"jsonrpc":"2.0","id":"<id>","method":<method>,
 // "params":<params>} (params left out when empty; its bytes are sent as
-// they are, so they must be one JSON object) and waits for its response,
-// for ctx, or for the end of stdout (transport.ErrTransportClosed). It
-// returns the response's result as the child wrote it, or its error
-// member; a response that is not JSON-RPC fails with ErrBadResponse. The
-// line is written as built and the response routed by its id's bytes:
-// nothing is encoded or decoded through mcp-go's types.
+// they are, so they must be one JSON object, but for the line breaks
+// between its tokens, which would tear the line: oneLine) and waits for
+// its response, for ctx, or for the end of stdout
+// (transport.ErrTransportClosed). It returns the response's result as the
+// child wrote it, or its error member; a response that is not JSON-RPC
+// fails with ErrBadResponse. The line is written as built and the response
+// routed by its id's bytes: nothing is encoded or decoded through mcp-go's
+// types.
 func (t *stdioTransport) call(ctx context.Context, id, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	select {
 	case <-t.done:
@@ -144,6 +146,7 @@ func (t *stdioTransport) call(ctx context.Context, id, method string, params jso
 		return nil, nil, ctx.Err()
 	default:
 	}
+	params = oneLine(params) // a client's pretty-printed arguments, relayed as bytes
 	// One allocation: the id, the method and the params, and room for the
 	// newline writeLine adds.
 	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":,"params":}`)+len(id)+len(method)+len(params)+8)
@@ -334,18 +337,7 @@ func (t *stdioTransport) tryWrite(b []byte) int {
 	}
 	n := 0
 	_ = t.rawStdin.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
-			if m > 0 {
-				n += m
-			}
-			if err == syscall.EINTR {
-				continue
-			}
-			if err != nil || m <= 0 {
-				break // full (EAGAIN) or failed: the waiting write takes it from here
-			}
-		}
+		n = writeNonBlocking(fd, b)
 		return true // never wait here
 	})
 	return n

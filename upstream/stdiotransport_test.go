@@ -525,3 +525,33 @@ func FuzzAppendJSONString(f *testing.F) {
 		}
 	})
 }
+
+// Params with line breaks between their tokens (a pretty-printed body of an
+// HTTP client, relayed as its bytes) still go out as one line: the child
+// reads each line as one message, and a torn request is never answered.
+func TestStdioTransportCallParamsWithLineBreaks(t *testing.T) {
+	tr, child := newPipeTransport(t)
+	params := "{\r\n  \"name\": \"t\",\n  \"arguments\": {\"s\": \"a\\nb\"}\n}"
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := tr.call(context.Background(), "px-1", "tools/call", json.RawMessage(params))
+		done <- err
+	}()
+	m := child.read(t)
+	var p struct {
+		Name      string
+		Arguments struct{ S string }
+	}
+	if err := json.Unmarshal(m["params"], &p); err != nil || p.Name != "t" || p.Arguments.S != "a\nb" {
+		t.Fatalf("params %s (%v)", m["params"], err)
+	}
+	child.write(t, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no answer within 5s")
+	}
+}
