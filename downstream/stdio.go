@@ -47,11 +47,11 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	// drain is over.
 	callCtx, cancelCalls := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelCalls()
-	var running sync.WaitGroup
+	var runs requestRuns
 	readDone := make(chan error, 1)
 	in, restore := pollableInput(in, out)
 	defer restore()
-	go p.readStdio(callCtx, s, in, w, &running, readDone)
+	go p.readStdio(callCtx, s, in, w, &runs, readDone)
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
@@ -59,7 +59,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	s.endInput()
 	p.drain(s, stdioDrain)
 	cancelCalls()
-	running.Wait()
+	runs.closeAndWait()
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -85,20 +85,20 @@ func (p *Proxy) drain(s *session, d time.Duration) {
 // responses of the client are handled by the holder in the order they
 // come, as before.
 type stdioReader struct {
-	p       *Proxy
-	ctx     context.Context
-	s       *session
-	br      *bufio.Reader
-	w       *lineWriter
-	pool    *workers
-	running *sync.WaitGroup
-	done    chan<- error // gets the error that ended reading (io.EOF at a clean end), once
+	p    *Proxy
+	ctx  context.Context
+	s    *session
+	br   *bufio.Reader
+	w    *lineWriter
+	pool *workers
+	runs *requestRuns
+	done chan<- error // gets the error that ended reading (io.EOF at a clean end), once
 }
 
 // readStdio starts reading and routing client lines; done gets the error
 // that ended reading.
-func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, running *sync.WaitGroup, done chan<- error) {
-	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), running: running, done: done}
+func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
+	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
 	r.read()
 }
 
@@ -127,8 +127,11 @@ func (r *stdioReader) read() {
 }
 
 // route handles one line and returns the work that answers it, if any
-// (running counts it from here); messages that need no work off the read
-// loop are answered here.
+// (runs counts it from here); messages that need no work off the read loop
+// are answered here. Once the session has stopped taking requests
+// (runs.closeAndWait), a line holding one is dropped unanswered: the proxy
+// is ending, and no request may start after ServeStdio has waited for the
+// last one. Responses and notifications are still delivered.
 func (r *stdioReader) route(line []byte, err error) func() {
 	p, ctx, s, w := r.p, r.ctx, r.s, r.w
 	trimmed := bytes.TrimSpace(line)
@@ -142,6 +145,9 @@ func (r *stdioReader) route(line []byte, err error) func() {
 			_ = w.send(errorResponse(nil, werr))
 			return nil
 		}
+		if !r.runs.start() {
+			return nil
+		}
 		var replies [][]byte
 		var runs []func() []byte
 		for _, msg := range msgs {
@@ -153,24 +159,62 @@ func (r *stdioReader) route(line []byte, err error) func() {
 				runs = append(runs, run)
 			}
 		}
-		r.running.Add(1)
 		return func() {
-			defer r.running.Done()
+			defer r.runs.done()
 			if all := runAll(runs, replies); len(all) > 0 {
 				_ = w.send(jsonArray(all))
 			}
 		}
 	case len(trimmed) > 0:
+		if !r.runs.start() {
+			if m, err := rawjson.ParseMessage(line); err == nil && m.Kind != rawjson.KindRequest {
+				_, _ = p.receive(ctx, s, line, w) // a response or a notification: no run
+			}
+			return nil
+		}
 		reply, run := p.receive(ctx, s, line, w)
 		if reply != nil {
 			_ = w.send(reply)
 		}
-		if run != nil {
-			r.running.Add(1)
-			return func() { defer r.running.Done(); _ = w.send(run()) }
+		if run == nil {
+			r.runs.done()
+			return nil
 		}
+		return func() { defer r.runs.done(); _ = w.send(run()) }
 	}
 	return nil
+}
+
+// requestRuns counts the requests of a stdio session being answered, so
+// that its end can wait for them, and stops new ones from starting once
+// that wait has begun (a sync.WaitGroup must not be added to while it is
+// waited on at zero).
+type requestRuns struct {
+	mu     sync.Mutex
+	closed bool
+	wg     sync.WaitGroup
+}
+
+// start counts a request about to be answered; false once closeAndWait ran.
+func (rr *requestRuns) start() bool {
+	rr.mu.Lock()
+	defer rr.mu.Unlock()
+	if rr.closed {
+		return false
+	}
+	rr.wg.Add(1)
+	return true
+}
+
+// done ends what start counted.
+func (rr *requestRuns) done() { rr.wg.Done() }
+
+// closeAndWait lets no request start any more and waits for those running.
+func (rr *requestRuns) closeAndWait() {
+	rr.mu.Lock()
+	rr.closed = true
+	rr.mu.Unlock()
+	rr.wg.Wait()
 }
 
 // receive routes one message of a client: a stdio line, or one message of

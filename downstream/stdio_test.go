@@ -139,11 +139,18 @@ type stdioClient struct {
 
 func startStdio(t *testing.T, p *Proxy) *stdioClient {
 	t.Helper()
+	return startStdioCtx(t, p, context.Background())
+}
+
+// startStdioCtx is startStdio with ServeStdio's ctx (ending it is the
+// proxy's shutdown signal).
+func startStdioCtx(t *testing.T, p *Proxy, ctx context.Context) *stdioClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &stdioClient{t: t, in: inW, lines: make(chan string, 1000), done: make(chan error, 1)}
 	go func() {
-		err := p.ServeStdio(context.Background(), "", nil, inR, outW)
+		err := p.ServeStdio(ctx, "", nil, inR, outW)
 		outW.Close()
 		c.done <- err
 	}()
@@ -261,6 +268,40 @@ func echoUpstream() *fakeUpstream {
 		return json.RawMessage(echoResult), nil
 	}
 	return fx
+}
+
+// A request read after a signal ended the session is never run: ServeStdio
+// has waited for the requests it took and returned, so nothing may start
+// after it (nor add to what it waited on). The client's pipe stays open, so
+// the reader is still reading.
+func TestServeStdioRunsNoRequestAfterItsEnd(t *testing.T) {
+	fx := echoUpstream()
+	reached := make(chan string, 4)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		reached <- method
+		return json.RawMessage(echoResult), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	ctx, signal := context.WithCancel(context.Background())
+	c := startStdioCtx(t, p, ctx)
+	c.initialize()
+	signal()
+	select {
+	case err := <-c.done:
+		if err != nil {
+			t.Errorf("ServeStdio after the signal = %v", err)
+		}
+		c.done <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio did not return after the signal")
+	}
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
+	c.send(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
+	select {
+	case m := <-reached:
+		t.Fatalf("a request read after ServeStdio returned reached the upstream (%s)", m)
+	case <-time.After(time.Second):
+	}
 }
 
 func TestServeStdio(t *testing.T) {
