@@ -28,16 +28,7 @@ type pipeChild struct {
 func newPipeTransport(t *testing.T) (*stdioTransport, *pipeChild) {
 	t.Helper()
 	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = tr.Close()
-		_ = outW.Close()
-		_ = inR.Close()
-	})
+	tr, outW := startTestTransport(t, inW, inR)
 	return tr, &pipeChild{in: bufio.NewReader(inR), out: outW}
 }
 
@@ -50,17 +41,26 @@ func newOSPipeTransport(t *testing.T) (*stdioTransport, *os.File) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tr, _ := startTestTransport(t, inW, inR)
+	return tr, inR
+}
+
+// startTestTransport starts a transport writing to stdin, whose stdout is
+// the returned pipe; at the end of the test it closes the transport, that
+// pipe and stdinR (the child's end of stdin).
+func startTestTransport(t *testing.T, stdin io.WriteCloser, stdinR io.Closer) (*stdioTransport, *io.PipeWriter) {
+	t.Helper()
 	outR, outW := io.Pipe()
-	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	tr := newStdioTransport(newLineReader(outR, 1<<20), stdin, zerolog.Nop())
 	if err := tr.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_ = tr.Close()
 		_ = outW.Close()
-		_ = inR.Close()
+		_ = stdinR.Close()
 	})
-	return tr, inR
+	return tr, outW
 }
 
 func (c *pipeChild) write(t *testing.T, lines ...string) {
