@@ -11,9 +11,10 @@ import (
 )
 
 // The official TypeScript SDK as the host over stdio (tshost/stdio-host.mjs).
-// Node starts its servers with sockets for stdin and stdout, not pipes, as
-// Claude Desktop, Cursor and the Inspector do: the proxy reads such a stdin
-// through the runtime's poller. Through it the host lists the tools, gets an
+// Node starts its servers with sockets for stdin and stdout, not pipes (so
+// does every host that starts servers through Node's child_process, the
+// Inspector among them): the proxy reads such a stdin through the runtime's
+// poller. Through it the host lists the tools, gets an
 // echo of non-ASCII and HTML text back unchanged, a 4 MiB result (far more
 // than a socket buffer holds) and 16 concurrent calls, each with its own
 // answer; then it closes, and the proxy ends without a race report.
