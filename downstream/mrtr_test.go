@@ -396,3 +396,42 @@ func TestParkedSurfaceRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// The per-hop protocol keys of a 2026-07-28 client's _meta stay with the
+// proxy on resources/read and prompts/get as on tools/call; the client's
+// other _meta keys go upstream.
+func TestSurfaceRequestsDropHopMeta(t *testing.T) {
+	fx := &fakeUpstream{}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
+		Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
+		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"test://doc","name":"doc"}`)},
+		Prompts:      []json.RawMessage{json.RawMessage(`{"name":"ask"}`)},
+	})
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "prompts/get" {
+			return json.RawMessage(`{"messages":[]}`), nil
+		}
+		return json.RawMessage(`{"contents":[]}`), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	st := testState(t, p)
+	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	uri := regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1]
+	prompts, _ := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
+	prompt := regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
+	statelessPost(t, url, "resources/read", `{"uri":"`+uri+`","_meta":{`+modernMeta+`,"trace/id":"t1"}}`)
+	statelessPost(t, url, "prompts/get", `{"name":"`+prompt+`","_meta":{"trace/id":"t2",`+modernMeta+`}}`)
+	reqs := fx.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("upstream got %d requests, want 2: %v", len(reqs), reqs)
+	}
+	for i, want := range []string{`"_meta":{"trace/id":"t1"}`, `"_meta":{"trace/id":"t2"}`} {
+		if strings.Contains(reqs[i].Params, protocolMetaPrefix) || !strings.Contains(reqs[i].Params, want) {
+			t.Errorf("%s upstream params = %s; want %s and no %s keys", reqs[i].Method, reqs[i].Params, want, protocolMetaPrefix)
+		}
+	}
+}

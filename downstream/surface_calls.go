@@ -166,7 +166,9 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	}
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	params, _ = hopMeta(params)
+	if hop, err := hopParams(params); err == nil {
+		params = hop
+	}
 	res, err := up.Request(cctx, method, params)
 	if err == nil {
 		return res, nil

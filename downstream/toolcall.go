@@ -519,18 +519,25 @@ func hopMeta(meta json.RawMessage) (json.RawMessage, error) {
 	if len(meta) == 0 || meta[0] != '{' || !bytes.Contains(meta, []byte(protocolMetaPrefix)) {
 		return meta, nil
 	}
-	ms, err := rawjson.Members(meta)
-	if err != nil {
-		return nil, err
+	return rawjson.DeleteFunc(meta, func(key string) bool { return strings.HasPrefix(key, protocolMetaPrefix) })
+}
+
+// hopParams returns request params whose _meta has lost its per-hop
+// protocol keys (hopMeta); params without such keys are returned as they
+// are.
+func hopParams(params json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(params, []byte(protocolMetaPrefix)) {
+		return params, nil
 	}
-	for _, m := range ms {
-		if strings.HasPrefix(m.Key, protocolMetaPrefix) {
-			if meta, err = rawjson.Delete(meta, m.Key); err != nil {
-				return nil, err
-			}
-		}
+	meta, ok, err := rawjson.Get(params, "_meta")
+	if err != nil || !ok {
+		return params, err
 	}
-	return meta, nil
+	hop, err := hopMeta(meta)
+	if err != nil || len(hop) == len(meta) {
+		return params, err
+	}
+	return rawjson.Set(params, "_meta", hop)
 }
 
 // isErrorResult reports whether a raw tools/call result has isError: true.
