@@ -93,36 +93,33 @@ func Set(obj []byte, key string, value []byte) ([]byte, error) {
 // Delete returns a copy of obj without its members named key. When there is
 // no such member it returns obj itself.
 func Delete(obj []byte, key string) ([]byte, error) {
+	return DeleteFunc(obj, func(k string) bool { return k == key })
+}
+
+// DeleteFunc returns a copy of obj without the members whose key drop
+// reports true for, in one pass. When it drops none it returns obj itself.
+func DeleteFunc(obj []byte, drop func(key string) bool) ([]byte, error) {
 	ms, err := Members(obj)
 	if err != nil {
 		return nil, err
 	}
-	var drop []int
-	for i, m := range ms {
-		if m.Key == key {
-			drop = append(drop, i)
+	kept := ms[:0:0]
+	for _, m := range ms {
+		if !drop(m.Key) {
+			kept = append(kept, m)
 		}
 	}
-	if len(drop) == 0 {
+	if len(kept) == len(ms) {
 		return obj, nil
 	}
 	// Rebuild the member list from the kept members' own bytes; the bytes
 	// before the first member and after the last one are kept as they are.
-	dropped := make(map[int]bool, len(drop))
-	for _, i := range drop {
-		dropped[i] = true
-	}
 	out := make([]byte, 0, len(obj))
 	out = append(out, obj[:ms[0].Start]...)
-	first := true
-	for i, m := range ms {
-		if dropped[i] {
-			continue
-		}
-		if !first {
+	for i, m := range kept {
+		if i > 0 {
 			out = append(out, ',')
 		}
-		first = false
 		out = append(out, obj[m.Start:m.ValueEnd]...)
 	}
 	return append(out, obj[ms[len(ms)-1].ValueEnd:]...), nil
