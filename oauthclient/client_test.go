@@ -3,8 +3,10 @@ package oauthclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // newClient builds a Client of f's /mcp with a store in a temp dir.
@@ -488,5 +491,26 @@ func TestRegistrationErrors(t *testing.T) {
 			}
 			t.Log(err)
 		})
+	}
+}
+
+// A registration error is described only by what carries no response body:
+// an error oauthex might word differently (and quote a successful
+// registration's body in, client secret included) gets a fixed text.
+func TestRegistrationErrShowsNoBody(t *testing.T) {
+	const secret = "s3cr3t-client-secret"
+	for _, c := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"refused", &oauthex.ClientRegistrationError{ErrorCode: "invalid_redirect_uri", ErrorDescription: "no"}, "refused: invalid_redirect_uri (no)"},
+		{"status", errors.New(`registration failed with status 500 Internal Server Error: {"client_secret":"` + secret + `"}`), "answered HTTP 500 Internal Server Error"},
+		{"transport", &url.Error{Op: "Post", URL: "https://as.example/register", Err: errors.New("connection refused")}, "the request failed: connection refused"},
+		{"unknown wording", fmt.Errorf("register: unexpected body %s", `{"client_id":"c","client_secret":"`+secret+`"}`), "failed (the response is not shown: it may hold a client secret)"},
+	} {
+		if got := registrationErr(c.err); got != c.want || strings.Contains(got, secret) {
+			t.Errorf("%s: registrationErr = %q, want %q", c.name, got, c.want)
+		}
 	}
 }

@@ -409,9 +409,13 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 
 // registrationErr describes a failed registration without quoting a
 // response body: oauthex quotes bodies, and a successful registration's
-// body holds the client secret.
+// body holds the client secret. Only what is known to carry no body is
+// shown: the server's error code and description, a transport error, the
+// HTTP status of oauthex's known messages; anything else gets a fixed text,
+// so that a reworded oauthex message cannot put a secret in the log.
 func registrationErr(err error) string {
 	var re *oauthex.ClientRegistrationError
+	var ue *url.Error
 	switch msg := unwrapURLError(err).Error(); {
 	case errors.As(err, &re):
 		return "refused: " + cut(re.ErrorCode, 100) + " (" + cut(re.ErrorDescription, 200) + ")"
@@ -422,8 +426,10 @@ func registrationErr(err error) string {
 	case strings.HasPrefix(msg, "registration failed with status "):
 		status, _, _ := strings.Cut(strings.TrimPrefix(msg, "registration failed with status "), ":")
 		return "answered HTTP " + cut(status, 40)
+	case errors.As(err, &ue):
+		return "the request failed: " + cut(ue.Err.Error(), 300)
 	default:
-		return cut(msg, 300)
+		return "failed (the response is not shown: it may hold a client secret)"
 	}
 }
 
