@@ -179,10 +179,11 @@ func validID(id json.RawMessage) bool {
 var compactPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // digestOf is the SHA-256 of args with insignificant white space removed;
-// ok is false for absent or invalid JSON.
-func digestOf(args json.RawMessage) (sum [sha256.Size]byte, ok bool) {
+// ok is false for absent or invalid JSON. With keep, compact is those
+// compacted bytes (the line's arguments), so that they are compacted once.
+func digestOf(args json.RawMessage, keep bool) (sum [sha256.Size]byte, compact []byte, ok bool) {
 	if len(args) == 0 {
-		return sum, false
+		return sum, nil, false
 	}
 	buf := compactPool.Get().(*bytes.Buffer)
 	defer func() {
@@ -193,7 +194,10 @@ func digestOf(args json.RawMessage) (sum [sha256.Size]byte, ok bool) {
 	}()
 	buf.Reset()
 	if err := json.Compact(buf, args); err != nil {
-		return sum, false
+		return sum, nil, false
 	}
-	return sha256.Sum256(buf.Bytes()), true
+	if keep {
+		compact = bytes.Clone(buf.Bytes())
+	}
+	return sha256.Sum256(buf.Bytes()), compact, true
 }

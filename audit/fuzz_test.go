@@ -26,12 +26,7 @@ func FuzzLine(f *testing.F) {
 		r := &record{Entry: Entry{Time: time.Unix(0, 0), Agent: "a", Method: "tools/call", Target: target, Error: errText,
 			Decision: DecisionAllow, RequestID: id}}
 		if mode != "none" && len(args) > 0 {
-			r.digest, r.hasDigest = digestOf(args)
-			if r.hasDigest && mode == "full" && len(args) <= MaxFullArguments {
-				var buf bytes.Buffer
-				_ = json.Compact(&buf, args)
-				r.args = buf.Bytes()
-			}
+			r.digest, r.args, r.hasDigest = digestOf(args, mode == "full" && len(args) <= MaxFullArguments)
 		}
 		b, err := r.encode()
 		if err != nil {

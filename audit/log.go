@@ -3,7 +3,6 @@ package audit
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
@@ -146,17 +145,15 @@ func (l *Log) Record(e Entry) {
 		r.RequestID = bytes.Clone(e.RequestID)
 	}
 	if l.mode != config.AuditArgumentsNone && len(e.Arguments) > 0 {
-		r.digest, r.hasDigest = digestOf(e.Arguments)
+		full := l.mode == config.AuditArgumentsFull
+		r.digest, r.args, r.hasDigest = digestOf(e.Arguments, full && len(e.Arguments) <= MaxFullArguments)
 		switch {
 		case !r.hasDigest:
 			r.argsOmitted = "invalid_json"
-		case l.mode != config.AuditArgumentsFull:
+		case !full:
 		case len(e.Arguments) > MaxFullArguments:
 			r.argsOmitted = "too_large"
 		default:
-			var buf bytes.Buffer
-			_ = json.Compact(&buf, e.Arguments) // valid: the digest compacted it
-			r.args = buf.Bytes()
 			r.cost += int64(len(r.args))
 		}
 	}
