@@ -179,8 +179,9 @@ func knownServer(cfg *config.Config, server string) error {
 }
 
 // resolveToolName maps "server/tool" or an exposed name to (server, upstream
-// tool name). Exposed names are computed from the config's naming and
-// prefixes over the tools in the pin files, as the proxy names them.
+// tool name). Exposed names are computed from the config's naming,
+// prefixes and override names over the tools in the pin files, as the
+// proxy names them.
 func resolveToolName(cfg *config.Config, store *integrity.Store, name string) (string, string, error) {
 	if s, tool, ok := strings.Cut(name, "/"); ok && cfg.Servers[s] != nil {
 		return s, tool, nil
@@ -191,7 +192,16 @@ func resolveToolName(cfg *config.Config, store *integrity.Store, name string) (s
 		if err != nil {
 			return "", "", &exitError{code: exitRuntime, err: err}
 		}
-		inputs = append(inputs, namespace.Input{Server: s, Prefix: cfg.Servers[s].PrefixValue(), Names: tools})
+		in := namespace.Input{Server: s, Prefix: cfg.Servers[s].PrefixValue(), Names: tools}
+		for _, tool := range tools {
+			if ov := cfg.Servers[s].Tools.Overrides[tool]; ov != nil && ov.Name != "" {
+				if in.Renames == nil {
+					in.Renames = map[string]string{}
+				}
+				in.Renames[tool] = ov.Name
+			}
+		}
+		inputs = append(inputs, in)
 	}
 	table, _ := namespace.Build(namespace.Style(cfg.Naming), inputs)
 	if r, ok := table.Lookup(name); ok {

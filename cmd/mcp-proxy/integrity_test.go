@@ -173,3 +173,34 @@ func TestToolsApproveUsage(t *testing.T) {
 		}
 	}
 }
+
+// `tools approve` takes the name a tool is exposed under after an
+// override renamed it (say for the fixture's echo), as tools/list and
+// the refusal show it.
+func TestToolsApproveRenamedTool(t *testing.T) {
+	s := newRugPull(t, "pinning: quarantine")
+	cfg, err := os.ReadFile(s.config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renamed := strings.Replace(string(cfg), "    connect_timeout: 30s\n", "    connect_timeout: 30s\n    tools: {overrides: {echo: {name: say}}}\n", 1)
+	if err := os.WriteFile(s.config, []byte(renamed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fx := toolsJSON(t, "--config", s.config).Servers[0]; !listedNames(fx)["say"] {
+		t.Fatalf("first sight: say not listed: %+v", fx)
+	}
+	if err := os.WriteFile(s.descFile, []byte("Returns the given text, changed."), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if fx := toolsJSON(t, "--config", s.config).Servers[0]; listedNames(fx)["say"] {
+		t.Fatalf("the changed tool is still listed: %+v", fx)
+	}
+	stdout, stderr, err := runCLI(t, "tools", "approve", "say", "--config", s.config)
+	if err != nil || !strings.HasPrefix(stdout, "approved fx/echo (sha256:") {
+		t.Fatalf("approve say: %v\n%s%s", err, stdout, stderr)
+	}
+	if fx := toolsJSON(t, "--config", s.config).Servers[0]; !listedNames(fx)["say"] {
+		t.Errorf("after approval say is not listed: %+v", fx)
+	}
+}
