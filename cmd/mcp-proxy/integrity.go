@@ -26,27 +26,17 @@ func (rt *runtime) openGuard(cfg *config.Config) error {
 	return nil
 }
 
-// reviewAll runs the integrity review of every connected server, the way
-// a catalog build does: upstream bytes, client-visible bytes (after the
-// server's tools.overrides) and the catalog's names for the cross-server
-// detector.
-func (rt *runtime) reviewAll() map[string]*integrity.Review {
-	var peers []integrity.PeerTool
-	for _, e := range rt.proxy.Catalog().Tools() {
-		peers = append(peers, integrity.PeerTool{Server: e.Server, Name: e.Name, Exposed: e.Exposed})
-	}
-	index := integrity.NewPeers(peers)
-	rt.mu.Lock()
-	cfg := rt.cfg
-	rt.mu.Unlock()
+// reviews is the integrity review of every connected server as the
+// catalog build last made it (Guard.Last: no second review).
+func (rt *runtime) reviews() map[string]*integrity.Review {
 	out := map[string]*integrity.Review{}
 	for name, c := range rt.connections() {
-		s := c.Snapshot()
-		if s.State != upstream.StateConnected {
+		if c.Snapshot().State != upstream.StateConnected {
 			continue
 		}
-		in := integrity.Server{Name: name, Policy: integrity.PolicyOf(cfg, name), Tools: rt.proxy.IntegrityTools(name, s.Tools)}
-		out[name] = rt.integrity.Review(in, index)
+		if rev := rt.integrity.Last(name); rev != nil {
+			out[name] = rev
+		}
 	}
 	return out
 }

@@ -67,7 +67,7 @@ func runTools(ctx context.Context, cfg *config.Config, o options, stdout, stderr
 	}
 	defer rt.close()
 	rt.waitAll(ctx)
-	rep := buildToolsReport(rt, a, o.perCall(), rt.reviewAll())
+	rep := buildToolsReport(rt, a, o.perCall(), rt.reviews())
 	if err := printToolsReport(rep, o.json, stdout); err != nil {
 		return err
 	}
