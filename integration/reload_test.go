@@ -177,3 +177,35 @@ func TestReloadKeepsListenAndTokens(t *testing.T) {
 		t.Errorf("without a token after the second reload: HTTP %d, want 401", got)
 	}
 }
+
+// A reload whose file moves a loopback listener to a public address while
+// its agents have no tokens is not refused for a listen it does not apply
+// (here --listen keeps the listener where it is): the running listener,
+// bound to loopback where no token is required, is what the rules judge,
+// and the rest of the file applies. (Before, the file's own listen was
+// judged first and the whole reload refused.)
+func TestReloadIgnoresListenItCannotApply(t *testing.T) {
+	t.Parallel()
+	agents := "bundles: {all: {servers: [one, two]}}\nagents: {a: {mcp_bundles: [all]}}\ndefault_agent: a\n"
+	cfgPath := writeConfig(t, "blobs: {mode: passthrough}\n"+agents, fixtureServer("one", []string{"-no-weird"}))
+	url, p := startHTTPProxy(t, cfgPath)
+	moved := writeConfig(t, "blobs: {mode: passthrough}\nlisten: {transport: http, addr: \"0.0.0.0:0\"}\n"+agents,
+		fixtureServer("one", []string{"-no-weird"}), fixtureServer("two", []string{"-no-weird"}))
+	data, err := os.ReadFile(moved)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	waitLog(t, p.stderr, "config reloaded", `"added":"two"`)
+	if s := p.stderr.String(); strings.Contains(s, "config reload failed") {
+		t.Errorf("the reload was refused:\n%s", tail(s, 3000))
+	}
+	if got := contentText(callTool(t, sdkHTTP(t, url, nil, nil), "two__echo", map[string]any{"text": "added"})); got != "added" {
+		t.Errorf("two__echo after the reload: %q", got)
+	}
+}

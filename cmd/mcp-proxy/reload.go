@@ -46,11 +46,12 @@ func (rt *runtime) reloadOnHUP(ctx context.Context, o options) (stop func()) {
 // removed ones close, changed ones restart; sessions keep their grants and
 // new sessions get the new ones. A config that does not load is logged and
 // the running one stays. Listen and metrics settings need a restart: a
-// change to either is logged and the running one kept, and the new config
-// must pass validation with the listener as it is bound (a reload cannot
+// change to either is logged and the running one kept (so a listen the
+// file changed is never judged), and the new config must pass validation
+// with the listener as it is bound (a reload cannot
 // take the tokens away from a listener others can reach).
 func (rt *runtime) reload(ctx context.Context, o options) {
-	cfg, path, err := loadConfig(o)
+	cfg, path, err := readConfig(o)
 	if err == nil {
 		rt.logOut.addSecrets(cfg.Secrets())
 		err = rt.keepListeners(cfg)

@@ -159,16 +159,31 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return runServe(ctx, cfg, o, stdin, stdout, stderr)
 }
 
-// loadConfig finds, loads and validates the config, then applies the flags
-// that override it.
+// loadConfig finds and loads the config, applies the flags that override
+// it and validates the result.
 func loadConfig(o options) (*config.Config, string, error) {
+	cfg, path, err := readConfig(o)
+	if err != nil {
+		return nil, "", err
+	}
+	if err := cfg.Validate(); err != nil {
+		return nil, "", configErr(fmt.Errorf("%s: %w", path, err))
+	}
+	return cfg, path, nil
+}
+
+// readConfig finds and loads the config and applies the flags that
+// override it. A document that decodes is returned even when it breaks a
+// rule: the caller validates what it will run (a reload first puts the
+// running listeners back in).
+func readConfig(o options) (*config.Config, string, error) {
 	exists := func(p string) bool { _, err := os.Stat(p); return err == nil }
 	path, err := config.Locate(o.configPath, os.LookupEnv, exists)
 	if err != nil {
 		return nil, "", configErr(err)
 	}
 	cfg, err := config.Load(path, os.LookupEnv)
-	if err != nil {
+	if cfg == nil {
 		return nil, "", configErr(fmt.Errorf("%s: %w", path, err))
 	}
 	if o.listen != "" {
@@ -191,9 +206,6 @@ func loadConfig(o options) (*config.Config, string, error) {
 	}
 	if o.metricsListen != "" {
 		cfg.Metrics.Listen = o.metricsListen
-	}
-	if err := cfg.Validate(); err != nil {
-		return nil, "", configErr(fmt.Errorf("%s: %w", path, err))
 	}
 	return cfg, path, nil
 }
