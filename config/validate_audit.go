@@ -43,9 +43,6 @@ func (c *Config) auditDefaults() {
 	setString(&a.Arguments, DefaultAuditArguments)
 }
 
-// Enabled reports whether the audit log is on (audit.path is set).
-func (a *Audit) Enabled() bool { return a.Path != "" }
-
 func (c *Config) validateAudit(v *validator) {
 	a := &c.Audit
 	switch p := a.Path; {

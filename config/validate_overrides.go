@@ -2,6 +2,8 @@ package config
 
 import (
 	"strconv"
+
+	"github.com/mcp-proxy/mcp-proxy/namespace"
 )
 
 // ProxyToolNames are the names of the proxy's own tools (SPEC §5–§7). An
@@ -41,7 +43,7 @@ func (c *Config) validateOverrides(v *validator) {
 				continue
 			}
 			c.validateOverride(v, path, o)
-			if o.Name == "" || !ValidToolName(o.Name) {
+			if o.Name == "" || !namespace.ValidName(o.Name) {
 				continue
 			}
 			if first, dup := names[o.Name]; dup {
@@ -65,7 +67,7 @@ func (c *Config) validateOverride(v *validator, path string, o *ToolOverride) {
 		if c.isSet(at("name")) {
 			v.add(at("name"), "must not be empty (leave it out to keep the default name)")
 		}
-	case !ValidToolName(o.Name):
+	case !namespace.ValidName(o.Name):
 		v.add(at("name"), "must be 1 to 64 of letters, digits, \"_\" and \"-\" (the names model APIs accept), got "+quoteValue(o.Name))
 	default:
 		for _, own := range ProxyToolNames {
@@ -123,16 +125,6 @@ func isHint(k string) bool {
 	}
 	return false
 }
-
-// ValidToolName reports whether s matches ^[A-Za-z0-9_-]{1,64}$, the rule
-// of every exposed tool name (SPEC §2).
-func ValidToolName(s string) bool {
-	return len(s) >= 1 && len(s) <= maxToolNameLen && validNameChars(s)
-}
-
-// maxToolNameLen is the longest exposed tool name the large model APIs
-// accept.
-const maxToolNameLen = 64
 
 // overrideWarnings notes the overrides that widen what read_only agents
 // reach (SPEC §15: `validate` says so).
