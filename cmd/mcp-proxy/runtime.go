@@ -292,6 +292,13 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 	}
 }
 
+// config returns the config in force (a reload replaces it whole).
+func (rt *runtime) config() *config.Config {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	return rt.cfg
+}
+
 // connections returns the current connections, a copy safe to range over
 // while a reload runs.
 func (rt *runtime) connections() map[string]*upstream.Conn {
@@ -324,9 +331,7 @@ func (rt *runtime) waitAll(ctx context.Context) {
 // proxy's own tools that such an agent is offered). Agent policy is not
 // applied: it differs per agent.
 func (rt *runtime) summary() {
-	rt.mu.Lock()
-	cfg := rt.cfg
-	rt.mu.Unlock()
+	cfg := rt.config()
 	conns := rt.connections()
 	names := make([]string, 0, len(conns))
 	for n := range conns {

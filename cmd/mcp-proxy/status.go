@@ -23,9 +23,7 @@ func (rt *runtime) statusPage(cfg *config.Config, win *status.Window) *status.Ha
 		BeginLogin: rt.beginLogin,
 		Tokens:     cfg.Metrics.Tokens,
 		Secrets: func() []string {
-			rt.mu.Lock()
-			defer rt.mu.Unlock()
-			return rt.cfg.Secrets()
+			return rt.config().Secrets()
 		},
 		Logger:  rt.log,
 		Version: "mcp-proxy " + version,
@@ -36,9 +34,7 @@ func (rt *runtime) statusPage(cfg *config.Config, win *status.Window) *status.Ha
 // server's connection, tools and OAuth standing, the quarantined tools
 // with their pending diffs, and the served tools with scan findings.
 func (rt *runtime) statusState() status.State {
-	rt.mu.Lock()
-	cfg := rt.cfg
-	rt.mu.Unlock()
+	cfg := rt.config()
 	conns := rt.connections()
 	counts := map[string]*[3]int{} // exposed, excluded, quarantined
 	var st status.State
@@ -149,10 +145,7 @@ func heldTool(server, tool, exposed string, v *integrity.Verdict, rev *integrity
 // rebuilds the catalog at once (the pin watch would within
 // integrity.WatchInterval), so the page shows the tool released.
 func (rt *runtime) approveTool(server, tool, fingerprint string) error {
-	rt.mu.Lock()
-	known := rt.cfg.Servers[server] != nil
-	rt.mu.Unlock()
-	if !known {
+	if rt.config().Servers[server] == nil {
 		return fmt.Errorf("unknown server %q", server)
 	}
 	if _, err := rt.integrity.Store().ApproveFingerprint(server, tool, fingerprint); err != nil {

@@ -15,12 +15,9 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/status"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
-
-// stateDisabled is the state the report gives a server with enabled: false
-// (or every server when the config's enabled is false).
-const stateDisabled = "disabled"
 
 // toolsReport is the JSON form of `mcp-proxy tools --json`.
 type toolsReport struct {
@@ -80,7 +77,7 @@ func (rep toolsReport) failure() error {
 	var down []string
 	enabled := 0
 	for _, s := range rep.Servers {
-		if s.State == stateDisabled {
+		if s.State == status.StateDisabled {
 			continue
 		}
 		enabled++
@@ -182,7 +179,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews ma
 	}
 	for name, s := range rt.cfg.Servers {
 		if (!s.IsEnabled() || !rt.cfg.IsEnabled()) && (!rt.cfg.HasAgents() || filter.Grants(rt.cfg, rt.cfg.Agents[a.Name])[name]) {
-			rep.Servers = append(rep.Servers, serverReport{Name: name, State: stateDisabled, Tools: []toolReport{}})
+			rep.Servers = append(rep.Servers, serverReport{Name: name, State: status.StateDisabled, Tools: []toolReport{}})
 		}
 	}
 	sort.Slice(rep.Servers, func(i, j int) bool { return rep.Servers[i].Name < rep.Servers[j].Name })
