@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // maxJSONDepth bounds the nesting of a free-form value (tool override
@@ -39,10 +41,7 @@ func writeJSON(buf *bytes.Buffer, v any, depth int) error {
 	case bool:
 		buf.WriteString(strconv.FormatBool(x))
 	case string:
-		enc := json.NewEncoder(buf)
-		enc.SetEscapeHTML(false)
-		_ = enc.Encode(x) // a Go string always encodes
-		buf.Truncate(buf.Len() - 1)
+		buf.Write(rawjson.String(x))
 	case int:
 		buf.WriteString(strconv.Itoa(x))
 	case int64:
