@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
 )
 
 // pinFileVersion is the format version this code writes and reads.
@@ -30,10 +31,6 @@ const maxPinFileBytes = 256 << 20
 // lockWait bounds how long an update waits for another process's lock on
 // a pin file (an approval or another proxy's write takes milliseconds).
 const lockWait = 10 * time.Second
-
-// maxServerNameLen bounds a pin file's name; config limits server names to
-// 32 characters.
-const maxServerNameLen = 64
 
 // Store is the pin files of one state directory: <state_dir>/pins/<server>.json,
 // one per server, each holding every pinned tool's fingerprint and canonical
@@ -163,14 +160,8 @@ func (s *Store) checkServer(server string) error {
 	if s.dir == "" {
 		return ErrNoStateDir
 	}
-	if server == "" || len(server) > maxServerNameLen {
+	if !namespace.ValidName(server) {
 		return fmt.Errorf("integrity: invalid server name %q", server)
-	}
-	for i := 0; i < len(server); i++ {
-		c := server[i]
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("integrity: invalid server name %q", server)
-		}
 	}
 	return nil
 }
