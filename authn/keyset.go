@@ -17,6 +17,8 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // Key set timing.
@@ -215,7 +217,7 @@ func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (stri
 		}
 		status, err := getJSON(ctx, client, u, &meta)
 		switch {
-		case err == nil && !sameIssuer(meta.Issuer, issuer):
+		case err == nil && !oauthclient.SameIssuer(meta.Issuer, issuer):
 			err = fmt.Errorf("metadata at %s names another issuer", u)
 		case err == nil && meta.JWKSURI == "":
 			return "", errNoJWKS

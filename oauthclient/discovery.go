@@ -116,7 +116,7 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 	if asm == nil {
 		return nil, fmt.Errorf("authorization server %s publishes no metadata (RFC 8414 or OpenID discovery)", redactURL(issuer))
 	}
-	if !sameIssuer(asm.Issuer, issuer) {
+	if !SameIssuer(asm.Issuer, issuer) {
 		return nil, fmt.Errorf("%w: asked %s, the metadata says %q", ErrIssuerMismatch, redactURL(issuer), cut(asm.Issuer, 200))
 	}
 	if err := fill(md, serverURL, asm); err != nil {
@@ -293,6 +293,6 @@ func checkEndpoint(serverURL, name, raw string, required bool) error {
 
 // sameIssuer compares issuer identifiers exactly (RFC 8414 §3.3), apart
 // from one trailing slash.
-func sameIssuer(a, b string) bool {
-	return a != "" && strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+func SameIssuer(got, want string) bool {
+	return got != "" && strings.TrimSuffix(got, "/") == strings.TrimSuffix(want, "/")
 }

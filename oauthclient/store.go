@@ -256,7 +256,7 @@ func (s *Store) stamp(server string) string {
 func find(entries []Entry, serverURL, issuer string) *Entry {
 	for i := range entries {
 		e := &entries[i]
-		if e.ServerURL == serverURL && (issuer == "" || sameIssuer(e.Issuer, issuer)) {
+		if e.ServerURL == serverURL && (issuer == "" || SameIssuer(e.Issuer, issuer)) {
 			return e
 		}
 	}
@@ -269,7 +269,7 @@ func replace(entries []Entry, e Entry) []Entry {
 	out := make([]Entry, 0, len(entries)+1)
 	out = append(out, e)
 	for _, x := range entries {
-		if x.ServerURL == e.ServerURL && sameIssuer(x.Issuer, e.Issuer) {
+		if x.ServerURL == e.ServerURL && SameIssuer(x.Issuer, e.Issuer) {
 			continue
 		}
 		out = append(out, x)
