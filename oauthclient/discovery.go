@@ -167,7 +167,7 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL strin
 // the path-inserted forms for an issuer with a path (and OpenID's
 // path-appended form), else at the root. nil, nil: none answered.
 func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*oauthex.AuthServerMeta, error) {
-	for _, u := range serverMetadataURLs(issuer) {
+	for _, u := range ServerMetadataURLs(issuer) {
 		var asm oauthex.AuthServerMeta
 		found, err := fetchJSON(ctx, hc, "authorization server metadata", u, &asm)
 		if err != nil {
@@ -180,9 +180,12 @@ func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*
 	return nil, nil
 }
 
-// serverMetadataURLs lists the metadata URLs of issuer in the order the
-// MCP specification (2025-11-25) gives.
-func serverMetadataURLs(issuer string) []string {
+// ServerMetadataURLs lists the metadata URLs of issuer in the order the
+// MCP specification (2025-11-25) gives: OAuth 2.0 authorization server
+// metadata (RFC 8414) with the path inserted, then OpenID Connect
+// discovery inserted and appended; an issuer without a path has two. The
+// proxy's resource server side (authn) finds an issuer's jwks_uri there.
+func ServerMetadataURLs(issuer string) []string {
 	u, err := url.Parse(issuer)
 	if err != nil {
 		return nil
