@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // maxMetadataBytes bounds a metadata document or token response read from
@@ -285,7 +287,7 @@ func checkEndpoint(serverURL, name, raw string, required bool) error {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if strings.HasPrefix(serverURL, "https:") && !isLoopbackHost(u.Hostname()) {
+		if strings.HasPrefix(serverURL, "https:") && !httpguard.IsLoopback(u.Hostname()) {
 			return fmt.Errorf("%s %s is plain http for an https server", name, redactURL(raw))
 		}
 	default:
