@@ -155,8 +155,8 @@ func TestWindowReset(t *testing.T) {
 	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		labels := []*dto.LabelPair{{Name: proto.String("server"), Value: proto.String("fx")}, {Name: proto.String("outcome"), Value: proto.String("ok")}}
 		return []*dto.MetricFamily{
-			{Name: proto.String(metricCalls), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{{Label: labels, Counter: &dto.Counter{Value: proto.Float64(calls)}}}},
-			{Name: proto.String(metricDuration), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{{Label: labels, Histogram: &dto.Histogram{
+			{Name: proto.String(metrics.NameToolCalls), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{{Label: labels, Counter: &dto.Counter{Value: proto.Float64(calls)}}}},
+			{Name: proto.String(metrics.NameToolCallDuration), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{{Label: labels, Histogram: &dto.Histogram{
 				SampleCount: proto.Uint64(bucket),
 				Bucket: []*dto.Bucket{
 					{UpperBound: proto.Float64(1), CumulativeCount: proto.Uint64(bucket)},
