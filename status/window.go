@@ -150,16 +150,14 @@ func (s *sample) addLatency(server string, h *dto.Histogram) {
 
 // Figures are the Window's figures at its newest sample.
 type Figures struct {
-	// At is the newest sample's time; zero when there is none.
-	At time.Time
 	// Span is how far back the window reaches: the newest sample minus the
 	// oldest, five minutes once the ring is full; 0 with fewer than two
 	// samples, when there are no window figures yet.
 	Span time.Duration
 	// Servers are the call figures by server, over Span.
 	Servers map[string]ServerFigures
-	// Sessions are the open downstream sessions at At, by agent and
-	// transport (those with at least one), sorted.
+	// Sessions are the open downstream sessions at the newest sample, by agent
+	// and transport (those with at least one), sorted.
 	Sessions []SessionCount
 	// Denials are the policy denials by agent and rule (those with at
 	// least one since start), sorted: over Span and since start.
@@ -208,7 +206,6 @@ func (w *Window) Figures() Figures {
 	if newest == nil {
 		return f
 	}
-	f.At = newest.at
 	for k, v := range newest.sessions {
 		if v > 0 {
 			f.Sessions = append(f.Sessions, SessionCount{Agent: k[0], Transport: k[1], Open: int64(math.Round(v))})
