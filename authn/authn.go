@@ -137,10 +137,6 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 	return a
 }
 
-// OAuth reports whether listen.auth is set: then every request needs a
-// credential and MetadataHandler serves metadata.
-func (a *Authenticator) OAuth() bool { return a.oauth != nil }
-
 // Authenticate decides one request of an MCP endpoint. pathAgent is the <a>
 // of /agents/<a>/mcp, or "" for the default endpoint (listen.path). It reads
 // only r's Authorization header and context (a token check that must ask

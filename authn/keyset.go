@@ -11,12 +11,13 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // Key set timing.
@@ -178,44 +179,19 @@ func (s *keySet) locate(ctx context.Context) (string, error) {
 	return discoverJWKS(ctx, s.client, s.issuer)
 }
 
-// metadataURLs are the places of an issuer's metadata, in the order the
-// MCP authorization spec tries them: OAuth 2.0 authorization server
-// metadata (RFC 8414) with the path inserted, then OpenID Connect
-// discovery inserted and appended. An issuer without path has two.
-func metadataURLs(issuer string) []string {
-	u, err := url.Parse(issuer)
-	if err != nil {
-		return nil
-	}
-	path := strings.TrimSuffix(u.Path, "/")
-	at := func(p string) string {
-		c := *u
-		c.Path, c.RawPath = p, ""
-		return c.String()
-	}
-	if path == "" {
-		return []string{at("/.well-known/oauth-authorization-server"), at("/.well-known/openid-configuration")}
-	}
-	return []string{
-		at("/.well-known/oauth-authorization-server" + path),
-		at("/.well-known/openid-configuration" + path),
-		at(path + "/.well-known/openid-configuration"),
-	}
-}
-
 // discoverJWKS reads the issuer's metadata and returns its jwks_uri. The
 // metadata must name the same issuer (RFC 8414 §3.3), or an attacker able
 // to serve one well-known path could hand out keys for another issuer.
 func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (string, error) {
 	var firstErr error
-	for _, u := range metadataURLs(issuer) {
+	for _, u := range oauthclient.ServerMetadataURLs(issuer) {
 		var meta struct {
 			Issuer  string `json:"issuer"`
 			JWKSURI string `json:"jwks_uri"`
 		}
 		status, err := getJSON(ctx, client, u, &meta)
 		switch {
-		case err == nil && !sameIssuer(meta.Issuer, issuer):
+		case err == nil && !oauthclient.SameIssuer(meta.Issuer, issuer):
 			err = fmt.Errorf("metadata at %s names another issuer", u)
 		case err == nil && meta.JWKSURI == "":
 			return "", errNoJWKS

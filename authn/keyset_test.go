@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // TestKeyRotationAndOutage follows the issuer's key set through rotation
@@ -119,9 +121,10 @@ func TestJWKSURLConfigured(t *testing.T) {
 	}
 }
 
-// TestMetadataURLs: where an issuer's metadata is looked for.
+// TestMetadataURLs: where an issuer's metadata is looked for
+// (oauthclient.ServerMetadataURLs, which the client side uses too).
 func TestMetadataURLs(t *testing.T) {
-	got := strings.Join(metadataURLs("https://idp.example.com/tenant/a/"), " ")
+	got := strings.Join(oauthclient.ServerMetadataURLs("https://idp.example.com/tenant/a/"), " ")
 	want := "https://idp.example.com/.well-known/oauth-authorization-server/tenant/a " +
 		"https://idp.example.com/.well-known/openid-configuration/tenant/a " +
 		"https://idp.example.com/tenant/a/.well-known/openid-configuration"

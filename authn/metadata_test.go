@@ -84,7 +84,7 @@ func TestMetadataWithoutOAuth(t *testing.T) {
 	r := newRig(t, staticDoc, "")
 	w := httptest.NewRecorder()
 	r.a.MetadataHandler().ServeHTTP(w, httptest.NewRequest(http.MethodGet, WellKnownPath+"/mcp", nil))
-	if w.Code != 404 || r.a.OAuth() {
-		t.Errorf("status %d, OAuth() %v", w.Code, r.a.OAuth())
+	if w.Code != 404 || r.a.oauth != nil {
+		t.Errorf("status %d, OAuth verifier %v", w.Code, r.a.oauth != nil)
 	}
 }

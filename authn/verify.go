@@ -5,14 +5,17 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // clockSkew is how far the proxy's clock may disagree with the issuer's
@@ -158,7 +161,7 @@ func (v *verifier) checkClaims(payload []byte, audiences []string, fromJWT bool)
 	if json.Unmarshal(payload, &claims) != nil || json.Unmarshal(payload, &std) != nil {
 		return nil, ResultInvalid
 	}
-	if _, has := claims["iss"]; (fromJWT || has) && !sameIssuer(std.Issuer, v.issuer) {
+	if _, has := claims["iss"]; (fromJWT || has) && !oauthclient.SameIssuer(std.Issuer, v.issuer) {
 		return nil, ResultInvalid
 	}
 	now := v.now()
@@ -202,22 +205,10 @@ func (v *verifier) missingScopes(scopes []string) []string {
 	return missing
 }
 
-// sameIssuer compares issuer identifiers exactly, except that a trailing
-// "/" on either side is ignored (servers differ in how they print their
-// own issuer).
-func sameIssuer(got, want string) bool {
-	return got != "" && strings.TrimSuffix(got, "/") == strings.TrimSuffix(want, "/")
-}
-
 // audienceMatches reports whether aud names one of accepted, exactly or
-// differing only by a trailing "/".
+// differing only by a trailing "/" (oauthex.MatchesResource). An empty aud
+// value names nothing, not even an accepted "/".
 func audienceMatches(aud jwt.Audience, accepted []string) bool {
-	for _, a := range aud {
-		for _, w := range accepted {
-			if a == w || strings.TrimSuffix(a, "/") == strings.TrimSuffix(w, "/") && a != "" {
-				return true
-			}
-		}
-	}
-	return false
+	named := slices.DeleteFunc(slices.Clone(aud), func(a string) bool { return a == "" })
+	return slices.ContainsFunc(accepted, func(w string) bool { return oauthex.MatchesResource(named, w) })
 }

@@ -50,7 +50,7 @@
 // server's tools (upstream bytes and client-visible bytes) and a Peers
 // index of every server's tool names, and uses each Verdict: a held tool is
 // not listed and not searchable, keeps its exposed name, and a call to it
-// gets an isError result with Verdict.Refusal (rule Rule, "quarantined");
+// gets an isError result with Verdict.Refusal (rule filter.RuleQuarantined);
 // a listed tool is shown as Verdict.Visible. Review caches its work by the
 // bytes it was given, so calling it on every build is cheap, and nothing
 // of this package runs on the call path. Guard.Watch notices approvals

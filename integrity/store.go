@@ -14,6 +14,9 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
+	"github.com/mcp-proxy/mcp-proxy/namespace"
 )
 
 // pinFileVersion is the format version this code writes and reads.
@@ -28,13 +31,6 @@ const maxPinFileBytes = 256 << 20
 // lockWait bounds how long an update waits for another process's lock on
 // a pin file (an approval or another proxy's write takes milliseconds).
 const lockWait = 10 * time.Second
-
-// lockPoll is the interval between tries for a held lock.
-const lockPoll = 20 * time.Millisecond
-
-// maxServerNameLen bounds a pin file's name; config limits server names to
-// 32 characters.
-const maxServerNameLen = 64
 
 // Store is the pin files of one state directory: <state_dir>/pins/<server>.json,
 // one per server, each holding every pinned tool's fingerprint and canonical
@@ -137,10 +133,10 @@ func (f *pinFile) clone() *pinFile {
 // fileID identifies one version of a file on disk: a rename gives a new
 // inode, a rewrite a new size or time.
 type fileID struct {
-	exists bool
-	ino    uint64
-	size   int64
-	mtime  int64
+	exists   bool
+	dev, ino uint64
+	size     int64
+	mtime    int64
 }
 
 func statID(path string) (fileID, error) {
@@ -155,11 +151,8 @@ func statID(path string) (fileID, error) {
 }
 
 func idOf(fi os.FileInfo) fileID {
-	id := fileID{exists: true, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		id.ino = uint64(st.Ino)
-	}
-	return id
+	dev, ino := atomicfile.Inode(fi)
+	return fileID{exists: true, dev: dev, ino: ino, size: fi.Size(), mtime: fi.ModTime().UnixNano()}
 }
 
 // checkServer refuses a server name that could leave the pins directory.
@@ -167,14 +160,8 @@ func (s *Store) checkServer(server string) error {
 	if s.dir == "" {
 		return ErrNoStateDir
 	}
-	if server == "" || len(server) > maxServerNameLen {
+	if !namespace.ValidName(server) {
 		return fmt.Errorf("integrity: invalid server name %q", server)
-	}
-	for i := 0; i < len(server); i++ {
-		c := server[i]
-		if !(c == '_' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
-			return fmt.Errorf("integrity: invalid server name %q", server)
-		}
 	}
 	return nil
 }
@@ -338,29 +325,14 @@ func (s *Store) lock(server string) (unlock func(), err error) {
 		return nil, fmt.Errorf("integrity: create %s: %w", s.dir, err)
 	}
 	path := filepath.Join(s.dir, server+".lock")
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	unlock, err = atomicfile.Lock(path, s.lockWait)
+	if errors.Is(err, atomicfile.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, s.lockWait)
+	}
 	if err != nil {
-		return nil, fmt.Errorf("integrity: open lock %s: %w", path, err)
+		return nil, fmt.Errorf("integrity: lock %s: %w", path, err)
 	}
-	deadline := time.Now().Add(s.lockWait)
-	for {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-		if err == nil {
-			return func() {
-				_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-				_ = f.Close()
-			}, nil
-		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) && !errors.Is(err, syscall.EINTR) {
-			f.Close()
-			return nil, fmt.Errorf("integrity: lock %s: %w", path, err)
-		}
-		if time.Now().After(deadline) {
-			f.Close()
-			return nil, fmt.Errorf("%w: %s (waited %s)", ErrLocked, path, s.lockWait)
-		}
-		time.Sleep(lockPoll)
-	}
+	return unlock, nil
 }
 
 // write replaces server's pin file atomically: a complete 0600 temporary
@@ -377,36 +349,8 @@ func (s *Store) write(server string, pf *pinFile) (fileID, error) {
 	}
 	data := buf.Bytes()
 	path := s.Path(server)
-	tmp, err := os.CreateTemp(s.dir, "."+server+".json.tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	done := false
-	defer func() {
-		if !done {
-			tmp.Close()
-			os.Remove(tmp.Name())
-		}
-	}()
-	if err := tmp.Chmod(0o600); err != nil {
-		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	if err := tmp.Sync(); err != nil {
-		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
-	}
-	done = true
-	if d, err := os.Open(s.dir); err == nil {
-		_ = d.Sync() // the rename itself survives a crash
-		d.Close()
 	}
 	return statID(path)
 }

@@ -272,3 +272,19 @@ func TestPinFileEscapedDefinitions(t *testing.T) {
 		t.Errorf("escaped file reads as %s %s, the store's own as %s %s", b.Fingerprint, b.Definition, a.Fingerprint, a.Definition)
 	}
 }
+
+// TestCheckServer: a pin file is named only after a valid server name
+// (namespace.ValidName), so no name leaves the pins directory.
+func TestCheckServer(t *testing.T) {
+	s := NewStore(t.TempDir())
+	for _, ok := range []string{"a", "files-2", "A_b", strings.Repeat("x", 64)} {
+		if err := s.checkServer(ok); err != nil {
+			t.Errorf("checkServer(%q) = %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", "..", "../x", "a/b", "a.b", "é", strings.Repeat("x", 65)} {
+		if err := s.checkServer(bad); err == nil {
+			t.Errorf("checkServer(%q) accepted", bad)
+		}
+	}
+}

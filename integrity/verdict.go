@@ -3,12 +3,9 @@ package integrity
 import (
 	"encoding/json"
 	"strings"
-)
 
-// Rule is the policy rule name of a refused call to a quarantined tool
-// (SPEC §5), used in the refusal text and as the rule label of
-// mcp_proxy_policy_denials_total.
-const Rule = "quarantined"
+	"github.com/mcp-proxy/mcp-proxy/filter"
+)
 
 // Reason says why a tool is held.
 type Reason string
@@ -63,7 +60,7 @@ type Verdict struct {
 // exposed to clients as exposed: the rule, why, and the command that
 // reviews it.
 func (v *Verdict) Refusal(exposed string) string {
-	msg := "tool '" + exposed + "' is denied by " + Rule + ": "
+	msg := "tool '" + exposed + "' is denied by " + string(filter.RuleQuarantined) + ": "
 	var why []string
 	for _, r := range v.Reasons {
 		switch r {

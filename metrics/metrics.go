@@ -16,6 +16,15 @@ const (
 	OutcomeDenied    = "denied"
 )
 
+// Names of the metrics the status page reads (status.Window); the page
+// goes blank where a name it reads is not registered.
+const (
+	NameToolCalls        = "mcp_proxy_tool_calls_total"
+	NameToolCallDuration = "mcp_proxy_tool_call_duration_seconds"
+	NameSessionsActive   = "mcp_proxy_sessions_active"
+	NamePolicyDenials    = "mcp_proxy_policy_denials_total"
+)
+
 // Metrics is the set of collectors. All methods are safe for concurrent use.
 // A nil *Metrics is valid and records nothing, so tests and the CLI verbs that
 // serve no metrics need not build one.
@@ -63,16 +72,16 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Downstream MCP requests by agent, method and outcome (ok, error).",
 		}, []string{"agent", "method", "outcome"}),
 		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_tool_calls_total",
+			Name: NameToolCalls,
 			Help: "Tool calls by server, upstream tool name and outcome.",
 		}, []string{"server", "tool", "outcome"}),
 		toolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "mcp_proxy_tool_call_duration_seconds",
+			Name:    NameToolCallDuration,
 			Help:    "Tool call latency through the proxy, by server and outcome.",
 			Buckets: callDurationBuckets,
 		}, []string{"server", "outcome"}),
 		sessionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcp_proxy_sessions_active",
+			Name: NameSessionsActive,
 			Help: "Downstream sessions currently open, by agent and transport. An HTTP session its client never ends with DELETE counts until listen.session_idle_timeout closes it.",
 		}, []string{"agent", "transport"}),
 		blobs: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -84,7 +93,7 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Help: "Decoded bytes of embedded blobs in tool results by server and result.",
 		}, []string{"server", "result"}),
 		policyDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_policy_denials_total",
+			Name: NamePolicyDenials,
 			Help: "Tool calls refused by a policy rule, by agent and rule (not_granted, server_filter, excluded_tools, allowed_tools, per_call_allowed_tools, read_only).",
 		}, []string{"agent", "rule"}),
 		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -71,15 +71,6 @@ func resourceCovers(resource, server string) bool {
 	return rp == "" || strings.HasPrefix(su.EscapedPath()+"/", rp+"/")
 }
 
-// isLoopbackHost reports whether host is localhost or a loopback address.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
-
 // redactURL is u without user info, query and fragment, for messages.
 func redactURL(raw string) string {
 	u, err := url.Parse(raw)

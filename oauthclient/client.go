@@ -241,7 +241,7 @@ func (c *Client) current() *Entry {
 // storedFor returns the stored entry for issuer, nil when none.
 func (c *Client) storedFor(issuer string) *Entry {
 	if c.store == nil {
-		if e := c.current(); e != nil && sameIssuer(e.Issuer, issuer) {
+		if e := c.current(); e != nil && SameIssuer(e.Issuer, issuer) {
 			return e
 		}
 		return nil

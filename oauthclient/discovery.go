@@ -11,6 +11,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // maxMetadataBytes bounds a metadata document or token response read from
@@ -116,7 +118,7 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 	if asm == nil {
 		return nil, fmt.Errorf("authorization server %s publishes no metadata (RFC 8414 or OpenID discovery)", redactURL(issuer))
 	}
-	if !sameIssuer(asm.Issuer, issuer) {
+	if !SameIssuer(asm.Issuer, issuer) {
 		return nil, fmt.Errorf("%w: asked %s, the metadata says %q", ErrIssuerMismatch, redactURL(issuer), cut(asm.Issuer, 200))
 	}
 	if err := fill(md, serverURL, asm); err != nil {
@@ -167,7 +169,7 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL strin
 // the path-inserted forms for an issuer with a path (and OpenID's
 // path-appended form), else at the root. nil, nil: none answered.
 func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*oauthex.AuthServerMeta, error) {
-	for _, u := range serverMetadataURLs(issuer) {
+	for _, u := range ServerMetadataURLs(issuer) {
 		var asm oauthex.AuthServerMeta
 		found, err := fetchJSON(ctx, hc, "authorization server metadata", u, &asm)
 		if err != nil {
@@ -180,9 +182,12 @@ func fetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*
 	return nil, nil
 }
 
-// serverMetadataURLs lists the metadata URLs of issuer in the order the
-// MCP specification (2025-11-25) gives.
-func serverMetadataURLs(issuer string) []string {
+// ServerMetadataURLs lists the metadata URLs of issuer in the order the
+// MCP specification (2025-11-25) gives: OAuth 2.0 authorization server
+// metadata (RFC 8414) with the path inserted, then OpenID Connect
+// discovery inserted and appended; an issuer without a path has two. The
+// proxy's resource server side (authn) finds an issuer's jwks_uri there.
+func ServerMetadataURLs(issuer string) []string {
 	u, err := url.Parse(issuer)
 	if err != nil {
 		return nil
@@ -282,7 +287,7 @@ func checkEndpoint(serverURL, name, raw string, required bool) error {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if strings.HasPrefix(serverURL, "https:") && !isLoopbackHost(u.Hostname()) {
+		if strings.HasPrefix(serverURL, "https:") && !httpguard.IsLoopback(u.Hostname()) {
 			return fmt.Errorf("%s %s is plain http for an https server", name, redactURL(raw))
 		}
 	default:
@@ -293,6 +298,6 @@ func checkEndpoint(serverURL, name, raw string, required bool) error {
 
 // sameIssuer compares issuer identifiers exactly (RFC 8414 §3.3), apart
 // from one trailing slash.
-func sameIssuer(a, b string) bool {
-	return a != "" && strings.TrimSuffix(a, "/") == strings.TrimSuffix(b, "/")
+func SameIssuer(got, want string) bool {
+	return got != "" && strings.TrimSuffix(got, "/") == strings.TrimSuffix(want, "/")
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // FuzzParseChallenge: any WWW-Authenticate value parses without a panic,
@@ -135,7 +137,7 @@ func FuzzMetadataDocuments(f *testing.F) {
 				continue
 			}
 			u, err := url.Parse(e)
-			if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHost(u.Hostname()))) {
+			if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && httpguard.IsLoopback(u.Hostname()))) {
 				t.Fatalf("endpoint %q accepted for an https server", e)
 			}
 		}

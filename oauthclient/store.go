@@ -11,6 +11,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 )
 
 // Permissions of the store: tokens and client secrets are the user's alone.
@@ -194,7 +196,10 @@ func (s *Store) Update(server string, fn func([]Entry) ([]Entry, error)) error {
 	if err != nil {
 		return fmt.Errorf("token store: %w", err)
 	}
-	return writeAtomic(p, append(data, '\n'))
+	if err := atomicfile.WriteFile(p, append(data, '\n'), storeFileMode); err != nil {
+		return fmt.Errorf("token store: %w", err)
+	}
+	return nil
 }
 
 // lock takes the per-server lock of this process, then the lock file that
@@ -213,60 +218,15 @@ func (s *Store) lock(server string) (func(), error) {
 		return nil, err
 	}
 	lp, _ := s.path(server, ".lock")
-	f, err := os.OpenFile(lp, os.O_RDWR|os.O_CREATE, storeFileMode)
+	unlockFile, err := atomicfile.Lock(lp, 0)
 	if err != nil {
-		m.Unlock()
-		return nil, fmt.Errorf("token store: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
 		m.Unlock()
 		return nil, fmt.Errorf("token store: lock %s: %w", lp, err)
 	}
 	return func() {
-		_ = unlockFile(f)
-		f.Close()
+		unlockFile()
 		m.Unlock()
 	}, nil
-}
-
-// writeAtomic writes data to a new file next to p, syncs it, and renames
-// it over p; the folder is synced too, so the rename survives a crash.
-func writeAtomic(p string, data []byte) error {
-	dir := filepath.Dir(p)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(p)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(storeFileMode); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
-		return fmt.Errorf("token store: %w", err)
-	}
-	ok = true
-	if d, err := os.Open(dir); err == nil {
-		_ = d.Sync()
-		d.Close()
-	}
-	return nil
 }
 
 // Remove forgets everything stored for server.
@@ -288,14 +248,15 @@ func (s *Store) stamp(server string) string {
 	if err != nil {
 		return ""
 	}
-	return fmt.Sprintf("%d/%d/%s", fi.ModTime().UnixNano(), fi.Size(), fileID(fi))
+	dev, ino := atomicfile.Inode(fi) // a rename changes it
+	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino)
 }
 
 // find returns the newest entry for serverURL (and issuer, when not "").
 func find(entries []Entry, serverURL, issuer string) *Entry {
 	for i := range entries {
 		e := &entries[i]
-		if e.ServerURL == serverURL && (issuer == "" || sameIssuer(e.Issuer, issuer)) {
+		if e.ServerURL == serverURL && (issuer == "" || SameIssuer(e.Issuer, issuer)) {
 			return e
 		}
 	}
@@ -308,7 +269,7 @@ func replace(entries []Entry, e Entry) []Entry {
 	out := make([]Entry, 0, len(entries)+1)
 	out = append(out, e)
 	for _, x := range entries {
-		if x.ServerURL == e.ServerURL && sameIssuer(x.Issuer, e.Issuer) {
+		if x.ServerURL == e.ServerURL && SameIssuer(x.Issuer, e.Issuer) {
 			continue
 		}
 		out = append(out, x)

@@ -157,7 +157,7 @@ func (t *Tool) mergeAnnotations(tool []byte) ([]byte, error) {
 	}
 	for _, a := range t.annotations {
 		if string(a.value) == "null" {
-			merged, err = without(merged, a.key)
+			merged, err = rawjson.Delete(merged, a.key)
 		} else {
 			merged, err = rawjson.Set(merged, a.key, a.value)
 		}
@@ -176,31 +176,6 @@ func readOnly(tool []byte) bool {
 	}
 	v, ok, err := rawjson.Get(ann, "readOnlyHint")
 	return err == nil && ok && string(v) == "true"
-}
-
-// without removes every member named key from obj, keeping every other
-// byte.
-func without(obj []byte, key string) ([]byte, error) {
-	out, _, err := dropMembers(obj, func(k string) bool { return k == key })
-	return out, err
-}
-
-// dropMembers removes the members of obj whose key drop picks, keeping
-// every other byte, and says how many it removed (obj itself when none).
-func dropMembers(obj []byte, drop func(key string) bool) ([]byte, int, error) {
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return nil, 0, err
-	}
-	spans := make([]rawjson.Span, len(ms))
-	var picked []int
-	for i, m := range ms {
-		spans[i] = rawjson.Span{Start: m.Start, End: m.ValueEnd}
-		if drop(m.Key) {
-			picked = append(picked, i)
-		}
-	}
-	return rawjson.Cut(obj, spans, picked), len(picked), nil
 }
 
 // pinSchema removes the pinned parameters from the tool's inputSchema. A

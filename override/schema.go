@@ -50,14 +50,15 @@ func CutParameters(schema json.RawMessage, names []string) (json.RawMessage, []s
 // cutMembers removes the members of obj named in names, marking them in
 // found; ok is false when obj is not an object or nothing was removed.
 func cutMembers(obj []byte, names []string, found map[string]bool) ([]byte, bool) {
-	out, n, err := dropMembers(obj, func(k string) bool {
-		if slices.Contains(names, k) {
-			found[k] = true
-			return true
+	cut := false
+	out, err := rawjson.DeleteFunc(obj, func(k string) bool {
+		if !slices.Contains(names, k) {
+			return false
 		}
-		return false
+		found[k], cut = true, true
+		return true
 	})
-	return out, err == nil && n > 0
+	return out, err == nil && cut
 }
 
 // cutRequired removes the named strings from the schema's first "required"
@@ -88,12 +89,15 @@ func cutRequired(schema []byte, names []string) ([]byte, error) {
 		return schema, nil
 	case len(drop) == len(els):
 		// An empty required is invalid in older JSON Schema drafts: the
-		// member goes.
-		spans := make([]rawjson.Span, len(ms))
-		for i, m := range ms {
-			spans[i] = rawjson.Span{Start: m.Start, End: m.ValueEnd}
-		}
-		return rawjson.Cut(schema, spans, []int{at}), nil
+		// member goes (this one: a duplicate "required" is not ours).
+		seen := 0
+		return rawjson.DeleteFunc(schema, func(k string) bool {
+			if k != "required" {
+				return false
+			}
+			seen++
+			return seen == 1
+		})
 	}
 	return rawjson.Set(schema, "required", rawjson.Cut(req, els, drop))
 }

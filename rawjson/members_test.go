@@ -61,6 +61,9 @@ func TestDelete(t *testing.T) {
 		{`{"a":1}`, "a", `{}`},
 		{`{"a":1,"a":2,"b":3}`, "a", `{"b":3}`},
 		{`{"a":1}`, "z", `{"a":1}`},
+		// Every other byte stays as it was.
+		{`{ "a" : 1 , "b":2,"c" :3 }`, "b", `{ "a" : 1 , "c" :3 }`},
+		{"{\n  \"a\": 1,\n  \"b\": 2\n}", "b", "{\n  \"a\": 1\n}"},
 	}
 	for _, c := range cases {
 		got, err := Delete([]byte(c.in), c.key)

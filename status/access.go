@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
-	"net"
 	"net/http"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
@@ -86,12 +85,7 @@ func (a access) actionsAllowed(r *http.Request) bool {
 	if len(a.tokens) > 0 {
 		return true
 	}
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
-		return false
-	}
-	host, _, err := net.SplitHostPort(local.String())
-	return err == nil && httpguard.IsLoopback(host)
+	return httpguard.ReachedLoopback(r)
 }
 
 // seed returns the request's CSRF seed, setting a new cookie when it has

@@ -3,12 +3,15 @@ package status
 import (
 	"context"
 	"math"
+	"slices"
 	"sort"
 	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
+
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
 const (
@@ -17,25 +20,6 @@ const (
 	// ringSize samples span 30 intervals: the five minutes of "the last 5
 	// minutes" between the oldest and the newest.
 	ringSize = 31
-)
-
-// Names of the metrics the Window reads (metrics package, SPEC §11).
-const (
-	metricCalls    = "mcp_proxy_tool_calls_total"
-	metricDuration = "mcp_proxy_tool_call_duration_seconds"
-	metricSessions = "mcp_proxy_sessions_active"
-	metricDenials  = "mcp_proxy_policy_denials_total"
-)
-
-// Outcomes of mcp_proxy_tool_calls_total as the page counts them: a
-// denied call never reached its server, so it is neither a call nor in
-// the latency; error and timeout are the routing failures (the
-// dashboard's error ratio); tool_error is the tool's own failure.
-const (
-	outcomeDenied    = "denied"
-	outcomeError     = "error"
-	outcomeTimeout   = "timeout"
-	outcomeToolError = "tool_error"
 )
 
 // pair is a two-label key: (server, outcome), (agent, transport) or
@@ -107,16 +91,16 @@ func (w *Window) Sample() error {
 		sessions: map[pair]float64{}, denials: map[pair]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
-			switch f.GetName() {
-			case metricCalls:
+			switch f.GetName() { // the metrics of SPEC §11 the page shows
+			case metrics.NameToolCalls:
 				s.calls[pair{label(m, "server"), label(m, "outcome")}] += m.GetCounter().GetValue()
-			case metricDuration:
-				if label(m, "outcome") != outcomeDenied {
+			case metrics.NameToolCallDuration:
+				if label(m, "outcome") != metrics.OutcomeDenied {
 					s.addLatency(label(m, "server"), m.GetHistogram())
 				}
-			case metricSessions:
+			case metrics.NameSessionsActive:
 				s.sessions[pair{label(m, "agent"), label(m, "transport")}] += m.GetGauge().GetValue()
-			case metricDenials:
+			case metrics.NamePolicyDenials:
 				s.denials[pair{label(m, "agent"), label(m, "rule")}] += m.GetCounter().GetValue()
 			}
 		}
@@ -155,7 +139,7 @@ func (s *sample) addLatency(server string, h *dto.Histogram) {
 		s.latency[server] = &histogram{bounds: bounds, counts: counts, count: float64(h.GetSampleCount())}
 		return
 	}
-	if !equalBounds(sum.bounds, bounds) {
+	if !slices.Equal(sum.bounds, bounds) {
 		return
 	}
 	for i := range counts {
@@ -164,30 +148,16 @@ func (s *sample) addLatency(server string, h *dto.Histogram) {
 	sum.count += float64(h.GetSampleCount())
 }
 
-func equalBounds(a, b []float64) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
 // Figures are the Window's figures at its newest sample.
 type Figures struct {
-	// At is the newest sample's time; zero when there is none.
-	At time.Time
 	// Span is how far back the window reaches: the newest sample minus the
 	// oldest, five minutes once the ring is full; 0 with fewer than two
 	// samples, when there are no window figures yet.
 	Span time.Duration
 	// Servers are the call figures by server, over Span.
 	Servers map[string]ServerFigures
-	// Sessions are the open downstream sessions at At, by agent and
-	// transport (those with at least one), sorted.
+	// Sessions are the open downstream sessions at the newest sample, by agent
+	// and transport (those with at least one), sorted.
 	Sessions []SessionCount
 	// Denials are the policy denials by agent and rule (those with at
 	// least one since start), sorted: over Span and since start.
@@ -236,7 +206,6 @@ func (w *Window) Figures() Figures {
 	if newest == nil {
 		return f
 	}
-	f.At = newest.at
 	for k, v := range newest.sessions {
 		if v > 0 {
 			f.Sessions = append(f.Sessions, SessionCount{Agent: k[0], Transport: k[1], Open: int64(math.Round(v))})
@@ -264,12 +233,16 @@ func (w *Window) Figures() Figures {
 	for k, v := range newest.calls {
 		d := int64(delta(v, oldest.calls[k]))
 		sf := f.Servers[k[0]]
+		// A denied call never reached its server, so it is neither a call
+		// nor in the latency; error and timeout are the routing failures
+		// (the dashboard's error ratio); tool_error is the tool's own
+		// failure.
 		switch k[1] {
-		case outcomeDenied:
+		case metrics.OutcomeDenied:
 			continue
-		case outcomeError, outcomeTimeout:
+		case metrics.OutcomeError, metrics.OutcomeTimeout:
 			sf.Errors += d
-		case outcomeToolError:
+		case metrics.OutcomeToolError:
 			sf.ToolErrors += d
 		}
 		sf.Calls += d
@@ -308,7 +281,7 @@ func delta(cur, old float64) float64 {
 // since is h minus old (nil: nothing before), bucket by bucket; a count
 // that went down means a reset, and h is taken whole.
 func (h *histogram) since(old *histogram) *histogram {
-	if old == nil || !equalBounds(h.bounds, old.bounds) || h.count < old.count {
+	if old == nil || !slices.Equal(h.bounds, old.bounds) || h.count < old.count {
 		return h
 	}
 	d := &histogram{bounds: h.bounds, counts: make([]float64, len(h.counts)), count: h.count - old.count}

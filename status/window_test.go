@@ -44,7 +44,7 @@ func (c *clock) tick(t *testing.T, w *Window) {
 // ring has turned, calls older than five minutes leave the figures.
 func TestWindowCounts(t *testing.T) {
 	w, m, c := newTestWindow(t)
-	if f := w.Figures(); !f.At.IsZero() || f.Span != 0 || len(f.Servers) != 0 {
+	if f := w.Figures(); f.Span != 0 || len(f.Servers) != 0 || f.Sessions != nil {
 		t.Fatalf("figures before any sample: %+v", f)
 	}
 	for range 5 {
@@ -56,7 +56,7 @@ func TestWindowCounts(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := w.Figures()
-	if f.Span != 0 || len(f.Servers) != 0 || !f.At.Equal(c.t) {
+	if f.Span != 0 || len(f.Servers) != 0 {
 		t.Errorf("one sample: span %v, servers %v", f.Span, f.Servers)
 	}
 	if len(f.Denials) != 1 || f.Denials[0] != (DenialCount{Agent: "dev", Rule: "excluded_tools", Total: 1}) {
@@ -155,8 +155,8 @@ func TestWindowReset(t *testing.T) {
 	g := prometheus.GathererFunc(func() ([]*dto.MetricFamily, error) {
 		labels := []*dto.LabelPair{{Name: proto.String("server"), Value: proto.String("fx")}, {Name: proto.String("outcome"), Value: proto.String("ok")}}
 		return []*dto.MetricFamily{
-			{Name: proto.String(metricCalls), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{{Label: labels, Counter: &dto.Counter{Value: proto.Float64(calls)}}}},
-			{Name: proto.String(metricDuration), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{{Label: labels, Histogram: &dto.Histogram{
+			{Name: proto.String(metrics.NameToolCalls), Type: dto.MetricType_COUNTER.Enum(), Metric: []*dto.Metric{{Label: labels, Counter: &dto.Counter{Value: proto.Float64(calls)}}}},
+			{Name: proto.String(metrics.NameToolCallDuration), Type: dto.MetricType_HISTOGRAM.Enum(), Metric: []*dto.Metric{{Label: labels, Histogram: &dto.Histogram{
 				SampleCount: proto.Uint64(bucket),
 				Bucket: []*dto.Bucket{
 					{UpperBound: proto.Float64(1), CumulativeCount: proto.Uint64(bucket)},

@@ -14,11 +14,33 @@ import (
 // that reached another address passes; so does one whose local address is
 // unknown (not served by net/http).
 func HostAllowed(r *http.Request) bool {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok || local == nil {
+	local, ok := localAddr(r)
+	if !ok {
 		return true
 	}
-	return !IsLoopback(hostOnly(local.String())) || IsLoopback(hostOnly(r.Host))
+	return !IsLoopback(hostOnly(local)) || IsLoopback(hostOnly(r.Host))
+}
+
+// ReachedLoopback reports whether r reached the listener on a loopback
+// address (an IP address and port); false when the local address is
+// unknown (not served by net/http) or not one.
+func ReachedLoopback(r *http.Request) bool {
+	local, ok := localAddr(r)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(local)
+	return err == nil && IsLoopback(host)
+}
+
+// localAddr is the address of the listener r reached, as net/http records
+// it.
+func localAddr(r *http.Request) (string, bool) {
+	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok || local == nil {
+		return "", false
+	}
+	return local.String(), true
 }
 
 // OriginAllowed reports whether r may be served by its Origin header: a

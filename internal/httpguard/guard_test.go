@@ -63,3 +63,19 @@ func TestRebinding(t *testing.T) {
 		})
 	}
 }
+
+func TestReachedLoopback(t *testing.T) {
+	for _, c := range []struct {
+		local string
+		want  bool
+	}{
+		{"127.0.0.1:9464", true},
+		{"[::1]:9464", true},
+		{"10.1.2.3:9464", false},
+		{"", false}, // unknown
+	} {
+		if got := ReachedLoopback(req(c.local, "localhost", "")); got != c.want {
+			t.Errorf("ReachedLoopback(local %q) = %v, want %v", c.local, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+package atomicfile
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+	"time"
+)
+
+func TestWriteFile(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f.json")
+	for _, data := range []string{"one", "two, longer"} {
+		if err := WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		got, err := os.ReadFile(p)
+		if err != nil || string(got) != data {
+			t.Fatalf("read %q, %v; want %q", got, err, data)
+		}
+	}
+	if fi, err := os.Stat(p); err != nil || runtime.GOOS != "windows" && fi.Mode().Perm() != 0o600 {
+		t.Fatalf("mode %v, %v", fi.Mode(), err)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, ".*.tmp")); len(left) != 0 {
+		t.Fatalf("temporary files left: %v", left)
+	}
+	// A failed write leaves nothing behind.
+	if err := WriteFile(filepath.Join(dir, "missing", "f"), []byte("x"), 0o600); err == nil {
+		t.Fatal("write into a missing folder succeeded")
+	}
+}
+
+func TestLock(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Skip("no flock")
+	}
+	p := filepath.Join(t.TempDir(), "s.lock")
+	unlock, err := Lock(p, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(p, 100*time.Millisecond); !errors.Is(err, ErrTimeout) {
+		t.Fatalf("second Lock = %v, want ErrTimeout", err)
+	}
+	// Without a bound the second taker waits for the first.
+	got := make(chan error, 1)
+	go func() {
+		u, err := Lock(p, 0)
+		if err == nil {
+			u()
+		}
+		got <- err
+	}()
+	select {
+	case err := <-got:
+		t.Fatalf("Lock returned %v while the lock was held", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	unlock()
+	if err := <-got; err != nil {
+		t.Fatal(err)
+	}
+	// A symbolic link is refused.
+	link := filepath.Join(t.TempDir(), "link.lock")
+	if err := os.Symlink(p, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(link, time.Second); err == nil {
+		t.Fatal("Lock through a symbolic link succeeded")
+	}
+}
