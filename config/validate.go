@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 	"github.com/rs/zerolog"
 )
 
@@ -199,7 +200,7 @@ func (c *Config) validateListen(v *validator) {
 	checkHTTPPath(v, "metrics.path", c.Metrics.Path)
 
 	// SPEC §4: a listener others can reach must authenticate every agent.
-	if c.Listen.Transport != "http" || !addrOK || isLoopbackHost(host) {
+	if c.Listen.Transport != "http" || !addrOK || httpguard.IsLoopback(host) {
 		return
 	}
 	// Under listen.auth (SPEC §12.2) match rules count as credentials too.
@@ -236,16 +237,6 @@ func checkAddr(v *validator, path, addr string) (string, bool) {
 		return "", false
 	}
 	return host, true
-}
-
-// isLoopbackHost reports whether host only accepts local connections:
-// localhost, 127.0.0.0/8 or ::1. An empty host means every interface.
-func isLoopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // checkHTTPPath checks an endpoint path of an HTTP listener.

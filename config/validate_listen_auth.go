@@ -5,6 +5,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // listenAuthTypes are the values of listen.auth.type (SPEC §12.2).
@@ -122,7 +124,7 @@ func checkSecureURL(v *validator, path, raw string) bool {
 	switch strings.ToLower(u.Scheme) {
 	case "https":
 	case "http":
-		if !isLoopbackHost(u.Hostname()) {
+		if !httpguard.IsLoopback(u.Hostname()) {
 			v.add(path, "must be https:// (http:// only for a loopback host)")
 		}
 	default:

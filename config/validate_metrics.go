@@ -1,6 +1,10 @@
 package config
 
-import "net"
+import (
+	"net"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
+)
 
 // validateMetrics checks metrics.tokens like an agent's tokens.
 func (c *Config) validateMetrics(v *validator) {
@@ -14,7 +18,7 @@ func (c *Config) metricsWarnings() []string {
 		return nil
 	}
 	host, _, err := net.SplitHostPort(c.Metrics.Listen)
-	if err != nil || isLoopbackHost(host) {
+	if err != nil || httpguard.IsLoopback(host) {
 		return nil
 	}
 	return []string{"metrics.tokens: metrics.listen " + quoteValue(c.Metrics.Listen) +
