@@ -249,14 +249,26 @@ func TestRotation(t *testing.T) {
 	}
 
 	// A restart appends to the live file and keeps rotating.
-	before, _ := os.ReadFile(cfg.Path)
+	before, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l = openLog(t, cfg, Options{})
 	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "again", Decision: DecisionAllow})
 	closeLog(t, l)
-	after, _ := os.ReadFile(cfg.Path)
-	rotated, _ := os.ReadFile(cfg.Path + ".1")
+	after, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := os.ReadFile(cfg.Path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.HasPrefix(after, before) && !bytes.Equal(rotated, before) {
 		t.Errorf("restart lost the live file's lines")
+	}
+	if lines := readLines(t, cfg.Path); len(lines) == 0 || lines[len(lines)-1]["target"] != "again" {
+		t.Errorf("after the restart the live file ends with %v, want the entry recorded after it", lines)
 	}
 }
 
