@@ -138,7 +138,7 @@ func TestConformanceClient(t *testing.T) {
 			t.Errorf("%s does not pass through mcp-proxy (runner exit %d):\n%s\nhost and proxy stderr (tail):\n%s\nrunner output (tail):\n%s",
 				sc.name, run.ExitCode, run.Result.Problems(), tail(run.Stderr, 4000), tail(run.Output, 3000))
 		}
-		if race := raceIn(run.Stderr); race != "" {
+		if race := testproc.RaceReport(run.Stderr); race != "" {
 			t.Errorf("%s: mcp-proxy reported a data race:\n%s", sc.name, race)
 		}
 	}
