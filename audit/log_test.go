@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 func auditConfig(dir string, mode string) config.Audit {
@@ -249,14 +250,26 @@ func TestRotation(t *testing.T) {
 	}
 
 	// A restart appends to the live file and keeps rotating.
-	before, _ := os.ReadFile(cfg.Path)
+	before, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
 	l = openLog(t, cfg, Options{})
 	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "again", Decision: DecisionAllow})
 	closeLog(t, l)
-	after, _ := os.ReadFile(cfg.Path)
-	rotated, _ := os.ReadFile(cfg.Path + ".1")
+	after, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rotated, err := os.ReadFile(cfg.Path + ".1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !bytes.HasPrefix(after, before) && !bytes.Equal(rotated, before) {
 		t.Errorf("restart lost the live file's lines")
+	}
+	if lines := readLines(t, cfg.Path); len(lines) == 0 || lines[len(lines)-1]["target"] != "again" {
+		t.Errorf("after the restart the live file ends with %v, want the entry recorded after it", lines)
 	}
 }
 
@@ -304,7 +317,7 @@ func (s *blockingSink) Sync() error  { return nil }
 func (s *blockingSink) Close() error { return nil }
 
 func TestStuckDiskDropsAndCounts(t *testing.T) {
-	logs := &syncWriter{w: &bytes.Buffer{}}
+	logs := &testproc.Buffer{}
 	reg := prometheus.NewRegistry()
 	sink := newBlockingSink()
 	l, err := newLog(sink, "digest", Options{Logger: zerolog.New(logs), Registerer: reg})
@@ -364,7 +377,7 @@ func TestStuckDiskDropsAndCounts(t *testing.T) {
 }
 
 func TestWriteErrorsAreCounted(t *testing.T) {
-	logs := &syncWriter{w: &bytes.Buffer{}}
+	logs := &testproc.Buffer{}
 	sink := newBlockingSink()
 	close(sink.release)
 	sink.fail = errors.New("write /var/log/audit.log: no space left on device")
@@ -447,24 +460,6 @@ func TestNilLogIsFree(t *testing.T) {
 	if err := l.Close(context.Background()); err != nil || l.Dropped() != 0 {
 		t.Error("nil Log")
 	}
-}
-
-// syncWriter serializes writes to a buffer read by the test.
-type syncWriter struct {
-	mu sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (s *syncWriter) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.Write(p)
-}
-
-func (s *syncWriter) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.w.String()
 }
 
 func BenchmarkRecord(b *testing.B) {

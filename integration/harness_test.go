@@ -218,9 +218,8 @@ func (p *proc) wait(t testing.TB, d time.Duration) error {
 
 // checkRace fails the test when a race-enabled proxy reported a data race.
 func checkRace(t testing.TB, p *proc) {
-	if s := p.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-		i := strings.Index(s, "WARNING: DATA RACE")
-		t.Errorf("%s reported a data race:\n%s", p.name, s[i:min(len(s), i+8000)])
+	if race := testproc.RaceReport(p.stderr.String()); race != "" {
+		t.Errorf("%s reported a data race:\n%s", p.name, race)
 	}
 }
 
@@ -505,8 +504,8 @@ func runCLIEnv(t testing.TB, env []string, args ...string) (stdout, stderr strin
 	if ctx.Err() != nil {
 		t.Fatalf("mcp-proxy %s did not finish in time\nstderr:\n%s", strings.Join(args, " "), tail(errb.String(), 4000))
 	}
-	if strings.Contains(errb.String(), "WARNING: DATA RACE") {
-		t.Errorf("mcp-proxy %s reported a data race:\n%s", strings.Join(args, " "), errb.String())
+	if race := testproc.RaceReport(errb.String()); race != "" {
+		t.Errorf("mcp-proxy %s reported a data race:\n%s", strings.Join(args, " "), race)
 	}
 	return out.String(), errb.String(), exitCode(t, err)
 }

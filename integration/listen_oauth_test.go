@@ -140,14 +140,17 @@ func (lp *loProxy) auth(t *testing.T, agent, result string) float64 {
 // the proxy's log (debug level).
 func (lp *loProxy) checkNoLeak(t *testing.T) func() {
 	return func() {
-		page := ""
-		if resp, err := (&http.Client{Timeout: callTimeout}).Get(lp.metrics); err == nil {
-			b, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			page = string(b)
+		page, err := lp.scrape()
+		if err != nil {
+			t.Errorf("scraping the metrics to look for tokens: %v", err)
 		}
 		lp.p.stop(t)
-		up, _ := os.ReadFile(lp.headers)
+		// The dev upstream is required, so it recorded at least the
+		// proxy's initialize: a missing file is a failure too.
+		up, err := os.ReadFile(lp.headers)
+		if err != nil {
+			t.Errorf("reading what the upstream received to look for tokens: %v", err)
+		}
 		lp.mu.Lock()
 		defer lp.mu.Unlock()
 		for _, tok := range lp.tokens {
@@ -158,6 +161,20 @@ func (lp *loProxy) checkNoLeak(t *testing.T) func() {
 			}
 		}
 	}
+}
+
+// scrape returns the proxy's metrics page.
+func (lp *loProxy) scrape() (string, error) {
+	resp, err := (&http.Client{Timeout: callTimeout}).Get(lp.metrics)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("GET %s: %s", lp.metrics, resp.Status)
+	}
+	return string(b), err
 }
 
 // loRequest sends one request to the proxy and returns its status, headers

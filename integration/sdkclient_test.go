@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -50,8 +51,8 @@ func sdkStdioProxyCmd(t testing.TB, cfg string, opts *mcp.ClientOptions, sopts *
 		if cmd.ProcessState != nil && !cmd.ProcessState.Success() {
 			t.Errorf("the stdio proxy exited with %v after stdin closed", cmd.ProcessState)
 		}
-		if s := stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-			t.Errorf("the stdio proxy reported a data race:\n%s", s)
+		if race := testproc.RaceReport(stderr.String()); race != "" {
+			t.Errorf("the stdio proxy reported a data race:\n%s", race)
 		}
 		if t.Failed() {
 			t.Logf("stdio proxy stderr (tail):\n%s", tail(stderr.String(), 6000))

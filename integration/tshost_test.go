@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // The official TypeScript SDK as the host over stdio (tshost/stdio-host.mjs).
@@ -28,8 +30,8 @@ func TestTypeScriptHostStdio(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("the TypeScript host failed: %v\n%s", err, tail(stderr.String(), 40))
 	}
-	if s := stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-		t.Errorf("race report from the proxy:\n%s", s[strings.Index(s, "WARNING: DATA RACE"):])
+	if race := testproc.RaceReport(stderr.String()); race != "" {
+		t.Errorf("race report from the proxy:\n%s", race)
 	}
 	var r struct {
 		Stdin      string   `json:"stdin"`

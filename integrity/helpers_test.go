@@ -1,15 +1,15 @@
 package integrity
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"sync"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/rs/zerolog"
 )
@@ -44,28 +44,17 @@ func metricValue(t *testing.T, reg *prometheus.Registry, name, server, kind stri
 }
 
 // logBuffer collects a Guard's log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
+type logBuffer struct{ testproc.Buffer }
 
 // lines returns the decoded log lines whose message contains msg.
 func (b *logBuffer) lines(msg string) []map[string]any {
-	b.mu.Lock()
-	defer b.mu.Unlock()
 	var out []map[string]any
-	for _, l := range bytes.Split(b.buf.Bytes(), []byte("\n")) {
-		if len(l) == 0 {
+	for l := range strings.SplitSeq(b.String(), "\n") {
+		if l == "" {
 			continue
 		}
 		var m map[string]any
-		if json.Unmarshal(l, &m) == nil && bytes.Contains([]byte(fmt.Sprint(m["message"])), []byte(msg)) {
+		if json.Unmarshal([]byte(l), &m) == nil && strings.Contains(fmt.Sprint(m["message"]), msg) {
 			out = append(out, m)
 		}
 	}

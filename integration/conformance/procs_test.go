@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -116,16 +115,7 @@ func (p *proc) stop() error {
 
 // raceReport returns the first data race report in the process's stderr,
 // or "".
-func (p *proc) raceReport() string { return raceIn(p.stderr.String()) }
-
-// raceIn returns the first data race report in s, or "".
-func raceIn(s string) string {
-	i := strings.Index(s, "WARNING: DATA RACE")
-	if i < 0 {
-		return ""
-	}
-	return s[i:min(len(s), i+8000)]
-}
+func (p *proc) raceReport() string { return testproc.RaceReport(p.stderr.String()) }
 
 // freePort returns a loopback TCP port that was free a moment ago.
 func freePort() (int, error) {

@@ -98,9 +98,8 @@ func startProc(t *testing.T, name string, cmd *exec.Cmd, onLine func(string)) *p
 		if p.stop(t) && p.cleanExit && p.err != nil {
 			t.Errorf("%s exited with %v on SIGTERM, want status 0", name, p.err)
 		}
-		if s := p.stderr.String(); strings.Contains(s, "WARNING: DATA RACE") {
-			i := strings.Index(s, "WARNING: DATA RACE")
-			t.Errorf("%s reported a data race:\n%s", name, s[i:min(len(s), i+8000)])
+		if race := testproc.RaceReport(p.stderr.String()); race != "" {
+			t.Errorf("%s reported a data race:\n%s", name, race)
 		}
 		if t.Failed() {
 			t.Logf("%s stderr (tail):\n%s", name, tail(p.stderr.String(), 4000))

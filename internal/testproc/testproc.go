@@ -44,6 +44,20 @@ func Tail(s string, n int) string {
 	return "…" + s[len(s)-n:]
 }
 
+// raceMarker opens each report of the race detector.
+const raceMarker = "WARNING: DATA RACE"
+
+// RaceReport returns the first data race report in s (the output of a
+// process built with -race), at most 8000 bytes of it, or "" when s holds
+// none.
+func RaceReport(s string) string {
+	i := strings.Index(s, raceMarker)
+	if i < 0 {
+		return ""
+	}
+	return s[i:min(len(s), i+8000)]
+}
+
 // Running returns the pids of live (not zombie) processes whose argv[0] is
 // binary and whose arguments include every one of args. Test binaries live
 // in the test's own temporary directory, so only its processes match.

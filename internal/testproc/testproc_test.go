@@ -17,6 +17,17 @@ func TestTail(t *testing.T) {
 }
 
 // TestRunning finds a child by binary and argument, and not once it exited.
+func TestRaceReport(t *testing.T) {
+	if got := RaceReport("started\nstopped\n"); got != "" {
+		t.Errorf("no race: %q", got)
+	}
+	out := "started\n==================\nWARNING: DATA RACE\nWrite at 0x1 by goroutine 7:\n" + strings.Repeat("x", 9000)
+	got := RaceReport(out)
+	if !strings.HasPrefix(got, "WARNING: DATA RACE\nWrite at 0x1") || len(got) != 8000 {
+		t.Errorf("RaceReport = %.40q… (%d bytes); want the report from its first line, 8000 bytes", got, len(got))
+	}
+}
+
 func TestRunning(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
