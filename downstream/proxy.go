@@ -88,7 +88,7 @@ func New(opts Options) *Proxy {
 		limits: buildLimits(opts.Config, nil, p.now())})
 	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	p.catalogs.init(p.style())
-	p.views.init()
+	p.views.reset()
 	p.relay.init(p)
 	p.sessions = newSessionStore(opts.Metrics)
 	p.sessions.onRemove = p.sessionEnded

@@ -12,7 +12,7 @@ import (
 )
 
 // The route. Every message from every client takes it: a transport (stdio
-// lines, HTTP POST bodies) frames the bytes and calls handleMessage, which
+// lines, HTTP POST bodies) frames the bytes and calls receive, which
 // reads the envelope once (rawjson.ParseMessage), hands responses to the
 // proxy's questions waiting for them, notifications to their handler, and
 // requests to the one method table below, through middleware applied once

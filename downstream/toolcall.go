@@ -330,7 +330,7 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	var rpcErr *upstream.RPCError
 	switch {
 	case err == nil:
-		if isErrorResult(result) {
+		if IsErrorResult(result) {
 			return metrics.OutcomeToolError, nil
 		}
 		return metrics.OutcomeOK, nil
@@ -540,14 +540,11 @@ func hopParams(params json.RawMessage) (json.RawMessage, error) {
 	return rawjson.Set(params, "_meta", hop)
 }
 
-// isErrorResult reports whether a raw tools/call result has isError: true.
-func isErrorResult(result json.RawMessage) bool {
+// IsErrorResult reports whether a raw tools/call result has isError: true.
+func IsErrorResult(result json.RawMessage) bool {
 	v, ok, err := rawjson.Get(result, "isError")
 	return err == nil && ok && string(v) == "true"
 }
-
-// IsErrorResult reports whether a raw tools/call result has isError: true.
-func IsErrorResult(result json.RawMessage) bool { return isErrorResult(result) }
 
 // rewriteResult applies the result rewrites of SPEC §8 and §9.4: blobs to
 // files, Unicode TAG characters out of text. Both return the input slice when
