@@ -233,18 +233,8 @@ func perCallHeader(h http.Header) []string {
 // messages (progress, the proxy's questions) precede them.
 func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, batch bool) {
 	ps := newPostStream(w, r)
-	var replies [][]byte
-	var runs []func() []byte
-	for _, msg := range msgs {
-		reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msg, ps)
-		switch {
-		case reply != nil:
-			replies = append(replies, reply)
-		case run != nil:
-			runs = append(runs, run)
-		}
-	}
-	ps.finish(runAll(runs, replies), batch, http.StatusOK)
+	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, ps)
+	ps.finish(answer(), batch, http.StatusOK)
 }
 
 // headerKey carries an HTTP request's header to the requests its body
@@ -253,28 +243,6 @@ type headerKey struct{}
 
 func withHeader(ctx context.Context, h http.Header) context.Context {
 	return context.WithValue(ctx, headerKey{}, h)
-}
-
-// runAll runs the answers of one POST's requests, concurrently when there
-// are several, and returns every reply.
-func runAll(runs []func() []byte, replies [][]byte) [][]byte {
-	switch len(runs) {
-	case 0:
-		return replies
-	case 1:
-		return append(replies, runs[0]())
-	}
-	out := make([][]byte, len(runs))
-	var wg sync.WaitGroup
-	for i, run := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = run()
-		}()
-	}
-	wg.Wait()
-	return append(replies, out...)
 }
 
 // postStateless answers a POST of the stateless 2026-07-28 protocol: no

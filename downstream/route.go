@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/tracing"
@@ -138,6 +139,47 @@ func (p *Proxy) answer(ctx context.Context, r *request) []byte {
 		return response(r.id, "result", []byte(`{}`))
 	}
 	return response(r.id, "result", res)
+}
+
+// receiveBatch routes the messages of one stdio line or HTTP POST body in
+// order (receive) and returns what answers them: the replies routing gave
+// at once, and the requests' responses (runAll). The caller runs it off
+// its read loop.
+func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, out stream) (answer func() [][]byte) {
+	var replies [][]byte
+	var runs []func() []byte
+	for _, msg := range msgs {
+		reply, run := p.receive(ctx, s, msg, out)
+		switch {
+		case reply != nil:
+			replies = append(replies, reply)
+		case run != nil:
+			runs = append(runs, run)
+		}
+	}
+	return func() [][]byte { return runAll(runs, replies) }
+}
+
+// runAll runs the answers of one batch's requests, concurrently when there
+// are several, and returns every reply.
+func runAll(runs []func() []byte, replies [][]byte) [][]byte {
+	switch len(runs) {
+	case 0:
+		return replies
+	case 1:
+		return append(replies, runs[0]())
+	}
+	out := make([][]byte, len(runs))
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i] = run()
+		}()
+	}
+	wg.Wait()
+	return append(replies, out...)
 }
 
 // truncate cuts s to n bytes for an error text.

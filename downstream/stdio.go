@@ -148,20 +148,10 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		var replies [][]byte
-		var runs []func() []byte
-		for _, msg := range msgs {
-			reply, run := p.receive(ctx, s, msg, w)
-			switch {
-			case reply != nil:
-				replies = append(replies, reply)
-			case run != nil:
-				runs = append(runs, run)
-			}
-		}
+		answer := p.receiveBatch(ctx, s, msgs, w)
 		return func() {
 			defer r.runs.done()
-			if all := runAll(runs, replies); len(all) > 0 {
+			if all := answer(); len(all) > 0 {
 				_ = w.send(jsonArray(all))
 			}
 		}
