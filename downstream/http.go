@@ -178,11 +178,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	first, _ := rawjson.ParseMessage(msgs[0]) // errors are answered per message below
+	first, ferr := rawjson.ParseMessage(msgs[0]) // a parse error is answered with the message's reply below
 	hv := r.Header.Get(headerProtocolVersion)
 	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
 	if isModern(hv) || isModern(mv) {
-		f.postStateless(w, r, c, msgs, batch, first, hv, mv)
+		f.postStateless(w, r, c, batch, first, hv, mv)
 		return
 	}
 	if hv != "" && first.Method != "initialize" && !slices.Contains(protocolVersions, hv) {
@@ -205,7 +205,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
-	f.serve(w, r, s, msgs, batch)
+	parsed := &first // handed over, not parsed again
+	if ferr != nil {
+		parsed = nil
+	}
+	f.serve(w, r, s, msgs, parsed, batch)
 }
 
 // openSession starts the HTTP session an initialize creates, with the
@@ -230,10 +234,11 @@ func perCallHeader(h http.Header) []string {
 // serve routes the messages of one POST of session s and writes what
 // answers them: 202 when nothing does (notifications, the client's
 // answers), else the responses, as JSON or on an SSE stream when other
-// messages (progress, the proxy's questions) precede them.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, batch bool) {
+// messages (progress, the proxy's questions) precede them. first, when not
+// nil, is msgs[0] already parsed.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, ps)
+	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, ps)
 	ps.finish(answer(), batch, http.StatusOK)
 }
 
@@ -250,7 +255,7 @@ func withHeader(ctx context.Context, h http.Header) context.Context {
 // info in _meta, and its HTTP headers must agree with its body. A server
 // request an upstream raises during it reaches the client through a multi
 // round-trip (mrtr.go).
-func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, msgs [][]byte, batch bool, first rawjson.Message, hv, mv string) {
+func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
 		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
 		return
@@ -271,7 +276,9 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
-	reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msgs[0], ps)
+	// first parsed: one that did not has no _meta version, which
+	// checkStatelessHeaders refused.
+	reply, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
 	if run != nil {
 		reply = run()
 	}

@@ -9,12 +9,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 )
 
 // The route. Every message from every client takes it: a transport (stdio
 // lines, HTTP POST bodies) frames the bytes and calls receive, which
-// reads the envelope once (rawjson.ParseMessage), hands responses to the
+// reads the envelope once (rawjson.ParseMessage; receiveMessage when the
+// transport has read it already), hands responses to the
 // proxy's questions waiting for them, notifications to their handler, and
 // requests to the one method table below, through middleware applied once
 // (recovery, metrics and logging, the protocol checks). What a tools/call
@@ -144,12 +146,18 @@ func (p *Proxy) answer(ctx context.Context, r *request) []byte {
 // receiveBatch routes the messages of one stdio line or HTTP POST body in
 // order (receive) and returns what answers them: the replies routing gave
 // at once, and the requests' responses (runAll). The caller runs it off
-// its read loop.
-func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, out stream) (answer func() [][]byte) {
+// its read loop. first, when not nil, is msgs[0] already parsed.
+func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() [][]byte) {
 	var replies [][]byte
 	var runs []func() []byte
-	for _, msg := range msgs {
-		reply, run := p.receive(ctx, s, msg, out)
+	for i, msg := range msgs {
+		var reply []byte
+		var run func() []byte
+		if i == 0 && first != nil {
+			reply, run = p.receiveMessage(ctx, s, *first, out)
+		} else {
+			reply, run = p.receive(ctx, s, msg, out)
+		}
 		switch {
 		case reply != nil:
 			replies = append(replies, reply)

@@ -148,7 +148,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.receiveBatch(ctx, s, msgs, w)
+		answer := p.receiveBatch(ctx, s, msgs, nil, w)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
@@ -158,7 +158,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 	case len(trimmed) > 0:
 		if !r.runs.start() {
 			if m, err := rawjson.ParseMessage(line); err == nil && m.Kind != rawjson.KindRequest {
-				_, _ = p.receive(ctx, s, line, w) // a response or a notification: no run
+				_, _ = p.receiveMessage(ctx, s, m, w) // a response or a notification: no run
 			}
 			return nil
 		}
@@ -207,18 +207,25 @@ func (rr *requestRuns) closeAndWait() {
 	rr.wg.Wait()
 }
 
-// receive routes one message of a client: a stdio line, or one message of
-// an HTTP POST. A response goes to the question it answers and a
-// notification to its handler at once. A message that cannot be served
-// gets its error reply. For a request it returns the work that answers
-// it, which the caller runs off its read loop; out carries the messages
-// that precede the response. The request is registered before receive
-// returns, so that a notifications/cancelled read right after it finds it.
+// receive routes one message of a client, a stdio line or one message of
+// an HTTP POST, as its bytes: a message that is not JSON gets its error
+// reply, the others take receiveMessage.
 func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, run func() []byte) {
 	m, err := rawjson.ParseMessage(msg)
 	if err != nil {
 		return parseErrorResponse(err), nil
 	}
+	return p.receiveMessage(ctx, s, m, out)
+}
+
+// receiveMessage routes one parsed message of a client. A response goes
+// to the question it answers and a notification to its handler at once. A
+// message that cannot be served gets its error reply. For a request it
+// returns the work that answers it, which the caller runs off its read
+// loop; out carries the messages that precede the response. The request is
+// registered before receiveMessage returns, so that a
+// notifications/cancelled read right after it finds it.
+func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (reply []byte, run func() []byte) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
