@@ -278,15 +278,15 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	reply, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	reply, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
 	if run != nil {
-		reply = run()
+		reply, code = run()
 	}
 	if reply == nil {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	ps.finish([][]byte{reply}, false, statelessStatus(reply))
+	ps.finish([][]byte{reply}, false, statelessStatus(code))
 }
 
 // checkStatelessHeaders applies the transport checks of a 2026-07-28
@@ -349,17 +349,9 @@ func decodeHeaderValue(v string) string {
 }
 
 // statelessStatus is the HTTP status of a stateless response, which the
-// 2026-07-28 transport derives from its error code.
-func statelessStatus(reply []byte) int {
-	m, err := rawjson.ParseMessage(reply)
-	if err != nil || m.Error == nil {
-		return http.StatusOK
-	}
-	var e struct {
-		Code int `json:"code"`
-	}
-	_ = json.Unmarshal(m.Error, &e)
-	switch e.Code {
+// 2026-07-28 transport derives from its JSON-RPC error code (0: none).
+func statelessStatus(code int) int {
+	switch code {
 	case codeMethodNotFound:
 		return http.StatusNotFound
 	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion, codeInvalidRequest, codeInvalidParams, codeParseError:

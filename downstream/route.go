@@ -124,23 +124,24 @@ func (p *Proxy) observe(next handler) handler {
 	}
 }
 
-// answer runs one request through the route and returns its response.
-func (p *Proxy) answer(ctx context.Context, r *request) []byte {
+// answer runs one request through the route and returns its response and
+// the JSON-RPC error code the response carries (0 for a result).
+func (p *Proxy) answer(ctx context.Context, r *request) ([]byte, int) {
 	h := p.route[r.method]
 	if h == nil {
 		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
-		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))
+		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100))), codeMethodNotFound
 	}
 	res, werr := h(withRequest(ctx, r), r)
 	switch {
 	case werr != nil && werr.input != nil:
-		return response(r.id, "result", werr.input)
+		return response(r.id, "result", werr.input), 0
 	case werr != nil:
-		return errorResponse(r.id, werr)
+		return errorResponse(r.id, werr), werr.Code
 	case len(res) == 0:
-		return response(r.id, "result", []byte(`{}`))
+		return response(r.id, "result", []byte(`{}`)), 0
 	}
-	return response(r.id, "result", res)
+	return response(r.id, "result", res), 0
 }
 
 // receiveBatch routes the messages of one stdio line or HTTP POST body in
@@ -149,14 +150,14 @@ func (p *Proxy) answer(ctx context.Context, r *request) []byte {
 // its read loop. first, when not nil, is msgs[0] already parsed.
 func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() [][]byte) {
 	var replies [][]byte
-	var runs []func() []byte
+	var runs []func() ([]byte, int)
 	for i, msg := range msgs {
 		var reply []byte
-		var run func() []byte
+		var run func() ([]byte, int)
 		if i == 0 && first != nil {
-			reply, run = p.receiveMessage(ctx, s, *first, out)
+			reply, _, run = p.receiveMessage(ctx, s, *first, out)
 		} else {
-			reply, run = p.receive(ctx, s, msg, out)
+			reply, _, run = p.receive(ctx, s, msg, out)
 		}
 		switch {
 		case reply != nil:
@@ -170,12 +171,13 @@ func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, fir
 
 // runAll runs the answers of one batch's requests, concurrently when there
 // are several, and returns every reply.
-func runAll(runs []func() []byte, replies [][]byte) [][]byte {
+func runAll(runs []func() ([]byte, int), replies [][]byte) [][]byte {
 	switch len(runs) {
 	case 0:
 		return replies
 	case 1:
-		return append(replies, runs[0]())
+		resp, _ := runs[0]()
+		return append(replies, resp)
 	}
 	out := make([][]byte, len(runs))
 	var wg sync.WaitGroup
@@ -183,7 +185,7 @@ func runAll(runs []func() []byte, replies [][]byte) [][]byte {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out[i] = run()
+			out[i], _ = run()
 		}()
 	}
 	wg.Wait()

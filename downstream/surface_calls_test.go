@@ -37,7 +37,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 				close(ready)
 			})
 			defer connected.Stop()
-			got := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
+			got, _ := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
 			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got) != want {
 				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got, want)
 			}
@@ -60,7 +60,8 @@ func TestWaitStartupOncePerGeneration(t *testing.T) {
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fx": fx})
 	s := testState(t, p)
 	list := func() string {
-		return string(p.answer(context.Background(), reqFor(s, "tools/list", nil)))
+		got, _ := p.answer(context.Background(), reqFor(s, "tools/list", nil))
+		return string(got)
 	}
 	got := make(chan string, 1)
 	go func() { got <- list() }()
