@@ -88,8 +88,8 @@ func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wir
 	if werr != nil {
 		return nil, werr
 	}
-	if r.modern {
-		if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
+	if r.modern && len(req.state) > 0 {
+		if state, _ := req.stateString(); isParkToken(state) {
 			return p.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
 		}
 	}
@@ -437,9 +437,19 @@ func (p *Proxy) notSent(server string, err error) *wireError {
 // callRequest is the part of tools/call params the proxy reads: raw
 // sub-slices of the request, never decoded beyond the name.
 type callRequest struct {
-	name string
-	args json.RawMessage
-	meta json.RawMessage
+	name  string
+	args  json.RawMessage
+	meta  json.RawMessage
+	state json.RawMessage // requestState (a stateless client's later round, mrtr.go)
+}
+
+// stateString is the request's requestState when it is a string.
+func (c callRequest) stateString() (string, bool) {
+	var s string
+	if len(c.state) == 0 || c.state[0] != '"' || json.Unmarshal(c.state, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // readCallParams reads a tools/call's params.
@@ -467,6 +477,8 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 			if string(v) != "null" {
 				c.meta = v
 			}
+		case "requestState":
+			c.state = v
 		}
 	}
 	if !named {
