@@ -495,29 +495,32 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 
 // callParams builds the upstream tools/call params: the upstream's own tool
 // name, the argument bytes (the client's as they came, with any pinned
-// values set), and the client's _meta.
+// values set), and the client's _meta, written once into a buffer of their
+// size.
 func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error) {
-	params := []byte(`{}`)
-	var err error
-	params, err = rawjson.Set(params, "name", rawjson.String(name))
+	meta, err := hopMeta(meta)
 	if err != nil {
 		return nil, err
 	}
-	if len(args) > 0 && string(args) != "null" {
-		if params, err = rawjson.Set(params, "arguments", args); err != nil {
-			return nil, err
-		}
+	withArgs := len(args) > 0 && string(args) != "null"
+	withMeta := len(meta) > 0 && string(meta) != "null" && string(meta) != "{}"
+	quoted := rawjson.String(name)
+	n := len(`{"name":}`) + len(quoted)
+	if withArgs {
+		n += len(`,"arguments":`) + len(args)
 	}
-	meta, err = hopMeta(meta)
-	if err != nil {
-		return nil, err
+	if withMeta {
+		n += len(`,"_meta":`) + len(meta)
 	}
-	if len(meta) > 0 && string(meta) != "null" && string(meta) != "{}" {
-		if params, err = rawjson.Set(params, "_meta", meta); err != nil {
-			return nil, err
-		}
+	params := make([]byte, 0, n)
+	params = append(append(params, `{"name":`...), quoted...)
+	if withArgs {
+		params = append(append(params, `,"arguments":`...), args...)
 	}
-	return params, nil
+	if withMeta {
+		params = append(append(params, `,"_meta":`...), meta...)
+	}
+	return append(params, '}'), nil
 }
 
 // protocolMetaPrefix marks the _meta keys that describe one hop of the
