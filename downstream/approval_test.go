@@ -133,3 +133,26 @@ func TestApprovalStatesEviction(t *testing.T) {
 		}
 	})
 }
+
+// withoutApproved drops a top-level "approved" however its key is spelled
+// (an escape decodes to the same name) and leaves everything else as it is.
+func TestWithoutApproved(t *testing.T) {
+	for _, tt := range []struct{ in, want string }{
+		{`{"a":1}`, `{"a":1}`},
+		{`{"a":"line\nbreak"}`, `{"a":"line\nbreak"}`},
+		{`{"a":1,"approved":true}`, `{"a":1}`},
+		{`{"appr\u006fved":true,"a":1}`, `{"a":1}`},
+		{`{"a":{"approved":true}}`, `{"a":{"approved":true}}`},
+		{`{"a":"approved"}`, `{"a":"approved"}`},
+		{`null`, `null`},
+	} {
+		in := json.RawMessage(tt.in)
+		got := withoutApproved(in)
+		if string(got) != tt.want {
+			t.Errorf("withoutApproved(%s) = %s, want %s", tt.in, got, tt.want)
+		}
+		if tt.in == tt.want && !sameBytes(got, in) {
+			t.Errorf("withoutApproved(%s) copied arguments it does not change", tt.in)
+		}
+	}
+}

@@ -115,6 +115,10 @@ func TestCallParams(t *testing.T) {
 		{"empty meta dropped", "echo", `{}`, `{}`, `{"name":"echo","arguments":{}}`},
 		{"null meta dropped", "echo", `{}`, `null`, `{"name":"echo","arguments":{}}`},
 		{"name escaped", `we"ird\name`, `{}`, ``, `{"name":"we\"ird\\name","arguments":{}}`},
+		{"hop keys dropped", "echo", ``, `{"io.modelcontextprotocol/protocolVersion":"2026-07-28","progressToken":1}`,
+			`{"name":"echo","_meta":{"progressToken":1}}`},
+		{"meta of hop keys only dropped", "echo", `{}`, `{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}`,
+			`{"name":"echo","arguments":{}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -18,9 +18,9 @@ func TestDuplicateMembersRefused(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","_meta":{},"_meta":{"progressToken":"b"}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo"},"params":{"name":"x"}}`,
 	} {
-		reply, run := p.receive(context.Background(), st, []byte(msg), noStream{})
-		if run != nil || !strings.Contains(string(reply), `"code":-32600`) {
-			t.Fatalf("%s: reply %s, work %v; want a -32600 refusal", msg, reply, run != nil)
+		reply, code, run := p.receive(context.Background(), st, []byte(msg), noStream{})
+		if run != nil || !strings.Contains(string(reply), `"code":-32600`) || code != -32600 {
+			t.Fatalf("%s: reply %s (code %d), work %v; want a -32600 refusal", msg, reply, code, run != nil)
 		}
 	}
 }

@@ -178,11 +178,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	first, _ := rawjson.ParseMessage(msgs[0]) // errors are answered per message below
+	first, ferr := rawjson.ParseMessage(msgs[0]) // a parse error is answered with the message's reply below
 	hv := r.Header.Get(headerProtocolVersion)
 	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
 	if isModern(hv) || isModern(mv) {
-		f.postStateless(w, r, c, msgs, batch, first, hv, mv)
+		f.postStateless(w, r, c, batch, first, hv, mv)
 		return
 	}
 	if hv != "" && first.Method != "initialize" && !slices.Contains(protocolVersions, hv) {
@@ -205,7 +205,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
-	f.serve(w, r, s, msgs, batch)
+	parsed := &first // handed over, not parsed again
+	if ferr != nil {
+		parsed = nil
+	}
+	f.serve(w, r, s, msgs, parsed, batch)
 }
 
 // openSession starts the HTTP session an initialize creates, with the
@@ -230,21 +234,12 @@ func perCallHeader(h http.Header) []string {
 // serve routes the messages of one POST of session s and writes what
 // answers them: 202 when nothing does (notifications, the client's
 // answers), else the responses, as JSON or on an SSE stream when other
-// messages (progress, the proxy's questions) precede them.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, batch bool) {
+// messages (progress, the proxy's questions) precede them. first, when not
+// nil, is msgs[0] already parsed.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
 	ps := newPostStream(w, r)
-	var replies [][]byte
-	var runs []func() []byte
-	for _, msg := range msgs {
-		reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msg, ps)
-		switch {
-		case reply != nil:
-			replies = append(replies, reply)
-		case run != nil:
-			runs = append(runs, run)
-		}
-	}
-	ps.finish(runAll(runs, replies), batch, http.StatusOK)
+	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, ps)
+	ps.finish(answer(), batch, http.StatusOK)
 }
 
 // headerKey carries an HTTP request's header to the requests its body
@@ -255,34 +250,12 @@ func withHeader(ctx context.Context, h http.Header) context.Context {
 	return context.WithValue(ctx, headerKey{}, h)
 }
 
-// runAll runs the answers of one POST's requests, concurrently when there
-// are several, and returns every reply.
-func runAll(runs []func() []byte, replies [][]byte) [][]byte {
-	switch len(runs) {
-	case 0:
-		return replies
-	case 1:
-		return append(replies, runs[0]())
-	}
-	out := make([][]byte, len(runs))
-	var wg sync.WaitGroup
-	for i, run := range runs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out[i] = run()
-		}()
-	}
-	wg.Wait()
-	return append(replies, out...)
-}
-
 // postStateless answers a POST of the stateless 2026-07-28 protocol: no
 // session; each request carries its own version, capabilities and client
 // info in _meta, and its HTTP headers must agree with its body. A server
 // request an upstream raises during it reaches the client through a multi
 // round-trip (mrtr.go).
-func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, msgs [][]byte, batch bool, first rawjson.Message, hv, mv string) {
+func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
 		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
 		return
@@ -303,15 +276,17 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
-	reply, run := f.p.receive(withHeader(r.Context(), r.Header), s, msgs[0], ps)
+	// first parsed: one that did not has no _meta version, which
+	// checkStatelessHeaders refused.
+	reply, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
 	if run != nil {
-		reply = run()
+		reply, code = run()
 	}
 	if reply == nil {
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
-	ps.finish([][]byte{reply}, false, statelessStatus(reply))
+	ps.finish([][]byte{reply}, false, statelessStatus(code))
 }
 
 // checkStatelessHeaders applies the transport checks of a 2026-07-28
@@ -374,17 +349,9 @@ func decodeHeaderValue(v string) string {
 }
 
 // statelessStatus is the HTTP status of a stateless response, which the
-// 2026-07-28 transport derives from its error code.
-func statelessStatus(reply []byte) int {
-	m, err := rawjson.ParseMessage(reply)
-	if err != nil || m.Error == nil {
-		return http.StatusOK
-	}
-	var e struct {
-		Code int `json:"code"`
-	}
-	_ = json.Unmarshal(m.Error, &e)
-	switch e.Code {
+// 2026-07-28 transport derives from its JSON-RPC error code (0: none).
+func statelessStatus(code int) int {
+	switch code {
 	case codeMethodNotFound:
 		return http.StatusNotFound
 	case codeHeaderMismatch, codeMissingCapability, codeUnsupportedVersion, codeInvalidRequest, codeInvalidParams, codeParseError:

@@ -498,3 +498,34 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 		t.Errorf("responses %v: the test needs both answered requests and swept sessions", counts)
 	}
 }
+
+// A stateless 2026-07-28 response's HTTP status follows its JSON-RPC error
+// code, whether the handler gave it or the request was refused before one
+// ran: none or one the transport does not name is 200, method not found
+// 404, the request's own faults 400.
+func TestStatelessStatusFollowsErrorCode(t *testing.T) {
+	fx := connected(`{"name":"echo","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return nil, &upstream.RPCError{Code: -32000, Message: "upstream failed"}
+	}
+	srv := startHTTP(t, newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx}))
+	c := &httpClient{t: t, url: srv.URL + "/mcp"}
+	for _, tt := range []struct {
+		method, params string
+		status         int
+		code           string
+	}{
+		{"tools/list", `{"_meta":{` + modernMeta + `}}`, http.StatusOK, ""},
+		{"tools/call", `{"name":"fx__echo","arguments":{},"_meta":{` + modernMeta + `}}`, http.StatusOK, `"code":-32000`},
+		{"tools/call", `{"name":"fx__nope","arguments":{},"_meta":{` + modernMeta + `}}`, http.StatusBadRequest, `"code":-32602`},
+		{"nope/nope", `{"_meta":{` + modernMeta + `}}`, http.StatusNotFound, `"code":-32601`},
+		{"tools/list", `{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}`, http.StatusBadRequest, `"code":-32602`},
+		{"tools/list", `{"_meta":{` + modernMeta + `},"_meta":{}}`, http.StatusBadRequest, `"code":-32600`},
+	} {
+		r := c.do(http.MethodPost, `{"jsonrpc":"2.0","id":1,"method":"`+tt.method+`","params":`+tt.params+`}`,
+			map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": tt.method, "Mcp-Name": targetOf(tt.params)})
+		if r.status != tt.status || tt.code != "" && !strings.Contains(r.body, tt.code) || tt.code == "" && strings.Contains(r.body, `"error"`) {
+			t.Errorf("%s %s: %d %s\nwant %d with %q", tt.method, tt.params, r.status, r.body, tt.status, tt.code)
+		}
+	}
+}

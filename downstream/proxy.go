@@ -88,7 +88,7 @@ func New(opts Options) *Proxy {
 		limits: buildLimits(opts.Config, nil, p.now())})
 	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	p.catalogs.init(p.style())
-	p.views.init()
+	p.views.reset()
 	p.relay.init(p)
 	p.sessions = newSessionStore(opts.Metrics)
 	p.sessions.onRemove = p.sessionEnded
@@ -107,6 +107,11 @@ type generation struct {
 	overrides toolOverrides
 	// limits are cfg's rate limits (SPEC §15); nil when it has none.
 	limits *callLimits
+	// startedUp is set once a waitStartup found every upstream of ups past
+	// its first connection attempt and refreshed the catalog after it: the
+	// waits of later lists return at once. A reload's generation starts
+	// without it.
+	startedUp atomic.Bool
 }
 
 func (p *Proxy) gen() *generation { return p.cur.Load() }
@@ -161,15 +166,32 @@ func (p *Proxy) Catalog() *Catalog { return p.catalogs.current.Load() }
 
 // waitStartup blocks until every upstream has connected or failed, at most
 // startup_wait after the proxy started (SPEC §3); servers that connect
-// later appear through list_changed.
+// later appear through list_changed. Once a call has seen every upstream of
+// the generation ready, the later ones return at once (every tools/list
+// calls it).
 func (p *Proxy) waitStartup(ctx context.Context) {
 	g := p.gen()
-	deadline := p.started.Add(g.cfg.StartupWait.D())
-	timer := time.NewTimer(time.Until(deadline))
-	defer timer.Stop()
+	if g.startedUp.Load() {
+		return
+	}
+	var timer *time.Timer // made when an upstream is not ready yet
 	for _, name := range g.serverNames() {
+		ready := g.ups[name].Ready()
 		select {
-		case <-g.ups[name].Ready():
+		case <-ready:
+			continue
+		default:
+		}
+		if timer == nil {
+			wait := time.Until(p.started.Add(g.cfg.StartupWait.D()))
+			if wait <= 0 {
+				return
+			}
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ready:
 		case <-timer.C:
 			return
 		case <-ctx.Done():
@@ -178,6 +200,7 @@ func (p *Proxy) waitStartup(ctx context.Context) {
 	}
 	// The last Ready may have closed before its snapshot reached Refresh.
 	p.Refresh()
+	g.startedUp.Store(true)
 }
 
 // startupPending reports whether some upstream's first connection attempt

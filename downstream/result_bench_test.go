@@ -32,7 +32,7 @@ func BenchmarkResultPasses(b *testing.B) {
 			name string
 			fn   func()
 		}{
-			{"isErrorResult", func() { isErrorResult(res) }},
+			{"IsErrorResult", func() { IsErrorResult(res) }},
 			{"blobsRewrite", func() {
 				if _, _, err := m.Rewrite("agent", res, true); err != nil {
 					b.Fatal(err)

@@ -6,14 +6,17 @@ import (
 	"fmt"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 )
 
 // The route. Every message from every client takes it: a transport (stdio
-// lines, HTTP POST bodies) frames the bytes and calls handleMessage, which
-// reads the envelope once (rawjson.ParseMessage), hands responses to the
+// lines, HTTP POST bodies) frames the bytes and calls receive, which
+// reads the envelope once (rawjson.ParseMessage; receiveMessage when the
+// transport has read it already), hands responses to the
 // proxy's questions waiting for them, notifications to their handler, and
 // requests to the one method table below, through middleware applied once
 // (recovery, metrics and logging, the protocol checks). What a tools/call
@@ -121,23 +124,72 @@ func (p *Proxy) observe(next handler) handler {
 	}
 }
 
-// answer runs one request through the route and returns its response.
-func (p *Proxy) answer(ctx context.Context, r *request) []byte {
+// answer runs one request through the route and returns its response and
+// the JSON-RPC error code the response carries (0 for a result).
+func (p *Proxy) answer(ctx context.Context, r *request) ([]byte, int) {
 	h := p.route[r.method]
 	if h == nil {
 		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
-		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))
+		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100))), codeMethodNotFound
 	}
 	res, werr := h(withRequest(ctx, r), r)
 	switch {
 	case werr != nil && werr.input != nil:
-		return response(r.id, "result", werr.input)
+		return response(r.id, "result", werr.input), 0
 	case werr != nil:
-		return errorResponse(r.id, werr)
+		return errorResponse(r.id, werr), werr.Code
 	case len(res) == 0:
-		return response(r.id, "result", []byte(`{}`))
+		return response(r.id, "result", []byte(`{}`)), 0
 	}
-	return response(r.id, "result", res)
+	return response(r.id, "result", res), 0
+}
+
+// receiveBatch routes the messages of one stdio line or HTTP POST body in
+// order (receive) and returns what answers them: the replies routing gave
+// at once, and the requests' responses (runAll). The caller runs it off
+// its read loop. first, when not nil, is msgs[0] already parsed.
+func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() [][]byte) {
+	var replies [][]byte
+	var runs []func() ([]byte, int)
+	for i, msg := range msgs {
+		var reply []byte
+		var run func() ([]byte, int)
+		if i == 0 && first != nil {
+			reply, _, run = p.receiveMessage(ctx, s, *first, out)
+		} else {
+			reply, _, run = p.receive(ctx, s, msg, out)
+		}
+		switch {
+		case reply != nil:
+			replies = append(replies, reply)
+		case run != nil:
+			runs = append(runs, run)
+		}
+	}
+	return func() [][]byte { return runAll(runs, replies) }
+}
+
+// runAll runs the answers of one batch's requests, concurrently when there
+// are several, and returns every reply.
+func runAll(runs []func() ([]byte, int), replies [][]byte) [][]byte {
+	switch len(runs) {
+	case 0:
+		return replies
+	case 1:
+		resp, _ := runs[0]()
+		return append(replies, resp)
+	}
+	out := make([][]byte, len(runs))
+	var wg sync.WaitGroup
+	for i, run := range runs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out[i], _ = run()
+		}()
+	}
+	wg.Wait()
+	return append(replies, out...)
 }
 
 // truncate cuts s to n bytes for an error text.

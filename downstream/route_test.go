@@ -149,19 +149,31 @@ func FuzzReceive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession("fuzz", transportStdio, a, nil)
 		defer s.close()
-		reply, run := p.receive(context.Background(), s, line, noStream{})
+		reply, code, run := p.receive(context.Background(), s, line, noStream{})
 		if run != nil {
 			if reply != nil {
 				t.Fatal("both a reply and work for one message")
 			}
-			reply = run()
+			reply, code = run()
 		}
 		if reply == nil {
+			if code != 0 {
+				t.Fatalf("no reply to %q, but code %d", line, code)
+			}
 			return
 		}
 		m, err := rawjson.ParseMessage(reply)
 		if err != nil || m.Kind != rawjson.KindResponse && m.Error == nil {
 			t.Fatalf("reply %q to %q is not a JSON-RPC response: %v", reply, line, err)
+		}
+		var e struct {
+			Code int `json:"code"`
+		}
+		if m.Error != nil && json.Unmarshal(m.Error, &e) != nil {
+			t.Fatalf("reply %q to %q: unreadable error", reply, line)
+		}
+		if code != e.Code {
+			t.Fatalf("reply %q to %q comes with code %d; its error code is %d", reply, line, code, e.Code)
 		}
 		if in, err := rawjson.ParseMessage(line); err == nil && in.ID != nil && string(m.ID) != "null" && string(m.ID) != string(in.ID) {
 			t.Fatalf("reply id %s, request id %s", m.ID, in.ID)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -148,31 +149,21 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		var replies [][]byte
-		var runs []func() []byte
-		for _, msg := range msgs {
-			reply, run := p.receive(ctx, s, msg, w)
-			switch {
-			case reply != nil:
-				replies = append(replies, reply)
-			case run != nil:
-				runs = append(runs, run)
-			}
-		}
+		answer := p.receiveBatch(ctx, s, msgs, nil, w)
 		return func() {
 			defer r.runs.done()
-			if all := runAll(runs, replies); len(all) > 0 {
+			if all := answer(); len(all) > 0 {
 				_ = w.send(jsonArray(all))
 			}
 		}
 	case len(trimmed) > 0:
 		if !r.runs.start() {
 			if m, err := rawjson.ParseMessage(line); err == nil && m.Kind != rawjson.KindRequest {
-				_, _ = p.receive(ctx, s, line, w) // a response or a notification: no run
+				_, _, _ = p.receiveMessage(ctx, s, m, w) // a response or a notification: no run
 			}
 			return nil
 		}
-		reply, run := p.receive(ctx, s, line, w)
+		reply, _, run := p.receive(ctx, s, line, w)
 		if reply != nil {
 			_ = w.send(reply)
 		}
@@ -180,7 +171,11 @@ func (r *stdioReader) route(line []byte, err error) func() {
 			r.runs.done()
 			return nil
 		}
-		return func() { defer r.runs.done(); _ = w.send(run()) }
+		return func() {
+			defer r.runs.done()
+			resp, _ := run()
+			_ = w.send(resp)
+		}
 	}
 	return nil
 }
@@ -217,55 +212,68 @@ func (rr *requestRuns) closeAndWait() {
 	rr.wg.Wait()
 }
 
-// receive routes one message of a client: a stdio line, or one message of
-// an HTTP POST. A response goes to the question it answers and a
-// notification to its handler at once. A message that cannot be served
-// gets its error reply. For a request it returns the work that answers
-// it, which the caller runs off its read loop; out carries the messages
-// that precede the response. The request is registered before receive
-// returns, so that a notifications/cancelled read right after it finds it.
-func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, run func() []byte) {
+// receive routes one message of a client, a stdio line or one message of
+// an HTTP POST, as its bytes: a message that is not JSON gets its error
+// reply, the others take receiveMessage.
+func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, code int, run func() ([]byte, int)) {
 	m, err := rawjson.ParseMessage(msg)
 	if err != nil {
-		return parseErrorResponse(err), nil
+		return refused(nil, parseError(err))
 	}
+	return p.receiveMessage(ctx, s, m, out)
+}
+
+// receiveMessage routes one parsed message of a client. A response goes
+// to the question it answers and a notification to its handler at once. A
+// message that cannot be served gets its error reply, with code the
+// JSON-RPC error code it carries. For a request it returns the work that
+// answers it (the response and its error code, 0 for a result), which the
+// caller runs off its read loop; out carries the messages that precede the
+// response. The request is registered before receiveMessage returns, so
+// that a notifications/cancelled read right after it finds it.
+func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (reply []byte, code int, run func() ([]byte, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
 			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
 		}
-		return nil, nil
+		return nil, 0, nil
 	case rawjson.KindNotification:
 		p.notified(s, m)
-		return nil, nil
+		return nil, 0, nil
 	case rawjson.KindInvalid:
-		return errorResponse(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid)), nil
+		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
 	}
 	r, werr := p.newRequest(s, m, out)
 	if werr != nil {
-		return errorResponse(m.ID, werr), nil
+		return refused(m.ID, werr)
 	}
 	r.header, _ = ctx.Value(headerKey{}).(http.Header)
 	rctx, cancel := context.WithCancel(ctx)
 	if werr := s.inflight.add(m.ID, cancel); werr != nil {
 		cancel()
-		return errorResponse(m.ID, werr), nil
+		return refused(m.ID, werr)
 	}
-	return nil, func() []byte {
+	return nil, 0, func() ([]byte, int) {
 		defer s.inflight.done(r.id)
 		defer cancel()
 		return p.answer(rctx, r)
 	}
 }
 
-// parseErrorResponse answers a message that is not JSON (JSON-RPC's parse
-// error, id null).
-func parseErrorResponse(err error) []byte {
-	msg := "Parse error"
+// refused is receiveMessage's answer to a message it cannot serve: the
+// error reply and its code, no work.
+func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() ([]byte, int)) {
+	return errorResponse(id, werr), werr.Code, nil
+}
+
+// parseError is the error of a message that is not JSON (JSON-RPC's parse
+// error, answered with id null).
+func parseError(err error) *wireError {
 	if errors.Is(err, rawjson.ErrDuplicateMember) {
-		return errorResponse(nil, errorf(codeInvalidRequest, "invalid request: a member name appears twice"))
+		return errorf(codeInvalidRequest, "invalid request: a member name appears twice")
 	}
-	return errorResponse(nil, errorf(codeParseError, "%s", msg))
+	return errorf(codeParseError, "Parse error")
 }
 
 var errLineTooLong = errors.New("line too long")

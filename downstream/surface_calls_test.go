@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 				close(ready)
 			})
 			defer connected.Stop()
-			got := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
+			got, _ := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
 			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got) != want {
 				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got, want)
 			}
@@ -44,5 +45,53 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 				t.Errorf("the server got %+v; want one %s %s", reqs, tt.method, tt.wantSent)
 			}
 		})
+	}
+}
+
+// A session's first tools/list waits for the servers still making their
+// first connection (SPEC §3). Once a list has seen every server of the
+// config ready, later lists do not wait or refresh the catalog again; a
+// reload's servers get that check once more.
+func TestWaitStartupOncePerGeneration(t *testing.T) {
+	ready := make(chan struct{})
+	fx := &fakeUpstream{ReadyFn: func() <-chan struct{} { return ready }}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnecting, StartupUntil: time.Now().Add(5 * time.Second)})
+	yaml := "startup_wait: 5s\nblobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n"
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"fx": fx})
+	s := testState(t, p)
+	list := func() string {
+		got, _ := p.answer(context.Background(), reqFor(s, "tools/list", nil))
+		return string(got)
+	}
+	got := make(chan string, 1)
+	go func() { got <- list() }()
+	select {
+	case g := <-got:
+		t.Fatalf("tools/list answered before the server was ready: %s", g)
+	case <-time.After(100 * time.Millisecond):
+	}
+	fx.set(upstream.StateConnected, `{"name":"alpha"}`)
+	close(ready)
+	if g := <-got; !strings.Contains(g, `"fx__alpha"`) {
+		t.Fatalf("the first tools/list after the start = %s; want fx__alpha", g)
+	}
+
+	calls := p.catalogs.calls.Load()
+	if g := list(); !strings.Contains(g, `"fx__alpha"`) {
+		t.Fatalf("a later tools/list = %s; want fx__alpha", g)
+	}
+	if n := p.catalogs.calls.Load() - calls; n != 0 {
+		t.Errorf("a tools/list after every server was ready refreshed the catalog %d times; want 0", n)
+	}
+
+	gx := connected(`{"name":"beta"}`)
+	p.Reload(parseConfig(t, yaml+"  gx: {command: fixture}\n"), map[string]Upstream{"fx": fx, "gx": gx})
+	s = testState(t, p) // a session keeps the grants it started with
+	calls = p.catalogs.calls.Load()
+	if g := list(); !strings.Contains(g, `"gx__beta"`) {
+		t.Fatalf("tools/list after a reload = %s; want gx__beta", g)
+	}
+	if n := p.catalogs.calls.Load() - calls; n != 1 {
+		t.Errorf("the first tools/list after a reload refreshed the catalog %d times; want 1", n)
 	}
 }

@@ -88,8 +88,8 @@ func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wir
 	if werr != nil {
 		return nil, werr
 	}
-	if r.modern {
-		if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
+	if r.modern && len(req.state) > 0 {
+		if state, _ := req.stateString(); isParkToken(state) {
 			return p.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
 		}
 	}
@@ -330,7 +330,7 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	var rpcErr *upstream.RPCError
 	switch {
 	case err == nil:
-		if isErrorResult(result) {
+		if IsErrorResult(result) {
 			return metrics.OutcomeToolError, nil
 		}
 		return metrics.OutcomeOK, nil
@@ -437,9 +437,19 @@ func (p *Proxy) notSent(server string, err error) *wireError {
 // callRequest is the part of tools/call params the proxy reads: raw
 // sub-slices of the request, never decoded beyond the name.
 type callRequest struct {
-	name string
-	args json.RawMessage
-	meta json.RawMessage
+	name  string
+	args  json.RawMessage
+	meta  json.RawMessage
+	state json.RawMessage // requestState (a stateless client's later round, mrtr.go)
+}
+
+// stateString is the request's requestState when it is a string.
+func (c callRequest) stateString() (string, bool) {
+	var s string
+	if len(c.state) == 0 || c.state[0] != '"' || json.Unmarshal(c.state, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // readCallParams reads a tools/call's params.
@@ -467,6 +477,8 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 			if string(v) != "null" {
 				c.meta = v
 			}
+		case "requestState":
+			c.state = v
 		}
 	}
 	if !named {
@@ -483,29 +495,32 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 
 // callParams builds the upstream tools/call params: the upstream's own tool
 // name, the argument bytes (the client's as they came, with any pinned
-// values set), and the client's _meta.
+// values set), and the client's _meta, written once into a buffer of their
+// size.
 func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error) {
-	params := []byte(`{}`)
-	var err error
-	params, err = rawjson.Set(params, "name", rawjson.String(name))
+	meta, err := hopMeta(meta)
 	if err != nil {
 		return nil, err
 	}
-	if len(args) > 0 && string(args) != "null" {
-		if params, err = rawjson.Set(params, "arguments", args); err != nil {
-			return nil, err
-		}
+	withArgs := len(args) > 0 && string(args) != "null"
+	withMeta := len(meta) > 0 && string(meta) != "null" && string(meta) != "{}"
+	quoted := rawjson.String(name)
+	n := len(`{"name":}`) + len(quoted)
+	if withArgs {
+		n += len(`,"arguments":`) + len(args)
 	}
-	meta, err = hopMeta(meta)
-	if err != nil {
-		return nil, err
+	if withMeta {
+		n += len(`,"_meta":`) + len(meta)
 	}
-	if len(meta) > 0 && string(meta) != "null" && string(meta) != "{}" {
-		if params, err = rawjson.Set(params, "_meta", meta); err != nil {
-			return nil, err
-		}
+	params := make([]byte, 0, n)
+	params = append(append(params, `{"name":`...), quoted...)
+	if withArgs {
+		params = append(append(params, `,"arguments":`...), args...)
 	}
-	return params, nil
+	if withMeta {
+		params = append(append(params, `,"_meta":`...), meta...)
+	}
+	return append(params, '}'), nil
 }
 
 // protocolMetaPrefix marks the _meta keys that describe one hop of the
@@ -540,14 +555,11 @@ func hopParams(params json.RawMessage) (json.RawMessage, error) {
 	return rawjson.Set(params, "_meta", hop)
 }
 
-// isErrorResult reports whether a raw tools/call result has isError: true.
-func isErrorResult(result json.RawMessage) bool {
+// IsErrorResult reports whether a raw tools/call result has isError: true.
+func IsErrorResult(result json.RawMessage) bool {
 	v, ok, err := rawjson.Get(result, "isError")
 	return err == nil && ok && string(v) == "true"
 }
-
-// IsErrorResult reports whether a raw tools/call result has isError: true.
-func IsErrorResult(result json.RawMessage) bool { return isErrorResult(result) }
 
 // rewriteResult applies the result rewrites of SPEC §8 and §9.4: blobs to
 // files, Unicode TAG characters out of text. Both return the input slice when

@@ -144,6 +144,7 @@ func FuzzReadCallParams(f *testing.F) {
 		`{"name":"a__b","arguments":{"x":[1,2]},"_meta":{"progressToken":"t"}}`,
 		`{"name":"\u00e9\ud83d\ude00","arguments":null}`,
 		`{"arguments":{}}`, `{"name":1}`, `[]`, `{"name":"a","name":"b"}`, `{"name":"a"} `,
+		`{"name":"a","requestState":"px-\u0041"}`, `{"name":"a","requestState":7}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -159,6 +160,7 @@ func FuzzReadCallParams(f *testing.F) {
 			Name      *string         `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
 			Meta      json.RawMessage `json:"_meta"`
+			State     json.RawMessage `json:"requestState"`
 		}
 		if err := json.Unmarshal(params, &ref); err != nil {
 			t.Fatalf("accepted %q, which encoding/json refuses: %v", params, err)
@@ -179,6 +181,11 @@ func FuzzReadCallParams(f *testing.F) {
 		if string(ref.Meta) != "null" && string(c.meta) != string(ref.Meta) {
 			t.Fatalf("_meta %q, encoding/json reads %q", c.meta, ref.Meta)
 		}
+		var refState string
+		refOK := json.Unmarshal(ref.State, &refState) == nil && len(ref.State) > 0 && ref.State[0] == '"'
+		if state, ok := c.stateString(); ok != refOK || state != refState {
+			t.Fatalf("requestState %q (%v), encoding/json reads %q (%v) from %q", state, ok, refState, refOK, ref.State)
+		}
 	})
 }
 
@@ -187,7 +194,7 @@ func FuzzReadCallParams(f *testing.F) {
 func foldedKeys(obj []byte) bool {
 	ms, _ := rawjson.Members(obj)
 	for _, m := range ms {
-		for _, k := range []string{"name", "arguments", "_meta"} {
+		for _, k := range []string{"name", "arguments", "_meta", "requestState"} {
 			if m.Key != k && strings.EqualFold(m.Key, k) {
 				return true
 			}

@@ -14,17 +14,15 @@ import (
 type viewCache struct {
 	mu     sync.Mutex
 	agents map[string]*filter.Agent
-	views  map[viewKey]*view
+	views  map[*filter.Agent]*view // by the agent of sessions with no per-call list
 }
-
-func (v *viewCache) init() { v.reset() }
 
 // reset forgets everything (a reload: the agents may have changed).
 func (v *viewCache) reset() {
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	v.agents = map[string]*filter.Agent{}
-	v.views = map[viewKey]*view{}
+	v.views = map[*filter.Agent]*view{}
 }
 
 // view is the tools one kind of session sees: its agent and per-call list
@@ -36,10 +34,6 @@ type view struct {
 	searchOnce sync.Once // the tool_search index of the view, built on first use
 	index      *search.Index
 	docs       map[string]*search.Doc
-}
-
-type viewKey struct {
-	agent *filter.Agent
 }
 
 // resolveAgent returns the resolved agent, cached per config.
@@ -71,15 +65,14 @@ func (p *Proxy) viewFor(s *session) *view {
 		// without end by sending a new list each time.
 		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall})}
 	}
-	key := viewKey{agent: s.agent}
 	v := &p.views
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if cached := v.views[key]; cached != nil && cached.catalog == c {
+	if cached := v.views[s.agent]; cached != nil && cached.catalog == c {
 		return cached
 	}
 	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent})}
-	v.views[key] = out
+	v.views[s.agent] = out
 	return out
 }
 

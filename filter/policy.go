@@ -85,7 +85,7 @@ func (t Tool) Matches(list []string) bool { return t.matches(list) }
 // listed reports whether list holds the tool's exposed name, its base or
 // its default name exactly.
 func (t Tool) listed(list []string) bool {
-	return slices.Contains(list, t.Exposed) || t.Base != "" && slices.Contains(list, t.Base) ||
+	return slices.Contains(list, t.Exposed) || t.Base != "" && t.Base != t.Exposed && slices.Contains(list, t.Base) ||
 		t.Default != "" && slices.Contains(list, t.Default)
 }
 
