@@ -80,7 +80,7 @@ func ParseMessage(msg []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if repeats(msg, ms) {
+	if repeats(ms) {
 		return Message{}, ErrDuplicateMember
 	}
 	switch {
@@ -122,7 +122,7 @@ func ParseMessage(msg []byte) (Message, error) {
 
 // repeats reports whether two of ms have one name. Envelopes hold a few
 // members: pairwise comparison needs no map.
-func repeats(obj []byte, ms []Member) bool {
+func repeats(ms []Member) bool {
 	if len(ms) > 32 {
 		seen := make(map[string]bool, len(ms))
 		for _, m := range ms {
@@ -154,7 +154,7 @@ func Unique(obj []byte) error {
 	if err != nil {
 		return err
 	}
-	if repeats(obj, ms) {
+	if repeats(ms) {
 		return ErrDuplicateMember
 	}
 	return nil
