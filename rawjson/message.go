@@ -38,6 +38,10 @@ type Message struct {
 	// Invalid says why Kind is KindInvalid; the message may still carry an
 	// ID worth echoing in the error response.
 	Invalid string
+	// HasID and HasMethod say whether the object names an "id" or a
+	// "method" at all, whatever their values: an invalid message with a
+	// method is an invalid request (with an id) or notification (without).
+	HasID, HasMethod bool
 }
 
 // ErrDuplicateMember is returned for an object that names a member twice.
@@ -53,6 +57,10 @@ var ErrDuplicateMember = errors.New("rawjson: a member name appears twice")
 // "2.0", an id that is not a string, number or null, a method that is not
 // a string, both result and error) comes back with Kind KindInvalid and a
 // reason, and its ID when it had a usable one.
+//
+// With ErrDuplicateMember the Message says what the envelope could still
+// tell: Kind KindInvalid, HasID and HasMethod, and ID when the object names
+// exactly one valid id; nothing else is read from it.
 func ParseMessage(msg []byte) (Message, error) {
 	var m Message
 	var version, method json.RawMessage
@@ -66,8 +74,10 @@ func ParseMessage(msg []byte) (Message, error) {
 			version = v
 		case "id":
 			m.ID = v
+			m.HasID = true
 		case "method":
 			method = v
+			m.HasMethod = true
 		case "params":
 			m.Params = v
 		case "result":
@@ -81,7 +91,7 @@ func ParseMessage(msg []byte) (Message, error) {
 		return Message{}, err
 	}
 	if repeats(ms) {
-		return Message{}, ErrDuplicateMember
+		return duplicateEnvelope(ms, m), ErrDuplicateMember
 	}
 	switch {
 	case len(m.ID) > 0 && !validID(m.ID):
@@ -118,6 +128,23 @@ func ParseMessage(msg []byte) (Message, error) {
 		m.Invalid = "neither a request nor a response"
 	}
 	return m, nil
+}
+
+// duplicateEnvelope is what ParseMessage returns of read, the envelope of
+// an object whose members ms repeat a name: its ID only when the object
+// names one, and a valid one.
+func duplicateEnvelope(ms []Member, read Message) Message {
+	m := Message{Invalid: "a member name appears twice", HasID: read.HasID, HasMethod: read.HasMethod}
+	ids := 0
+	for _, mem := range ms {
+		if mem.Key == "id" {
+			ids++
+		}
+	}
+	if ids == 1 && validID(read.ID) {
+		m.ID = read.ID
+	}
+	return m
 }
 
 // repeats reports whether two of ms have one name. Envelopes hold a few

@@ -84,39 +84,25 @@ type inbound struct {
 // pick its own. Such a request gets an invalid-request error (-32600), as the
 // proxy's own clients get for theirs, and such a notification is dropped.
 func readServerRequest(msg []byte) inbound {
-	m, err := rawjson.ParseMessage(msg)
-	return inboundOf(msg, m, err)
+	return inboundOf(rawjson.ParseMessage(msg))
 }
 
 // inboundOf is readServerRequest for a message already parsed: m and err
-// are what rawjson.ParseMessage returned for msg.
-func inboundOf(msg []byte, m rawjson.Message, err error) inbound {
-	if err != nil {
-		if !errors.Is(err, rawjson.ErrDuplicateMember) {
-			return inbound{} // not JSON: the transport's to report
-		}
-		id, isRequest, hasMethod := duplicateEnvelope(msg)
-		switch {
-		case !hasMethod:
-			return inbound{} // a response: the transport fails its request
-		case !isRequest:
-			return inbound{drop: "a notification naming a member twice"}
-		}
-		return inbound{refusal: errorReply(id, codeInvalidRequest, "invalid request: a member name appears twice", nil)}
+// are what rawjson.ParseMessage returned for it.
+func inboundOf(m rawjson.Message, err error) inbound {
+	if err != nil && !errors.Is(err, rawjson.ErrDuplicateMember) {
+		return inbound{} // not JSON: the transport's to report
 	}
-	switch m.Kind {
-	case rawjson.KindRequest:
-	case rawjson.KindInvalid:
-		switch {
-		case !hasTopLevel(msg, "method"):
-			return inbound{} // an invalid response: the transport's to report
-		case !hasTopLevel(msg, "id"):
-			return inbound{drop: "an invalid notification: " + m.Invalid}
-		}
-		// m.ID is nil when the id is not an id: the error goes with id null.
-		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
+	switch {
+	case m.Kind == rawjson.KindRequest:
+	case m.Kind != rawjson.KindInvalid, !m.HasMethod:
+		return inbound{} // a response or a notification, or an invalid response: the transport's
+	case !m.HasID:
+		return inbound{drop: "an invalid notification: " + m.Invalid}
 	default:
-		return inbound{}
+		// m.ID is nil when the id is not an id, or named twice: the error
+		// goes with id null.
+		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
 	}
 	if rawjson.IsNull(m.ID) {
 		return inbound{refusal: errorReply(nil, codeInvalidRequest, "invalid request: the id must be a string or a number, not null", nil)}
@@ -134,42 +120,6 @@ func inboundOf(msg []byte, m rawjson.Message, err error) inbound {
 		req.params = bytes.Clone(m.Params)
 	}
 	return inbound{req: req}
-}
-
-// duplicateEnvelope reads the top-level members of an object that names one
-// twice: whether it has a method (a request or a notification), whether it
-// has an id (a request), and that id when there is exactly one valid one.
-func duplicateEnvelope(msg []byte) (id json.RawMessage, isRequest, hasMethod bool) {
-	ms, err := rawjson.Members(msg)
-	if err != nil {
-		return nil, false, false
-	}
-	ids := 0
-	for _, m := range ms {
-		switch m.Key {
-		case "method":
-			hasMethod = true
-		case "id":
-			ids++
-			id = msg[m.ValueStart:m.ValueEnd]
-		}
-	}
-	if ids != 1 || !usableID(id) {
-		id = nil // several, null or not an id: the error goes with id null
-	}
-	return id, ids > 0, hasMethod
-}
-
-// usableID reports whether id is a JSON-RPC id a reply can echo: a string
-// or a number.
-func usableID(id []byte) bool {
-	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
-}
-
-// hasTopLevel reports whether the JSON object obj has a member named key.
-func hasTopLevel(obj []byte, key string) bool {
-	_, ok, _ := rawjson.Get(obj, key)
-	return ok
 }
 
 // resultReply is the JSON-RPC response with result, both as bytes.

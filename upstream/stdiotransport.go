@@ -452,7 +452,7 @@ func (t *stdioTransport) handleLine(line []byte) {
 		t.notify(line)
 		return
 	}
-	switch in := inboundOf(line, e, err); {
+	switch in := inboundOf(e, err); {
 	case in.req != nil:
 		t.serve(*in.req)
 	case in.refusal != nil:
