@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -120,6 +121,75 @@ func inboundOf(m rawjson.Message, err error) inbound {
 		req.params = bytes.Clone(m.Params)
 	}
 	return inbound{req: req}
+}
+
+// requestServer answers the requests of one upstream to the proxy, for
+// either transport (stdio lines, event streams): a request readServerRequest
+// took is answered off the transport's reader, with at most
+// maxServerRequests in flight; a request beyond them, and one refused as it
+// stands, is answered at once on the reader, which waits for that write. So
+// a server that floods requests and does not read the answers stalls its own
+// stream instead of growing the proxy.
+type requestServer struct {
+	slots chan struct{} // one per request being answered
+	log   zerolog.Logger
+}
+
+func newRequestServer(log zerolog.Logger) requestServer {
+	return requestServer{slots: make(chan struct{}, maxServerRequests), log: log}
+}
+
+// replier is how one transport answers the server's requests.
+type replier struct {
+	// answer returns the reply to req; it may wait (for a client).
+	answer func(req serverRequest) []byte
+	// send writes one reply to the server.
+	send func(reply []byte)
+	// start runs fn off the reader, or reports false (the session is
+	// closing: nobody is left to answer).
+	start func(fn func()) bool
+	// inlinePing: a ping, which answer answers at once, is answered on the
+	// reader, without a goroutine or a slot.
+	inlinePing bool
+}
+
+// take acts on in, what readServerRequest made of one message of the
+// server, and reports whether it was for the proxy (a request, answered or
+// refused, or a message dropped); false leaves the message to the transport.
+func (r requestServer) take(in inbound, w replier) bool {
+	switch {
+	case in.req != nil:
+		r.serve(*in.req, w)
+	case in.refusal != nil:
+		r.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
+		w.send(in.refusal)
+	case in.drop != "":
+		r.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
+	default:
+		return false
+	}
+	return true
+}
+
+// serve answers req through w, off the reader when a slot is free, and
+// refuses it at once when none is.
+func (r requestServer) serve(req serverRequest, w replier) {
+	if w.inlinePing && req.method == string(mcp.MethodPing) {
+		w.send(w.answer(req))
+		return
+	}
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		w.send(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
+		return
+	}
+	if !w.start(func() {
+		defer func() { <-r.slots }()
+		w.send(w.answer(req))
+	}) {
+		<-r.slots
+	}
 }
 
 // resultReply is the JSON-RPC response with result, both as bytes.

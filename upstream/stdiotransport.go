@@ -39,10 +39,10 @@ type stdioTransport struct {
 
 	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
 
-	// serving holds one slot per request of the child being answered (its
-	// handler and the write of its reply); a request beyond them is refused
-	// at once from the read loop (maxServerRequests).
-	serving chan struct{}
+	// requests answers the child's requests (its handler and the write of
+	// its reply), at most maxServerRequests at once; reply is how.
+	requests requestServer
+	reply    replier
 	// stallTimeout is how long a write may make no progress before the
 	// child counts as hung (stdinStallTimeout); onStall, if set, is told
 	// once, after the transport closed.
@@ -74,18 +74,32 @@ type requestHandler func(ctx context.Context, req serverRequest) []byte
 // newStdioTransport is the transport over a child's stdout (lines already
 // bounded) and stdin.
 func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logger) *stdioTransport {
-	return &stdioTransport{
+	t := &stdioTransport{
 		lines:        stdout,
 		stdin:        stdin,
 		rawStdin:     nonBlockingConn(stdin),
 		log:          log,
 		pending:      map[string]chan stdioReply{},
 		writeSem:     make(chan struct{}, 1),
-		serving:      make(chan struct{}, maxServerRequests),
+		requests:     newRequestServer(log),
 		stallTimeout: stdinStallTimeout,
+		onRequest:    noRequestHandler,
 		ctx:          context.Background(),
 		done:         make(chan struct{}),
 	}
+	t.reply = replier{
+		answer:     t.answer,
+		send:       t.respond,
+		start:      func(fn func()) bool { go fn(); return true },
+		inlinePing: true,
+	}
+	return t
+}
+
+// noRequestHandler answers the child's requests until setRequestHandler
+// sets the session's (before Start, in production).
+func noRequestHandler(_ context.Context, req serverRequest) []byte {
+	return errorReply(req.id, codeMethodNotFound, "No request handler configured", nil)
 }
 
 // Start starts reading stdout. Later calls do nothing.
@@ -393,7 +407,7 @@ func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)
 	t.handlerMu.Unlock()
 }
 
-// setRequestHandler sets the handler of the child's requests; without one
+// setRequestHandler sets the handler of the child's requests; until then
 // they get method not found. The transport is not mcp-go's
 // BidirectionalInterface on purpose: mcp-go's handler takes the request
 // decoded (params as an `any`), and requests are relayed as their bytes.
@@ -452,14 +466,10 @@ func (t *stdioTransport) handleLine(line []byte) {
 		t.notify(line)
 		return
 	}
-	switch in := inboundOf(e, err); {
-	case in.req != nil:
-		t.serve(*in.req)
-	case in.refusal != nil:
-		t.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
-		t.respond(in.refusal)
-	case in.drop != "":
-		t.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
+	if t.requests.take(inboundOf(e, err), t.reply) {
+		return
+	}
+	switch {
 	case err != nil:
 		t.invalidLine(line, err)
 	default:
@@ -539,45 +549,19 @@ type stdioReply struct {
 	err    error
 }
 
-// serve answers a request of the child through the request handler, off
-// the read loop, with at most maxServerRequests in flight: a request beyond
-// them is answered at once, from the read loop, with an error. A ping, which
-// the handler answers at once, is answered on the read loop. So a child that
+// answer runs the request handler: off the read loop, or on it for a
+// ping, which the handler answers at once (requestServer). So a child that
 // floods requests and does not read the answers stalls on its own stdout
 // (the read loop waits for its write) instead of growing the proxy, until
 // the write's stall timeout drops it.
-func (t *stdioTransport) serve(req serverRequest) {
+func (t *stdioTransport) answer(req serverRequest) []byte {
 	t.handlerMu.RLock()
 	fn, ctx := t.onRequest, t.ctx
 	t.handlerMu.RUnlock()
-	if fn == nil {
-		t.respond(errorReply(req.id, codeMethodNotFound, "No request handler configured", nil))
-		return
-	}
-	if req.method == string(mcp.MethodPing) {
-		// The handler answers a ping at once: no goroutine for it.
-		t.answer(ctx, fn, req)
-		return
-	}
-	select {
-	case t.serving <- struct{}{}:
-	default:
-		t.respond(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
-		return
-	}
-	go func() {
-		defer func() { <-t.serving }()
-		t.answer(ctx, fn, req)
-	}()
-}
-
-// answer runs the request handler and writes its reply.
-func (t *stdioTransport) answer(ctx context.Context, fn requestHandler, req serverRequest) {
 	if err := ctx.Err(); err != nil {
-		t.respond(errorReply(req.id, codeInternalError, err.Error(), nil))
-		return
+		return errorReply(req.id, codeInternalError, err.Error(), nil)
 	}
-	t.respond(fn(ctx, req))
+	return fn(ctx, req)
 }
 
 // respond writes reply, a complete JSON-RPC response, as one line: as its
