@@ -278,8 +278,12 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
 		}
 		rpc := &RPCError{Code: e.Code, Message: e.Message}
-		if e.Data != nil {
-			if data, err := json.Marshal(e.Data); err == nil {
+		switch d := e.Data.(type) {
+		case nil:
+		case json.RawMessage: // a stdio server's, as it wrote it
+			rpc.Data = d
+		default:
+			if data, err := json.Marshal(d); err == nil {
 				rpc.Data = data
 			}
 		}

@@ -55,6 +55,7 @@ type stdioTransport struct {
 
 	handlerMu sync.RWMutex
 	onNotify  func(mcp.JSONRPCNotification)
+	onRawNote func(method string, params json.RawMessage)
 	onRequest requestHandler
 	ctx       context.Context // Start's, for incoming requests
 
@@ -407,6 +408,17 @@ func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)
 	t.handlerMu.Unlock()
 }
 
+// setRawNotificationHandler sets the handler of the child's notifications
+// as their bytes, in place of SetNotificationHandler's (mcp-go's, which
+// decodes params into an `any`: integers beyond 2^53 rounded, keys
+// re-sorted). params is nil when the notification had none, else its own
+// copy of the params object as the child wrote it.
+func (t *stdioTransport) setRawNotificationHandler(fn func(method string, params json.RawMessage)) {
+	t.handlerMu.Lock()
+	t.onRawNote = fn
+	t.handlerMu.Unlock()
+}
+
 // setRequestHandler sets the handler of the child's requests; until then
 // they get method not found. The transport is not mcp-go's
 // BidirectionalInterface on purpose: mcp-go's handler takes the request
@@ -463,7 +475,7 @@ func (t *stdioTransport) handleLine(line []byte) {
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {
-		t.notify(line)
+		t.notify(line, e)
 		return
 	}
 	if t.requests.take(inboundOf(e, err), t.reply) {
@@ -480,8 +492,26 @@ func (t *stdioTransport) handleLine(line []byte) {
 	}
 }
 
-// notify hands a notification to its handler.
-func (t *stdioTransport) notify(line []byte) {
+// notify hands a notification, line as parsed into e, to its handler: as
+// its bytes to the raw handler when there is one, else decoded. Params that
+// are not an object, or name a member twice, drop it.
+func (t *stdioTransport) notify(line []byte, e rawjson.Message) {
+	t.handlerMu.RLock()
+	raw := t.onRawNote
+	t.handlerMu.RUnlock()
+	if raw != nil {
+		var params json.RawMessage
+		if e.Params != nil {
+			if e.Params[0] != '{' || rawjson.Unique(e.Params) != nil {
+				t.log.Debug().Str("method", e.Method).Msg("a notification from the server with params that are not one object dropped")
+				return
+			}
+			// The line buffer is reused for the next line: params get their own.
+			params = append(json.RawMessage(nil), oneLine(e.Params)...)
+		}
+		raw(e.Method, params)
+		return
+	}
 	var n mcp.JSONRPCNotification
 	if err := json.Unmarshal(line, &n); err != nil {
 		t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
@@ -500,11 +530,20 @@ func (t *stdioTransport) notify(line []byte) {
 func (t *stdioTransport) deliver(e rawjson.Message) {
 	var r stdioReply
 	if e.Error != nil && !rawjson.IsNull(e.Error) {
-		var d mcp.JSONRPCErrorDetails
+		// data stays its bytes (a json.RawMessage in Data's `any`), which
+		// session.request passes on as they are.
+		var d struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
 		if err := json.Unmarshal(e.Error, &d); err != nil {
 			r.err = fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)
 		} else {
-			r.rpcErr = &d
+			r.rpcErr = &mcp.JSONRPCErrorDetails{Code: d.Code, Message: d.Message}
+			if d.Data != nil {
+				r.rpcErr.Data = d.Data // its own copy: Unmarshal copies a RawMessage
+			}
 		}
 	}
 	if e.Result != nil && r.err == nil {
