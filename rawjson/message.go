@@ -170,6 +170,13 @@ func repeats(ms []Member) bool {
 	return false
 }
 
+// Object checks that obj is one valid JSON object, whitespace around it
+// allowed: all of it is validated, in one pass, allocating nothing for
+// member names a JSON-RPC or MCP envelope uses.
+func Object(obj []byte) error {
+	return walk(obj, func(Member) bool { return true })
+}
+
 // Unique checks that obj is a JSON object naming no member twice at its top
 // level. A value that is not an object passes (nothing to repeat).
 func Unique(obj []byte) error {

@@ -112,6 +112,17 @@ func TestParseMessageDuplicate(t *testing.T) {
 	}
 }
 
+func TestObject(t *testing.T) {
+	for in, ok := range map[string]bool{
+		`{}`: true, ` {"a":[1,{"b":null}],"c":"\u00e9"} `: true, `{"a":1,"a":2}`: true,
+		``: false, `[]`: false, `"x"`: false, `null`: false, `{"a":}`: false, `{"a":1} {}`: false, `{"a":01}`: false,
+	} {
+		if err := Object([]byte(in)); (err == nil) != ok {
+			t.Errorf("Object(%s) = %v, want ok %v", in, err, ok)
+		}
+	}
+}
+
 func TestUnique(t *testing.T) {
 	for in, dup := range map[string]bool{
 		`{"a":1,"b":{"a":1,"a":2}}`: false,

@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
@@ -110,10 +110,10 @@ func (c *Conn) acquire() *session {
 	}
 }
 
-// isObject reports whether raw is one valid JSON object.
+// isObject reports whether raw is one valid JSON object (rawjson's scan:
+// one pass, no allocation, no encoding/json on a request's way).
 func isObject(raw json.RawMessage) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
+	return rawjson.Object(raw) == nil
 }
 
 // Notify sends one notification upstream. params must be a JSON object or
