@@ -38,6 +38,10 @@ type Message struct {
 	// Invalid says why Kind is KindInvalid; the message may still carry an
 	// ID worth echoing in the error response.
 	Invalid string
+	// HasID and HasMethod say whether the object names an "id" or a
+	// "method" at all, whatever their values: an invalid message with a
+	// method is an invalid request (with an id) or notification (without).
+	HasID, HasMethod bool
 }
 
 // ErrDuplicateMember is returned for an object that names a member twice.
@@ -53,6 +57,10 @@ var ErrDuplicateMember = errors.New("rawjson: a member name appears twice")
 // "2.0", an id that is not a string, number or null, a method that is not
 // a string, both result and error) comes back with Kind KindInvalid and a
 // reason, and its ID when it had a usable one.
+//
+// With ErrDuplicateMember the Message says what the envelope could still
+// tell: Kind KindInvalid, HasID and HasMethod, and ID when the object names
+// exactly one valid id; nothing else is read from it.
 func ParseMessage(msg []byte) (Message, error) {
 	var m Message
 	var version, method json.RawMessage
@@ -66,8 +74,10 @@ func ParseMessage(msg []byte) (Message, error) {
 			version = v
 		case "id":
 			m.ID = v
+			m.HasID = true
 		case "method":
 			method = v
+			m.HasMethod = true
 		case "params":
 			m.Params = v
 		case "result":
@@ -80,8 +90,8 @@ func ParseMessage(msg []byte) (Message, error) {
 	if err != nil {
 		return Message{}, err
 	}
-	if repeats(msg, ms) {
-		return Message{}, ErrDuplicateMember
+	if repeats(ms) {
+		return duplicateEnvelope(ms, m), ErrDuplicateMember
 	}
 	switch {
 	case len(m.ID) > 0 && !validID(m.ID):
@@ -120,9 +130,26 @@ func ParseMessage(msg []byte) (Message, error) {
 	return m, nil
 }
 
+// duplicateEnvelope is what ParseMessage returns of read, the envelope of
+// an object whose members ms repeat a name: its ID only when the object
+// names one, and a valid one.
+func duplicateEnvelope(ms []Member, read Message) Message {
+	m := Message{Invalid: "a member name appears twice", HasID: read.HasID, HasMethod: read.HasMethod}
+	ids := 0
+	for _, mem := range ms {
+		if mem.Key == "id" {
+			ids++
+		}
+	}
+	if ids == 1 && validID(read.ID) {
+		m.ID = read.ID
+	}
+	return m
+}
+
 // repeats reports whether two of ms have one name. Envelopes hold a few
 // members: pairwise comparison needs no map.
-func repeats(obj []byte, ms []Member) bool {
+func repeats(ms []Member) bool {
 	if len(ms) > 32 {
 		seen := make(map[string]bool, len(ms))
 		for _, m := range ms {
@@ -143,6 +170,13 @@ func repeats(obj []byte, ms []Member) bool {
 	return false
 }
 
+// Object checks that obj is one valid JSON object, whitespace around it
+// allowed: all of it is validated, in one pass, allocating nothing for
+// member names a JSON-RPC or MCP envelope uses.
+func Object(obj []byte) error {
+	return walk(obj, func(Member) bool { return true })
+}
+
 // Unique checks that obj is a JSON object naming no member twice at its top
 // level. A value that is not an object passes (nothing to repeat).
 func Unique(obj []byte) error {
@@ -154,7 +188,7 @@ func Unique(obj []byte) error {
 	if err != nil {
 		return err
 	}
-	if repeats(obj, ms) {
+	if repeats(ms) {
 		return ErrDuplicateMember
 	}
 	return nil

@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 )
@@ -27,9 +28,16 @@ func FuzzParseMessage(f *testing.F) {
 		m, err := ParseMessage(b)
 		var generic map[string]json.RawMessage
 		stdErr := json.Unmarshal(b, &generic)
+		if stdErr == nil && generic == nil {
+			stdErr = errors.New("null is not an object") // encoding/json takes it for an empty map
+		}
 		if err != nil {
 			if stdErr == nil && err != ErrDuplicateMember {
 				t.Fatalf("ParseMessage refused what encoding/json reads: %v", err)
+			}
+			// The one id of an object that repeats another member.
+			if err == ErrDuplicateMember && m.ID != nil && stdErr == nil && !bytes.Equal(m.ID, bytes.TrimSpace(generic["id"])) {
+				t.Fatalf("id of a duplicate: ParseMessage %q, encoding/json %q", m.ID, generic["id"])
 			}
 			return
 		}

@@ -1,6 +1,9 @@
 package rawjson
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestResponseID(t *testing.T) {
 	tests := []struct{ in, want string }{
@@ -72,10 +75,51 @@ func TestParseMessage(t *testing.T) {
 			if m.Kind != tt.kind || string(m.ID) != tt.id || (m.Invalid != "") != tt.invalid {
 				t.Errorf("got kind %d id %q invalid %q, want kind %d id %q invalid %v", m.Kind, m.ID, m.Invalid, tt.kind, tt.id, tt.invalid)
 			}
+			// No test input has "id" or "method" but as a member name.
+			if m.HasID != strings.Contains(tt.in, `"id"`) || m.HasMethod != strings.Contains(tt.in, `"method"`) {
+				t.Errorf("HasID %v HasMethod %v", m.HasID, m.HasMethod)
+			}
 			if m.Kind != KindInvalid && m.Method != tt.method {
 				t.Errorf("method = %q, want %q", m.Method, tt.method)
 			}
 		})
+	}
+}
+
+// A message naming a member twice is refused with ErrDuplicateMember, and
+// what its envelope still tells comes with it: whether it names an id and a
+// method, and the id when it names exactly one valid one.
+func TestParseMessageDuplicate(t *testing.T) {
+	for _, tt := range []struct {
+		in              string
+		id              string
+		hasID, hasMethd bool
+	}{
+		{`{"jsonrpc":"2.0","id":1,"id":2,"method":"x"}`, "", true, true},
+		{`{"jsonrpc":"2.0","id":"a","method":"a","method":"b"}`, `"a"`, true, true},
+		{`{"jsonrpc":"2.0","id":{},"method":"a","method":"b"}`, "", true, true},
+		{`{"jsonrpc":"2.0","method":"a","params":{},"params":[]}`, "", false, true},
+		{`{"jsonrpc":"2.0","id":1,"result":{},"result":{}}`, "1", true, false},
+	} {
+		m, err := ParseMessage([]byte(tt.in))
+		if err != ErrDuplicateMember {
+			t.Errorf("%s: err = %v, want ErrDuplicateMember", tt.in, err)
+			continue
+		}
+		if m.Kind != KindInvalid || m.Invalid == "" || string(m.ID) != tt.id || m.HasID != tt.hasID || m.HasMethod != tt.hasMethd || m.Method != "" || m.Params != nil || m.Result != nil {
+			t.Errorf("%s: got %+v, want id %q, HasID %v, HasMethod %v and nothing else", tt.in, m, tt.id, tt.hasID, tt.hasMethd)
+		}
+	}
+}
+
+func TestObject(t *testing.T) {
+	for in, ok := range map[string]bool{
+		`{}`: true, ` {"a":[1,{"b":null}],"c":"\u00e9"} `: true, `{"a":1,"a":2}`: true,
+		``: false, `[]`: false, `"x"`: false, `null`: false, `{"a":}`: false, `{"a":1} {}`: false, `{"a":01}`: false,
+	} {
+		if err := Object([]byte(in)); (err == nil) != ok {
+			t.Errorf("Object(%s) = %v, want ok %v", in, err, ok)
+		}
 	}
 }
 

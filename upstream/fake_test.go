@@ -91,6 +91,8 @@ func runFake(mode []string) {
 			reply(id, fmt.Sprintf(echoResult, args))
 		case "fail":
 			replyErr(id, -32042, "boom", `{"why":"because"}`)
+		case "fail_big":
+			replyErr(id, -32042, "boom", bigErrorData)
 		case "meta":
 			// The request's _meta as it arrived, and its id.
 			var m struct {
@@ -134,6 +136,9 @@ func runFake(mode []string) {
 			reply(id, `{"content":[]}`)
 		case "notify":
 			write(`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":{"n":1}}}`)
+			reply(id, `{"content":[]}`)
+		case "notify_big":
+			write(`{"jsonrpc":"2.0","method":"notifications/progress","params":` + bigProgress + `}`)
 			reply(id, `{"content":[]}`)
 		case "ask":
 			// Writes the line given, a request to the client, and answers

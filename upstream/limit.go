@@ -35,17 +35,17 @@ const (
 	tooLargeCode = -32000
 )
 
-// lineOption configures newLineLimiter.
+// lineOption configures newLineReader.
 type lineOption func(*lineLimiter)
 
-// withDropHook sets fn to be told, synchronously from Read, of every
+// withDropHook sets fn to be told, synchronously from ReadLine, of every
 // over-long line that was dropped because no response id could be read from
 // its first bytes. nil means drops go unreported.
 func withDropHook(fn func(error)) lineOption {
 	return func(l *lineLimiter) { l.onDrop = fn }
 }
 
-// newLineLimiter bounds the lines of r, a stdio child's stdout carrying
+// newLineReader bounds the lines of r, a stdio child's stdout carrying
 // newline-delimited JSON-RPC. A line of at most limit bytes (its '\n' not
 // counted) passes through byte for byte. A longer line is never held whole:
 // its first idScanBytes are kept to look for the id of a JSON-RPC response,
@@ -57,16 +57,8 @@ func withDropHook(fn func(error)) lineOption {
 // response id is found (a request or notification, an id after a huge
 // field, a batch), the line is dropped and the drop hook is told. Memory is
 // one read chunk plus at most max(limit, idScanBytes) for a line in
-// progress. A last line without '\n' at EOF is delivered as it is.
-func newLineLimiter(r io.Reader, limit int64, opts ...lineOption) io.Reader {
-	if limit <= 0 {
-		return r
-	}
-	return newLineReader(r, limit, opts...)
-}
-
-// newLineReader is newLineLimiter for a caller that reads whole lines
-// (ReadLine). A limit <= 0 leaves lines unbounded.
+// progress. A last line without '\n' at EOF is delivered as it is. Lines
+// are read with ReadLine. A limit <= 0 leaves lines unbounded.
 func newLineReader(r io.Reader, limit int64, opts ...lineOption) *lineLimiter {
 	if limit <= 0 {
 		limit = math.MaxInt64
@@ -96,22 +88,9 @@ type lineLimiter struct {
 	err      error  // sticky error of r
 }
 
-func (l *lineLimiter) Read(p []byte) (int, error) {
-	if len(p) == 0 {
-		return 0, nil
-	}
-	if err := l.fill(); err != nil || len(l.ready) == 0 {
-		return 0, err
-	}
-	n := copy(p, l.ready)
-	l.ready = l.ready[n:]
-	return n, nil
-}
-
 // ReadLine returns the next line, its '\n' included (the last line at EOF
-// may have none), or a replacement response, bounded exactly as Read
-// bounds it. The line is valid until the next call of ReadLine or Read: a
-// caller that keeps any of it copies it. At the end it returns nil and the
+// may have none), or a replacement response, bounded as newLineReader
+// says. The line is valid until the next call of ReadLine: a caller that keeps any of it copies it. At the end it returns nil and the
 // error of the underlying reader (io.EOF at a clean end).
 func (l *lineLimiter) ReadLine() ([]byte, error) {
 	for len(l.ready) == 0 {

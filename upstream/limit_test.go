@@ -83,10 +83,10 @@ func TestLineLimiter(t *testing.T) {
 		for rname, wrap := range readers {
 			t.Run(tt.name+"/"+rname, func(t *testing.T) {
 				var drops []error
-				lr := newLineLimiter(wrap(strings.NewReader(tt.in)), tt.limit, withDropHook(func(err error) { drops = append(drops, err) }))
-				got, err := io.ReadAll(lr)
+				lr := newLineReader(wrap(strings.NewReader(tt.in)), tt.limit, withDropHook(func(err error) { drops = append(drops, err) }))
+				got, err := readAll(lr)
 				if err != nil {
-					t.Fatalf("ReadAll: %v", err)
+					t.Fatalf("readAll: %v", err)
 				}
 				if string(got) != tt.want {
 					t.Errorf("output\n got %q\nwant %q", got, tt.want)
@@ -99,7 +99,7 @@ func TestLineLimiter(t *testing.T) {
 						t.Errorf("drop error %v does not match ErrResponseTooLarge", d)
 					}
 				}
-				// ReadLine yields the same bytes, one line per call.
+				// ReadLine yields one line per call.
 				lines := readLines(t, newLineReader(wrap(strings.NewReader(tt.in)), tt.limit))
 				if got := strings.Join(lines, ""); got != tt.want {
 					t.Errorf("ReadLine output\n got %q\nwant %q", got, tt.want)
@@ -111,7 +111,7 @@ func TestLineLimiter(t *testing.T) {
 
 func TestLineLimiterReplacementIsValidJSONRPC(t *testing.T) {
 	in := `{"jsonrpc":"2.0","id":"req-1","result":"` + strings.Repeat("z", 1000) + `"}` + "\n"
-	got, err := io.ReadAll(newLineLimiter(strings.NewReader(in), 100))
+	got, err := readAll(newLineReader(strings.NewReader(in), 100))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestLineLimiterReplacementIsValidJSONRPC(t *testing.T) {
 func TestLineLimiterReadError(t *testing.T) {
 	boom := errors.New("pipe broke")
 	r := io.MultiReader(strings.NewReader("whole\npart"), iotest.ErrReader(boom))
-	got, err := io.ReadAll(newLineLimiter(r, 100))
+	got, err := readAll(newLineReader(r, 100))
 	if !errors.Is(err, boom) {
 		t.Fatalf("err = %v, want %v", err, boom)
 	}
@@ -145,9 +145,10 @@ func TestLineLimiterReadError(t *testing.T) {
 }
 
 func TestLineLimiterDisabled(t *testing.T) {
-	r := strings.NewReader("x")
-	if newLineLimiter(r, 0) != io.Reader(r) {
-		t.Fatal("a limit of 0 should return the reader itself")
+	in := strings.Repeat("x", 3*lineChunk) + "\n" + "y"
+	got, err := readAll(newLineReader(strings.NewReader(in), 0))
+	if err != nil || string(got) != in {
+		t.Fatalf("a limit of 0 should pass every line as it is: got %d bytes, %v", len(got), err)
 	}
 }
 
@@ -190,7 +191,7 @@ func TestLineLimiterMemory(t *testing.T) {
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	got, err := io.ReadAll(newLineLimiter(src, 1<<20))
+	got, err := readAll(newLineReader(src, 1<<20))
 	runtime.ReadMemStats(&after)
 	if err != nil {
 		t.Fatal(err)
@@ -380,13 +381,15 @@ func FuzzLineLimiter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, limit16 uint16, step uint8) {
 		limit := int64(limit16%512) + 1
 		drops := 0
-		l := newLineLimiter(&stepReader{b: data, step: int(step%64) + 1}, limit,
-			withDropHook(func(error) { drops++ })).(*lineLimiter)
+		l := newLineReader(&stepReader{b: data, step: int(step%64) + 1}, limit,
+			withDropHook(func(error) { drops++ }))
 		var out bytes.Buffer
-		buf := make([]byte, int(step%17)+1)
 		for {
-			n, err := l.Read(buf)
-			out.Write(buf[:n])
+			line, err := l.ReadLine()
+			if i := bytes.IndexByte(line, '\n'); i >= 0 && i != len(line)-1 {
+				t.Fatalf("ReadLine returned %q, not one line", line)
+			}
+			out.Write(line)
 			if bound := 2*max(int(limit)+1, idScanBytes) + 64; cap(l.line) > bound {
 				t.Fatalf("line buffer grew to %d for limit %d", cap(l.line), limit)
 			}
@@ -396,11 +399,6 @@ func FuzzLineLimiter(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
-		}
-
-		lines := readLines(t, newLineReader(&stepReader{b: data, step: int(step%64) + 1}, limit))
-		if got := strings.Join(lines, ""); got != out.String() {
-			t.Fatalf("ReadLine output %q, Read output %q", got, out.String())
 		}
 
 		inLines := bytes.SplitAfter(data, []byte("\n"))
@@ -519,6 +517,22 @@ func sseModelCut(data []byte, limit int64) int {
 
 // readLines reads l to its end with ReadLine, checking that each call
 // yields one line.
+// readAll is io.ReadAll for a line reader: every line ReadLine returns, up
+// to its error (nil at io.EOF).
+func readAll(l *lineLimiter) ([]byte, error) {
+	var out []byte
+	for {
+		line, err := l.ReadLine()
+		out = append(out, line...)
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return out, err
+		}
+	}
+}
+
 func readLines(t *testing.T, l *lineLimiter) []string {
 	t.Helper()
 	var lines []string

@@ -18,23 +18,6 @@ const logLevelTimeout = 10 * time.Second
 // logLevels are the MCP (RFC 5424) levels, most verbose first.
 var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
-// mostVerbose returns the most verbose of the given MCP log levels ("debug"
-// before "info" before "notice" ...), ignoring "" and unknown values; "" if
-// there is none. The downstream uses it to pick the level a server gets when
-// several sessions set one.
-func mostVerbose(levels ...string) string {
-	best := -1
-	for _, l := range levels {
-		if i := slices.Index(logLevels, l); i >= 0 && (best < 0 || i < best) {
-			best = i
-		}
-	}
-	if best < 0 {
-		return ""
-	}
-	return logLevels[best]
-}
-
 // SetLogLevel sets the level of the log messages (notifications/message)
 // this server should send, one of the MCP levels ("debug" ... "emergency"),
 // and keeps it for the life of the Conn: a server that advertises logging

@@ -137,18 +137,3 @@ func TestSetLogLevelRefusesUnknown(t *testing.T) {
 		t.Fatalf("SetLogLevel(verbose) = %v", err)
 	}
 }
-
-func TestMostVerbose(t *testing.T) {
-	for _, tc := range []struct {
-		in   []string
-		want string
-	}{
-		{nil, ""}, {[]string{"", "bogus"}, ""}, {[]string{"error"}, "error"},
-		{[]string{"error", "debug", "info"}, "debug"}, {[]string{"warning", "", "notice"}, "notice"},
-		{[]string{"emergency", "alert", "critical"}, "critical"},
-	} {
-		if got := mostVerbose(tc.in...); got != tc.want {
-			t.Errorf("mostVerbose(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}

@@ -22,19 +22,36 @@ const notificationQueue = 1024
 // Its zero value is not usable; see newNoteQueue.
 type noteQueue struct {
 	mu    sync.Mutex
-	items []mcp.JSONRPCNotification // items[head:] are waiting
+	items []note // items[head:] are waiting
 	head  int
 	wake  chan struct{} // capacity 1: signalled by each push
 }
 
 func newNoteQueue() *noteQueue { return &noteQueue{wake: make(chan struct{}, 1)} }
 
+// note is one notification waiting for OnNotification, with its params
+// as the server wrote them (raw: a stdio server's), or as mcp-go decoded
+// them (typed: re-encoded on delivery).
+type note struct {
+	method string
+	raw    json.RawMessage
+	typed  mcp.NotificationParams
+}
+
+// params are the note's params for OnNotification: nil when it had none.
+func (n note) params() json.RawMessage {
+	if n.raw != nil {
+		return n.raw
+	}
+	return notificationParams(n.typed)
+}
+
 // keepNotes is the storage (in entries) an empty queue may keep for the
 // next burst.
 const keepNotes = 16
 
 // push appends n; false when the queue is full. It never blocks.
-func (q *noteQueue) push(n mcp.JSONRPCNotification) bool {
+func (q *noteQueue) push(n note) bool {
 	q.mu.Lock()
 	if len(q.items)-q.head >= notificationQueue {
 		q.mu.Unlock()
@@ -56,14 +73,14 @@ func (q *noteQueue) push(n mcp.JSONRPCNotification) bool {
 }
 
 // pop removes the oldest notification; false when there is none.
-func (q *noteQueue) pop() (mcp.JSONRPCNotification, bool) {
+func (q *noteQueue) pop() (note, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
-		return mcp.JSONRPCNotification{}, false
+		return note{}, false
 	}
 	n := q.items[q.head]
-	q.items[q.head] = mcp.JSONRPCNotification{}
+	q.items[q.head] = note{}
 	q.head++
 	if q.head == len(q.items) {
 		q.head = 0
@@ -79,7 +96,17 @@ func (q *noteQueue) pop() (mcp.JSONRPCNotification, bool) {
 // list_changed notifications mark their kind for re-discovery (coalesced);
 // the rest go to the OnNotification queue.
 func (s *session) onNotification(n mcp.JSONRPCNotification) {
-	if k := listChangedKinds(n.Method); k != 0 {
+	s.enqueue(note{method: n.Method, typed: n.Params})
+}
+
+// onRawNotification is onNotification for a notification as its bytes (a
+// stdio server's): params reach OnNotification as they came.
+func (s *session) onRawNotification(method string, params json.RawMessage) {
+	s.enqueue(note{method: method, raw: params})
+}
+
+func (s *session) enqueue(n note) {
+	if k := listChangedKinds(n.method); k != 0 {
 		s.refresh.request(k)
 		return
 	}
@@ -87,7 +114,7 @@ func (s *session) onNotification(n mcp.JSONRPCNotification) {
 	if !s.notes.push(n) {
 		s.delivered.Add(1) // dropped: counted so that barrier never waits for it
 		if s.dropped.Add(1) == 1 {
-			s.log.Warn().Str("method", n.Method).Msg("notification queue full; dropping notifications")
+			s.log.Warn().Str("method", n.method).Msg("notification queue full; dropping notifications")
 		}
 	}
 }
@@ -128,7 +155,7 @@ func (s *session) deliverNotifications() {
 		}
 		if s.c.opts.OnNotification != nil {
 			s.c.notifyMu.Lock()
-			s.c.opts.OnNotification(s.c.name, n.Method, notificationParams(n.Params))
+			s.c.opts.OnNotification(s.c.name, n.method, n.params())
 			s.c.notifyMu.Unlock()
 		}
 		s.delivered.Add(1)

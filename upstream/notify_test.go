@@ -3,14 +3,10 @@ package upstream
 import (
 	"strconv"
 	"testing"
-
-	"github.com/mark3labs/mcp-go/mcp"
 )
 
-func note(i int) mcp.JSONRPCNotification {
-	var n mcp.JSONRPCNotification
-	n.Method = "m" + strconv.Itoa(i)
-	return n
+func testNote(i int) note {
+	return note{method: "m" + strconv.Itoa(i)}
 }
 
 func TestNoteQueueIsABoundedFIFO(t *testing.T) {
@@ -27,31 +23,31 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 			pushes = 900 // 300 stay waiting throughout
 		}
 		for range pushes {
-			if !q.push(note(next)) {
+			if !q.push(testNote(next)) {
 				t.Fatalf("push %d refused with %d waiting", next, next-want)
 			}
 			next++
 		}
 		for range 600 {
 			n, ok := q.pop()
-			if !ok || n.Method != "m"+strconv.Itoa(want) {
-				t.Fatalf("pop = %q, %v; want m%d", n.Method, ok, want)
+			if !ok || n.method != "m"+strconv.Itoa(want) {
+				t.Fatalf("pop = %q, %v; want m%d", n.method, ok, want)
 			}
 			want++
 		}
 	}
 	for next-want < notificationQueue {
-		if !q.push(note(next)) {
+		if !q.push(testNote(next)) {
 			t.Fatalf("push refused with %d waiting, below the limit", next-want)
 		}
 		next++
 	}
-	if q.push(note(next)) {
+	if q.push(testNote(next)) {
 		t.Fatalf("push accepted with %d waiting", notificationQueue)
 	}
 	for ; want < next; want++ {
-		if n, ok := q.pop(); !ok || n.Method != "m"+strconv.Itoa(want) {
-			t.Fatalf("pop = %q, %v; want m%d", n.Method, ok, want)
+		if n, ok := q.pop(); !ok || n.method != "m"+strconv.Itoa(want) {
+			t.Fatalf("pop = %q, %v; want m%d", n.method, ok, want)
 		}
 	}
 	if _, ok := q.pop(); ok {
@@ -64,15 +60,15 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 
 func TestNoteQueuePushWakes(t *testing.T) {
 	q := newNoteQueue()
-	q.push(note(1))
-	q.push(note(2)) // the wake signal does not block when already set
+	q.push(testNote(1))
+	q.push(testNote(2)) // the wake signal does not block when already set
 	select {
 	case <-q.wake:
 	default:
 		t.Fatal("push did not signal wake")
 	}
-	if n, ok := q.pop(); !ok || n.Method != "m1" {
-		t.Fatalf("pop = %q, %v", n.Method, ok)
+	if n, ok := q.pop(); !ok || n.method != "m1" {
+		t.Fatalf("pop = %q, %v", n.method, ok)
 	}
 	// A short queue keeps its small storage for the next burst.
 	q.pop()

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -84,39 +85,25 @@ type inbound struct {
 // pick its own. Such a request gets an invalid-request error (-32600), as the
 // proxy's own clients get for theirs, and such a notification is dropped.
 func readServerRequest(msg []byte) inbound {
-	m, err := rawjson.ParseMessage(msg)
-	return inboundOf(msg, m, err)
+	return inboundOf(rawjson.ParseMessage(msg))
 }
 
 // inboundOf is readServerRequest for a message already parsed: m and err
-// are what rawjson.ParseMessage returned for msg.
-func inboundOf(msg []byte, m rawjson.Message, err error) inbound {
-	if err != nil {
-		if !errors.Is(err, rawjson.ErrDuplicateMember) {
-			return inbound{} // not JSON: the transport's to report
-		}
-		id, isRequest, hasMethod := duplicateEnvelope(msg)
-		switch {
-		case !hasMethod:
-			return inbound{} // a response: the transport fails its request
-		case !isRequest:
-			return inbound{drop: "a notification naming a member twice"}
-		}
-		return inbound{refusal: errorReply(id, codeInvalidRequest, "invalid request: a member name appears twice", nil)}
+// are what rawjson.ParseMessage returned for it.
+func inboundOf(m rawjson.Message, err error) inbound {
+	if err != nil && !errors.Is(err, rawjson.ErrDuplicateMember) {
+		return inbound{} // not JSON: the transport's to report
 	}
-	switch m.Kind {
-	case rawjson.KindRequest:
-	case rawjson.KindInvalid:
-		switch {
-		case !hasTopLevel(msg, "method"):
-			return inbound{} // an invalid response: the transport's to report
-		case !hasTopLevel(msg, "id"):
-			return inbound{drop: "an invalid notification: " + m.Invalid}
-		}
-		// m.ID is nil when the id is not an id: the error goes with id null.
-		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
+	switch {
+	case m.Kind == rawjson.KindRequest:
+	case m.Kind != rawjson.KindInvalid, !m.HasMethod:
+		return inbound{} // a response or a notification, or an invalid response: the transport's
+	case !m.HasID:
+		return inbound{drop: "an invalid notification: " + m.Invalid}
 	default:
-		return inbound{}
+		// m.ID is nil when the id is not an id, or named twice: the error
+		// goes with id null.
+		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
 	}
 	if rawjson.IsNull(m.ID) {
 		return inbound{refusal: errorReply(nil, codeInvalidRequest, "invalid request: the id must be a string or a number, not null", nil)}
@@ -136,40 +123,73 @@ func inboundOf(msg []byte, m rawjson.Message, err error) inbound {
 	return inbound{req: req}
 }
 
-// duplicateEnvelope reads the top-level members of an object that names one
-// twice: whether it has a method (a request or a notification), whether it
-// has an id (a request), and that id when there is exactly one valid one.
-func duplicateEnvelope(msg []byte) (id json.RawMessage, isRequest, hasMethod bool) {
-	ms, err := rawjson.Members(msg)
-	if err != nil {
-		return nil, false, false
-	}
-	ids := 0
-	for _, m := range ms {
-		switch m.Key {
-		case "method":
-			hasMethod = true
-		case "id":
-			ids++
-			id = msg[m.ValueStart:m.ValueEnd]
-		}
-	}
-	if ids != 1 || !usableID(id) {
-		id = nil // several, null or not an id: the error goes with id null
-	}
-	return id, ids > 0, hasMethod
+// requestServer answers the requests of one upstream to the proxy, for
+// either transport (stdio lines, event streams): a request readServerRequest
+// took is answered off the transport's reader, with at most
+// maxServerRequests in flight; a request beyond them, and one refused as it
+// stands, is answered at once on the reader, which waits for that write. So
+// a server that floods requests and does not read the answers stalls its own
+// stream instead of growing the proxy.
+type requestServer struct {
+	slots chan struct{} // one per request being answered
+	log   zerolog.Logger
 }
 
-// usableID reports whether id is a JSON-RPC id a reply can echo: a string
-// or a number.
-func usableID(id []byte) bool {
-	return len(id) > 0 && (id[0] == '"' || id[0] == '-' || id[0] >= '0' && id[0] <= '9')
+func newRequestServer(log zerolog.Logger) requestServer {
+	return requestServer{slots: make(chan struct{}, maxServerRequests), log: log}
 }
 
-// hasTopLevel reports whether the JSON object obj has a member named key.
-func hasTopLevel(obj []byte, key string) bool {
-	_, ok, _ := rawjson.Get(obj, key)
-	return ok
+// replier is how one transport answers the server's requests.
+type replier struct {
+	// answer returns the reply to req; it may wait (for a client).
+	answer func(req serverRequest) []byte
+	// send writes one reply to the server.
+	send func(reply []byte)
+	// start runs fn off the reader, or reports false (the session is
+	// closing: nobody is left to answer).
+	start func(fn func()) bool
+	// inlinePing: a ping, which answer answers at once, is answered on the
+	// reader, without a goroutine or a slot.
+	inlinePing bool
+}
+
+// take acts on in, what readServerRequest made of one message of the
+// server, and reports whether it was for the proxy (a request, answered or
+// refused, or a message dropped); false leaves the message to the transport.
+func (r requestServer) take(in inbound, w replier) bool {
+	switch {
+	case in.req != nil:
+		r.serve(*in.req, w)
+	case in.refusal != nil:
+		r.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
+		w.send(in.refusal)
+	case in.drop != "":
+		r.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
+	default:
+		return false
+	}
+	return true
+}
+
+// serve answers req through w, off the reader when a slot is free, and
+// refuses it at once when none is.
+func (r requestServer) serve(req serverRequest, w replier) {
+	if w.inlinePing && req.method == string(mcp.MethodPing) {
+		w.send(w.answer(req))
+		return
+	}
+	select {
+	case r.slots <- struct{}{}:
+	default:
+		w.send(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
+		return
+	}
+	if !w.start(func() {
+		defer func() { <-r.slots }()
+		w.send(w.answer(req))
+	}) {
+		<-r.slots
+	}
 }
 
 // resultReply is the JSON-RPC response with result, both as bytes.

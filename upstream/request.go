@@ -1,7 +1,6 @@
 package upstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
@@ -110,10 +110,10 @@ func (c *Conn) acquire() *session {
 	}
 }
 
-// isObject reports whether raw is one valid JSON object.
+// isObject reports whether raw is one valid JSON object (rawjson's scan:
+// one pass, no allocation, no encoding/json on a request's way).
 func isObject(raw json.RawMessage) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
+	return rawjson.Object(raw) == nil
 }
 
 // Notify sends one notification upstream. params must be a JSON object or
@@ -278,8 +278,12 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
 		}
 		rpc := &RPCError{Code: e.Code, Message: e.Message}
-		if e.Data != nil {
-			if data, err := json.Marshal(e.Data); err == nil {
+		switch d := e.Data.(type) {
+		case nil:
+		case json.RawMessage: // a stdio server's, as it wrote it
+			rpc.Data = d
+		default:
+			if data, err := json.Marshal(d); err == nil {
 				rpc.Data = data
 			}
 		}

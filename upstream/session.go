@@ -144,6 +144,7 @@ func (s *session) open(ctx context.Context) error {
 	}
 	if st, ok := tr.(*stdioTransport); ok {
 		st.setRequestHandler(s.answer)
+		st.setRawNotificationHandler(s.onRawNotification)
 	}
 	s.cl = client.NewClient(tr, opts...)
 	s.cl.OnNotification(s.onNotification)

@@ -94,6 +94,11 @@ func TestStdioRequest(t *testing.T) {
 	if rpc.Code != -32042 || rpc.Message != "boom" || string(rpc.Data) != `{"why":"because"}` {
 		t.Errorf("RPCError %+v data %s", rpc, rpc.Data)
 	}
+	// An error's data comes as the server wrote it.
+	_, err = c.Request(ctx, "tools/call", json.RawMessage(`{"name":"fail_big"}`))
+	if !errors.As(err, &rpc) || string(rpc.Data) != bigErrorData {
+		t.Errorf("err %v, data %s, want %s", err, rpc.Data, bigErrorData)
+	}
 
 	_, err = c.Request(ctx, "no/such", nil)
 	if !errors.As(err, &rpc) || rpc.Code != -32601 {
@@ -317,6 +322,38 @@ func TestStdioListChangedAndNotifications(t *testing.T) {
 	case n := <-notes:
 		t.Errorf("unexpected notification %s (list_changed must not be forwarded)", n.method)
 	default:
+	}
+}
+
+// bigProgress is the params of a progress notification the fake sends
+// (notify_big): integers beyond 2^53, keys not in sorted order.
+const bigProgress = `{"progressToken":"t-1","progress":9007199254740993,"total":18446744073709551615,"message":"\u003chalf\u003e"}`
+
+// bigErrorData is the data of an error the fake answers (fail_big).
+const bigErrorData = `{"z":18446744073709551615,"a":"<b>"}`
+
+// A stdio server's notification reaches OnNotification with its params as
+// the server wrote them: no integer rounded, no key moved, no escape
+// rewritten.
+func TestStdioNotificationKeepsParams(t *testing.T) {
+	t.Parallel()
+	got := make(chan json.RawMessage, 1)
+	c := start(t, fakeServer(t, "big"), Options{
+		OnNotification: func(_, method string, params json.RawMessage) {
+			if method == "notifications/progress" {
+				got <- params
+			}
+		},
+	})
+	mustConnected(t, c)
+	callTool(t, c, "notify_big", nil)
+	select {
+	case p := <-got:
+		if string(p) != bigProgress {
+			t.Errorf("params\n got %s\nwant %s", p, bigProgress)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification")
 	}
 }
 

@@ -39,10 +39,10 @@ type stdioTransport struct {
 
 	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
 
-	// serving holds one slot per request of the child being answered (its
-	// handler and the write of its reply); a request beyond them is refused
-	// at once from the read loop (maxServerRequests).
-	serving chan struct{}
+	// requests answers the child's requests (its handler and the write of
+	// its reply), at most maxServerRequests at once; reply is how.
+	requests requestServer
+	reply    replier
 	// stallTimeout is how long a write may make no progress before the
 	// child counts as hung (stdinStallTimeout); onStall, if set, is told
 	// once, after the transport closed.
@@ -55,6 +55,7 @@ type stdioTransport struct {
 
 	handlerMu sync.RWMutex
 	onNotify  func(mcp.JSONRPCNotification)
+	onRawNote func(method string, params json.RawMessage)
 	onRequest requestHandler
 	ctx       context.Context // Start's, for incoming requests
 
@@ -74,18 +75,32 @@ type requestHandler func(ctx context.Context, req serverRequest) []byte
 // newStdioTransport is the transport over a child's stdout (lines already
 // bounded) and stdin.
 func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logger) *stdioTransport {
-	return &stdioTransport{
+	t := &stdioTransport{
 		lines:        stdout,
 		stdin:        stdin,
 		rawStdin:     nonBlockingConn(stdin),
 		log:          log,
 		pending:      map[string]chan stdioReply{},
 		writeSem:     make(chan struct{}, 1),
-		serving:      make(chan struct{}, maxServerRequests),
+		requests:     newRequestServer(log),
 		stallTimeout: stdinStallTimeout,
+		onRequest:    noRequestHandler,
 		ctx:          context.Background(),
 		done:         make(chan struct{}),
 	}
+	t.reply = replier{
+		answer:     t.answer,
+		send:       t.respond,
+		start:      func(fn func()) bool { go fn(); return true },
+		inlinePing: true,
+	}
+	return t
+}
+
+// noRequestHandler answers the child's requests until setRequestHandler
+// sets the session's (before Start, in production).
+func noRequestHandler(_ context.Context, req serverRequest) []byte {
+	return errorReply(req.id, codeMethodNotFound, "No request handler configured", nil)
 }
 
 // Start starts reading stdout. Later calls do nothing.
@@ -393,7 +408,18 @@ func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)
 	t.handlerMu.Unlock()
 }
 
-// setRequestHandler sets the handler of the child's requests; without one
+// setRawNotificationHandler sets the handler of the child's notifications
+// as their bytes, in place of SetNotificationHandler's (mcp-go's, which
+// decodes params into an `any`: integers beyond 2^53 rounded, keys
+// re-sorted). params is nil when the notification had none, else its own
+// copy of the params object as the child wrote it.
+func (t *stdioTransport) setRawNotificationHandler(fn func(method string, params json.RawMessage)) {
+	t.handlerMu.Lock()
+	t.onRawNote = fn
+	t.handlerMu.Unlock()
+}
+
+// setRequestHandler sets the handler of the child's requests; until then
 // they get method not found. The transport is not mcp-go's
 // BidirectionalInterface on purpose: mcp-go's handler takes the request
 // decoded (params as an `any`), and requests are relayed as their bytes.
@@ -449,17 +475,13 @@ func (t *stdioTransport) handleLine(line []byte) {
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {
-		t.notify(line)
+		t.notify(line, e)
 		return
 	}
-	switch in := inboundOf(line, e, err); {
-	case in.req != nil:
-		t.serve(*in.req)
-	case in.refusal != nil:
-		t.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
-		t.respond(in.refusal)
-	case in.drop != "":
-		t.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
+	if t.requests.take(inboundOf(e, err), t.reply) {
+		return
+	}
+	switch {
 	case err != nil:
 		t.invalidLine(line, err)
 	default:
@@ -470,8 +492,26 @@ func (t *stdioTransport) handleLine(line []byte) {
 	}
 }
 
-// notify hands a notification to its handler.
-func (t *stdioTransport) notify(line []byte) {
+// notify hands a notification, line as parsed into e, to its handler: as
+// its bytes to the raw handler when there is one, else decoded. Params that
+// are not an object, or name a member twice, drop it.
+func (t *stdioTransport) notify(line []byte, e rawjson.Message) {
+	t.handlerMu.RLock()
+	raw := t.onRawNote
+	t.handlerMu.RUnlock()
+	if raw != nil {
+		var params json.RawMessage
+		if e.Params != nil {
+			if e.Params[0] != '{' || rawjson.Unique(e.Params) != nil {
+				t.log.Debug().Str("method", e.Method).Msg("a notification from the server with params that are not one object dropped")
+				return
+			}
+			// The line buffer is reused for the next line: params get their own.
+			params = append(json.RawMessage(nil), oneLine(e.Params)...)
+		}
+		raw(e.Method, params)
+		return
+	}
 	var n mcp.JSONRPCNotification
 	if err := json.Unmarshal(line, &n); err != nil {
 		t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
@@ -490,11 +530,20 @@ func (t *stdioTransport) notify(line []byte) {
 func (t *stdioTransport) deliver(e rawjson.Message) {
 	var r stdioReply
 	if e.Error != nil && !rawjson.IsNull(e.Error) {
-		var d mcp.JSONRPCErrorDetails
+		// data stays its bytes (a json.RawMessage in Data's `any`), which
+		// session.request passes on as they are.
+		var d struct {
+			Code    int             `json:"code"`
+			Message string          `json:"message"`
+			Data    json.RawMessage `json:"data"`
+		}
 		if err := json.Unmarshal(e.Error, &d); err != nil {
 			r.err = fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)
 		} else {
-			r.rpcErr = &d
+			r.rpcErr = &mcp.JSONRPCErrorDetails{Code: d.Code, Message: d.Message}
+			if d.Data != nil {
+				r.rpcErr.Data = d.Data // its own copy: Unmarshal copies a RawMessage
+			}
 		}
 	}
 	if e.Result != nil && r.err == nil {
@@ -539,45 +588,19 @@ type stdioReply struct {
 	err    error
 }
 
-// serve answers a request of the child through the request handler, off
-// the read loop, with at most maxServerRequests in flight: a request beyond
-// them is answered at once, from the read loop, with an error. A ping, which
-// the handler answers at once, is answered on the read loop. So a child that
+// answer runs the request handler: off the read loop, or on it for a
+// ping, which the handler answers at once (requestServer). So a child that
 // floods requests and does not read the answers stalls on its own stdout
 // (the read loop waits for its write) instead of growing the proxy, until
 // the write's stall timeout drops it.
-func (t *stdioTransport) serve(req serverRequest) {
+func (t *stdioTransport) answer(req serverRequest) []byte {
 	t.handlerMu.RLock()
 	fn, ctx := t.onRequest, t.ctx
 	t.handlerMu.RUnlock()
-	if fn == nil {
-		t.respond(errorReply(req.id, codeMethodNotFound, "No request handler configured", nil))
-		return
-	}
-	if req.method == string(mcp.MethodPing) {
-		// The handler answers a ping at once: no goroutine for it.
-		t.answer(ctx, fn, req)
-		return
-	}
-	select {
-	case t.serving <- struct{}{}:
-	default:
-		t.respond(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
-		return
-	}
-	go func() {
-		defer func() { <-t.serving }()
-		t.answer(ctx, fn, req)
-	}()
-}
-
-// answer runs the request handler and writes its reply.
-func (t *stdioTransport) answer(ctx context.Context, fn requestHandler, req serverRequest) {
 	if err := ctx.Err(); err != nil {
-		t.respond(errorReply(req.id, codeInternalError, err.Error(), nil))
-		return
+		return errorReply(req.id, codeInternalError, err.Error(), nil)
 	}
-	t.respond(fn(ctx, req))
+	return fn(ctx, req)
 }
 
 // respond writes reply, a complete JSON-RPC response, as one line: as its

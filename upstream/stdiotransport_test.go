@@ -555,3 +555,29 @@ func TestStdioTransportCallParamsWithLineBreaks(t *testing.T) {
 		t.Fatal("no answer within 5s")
 	}
 }
+
+// With a raw handler a notification's params come as the child wrote them;
+// params that are not one object, or name a member twice, drop it.
+func TestStdioTransportRawNotifications(t *testing.T) {
+	tr, child := newPipeTransport(t)
+	type rawNote struct {
+		method string
+		params json.RawMessage
+	}
+	notes := make(chan rawNote, 4)
+	tr.setRawNotificationHandler(func(method string, params json.RawMessage) { notes <- rawNote{method, params} })
+	child.write(t, `{"jsonrpc":"2.0","method":"a","params":[1]}`)
+	child.write(t, `{"jsonrpc":"2.0","method":"b","params":{"k":1,"k":2}}`)
+	child.write(t, `{"jsonrpc":"2.0","method":"c"}`)
+	child.write(t, `{"jsonrpc":"2.0","method":"d","params":{"z":1e400, "a":"<"}}`)
+	for _, want := range []rawNote{{"c", nil}, {"d", json.RawMessage(`{"z":1e400, "a":"<"}`)}} {
+		select {
+		case n := <-notes:
+			if n.method != want.method || string(n.params) != string(want.params) || (n.params == nil) != (want.params == nil) {
+				t.Errorf("notification %s %s, want %s %s", n.method, n.params, want.method, want.params)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("no notification")
+		}
+	}
+}

@@ -40,15 +40,15 @@ const maxReplyAckBytes = 64 << 10
 // the server URL with the stream's session id and protocol version
 // (Streamable HTTP), or to the endpoint the SSE server advertised.
 type requestTransport struct {
-	next   http.RoundTripper
-	s      *session
-	legacy bool          // legacy SSE: messages only in "message" events, replies to the endpoint
-	client *http.Client  // posts the replies: the session's client (this transport included)
-	slots  chan struct{} // one per request being answered
+	next     http.RoundTripper
+	s        *session
+	legacy   bool         // legacy SSE: messages only in "message" events, replies to the endpoint
+	client   *http.Client // posts the replies: the session's client (this transport included)
+	requests requestServer
 }
 
 func newRequestTransport(next http.RoundTripper, s *session, legacy bool) *requestTransport {
-	return &requestTransport{next: next, s: s, legacy: legacy, slots: make(chan struct{}, maxServerRequests)}
+	return &requestTransport{next: next, s: s, legacy: legacy, requests: newRequestServer(s.log)}
 }
 
 // replyTo is where the replies to one stream's requests go.
@@ -74,42 +74,19 @@ func (t *requestTransport) RoundTrip(req *http.Request) (*http.Response, error) 
 }
 
 // take answers data when it is a request of the server to the proxy, and
-// reports whether it was one.
+// reports whether it was one (or a message to drop). A request is answered
+// on a goroutine of the session, with ctx ended also when the session ends.
 func (t *requestTransport) take(ctx context.Context, to replyTo, data []byte) bool {
-	in := readServerRequest(data)
-	switch {
-	case in.req != nil:
-		t.serve(ctx, to, *in.req)
-	case in.refusal != nil:
-		t.s.log.Warn().Msg("a request of the server that is not valid JSON-RPC was refused")
-		t.post(to, in.refusal)
-	case in.drop != "":
-		t.s.log.Warn().Str("reason", in.drop).Msg("a message of the server was dropped")
-	default:
-		return false
-	}
-	return true
-}
-
-// serve answers req on a goroutine of the session, or at once with a
-// refusal when maxServerRequests are being answered.
-func (t *requestTransport) serve(ctx context.Context, to replyTo, req serverRequest) {
-	select {
-	case t.slots <- struct{}{}:
-	default:
-		t.post(to, errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
-		return
-	}
-	started := t.s.spawn(func() {
-		defer func() { <-t.slots }()
-		actx, cancel := context.WithCancel(ctx)
-		defer cancel()
-		defer context.AfterFunc(t.s.ctx, cancel)()
-		t.post(to, t.s.answer(actx, req))
+	return t.requests.take(readServerRequest(data), replier{
+		answer: func(req serverRequest) []byte {
+			actx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(t.s.ctx, cancel)()
+			return t.s.answer(actx, req)
+		},
+		send:  func(reply []byte) { t.post(to, reply) },
+		start: t.s.spawn,
 	})
-	if !started {
-		<-t.slots // the session is closing: nobody is left to answer
-	}
 }
 
 // post sends reply to the server, within its request timeout and the
