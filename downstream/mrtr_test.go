@@ -339,12 +339,7 @@ func targetOf(params string) string {
 // for sampling get the question as input_required and, on the retry with
 // the answer, the upstream's result.
 func TestParkedSurfaceRoundTrip(t *testing.T) {
-	fx := &fakeUpstream{}
-	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
-		Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
-		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"test://doc","name":"doc"}`)},
-		Prompts:      []json.RawMessage{json.RawMessage(`{"name":"ask"}`)},
-	})
+	fx := surfaceUpstream()
 	var p *Proxy
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		ans, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
@@ -360,14 +355,7 @@ func TestParkedSurfaceRoundTrip(t *testing.T) {
 	}
 	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	url := startHTTP(t, p).URL + "/mcp"
-	st := testState(t, p)
-	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
-	if werr != nil {
-		t.Fatal(werr)
-	}
-	uri := regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1]
-	prompts, _ := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
-	prompt := regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
+	uri, prompt := surfaceNames(t, p)
 
 	for _, c := range []struct{ method, target, want string }{
 		{"resources/read", `"uri":"` + uri + `"`, `"contents"`},
@@ -401,12 +389,7 @@ func TestParkedSurfaceRoundTrip(t *testing.T) {
 // proxy on resources/read and prompts/get as on tools/call; the client's
 // other _meta keys go upstream.
 func TestSurfaceRequestsDropHopMeta(t *testing.T) {
-	fx := &fakeUpstream{}
-	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
-		Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
-		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"test://doc","name":"doc"}`)},
-		Prompts:      []json.RawMessage{json.RawMessage(`{"name":"ask"}`)},
-	})
+	fx := surfaceUpstream()
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		if method == "prompts/get" {
 			return json.RawMessage(`{"messages":[]}`), nil
@@ -415,14 +398,7 @@ func TestSurfaceRequestsDropHopMeta(t *testing.T) {
 	}
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	url := startHTTP(t, p).URL + "/mcp"
-	st := testState(t, p)
-	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
-	if werr != nil {
-		t.Fatal(werr)
-	}
-	uri := regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1]
-	prompts, _ := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
-	prompt := regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
+	uri, prompt := surfaceNames(t, p)
 	statelessPost(t, url, "resources/read", `{"uri":"`+uri+`","_meta":{`+modernMeta+`,"trace/id":"t1"}}`)
 	statelessPost(t, url, "prompts/get", `{"name":"`+prompt+`","_meta":{"trace/id":"t2",`+modernMeta+`}}`)
 	reqs := fx.requests()
@@ -434,4 +410,33 @@ func TestSurfaceRequestsDropHopMeta(t *testing.T) {
 			t.Errorf("%s upstream params = %s; want %s and no %s keys", reqs[i].Method, reqs[i].Params, want, protocolMetaPrefix)
 		}
 	}
+}
+
+// surfaceUpstream is a connected fake upstream with one resource
+// (test://doc) and one prompt (ask); the test sets its RequestFn.
+func surfaceUpstream() *fakeUpstream {
+	fx := &fakeUpstream{}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
+		Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
+		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"test://doc","name":"doc"}`)},
+		Prompts:      []json.RawMessage{json.RawMessage(`{"name":"ask"}`)},
+	})
+	return fx
+}
+
+// surfaceNames is the URI and the prompt name under which p exposes
+// surfaceUpstream's resource and prompt.
+func surfaceNames(t *testing.T, p *Proxy) (uri, prompt string) {
+	t.Helper()
+	st := testState(t, p)
+	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	prompts, werr := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
+	if werr != nil {
+		t.Fatal(werr)
+	}
+	return regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1],
+		regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
 }

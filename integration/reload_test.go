@@ -24,17 +24,7 @@ func TestReloadOnSIGHUP(t *testing.T) {
 	}
 
 	// Replace the server: "one" removed, "two" added.
-	second := writeConfig(t, "blobs: {mode: passthrough}", fixtureServer("two", []string{"-no-weird"}))
-	data, err := os.ReadFile(second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(first, data, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-		t.Fatal(err)
-	}
+	reloadWith(t, p, first, writeConfig(t, "blobs: {mode: passthrough}", fixtureServer("two", []string{"-no-weird"})))
 	deadline := time.Now().Add(20 * time.Second)
 	var names []string
 	for time.Now().Before(deadline) {
@@ -131,17 +121,7 @@ func TestReloadKeepsListenAndTokens(t *testing.T) {
 	}
 	reload := func(content string) {
 		t.Helper()
-		tmp := writeConfig(t, content, fixtureServer("one", []string{"-no-weird"}), fixtureServer("two", []string{"-no-weird"}))
-		data, err := os.ReadFile(tmp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(cfgPath, data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-		if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
-			t.Fatal(err)
-		}
+		reloadWith(t, p, cfgPath, writeConfig(t, content, fixtureServer("one", []string{"-no-weird"}), fixtureServer("two", []string{"-no-weird"})))
 	}
 	waitLog := func(what string, n int) {
 		t.Helper()
@@ -189,9 +169,22 @@ func TestReloadIgnoresListenItCannotApply(t *testing.T) {
 	agents := "bundles: {all: {servers: [one, two]}}\nagents: {a: {mcp_bundles: [all]}}\ndefault_agent: a\n"
 	cfgPath := writeConfig(t, "blobs: {mode: passthrough}\n"+agents, fixtureServer("one", []string{"-no-weird"}))
 	url, p := startHTTPProxy(t, cfgPath)
-	moved := writeConfig(t, "blobs: {mode: passthrough}\nlisten: {transport: http, addr: \"0.0.0.0:0\"}\n"+agents,
-		fixtureServer("one", []string{"-no-weird"}), fixtureServer("two", []string{"-no-weird"}))
-	data, err := os.ReadFile(moved)
+	reloadWith(t, p, cfgPath, writeConfig(t, "blobs: {mode: passthrough}\nlisten: {transport: http, addr: \"0.0.0.0:0\"}\n"+agents,
+		fixtureServer("one", []string{"-no-weird"}), fixtureServer("two", []string{"-no-weird"})))
+	waitLog(t, p.stderr, "config reloaded", `"added":"two"`)
+	if s := p.stderr.String(); strings.Contains(s, "config reload failed") {
+		t.Errorf("the reload was refused:\n%s", tail(s, 3000))
+	}
+	if got := contentText(callTool(t, sdkHTTP(t, url, nil, nil), "two__echo", map[string]any{"text": "added"})); got != "added" {
+		t.Errorf("two__echo after the reload: %q", got)
+	}
+}
+
+// reloadWith puts the config written at from in place of the running
+// proxy's file cfgPath and sends the proxy SIGHUP.
+func reloadWith(t *testing.T, p *proc, cfgPath, from string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -200,12 +193,5 @@ func TestReloadIgnoresListenItCannotApply(t *testing.T) {
 	}
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
-	}
-	waitLog(t, p.stderr, "config reloaded", `"added":"two"`)
-	if s := p.stderr.String(); strings.Contains(s, "config reload failed") {
-		t.Errorf("the reload was refused:\n%s", tail(s, 3000))
-	}
-	if got := contentText(callTool(t, sdkHTTP(t, url, nil, nil), "two__echo", map[string]any{"text": "added"})); got != "added" {
-		t.Errorf("two__echo after the reload: %q", got)
 	}
 }
