@@ -283,7 +283,7 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 		reply, code = run()
 	}
 	if reply == nil {
-		w.WriteHeader(http.StatusAccepted)
+		ps.finish(nil, false, http.StatusAccepted) // under ps's lock: nothing writes after it
 		return
 	}
 	ps.finish([][]byte{reply}, false, statelessStatus(code))
@@ -385,6 +385,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 	}
 	defer s.activity.end()
 	gs := &getStream{w: w, rc: http.NewResponseController(w)}
+	defer gs.close()
 	gs.open()
 	ended := s.notify.attach(gs)
 	if ended == nil {

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -527,5 +528,28 @@ func TestStatelessStatusFollowsErrorCode(t *testing.T) {
 		if r.status != tt.status || tt.code != "" && !strings.Contains(r.body, tt.code) || tt.code == "" && strings.Contains(r.body, `"error"`) {
 			t.Errorf("%s %s: %d %s\nwant %d with %q", tt.method, tt.params, r.status, r.body, tt.status, tt.code)
 		}
+	}
+}
+
+// A GET stream whose handler has returned writes nothing more: a broadcast
+// that picked the stream before it was detached gets errStreamGone instead
+// of writing to a finished ResponseWriter (a data race in net/http).
+func TestGetStreamClosedWritesNothing(t *testing.T) {
+	rec := httptest.NewRecorder()
+	gs := &getStream{w: rec, rc: http.NewResponseController(rec)}
+	gs.open()
+	if err := gs.send([]byte(`{"jsonrpc":"2.0","method":"a"}`)); err != nil {
+		t.Fatalf("send on an open stream: %v", err)
+	}
+	before := rec.Body.Len()
+	gs.close()
+	if err := gs.send([]byte(`{"jsonrpc":"2.0","method":"b"}`)); !errors.Is(err, errStreamGone) {
+		t.Errorf("send after close = %v, want %v", err, errStreamGone)
+	}
+	if err := gs.comment("keepalive"); !errors.Is(err, errStreamGone) {
+		t.Errorf("comment after close = %v, want %v", err, errStreamGone)
+	}
+	if rec.Body.Len() != before {
+		t.Errorf("the closed stream wrote %q", rec.Body.String()[before:])
 	}
 }

@@ -133,6 +133,16 @@ func (g *getStream) send(msg []byte) error {
 	return nil
 }
 
+// close marks the stream ended: its handler is returning, after which the
+// ResponseWriter must not be used. A send under way finishes first (it
+// holds mu); a later one, from a broadcast that picked the stream before it
+// was detached, gets errStreamGone and writes nothing.
+func (g *getStream) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.failed = true
+}
+
 // comment writes an SSE comment, which keeps an idle connection open.
 func (g *getStream) comment(text string) error {
 	g.mu.Lock()
