@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // notificationQueue is how many upstream notifications may wait for
@@ -50,12 +51,23 @@ func (n note) params() json.RawMessage {
 // next burst.
 const keepNotes = 16
 
-// push appends n; false when the queue is full. It never blocks.
-func (q *noteQueue) push(n note) bool {
+// push appends n and reports whether it did, and whether it dropped a
+// waiting notification to make room. A full queue refuses n, except a
+// progress notification whose token has one waiting: the older of the two
+// goes (progress reports where a call stands, so the newest one matters,
+// and a call's last progress must not be the one lost). It never blocks.
+func (q *noteQueue) push(n note) (added, displaced bool) {
 	q.mu.Lock()
 	if len(q.items)-q.head >= notificationQueue {
-		q.mu.Unlock()
-		return false
+		i := q.sameProgress(n)
+		if i < 0 {
+			q.mu.Unlock()
+			return false, false
+		}
+		copy(q.items[i:], q.items[i+1:])
+		q.items[len(q.items)-1] = note{}
+		q.items = q.items[:len(q.items)-1]
+		displaced = true
 	}
 	if q.head > 0 && len(q.items) == cap(q.items) {
 		// Move the waiting entries to the front instead of growing.
@@ -69,7 +81,39 @@ func (q *noteQueue) push(n note) bool {
 	case q.wake <- struct{}{}:
 	default:
 	}
-	return true
+	return true, displaced
+}
+
+// progressMethod is the method of progress notifications.
+const progressMethod = "notifications/progress"
+
+// sameProgress returns the index of the oldest waiting progress
+// notification with n's progress token, or -1 (also when n is no progress
+// notification). Only a full queue looks.
+func (q *noteQueue) sameProgress(n note) int {
+	if n.method != progressMethod {
+		return -1
+	}
+	token := progressToken(n)
+	if token == "" {
+		return -1
+	}
+	for i := q.head; i < len(q.items); i++ {
+		if q.items[i].method == progressMethod && progressToken(q.items[i]) == token {
+			return i
+		}
+	}
+	return -1
+}
+
+// progressToken is the routing key of a progress notification's token
+// ("" when it has none).
+func progressToken(n note) string {
+	v, ok, err := rawjson.Get(n.params(), "progressToken")
+	if err != nil || !ok {
+		return ""
+	}
+	return rawjson.IDKey(v)
 }
 
 // pop removes the oldest notification; false when there is none.
@@ -111,8 +155,8 @@ func (s *session) enqueue(n note) {
 		return
 	}
 	s.queued.Add(1)
-	if !s.notes.push(n) {
-		s.delivered.Add(1) // dropped: counted so that barrier never waits for it
+	if added, displaced := s.notes.push(n); !added || displaced {
+		s.delivered.Add(1) // one dropped: counted so that barrier never waits for it
 		if s.dropped.Add(1) == 1 {
 			s.log.Warn().Str("method", n.method).Msg("notification queue full; dropping notifications")
 		}

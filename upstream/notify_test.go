@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,7 +24,7 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 			pushes = 900 // 300 stay waiting throughout
 		}
 		for range pushes {
-			if !q.push(testNote(next)) {
+			if ok, _ := q.push(testNote(next)); !ok {
 				t.Fatalf("push %d refused with %d waiting", next, next-want)
 			}
 			next++
@@ -37,12 +38,12 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 		}
 	}
 	for next-want < notificationQueue {
-		if !q.push(testNote(next)) {
+		if ok, _ := q.push(testNote(next)); !ok {
 			t.Fatalf("push refused with %d waiting, below the limit", next-want)
 		}
 		next++
 	}
-	if q.push(testNote(next)) {
+	if ok, _ := q.push(testNote(next)); ok {
 		t.Fatalf("push accepted with %d waiting", notificationQueue)
 	}
 	for ; want < next; want++ {
@@ -74,5 +75,47 @@ func TestNoteQueuePushWakes(t *testing.T) {
 	q.pop()
 	if q.items == nil || cap(q.items) > keepNotes {
 		t.Errorf("storage after a small burst: cap %d", cap(q.items))
+	}
+}
+
+func progressNote(token string, progress int) note {
+	return note{method: progressMethod, raw: []byte(`{"progressToken":` + token + `,"progress":` + strconv.Itoa(progress) + `}`)}
+}
+
+// A full queue takes a progress notification in place of the oldest one
+// waiting with the same token, so a call's last progress is never the one
+// lost; other notifications, and progress for a token with nothing
+// waiting, are still refused.
+func TestNoteQueueFullKeepsNewestProgress(t *testing.T) {
+	q := newNoteQueue()
+	q.push(progressNote(`"a"`, 1))
+	q.push(progressNote(`"b"`, 1))
+	q.push(progressNote(`"a"`, 2))
+	for i := 3; len(q.items)-q.head < notificationQueue; i++ {
+		q.push(testNote(i))
+	}
+	if ok, _ := q.push(testNote(0)); ok {
+		t.Fatal("a full queue took a notification that is no progress")
+	}
+	if ok, _ := q.push(progressNote(`"c"`, 1)); ok {
+		t.Fatal("a full queue took progress for a token with nothing waiting")
+	}
+	ok, displaced := q.push(progressNote(`"a"`, 3))
+	if !ok || !displaced {
+		t.Fatalf("push of the newest progress of a = %v, %v; want it taken in place of an older one", ok, displaced)
+	}
+	var got []string
+	for {
+		n, ok := q.pop()
+		if !ok {
+			break
+		}
+		if n.method == progressMethod {
+			got = append(got, string(n.raw))
+		}
+	}
+	want := []string{`{"progressToken":"b","progress":1}`, `{"progressToken":"a","progress":2}`, `{"progressToken":"a","progress":3}`}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("progress delivered = %v, want %v (the oldest of a dropped)", got, want)
 	}
 }
