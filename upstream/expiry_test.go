@@ -160,7 +160,7 @@ func TestHTTPSessionExpiryRenews(t *testing.T) {
 				t.Fatal(err)
 			}
 			s := mustConnected(t, c)
-			if s.Generation != first.Generation || len(seen.list()) != 1 {
+			if s.Generation != first.Generation || len(seen.delivered(t, c)) != 1 {
 				t.Errorf("unchanged catalog republished: generation %d (was %d), snapshots %s", s.Generation, first.Generation, seen.describe())
 			}
 			if n := ex.initCount(); n != 2 {
@@ -189,7 +189,7 @@ func TestHTTPNotFoundWithoutSession(t *testing.T) {
 	if err := hello(t, c, "fine"); err != nil {
 		t.Fatal(err)
 	}
-	if n := ex.initCount(); n != 1 || len(seen.list()) != 1 {
+	if n := ex.initCount(); n != 1 || len(seen.delivered(t, c)) != 1 {
 		t.Errorf("%d initialize requests, snapshots %s; want 1 and only the first", n, seen.describe())
 	}
 }
@@ -242,7 +242,7 @@ func TestHTTPSessionExpiryFoundByKeepalive(t *testing.T) {
 	if err := hello(t, c, "renewed"); err != nil {
 		t.Fatal(err)
 	}
-	if n := ex.initCount(); n != 2 || len(seen.list()) != 1 {
+	if n := ex.initCount(); n != 2 || len(seen.delivered(t, c)) != 1 {
 		t.Errorf("%d initialize requests, snapshots %s; want 2 and only the first", n, seen.describe())
 	}
 }
@@ -289,7 +289,7 @@ func TestHTTPSessionRenewalPublishesChanges(t *testing.T) {
 	if s.State != StateConnected || s.Generation != first.Generation+1 {
 		t.Errorf("state %s generation %d (first %d)", s.State, s.Generation, first.Generation)
 	}
-	wantStates(t, &seen, "connected#0 connected#0")
+	wantStates(t, &seen, c, "connected#0 connected#0")
 }
 
 // TestHTTPSessionExpiredAgain: the re-sent request meets an expired session
@@ -322,7 +322,7 @@ func TestHTTPSessionExpiredAgain(t *testing.T) {
 	if rejected != 2 || inits != 3 {
 		t.Errorf("%d calls rejected, %d initialize requests; want 2 (the call and its one retry) and 3", rejected, inits)
 	}
-	wantStates(t, &seen, "connected#0 failed#0 connecting#1 connected#0")
+	wantStates(t, &seen, c, "connected#0 failed#0 connecting#1 connected#0")
 }
 
 // TestHTTPSessionRenewalFails: the re-initialize itself fails: the

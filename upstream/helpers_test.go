@@ -124,6 +124,17 @@ func (s *snapshots) describe() string {
 	return strings.Join(out, " ")
 }
 
+// delivered waits until c's current snapshot has reached OnSnapshot and
+// returns every snapshot delivered so far. Delivery runs on its own
+// goroutine in Generation order, so once the current one is in, nothing
+// published before it is still on its way.
+func (s *snapshots) delivered(t *testing.T, c *Conn) []*Snapshot {
+	t.Helper()
+	cur := c.Snapshot()
+	s.wait(t, 5*time.Second, 0, "delivery of the current snapshot", func(got *Snapshot) bool { return got == cur })
+	return s.list()
+}
+
 func (s *snapshots) list() []*Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()

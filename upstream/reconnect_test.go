@@ -43,8 +43,10 @@ func childPID(t *testing.T, c *Conn) int {
 }
 
 // wantStates checks the delivered snapshots as state#attempt.
-func wantStates(t *testing.T, seen *snapshots, want string) {
+// wantStates compares the snapshots delivered up to c's current one.
+func wantStates(t *testing.T, seen *snapshots, c *Conn, want string) {
 	t.Helper()
+	seen.delivered(t, c)
 	if got := seen.describe(); got != want {
 		t.Errorf("snapshots %s\n      want %s", got, want)
 	}
@@ -112,7 +114,7 @@ func TestReconnectAfterKill(t *testing.T) {
 		t.Errorf("same child pid %d after reconnect", pid)
 	}
 	callTool(t, c, "echo", map[string]any{"after": "reconnect"})
-	wantStates(t, &seen, "connected#0 failed#0 connecting#1 connected#0")
+	wantStates(t, &seen, c, "connected#0 failed#0 connecting#1 connected#0")
 }
 
 func TestReconnectFailsThenWorks(t *testing.T) {
@@ -129,7 +131,7 @@ func TestReconnectFailsThenWorks(t *testing.T) {
 	if n := starts(); n != 4 {
 		t.Errorf("started %d times, want 4 (3 failures, then the 4th attempt)", n)
 	}
-	wantStates(t, &seen, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 connected#0")
+	wantStates(t, &seen, c, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 connected#0")
 	for _, s := range seen.list() {
 		if s.State == StateFailed && (s.Err == nil || s.Err.Error() != "process exited with status 1" || s.NextRetry.IsZero()) {
 			t.Errorf("failed#%d: err %v next retry %v", s.Attempt, s.Err, s.NextRetry)
@@ -166,7 +168,7 @@ func TestReconnectParksThenProbes(t *testing.T) {
 	if n := starts(); n != 2+reconnectAttempts {
 		t.Errorf("started %d times, want %d", n, 2+reconnectAttempts)
 	}
-	wantStates(t, &seen, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 failed#3 "+
+	wantStates(t, &seen, c, "failed#0 connecting#1 failed#1 connecting#2 failed#2 connecting#3 failed#3 "+
 		"connecting#4 failed#4 connecting#5 parked#5 connecting#6 connected#0")
 	callTool(t, c, "echo", nil)
 }
@@ -243,8 +245,8 @@ func TestListChangedBurstCoalesced(t *testing.T) {
 	if runs := (last - pages) / pages; runs < 1 || runs > 3 || (last-pages)%pages != 0 {
 		t.Errorf("%d tools/list pages after the burst, want 1 to 3 full re-discoveries of %d pages", last-pages, pages)
 	}
-	if s := c.Snapshot(); s.Generation != before.Generation || len(seen.list()) != 1 {
-		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(seen.list()))
+	if s, got := c.Snapshot(), seen.delivered(t, c); s.Generation != before.Generation || len(got) != 1 {
+		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(got))
 	}
 }
 

@@ -115,7 +115,7 @@ func TestReconnectWindow(t *testing.T) {
 	if !back.ReconnectUntil.IsZero() || !back.Listed() {
 		t.Errorf("connected snapshot: ReconnectUntil %v", back.ReconnectUntil)
 	}
-	wantStates(t, &seen, "connected#0 failed#0 connecting#1 connected#0")
+	wantStates(t, &seen, c, "connected#0 failed#0 connecting#1 connected#0")
 	for _, s := range seen.list()[1:3] {
 		if s.ReconnectUntil != down.ReconnectUntil || len(s.Tools) != len(first.Tools) {
 			t.Errorf("%s#%d: ReconnectUntil %v, %d tools; want the window and the catalog", s.State, s.Attempt, s.ReconnectUntil, len(s.Tools))
