@@ -31,9 +31,9 @@ func benchTools(n int) []Tool {
 	return out
 }
 
-// BenchmarkFingerprintScan2000 is the computing part of a first catalog
-// build with 2,000 tools: canonical JSON, SHA-256 and the whole scan.
-func BenchmarkFingerprintScan2000(b *testing.B) {
+// BenchmarkFingerprint2000 is the fingerprint part of a first catalog
+// build with 2,000 tools: canonical JSON and SHA-256.
+func BenchmarkFingerprint2000(b *testing.B) {
 	tools := benchTools(2000)
 	b.ReportAllocs()
 	for b.Loop() {
@@ -41,7 +41,46 @@ func BenchmarkFingerprintScan2000(b *testing.B) {
 			if _, fp, _ := fingerprintTool(t.Name, t.Upstream); fp == "" {
 				b.Fatal("no fingerprint")
 			}
-			scanObject(t.Upstream)
+		}
+	}
+}
+
+// BenchmarkScan2000 is the description scan of a first catalog build with
+// 2,000 tools.
+func BenchmarkScan2000(b *testing.B) {
+	tools := benchTools(2000)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, t := range tools {
+			if res := scanObject(t.Upstream); len(res.findings) != 0 {
+				b.Fatalf("findings on a clean tool: %v", res.findings)
+			}
+		}
+	}
+}
+
+// BenchmarkCheckPins2000 is what a proxy with 2,000 pinned tools (20
+// servers of 100) does before it starts serving: read and verify every
+// pin file (Store.Check).
+func BenchmarkCheckPins2000(b *testing.B) {
+	tools := benchTools(2000)
+	dir := b.TempDir()
+	g, err := Open(Options{StateDir: dir}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var servers []string
+	for s := 0; s < 20; s++ {
+		name := fmt.Sprintf("s%d", s)
+		servers = append(servers, name)
+		if rev := g.Review(Server{Name: name, Policy: quarantine, Tools: tools[s*100 : (s+1)*100]}, nil); rev.Err != nil {
+			b.Fatal(rev.Err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := NewStore(dir).Check(servers); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -197,26 +197,48 @@ func compileRules(src []phraseRule) ([]compiledRule, []string) {
 	return out, hints
 }
 
-// hintSet memoizes which of allHints a text contains.
-type hintSet struct {
+// hintsByFirst lists, for each byte, the hints that begin with it.
+var hintsByFirst = indexHints(allHints)
+
+// hintRef is one hint of allHints and its index there.
+type hintRef struct {
 	text  string
-	state []int8 // 0 unknown, 1 present, -1 absent
+	index int
 }
 
-func newHintSet(lower string) *hintSet {
-	return &hintSet{text: lower, state: make([]int8, len(allHints))}
+func indexHints(hints []string) *[256][]hintRef {
+	var out [256][]hintRef
+	for i, h := range hints {
+		out[h[0]] = append(out[h[0]], hintRef{h, i})
+	}
+	return &out
+}
+
+// hintSet is which of allHints a text contains (by index).
+type hintSet []bool
+
+// findHints finds every hint in the lower-cased text in one pass: at each
+// byte only the hints that begin with it are compared (their second byte
+// first), instead of one search of the whole text per hint.
+func findHints(lower string) hintSet {
+	found := make(hintSet, len(allHints))
+	for i := 0; i < len(lower); i++ {
+		for _, h := range hintsByFirst[lower[i]] {
+			if found[h.index] || len(h.text) > 1 && (i+1 == len(lower) || lower[i+1] != h.text[1]) {
+				continue
+			}
+			if strings.HasPrefix(lower[i:], h.text) {
+				found[h.index] = true
+			}
+		}
+	}
+	return found
 }
 
 // any reports whether the text contains one of the hints idx.
-func (h *hintSet) any(idx []int) bool {
+func (h hintSet) any(idx []int) bool {
 	for _, i := range idx {
-		if h.state[i] == 0 {
-			h.state[i] = -1
-			if strings.Contains(h.text, allHints[i]) {
-				h.state[i] = 1
-			}
-		}
-		if h.state[i] == 1 {
+		if h[i] {
 			return true
 		}
 	}

@@ -157,6 +157,14 @@ func stripInvisible(s string) string {
 // ASCII ones (long s, Kelvin sign) written as those, since the patterns'
 // word boundaries are ASCII ("\u017fecretly" reads "secretly").
 func normalize(s string) string {
+	if isPlainASCII(s) {
+		return s
+	}
+	return normalizeRunes(s)
+}
+
+// normalizeRunes is normalize without the shortcut for plain ASCII.
+func normalizeRunes(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
@@ -181,6 +189,18 @@ func normalize(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// isPlainASCII reports whether normalize(s) is s: printable ASCII with
+// single spaces between words and none at either end (most descriptions).
+func isPlainASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c >= 0x7F || c == ' ' && (i == 0 || i == len(s)-1 || s[i-1] == ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 func isSpace(r rune) bool {

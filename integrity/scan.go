@@ -64,14 +64,15 @@ func scanObject(obj []byte) scanResult {
 	var res scanResult
 	stripNeeded := false
 	for _, t := range texts {
-		fs := scanText(t.where, t.value)
+		norm := normalize(t.value)
+		fs := scanNormalized(t.where, t.value, norm)
 		res.findings = append(res.findings, fs...)
 		for _, f := range fs {
 			if f.Kind == KindInvisible || isStripRule(f.Rule) {
 				stripNeeded = true
 			}
 		}
-		res.words = appendWords(res.words, t.where, normalize(t.value))
+		res.words = appendWords(res.words, t.where, norm)
 	}
 	if !stripNeeded {
 		return res
@@ -82,9 +83,13 @@ func scanObject(obj []byte) scanResult {
 
 // scanText runs every detector but the cross-server one over one text.
 func scanText(where, s string) []Finding {
+	return scanNormalized(where, s, normalize(s))
+}
+
+// scanNormalized is scanText of s whose normalize is norm.
+func scanNormalized(where, s, norm string) []Finding {
 	out := invisibleFindings(where, s)
-	norm := normalize(s)
-	hints := newHintSet(strings.ToLower(norm))
+	hints := findHints(strings.ToLower(norm))
 	for i := range rules {
 		r := &rules[i]
 		if !hints.any(r.hintIdx) {
