@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"encoding/json"
 	"strings"
 	"testing"
@@ -136,6 +137,27 @@ func FuzzFindHints(f *testing.F) {
 			if want := strings.Contains(lower, h); found[i] != want {
 				t.Fatalf("hint %q in %q: found %v, want %v", h, lower, found[i], want)
 			}
+		}
+	})
+}
+
+// FuzzUnindent: on valid JSON, unindent is json.Compact; on anything else
+// it returns without panicking.
+func FuzzUnindent(f *testing.F) {
+	for _, s := range []string{
+		"{\n  \"name\": \"a b\",\n  \"x\": [1, 2, {\"y\": \"\\\" \\\\\"}]\n}",
+		`"unterminated \`, `"\`, "", " ", `{"a":"\u00e9 \n"}`, "[\t1 ,\r\n 2 ]",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		got := unindent(raw)
+		var want bytes.Buffer
+		if json.Compact(&want, raw) != nil {
+			return
+		}
+		if !bytes.Equal(got, want.Bytes()) {
+			t.Fatalf("unindent(%q) = %q, want %q", raw, got, want.Bytes())
 		}
 	})
 }

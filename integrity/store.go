@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // pinFileVersion is the format version this code writes and reads.
@@ -218,12 +220,8 @@ func corrupt(path string, err error) error {
 // (which catches a hand-edited or truncated definition).
 func parsePinFile(data []byte, server string) (*pinFile, error) {
 	var pf pinFile
-	dec := json.NewDecoder(bytes.NewReader(data))
-	if err := dec.Decode(&pf); err != nil {
+	if err := json.Unmarshal(data, &pf); err != nil {
 		return nil, fmt.Errorf("not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return nil, errors.New("data after the JSON document")
 	}
 	switch {
 	case pf.Version == 0:
@@ -258,26 +256,22 @@ func parsePinFile(data []byte, server string) (*pinFile, error) {
 }
 
 func checkRecord(name string, r *pinRecord, pending bool) error {
-	// A file this proxy wrote holds the canonical bytes indented: compact
-	// them and they hash to the fingerprint. Anything else (an older or
-	// hand-edited file) is canonicalized first.
-	var compact bytes.Buffer
-	var def []byte
-	if json.Compact(&compact, r.Definition) == nil && fingerprintOf(compact.Bytes()) == r.Fingerprint {
-		def = compact.Bytes()
-	} else if c, err := canonicalJSON(r.Definition); err == nil {
-		def = c
-	} else {
-		return fmt.Errorf("tool %q: definition is not valid JSON", name)
-	}
-	var head struct {
-		Name *string `json:"name"`
-	}
-	if json.Unmarshal(def, &head) != nil || head.Name == nil || *head.Name != name {
-		return fmt.Errorf("tool %q: definition is not an object named %q", name, name)
-	}
+	// A file this proxy wrote holds the canonical bytes indented: without
+	// the indentation they hash to the fingerprint. Anything else (an older
+	// or hand-edited file) is canonicalized first.
+	def := unindent(r.Definition)
 	if fingerprintOf(def) != r.Fingerprint {
-		return fmt.Errorf("tool %q: fingerprint %s is not that of its definition (the file was edited or damaged)", name, ShortFingerprint(r.Fingerprint))
+		c, err := canonicalJSON(r.Definition)
+		if err != nil {
+			return fmt.Errorf("tool %q: definition is not valid JSON", name)
+		}
+		if fingerprintOf(c) != r.Fingerprint {
+			return fmt.Errorf("tool %q: fingerprint %s is not that of its definition (the file was edited or damaged)", name, ShortFingerprint(r.Fingerprint))
+		}
+		def = c
+	}
+	if defName, ok := nameOf(def); !ok || defName != name {
+		return fmt.Errorf("tool %q: definition is not an object named %q", name, name)
 	}
 	r.Definition = def
 	switch {
@@ -378,15 +372,66 @@ func (s *Store) Servers() ([]string, error) {
 	return out, nil
 }
 
+// unindent returns the JSON text src without the white space between its
+// tokens (strings are copied as they are). It does not validate: bytes
+// that are not JSON come out as some other bytes, which checkRecord's
+// fingerprint comparison rejects.
+func unindent(src []byte) []byte {
+	out := make([]byte, 0, len(src))
+	for i := 0; i < len(src); i++ {
+		switch c := src[i]; c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			j := i + 1
+			for j < len(src) && src[j] != '"' {
+				if src[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			j = min(j, len(src)-1)
+			out = append(out, src[i:j+1]...)
+			i = j
+		default:
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// nameOf returns the string member "name" of a tool definition.
+func nameOf(def []byte) (string, bool) {
+	raw, ok, err := rawjson.Get(def, "name")
+	if err != nil || !ok {
+		return "", false
+	}
+	var name string
+	if json.Unmarshal(raw, &name) != nil {
+		return "", false
+	}
+	return name, true
+}
+
 // Check reads the pin files of servers and returns the problems of every
 // one that exists but cannot be read, joined; nil when all are readable.
 // A proxy calls it before it starts serving.
 func (s *Store) Check(servers []string) error {
-	var errs []error
-	for _, server := range servers {
-		if _, _, err := s.load(server); err != nil {
-			errs = append(errs, err)
-		}
+	// The files are independent: read them on every core, since a proxy
+	// with many pinned servers does nothing else until this returns.
+	errs := make([]error, len(servers))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(servers)) {
+		wg.Go(func() {
+			for i := range next {
+				_, _, errs[i] = s.load(servers[i])
+			}
+		})
 	}
+	for i := range servers {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return errors.Join(errs...)
 }
