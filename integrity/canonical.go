@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
+	"unicode/utf8"
 )
 
 // fingerprintFields are the members of a tool object that its fingerprint
@@ -50,7 +52,7 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 			delete(obj, k)
 		}
 	}
-	def, err := encodeCanonical(obj)
+	def, err := encodeCanonical(obj, len(raw))
 	if err != nil {
 		return nil, "", "", err
 	}
@@ -66,7 +68,7 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return encodeCanonical(v)
+	return encodeCanonical(v, len(raw))
 }
 
 // decodeNumbers decodes one JSON value keeping numbers as written.
@@ -84,16 +86,109 @@ func decodeNumbers(raw []byte) (any, error) {
 }
 
 // encodeCanonical writes v (maps, slices, strings, json.Number, bools,
-// nil) with sorted keys, no whitespace and no HTML escaping: encoding/json
-// sorts map keys and writes json.Number as its text.
-func encodeCanonical(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadDefinition, err)
+// nil, as decodeNumbers makes them) with sorted keys, no whitespace and
+// no HTML escaping: the bytes encoding/json writes for v with
+// SetEscapeHTML(false), without its reflection and per-map sorting cost.
+// Fingerprints already on disk depend on these bytes staying the same.
+// size is the expected length (the source's is a good guess).
+func encodeCanonical(v any, size int) ([]byte, error) {
+	return appendCanonical(make([]byte, 0, size), v)
+}
+
+func appendCanonical(dst []byte, v any) ([]byte, error) {
+	var err error
+	switch v := v.(type) {
+	case nil:
+		return append(dst, "null"...), nil
+	case bool:
+		return strconv.AppendBool(dst, v), nil
+	case json.Number: // as the decoder read it, so valid
+		return append(dst, v...), nil
+	case string:
+		return appendString(dst, v), nil
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if dst, err = appendCanonical(dst, e); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, ']'), nil
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(appendString(dst, k), ':')
+			if dst, err = appendCanonical(dst, v[k]); err != nil {
+				return nil, err
+			}
+		}
+		return append(dst, '}'), nil
 	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte{'\n'}), nil
+	return nil, fmt.Errorf("%w: unexpected %T", ErrBadDefinition, v)
+}
+
+// appendString writes s as a JSON string the way encoding/json does
+// without HTML escaping: quote and backslash escaped, \b \f \n \r \t
+// for those controls and \u00XX for the others, invalid UTF-8 as \ufffd,
+// U+2028 and U+2029 as \u2028 and \u2029, every other character as is.
+func appendString(dst []byte, s string) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		if b := s[i]; b < utf8.RuneSelf {
+			if b >= 0x20 && b != '"' && b != '\\' {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch b {
+			case '"', '\\':
+				dst = append(dst, '\\', b)
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(append(dst, s[start:i]...), `\ufffd`...)
+			i += size
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	return append(append(dst, s[start:]...), '"')
 }
 
 // fingerprintOf hashes a Definition.
