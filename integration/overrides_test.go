@@ -162,6 +162,7 @@ func TestPinnedArgumentsReachTheUpstream(t *testing.T) {
 		t.Errorf("the fixture recorded\n%s\nwant\n%s", strings.Join(calls, "\n"), strings.Join(want, "\n"))
 	}
 	warning := "server fx: tools.overrides.record pins limit, tenant, which the tool's inputSchema does not declare; sent in every call all the same"
+	waitLog(t, stderr, warning) // the proxy's stderr reaches the buffer through a pipe
 	if n := strings.Count(stderr.String(), warning); n != 1 {
 		t.Errorf("the missing-pin warning was logged %d times, want once:\n%s", n, tail(stderr.String(), 3000))
 	}
