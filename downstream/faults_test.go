@@ -56,7 +56,10 @@ func TestStatelessApprovalIsSingleUse(t *testing.T) {
 		return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
 	}
 	m := map[string]Upstream{"fx": fx}
-	p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: m, Logger: testLogger(), ApprovalTimeout: 300 * time.Millisecond, Version: "test"})
+	// Long enough for a loaded machine to ask and answer within it; the late
+	// answer below waits it out.
+	const approvalTimeout = 2 * time.Second
+	p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: m, Logger: testLogger(), ApprovalTimeout: approvalTimeout, Version: "test"})
 	p.Refresh()
 	url := startHTTP(t, p).URL + "/mcp"
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
@@ -89,7 +92,7 @@ func TestStatelessApprovalIsSingleUse(t *testing.T) {
 		t.Errorf("approval moved to other arguments = %s; want a refusal", got)
 	}
 	late := ask(`{"x":3}`)
-	time.Sleep(400 * time.Millisecond)
+	time.Sleep(approvalTimeout + 100*time.Millisecond) // the question was asked before ask returned
 	if got := answer(`{"x":3}`, late); !strings.Contains(got, "after the approval timeout") {
 		t.Errorf("late approval = %s; want a refusal", got)
 	}

@@ -75,7 +75,7 @@ func TestParkedCallRoundTrip(t *testing.T) {
 			p.OnUpstreamNotification("fx", "notifications/progress", json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":`+itoa(n)+`}`))
 		}
 		progress(1)
-		time.Sleep(50 * time.Millisecond) // the first reply's stream takes it before the question
+		progressWritten(t, p) // the first reply's stream takes it before the question
 		ans, err := p.OnUpstreamRequest(ctx, "fx", "sampling/createMessage",
 			json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":100000}`))
 		if err != nil {
@@ -219,13 +219,19 @@ func TestParkedCallNeverTakesAnotherSessionsRequest(t *testing.T) {
 	otherSess.markInitialized()
 	otherOut := &recordStream{}
 	otherReq := &request{sess: otherSess, id: json.RawMessage("9"), method: "resources/read", out: otherOut, caps: clientCaps{elicitation: true}}
-	octx, cancel := context.WithTimeout(withRequest(context.Background(), otherReq), 300*time.Millisecond)
+	// The other session's question stays pending (unanswered) through the
+	// retry: the test waits until it was sent, and ends it at cleanup.
+	octx, cancel := context.WithCancel(withRequest(context.Background(), otherReq))
 	defer cancel()
 	go func() {
 		_, _ = p.OnUpstreamRequest(octx, "fx", "elicitation/create",
 			json.RawMessage(`{"message":"ANOTHER SESSION'S QUESTION","requestedSchema":{"type":"object","properties":{}}}`))
 	}()
-	time.Sleep(100 * time.Millisecond)
+	for deadline := time.Now().Add(10 * time.Second); len(otherOut.messages()) == 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the other session's question was not sent within 10s")
+		}
+	}
 	second := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"inputResponses":{"mcp-proxy/sampling-createMessage-1":`+
 		`{"role":"assistant","content":{"type":"text","text":"x"},"model":"m"}},"requestState":"`+state[1]+`","_meta":{`+meta+`}}`)
 	if all := strings.Join(second, "\n"); strings.Contains(all, "ANOTHER SESSION") || !strings.Contains(all, `"resultType":"complete"`) {
@@ -439,4 +445,33 @@ func surfaceNames(t *testing.T, p *Proxy) (uri, prompt string) {
 	}
 	return regexp.MustCompile(`"uri":"([^"]+)"`).FindStringSubmatch(string(list))[1],
 		regexp.MustCompile(`"name":"([^"]+)"`).FindStringSubmatch(string(prompts))[1]
+}
+
+// progressWritten waits until every call's progress sender has written the
+// values it was given: it runs on its own goroutine, and a route detached
+// before it wrote keeps the value for the call's next request.
+func progressWritten(t *testing.T, p *Proxy) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		pr := &p.relay.progress
+		pr.mu.Lock()
+		routes := make([]*progressRoute, 0, len(pr.routes))
+		for _, rt := range pr.routes {
+			routes = append(routes, rt)
+		}
+		pr.mu.Unlock()
+		busy := false
+		for _, rt := range routes {
+			rt.mu.Lock()
+			busy = busy || rt.sending || rt.latest != nil
+			rt.mu.Unlock()
+		}
+		if !busy {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Error("progress not written within 10s")
+			return
+		}
+	}
 }

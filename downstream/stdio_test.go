@@ -390,13 +390,13 @@ func TestServeStdioDrainsCallInFlightAtEOF(t *testing.T) {
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
 	c := startStdio(t, p)
 	c.initialize()
+	start := time.Now() // before the call is sent, so before the upstream's 300 ms begin
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`)
-	start := time.Now()
 	lines, err := c.finish()
 	if err != nil {
 		t.Errorf("ServeStdio = %v", err)
 	}
-	if d := time.Since(start); d < 200*time.Millisecond {
+	if d := time.Since(start); d < 300*time.Millisecond {
 		t.Errorf("ServeStdio returned after %v, before the call could finish", d)
 	}
 	want := `{"jsonrpc":"2.0","id":9,"result":{"content":[{"type":"text","text":"late"}]}}`

@@ -94,8 +94,10 @@ func TestErrors(t *testing.T) {
 			t.Run("crash mid-call", func(t *testing.T) {
 				werr, took := callErr(t, cs, "crashy__crash", map[string]any{}, callTimeout)
 				t.Logf("crash mid-call after %s: %d %s", took.Round(time.Millisecond), werr.Code, werr.Message)
-				if took > 2*time.Second {
-					t.Errorf("the crash was reported after %s, want under 2s", took)
+				// At once, not at fx's or the call's timeout; the bound leaves
+				// room for a loaded machine.
+				if took > 5*time.Second {
+					t.Errorf("the crash was reported after %s, want at once (under 5s)", took)
 				}
 				if werr.Code == -32001 || !strings.Contains(werr.Message, "crashy") {
 					t.Errorf("crash: code %d message %q, want an error naming the server (not a timeout)", werr.Code, werr.Message)

@@ -355,7 +355,10 @@ func startHTTPProxy(t testing.TB, cfg string, extra ...string) (string, *proc) {
 
 // sharedEverything is one server-everything in Streamable HTTP mode for the
 // whole package; it keeps one state per MCP session, so tests do not meet.
-var sharedEverything struct {
+var sharedEverything sharedServer
+
+// sharedServer is a server process the whole package shares.
+type sharedServer struct {
 	once sync.Once
 	url  string
 	err  error
@@ -375,11 +378,30 @@ func everythingHTTP(t testing.TB) string {
 	return s.url
 }
 
+// startSharedEverything starts server-everything on a port that was free
+// a moment ago (it takes its port from PORT, not from the kernel). It is
+// ready when it says it listens on that port, which a dial could not tell
+// from another process that took the port meanwhile; if one did, and
+// server-everything exits for it, another port is tried.
 func startSharedEverything() (string, error) {
 	s := &sharedEverything
+	var err error
+	for range 5 {
+		var url string
+		var taken bool
+		if url, taken, err = startEverythingOnce(s); err == nil || !taken {
+			return url, err
+		}
+	}
+	return "", err
+}
+
+// startEverythingOnce is one attempt of startSharedEverything; taken says
+// that its port was in use.
+func startEverythingOnce(s *sharedServer) (url string, taken bool, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
@@ -388,25 +410,26 @@ func startSharedEverything() (string, error) {
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return "", err
+		return "", false, err
 	}
 	s.cmd, s.done = cmd, make(chan struct{})
-	go func() { _ = cmd.Wait(); close(s.done) }()
-	addr := "127.0.0.1:" + strconv.Itoa(port)
+	done := s.done
+	go func() { _ = cmd.Wait(); close(done) }()
+	listening := "MCP Streamable HTTP Server listening on port " + strconv.Itoa(port) + "\n"
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, time.Second)
-		if err == nil {
-			_ = c.Close()
-			return "http://" + addr + "/mcp", nil
+		if strings.Contains(s.log.String(), listening) {
+			return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp", false, nil
 		}
 		select {
-		case <-s.done:
-			return "", fmt.Errorf("exited before listening on %s:\n%s", addr, tail(s.log.String(), 4000))
+		case <-done:
+			log := s.log.String()
+			return "", strings.Contains(log, "Port "+strconv.Itoa(port)+" is already in use"),
+				fmt.Errorf("exited before listening on port %d:\n%s", port, tail(log, 4000))
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	return "", fmt.Errorf("not listening on %s after %s:\n%s", addr, startTimeout, tail(s.log.String(), 4000))
+	return "", false, fmt.Errorf("not listening on port %d after %s:\n%s", port, startTimeout, tail(s.log.String(), 4000))
 }
 
 // stopShared stops the shared upstreams at the end of the run.

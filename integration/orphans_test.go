@@ -57,10 +57,10 @@ func TestSIGKILLedProxyLeavesNoChildren(t *testing.T) {
 	if err := syscall.Kill(proxy, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	left := rsWaitGone([]int{wrapper, server}, 2*time.Second)
+	left := rsWaitGone([]int{wrapper, server}, rsGoneWait)
 	t.Logf("MEASURE proxy SIGKILLed: wrapper and server gone %s later (left: %v)", time.Since(killed).Round(time.Millisecond), left)
 	for _, pid := range left {
-		t.Errorf("process %d (%q) outlived the SIGKILLed proxy by 2 s", pid, strings.Join(rsCmdline(pid), " "))
+		t.Errorf("process %d (%q) outlived the SIGKILLed proxy by %s", pid, strings.Join(rsCmdline(pid), " "), rsGoneWait)
 		_ = syscall.Kill(pid, syscall.SIGKILL)
 	}
 	// What the wrapper may have started once its server ended.
@@ -110,7 +110,7 @@ func TestShutdownEndsEscapedGrandchild(t *testing.T) {
 	if err := syscall.Kill(escaped, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	for deadline = time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	for deadline = time.Now().Add(rsGoneWait); ; time.Sleep(20 * time.Millisecond) {
 		if _, _, _, ok := rsProcStat(escaped); !ok {
 			break
 		}
@@ -134,7 +134,7 @@ func TestShutdownEndsEscapedGrandchild(t *testing.T) {
 	if err := p.wait(t, rsShutdownBound); err != nil {
 		t.Errorf("the proxy exited with %v after SIGTERM, want status 0", err)
 	}
-	if left := rsWaitGone([]int{server, escaped}, 2*time.Second); len(left) > 0 {
+	if left := rsWaitGone([]int{server, escaped}, rsGoneWait); len(left) > 0 {
 		for _, pid := range left {
 			t.Errorf("process %d (%q) outlived the proxy", pid, strings.Join(rsCmdline(pid), " "))
 			_ = syscall.Kill(pid, syscall.SIGKILL)

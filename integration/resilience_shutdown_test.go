@@ -65,7 +65,7 @@ func rsUpstreamTree(t testing.TB, proxyPID int) rsTree {
 // runs shortly after the proxy ended.
 func (tree rsTree) check(t testing.TB) {
 	t.Helper()
-	if left := rsWaitGone(tree.pids, 2*time.Second); len(left) > 0 {
+	if left := rsWaitGone(tree.pids, rsGoneWait); len(left) > 0 {
 		for _, p := range left {
 			t.Errorf("upstream process %d (%q) outlived the proxy", p, strings.Join(rsCmdline(p), " "))
 			_ = syscall.Kill(p, syscall.SIGKILL)

@@ -177,6 +177,11 @@ func rsFixtureChild(parent int, name string, d time.Duration) int {
 	}
 }
 
+// rsGoneWait is how long a process that the proxy ended, or that ends with
+// the proxy, may take to be gone (and reaped) on a loaded machine; one that
+// is not ended stays far longer (the tests' processes sleep 1000 s).
+const rsGoneWait = 10 * time.Second
+
 // rsWaitGone waits (at most d) until none of pids runs and returns those
 // still running.
 func rsWaitGone(pids []int, d time.Duration) []int {
@@ -278,7 +283,7 @@ func TestResilienceKillUpstream(t *testing.T) {
 			}
 			long := make(chan outcome, 1)
 			go func() {
-				res, err := rsCall(cs, "victim__sleep", map[string]any{"ms": 5000}, callTimeout)
+				res, err := rsCall(cs, "victim__sleep", map[string]any{"ms": 20000}, callTimeout)
 				long <- outcome{err: err, res: res, at: time.Now()}
 			}()
 			if !rsWaitRecord(t, record, 10*time.Second, `"tool":"sleep"`) {
@@ -338,8 +343,10 @@ func TestResilienceKillUpstream(t *testing.T) {
 					}
 				}
 			}
-			if detect > time.Second {
-				t.Errorf("the in-flight call failed %s after the kill, want within 1s", detect)
+			// At once: not when the 20 s sleep would have ended. The bound
+			// leaves room for a loaded machine.
+			if detect > 5*time.Second {
+				t.Errorf("the in-flight call failed %s after the kill, want at once (within 5s; the sleep was 20s)", detect)
 			}
 
 			// The victim comes back after the first backoff step.

@@ -105,9 +105,10 @@ func navigateBy(t *testing.T, ctx context.Context, what string, actions ...chrom
 }
 
 // seen is the visible text of the element sel, white space collapsed; ""
-// when the element is not there within a second.
+// when the element is not there within 5 s (every caller expects it there:
+// the bound is for a browser slow to answer on a loaded machine).
 func seen(ctx context.Context, sel string) string {
-	sctx, cancel := context.WithTimeout(ctx, time.Second)
+	sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	text, err := chromedp.Run(sctx, chromedp.Text(chromedp.CSS(sel)))
 	if err != nil {

@@ -200,7 +200,9 @@ func TestHTTPSessionExpiryConcurrent(t *testing.T) {
 	t.Parallel()
 	ex, url := expiringServer(t, newMCPGoServer(), http.StatusNotFound)
 	cfg := httpServer("busy", url)
-	cfg.Keepalive = dur(300 * time.Millisecond) // the keepalive may meet it too
+	// The keepalive may meet the expiry too. Its interval is also each
+	// ping's timeout: long enough for a loaded machine to answer within.
+	cfg.Keepalive = dur(time.Second)
 	c := start(t, cfg, Options{Backoff: fastRetry})
 	mustConnected(t, c)
 
@@ -233,12 +235,14 @@ func TestHTTPSessionExpiryFoundByKeepalive(t *testing.T) {
 	t.Parallel()
 	ex, url := expiringServer(t, newMCPGoServer(), http.StatusNotFound)
 	cfg := httpServer("idle", url)
-	cfg.Keepalive = dur(300 * time.Millisecond) // also the ping's timeout
+	// Also the ping's timeout: long enough for a loaded machine to answer
+	// within (a ping timing out would drop the connection instead).
+	cfg.Keepalive = dur(time.Second)
 	var seen snapshots
 	c := start(t, cfg, Options{OnSnapshot: seen.add, Backoff: fastRetry})
 	mustConnected(t, c)
 	ex.expireAll()
-	waitFor(t, 5*time.Second, "renewed", func() bool { return ex.initCount() == 2 })
+	waitFor(t, 10*time.Second, "renewed", func() bool { return ex.initCount() == 2 })
 	if err := hello(t, c, "renewed"); err != nil {
 		t.Fatal(err)
 	}

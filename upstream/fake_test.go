@@ -125,7 +125,8 @@ func runFake(mode []string) {
 		case "exit":
 			os.Exit(3)
 		case "slow":
-			// never answers
+			// never answers; says it has the call
+			fmt.Fprintln(os.Stderr, "fake got slow")
 		case "big":
 			reply(id, `{"content":[{"type":"text","text":"`+strings.Repeat("x", 2<<20)+`"}]}`)
 		case "add_tool":
@@ -198,6 +199,9 @@ func runFake(mode []string) {
 		case "ping":
 			if !has("noping") {
 				reply(m.ID, `{}`)
+			}
+			if has("logpings") {
+				fmt.Fprintln(os.Stderr, "fake answered ping")
 			}
 		case "tools/list":
 			if has("countlists") {

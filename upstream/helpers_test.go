@@ -183,6 +183,26 @@ func waitSnapshot(t *testing.T, c *Conn, d time.Duration, what string, cond func
 	}
 }
 
+// waitPublished polls c's current snapshot until cond holds and returns it
+// with bounds on when it was published: after from (the last look that found
+// cond false; the zero time if the first look found it true) and before to.
+// Unlike a delivery time, these do not lag behind the publication.
+func waitPublished(t *testing.T, c *Conn, d time.Duration, what string, cond func(*Snapshot) bool) (s *Snapshot, from, to time.Time) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		before := time.Now()
+		if s := c.Snapshot(); cond(s) {
+			return s, from, time.Now()
+		}
+		from = before
+		if before.After(deadline) {
+			t.Fatalf("%s: not reached within %s; state %s, err %v", what, d, c.Snapshot().State, c.Snapshot().Err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func mustConnected(t *testing.T, c *Conn) *Snapshot {
 	t.Helper()
 	s := c.Snapshot()
