@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
-	"strconv"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -40,23 +41,28 @@ func Canonicalize(raw []byte) (Definition, string, error) {
 // canonicalize is Canonicalize that also returns the tool's name ("" when
 // it is not a string).
 func canonicalize(raw []byte) (Definition, string, string, error) {
-	// One decoder over the whole object: numbers stay as written, and the
-	// members are decoded once (the ones left out are small: icons, _meta).
-	v, err := decodeNumbers(raw)
-	obj, ok := v.(map[string]any)
-	if err != nil || !ok {
+	c := canonParser{src: raw, members: make([]canonMember, 0, 32)}
+	c.skipSpace()
+	if c.i >= len(raw) || raw[c.i] != '{' {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
 	}
-	for k, v := range obj {
-		if v == nil || !slices.Contains(fingerprintFields, k) {
-			delete(obj, k)
+	var name string
+	// Room for the values and the sorted copy of the outermost object.
+	def, err := c.object(make([]byte, 0, 2*len(raw)+64), func(key string, value []byte) bool {
+		if string(value) == "null" || !slices.Contains(fingerprintFields, key) {
+			return false
 		}
+		if key == "name" && value[0] == '"' {
+			_ = json.Unmarshal(value, &name)
+		}
+		return true
+	})
+	if err == nil {
+		err = c.end()
 	}
-	def, err := encodeCanonical(obj, len(raw))
 	if err != nil {
-		return nil, "", "", err
+		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object: %v", ErrBadDefinition, err)
 	}
-	name, _ := obj["name"].(string)
 	return def, fingerprintOf(def), name, nil
 }
 
@@ -64,78 +70,289 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 // definitions, which are already canonical once written, and to check
 // them).
 func canonicalJSON(raw []byte) ([]byte, error) {
-	v, err := decodeNumbers(raw)
+	c := canonParser{src: raw, members: make([]canonMember, 0, 32)}
+	out, err := c.value(make([]byte, 0, 2*len(raw)+64))
+	if err == nil {
+		err = c.end()
+	}
 	if err != nil {
 		return nil, err
 	}
-	return encodeCanonical(v, len(raw))
+	return out, nil
 }
 
-// decodeNumbers decodes one JSON value keeping numbers as written.
-func decodeNumbers(raw []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+// maxCanonDepth is how deeply values may nest, as in encoding/json.
+const maxCanonDepth = 10000
+
+// errCanonSyntax is any input that is not one JSON value.
+var errCanonSyntax = errors.New("not valid JSON")
+
+// canonParser reads one JSON value and writes its canonical form as it
+// goes: keys sorted by their decoded bytes (the last of repeated keys
+// wins), no white space, numbers as written, strings as encoding/json
+// writes them without HTML escaping. It accepts exactly what encoding/json
+// accepts, and writes what decoding with UseNumber and encoding the result
+// would, without building the tree (FuzzCanonicalize holds it to that).
+type canonParser struct {
+	src   []byte
+	i     int
+	depth int
+	// members are the members of the objects being read, innermost last.
+	members []canonMember
+}
+
+func (c *canonParser) skipSpace() {
+	for c.i < len(c.src) {
+		switch c.src[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return
+		}
+	}
+}
+
+// end checks that nothing but white space follows the value.
+func (c *canonParser) end() error {
+	c.skipSpace()
+	if c.i != len(c.src) {
+		return errCanonSyntax
+	}
+	return nil
+}
+
+// value appends the canonical form of the value at c.i to dst.
+func (c *canonParser) value(dst []byte) ([]byte, error) {
+	c.skipSpace()
+	if c.i >= len(c.src) {
+		return nil, errCanonSyntax
+	}
+	switch b := c.src[c.i]; {
+	case b == '{':
+		return c.object(dst, nil)
+	case b == '[':
+		return c.array(dst)
+	case b == '"':
+		return c.str(dst)
+	case b == '-' || b >= '0' && b <= '9':
+		return c.number(dst)
+	}
+	for _, lit := range []string{"true", "false", "null"} {
+		if bytes.HasPrefix(c.src[c.i:], []byte(lit)) {
+			c.i += len(lit)
+			return append(dst, lit...), nil
+		}
+	}
+	return nil, errCanonSyntax
+}
+
+// object appends the canonical form of the object at c.i. keep, when set,
+// sees each member's key and canonical value after repeats are resolved,
+// and drops the member by returning false.
+func (c *canonParser) object(dst []byte, keep func(key string, value []byte) bool) ([]byte, error) {
+	if c.depth++; c.depth > maxCanonDepth {
+		return nil, errCanonSyntax
+	}
+	defer func() { c.depth-- }()
+	c.i++ // {
+	mark := len(c.members)
+	defer func() { c.members = c.members[:mark] }()
+	base := len(dst)
+	c.skipSpace()
+	if c.i < len(c.src) && c.src[c.i] == '}' {
+		c.i++
+		return append(dst, "{}"...), nil
+	}
+	for {
+		c.skipSpace()
+		if c.i >= len(c.src) || c.src[c.i] != '"' {
+			return nil, errCanonSyntax
+		}
+		key, err := c.decodeString()
+		if err != nil {
+			return nil, err
+		}
+		c.skipSpace()
+		if c.i >= len(c.src) || c.src[c.i] != ':' {
+			return nil, errCanonSyntax
+		}
+		c.i++
+		start := len(dst)
+		if dst, err = c.value(dst); err != nil {
+			return nil, err
+		}
+		c.members = append(c.members, canonMember{key, start, len(dst)})
+		c.skipSpace()
+		if c.i >= len(c.src) {
+			return nil, errCanonSyntax
+		}
+		c.i++
+		if c.src[c.i-1] == '}' {
+			break
+		}
+		if c.src[c.i-1] != ',' {
+			return nil, errCanonSyntax
+		}
+	}
+	// The values sit after base in reading order: write the object sorted
+	// after them, then move it down to base.
+	ms := c.members[mark:]
+	slices.SortStableFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
+	sorted := len(dst)
+	dst = append(dst, '{')
+	for i, m := range ms {
+		if i+1 < len(ms) && ms[i+1].key == m.key {
+			continue // a later member of the same name wins
+		}
+		value := dst[m.start:m.end]
+		if keep != nil && !keep(m.key, value) {
+			continue
+		}
+		if len(dst) > sorted+1 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendString(dst, m.key), ':')
+		dst = append(dst, dst[m.start:m.end]...)
+	}
+	dst = append(dst, '}')
+	n := copy(dst[base:], dst[sorted:])
+	return dst[:base+n], nil
+}
+
+// canonMember is one member of an object being read: its key, and where
+// its canonical value sits in the output.
+type canonMember struct {
+	key        string
+	start, end int
+}
+
+func (c *canonParser) array(dst []byte) ([]byte, error) {
+	if c.depth++; c.depth > maxCanonDepth {
+		return nil, errCanonSyntax
+	}
+	defer func() { c.depth-- }()
+	c.i++ // [
+	dst = append(dst, '[')
+	c.skipSpace()
+	if c.i < len(c.src) && c.src[c.i] == ']' {
+		c.i++
+		return append(dst, ']'), nil
+	}
+	var err error
+	for {
+		if dst, err = c.value(dst); err != nil {
+			return nil, err
+		}
+		c.skipSpace()
+		if c.i >= len(c.src) {
+			return nil, errCanonSyntax
+		}
+		c.i++
+		switch c.src[c.i-1] {
+		case ']':
+			return append(dst, ']'), nil
+		case ',':
+			dst = append(dst, ',')
+		default:
+			return nil, errCanonSyntax
+		}
+	}
+}
+
+// str appends the canonical form of the string at c.i. A string of
+// printable ASCII without escapes is its own canonical form.
+func (c *canonParser) str(dst []byte) ([]byte, error) {
+	start := c.i
+	if end, ok := c.plainString(); ok {
+		c.i = end
+		return append(dst, c.src[start:end]...), nil
+	}
+	s, err := c.decodeString()
+	if err != nil {
 		return nil, err
 	}
-	if dec.More() {
-		return nil, fmt.Errorf("trailing data after the value")
-	}
-	return v, nil
+	return appendString(dst, s), nil
 }
 
-// encodeCanonical writes v (maps, slices, strings, json.Number, bools,
-// nil, as decodeNumbers makes them) with sorted keys, no whitespace and
-// no HTML escaping: the bytes encoding/json writes for v with
-// SetEscapeHTML(false), without its reflection and per-map sorting cost.
-// Fingerprints already on disk depend on these bytes staying the same.
-// size is the expected length (the source's is a good guess).
-func encodeCanonical(v any, size int) ([]byte, error) {
-	return appendCanonical(make([]byte, 0, size), v)
+// plainString reports the end (after the closing quote) of the string at
+// c.i when it holds only printable ASCII other than the backslash.
+func (c *canonParser) plainString() (int, bool) {
+	for j := c.i + 1; j < len(c.src); j++ {
+		switch b := c.src[j]; {
+		case b == '"':
+			return j + 1, true
+		case b < 0x20 || b >= utf8.RuneSelf || b == '\\':
+			return 0, false
+		}
+	}
+	return 0, false
 }
 
-func appendCanonical(dst []byte, v any) ([]byte, error) {
-	var err error
-	switch v := v.(type) {
-	case nil:
-		return append(dst, "null"...), nil
-	case bool:
-		return strconv.AppendBool(dst, v), nil
-	case json.Number: // as the decoder read it, so valid
-		return append(dst, v...), nil
-	case string:
-		return appendString(dst, v), nil
-	case []any:
-		dst = append(dst, '[')
-		for i, e := range v {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			if dst, err = appendCanonical(dst, e); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, ']'), nil
-	case map[string]any:
-		keys := make([]string, 0, len(v))
-		for k := range v {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
-		dst = append(dst, '{')
-		for i, k := range keys {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = append(appendString(dst, k), ':')
-			if dst, err = appendCanonical(dst, v[k]); err != nil {
-				return nil, err
-			}
-		}
-		return append(dst, '}'), nil
+// decodeString reads the string at c.i and returns its value. Strings
+// with escapes or other than ASCII are rare in tool definitions, so those
+// are decoded by encoding/json itself, with its handling of bad escapes,
+// lone surrogates and invalid UTF-8.
+func (c *canonParser) decodeString() (string, error) {
+	if end, ok := c.plainString(); ok {
+		s := string(c.src[c.i+1 : end-1])
+		c.i = end
+		return s, nil
 	}
-	return nil, fmt.Errorf("%w: unexpected %T", ErrBadDefinition, v)
+	j := c.i + 1
+	for ; j < len(c.src) && c.src[j] != '"'; j++ {
+		if c.src[j] == '\\' {
+			j++
+		}
+	}
+	if j >= len(c.src) {
+		return "", errCanonSyntax
+	}
+	var s string
+	if err := json.Unmarshal(c.src[c.i:j+1], &s); err != nil {
+		return "", errCanonSyntax
+	}
+	c.i = j + 1
+	return s, nil
+}
+
+// number appends the number at c.i as written, after checking its syntax:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
+func (c *canonParser) number(dst []byte) ([]byte, error) {
+	start, src := c.i, c.src
+	j := start
+	digits := func() bool {
+		k := j
+		for j < len(src) && src[j] >= '0' && src[j] <= '9' {
+			j++
+		}
+		return j > k
+	}
+	if src[j] == '-' {
+		j++
+	}
+	switch {
+	case j < len(src) && src[j] == '0':
+		j++
+	case !digits():
+		return nil, errCanonSyntax
+	}
+	if j < len(src) && src[j] == '.' {
+		j++
+		if !digits() {
+			return nil, errCanonSyntax
+		}
+	}
+	if j < len(src) && (src[j] == 'e' || src[j] == 'E') {
+		j++
+		if j < len(src) && (src[j] == '+' || src[j] == '-') {
+			j++
+		}
+		if !digits() {
+			return nil, errCanonSyntax
+		}
+	}
+	c.i = j
+	return append(dst, src[start:j]...), nil
 }
 
 // appendString writes s as a JSON string the way encoding/json does

@@ -3,6 +3,9 @@ package integrity
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -162,30 +165,68 @@ func FuzzUnindent(f *testing.F) {
 	})
 }
 
-// FuzzEncodeCanonical: the canonical encoder writes what encoding/json
-// writes (sorted keys, no HTML escaping) for every value the decoder makes,
-// so fingerprints pinned before it existed still match.
-func FuzzEncodeCanonical(f *testing.F) {
+// oracleCanonical is the canonical form by the book: decode with
+// UseNumber, drop what a tool's fingerprint leaves out (tool only), encode
+// with encoding/json without HTML escaping. Fingerprints pinned by earlier
+// versions were made this way.
+func oracleCanonical(raw []byte, tool bool) ([]byte, string, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, "", err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, "", errors.New("trailing data")
+	}
+	var name string
+	if tool {
+		obj, ok := v.(map[string]any)
+		if !ok {
+			return nil, "", errors.New("not an object")
+		}
+		for k, e := range obj {
+			if e == nil || !slices.Contains(fingerprintFields, k) {
+				delete(obj, k)
+			}
+		}
+		name, _ = obj["name"].(string)
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, "", err
+	}
+	return bytes.TrimSuffix(out.Bytes(), []byte{'\n'}), name, nil
+}
+
+// FuzzCanonicalOracle: the canonical parser accepts what encoding/json
+// accepts and writes the bytes of decoding and re-encoding with
+// encoding/json, for a tool object and for any value, so fingerprints
+// pinned before it existed still match.
+func FuzzCanonicalOracle(f *testing.F) {
 	for _, s := range []string{
-		`{"name":"a","description":"<b>&</b> \u2028\u2029 \u0000\u001f\u007f \b\f\n\r\t \"\\ é \ud800","x":[1,-2.50e+3,true,null,{}],"b":{"z":1,"a":2,"é":3,"\u0000":4}}`,
-		`{"a":1,"a":2}`, "\"\xff\xfe\"", `[]`, `0`, `"x"`,
+		`{"name":"a","description":"<b>&</b> \u2028\u2029 \u0000\u001f\u007f \b\f\n\r\t \"\\ é \ud800 \ud83d\ude00","x":[1,-2.50e+3,true,null,{}],"inputSchema":{"z":1,"a":2,"é":3,"\u0000":4,"a":[0,-0,1E9]}}`,
+		`{"name":"a","name":null}`, `{"name":null,"name":"b","title":null}`, "{\"name\":\"\xff\xfe\"}", `[]`, `0`, `"x"`,
+		`{"a" : [ 1 , 2 ] } `, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, `{"a":1}x`, `{"a":"\x"}`, "{\"a\":\"\t\"}",
+		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
 	} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		v, err := decodeNumbers(raw)
-		if err != nil {
-			return
+		want, wantName, wantErr := oracleCanonical(raw, false)
+		got, err := canonicalJSON(raw)
+		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
+			t.Fatalf("canonicalJSON(%q) = %q, %v; want %q, %v", raw, got, err, want, wantErr)
 		}
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(v); err != nil {
-			t.Fatalf("encoding/json: %v", err)
+		want, wantName, wantErr = oracleCanonical(raw, true)
+		def, fp, name, err := canonicalize(raw)
+		if (err != nil) != (wantErr != nil) || !bytes.Equal(def, want) || name != wantName {
+			t.Fatalf("canonicalize(%q) = %q %q, %v; want %q %q, %v", raw, def, name, err, want, wantName, wantErr)
 		}
-		got, err := encodeCanonical(v, 0)
-		if err != nil || !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte{'\n'})) {
-			t.Fatalf("encodeCanonical(%s) = %s, %v; want %s", raw, got, err, want.Bytes())
+		if err == nil && fp != fingerprintOf(want) {
+			t.Fatalf("fingerprint %s of %q", fp, def)
 		}
 	})
 }

@@ -189,7 +189,9 @@ func holdIf(cond bool, r Reason) Reason {
 // record makes a pin record of a tool's current definition.
 func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
 	def, _, _ := fingerprintTool(tc.name, tc.upstream)
-	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: []byte(def)}
+	// A copy of its own length: the canonical form is built in a larger
+	// buffer, and pin records are kept.
+	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: []byte(slices.Clone(def))}
 }
 
 // toolName is the name inside a tool's canonical definition ("" when it
