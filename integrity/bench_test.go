@@ -3,6 +3,7 @@ package integrity
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -140,6 +141,21 @@ func BenchmarkReviewUnchanged2000(b *testing.B) {
 			if g.Review(in, peers).Held() != 0 {
 				b.Fatal("held")
 			}
+		}
+	}
+}
+
+// BenchmarkCanonicalizeDeep is a hostile tool object: a 1 MiB string at
+// the bottom of 9,999 nested objects. Its cost must stay linear in its
+// size (a parser that writes each object again when it closes took 6 s
+// here).
+func BenchmarkCanonicalizeDeep(b *testing.B) {
+	raw := []byte(`{"name":"x","inputSchema":` + strings.Repeat(`{"a":`, 9999) + `"` +
+		strings.Repeat("x", 1<<20) + `"` + strings.Repeat("}", 10000))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, err := Canonicalize(raw); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

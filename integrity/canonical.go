@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -60,6 +62,9 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 	if err == nil {
 		err = c.end()
 	}
+	if errors.Is(err, errCanonDeep) {
+		def, name, err = canonicalizeTree(raw)
+	}
 	if err != nil {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object: %v", ErrBadDefinition, err)
 	}
@@ -75,24 +80,113 @@ func canonicalJSON(raw []byte) ([]byte, error) {
 	if err == nil {
 		err = c.end()
 	}
+	if errors.Is(err, errCanonDeep) {
+		var v any
+		if v, err = decodeNumbers(raw); err == nil {
+			out = appendCanonical(make([]byte, 0, len(raw)), v)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
 }
 
-// maxCanonDepth is how deeply values may nest, as in encoding/json.
-const maxCanonDepth = 10000
+// canonicalizeTree is canonicalize for deeply nested tool objects: it
+// decodes the whole object into a tree and writes that.
+func canonicalizeTree(raw []byte) (Definition, string, error) {
+	v, err := decodeNumbers(raw)
+	if err != nil {
+		return nil, "", err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return nil, "", errCanonSyntax
+	}
+	for k, e := range obj {
+		if e == nil || !slices.Contains(fingerprintFields, k) {
+			delete(obj, k)
+		}
+	}
+	name, _ := obj["name"].(string)
+	return appendCanonical(make([]byte, 0, len(raw)), obj), name, nil
+}
 
-// errCanonSyntax is any input that is not one JSON value.
-var errCanonSyntax = errors.New("not valid JSON")
+// decodeNumbers decodes one JSON value keeping numbers as written, with
+// nothing but white space after it.
+func decodeNumbers(raw []byte) (any, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errCanonSyntax
+	}
+	return v, nil
+}
+
+// appendCanonical writes v (maps, slices, strings, json.Number, bools and
+// nil, as decodeNumbers makes them) the way canonParser writes the JSON it
+// came from.
+func appendCanonical(dst []byte, v any) []byte {
+	switch v := v.(type) {
+	case bool:
+		return strconv.AppendBool(dst, v)
+	case json.Number: // as the decoder read it, so valid
+		return append(dst, v...)
+	case string:
+		return appendString(dst, v)
+	case []any:
+		dst = append(dst, '[')
+		for i, e := range v {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(dst, e)
+		}
+		return append(dst, ']')
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		dst = append(dst, '{')
+		for i, k := range keys {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = appendCanonical(append(appendString(dst, k), ':'), v[k])
+		}
+		return append(dst, '}')
+	}
+	return append(dst, "null"...)
+}
+
+// maxCanonFastDepth is how deeply canonParser lets objects and arrays
+// nest. Each object is written once more when it closes, so the work grows
+// with size times depth; past this depth (real tool schemas stay well
+// within it) the input is decoded into a tree and written from that, in
+// time linear in its size. encoding/json's own limit (10,000) then applies.
+const maxCanonFastDepth = 16
+
+var (
+	// errCanonSyntax is any input that is not one JSON value.
+	errCanonSyntax = errors.New("not valid JSON")
+	// errCanonDeep is input nested deeper than maxCanonFastDepth.
+	errCanonDeep = errors.New("nested too deeply for the one-pass parser")
+)
 
 // canonParser reads one JSON value and writes its canonical form as it
 // goes: keys sorted by their decoded bytes (the last of repeated keys
 // wins), no white space, numbers as written, strings as encoding/json
-// writes them without HTML escaping. It accepts exactly what encoding/json
-// accepts, and writes what decoding with UseNumber and encoding the result
-// would, without building the tree (FuzzCanonicalize holds it to that).
+// writes them without HTML escaping. It accepts what encoding/json's
+// decoder accepts followed by nothing but white space (the earlier code
+// also let a stray ']' or '}' follow), and writes what decoding with
+// UseNumber and encoding the result would, without building the tree
+// (FuzzCanonicalOracle holds it to that).
 type canonParser struct {
 	src   []byte
 	i     int
@@ -150,8 +244,8 @@ func (c *canonParser) value(dst []byte) ([]byte, error) {
 // sees each member's key and canonical value after repeats are resolved,
 // and drops the member by returning false.
 func (c *canonParser) object(dst []byte, keep func(key string, value []byte) bool) ([]byte, error) {
-	if c.depth++; c.depth > maxCanonDepth {
-		return nil, errCanonSyntax
+	if c.depth++; c.depth > maxCanonFastDepth {
+		return nil, errCanonDeep
 	}
 	defer func() { c.depth-- }()
 	c.i++ // {
@@ -227,8 +321,8 @@ type canonMember struct {
 }
 
 func (c *canonParser) array(dst []byte) ([]byte, error) {
-	if c.depth++; c.depth > maxCanonDepth {
-		return nil, errCanonSyntax
+	if c.depth++; c.depth > maxCanonFastDepth {
+		return nil, errCanonDeep
 	}
 	defer func() { c.depth-- }()
 	c.i++ // [

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"slices"
 	"strings"
@@ -211,8 +212,16 @@ func FuzzCanonicalOracle(f *testing.F) {
 		`{"name":"a","name":null}`, `{"name":null,"name":"b","title":null}`, "{\"name\":\"\xff\xfe\"}", `[]`, `0`, `"x"`,
 		`{"a" : [ 1 , 2 ] } `, `{"a":01}`, `{"a":1.}`, `{"a":-}`, `{"a":tru}`, `{"a":1}x`, `{"a":"\x"}`, "{\"a\":\"\t\"}",
 		strings.Repeat("[", 10001) + strings.Repeat("]", 10001),
+		`{"a":1}]`, `{"a":1} }`,
 	} {
 		f.Add([]byte(s))
+	}
+	// Around maxCanonFastDepth (the tool object and nested's innermost
+	// array and object add 3), and past it, where the tree path writes
+	// the bytes.
+	for _, depth := range []int{maxCanonFastDepth - 4, maxCanonFastDepth - 3, maxCanonFastDepth - 2, 40} {
+		f.Add([]byte(`{"name":"d","x":null,"inputSchema":` + nested(depth, `"\u00e9 <&>"`) + `,"description":"z"}`))
+		f.Add([]byte(strings.Repeat("[", depth) + `{"b":1,"a":[2,{"d":null,"c":"\u2028"}]}` + strings.Repeat("]", depth)))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		want, wantName, wantErr := oracleCanonical(raw, false)
@@ -229,4 +238,14 @@ func FuzzCanonicalOracle(f *testing.F) {
 			t.Fatalf("fingerprint %s of %q", fp, def)
 		}
 	})
+}
+
+// nested is depth objects around leaf, each with its keys out of order
+// and one key repeated (the nested value is the last, so it wins).
+func nested(depth int, leaf string) string {
+	s := leaf
+	for i := range depth {
+		s = fmt.Sprintf(`{"z%d":true,"a":[1,{"k":"v"}],"z%d":%s}`, i, i, s)
+	}
+	return s
 }

@@ -1,6 +1,8 @@
 package integrity
 
 import (
+	"bytes"
+	"encoding/json"
 	"slices"
 	"time"
 )
@@ -191,7 +193,7 @@ func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
 	def, _, _ := fingerprintTool(tc.name, tc.upstream)
 	// A copy of its own length: the canonical form is built in a larger
 	// buffer, and pin records are kept.
-	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: []byte(slices.Clone(def))}
+	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(bytes.Clone(def))}
 }
 
 // toolName is the name inside a tool's canonical definition ("" when it

@@ -402,7 +402,7 @@ func unindent(src []byte) []byte {
 // nameOf returns the string member "name" of a tool definition.
 func nameOf(def []byte) (string, bool) {
 	raw, ok, err := rawjson.Get(def, "name")
-	if err != nil || !ok {
+	if err != nil || !ok || raw[0] != '"' {
 		return "", false
 	}
 	var name string
@@ -412,16 +412,20 @@ func nameOf(def []byte) (string, bool) {
 	return name, true
 }
 
+// maxCheckers bounds how many pin files Check reads at once.
+const maxCheckers = 4
+
 // Check reads the pin files of servers and returns the problems of every
 // one that exists but cannot be read, joined; nil when all are readable.
 // A proxy calls it before it starts serving.
 func (s *Store) Check(servers []string) error {
-	// The files are independent: read them on every core, since a proxy
-	// with many pinned servers does nothing else until this returns.
+	// The files are independent: read them on every core (at most
+	// maxCheckers, each holding one file), since a proxy with many pinned
+	// servers does nothing else until this returns.
 	errs := make([]error, len(servers))
 	next := make(chan int)
 	var wg sync.WaitGroup
-	for range min(runtime.GOMAXPROCS(0), len(servers)) {
+	for range min(runtime.GOMAXPROCS(0), maxCheckers, len(servers)) {
 		wg.Go(func() {
 			for i := range next {
 				_, _, errs[i] = s.load(servers[i])
