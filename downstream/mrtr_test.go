@@ -83,7 +83,7 @@ func TestParkedCallRoundTrip(t *testing.T) {
 		}
 		sampled.Store(string(ans))
 		progress(2)
-		time.Sleep(50 * time.Millisecond)
+		progressWritten(t, p) // before the result ends the call's route
 		return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
 	}
 	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})

@@ -415,6 +415,8 @@ func startEverythingOnce(s *sharedServer) (url string, taken bool, err error) {
 	s.cmd, s.done = cmd, make(chan struct{})
 	done := s.done
 	go func() { _ = cmd.Wait(); close(done) }()
+	// server-everything's own words (2026.8.31, pinned in package.json):
+	// this line once it listens, "Port N is already in use" if it cannot.
 	listening := "MCP Streamable HTTP Server listening on port " + strconv.Itoa(port) + "\n"
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {

@@ -315,7 +315,12 @@ func TestResilienceKillUpstream(t *testing.T) {
 					}
 				}
 			}()
-			time.Sleep(200 * time.Millisecond) // the other loop is running before the kill
+			// The other loop is running before the kill.
+			if !sfWaitFor(10*time.Second, func() bool { return otherCalls.Load() >= 1 }) {
+				close(stopOther)
+				<-otherDone
+				t.Fatal("no call to the other server was answered before the kill")
+			}
 
 			killed := time.Now()
 			if err := syscall.Kill(oldPID, syscall.SIGKILL); err != nil {

@@ -115,19 +115,29 @@ func TestStdioCancelSendsNotification(t *testing.T) {
 	var logs logBuffer
 	c := start(t, fakeServer(t, "cancel"), Options{Logger: testLogger(&logs)})
 	mustConnected(t, c)
-	// Long enough for the request to be sent first on a loaded machine (a
-	// request never sent has nothing to cancel).
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	began := time.Now()
-	_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"slow"}`))
-	if !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("err %v, want DeadlineExceeded", err)
+	errc := make(chan error, 1)
+	go func() {
+		_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"slow"}`))
+		errc <- err
+	}()
+	// Cancelled once the fake has it (a request never sent has nothing to
+	// cancel).
+	logs.waitLog(t, 10*time.Second, "fake got slow")
+	cancelled := time.Now()
+	cancel()
+	select {
+	case err := <-errc:
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("err %v, want context.Canceled", err)
+		}
+		if d := time.Since(cancelled); d > 3*time.Second {
+			t.Errorf("returned %s after the cancel", d)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the request did not return after its context was cancelled")
 	}
-	if d := time.Since(began); d > 3*time.Second {
-		t.Errorf("returned after %s", d)
-	}
-	logs.waitLog(t, 5*time.Second, "fake got slow")
 	// The fake writes what it got on its stderr, which lands in our log.
 	line := logs.waitLog(t, 5*time.Second, "fake got cancelled px-")
 	if !strings.Contains(line, `"server":"cancel"`) {
