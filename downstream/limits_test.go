@@ -174,7 +174,10 @@ func TestAgentLimitIsSharedBySessions(t *testing.T) {
 }
 
 func TestMaxConcurrent(t *testing.T) {
-	p, ups, _, reg := limitsProxy(t, limitsYAML)
+	// slow's timeout (4 s) bounds c's wait for a slot; a ends 2 s in, so a
+	// loaded machine has 2 s on either side: c is refused after b got the
+	// slot, and b ends before its own timeout (counted from when it got it).
+	p, ups, _, reg := limitsProxy(t, strings.Replace(limitsYAML, "timeout: 2s", "timeout: 4s", 1))
 	// The n-th upstream call answers when ends[n] closes.
 	ends := []chan struct{}{make(chan struct{}), make(chan struct{}), make(chan struct{})}
 	var started atomic.Int32
@@ -217,16 +220,16 @@ func TestMaxConcurrent(t *testing.T) {
 	for slots.Waiting() != 2 {
 		time.Sleep(time.Millisecond)
 	}
-	// a ends a second later: b, first in line, gets its slot; c waits on
-	// until its timeout (2 s) and is refused without reaching the
-	// upstream, while b, whose timeout began a second later, still runs.
-	time.Sleep(time.Second)
+	// a ends 2 s later: b, first in line, gets its slot; c waits on until
+	// its timeout (4 s) and is refused without reaching the upstream,
+	// while b, whose timeout began 2 s later, still runs.
+	time.Sleep(2 * time.Second)
 	close(ends[0])
 	if got := <-a; got.err != nil || got.text != "slept" {
 		t.Fatalf("a = %q, %v", got.text, got.err)
 	}
 	got := <-c
-	if got.err != nil || got.text != "tool 'slow__sleep' is denied by rate_limited: server 'slow' takes 1 call at a time, and none of those in flight ended within 2s; retry once they have" {
+	if got.err != nil || got.text != "tool 'slow__sleep' is denied by rate_limited: server 'slow' takes 1 call at a time, and none of those in flight ended within 4s; retry once they have" {
 		t.Fatalf("c = %q, %v", got.text, got.err)
 	}
 	if n := started.Load(); n != 2 {

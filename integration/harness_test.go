@@ -7,7 +7,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"net"
 	"os"
 	"os/exec"
@@ -18,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // update rewrites the golden files under testdata/ from the upstreams' direct output.

@@ -2,13 +2,14 @@ package scaleout
 
 import (
 	"bufio"
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // Bounds of every wait. The machine is small and shared, and the replicas
