@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
 )
 
 // TestStartupSummaryCountsWhatIsListed: the startup summary and
@@ -199,5 +201,49 @@ servers:
 				t.Errorf("retry_in is not a duration: %s", lines[0])
 			}
 		}
+	}
+}
+
+// TestCloseRebuildsNoCatalog: at shutdown the upstreams' closed snapshots
+// rebuild no catalog (with many servers those builds were most of the
+// shutdown's time).
+func TestCloseRebuildsNoCatalog(t *testing.T) {
+	cfg, err := config.Parse([]byte(fmt.Sprintf(`
+startup_wait: 30s
+blobs: {mode: passthrough}
+servers:
+  a: {command: %[1]q, args: ["-name", "a"], connect_timeout: 30s}
+  b: {command: %[1]q, args: ["-name", "b"], connect_timeout: 30s}
+`, fixtureBin(t))), func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt, err := startRuntime(context.Background(), cfg, io.Discard, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	count := func(server string) int {
+		n := 0
+		for _, e := range rt.proxy.Catalog().Tools() {
+			if e.Server == server {
+				n++
+			}
+		}
+		return n
+	}
+	for count("a") == 0 || count("b") == 0 {
+		if time.Now().After(deadline) {
+			rt.close()
+			t.Fatal("the two servers' tools were not listed within 30s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	before := rt.proxy.Catalog()
+	// Close returns once every upstream is closed and its snapshots are
+	// delivered (a rebuild would have run by then).
+	rt.close()
+	if after := rt.proxy.Catalog(); after != before {
+		t.Errorf("the catalog was rebuilt while the proxy closed (%d tools before, %d after)", len(before.Tools()), len(after.Tools()))
 	}
 }
