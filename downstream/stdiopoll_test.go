@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/fdmode"
 )
 
 // A client's pipe opened in blocking mode is read through the poller while
@@ -28,14 +30,14 @@ func TestPollableInput(t *testing.T) {
 	w := os.NewFile(uintptr(fds[1]), "client")
 	defer r.Close()
 	defer w.Close()
-	if nonblocking(fds[0]) {
+	if fdmode.IsNonBlocking(uintptr(fds[0])) {
 		t.Fatal("the test pipe is not in blocking mode")
 	}
 	in, restore := pollableInput(r, io.Discard)
 	if in == io.Reader(r) {
 		t.Fatal("a blocking pipe was not made pollable")
 	}
-	if !nonblocking(fds[0]) {
+	if !fdmode.IsNonBlocking(uintptr(fds[0])) {
 		t.Error("the pipe is not in non-blocking mode while served")
 	}
 	if _, err := w.WriteString("line 1\n"); err != nil {
@@ -46,7 +48,7 @@ func TestPollableInput(t *testing.T) {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
 	restore()
-	if nonblocking(fds[0]) {
+	if fdmode.IsNonBlocking(uintptr(fds[0])) {
 		t.Error("the pipe was left in non-blocking mode")
 	}
 	if _, err := w.WriteString("line 2\n"); err != nil {

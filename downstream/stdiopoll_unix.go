@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"syscall"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/fdmode"
 )
 
 // pollableInput returns a reader of in that the Go runtime's poller waits
@@ -40,7 +42,7 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 		if kind := st.Mode & syscall.S_IFMT; kind != syscall.S_IFIFO && kind != syscall.S_IFSOCK {
 			return
 		}
-		if nonblocking(int(fd)) {
+		if fdmode.IsNonBlocking(fd) {
 			return // already pollable, or set so by its owner: leave it
 		}
 		d, _, errno := syscall.Syscall(syscall.SYS_FCNTL, fd, syscall.F_DUPFD_CLOEXEC, 0)
@@ -65,12 +67,6 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 		_ = pf.Close()
 		_ = rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) })
 	}
-}
-
-// nonblocking reports whether fd is in non-blocking mode.
-func nonblocking(fd int) bool {
-	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(fd), syscall.F_GETFL, 0)
-	return errno == 0 && flags&syscall.O_NONBLOCK != 0
 }
 
 // sameFile reports whether w is an *os.File for the same file as f.

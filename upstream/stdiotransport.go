@@ -14,6 +14,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/internal/fdmode"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/rs/zerolog"
 )
@@ -352,7 +353,7 @@ func (t *stdioTransport) tryWrite(b []byte) int {
 	}
 	n := 0
 	_ = t.rawStdin.Write(func(fd uintptr) bool {
-		n = writeNonBlocking(fd, b)
+		n = fdmode.WriteNonBlocking(fd, b)
 		return true // never wait here
 	})
 	return n
@@ -370,7 +371,7 @@ func nonBlockingConn(w io.Writer) syscall.RawConn {
 		return nil
 	}
 	nonBlocking := false
-	if rc.Control(func(fd uintptr) { nonBlocking = isNonBlocking(fd) }) != nil || !nonBlocking {
+	if rc.Control(func(fd uintptr) { nonBlocking = fdmode.IsNonBlocking(fd) }) != nil || !nonBlocking {
 		return nil
 	}
 	return rc
