@@ -44,13 +44,6 @@ const (
 // maxServerRequests.
 const tooManyServerRequests = "too many requests in flight from this server; try again later"
 
-// JSON-RPC error codes of the answers to server requests.
-const (
-	codeInvalidRequest = -32600
-	codeMethodNotFound = -32601
-	codeInternalError  = -32603
-)
-
 // serverRequest is one request of the upstream to the proxy, as the bytes it
 // came in. It owns its slices (they are copies of the transport's buffer).
 type serverRequest struct {
@@ -103,17 +96,17 @@ func inboundOf(m rawjson.Message, err error) inbound {
 	default:
 		// m.ID is nil when the id is not an id, or named twice: the error
 		// goes with id null.
-		return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: "+m.Invalid, nil)}
+		return inbound{refusal: errorReply(m.ID, mcp.INVALID_REQUEST, "invalid request: "+m.Invalid, nil)}
 	}
 	if rawjson.IsNull(m.ID) {
-		return inbound{refusal: errorReply(nil, codeInvalidRequest, "invalid request: the id must be a string or a number, not null", nil)}
+		return inbound{refusal: errorReply(nil, mcp.INVALID_REQUEST, "invalid request: the id must be a string or a number, not null", nil)}
 	}
 	if len(m.Params) > 0 && m.Params[0] == '{' {
 		if rawjson.Unique(m.Params) != nil {
-			return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: a member name appears twice in params", nil)}
+			return inbound{refusal: errorReply(m.ID, mcp.INVALID_REQUEST, "invalid request: a member name appears twice in params", nil)}
 		}
 		if meta, ok, _ := rawjson.Get(m.Params, "_meta"); ok && meta[0] == '{' && rawjson.Unique(meta) != nil {
-			return inbound{refusal: errorReply(m.ID, codeInvalidRequest, "invalid request: a member name appears twice in params._meta", nil)}
+			return inbound{refusal: errorReply(m.ID, mcp.INVALID_REQUEST, "invalid request: a member name appears twice in params._meta", nil)}
 		}
 	}
 	req := &serverRequest{id: bytes.Clone(m.ID), method: m.Method}
@@ -181,7 +174,7 @@ func (r requestServer) serve(req serverRequest, w replier) {
 	select {
 	case r.slots <- struct{}{}:
 	default:
-		w.send(errorReply(req.id, codeInternalError, tooManyServerRequests, nil))
+		w.send(errorReply(req.id, mcp.INTERNAL_ERROR, tooManyServerRequests, nil))
 		return
 	}
 	if !w.start(func() {
@@ -270,7 +263,7 @@ func (s *session) answer(ctx context.Context, req serverRequest) []byte {
 		}
 		fallthrough
 	default:
-		return errorReply(req.id, codeMethodNotFound, "method not found: "+sanitize.Error(req.method), nil)
+		return errorReply(req.id, mcp.METHOD_NOT_FOUND, "method not found: "+sanitize.Error(req.method), nil)
 	}
 	res, err := s.c.opts.OnRequest(ctx, s.c.name, req.method, oneLine(req.params))
 	if err != nil {
@@ -278,10 +271,10 @@ func (s *session) answer(ctx context.Context, req serverRequest) []byte {
 		if errors.As(err, &rpc) {
 			return errorReply(req.id, rpc.Code, rpc.Message, rpc.Data)
 		}
-		return errorReply(req.id, codeInternalError, sanitize.Error(err.Error()), nil)
+		return errorReply(req.id, mcp.INTERNAL_ERROR, sanitize.Error(err.Error()), nil)
 	}
 	if len(res) == 0 {
-		return errorReply(req.id, codeInternalError, "no result", nil)
+		return errorReply(req.id, mcp.INTERNAL_ERROR, "no result", nil)
 	}
 	return resultReply(req.id, res)
 }

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
 
@@ -502,7 +503,7 @@ func FuzzReadServerRequest(f *testing.F) {
 				ID      json.RawMessage `json:"id"`
 				Error   struct{ Code int }
 			}
-			if err := json.Unmarshal(in.refusal, &r); err != nil || r.JSONRPC != "2.0" || r.Error.Code != codeInvalidRequest || len(r.ID) == 0 {
+			if err := json.Unmarshal(in.refusal, &r); err != nil || r.JSONRPC != "2.0" || r.Error.Code != mcp.INVALID_REQUEST || len(r.ID) == 0 {
 				t.Fatalf("refusal %s: %v", in.refusal, err)
 			}
 		}

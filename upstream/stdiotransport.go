@@ -101,7 +101,7 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 // noRequestHandler answers the child's requests until setRequestHandler
 // sets the session's (before Start, in production).
 func noRequestHandler(_ context.Context, req serverRequest) []byte {
-	return errorReply(req.id, codeMethodNotFound, "No request handler configured", nil)
+	return errorReply(req.id, mcp.METHOD_NOT_FOUND, "No request handler configured", nil)
 }
 
 // Start starts reading stdout. Later calls do nothing.
@@ -599,7 +599,7 @@ func (t *stdioTransport) answer(req serverRequest) []byte {
 	fn, ctx := t.onRequest, t.ctx
 	t.handlerMu.RUnlock()
 	if err := ctx.Err(); err != nil {
-		return errorReply(req.id, codeInternalError, err.Error(), nil)
+		return errorReply(req.id, mcp.INTERNAL_ERROR, err.Error(), nil)
 	}
 	return fn(ctx, req)
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // Requests of an http or sse upstream to the proxy arrive in its event
@@ -134,5 +135,5 @@ func (t *requestTransport) post(to replyTo, reply []byte) {
 // it can read out of the streams, so one that reaches mcp-go is one the
 // proxy could not read as JSON-RPC.
 func unreadRequest(_ context.Context, req transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
-	return transport.NewJSONRPCErrorResponse(req.ID, codeInvalidRequest, "invalid request", nil), nil
+	return transport.NewJSONRPCErrorResponse(req.ID, mcp.INVALID_REQUEST, "invalid request", nil), nil
 }
