@@ -104,13 +104,18 @@ func DeleteFunc(obj []byte, drop func(key string) bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	spans := make([]Span, len(ms))
 	var picked []int
 	for i, m := range ms {
-		spans[i] = Span{Start: m.Start, End: m.ValueEnd}
 		if drop(m.Key) {
 			picked = append(picked, i)
 		}
+	}
+	if len(picked) == 0 {
+		return obj, nil
+	}
+	spans := make([]Span, len(ms))
+	for i, m := range ms {
+		spans[i] = Span{Start: m.Start, End: m.ValueEnd}
 	}
 	return Cut(obj, spans, picked), nil
 }
