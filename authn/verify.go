@@ -209,6 +209,10 @@ func (v *verifier) missingScopes(scopes []string) []string {
 // differing only by a trailing "/" (oauthex.MatchesResource). An empty aud
 // value names nothing, not even an accepted "/".
 func audienceMatches(aud jwt.Audience, accepted []string) bool {
-	named := slices.DeleteFunc(slices.Clone(aud), func(a string) bool { return a == "" })
-	return slices.ContainsFunc(accepted, func(w string) bool { return oauthex.MatchesResource(named, w) })
+	for _, a := range aud {
+		if a != "" && slices.ContainsFunc(accepted, func(w string) bool { return oauthex.MatchesResource([]string{a}, w) }) {
+			return true
+		}
+	}
+	return false
 }
