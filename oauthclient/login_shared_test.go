@@ -54,12 +54,7 @@ func TestLoginSharedCancel(t *testing.T) {
 
 	ctx1, cancel1 := context.WithCancel(context.Background())
 	first := loginAsync(ctx1, c, prompt)
-	var p LoginPrompt
-	select {
-	case p = <-prompts:
-	case <-time.After(10 * time.Second):
-		t.Fatal("no login prompt")
-	}
+	p := recv(t, prompts, 10*time.Second, "the login prompt")
 
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel2()
@@ -67,13 +62,8 @@ func TestLoginSharedCancel(t *testing.T) {
 	joined(t, c, 2)
 
 	cancel1()
-	select {
-	case err := <-first:
-		if !errors.Is(err, context.Canceled) {
-			t.Fatalf("cancelled caller: %v, want context.Canceled", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("the cancelled caller did not return")
+	if err := recv(t, first, 5*time.Second, "the cancelled caller's return"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled caller: %v, want context.Canceled", err)
 	}
 
 	// The browser comes back now: the login of the remaining caller ends
@@ -86,13 +76,8 @@ func TestLoginSharedCancel(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("callback page: HTTP %d", resp.StatusCode)
 	}
-	select {
-	case err := <-second:
-		if err != nil {
-			t.Fatalf("the caller still waiting: %v, want the login's success", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("the caller still waiting never returned")
+	if err := recv(t, second, 15*time.Second, "the waiting caller's return"); err != nil {
+		t.Fatalf("the caller still waiting: %v, want the login's success", err)
 	}
 	if !c.HasToken() {
 		t.Error("no token after the shared login")
@@ -112,9 +97,9 @@ func TestLoginAbandoned(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := loginAsync(ctx, c, prompt)
-	p := <-prompts
+	p := recv(t, prompts, 10*time.Second, "the login prompt")
 	cancel()
-	if err := <-done; !errors.Is(err, context.Canceled) {
+	if err := recv(t, done, 5*time.Second, "the abandoned caller's return"); !errors.Is(err, context.Canceled) {
 		t.Fatalf("abandoned login: %v", err)
 	}
 	noFollow := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
@@ -136,5 +121,18 @@ func TestLoginAbandoned(t *testing.T) {
 	}
 	if !c.HasToken() {
 		t.Error("no token after the next login")
+	}
+}
+
+// recv receives from ch, failing the test if nothing comes within d.
+func recv[T any](t *testing.T, ch <-chan T, d time.Duration, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(d):
+		t.Fatalf("no %s within %s", what, d)
+		var zero T
+		return zero
 	}
 }
