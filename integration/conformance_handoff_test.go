@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 	"github.com/mcp-proxy/mcp-proxy/internal/confrunner"
 	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
@@ -118,12 +119,7 @@ func startHandoffScenario(t *testing.T, name string) *handoffScenario {
 // verdict writes the hand-off's done file.
 func (h *handoffScenario) verdict(t *testing.T, v string) {
 	t.Helper()
-	tmp := filepath.Join(h.dir, "done.tmp")
-	if err := os.WriteFile(tmp, []byte(v), 0o600); err != nil {
-		t.Error(err)
-		return
-	}
-	if err := os.Rename(tmp, filepath.Join(h.dir, "done")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(h.dir, "done"), []byte(v), 0o600); err != nil {
 		t.Error(err)
 	}
 }

@@ -20,6 +20,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 )
 
 const (
@@ -45,11 +47,7 @@ func run() error {
 		return fmt.Errorf("usage: %s=<folder> handoffhost <url>", dirEnv)
 	}
 	url := os.Args[len(os.Args)-1]
-	tmp := filepath.Join(dir, "url.tmp")
-	if err := os.WriteFile(tmp, []byte(url), 0o600); err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, "url")); err != nil {
+	if err := atomicfile.WriteFile(filepath.Join(dir, "url"), []byte(url), 0o600); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "handoffhost: handed %s to the test\n", url)
