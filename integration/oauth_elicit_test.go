@@ -68,22 +68,6 @@ func countMethod(lines [][]byte, method string) int {
 	return n
 }
 
-// waitListed polls tools/list until name is listed.
-func waitListed(t *testing.T, c rawClient, name string, stderr *syncBuffer) {
-	t.Helper()
-	deadline := time.Now().Add(startTimeout)
-	for {
-		names, _ := toolsOf(t, rawResult(t, c, "tools/list", `{}`))
-		if hasName(names, name) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not listed within %s: %v\n%s", name, startTimeout, names, tail(stderr.String(), 4000))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
 // callWhoami calls secure__whoami and returns its text, or "" with
 // isError or an error.
 func callWhoami(t *testing.T, c rawClient) string {
@@ -185,7 +169,7 @@ func TestOAuthLoginURLElicitationStdio(t *testing.T) {
 	if code, body := httpGet(t, p.URL); code != http.StatusOK || !strings.Contains(body, "is authorized") {
 		t.Fatalf("opening the authorization URL: %d %q", code, body)
 	}
-	waitListed(t, c, "secure__whoami", stderr)
+	rsRawListed(t, c, "secure__whoami")
 	if got := callWhoami(t, c); got != "an authorized caller" {
 		t.Errorf("secure__whoami = %q", got)
 	}
@@ -289,7 +273,7 @@ func TestOAuthLoginNoElicitationOverHTTP(t *testing.T) {
 	if code, body := httpGet(t, local); code != http.StatusOK || !strings.Contains(body, "is authorized") {
 		t.Fatalf("following the logged URL: %d %q", code, body)
 	}
-	waitListed(t, c, "secure__whoami", p.stderr)
+	rsRawListed(t, c, "secure__whoami")
 	if got := callWhoami(t, c); got != "an authorized caller" {
 		t.Fatalf("secure__whoami = %q", got)
 	}
@@ -311,7 +295,7 @@ func TestOAuthLoginNoElicitationOverHTTP(t *testing.T) {
 	if code, body := httpGet(t, second); code != http.StatusOK || !strings.Contains(body, "is authorized") {
 		t.Fatalf("following the second logged URL: %d %q", code, body)
 	}
-	waitListed(t, c, "secure__whoami", p.stderr)
+	rsRawListed(t, c, "secure__whoami")
 	if got := callWhoami(t, c); got != "an authorized caller" {
 		t.Errorf("secure__whoami after the second login = %q", got)
 	}

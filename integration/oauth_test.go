@@ -129,11 +129,8 @@ func oauthJSON(w http.ResponseWriter, code int, v any) {
 
 // logLine finds the first JSON log line with message msg and returns it.
 func logLine(stderr *syncBuffer, msg string) map[string]any {
-	for line := range strings.SplitSeq(stderr.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["message"] == msg {
-			return m
-		}
+	if lines := logLines(stderr, msg); len(lines) > 0 {
+		return lines[0]
 	}
 	return nil
 }

@@ -82,7 +82,7 @@ func (tree rsTree) check(t testing.TB) {
 // rsRawListed polls a raw client's tools/list until every name is listed.
 func rsRawListed(t testing.TB, c rawClient, names ...string) {
 	t.Helper()
-	deadline := time.Now().Add(callTimeout)
+	deadline := time.Now().Add(startTimeout)
 	for {
 		got, _ := toolsOf(t, rawResult(t, c, "tools/list", "{}"))
 		all := true
