@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // fingerprintFields are the members of a tool object that its fingerprint
@@ -137,7 +139,7 @@ func appendCanonical(dst []byte, v any) []byte {
 	case json.Number: // as the decoder read it, so valid
 		return append(dst, v...)
 	case string:
-		return appendString(dst, v)
+		return rawjson.AppendString(dst, v)
 	case []any:
 		dst = append(dst, '[')
 		for i, e := range v {
@@ -158,7 +160,7 @@ func appendCanonical(dst []byte, v any) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = appendCanonical(append(appendString(dst, k), ':'), v[k])
+			dst = appendCanonical(append(rawjson.AppendString(dst, k), ':'), v[k])
 		}
 		return append(dst, '}')
 	}
@@ -305,7 +307,7 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 		if len(dst) > sorted+1 {
 			dst = append(dst, ',')
 		}
-		dst = append(appendString(dst, m.key), ':')
+		dst = append(rawjson.AppendString(dst, m.key), ':')
 		dst = append(dst, dst[m.start:m.end]...)
 	}
 	dst = append(dst, '}')
@@ -365,7 +367,7 @@ func (c *canonParser) str(dst []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return appendString(dst, s), nil
+	return rawjson.AppendString(dst, s), nil
 }
 
 // plainString reports the end (after the closing quote) of the string at
@@ -447,59 +449,6 @@ func (c *canonParser) number(dst []byte) ([]byte, error) {
 	}
 	c.i = j
 	return append(dst, src[start:j]...), nil
-}
-
-// appendString writes s as a JSON string the way encoding/json does
-// without HTML escaping: quote and backslash escaped, \b \f \n \r \t
-// for those controls and \u00XX for the others, invalid UTF-8 as \ufffd,
-// U+2028 and U+2029 as \u2028 and \u2029, every other character as is.
-func appendString(dst []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if b := s[i]; b < utf8.RuneSelf {
-			if b >= 0x20 && b != '"' && b != '\\' {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch b {
-			case '"', '\\':
-				dst = append(dst, '\\', b)
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(append(dst, s[start:i]...), `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(append(dst, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	return append(append(dst, s[start:]...), '"')
 }
 
 // fingerprintOf hashes a Definition.

@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"testing"
 	"unicode/utf8"
@@ -88,6 +89,28 @@ func TestString(t *testing.T) {
 	if got := string(String(`a<b>"c`)); got != `"a<b>\"c"` {
 		t.Fatalf("String = %s", got)
 	}
+	if got := string(AppendString([]byte("x"), "tools/call")); got != `x"tools/call"` {
+		t.Fatalf("AppendString = %s", got)
+	}
+}
+
+// FuzzAppendString: AppendString writes what encoding/json writes without
+// HTML escaping (canonical tool definitions depend on it), for any string.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range []string{"", "px-1", `a"b`, `back\slash`, "tab\there\b\f\r\n", "é😀", "<&>", "\x00\x1f\x7f", "\xff\xfe", "\u2028\u2029"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		var want bytes.Buffer
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendString(nil, s); !bytes.Equal(got, bytes.TrimSuffix(want.Bytes(), []byte{'\n'})) {
+			t.Fatalf("AppendString(%q) = %s, want %s", s, got, want.Bytes())
+		}
+	})
 }
 
 func FuzzSetDelete(f *testing.F) {

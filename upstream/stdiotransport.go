@@ -168,10 +168,10 @@ func (t *stdioTransport) call(ctx context.Context, id, method string, params jso
 	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":,"params":}`)+len(id)+len(method)+len(params)+8)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	start := len(b)
-	b = appendJSONString(b, id)
+	b = rawjson.AppendString(b, id)
 	key := rawjson.IDKey(b[start:])
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, method)
+	b = rawjson.AppendString(b, method)
 	if len(params) > 0 {
 		b = append(b, `,"params":`...)
 		b = append(b, params...)
@@ -218,20 +218,6 @@ func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte)
 		forget()
 		return stdioReply{}, ctx.Err()
 	}
-}
-
-// appendJSONString appends s as a JSON string: as it is between quotes when
-// it is printable ASCII without a quote or a backslash (every method name and every id
-// the proxy sends), else encoded.
-func appendJSONString(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
-			return append(b, rawjson.String(s)...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
 }
 
 // SendNotification writes one notification.

@@ -459,21 +459,6 @@ func TestStdioTransportCallWritesLineAsBuilt(t *testing.T) {
 	}
 }
 
-// appendJSONString writes every string as JSON that decodes back to it:
-// plain ASCII as it is, anything else encoded.
-func TestAppendJSONString(t *testing.T) {
-	for _, s := range []string{"", "px-1", "tools/call", `a"b`, `back\slash`, "tab\there", "é😀", "<&>", "\x00\x1f\x7f"} {
-		b := appendJSONString([]byte("x"), s)
-		var got string
-		if err := json.Unmarshal(b[1:], &got); err != nil || got != s || b[0] != 'x' {
-			t.Errorf("%q: %s decodes to %q (%v)", s, b, got, err)
-		}
-	}
-	if got := string(appendJSONString(nil, "tools/call")); got != `"tools/call"` {
-		t.Errorf("plain method written as %s", got)
-	}
-}
-
 // A line longer than the pipe's buffer goes out whole to a child that reads
 // it late: first what the pipe takes at once, then the rest as the child
 // reads.
@@ -500,30 +485,6 @@ func TestStdioTransportLongLineToSlowReader(t *testing.T) {
 	case <-time.After(5 * time.Second):
 		t.Fatal("the line did not arrive")
 	}
-}
-
-// Whatever the string, appendJSONString writes one JSON string that decodes
-// to what encoding/json's encoding of it decodes to: the string itself when
-// it is valid UTF-8 (invalid bytes become U+FFFD either way).
-func FuzzAppendJSONString(f *testing.F) {
-	for _, s := range []string{"", "px-1", "tools/call", `a"b\c`, "\x00\n\t", "é😀", "\xff\xfe", "<&>\u2028"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		b := appendJSONString(nil, s)
-		var got string
-		if err := json.Unmarshal(b, &got); err != nil {
-			t.Fatalf("%q written as %s: %v", s, b, err)
-		}
-		ref, _ := json.Marshal(s)
-		var want string
-		if err := json.Unmarshal(ref, &want); err != nil {
-			t.Fatal(err)
-		}
-		if got != want {
-			t.Fatalf("%q written as %s decodes to %q, want %q", s, b, got, want)
-		}
-	})
 }
 
 // Params with line breaks between their tokens (a pretty-printed body of an
