@@ -354,9 +354,10 @@ func startHTTPProxy(t testing.TB, cfg string, extra ...string) (string, *proc) {
 
 // ---- shared upstreams ----
 
-// sharedEverything is one server-everything in Streamable HTTP mode for the
-// whole package; it keeps one state per MCP session, so tests do not meet.
-var sharedEverything sharedServer
+// sharedEverything and sharedEverythingSSE are one server-everything in
+// Streamable HTTP mode and one in legacy SSE mode for the whole package;
+// each keeps one state per MCP session, so tests do not meet.
+var sharedEverything, sharedEverythingSSE sharedServer
 
 // sharedServer is a server process the whole package shares.
 type sharedServer struct {
@@ -371,10 +372,23 @@ type sharedServer struct {
 // everythingHTTP returns the URL of the shared server-everything.
 func everythingHTTP(t testing.TB) string {
 	t.Helper()
-	s := &sharedEverything
-	s.once.Do(func() { s.url, s.err = startSharedEverything() })
+	return sharedEverything.start(t, "streamableHttp")
+}
+
+// everythingSSE returns the SSE endpoint URL of the shared server-everything
+// in legacy SSE mode.
+func everythingSSE(t testing.TB) string {
+	t.Helper()
+	return sharedEverythingSSE.start(t, "sse")
+}
+
+// start starts the shared server-everything in mode once and returns its
+// URL.
+func (s *sharedServer) start(t testing.TB, mode string) string {
+	t.Helper()
+	s.once.Do(func() { s.url, s.err = startSharedEverything(s, mode) })
 	if s.err != nil {
-		t.Fatalf("server-everything (streamableHttp): %v", s.err)
+		t.Fatalf("server-everything (%s): %v", mode, s.err)
 	}
 	return s.url
 }
@@ -384,13 +398,12 @@ func everythingHTTP(t testing.TB) string {
 // ready when it says it listens on that port, which a dial could not tell
 // from another process that took the port meanwhile; if one did, and
 // server-everything exits for it, another port is tried.
-func startSharedEverything() (string, error) {
-	s := &sharedEverything
+func startSharedEverything(s *sharedServer, mode string) (string, error) {
 	var err error
 	for range 5 {
 		var url string
 		var taken bool
-		if url, taken, err = startEverythingOnce(s); err == nil || !taken {
+		if url, taken, err = startEverythingOnce(s, mode); err == nil || !taken {
 			return url, err
 		}
 	}
@@ -399,14 +412,14 @@ func startSharedEverything() (string, error) {
 
 // startEverythingOnce is one attempt of startSharedEverything; taken says
 // that its port was in use.
-func startEverythingOnce(s *sharedServer) (url string, taken bool, err error) {
+func startEverythingOnce(s *sharedServer, mode string) (url string, taken bool, err error) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", false, err
 	}
 	port := ln.Addr().(*net.TCPAddr).Port
 	_ = ln.Close()
-	cmd := exec.Command(nodeBin, everythingJS, "streamableHttp")
+	cmd := exec.Command(nodeBin, everythingJS, mode)
 	cmd.Env = append(os.Environ(), "PORT="+strconv.Itoa(port))
 	cmd.Stdout, cmd.Stderr = &s.log, &s.log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -417,17 +430,21 @@ func startEverythingOnce(s *sharedServer) (url string, taken bool, err error) {
 	done := s.done
 	go func() { _ = cmd.Wait(); close(done) }()
 	// server-everything's own words (2026.8.31, pinned in package.json):
-	// this line once it listens, "Port N is already in use" if it cannot.
-	listening := "MCP Streamable HTTP Server listening on port " + strconv.Itoa(port) + "\n"
+	// this line once it listens; if it cannot, "Port N is already in use"
+	// (streamableHttp) or node's EADDRINUSE error (sse).
+	listening, path := "MCP Streamable HTTP Server listening on port "+strconv.Itoa(port)+"\n", "/mcp"
+	if mode == "sse" {
+		listening, path = "Server is running on port "+strconv.Itoa(port)+"\n", "/sse"
+	}
 	deadline := time.Now().Add(startTimeout)
 	for time.Now().Before(deadline) {
 		if strings.Contains(s.log.String(), listening) {
-			return "http://127.0.0.1:" + strconv.Itoa(port) + "/mcp", false, nil
+			return "http://127.0.0.1:" + strconv.Itoa(port) + path, false, nil
 		}
 		select {
 		case <-done:
 			log := s.log.String()
-			return "", strings.Contains(log, "Port "+strconv.Itoa(port)+" is already in use"),
+			return "", strings.Contains(log, "Port "+strconv.Itoa(port)+" is already in use") || strings.Contains(log, "EADDRINUSE"),
 				fmt.Errorf("exited before listening on port %d:\n%s", port, tail(log, 4000))
 		case <-time.After(50 * time.Millisecond):
 		}
@@ -437,16 +454,17 @@ func startEverythingOnce(s *sharedServer) (url string, taken bool, err error) {
 
 // stopShared stops the shared upstreams at the end of the run.
 func stopShared() {
-	s := &sharedEverything
-	if s.cmd == nil {
-		return
-	}
-	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-s.done:
-	case <-time.After(exitTimeout):
-		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
-		<-s.done
+	for _, s := range []*sharedServer{&sharedEverything, &sharedEverythingSSE} {
+		if s.cmd == nil {
+			continue
+		}
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.done:
+		case <-time.After(exitTimeout):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.done
+		}
 	}
 }
 

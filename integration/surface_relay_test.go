@@ -126,8 +126,9 @@ func (l *sfLogLog) get(logger string) []string {
 	return append([]string(nil), l.data[logger]...)
 }
 
-// TestSurfaceRelays: server-everything on stdio (everything) and on
-// Streamable HTTP (evhttp) behind the proxy, used over stdio and over HTTP,
+// TestSurfaceRelays: server-everything on stdio (everything), on
+// Streamable HTTP (evhttp) and on legacy SSE (evsse, sampling, elicitation
+// and progress) behind the proxy, used over stdio and over HTTP,
 // on both protocol eras: its sampling and elicitation requests reach the
 // go-sdk client's handlers and their answers come back in the results;
 // progress notifications arrive with the client's own token, in order, up
@@ -137,7 +138,8 @@ func (l *sfLogLog) get(logger string) []string {
 // host sees must be the same.
 func TestSurfaceRelays(t *testing.T) {
 	t.Parallel()
-	cfg := writeConfig(t, "", everythingServer("everything"), httpServer("evhttp", everythingHTTP(t)))
+	cfg := writeConfig(t, "", everythingServer("everything"), httpServer("evhttp", everythingHTTP(t)),
+		httpServer("evsse", everythingSSE(t), "transport: sse"))
 	for _, tr := range []string{"stdio", "http"} {
 		for _, proto := range []string{"2025-11-25", ""} {
 			t.Run(tr+"/"+cmp.Or(proto, "sdk default"), func(t *testing.T) {
@@ -165,7 +167,7 @@ func TestSurfaceRelays(t *testing.T) {
 				// A stateless 2026-07-28 client over HTTP is asked through
 				// input_required results and its retries (mrtr.go): the
 				// handlers run once and the results are the same.
-				for _, srv := range []string{"everything", "evhttp"} {
+				for _, srv := range []string{"everything", "evhttp", "evsse"} {
 					t.Run(srv+"/sampling", func(t *testing.T) {
 						n0, _ := sampler.calls()
 						prompt := "sf-" + tr + "-" + srv
@@ -253,7 +255,7 @@ func TestSurfaceRelays(t *testing.T) {
 					logs.mu.Lock()
 					defer logs.mu.Unlock()
 					for logger := range logs.data {
-						if logger != "everything" && logger != "evhttp" {
+						if logger != "everything" && logger != "evhttp" && logger != "evsse" {
 							t.Errorf("a log message with logger %q, want the server names only", logger)
 						}
 					}
