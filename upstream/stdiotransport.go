@@ -55,7 +55,6 @@ type stdioTransport struct {
 	pending map[string]chan stdioReply
 
 	handlerMu sync.RWMutex
-	onNotify  func(mcp.JSONRPCNotification)
 	onRawNote func(method string, params json.RawMessage)
 	onRequest requestHandler
 	ctx       context.Context // Start's, for incoming requests
@@ -388,17 +387,15 @@ func pipeGone(err error) error {
 	return err
 }
 
-// SetNotificationHandler sets the handler of the child's notifications.
-func (t *stdioTransport) SetNotificationHandler(fn func(mcp.JSONRPCNotification)) {
-	t.handlerMu.Lock()
-	t.onNotify = fn
-	t.handlerMu.Unlock()
-}
+// SetNotificationHandler is part of mcp-go's transport interface and does
+// nothing: notifications go to setRawNotificationHandler's handler as their
+// bytes (the session always sets it), never through mcp-go's decoding.
+func (t *stdioTransport) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
 
 // setRawNotificationHandler sets the handler of the child's notifications
-// as their bytes, in place of SetNotificationHandler's (mcp-go's, which
-// decodes params into an `any`: integers beyond 2^53 rounded, keys
-// re-sorted). params is nil when the notification had none, else its own
+// as their bytes (mcp-go's own handler would get params decoded into an
+// `any`: integers beyond 2^53 rounded, keys re-sorted); until it is set
+// they are dropped. params is nil when the notification had none, else its own
 // copy of the params object as the child wrote it.
 func (t *stdioTransport) setRawNotificationHandler(fn func(method string, params json.RawMessage)) {
 	t.handlerMu.Lock()
@@ -462,7 +459,7 @@ func (t *stdioTransport) handleLine(line []byte) {
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {
-		t.notify(line, e)
+		t.notify(e)
 		return
 	}
 	if t.requests.take(inboundOf(e, err), t.reply) {
@@ -479,10 +476,9 @@ func (t *stdioTransport) handleLine(line []byte) {
 	}
 }
 
-// notify hands a notification, line as parsed into e, to its handler: as
-// its bytes to the raw handler when there is one, else decoded. Params that
+// notify hands a notification to the raw handler as its bytes. Params that
 // are not an object, or name a member twice, drop it.
-func (t *stdioTransport) notify(line []byte, e rawjson.Message) {
+func (t *stdioTransport) notify(e rawjson.Message) {
 	t.handlerMu.RLock()
 	raw := t.onRawNote
 	t.handlerMu.RUnlock()
@@ -497,18 +493,6 @@ func (t *stdioTransport) notify(line []byte, e rawjson.Message) {
 			params = append(json.RawMessage(nil), oneLine(e.Params)...)
 		}
 		raw(e.Method, params)
-		return
-	}
-	var n mcp.JSONRPCNotification
-	if err := json.Unmarshal(line, &n); err != nil {
-		t.log.Debug().Err(safe(err)).Msg("undecodable notification from the server dropped")
-		return
-	}
-	t.handlerMu.RLock()
-	fn := t.onNotify
-	t.handlerMu.RUnlock()
-	if fn != nil {
-		fn(n)
 	}
 }
 

@@ -167,13 +167,17 @@ func TestStdioTransportInvalidResponseFailsRequest(t *testing.T) {
 
 func TestStdioTransportNotificationsAndRequests(t *testing.T) {
 	tr, child := newPipeTransport(t)
-	notes := make(chan mcp.JSONRPCNotification, 1)
-	tr.SetNotificationHandler(func(n mcp.JSONRPCNotification) { notes <- n })
+	type note struct {
+		method string
+		params json.RawMessage
+	}
+	notes := make(chan note, 1)
+	tr.setRawNotificationHandler(func(method string, params json.RawMessage) { notes <- note{method, params} })
 	child.write(t, `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"k":"v"}}`)
 	select {
 	case n := <-notes:
-		if n.Method != "notifications/tools/list_changed" || n.Params.AdditionalFields["k"] != "v" {
-			t.Errorf("notification %+v", n)
+		if n.method != "notifications/tools/list_changed" || string(n.params) != `{"k":"v"}` {
+			t.Errorf("notification %s %s", n.method, n.params)
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("no notification")
