@@ -132,7 +132,8 @@ func (r *stdioReader) read() {
 // are answered here. Once the session has stopped taking requests
 // (runs.closeAndWait), a line holding one is dropped unanswered: the proxy
 // is ending, and no request may start after ServeStdio has waited for the
-// last one. Responses and notifications are still delivered.
+// last one. Responses and notifications on a line of their own are still
+// delivered; a batch is dropped whole.
 func (r *stdioReader) route(line []byte, err error) func() {
 	p, ctx, s, w := r.p, r.ctx, r.s, r.w
 	trimmed := bytes.TrimSpace(line)
@@ -157,13 +158,21 @@ func (r *stdioReader) route(line []byte, err error) func() {
 			}
 		}
 	case len(trimmed) > 0:
-		if !r.runs.start() {
-			if m, err := rawjson.ParseMessage(line); err == nil && m.Kind != rawjson.KindRequest {
-				_, _, _ = p.receiveMessage(ctx, s, m, w) // a response or a notification: no run
-			}
+		m, perr := rawjson.ParseMessage(line)
+		if perr == nil && (m.Kind == rawjson.KindResponse || m.Kind == rawjson.KindNotification) {
+			_, _, _ = p.receiveMessage(ctx, s, m, w) // delivered at once: no run
 			return nil
 		}
-		reply, _, run := p.receive(ctx, s, line, w)
+		if !r.runs.start() {
+			return nil
+		}
+		var reply []byte
+		var run func() ([]byte, int)
+		if perr != nil {
+			reply, _, run = refused(nil, parseError(perr))
+		} else {
+			reply, _, run = p.receiveMessage(ctx, s, m, w)
+		}
 		if reply != nil {
 			_ = w.send(reply)
 		}
