@@ -92,7 +92,7 @@ func TestSessionsActiveHelp(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "mcp_proxy_sessions_active" {
+		if f.GetName() != NameSessionsActive {
 			continue
 		}
 		if help := f.GetHelp(); !strings.Contains(help, "never ends with DELETE") || !strings.Contains(help, "listen.session_idle_timeout") {
