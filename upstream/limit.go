@@ -26,10 +26,12 @@ const (
 	// idScanBytes is how much of an over-long line is kept to find the
 	// response id: ids come first in practice ({"jsonrpc":"2.0","id":…).
 	idScanBytes = 4 << 10
-	// shrinkAbove: after a line longer than this, the line buffer is let go
-	// so that one huge message does not pin its memory for the connection's
-	// lifetime.
-	shrinkAbove = 1 << 20
+	// shrinkAbove: after a line longer than this, the line buffer is let go,
+	// so that between messages a connection holds its read chunk and at
+	// most this much more. Twenty servers each keeping a 60 KB tools/list
+	// line would otherwise hold over a megabyte for good; the next long
+	// line is allocated at its predecessor's size (lastLong) instead.
+	shrinkAbove = lineChunk
 	// tooLargeCode is the JSON-RPC error code of the replacement response
 	// (implementation-defined server error range).
 	tooLargeCode = -32000
@@ -166,7 +168,9 @@ func (l *lineLimiter) process() {
 	if i < 0 && len(l.line) == 0 && cap(l.line) < l.lastLong {
 		// A line spans chunks: start at the size of the last such line
 		// rather than doubling up to it again (never beyond the limit).
-		l.line = make([]byte, 0, min(int64(l.lastLong), l.limit+1))
+		// (lastLong was a line within the limit, so it fits: no limit+1,
+		// which overflows when lines are unbounded.)
+		l.line = make([]byte, 0, l.lastLong)
 	}
 	l.line = append(l.line, seg...)
 	if i < 0 {

@@ -573,3 +573,24 @@ func TestLineLimiterLongLineCapacity(t *testing.T) {
 		t.Fatalf("end: %v", err)
 	}
 }
+
+// TestLineLimiterLetsLongLinesGo: a line longer than a read chunk leaves
+// no buffer behind once the next line is read, and the next long line
+// starts at its predecessor's size instead of growing to it again.
+func TestLineLimiterLetsLongLinesGo(t *testing.T) {
+	long := `{"id":1,"result":"` + strings.Repeat("a", 60_000) + "\"}\n"
+	short := `{"id":2,"result":{}}` + "\n"
+	l := newLineReader(iotest.HalfReader(strings.NewReader(long+short+long)), 1<<20)
+	for i, want := range []string{long, short, long} {
+		line, err := l.ReadLine()
+		if err != nil || string(line) != want {
+			t.Fatalf("line %d: %d bytes (%v), want %d", i, len(line), err, len(want))
+		}
+		if i == 1 && cap(l.line) > shrinkAbove {
+			t.Fatalf("after a short line the limiter holds a %d-byte line buffer", cap(l.line))
+		}
+		if i == 2 && cap(line) != len(long) {
+			t.Fatalf("the second long line was built in %d bytes of capacity, want %d", cap(line), len(long))
+		}
+	}
+}
