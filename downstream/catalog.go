@@ -61,11 +61,12 @@ func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered && !e.Held
 // Catalog is an immutable merged view of every upstream's tools. The bytes
 // of the listed tools are held once: list is their JSON array, and each
 // listed entry's Raw is a slice of it. A view that lists exactly these tools
-// serves list itself (deferred.go).
+// serves result itself (deferred.go).
 type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
 	list     []byte // JSON array of the listed (connected, unfiltered) tools
+	result   []byte // {"tools":list}, list being a part of it
 	names    *namespace.Table
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
@@ -183,30 +184,33 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 	return c
 }
 
-// joinListed writes the listed entries' Raw into c.list and points each of
-// those entries' Raw at its bytes there. The entries must not be published
-// yet.
+// joinListed writes the listed entries' Raw into c.list, itself inside
+// c.result, and points each of those entries' Raw at its bytes there. The
+// entries must not be published yet.
 func (c *Catalog) joinListed() {
-	n := 2
+	const head, tail = `{"tools":[`, `]}`
+	n := len(head) + len(tail)
 	for _, e := range c.tools {
 		if e.listed() {
 			n += len(e.Raw) + 1
 		}
 	}
-	buf := make([]byte, 1, n)
-	buf[0] = '['
+	buf := make([]byte, 0, n)
+	buf = append(buf, head...)
 	for _, e := range c.tools {
 		if !e.listed() {
 			continue
 		}
-		if len(buf) > 1 {
+		if len(buf) > len(head) {
 			buf = append(buf, ',')
 		}
 		start := len(buf)
 		buf = append(buf, e.Raw...)
 		e.Raw = buf[start:len(buf):len(buf)] // full: an append copies
 	}
-	c.list = append(buf, ']')
+	buf = append(buf, tail...)
+	c.result = buf[:len(buf):len(buf)]
+	c.list = buf[len(head)-1 : len(buf)-1 : len(buf)-1]
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way

@@ -599,3 +599,23 @@ func TestRebuildCatalogKeepsHeldNames(t *testing.T) {
 		t.Fatalf("newcomer = %+v; want a suffixed name with base fx1__del_file", newcomer)
 	}
 }
+
+// TestViewSharesCatalogResult: an agent that sees every listed tool and no
+// own tool is served the catalog's own tools/list result, not a copy of
+// it (a copy per agent was a second megabyte with 2,000 tools).
+func TestViewSharesCatalogResult(t *testing.T) {
+	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n",
+		map[string]*fakeUpstream{"fx": connected(`{"name":"a"}`, `{"name":"b"}`)})
+	a, err := p.resolveAgent("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := p.Catalog()
+	got := p.viewFor(&session{agent: a}).listJSON
+	if want := `{"tools":` + string(c.ListJSON()) + `}`; string(got) != want {
+		t.Fatalf("view's list %s, want %s", got, want)
+	}
+	if &got[0] != &c.result[0] || cap(got) != len(got) {
+		t.Fatal("the view holds a copy of the catalog's result, or one an append could write into")
+	}
+}

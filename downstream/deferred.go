@@ -154,7 +154,7 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 
 // sessionList is the session's tools/list result, {"tools":[...]}, built
 // in one allocation. A session that lists exactly the catalog's listed
-// tools and no own tool gets the catalog's array.
+// tools and no own tool gets the catalog's own result, no copy.
 func (p *Proxy) sessionList(st *session) []byte {
 	const head, tail = `{"tools":`, `}`
 	c := p.Catalog()
@@ -170,14 +170,10 @@ func (p *Proxy) sessionList(st *session) []byte {
 		}
 	}
 	if all {
-		n = len(head) + len(c.list) + len(tail)
+		return c.result // shared, and full: an append copies
 	}
 	out := make([]byte, 0, n)
 	out = append(out, head...)
-	if all {
-		out = append(out, c.list...)
-		return append(out, tail...) // exactly n: full
-	}
 	out = append(out, '[')
 	out = append(out, own...) // each followed by a comma
 	for i, e := range c.tools {
