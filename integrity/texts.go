@@ -1,13 +1,12 @@
 package integrity
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // maxTextDepth bounds the nesting the text walker follows. Real tool
@@ -223,12 +222,8 @@ func (w *walker) stringEnd() (int, error) {
 // UTF-8 becomes U+FFFD, as encoding/json decodes it, so that removing a
 // character between two stray bytes can never join them into a new one.
 func decodeString(lit []byte) (string, error) {
-	inner := lit[1 : len(lit)-1]
-	if bytes.IndexByte(inner, '\\') < 0 && utf8.Valid(inner) {
-		return string(inner), nil
-	}
-	var s string
-	if err := json.Unmarshal(lit, &s); err != nil {
+	s, err := rawjson.Unquote(lit)
+	if err != nil {
 		return "", fmt.Errorf("invalid JSON string: %v", err)
 	}
 	return s, nil

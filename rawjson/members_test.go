@@ -170,3 +170,50 @@ func FuzzMembersValidity(f *testing.F) {
 		}
 	})
 }
+
+func TestUnquote(t *testing.T) {
+	for _, tc := range []struct {
+		in, want string
+		err      bool
+	}{
+		{`"plain"`, "plain", false},
+		{`""`, "", false},
+		{`"h\u00e9llo\n"`, "héllo\n", false},
+		{`"héllo ✓"`, "héllo ✓", false},
+		{"\"a\xffb\"", "a\ufffdb", false},
+		{`"a\"b"`, `a"b`, false},
+		{`"a"b"`, "", true},
+		{"\"a\nb\"", "", true},
+		{`7`, "", true},
+		{`"`, "", true},
+	} {
+		got, err := Unquote([]byte(tc.in))
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("Unquote(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// FuzzUnquote holds Unquote to encoding/json's decoding of a string.
+func FuzzUnquote(f *testing.F) {
+	for _, s := range []string{`"x"`, `"\u00e9\ud83d\ude00"`, "\"\xc3\x28\"", `"a\\b"`, `"\"`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		got, err := Unquote(in)
+		var want string
+		werr := json.Unmarshal(in, &want)
+		// Unquote takes a value as Members gives it, without the white
+		// space around it that encoding/json also accepts.
+		literal := len(in) >= 2 && in[0] == '"' && in[len(in)-1] == '"'
+		if literal && (err != nil) != (werr != nil) {
+			t.Fatalf("Unquote(%q): error %v, encoding/json %v", in, err, werr)
+		}
+		if err == nil && werr == nil && got != want {
+			t.Fatalf("Unquote(%q) = %q, encoding/json %q", in, got, want)
+		}
+		if err == nil && werr != nil {
+			t.Fatalf("Unquote(%q) accepted what encoding/json refuses: %v", in, werr)
+		}
+	})
+}

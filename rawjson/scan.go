@@ -2,7 +2,6 @@ package rawjson
 
 import (
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 )
@@ -228,9 +227,7 @@ func memberKey(quoted []byte) (string, error) {
 	inner := quoted[1 : len(quoted)-1]
 	for _, c := range inner {
 		if c == '\\' || c >= 0x80 {
-			var s string
-			err := json.Unmarshal(quoted, &s)
-			return s, err
+			return Unquote(quoted)
 		}
 	}
 	return knownKey(inner), nil

@@ -1,6 +1,10 @@
 package rawjson
 
-import "unicode/utf8"
+import (
+	"encoding/json"
+	"errors"
+	"unicode/utf8"
+)
 
 // String encodes s as a JSON string without HTML escaping, the way most MCP
 // servers write strings (encoding/json would turn '<' into \u003c).
@@ -57,4 +61,29 @@ func AppendString(dst []byte, s string) []byte {
 		i += size
 	}
 	return append(append(dst, s[start:]...), '"')
+}
+
+// Unquote returns the text of quoted, a JSON string value as Members, Get
+// and Elements give it, decoded as encoding/json decodes it (escapes
+// resolved, invalid UTF-8 replaced). A string without escapes, nearly
+// every name and description, is copied without decoding. A value that is
+// not a string is an error.
+func Unquote(quoted []byte) (string, error) {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return "", errors.New("rawjson: not a JSON string")
+	}
+	inner := quoted[1 : len(quoted)-1]
+	plain := true
+	for _, c := range inner {
+		if c == '\\' || c == '"' || c < 0x20 {
+			plain = false
+			break
+		}
+	}
+	if plain && utf8.Valid(inner) {
+		return string(inner), nil
+	}
+	var s string
+	err := json.Unmarshal(quoted, &s)
+	return s, err
 }

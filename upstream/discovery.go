@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // maxPages bounds how many pages one list is read for (SPEC §3); an upstream
@@ -166,22 +167,44 @@ func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage
 	}
 }
 
-// decodePage reads the items under key and nextCursor from a list result,
-// keeping each item's bytes exactly as sent.
+// decodePage reads the items under key and nextCursor from a list result
+// in one pass. Each item is a slice of raw, its bytes exactly as sent. A
+// result naming either member twice is refused: which one counts would be
+// a guess (the rule rawjson's envelope parser follows).
 func decodePage(raw json.RawMessage, key string) (listPage, error) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	ms, err := rawjson.Members(raw)
+	if err != nil {
 		return listPage{}, fmt.Errorf("%w: result is not an object", ErrBadResponse)
 	}
 	var p listPage
-	if v, ok := fields[key]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &p.items); err != nil {
+	var items, cursor json.RawMessage
+	for _, m := range ms {
+		dst := &items
+		switch m.Key {
+		case key:
+		case "nextCursor":
+			dst = &cursor
+		default:
+			continue
+		}
+		if *dst != nil {
+			return listPage{}, fmt.Errorf("%w: result has two %q members", ErrBadResponse, m.Key)
+		}
+		*dst = raw[m.ValueStart:m.ValueEnd]
+	}
+	if items != nil && !rawjson.IsNull(items) {
+		spans, err := rawjson.Elements(items)
+		if err != nil {
 			return listPage{}, fmt.Errorf("%w: %q is not an array", ErrBadResponse, key)
 		}
+		p.items = make([]json.RawMessage, len(spans))
+		for i, sp := range spans {
+			p.items[i] = items[sp.Start:sp.End:sp.End] // full: an append copies
+		}
 	}
-	if v, ok := fields["nextCursor"]; ok && string(v) != "null" {
-		var c string
-		if err := json.Unmarshal(v, &c); err != nil {
+	if cursor != nil && !rawjson.IsNull(cursor) {
+		c, err := rawjson.Unquote(cursor)
+		if err != nil {
 			return listPage{}, fmt.Errorf("%w: nextCursor is not a string", ErrBadResponse)
 		}
 		p.nextCursor = &c
@@ -211,29 +234,56 @@ func (s *session) parseTools(items []json.RawMessage) []Tool {
 	return tools
 }
 
-// parseTool reads the fields the proxy needs from one raw tool object.
+// parseTool reads the fields the proxy needs from one raw tool object, in
+// one pass. A tool naming name, description or annotations twice is
+// refused, as decodePage refuses its members.
 func parseTool(raw json.RawMessage) (Tool, error) {
-	var fields struct {
-		Name        json.RawMessage `json:"name"`
-		Description json.RawMessage `json:"description"`
-		Annotations json.RawMessage `json:"annotations"`
-	}
-	if err := json.Unmarshal(raw, &fields); err != nil {
+	ms, err := rawjson.Members(raw)
+	if err != nil {
 		return Tool{}, fmt.Errorf("%w: tool is not an object", ErrBadResponse)
 	}
+	var name, description, annotations json.RawMessage
+	for _, m := range ms {
+		var dst *json.RawMessage
+		switch m.Key {
+		case "name":
+			dst = &name
+		case "description":
+			dst = &description
+		case "annotations":
+			dst = &annotations
+		default:
+			continue
+		}
+		if *dst != nil {
+			return Tool{}, fmt.Errorf("%w: tool has two %q members", ErrBadResponse, m.Key)
+		}
+		*dst = raw[m.ValueStart:m.ValueEnd]
+	}
 	t := Tool{Raw: raw}
-	if err := json.Unmarshal(fields.Name, &t.Name); err != nil || t.Name == "" {
+	if t.Name, err = rawjson.Unquote(name); err != nil || t.Name == "" {
 		return Tool{}, fmt.Errorf("%w: tool has no string name", ErrBadResponse)
 	}
-	_ = json.Unmarshal(fields.Description, &t.Description) // not a string: ""
-	var ann struct {
-		ReadOnlyHint json.RawMessage `json:"readOnlyHint"`
-	}
-	if json.Unmarshal(fields.Annotations, &ann) == nil {
-		var ro bool
-		t.ReadOnly = json.Unmarshal(ann.ReadOnlyHint, &ro) == nil && ro
-	}
+	t.Description, _ = rawjson.Unquote(description) // not a string: ""
+	t.ReadOnly = readOnlyHint(annotations)
 	return t, nil
+}
+
+// readOnlyHint reports whether annotations hold readOnlyHint true, once: a
+// hint given twice counts as none, the conservative reading.
+func readOnlyHint(annotations json.RawMessage) bool {
+	if len(annotations) == 0 || annotations[0] != '{' {
+		return false
+	}
+	ms, _ := rawjson.Members(annotations) // validated with the tool
+	n, ro := 0, false
+	for _, m := range ms {
+		if m.Key == "readOnlyHint" {
+			n++
+			ro = string(annotations[m.ValueStart:m.ValueEnd]) == "true"
+		}
+	}
+	return n == 1 && ro
 }
 
 // listChangedKinds maps an upstream list_changed notification to the kinds

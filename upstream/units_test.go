@@ -81,6 +81,11 @@ func TestParseTool(t *testing.T) {
 		{"name not string", `{"name":7}`, Tool{}, true},
 		{"null", `null`, Tool{}, true},
 		{"not object", `[1,2]`, Tool{}, true},
+		{"escaped name", `{"name":"caf\u00e9","description":"\u003cb\u003e"}`, Tool{Name: "café", Description: "<b>"}, false},
+		{"two names", `{"name":"safe","name":"evil"}`, Tool{}, true},
+		{"two descriptions", `{"name":"a","description":"x","description":"y"}`, Tool{}, true},
+		{"hint twice", `{"name":"a","annotations":{"readOnlyHint":false,"readOnlyHint":true}}`, Tool{Name: "a"}, false},
+		{"trailing garbage", `{"name":"a"} x`, Tool{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := parseTool(json.RawMessage(tc.raw))
@@ -119,6 +124,10 @@ func TestDecodePage(t *testing.T) {
 		{"items not array", `{"tools":{}}`, nil, nil, true},
 		{"cursor not string", `{"tools":[],"nextCursor":3}`, nil, nil, true},
 		{"result not object", `[]`, nil, nil, true},
+		{"escaped cursor", `{"tools":[],"nextCursor":"a\u0062"}`, []string{}, str("ab"), false},
+		{"two item members", `{"tools":[],"tools":[{"name":"x"}]}`, nil, nil, true},
+		{"two cursors", `{"tools":[],"nextCursor":"a","nextCursor":"b"}`, nil, nil, true},
+		{"other members ignored", `{"_meta":{"tools":1},"tools":[ 1 ]}`, []string{`1`}, nil, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := decodePage(json.RawMessage(tc.raw), "tools")
