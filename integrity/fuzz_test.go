@@ -249,3 +249,66 @@ func nested(depth int, leaf string) string {
 	}
 	return s
 }
+
+// FuzzDecodePinFile holds the one-pass pin file decoder to encoding/json:
+// whatever it accepts, encoding/json decodes to the same file. Inputs
+// where encoding/json's matching of member names in any letter case could
+// apply (capitals, non-ASCII bytes or escapes) are only decoded.
+func FuzzDecodePinFile(f *testing.F) {
+	tc := &toolCache{}
+	tc.upstream = tool("a", "A.").Upstream
+	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream)
+	valid, _ := json.MarshalIndent(&pinFile{Version: 1, Server: "s", Tools: map[string]*pinEntry{
+		"a": {Pinned: record(tc, "", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Pending: record(tc, ReasonChanged, time.Time{})}}}, "", "  ")
+	f.Add(valid)
+	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":null,"b":{"pinned":null}}}`))
+	f.Add([]byte(`{"version":null,"server":null,"tools":null,"x":[1]}`))
+	f.Add([]byte(`{"version":1,"tools":{"a":{"pending":{"fingerprint":"x","since":"2026-01-01T00:00:00.5+01:00","reason":"new","definition":{"n":[1,2]}}}}}`))
+	f.Add([]byte(`{"version":1,"version":2}`))
+	f.Add([]byte(""))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		got, err := decodePinFile(data)
+		if err != nil || bytes.ContainsFunc(data, func(r rune) bool { return r >= 'A' && r <= 'Z' || r >= 0x80 || r == '\\' }) {
+			return
+		}
+		var want pinFile
+		if err := json.Unmarshal(data, &want); err != nil {
+			t.Fatalf("decoded what encoding/json refuses (%v): %q", err, data)
+		}
+		if got.Version != want.Version || got.Server != want.Server || len(got.Tools) != len(want.Tools) || (got.Tools == nil) != (want.Tools == nil) {
+			t.Fatalf("got %+v, encoding/json %+v", got, want)
+		}
+		same := func(a, b *pinRecord) bool {
+			if a == nil || b == nil {
+				return a == b
+			}
+			return a.Fingerprint == b.Fingerprint && a.Since.Equal(b.Since) && a.Reason == b.Reason && bytes.Equal(a.Definition, b.Definition)
+		}
+		for name, e := range want.Tools {
+			g, ok := got.Tools[name]
+			if !ok || (g == nil) != (e == nil) || e != nil && (!same(g.Pinned, e.Pinned) || !same(g.Pending, e.Pending)) {
+				t.Fatalf("tool %q differs: got %+v, encoding/json %+v", name, g, e)
+			}
+		}
+	})
+}
+
+// TestDecodePinFileStrict: what a hand edit can make ambiguous is refused
+// with the place named, not guessed.
+func TestDecodePinFileStrict(t *testing.T) {
+	for _, tc := range []struct{ data, want string }{
+		{`{"version":1,"version":2}`, `member "version" is given twice`},
+		{`{"version":1,"tools":{"a":{"pinned":{},"pinned":{}}}}`, `tool "a": member "pinned" is given twice`},
+		{`{"version":1,"tools":{"a":{"pending":{"reason":"new","reason":"changed"}}}}`, `tool "a": pending: member "reason" is given twice`},
+		{`{"version":1,"tools":{"a":{},"a":{}}}`, `tool "a" is listed twice`},
+		{`{"version":"1"}`, `version is not an integer`},
+		{`{"version":1,"tools":{"a":{"pinned":{"since":"yesterday"}}}}`, `tool "a": pinned: since is not a time`},
+		{`{"version":1,"server":7}`, `server is not a string`},
+		{`{"version":1} x`, `not valid JSON`},
+	} {
+		_, err := decodePinFile([]byte(tc.data))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.data, err, tc.want)
+		}
+	}
+}

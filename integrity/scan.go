@@ -182,12 +182,23 @@ func cutRunes(s string, n int) string {
 	return string(r[:n-1]) + "…"
 }
 
+// trimDots is strings.Trim(w, ".-") without building a cutset per call.
+func trimDots(w string) string {
+	for w != "" && (w[0] == '.' || w[0] == '-') {
+		w = w[1:]
+	}
+	for w != "" && (w[len(w)-1] == '.' || w[len(w)-1] == '-') {
+		w = w[:len(w)-1]
+	}
+	return w
+}
+
 // appendWords adds the identifier-like words of s: runs of letters,
 // digits, '_', '-' and '.', without leading or trailing '.' and '-'.
 func appendWords(out []word, where, s string) []word {
 	start := -1
 	emit := func(end int) {
-		w := strings.Trim(s[start:end], ".-")
+		w := trimDots(s[start:end])
 		// Only distinctive words can name another server's tool (see
 		// Peers); the rest are not kept.
 		if distinctive(w) {

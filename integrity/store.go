@@ -219,9 +219,9 @@ func corrupt(path string, err error) error {
 // name, and that every record's fingerprint is that of its definition
 // (which catches a hand-edited or truncated definition).
 func parsePinFile(data []byte, server string) (*pinFile, error) {
-	var pf pinFile
-	if err := json.Unmarshal(data, &pf); err != nil {
-		return nil, fmt.Errorf("not valid JSON: %v", err)
+	pf, err := decodePinFile(data)
+	if err != nil {
+		return nil, err
 	}
 	switch {
 	case pf.Version == 0:
@@ -252,7 +252,7 @@ func parsePinFile(data []byte, server string) (*pinFile, error) {
 			}
 		}
 	}
-	return &pf, nil
+	return pf, nil
 }
 
 func checkRecord(name string, r *pinRecord, pending bool) error {
@@ -402,14 +402,11 @@ func unindent(src []byte) []byte {
 // nameOf returns the string member "name" of a tool definition.
 func nameOf(def []byte) (string, bool) {
 	raw, ok, err := rawjson.Get(def, "name")
-	if err != nil || !ok || raw[0] != '"' {
+	if err != nil || !ok {
 		return "", false
 	}
-	var name string
-	if json.Unmarshal(raw, &name) != nil {
-		return "", false
-	}
-	return name, true
+	name, err := rawjson.Unquote(raw)
+	return name, err == nil
 }
 
 // maxCheckers bounds how many pin files Check reads at once.
