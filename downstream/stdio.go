@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"sync"
 	"time"
 
@@ -38,7 +39,9 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	if err != nil {
 		return err
 	}
-	w := &lineWriter{out: out}
+	pout, restoreOut := pollableOutput(out, in, os.Stderr)
+	defer restoreOut() // after the session's last notification
+	w := &lineWriter{out: pout}
 	s := newSession("stdio", transportStdio, a, perCall)
 	s.notify.attach(w)
 	p.sessions.add(s)

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"os"
 	"path/filepath"
@@ -172,5 +173,122 @@ func TestPollableInputRestoreDuringReads(t *testing.T) {
 		if t.Failed() {
 			return
 		}
+	}
+}
+
+// A client's pipe from the proxy's stdout, opened in blocking mode, is
+// written through a non-blocking duplicate while the session runs: a write
+// larger than the pipe holds waits for the client to read and arrives whole,
+// and afterwards the pipe is blocking again and still open. A regular file,
+// and a pipe that is also one of the shared files (stdin, stderr), are
+// written as they are.
+func TestPollableOutput(t *testing.T) {
+	var fds [2]int
+	if err := syscall.Pipe(fds[:]); err != nil {
+		t.Fatal(err)
+	}
+	client := os.NewFile(uintptr(fds[0]), "client")
+	stdout := os.NewFile(uintptr(fds[1]), "stdout") // blocking, as a client's pipe is
+	defer client.Close()
+	defer stdout.Close()
+	if sameOut, restore := pollableOutput(stdout, io.Discard, stdout); sameOut != io.Writer(stdout) {
+		t.Error("a pipe shared with another stream was replaced")
+	} else {
+		restore()
+	}
+	out, restore := pollableOutput(stdout, strings.NewReader(""))
+	if out == io.Writer(stdout) {
+		t.Fatal("a blocking pipe was not made pollable")
+	}
+	if !fdmode.IsNonBlocking(uintptr(fds[1])) {
+		t.Error("the pipe is not in non-blocking mode while served")
+	}
+	big := strings.Repeat("b", 1<<20) + "\n" // 16 times a pipe's default capacity
+	wrote := make(chan error, 1)
+	go func() {
+		n, err := out.Write([]byte(big))
+		if err == nil && n != len(big) {
+			err = io.ErrShortWrite
+		}
+		wrote <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // the pipe fills before the client reads
+	line, err := bufio.NewReaderSize(client, 64<<10).ReadString('\n')
+	if err != nil || line != big {
+		t.Fatalf("the client read %d bytes (%v), want %d", len(line), err, len(big))
+	}
+	if err := <-wrote; err != nil {
+		t.Fatalf("Write = %v", err)
+	}
+	restore()
+	if fdmode.IsNonBlocking(uintptr(fds[1])) {
+		t.Error("the pipe was left in non-blocking mode")
+	}
+	if _, err := out.Write([]byte("late\n")); !errors.Is(err, os.ErrClosed) {
+		t.Errorf("a write after restore = %v, want os.ErrClosed", err)
+	}
+	if _, err := stdout.WriteString("after\n"); err != nil {
+		t.Fatalf("the original stdout after restore: %v", err)
+	}
+	buf := make([]byte, 16)
+	if n, err := client.Read(buf); err != nil || string(buf[:n]) != "after\n" {
+		t.Fatalf("read %q, %v", buf[:n], err)
+	}
+
+	f, err := os.Create(filepath.Join(t.TempDir(), "responses"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if out, restore := pollableOutput(f); out != io.Writer(f) {
+		t.Error("a regular file was replaced")
+	} else {
+		restore()
+	}
+}
+
+// Through ServeStdio with separate pipes, as a host spawns the proxy: a
+// response larger than the pipe, read late, arrives whole, and both pipes
+// are in blocking mode again when ServeStdio returns.
+func TestServeStdioPipesLargeResponse(t *testing.T) {
+	var in, out [2]int
+	if err := syscall.Pipe(in[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Pipe(out[:]); err != nil {
+		t.Fatal(err)
+	}
+	stdin, toProxy := os.NewFile(uintptr(in[0]), "stdin"), os.NewFile(uintptr(in[1]), "to-proxy")
+	fromProxy, stdout := os.NewFile(uintptr(out[0]), "from-proxy"), os.NewFile(uintptr(out[1]), "stdout")
+	for _, f := range []*os.File{stdin, toProxy, fromProxy, stdout} {
+		defer f.Close()
+	}
+	text := strings.Repeat("y", 1<<20)
+	fx := connected(echoTool)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"` + text + `"}]}`), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(context.Background(), "", nil, stdin, stdout) }()
+	if _, err := toProxy.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the pipe fills before the client reads
+	line, err := bufio.NewReaderSize(fromProxy, 64<<10).ReadString('\n')
+	if err != nil || !strings.Contains(line, `"id":1,"result"`) || !strings.Contains(line, text) {
+		t.Fatalf("the client read %d bytes (%v), not the whole response", len(line), err)
+	}
+	_ = toProxy.Close()
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeStdio = %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("ServeStdio did not return after stdin closed")
+	}
+	if fdmode.IsNonBlocking(uintptr(in[0])) || fdmode.IsNonBlocking(uintptr(out[1])) {
+		t.Error("a pipe was left in non-blocking mode")
 	}
 }

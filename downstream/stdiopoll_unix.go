@@ -29,9 +29,74 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 	if !ok || sameFile(f, out) {
 		return in, func() {}
 	}
+	pf, restore := pollableDup(f)
+	if pf == nil {
+		return in, func() {}
+	}
+	return fdmode.Reader(pf), restore
+}
+
+// pollableOutput returns a writer of out that writes what the pipe takes at
+// once with a raw system call and waits in the runtime's poller for the
+// rest, and a function that undoes it, when out is a pipe or socket in
+// blocking mode (a client's pipe from the proxy's stdout); see
+// fdmode.Reader for why a raw call. The descriptor is duplicated and set
+// non-blocking as pollableInput does, and the same exceptions apply: out
+// is returned as it is when it is no such *os.File, or is the same file as
+// one of shared (the proxy's stdin, whose reads would see the mode, and
+// its stderr, whose log lines could fail instead of waiting).
+func pollableOutput(out io.Writer, shared ...any) (io.Writer, func()) {
+	f, ok := out.(*os.File)
+	if !ok {
+		return out, func() {}
+	}
+	for _, o := range shared {
+		if sameFile(f, o) {
+			return out, func() {}
+		}
+	}
+	pf, restore := pollableDup(f)
+	if pf == nil {
+		return out, func() {}
+	}
+	rc, err := pf.SyscallConn()
+	if err != nil {
+		restore()
+		return out, func() {}
+	}
+	return &rawFirstWriter{f: pf, rc: rc}, restore
+}
+
+// rawFirstWriter writes to a non-blocking descriptor: first what it takes
+// without waiting, then the rest through the poller.
+type rawFirstWriter struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func (w *rawFirstWriter) Write(b []byte) (int, error) {
+	n := 0
+	if err := w.rc.Write(func(fd uintptr) bool {
+		n = fdmode.WriteNonBlocking(fd, b)
+		return true // never wait here
+	}); err != nil || n == len(b) {
+		if err != nil {
+			return w.f.Write(b) // closed: the file says so in its own words
+		}
+		return n, nil
+	}
+	m, err := w.f.Write(b[n:])
+	return n + m, err
+}
+
+// pollableDup returns a non-blocking duplicate of f for the poller, and a
+// function that closes it and sets f back to blocking mode, when f is a
+// pipe or socket in blocking mode; else nil. O_NONBLOCK is a property of
+// the open pipe that the duplicate shares, hence the setting back.
+func pollableDup(f *os.File) (*os.File, func()) {
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return in, func() {}
+		return nil, nil
 	}
 	dup := -1
 	_ = rc.Control(func(fd uintptr) {
@@ -56,7 +121,7 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 		dup = int(d)
 	})
 	if dup < 0 {
-		return in, func() {}
+		return nil, nil
 	}
 	pf := os.NewFile(uintptr(dup), f.Name()) // non-blocking: the poller takes it
 	return pf, func() {
@@ -70,7 +135,7 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 }
 
 // sameFile reports whether w is an *os.File for the same file as f.
-func sameFile(f *os.File, w io.Writer) bool {
+func sameFile(f *os.File, w any) bool {
 	o, ok := w.(*os.File)
 	if !ok {
 		return false

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/fdmode"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/rs/zerolog"
 )
@@ -144,7 +145,7 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 // over-long line is dropped and reported to dropped), and EOF signalled on
 // stdoutDone.
 func (p *process) stdoutReader(limit int64, dropped func(error)) lineReader {
-	return &eofLines{r: newLineReader(p.stdout, limit, withDropHook(dropped)), done: func() {
+	return &eofLines{r: newLineReader(fdmode.Reader(p.stdout), limit, withDropHook(dropped)), done: func() {
 		p.stdoutOnce.Do(func() { close(p.stdoutDone) })
 	}}
 }
