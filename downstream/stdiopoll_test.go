@@ -91,6 +91,16 @@ func TestServeStdioSocketAsStdinAndStdout(t *testing.T) {
 	defer stdout.Close()
 	defer client.Close()
 
+	serveLargeResponse(t, stdin, stdout, client, client, func() { _ = syscall.Shutdown(fds[1], syscall.SHUT_WR) })
+}
+
+// serveLargeResponse serves a proxy whose tool answers with 1 MiB of text
+// on stdin and stdout, sends one call on toProxy, lets the response fill
+// the pipe or socket before reading it from fromProxy, and checks that it
+// arrives whole; endInput then ends the client's input, after which
+// ServeStdio must return.
+func serveLargeResponse(t *testing.T, stdin, stdout *os.File, toProxy io.Writer, fromProxy io.Reader, endInput func()) {
+	t.Helper()
 	text := strings.Repeat("z", 1<<20)
 	fx := connected(echoTool)
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -100,13 +110,13 @@ func TestServeStdioSocketAsStdinAndStdout(t *testing.T) {
 	served := make(chan error, 1)
 	go func() { served <- p.ServeStdio(context.Background(), "", nil, stdin, stdout) }()
 
-	if _, err := client.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}` + "\n"); err != nil {
+	if _, err := io.WriteString(toProxy, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`+"\n"); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond) // the socket's buffer fills before the client reads
+	time.Sleep(300 * time.Millisecond) // the buffer fills before the client reads
 	got := make(chan string, 1)
 	go func() {
-		line, _ := bufio.NewReaderSize(client, 64<<10).ReadString('\n')
+		line, _ := bufio.NewReaderSize(fromProxy, 64<<10).ReadString('\n')
 		got <- line
 	}()
 	select {
@@ -117,7 +127,7 @@ func TestServeStdioSocketAsStdinAndStdout(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Error("the response did not arrive whole")
 	}
-	_ = syscall.Shutdown(fds[1], syscall.SHUT_WR)
+	endInput()
 	select {
 	case err := <-served:
 		if err != nil {
@@ -263,31 +273,7 @@ func TestServeStdioPipesLargeResponse(t *testing.T) {
 	for _, f := range []*os.File{stdin, toProxy, fromProxy, stdout} {
 		defer f.Close()
 	}
-	text := strings.Repeat("y", 1<<20)
-	fx := connected(echoTool)
-	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-		return json.RawMessage(`{"content":[{"type":"text","text":"` + text + `"}]}`), nil
-	}
-	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
-	served := make(chan error, 1)
-	go func() { served <- p.ServeStdio(context.Background(), "", nil, stdin, stdout) }()
-	if _, err := toProxy.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}` + "\n"); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(300 * time.Millisecond) // the pipe fills before the client reads
-	line, err := bufio.NewReaderSize(fromProxy, 64<<10).ReadString('\n')
-	if err != nil || !strings.Contains(line, `"id":1,"result"`) || !strings.Contains(line, text) {
-		t.Fatalf("the client read %d bytes (%v), not the whole response", len(line), err)
-	}
-	_ = toProxy.Close()
-	select {
-	case err := <-served:
-		if err != nil {
-			t.Errorf("ServeStdio = %v", err)
-		}
-	case <-time.After(15 * time.Second):
-		t.Fatal("ServeStdio did not return after stdin closed")
-	}
+	serveLargeResponse(t, stdin, stdout, toProxy, fromProxy, func() { _ = toProxy.Close() })
 	if fdmode.IsNonBlocking(uintptr(in[0])) || fdmode.IsNonBlocking(uintptr(out[1])) {
 		t.Error("a pipe was left in non-blocking mode")
 	}

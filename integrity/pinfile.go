@@ -23,131 +23,104 @@ func decodePinFile(data []byte) (*pinFile, error) {
 	if len(data) == 0 {
 		return nil, errors.New("empty")
 	}
-	var pf pinFile
-	err := eachMember(data, true, func(key string, v []byte) error {
-		switch key {
-		case "version":
-			if rawjson.IsNull(v) {
-				return nil
-			}
-			n, err := strconv.Atoi(string(v))
-			if err != nil {
-				return errors.New("version is not an integer")
-			}
-			pf.Version = n
-		case "server":
-			return unquoteTo(&pf.Server, v, "server")
-		case "tools":
-			if rawjson.IsNull(v) {
-				return nil
-			}
-			pf.Tools = map[string]*pinEntry{}
-			// Not checked by eachMember: a file may hold thousands of tools.
-			return eachMember(v, false, func(name string, v []byte) error {
-				if _, dup := pf.Tools[name]; dup {
-					return fmt.Errorf("tool %q is listed twice", name)
-				}
-				e, err := decodePinEntry(v)
-				if err != nil {
-					return fmt.Errorf("tool %q: %w", name, err)
-				}
-				pf.Tools[name] = e
-				return nil
-			})
-		}
-		return nil
-	})
+	if rawjson.IsNull(data) {
+		return &pinFile{}, nil
+	}
+	v, err := pick(data, "version", "server", "tools")
 	if err != nil {
 		return nil, err
+	}
+	var pf pinFile
+	if !rawjson.IsNull(v[0]) {
+		if pf.Version, err = strconv.Atoi(string(v[0])); err != nil {
+			return nil, errors.New("version is not an integer")
+		}
+	}
+	if err := unquoteTo(&pf.Server, v[1], "server"); err != nil {
+		return nil, err
+	}
+	if rawjson.IsNull(v[2]) {
+		return &pf, nil
+	}
+	tools, err := rawjson.Members(v[2])
+	if err != nil {
+		return nil, fmt.Errorf("tools: %v", err)
+	}
+	pf.Tools = make(map[string]*pinEntry, len(tools))
+	for _, m := range tools {
+		name := m.Key
+		if _, dup := pf.Tools[name]; dup {
+			return nil, fmt.Errorf("tool %q is listed twice", name)
+		}
+		e, err := decodePinEntry(v[2][m.ValueStart:m.ValueEnd])
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", name, err)
+		}
+		pf.Tools[name] = e
 	}
 	return &pf, nil
 }
 
 // decodePinEntry reads one tool's entry; nil for null.
-func decodePinEntry(v []byte) (*pinEntry, error) {
-	if rawjson.IsNull(v) {
+func decodePinEntry(data []byte) (*pinEntry, error) {
+	if rawjson.IsNull(data) {
 		return nil, nil
 	}
-	var e pinEntry
-	err := eachMember(v, true, func(key string, v []byte) (err error) {
-		switch key {
-		case "pinned":
-			e.Pinned, err = decodePinRecord(v)
-		case "pending":
-			e.Pending, err = decodePinRecord(v)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", key, err)
-		}
-		return nil
-	})
+	v, err := pick(data, "pinned", "pending")
 	if err != nil {
 		return nil, err
+	}
+	var e pinEntry
+	if e.Pinned, err = decodePinRecord(v[0]); err != nil {
+		return nil, fmt.Errorf("pinned: %w", err)
+	}
+	if e.Pending, err = decodePinRecord(v[1]); err != nil {
+		return nil, fmt.Errorf("pending: %w", err)
 	}
 	return &e, nil
 }
 
-// decodePinRecord reads one record; nil for null. Its Definition is a
-// slice of v.
-func decodePinRecord(v []byte) (*pinRecord, error) {
-	if rawjson.IsNull(v) {
+// decodePinRecord reads one record; nil for null or absent. Its
+// Definition is a slice of data.
+func decodePinRecord(data []byte) (*pinRecord, error) {
+	if rawjson.IsNull(data) {
 		return nil, nil
 	}
-	var r pinRecord
-	err := eachMember(v, true, func(key string, v []byte) error {
-		switch key {
-		case "fingerprint":
-			return unquoteTo(&r.Fingerprint, v, key)
-		case "reason":
-			var s string
-			err := unquoteTo(&s, v, key)
-			r.Reason = Reason(s)
-			return err
-		case "since":
-			if rawjson.IsNull(v) {
-				return nil
-			}
-			if err := r.Since.UnmarshalJSON(v); err != nil {
-				return fmt.Errorf("since is not a time: %v", err)
-			}
-		case "definition":
-			if !rawjson.IsNull(v) {
-				r.Definition = json.RawMessage(v[:len(v):len(v)])
-			}
-		}
-		return nil
-	})
+	v, err := pick(data, "fingerprint", "since", "reason", "definition")
 	if err != nil {
 		return nil, err
+	}
+	var r pinRecord
+	var reason string
+	if err := unquoteTo(&r.Fingerprint, v[0], "fingerprint"); err != nil {
+		return nil, err
+	}
+	if !rawjson.IsNull(v[1]) {
+		if err := r.Since.UnmarshalJSON(v[1]); err != nil {
+			return nil, fmt.Errorf("since is not a time: %v", err)
+		}
+	}
+	if err := unquoteTo(&reason, v[2], "reason"); err != nil {
+		return nil, err
+	}
+	r.Reason = Reason(reason)
+	if !rawjson.IsNull(v[3]) {
+		r.Definition = json.RawMessage(v[3][:len(v[3]):len(v[3])])
 	}
 	return &r, nil
 }
 
-// eachMember calls fn with each member of the object obj (null: none) and
-// stops at fn's first error. unique refuses a name given twice; it is for
-// small objects, since it compares every pair.
-func eachMember(obj []byte, unique bool, fn func(key string, v []byte) error) error {
-	if rawjson.IsNull(obj) {
-		return nil
+// pick is rawjson.Pick, a syntax error said as the pin file's problem.
+func pick(obj []byte, names ...string) ([]json.RawMessage, error) {
+	v, err := rawjson.Pick(obj, names...)
+	var dup *rawjson.DuplicateError
+	if err != nil && !errors.As(err, &dup) {
+		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
-	ms, err := rawjson.Members(obj)
-	if err != nil {
-		return fmt.Errorf("not valid JSON: %v", err)
-	}
-	for i, m := range ms {
-		for j := 0; unique && j < i; j++ {
-			if ms[j].Key == m.Key {
-				return fmt.Errorf("member %q is given twice", m.Key)
-			}
-		}
-		if err := fn(m.Key, obj[m.ValueStart:m.ValueEnd]); err != nil {
-			return err
-		}
-	}
-	return nil
+	return v, err
 }
 
-// unquoteTo sets *dst to the string v ("" for null).
+// unquoteTo sets *dst to the string v (unchanged for null or absent).
 func unquoteTo(dst *string, v []byte, what string) error {
 	if rawjson.IsNull(v) {
 		return nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 )
 
 // ErrNotObject is returned when the input is not a JSON object.
@@ -46,6 +47,44 @@ func Get(obj []byte, key string) (json.RawMessage, bool, error) {
 	})
 	return found, ok, err
 }
+
+// Pick returns the values of the members of obj named names, in that
+// order, as sub-slices of obj (nil for a member obj does not have). The
+// whole object is validated. A named member given twice is a
+// *DuplicateError: which one counts would be a guess, and parsers disagree
+// (encoding/json takes the last).
+func Pick(obj []byte, names ...string) ([]json.RawMessage, error) {
+	out := make([]json.RawMessage, len(names))
+	dup := ""
+	err := walk(obj, func(m Member) bool {
+		i := slices.Index(names, m.Key)
+		switch {
+		case i < 0:
+		case out[i] != nil:
+			dup = m.Key
+			return false
+		default:
+			out[i] = obj[m.ValueStart:m.ValueEnd]
+		}
+		return true
+	})
+	switch {
+	case err != nil:
+		return nil, err
+	case dup != "":
+		return nil, &DuplicateError{Name: dup}
+	}
+	return out, nil
+}
+
+// DuplicateError is Pick's error for a named member given twice. It is
+// ErrDuplicateMember to errors.Is.
+type DuplicateError struct{ Name string }
+
+func (e *DuplicateError) Error() string { return fmt.Sprintf("member %q is given twice", e.Name) }
+
+// Is reports whether target is ErrDuplicateMember.
+func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicateMember }
 
 // Set returns a copy of obj whose member key has value (which must be valid
 // JSON). An existing member is replaced in place, keeping its position; a new

@@ -3,6 +3,7 @@ package rawjson
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"testing"
 	"unicode/utf8"
 )
@@ -216,4 +217,22 @@ func FuzzUnquote(f *testing.F) {
 			t.Fatalf("Unquote(%q) accepted what encoding/json refuses: %v", in, werr)
 		}
 	})
+}
+
+func TestPick(t *testing.T) {
+	got, err := Pick([]byte(` {"b":[1, 2],"x":{"b":3},"a":"s"} `), "a", "b", "c")
+	if err != nil || string(got[0]) != `"s"` || string(got[1]) != `[1, 2]` || got[2] != nil {
+		t.Fatalf("Pick = %q, %v", got, err)
+	}
+	if _, err := Pick([]byte(`{"a":1,"b":2,"a":3}`), "a"); !errors.Is(err, ErrDuplicateMember) || err.Error() != `member "a" is given twice` {
+		t.Errorf("a named member twice: %v", err)
+	}
+	if got, err := Pick([]byte(`{"a":1,"z":2,"z":3}`), "a"); err != nil || string(got[0]) != "1" {
+		t.Errorf("an unnamed member twice: %q, %v", got, err)
+	}
+	for _, bad := range []string{`[]`, `{"a":}`, `{"a":1} 2`, ``} {
+		if _, err := Pick([]byte(bad), "a"); err == nil {
+			t.Errorf("Pick(%q) accepted it", bad)
+		}
+	}
 }

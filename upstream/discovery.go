@@ -172,26 +172,15 @@ func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage
 // result naming either member twice is refused: which one counts would be
 // a guess (the rule rawjson's envelope parser follows).
 func decodePage(raw json.RawMessage, key string) (listPage, error) {
-	ms, err := rawjson.Members(raw)
+	v, err := rawjson.Pick(raw, key, "nextCursor")
+	if errors.Is(err, rawjson.ErrDuplicateMember) {
+		return listPage{}, fmt.Errorf("%w: the result's %v", ErrBadResponse, err)
+	}
 	if err != nil {
 		return listPage{}, fmt.Errorf("%w: result is not an object", ErrBadResponse)
 	}
 	var p listPage
-	var items, cursor json.RawMessage
-	for _, m := range ms {
-		dst := &items
-		switch m.Key {
-		case key:
-		case "nextCursor":
-			dst = &cursor
-		default:
-			continue
-		}
-		if *dst != nil {
-			return listPage{}, fmt.Errorf("%w: result has two %q members", ErrBadResponse, m.Key)
-		}
-		*dst = raw[m.ValueStart:m.ValueEnd]
-	}
+	items, cursor := v[0], v[1]
 	if items != nil && !rawjson.IsNull(items) {
 		spans, err := rawjson.Elements(items)
 		if err != nil {
@@ -238,28 +227,14 @@ func (s *session) parseTools(items []json.RawMessage) []Tool {
 // one pass. A tool naming name, description or annotations twice is
 // refused, as decodePage refuses its members.
 func parseTool(raw json.RawMessage) (Tool, error) {
-	ms, err := rawjson.Members(raw)
+	v, err := rawjson.Pick(raw, "name", "description", "annotations")
+	if errors.Is(err, rawjson.ErrDuplicateMember) {
+		return Tool{}, fmt.Errorf("%w: the tool's %v", ErrBadResponse, err)
+	}
 	if err != nil {
 		return Tool{}, fmt.Errorf("%w: tool is not an object", ErrBadResponse)
 	}
-	var name, description, annotations json.RawMessage
-	for _, m := range ms {
-		var dst *json.RawMessage
-		switch m.Key {
-		case "name":
-			dst = &name
-		case "description":
-			dst = &description
-		case "annotations":
-			dst = &annotations
-		default:
-			continue
-		}
-		if *dst != nil {
-			return Tool{}, fmt.Errorf("%w: tool has two %q members", ErrBadResponse, m.Key)
-		}
-		*dst = raw[m.ValueStart:m.ValueEnd]
-	}
+	name, description, annotations := v[0], v[1], v[2]
 	t := Tool{Raw: raw}
 	if t.Name, err = rawjson.Unquote(name); err != nil || t.Name == "" {
 		return Tool{}, fmt.Errorf("%w: tool has no string name", ErrBadResponse)
@@ -275,15 +250,8 @@ func readOnlyHint(annotations json.RawMessage) bool {
 	if len(annotations) == 0 || annotations[0] != '{' {
 		return false
 	}
-	ms, _ := rawjson.Members(annotations) // validated with the tool
-	n, ro := 0, false
-	for _, m := range ms {
-		if m.Key == "readOnlyHint" {
-			n++
-			ro = string(annotations[m.ValueStart:m.ValueEnd]) == "true"
-		}
-	}
-	return n == 1 && ro
+	v, err := rawjson.Pick(annotations, "readOnlyHint")
+	return err == nil && string(v[0]) == "true"
 }
 
 // listChangedKinds maps an upstream list_changed notification to the kinds
