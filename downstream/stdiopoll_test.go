@@ -92,6 +92,9 @@ func TestServeStdioSocketAsStdinAndStdout(t *testing.T) {
 	defer client.Close()
 
 	serveLargeResponse(t, stdin, stdout, client, client, func() { _ = syscall.Shutdown(fds[1], syscall.SHUT_WR) })
+	if fdmode.IsNonBlocking(uintptr(outFD)) {
+		t.Error("the socket was left in non-blocking mode")
+	}
 }
 
 // serveLargeResponse serves a proxy whose tool answers with 1 MiB of text
