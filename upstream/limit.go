@@ -82,8 +82,8 @@ type lineLimiter struct {
 	ready []byte // bytes to hand out: part of chunk, a line, or a replacement
 	line  []byte // the current line so far (its head once it is over the limit)
 	over  bool   // the current line is longer than limit
-	// lastLong is the length of the last line that spanned chunks: the
-	// starting capacity of the next one.
+	// lastLong is the length of the last line longer than a read chunk:
+	// the capacity the next such line grows to at once.
 	lastLong int
 	found    bool   // over: the head was scanned, id holds the result
 	id       []byte // over: the response id, nil if none
@@ -165,12 +165,12 @@ func (l *lineLimiter) process() {
 		l.over, l.found, l.id = true, false, nil
 		return // processOver takes it from here, seg included
 	}
-	if i < 0 && len(l.line) == 0 && cap(l.line) < l.lastLong {
-		// A line spans chunks: start at the size of the last such line
-		// rather than doubling up to it again (never beyond the limit).
-		// (lastLong was a line within the limit, so it fits: no limit+1,
-		// which overflows when lines are unbounded.)
-		l.line = make([]byte, 0, l.lastLong)
+	if i < 0 && len(l.line)+len(seg) > lineChunk && cap(l.line) < l.lastLong {
+		// A long line again: grow to the size of the last one at once
+		// rather than doubling up to it (a short line that merely spans
+		// two reads does not get that size). lastLong was a line within
+		// the limit, so it fits.
+		l.line = append(make([]byte, 0, l.lastLong), l.line...)
 	}
 	l.line = append(l.line, seg...)
 	if i < 0 {

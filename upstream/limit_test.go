@@ -594,3 +594,45 @@ func TestLineLimiterLetsLongLinesGo(t *testing.T) {
 		}
 	}
 }
+
+// piecesReader returns its pieces one per Read.
+type piecesReader struct{ pieces []string }
+
+func (r *piecesReader) Read(p []byte) (int, error) {
+	if len(r.pieces) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.pieces[0])
+	if r.pieces[0] = r.pieces[0][n:]; r.pieces[0] == "" {
+		r.pieces = r.pieces[1:]
+	}
+	return n, nil
+}
+
+// TestLineLimiterShortLinesAfterLong: after a long line, short lines that
+// each arrive in two reads are not built in buffers of the long line's
+// size (65 MB allocated for 1,000 of them after one of 60 KB, before the
+// size hint was kept to long lines).
+func TestLineLimiterShortLinesAfterLong(t *testing.T) {
+	pieces := []string{`{"id":1,"result":"` + strings.Repeat("a", 60_000) + "\"}\n"}
+	short := `{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}` + "\n"
+	for range 1000 {
+		pieces = append(pieces, short[:40], short[40:])
+	}
+	l := newLineReader(&piecesReader{pieces: pieces}, 1<<20)
+	if _, err := l.ReadLine(); err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range 1000 {
+		line, err := l.ReadLine()
+		if err != nil || string(line) != short {
+			t.Fatalf("line %d: %q, %v", i, line, err)
+		}
+	}
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1000*1024 {
+		t.Fatalf("1,000 short lines allocated %d bytes", alloc)
+	}
+}
