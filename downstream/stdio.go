@@ -41,7 +41,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	}
 	pout, restoreOut := pollableOutput(out, in, os.Stderr)
 	defer restoreOut() // after the session's last notification
-	w := &lineWriter{out: pout}
+	w := &lineWriter{out: pout, gone: make(chan struct{})}
 	s := newSession("stdio", transportStdio, a, perCall)
 	s.notify.attach(w)
 	p.sessions.add(s)
@@ -59,6 +59,10 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
+	case <-w.gone:
+		// The client stopped reading (a broken pipe): the session is over,
+		// even if its stdin stays open. A proxy whose responses went to
+		// descriptor 1 itself was killed by SIGPIPE here.
 	}
 	s.endInput()
 	p.drain(s, stdioDrain)
@@ -322,11 +326,13 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 }
 
 // lineWriter writes whole messages as lines to a stdio client, one at a
-// time. After a write error (the client is gone) every send fails.
+// time. After a write error (the client is gone) every send fails, and
+// gone, when not nil, is closed.
 type lineWriter struct {
-	mu  sync.Mutex
-	out io.Writer
-	err error
+	mu   sync.Mutex
+	out  io.Writer
+	err  error
+	gone chan struct{}
 }
 
 func (w *lineWriter) send(msg []byte) error {
@@ -344,6 +350,9 @@ func (w *lineWriter) send(msg []byte) error {
 	}
 	if err != nil {
 		w.err = fmt.Errorf("%w: %w", errStreamGone, err)
+		if w.gone != nil {
+			close(w.gone)
+		}
 	}
 	return w.err
 }

@@ -281,3 +281,36 @@ func TestServeStdioPipesLargeResponse(t *testing.T) {
 		t.Error("a pipe was left in non-blocking mode")
 	}
 }
+
+// A client that closes its end of the proxy's stdout while leaving stdin
+// open ends the session at the next response (the broken pipe), as the
+// SIGPIPE of a write to descriptor 1 did.
+func TestServeStdioEndsWhenClientStopsReading(t *testing.T) {
+	var in, out [2]int
+	if err := syscall.Pipe(in[:]); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Pipe(out[:]); err != nil {
+		t.Fatal(err)
+	}
+	stdin, toProxy := os.NewFile(uintptr(in[0]), "stdin"), os.NewFile(uintptr(in[1]), "to-proxy")
+	fromProxy, stdout := os.NewFile(uintptr(out[0]), "from-proxy"), os.NewFile(uintptr(out[1]), "stdout")
+	defer stdin.Close()
+	defer toProxy.Close()
+	defer stdout.Close()
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected(echoTool)})
+	served := make(chan error, 1)
+	go func() { served <- p.ServeStdio(context.Background(), "", nil, stdin, stdout) }()
+	_ = fromProxy.Close()
+	if _, err := toProxy.WriteString(`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-served:
+		if err != nil {
+			t.Errorf("ServeStdio = %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("ServeStdio went on with no one reading its responses")
+	}
+}

@@ -1,0 +1,136 @@
+package fdmode
+
+import (
+	"errors"
+	"io"
+	"os"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Why raw system calls. A read or write that os.File makes tells the
+// scheduler it may block (entersyscall), and when every scheduler slot had
+// been idle, which is the case between calls through a proxy on one slot,
+// that wakes the runtime's monitor thread on another core (a futex wake,
+// then its polling): about a third of the proxy's CPU per stdio call. A
+// raw call gives no such notice, so it must never block: it is made with
+// preadv2/pwritev2 and RWF_NOWAIT, which return EAGAIN rather than wait
+// whatever the descriptor's mode (another process sharing the pipe could
+// clear O_NONBLOCK under us, and a raw call that waited would stop every
+// goroutine on the slot). Kernels without RWF_NOWAIT for the descriptor
+// (before 5.8 for pipes) say EOPNOTSUPP, and the calls are made the
+// ordinary way from then on.
+
+// noNowait is set once a kernel refused RWF_NOWAIT.
+var noNowait atomic.Bool
+
+// rawNowait makes the raw preadv2 (SYS_PREADV2) or pwritev2 call at the
+// current position, never waiting. ok is false when the kernel does not
+// support it for fd.
+func rawNowait(trap, fd uintptr, b []byte) (n int, errno syscall.Errno, ok bool) {
+	if noNowait.Load() {
+		return 0, 0, false
+	}
+	iov := unix.Iovec{Base: &b[0]}
+	iov.SetLen(len(b))
+	pos := int64(-1)                         // the current position, the only one a pipe has
+	lo, hi := uintptr(pos), uintptr(pos>>32) // as the kernel joins them on 32 and 64 bits
+	for {
+		r, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
+		switch e {
+		case syscall.EINTR:
+			continue
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+			noNowait.Store(true)
+			return 0, 0, false
+		}
+		return int(r), e, true
+	}
+}
+
+// WriteNonBlocking writes as much of b to fd, a descriptor in non-blocking
+// mode, as it takes without waiting, and returns how much that was.
+func WriteNonBlocking(fd uintptr, b []byte) int {
+	n := 0
+	for n < len(b) {
+		m, errno, ok := rawNowait(unix.SYS_PWRITEV2, fd, b[n:])
+		if !ok {
+			var err error
+			if m, err = syscall.Write(int(fd), b[n:]); err == syscall.EINTR {
+				continue
+			} else if err != nil {
+				errno = syscall.EAGAIN // full or failed: the same for the caller
+			}
+		}
+		if errno != 0 || m <= 0 {
+			break // full (EAGAIN) or failed: the caller's waiting write takes it from here
+		}
+		n += m
+	}
+	return n
+}
+
+// Reader returns a reader of f that waits in the runtime's poller and
+// reads with raw calls that cannot block (see above), when f is pollable
+// (a pipe or socket in non-blocking mode); else f itself. Reads end with
+// io.EOF at the end of input and report a file closed under them as
+// os.File does.
+func Reader(f *os.File) io.Reader {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return f
+	}
+	nonBlocking := false
+	if rc.Control(func(fd uintptr) { nonBlocking = IsNonBlocking(fd) }) != nil || !nonBlocking {
+		return f
+	}
+	return &rawReader{f: f, rc: rc}
+}
+
+type rawReader struct {
+	f  *os.File
+	rc syscall.RawConn
+}
+
+func (r *rawReader) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	var n int
+	var errno syscall.Errno
+	err := r.rc.Read(func(fd uintptr) bool {
+		for {
+			m, e, ok := rawNowait(unix.SYS_PREADV2, fd, p)
+			if !ok {
+				var err error
+				m, err = syscall.Read(int(fd), p)
+				e, _ = err.(syscall.Errno)
+			}
+			switch e {
+			case syscall.EINTR:
+				continue
+			case syscall.EAGAIN:
+				return false // wait in the poller, then read again
+			}
+			n, errno = m, e
+			return true
+		}
+	})
+	switch {
+	case err != nil:
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
+			// The poller's own error for a file closed under the read is
+			// internal; os.File.Read says this.
+			err = os.ErrClosed
+		}
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: err}
+	case errno != 0:
+		return 0, &os.PathError{Op: "read", Path: r.f.Name(), Err: errno}
+	case n == 0:
+		return 0, io.EOF
+	}
+	return n, nil
+}

@@ -1,0 +1,90 @@
+package fdmode
+
+import (
+	"os"
+	"runtime"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Another process sharing a pipe can clear its O_NONBLOCK. The raw calls
+// must still not wait in the kernel, or they would stop every goroutine on
+// the proxy's one scheduler slot: a read waits in the poller and a write
+// returns what fit, while other goroutines keep running.
+func TestRawCallsNeverBlock(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ticks atomic.Int64
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				ticks.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		}
+	}()
+	progresses := func(what string) {
+		t.Helper()
+		before := ticks.Load()
+		time.Sleep(100 * time.Millisecond)
+		if ticks.Load()-before < 10 {
+			t.Fatalf("%s: other goroutines stopped (%d ticks in 100 ms)", what, ticks.Load()-before)
+		}
+	}
+	setBlocking := func(f *os.File) {
+		rc, err := f.SyscallConn()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := rc.Control(func(fd uintptr) { _ = syscall.SetNonblock(int(fd), false) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	rd := Reader(r)
+	setBlocking(r)
+	got := make(chan string, 1)
+	go func() {
+		buf := make([]byte, 8)
+		n, _ := rd.Read(buf)
+		got <- string(buf[:n])
+	}()
+	progresses("a read of an empty pipe set blocking")
+	if _, err := w.Write([]byte("late")); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s != "late" {
+		t.Fatalf("read %q", s)
+	}
+
+	rc, err := w.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]byte, 4<<20)
+	_ = rc.Write(func(fd uintptr) bool { WriteNonBlocking(fd, big); return true }) // fill it
+	setBlocking(w)
+	wrote := make(chan int, 1)
+	go func() {
+		_ = rc.Write(func(fd uintptr) bool { wrote <- WriteNonBlocking(fd, big[:1]); return true })
+	}()
+	progresses("a write to a full pipe set blocking")
+	go func() { _, _ = r.Read(make([]byte, 8<<20)) }() // lets a write that did wait end
+	select {
+	case <-wrote:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the write did not return")
+	}
+}
