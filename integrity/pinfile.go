@@ -104,8 +104,8 @@ func decodePinRecord(data []byte) (*pinRecord, error) {
 		return nil, err
 	}
 	r.Reason = Reason(reason)
-	if !rawjson.IsNull(v[3]) {
-		r.Definition = json.RawMessage(v[3][:len(v[3]):len(v[3])])
+	if v[3] != nil {
+		r.Definition = json.RawMessage(v[3][:len(v[3]):len(v[3])]) // null too, as encoding/json keeps it
 	}
 	return &r, nil
 }

@@ -332,21 +332,29 @@ func (s *Store) lock(server string) (unlock func(), err error) {
 // write replaces server's pin file atomically: a complete 0600 temporary
 // file in the same directory, synced, then renamed over the old one.
 func (s *Store) write(server string, pf *pinFile) (fileID, error) {
-	// Without HTML escaping a definition is written as its canonical bytes
-	// indented, so reading it back is a json.Compact (see checkRecord).
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(pf); err != nil {
+	data, err := encodePinFile(pf)
+	if err != nil {
 		return fileID{}, fmt.Errorf("integrity: encode pins of %s: %w", server, err)
 	}
-	data := buf.Bytes()
 	path := s.Path(server)
 	if err := atomicfile.WriteFile(path, data, 0o600); err != nil {
 		return fileID{}, fmt.Errorf("integrity: write %s: %w", path, err)
 	}
 	return statID(path)
+}
+
+// encodePinFile is the JSON of a pin file as Store.write writes it. Without
+// HTML escaping a definition is written as its canonical bytes indented,
+// so reading it back is a json.Compact (see checkRecord).
+func encodePinFile(pf *pinFile) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(pf); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
 }
 
 // Servers returns the servers that have a pin file, sorted.
