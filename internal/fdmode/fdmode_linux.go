@@ -20,8 +20,8 @@ import (
 // preadv2/pwritev2 and RWF_NOWAIT, which return EAGAIN rather than wait
 // whatever the descriptor's mode (another process sharing the pipe could
 // clear O_NONBLOCK under us, and a raw call that waited would stop every
-// goroutine on the slot). Kernels without RWF_NOWAIT for the descriptor
-// (before 5.8 for pipes) say EOPNOTSUPP, and the calls are made the
+// goroutine on the slot). A kernel without RWF_NOWAIT for the descriptor
+// (older ones, for pipes) says EOPNOTSUPP, and the calls are made the
 // ordinary way from then on.
 
 // noNowait is set once a kernel refused RWF_NOWAIT.
