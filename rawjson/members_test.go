@@ -236,3 +236,45 @@ func TestPick(t *testing.T) {
 		}
 	}
 }
+
+// FuzzPick holds Pick to Members: a named member's value is its only
+// occurrence's, a named member given twice is a DuplicateError, and
+// anything Members refuses Pick refuses.
+func FuzzPick(f *testing.F) {
+	for _, s := range []string{`{"a":1,"b":[2]}`, `{"a":1,"a":2}`, `{"b":{"a":1}}`, `{"\u0061":3,"a":4}`, `{"a":1} x`, `null`} {
+		f.Add([]byte(s), "a", "b")
+	}
+	f.Fuzz(func(t *testing.T, b []byte, n1, n2 string) {
+		if n1 == n2 {
+			return
+		}
+		got, err := Pick(b, n1, n2)
+		ms, merr := Members(b)
+		if merr != nil {
+			if err == nil {
+				t.Fatalf("Pick(%q) accepted what Members refuses: %v", b, merr)
+			}
+			return
+		}
+		count := map[string]int{}
+		want := map[string]string{}
+		for _, m := range ms {
+			count[m.Key]++
+			want[m.Key] = string(b[m.ValueStart:m.ValueEnd])
+		}
+		if count[n1] > 1 || count[n2] > 1 {
+			if !errors.Is(err, ErrDuplicateMember) {
+				t.Fatalf("Pick(%q, %q, %q) = %v, want a duplicate error", b, n1, n2, err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatalf("Pick(%q) = %v", b, err)
+		}
+		for i, n := range []string{n1, n2} {
+			if string(got[i]) != want[n] || (got[i] == nil) != (count[n] == 0) {
+				t.Fatalf("Pick(%q)[%q] = %q, want %q", b, n, got[i], want[n])
+			}
+		}
+	})
+}
