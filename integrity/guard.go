@@ -80,9 +80,10 @@ type serverState struct {
 
 // toolCache is the work done on one tool's bytes.
 type toolCache struct {
-	// upstream is the tool object as sent; its canonical definition is
-	// recomputed only when a pin record is written (keeping it would
-	// double what the guard holds per tool).
+	// upstream is the tool object as sent. Its canonical definition is
+	// not kept (it would double what the guard holds per tool): a review
+	// that writes a pin record takes the one cacheTools has just computed,
+	// or computes it again (definitions, pin.go).
 	upstream []byte
 	fp       string
 	// name is the name inside the definition: the key of the tool's pin.
@@ -164,12 +165,12 @@ func (g *Guard) review(in Server, peers *Peers) *Review {
 	st.logging = make(map[string]bool, len(st.logged))
 	defer func() { st.logged, st.logging = st.logging, nil }()
 	pol := in.Policy.normalized()
-	caches := g.cacheTools(st, in.Tools)
+	caches, fresh := g.cacheTools(st, in.Tools)
 
 	rev := &Review{Server: in.Name, Verdicts: make([]Verdict, len(in.Tools))}
 	var pins []pinState
 	if pol.Pinning != PinOff {
-		pins, rev.Err = g.pin(st, in.Name, pol, caches)
+		pins, rev.Err = g.pin(st, in.Name, pol, caches, fresh)
 	}
 	for i, t := range in.Tools {
 		tc := caches[i]
@@ -212,9 +213,11 @@ func (g *Guard) state(server string) *serverState {
 }
 
 // cacheTools fingerprints and scans the tools whose bytes changed, and
-// forgets tools that are gone.
-func (g *Guard) cacheTools(st *serverState, tools []Tool) []*toolCache {
-	out := make([]*toolCache, len(tools))
+// forgets tools that are gone. fresh holds the canonical definitions it
+// computed, for the pin records of this review only.
+func (g *Guard) cacheTools(st *serverState, tools []Tool) (out []*toolCache, fresh [][]byte) {
+	out = make([]*toolCache, len(tools))
+	fresh = make([][]byte, len(tools))
 	seen := make(map[string]bool, len(tools))
 	for i, t := range tools {
 		seen[t.Name] = true
@@ -229,7 +232,7 @@ func (g *Guard) cacheTools(st *serverState, tools []Tool) []*toolCache {
 		}
 		if tc.upstream == nil || !bytes.Equal(tc.upstream, t.Upstream) {
 			tc.upstream = t.Upstream
-			_, tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream)
+			fresh[i], tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream)
 		}
 		if tc.visible == nil || !bytes.Equal(tc.visible, visible) {
 			tc.visible = visible
@@ -242,7 +245,7 @@ func (g *Guard) cacheTools(st *serverState, tools []Tool) []*toolCache {
 			delete(st.tools, name)
 		}
 	}
-	return out
+	return out, fresh
 }
 
 // markStripped sets Stripped on the findings that are gone from the

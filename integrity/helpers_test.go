@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -94,4 +95,10 @@ func held(rev *Review) map[string]bool {
 		out[v.Name] = v.Held
 	}
 	return out
+}
+
+// record makes a pin record of a tool's current definition.
+func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
+	def, _, _ := fingerprintTool(tc.name, tc.upstream)
+	return newRecord(tc, bytes.Clone(def), reason, now)
 }

@@ -22,11 +22,12 @@ type pinState struct {
 // pin compares the tools with the server's pin file and records what is
 // to be recorded. It returns one state per tool, and the error that made
 // the pin file unusable (then the states are nil).
-func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache) ([]pinState, error) {
+func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache, fresh [][]byte) ([]pinState, error) {
 	if err := g.refresh(st, server); err != nil {
 		return nil, err
 	}
-	states, next := reconcile(st.file, tools, pol, g.now())
+	defs := &definitions{tools: tools, fresh: fresh, kept: make([][]byte, len(tools))}
+	states, next := reconcile(st.file, defs, pol, g.now())
 	if next == nil {
 		return states, nil
 	}
@@ -35,7 +36,7 @@ func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCac
 	var out []pinState
 	pf, id, err := g.store.update(server, func(cur *pinFile) (*pinFile, error) {
 		var n *pinFile
-		out, n = reconcile(cur, tools, pol, g.now())
+		out, n = reconcile(cur, defs, pol, g.now())
 		return n, nil
 	})
 	if err != nil {
@@ -107,7 +108,8 @@ func (g *Guard) storeFailed(st *serverState, server string, err error) {
 //
 // A tool whose object could not be fingerprinted is held under pinning:
 // quarantine (as changed) and recorded nowhere.
-func reconcile(f *pinFile, tools []*toolCache, pol Policy, now time.Time) ([]pinState, *pinFile) {
+func reconcile(f *pinFile, defs *definitions, pol Policy, now time.Time) ([]pinState, *pinFile) {
+	tools := defs.tools
 	states := make([]pinState, len(tools))
 	if f == nil && len(tools) == 0 {
 		return states, nil
@@ -138,7 +140,7 @@ func reconcile(f *pinFile, tools []*toolCache, pol Policy, now time.Time) ([]pin
 		}
 		switch {
 		case first:
-			edit().Tools[name] = &pinEntry{Pinned: record(tc, "", now)}
+			edit().Tools[name] = &pinEntry{Pinned: defs.record(i, "", now)}
 			states[i].event = "first"
 		case e != nil && e.Pinned != nil && e.Pinned.Fingerprint == tc.fp:
 			if e.Pending != nil {
@@ -151,16 +153,16 @@ func reconcile(f *pinFile, tools []*toolCache, pol Policy, now time.Time) ([]pin
 			states[i] = pinState{changed: true, held: holdIf(pol.Pinning == PinQuarantine, ReasonChanged)}
 			if e.Pending == nil || e.Pending.Fingerprint != tc.fp {
 				cp := *e
-				cp.Pending = record(tc, ReasonChanged, now)
+				cp.Pending = defs.record(i, ReasonChanged, now)
 				edit().Tools[name] = &cp
 			}
 		case pol.NewTools == NewAllow:
-			edit().Tools[name] = &pinEntry{Pinned: record(tc, "", now)}
+			edit().Tools[name] = &pinEntry{Pinned: defs.record(i, "", now)}
 			states[i].event = "pinned"
 		default:
 			states[i].held = ReasonNew
 			if e == nil || e.Pending == nil || e.Pending.Fingerprint != tc.fp {
-				edit().Tools[name] = &pinEntry{Pending: record(tc, ReasonNew, now)}
+				edit().Tools[name] = &pinEntry{Pending: defs.record(i, ReasonNew, now)}
 			}
 		}
 	}
@@ -188,12 +190,33 @@ func holdIf(cond bool, r Reason) Reason {
 	return ""
 }
 
-// record makes a pin record of a tool's current definition.
-func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
-	def, _, _ := fingerprintTool(tc.name, tc.upstream)
-	// A copy of its own length: the canonical form is built in a larger
-	// buffer, and pin records are kept.
-	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(bytes.Clone(def))}
+// newRecord is the pin record of tc with its canonical definition def, a
+// copy of its own length (pin records are kept).
+func newRecord(tc *toolCache, def []byte, reason Reason, now time.Time) *pinRecord {
+	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(def)}
+}
+
+// definitions gives one review's tools their canonical definitions for
+// pin records, each made at most once: reconcile runs twice when it
+// writes (on the file as read, then under the lock), and on first sight
+// every tool is recorded. A definition cacheTools has just computed is
+// taken from fresh; the guard keeps none between reviews (it would double
+// what it holds per tool).
+type definitions struct {
+	tools []*toolCache
+	fresh [][]byte // cacheTools' definitions, nil where it computed none
+	kept  [][]byte // the copies records hold, made on first use
+}
+
+func (d *definitions) record(i int, reason Reason, now time.Time) *pinRecord {
+	if d.kept[i] == nil {
+		def := d.fresh[i]
+		if def == nil {
+			def, _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream)
+		}
+		d.kept[i] = bytes.Clone(def) // its own length: the form is built in a larger buffer
+	}
+	return newRecord(d.tools[i], d.kept[i], reason, now)
 }
 
 // toolName is the name inside a tool's canonical definition ("" when it
