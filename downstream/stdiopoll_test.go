@@ -264,6 +264,29 @@ func TestPollableOutput(t *testing.T) {
 // response larger than the pipe, read late, arrives whole, and both pipes
 // are in blocking mode again when ServeStdio returns.
 func TestServeStdioPipesLargeResponse(t *testing.T) {
+	stdin, toProxy, fromProxy, stdout := hostPipes(t)
+	serveLargeResponse(t, stdin, stdout, toProxy, fromProxy, func() { _ = toProxy.Close() })
+	if nonBlocking(t, stdin) || nonBlocking(t, stdout) {
+		t.Error("a pipe was left in non-blocking mode")
+	}
+}
+
+// nonBlocking reads f's mode without changing it (os.File.Fd could).
+func nonBlocking(t *testing.T, f *os.File) bool {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nb bool
+	if err := rc.Control(func(fd uintptr) { nb = fdmode.IsNonBlocking(fd) }); err != nil {
+		t.Fatal(err)
+	}
+	return nb
+}
+
+// hostPipes makes the two pipes a host gives a stdio server, in blocking
+// mode, closed when the test ends.
+func hostPipes(t *testing.T) (stdin, toProxy, fromProxy, stdout *os.File) {
 	var in, out [2]int
 	if err := syscall.Pipe(in[:]); err != nil {
 		t.Fatal(err)
@@ -271,33 +294,19 @@ func TestServeStdioPipesLargeResponse(t *testing.T) {
 	if err := syscall.Pipe(out[:]); err != nil {
 		t.Fatal(err)
 	}
-	stdin, toProxy := os.NewFile(uintptr(in[0]), "stdin"), os.NewFile(uintptr(in[1]), "to-proxy")
-	fromProxy, stdout := os.NewFile(uintptr(out[0]), "from-proxy"), os.NewFile(uintptr(out[1]), "stdout")
+	stdin, toProxy = os.NewFile(uintptr(in[0]), "stdin"), os.NewFile(uintptr(in[1]), "to-proxy")
+	fromProxy, stdout = os.NewFile(uintptr(out[0]), "from-proxy"), os.NewFile(uintptr(out[1]), "stdout")
 	for _, f := range []*os.File{stdin, toProxy, fromProxy, stdout} {
-		defer f.Close()
+		t.Cleanup(func() { _ = f.Close() })
 	}
-	serveLargeResponse(t, stdin, stdout, toProxy, fromProxy, func() { _ = toProxy.Close() })
-	if fdmode.IsNonBlocking(uintptr(in[0])) || fdmode.IsNonBlocking(uintptr(out[1])) {
-		t.Error("a pipe was left in non-blocking mode")
-	}
+	return stdin, toProxy, fromProxy, stdout
 }
 
 // A client that closes its end of the proxy's stdout while leaving stdin
 // open ends the session at the next response (the broken pipe), as the
 // SIGPIPE of a write to descriptor 1 did.
 func TestServeStdioEndsWhenClientStopsReading(t *testing.T) {
-	var in, out [2]int
-	if err := syscall.Pipe(in[:]); err != nil {
-		t.Fatal(err)
-	}
-	if err := syscall.Pipe(out[:]); err != nil {
-		t.Fatal(err)
-	}
-	stdin, toProxy := os.NewFile(uintptr(in[0]), "stdin"), os.NewFile(uintptr(in[1]), "to-proxy")
-	fromProxy, stdout := os.NewFile(uintptr(out[0]), "from-proxy"), os.NewFile(uintptr(out[1]), "stdout")
-	defer stdin.Close()
-	defer toProxy.Close()
-	defer stdout.Close()
+	stdin, toProxy, fromProxy, stdout := hostPipes(t)
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected(echoTool)})
 	served := make(chan error, 1)
 	go func() { served <- p.ServeStdio(context.Background(), "", nil, stdin, stdout) }()
