@@ -197,16 +197,7 @@ type canonParser struct {
 	members []canonMember
 }
 
-func (c *canonParser) skipSpace() {
-	for c.i < len(c.src) {
-		switch c.src[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *canonParser) skipSpace() { c.i = rawjson.SkipSpace(c.src, c.i) }
 
 // end checks that nothing but white space follows the value.
 func (c *canonParser) end() error {

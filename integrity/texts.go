@@ -77,16 +77,7 @@ type walker struct {
 	out  []text
 }
 
-func (w *walker) skipSpace() {
-	for w.i < len(w.b) {
-		switch w.b[w.i] {
-		case ' ', '\t', '\n', '\r':
-			w.i++
-		default:
-			return
-		}
-	}
-}
+func (w *walker) skipSpace() { w.i = rawjson.SkipSpace(w.b, w.i) }
 
 func (w *walker) syntax(what string) error {
 	return fmt.Errorf("invalid JSON at offset %d: %s", w.i, what)

@@ -163,11 +163,11 @@ func DeleteFunc(obj []byte, drop func(key string) bool) ([]byte, error) {
 // The whole object is validated when fn never stops the walk; a walk that
 // stops early has validated everything up to the member it stopped at.
 func walk(obj []byte, fn func(Member) bool) error {
-	i := skipSpace(obj, 0)
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return ErrNotObject
 	}
-	i = skipSpace(obj, i+1)
+	i = SkipSpace(obj, i+1)
 	if i < len(obj) && obj[i] == '}' {
 		return trailing(obj, i+1)
 	}
@@ -184,11 +184,11 @@ func walk(obj []byte, fn func(Member) bool) error {
 		if err != nil {
 			return fmt.Errorf("rawjson: member name: %w", err)
 		}
-		i = skipSpace(obj, end)
+		i = SkipSpace(obj, end)
 		if i >= len(obj) || obj[i] != ':' {
 			return syntaxError(i, "expected ':'")
 		}
-		vs := skipSpace(obj, i+1)
+		vs := SkipSpace(obj, i+1)
 		ve, err := scanValue(obj, vs, 1)
 		if err != nil {
 			return fmt.Errorf("rawjson: member %q: %w", key, err)
@@ -196,9 +196,9 @@ func walk(obj []byte, fn func(Member) bool) error {
 		if !fn(Member{Key: key, Start: start, ValueStart: vs, ValueEnd: ve}) {
 			return nil
 		}
-		i = skipSpace(obj, ve)
+		i = SkipSpace(obj, ve)
 		if i < len(obj) && obj[i] == ',' {
-			i = skipSpace(obj, i+1)
+			i = SkipSpace(obj, i+1)
 			continue
 		}
 		if i < len(obj) && obj[i] == '}' {
@@ -210,7 +210,7 @@ func walk(obj []byte, fn func(Member) bool) error {
 
 // trailing accepts only white space after the object.
 func trailing(obj []byte, i int) error {
-	if skipSpace(obj, i) != len(obj) {
+	if SkipSpace(obj, i) != len(obj) {
 		return errors.New("rawjson: data after the object")
 	}
 	return nil

@@ -180,7 +180,7 @@ func Object(obj []byte) error {
 // Unique checks that obj is a JSON object naming no member twice at its top
 // level. A value that is not an object passes (nothing to repeat).
 func Unique(obj []byte) error {
-	i := skipSpace(obj, 0)
+	i := SkipSpace(obj, 0)
 	if i >= len(obj) || obj[i] != '{' {
 		return nil
 	}
@@ -236,11 +236,11 @@ func IDKey(id json.RawMessage) string {
 // notification, whose id is not a response's) or a second "id" rules the
 // message out.
 func ResponseID(head []byte) json.RawMessage {
-	i := skipSpace(head, 0)
+	i := SkipSpace(head, 0)
 	if i >= len(head) || head[i] != '{' {
 		return nil
 	}
-	i = skipSpace(head, i+1)
+	i = SkipSpace(head, i+1)
 	var id json.RawMessage
 	response := false
 	for {
@@ -255,11 +255,11 @@ func ResponseID(head []byte) json.RawMessage {
 		if err != nil {
 			return nil
 		}
-		i = skipSpace(head, end)
+		i = SkipSpace(head, end)
 		if i >= len(head) || head[i] != ':' {
 			return nil
 		}
-		vs := skipSpace(head, i+1)
+		vs := SkipSpace(head, i+1)
 		if key == "method" {
 			return nil
 		}
@@ -283,10 +283,10 @@ func ResponseID(head []byte) json.RawMessage {
 		case "result", "error":
 			response = true
 		}
-		i = skipSpace(head, ve)
+		i = SkipSpace(head, ve)
 		switch {
 		case i < len(head) && head[i] == ',':
-			i = skipSpace(head, i+1)
+			i = SkipSpace(head, i+1)
 		case i < len(head) && head[i] == '}' && response:
 			return id
 		default:

@@ -19,7 +19,9 @@ func syntaxError(off int, what string) error {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
-func skipSpace(b []byte, i int) int {
+// SkipSpace returns the offset of the first byte at or after i in b that
+// is not JSON white space (space, tab, newline, carriage return).
+func SkipSpace(b []byte, i int) int {
 	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
@@ -56,7 +58,7 @@ func scanObject(b []byte, i, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, errDepth
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -68,16 +70,16 @@ func scanObject(b []byte, i, depth int) (int, error) {
 		if err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, end)
+		i = SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return 0, syntaxError(i, "expected ':'")
 		}
-		if i, err = scanValue(b, skipSpace(b, i+1), depth); err != nil {
+		if i, err = scanValue(b, SkipSpace(b, i+1), depth); err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			continue
 		}
 		if i < len(b) && b[i] == '}' {
@@ -91,7 +93,7 @@ func scanArray(b []byte, i, depth int) (int, error) {
 	if depth > maxDepth {
 		return 0, errDepth
 	}
-	i = skipSpace(b, i+1)
+	i = SkipSpace(b, i+1)
 	if i < len(b) && b[i] == ']' {
 		return i + 1, nil
 	}
@@ -100,9 +102,9 @@ func scanArray(b []byte, i, depth int) (int, error) {
 		if i, err = scanValue(b, i, depth); err != nil {
 			return 0, err
 		}
-		i = skipSpace(b, i)
+		i = SkipSpace(b, i)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = SkipSpace(b, i+1)
 			continue
 		}
 		if i < len(b) && b[i] == ']' {

@@ -10,11 +10,11 @@ var ErrNotArray = errors.New("rawjson: not a JSON array")
 // whitespace around the array is allowed; anything else after it is an
 // error. The whole array is validated.
 func Elements(arr []byte) ([]Span, error) {
-	i := skipSpace(arr, 0)
+	i := SkipSpace(arr, 0)
 	if i >= len(arr) || arr[i] != '[' {
 		return nil, ErrNotArray
 	}
-	i = skipSpace(arr, i+1)
+	i = SkipSpace(arr, i+1)
 	if i < len(arr) && arr[i] == ']' {
 		return nil, trailing(arr, i+1)
 	}
@@ -25,9 +25,9 @@ func Elements(arr []byte) ([]Span, error) {
 			return nil, err
 		}
 		out = append(out, Span{Start: i, End: end})
-		i = skipSpace(arr, end)
+		i = SkipSpace(arr, end)
 		if i < len(arr) && arr[i] == ',' {
-			i = skipSpace(arr, i+1)
+			i = SkipSpace(arr, i+1)
 			continue
 		}
 		if i < len(arr) && arr[i] == ']' {

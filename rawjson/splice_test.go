@@ -9,7 +9,7 @@ import (
 // spansOf reads the items of an object or array as spans.
 func spansOf(t testing.TB, doc []byte) []Span {
 	t.Helper()
-	if i := skipSpace(doc, 0); i < len(doc) && doc[i] == '[' {
+	if i := SkipSpace(doc, 0); i < len(doc) && doc[i] == '[' {
 		els, err := Elements(doc)
 		if err != nil {
 			t.Fatal(err)
