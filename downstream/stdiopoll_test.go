@@ -20,8 +20,7 @@ import (
 )
 
 // A client's pipe opened in blocking mode is read through the poller while
-// the session runs, and is left open and blocking again afterwards; a
-// regular file is read as it is.
+// the session runs, and is left open and blocking again afterwards.
 func TestPollableInput(t *testing.T) {
 	var fds [2]int
 	if err := syscall.Pipe(fds[:]); err != nil {
@@ -58,16 +57,21 @@ func TestPollableInput(t *testing.T) {
 	if n, err := r.Read(buf); err != nil || string(buf[:n]) != "line 2\n" {
 		t.Fatalf("the original stdin after restore: read %q, %v", buf[:n], err)
 	}
+}
 
-	f, err := os.Create(filepath.Join(t.TempDir(), "requests"))
+// A regular file as stdin or stdout is used as it is.
+func TestPollableRegularFile(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "stdio"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if in, restore := pollableInput(f, io.Discard); in != io.Reader(f) {
+	in, restoreIn := pollableInput(f, io.Discard)
+	defer restoreIn()
+	out, restoreOut := pollableOutput(f)
+	defer restoreOut()
+	if in != io.Reader(f) || out != io.Writer(f) {
 		t.Error("a regular file was replaced")
-	} else {
-		restore()
 	}
 }
 
@@ -192,9 +196,8 @@ func TestPollableInputRestoreDuringReads(t *testing.T) {
 // A client's pipe from the proxy's stdout, opened in blocking mode, is
 // written through a non-blocking duplicate while the session runs: a write
 // larger than the pipe holds waits for the client to read and arrives whole,
-// and afterwards the pipe is blocking again and still open. A regular file,
-// and a pipe that is also one of the shared files (stdin, stderr), are
-// written as they are.
+// and afterwards the pipe is blocking again and still open. A pipe that is
+// also one of the shared files (stdin, stderr) is written as it is.
 func TestPollableOutput(t *testing.T) {
 	var fds [2]int
 	if err := syscall.Pipe(fds[:]); err != nil {
@@ -248,16 +251,6 @@ func TestPollableOutput(t *testing.T) {
 		t.Fatalf("read %q, %v", buf[:n], err)
 	}
 
-	f, err := os.Create(filepath.Join(t.TempDir(), "responses"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if out, restore := pollableOutput(f); out != io.Writer(f) {
-		t.Error("a regular file was replaced")
-	} else {
-		restore()
-	}
 }
 
 // Through ServeStdio with separate pipes, as a host spawns the proxy: a
