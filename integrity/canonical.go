@@ -56,8 +56,8 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 		if string(value) == "null" || !slices.Contains(fingerprintFields, key) {
 			return false
 		}
-		if key == "name" && value[0] == '"' {
-			_ = json.Unmarshal(value, &name)
+		if key == "name" {
+			name, _ = rawjson.Unquote(value) // not a string: ""
 		}
 		return true
 	})
@@ -354,7 +354,7 @@ func (c *canonParser) str(dst []byte) ([]byte, error) {
 		c.i = end
 		return append(dst, c.src[start:end]...), nil
 	}
-	s, err := c.decodeString()
+	s, err := c.unquote()
 	if err != nil {
 		return nil, err
 	}
@@ -375,16 +375,20 @@ func (c *canonParser) plainString() (int, bool) {
 	return 0, false
 }
 
-// decodeString reads the string at c.i and returns its value. Strings
-// with escapes or other than ASCII are rare in tool definitions, so those
-// are decoded by encoding/json itself, with its handling of bad escapes,
-// lone surrogates and invalid UTF-8.
+// decodeString reads the string at c.i and returns its value.
 func (c *canonParser) decodeString() (string, error) {
 	if end, ok := c.plainString(); ok {
 		s := string(c.src[c.i+1 : end-1])
 		c.i = end
 		return s, nil
 	}
+	return c.unquote()
+}
+
+// unquote reads a string at c.i that is not plain (see plainString) with
+// rawjson.Unquote, which decodes as encoding/json does: bad escapes, lone
+// surrogates and invalid UTF-8 included.
+func (c *canonParser) unquote() (string, error) {
 	j := c.i + 1
 	for ; j < len(c.src) && c.src[j] != '"'; j++ {
 		if c.src[j] == '\\' {
@@ -394,8 +398,8 @@ func (c *canonParser) decodeString() (string, error) {
 	if j >= len(c.src) {
 		return "", errCanonSyntax
 	}
-	var s string
-	if err := json.Unmarshal(c.src[c.i:j+1], &s); err != nil {
+	s, err := rawjson.Unquote(c.src[c.i : j+1])
+	if err != nil {
 		return "", errCanonSyntax
 	}
 	c.i = j + 1
