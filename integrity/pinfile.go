@@ -113,8 +113,7 @@ func decodePinRecord(data []byte) (*pinRecord, error) {
 // pick is rawjson.Pick, a syntax error said as the pin file's problem.
 func pick(obj []byte, names ...string) ([]json.RawMessage, error) {
 	v, err := rawjson.Pick(obj, names...)
-	var dup *rawjson.DuplicateError
-	if err != nil && !errors.As(err, &dup) {
+	if err != nil && !errors.Is(err, rawjson.ErrDuplicateMember) {
 		return nil, fmt.Errorf("not valid JSON: %v", err)
 	}
 	return v, err

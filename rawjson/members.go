@@ -61,8 +61,9 @@ func Pick(obj []byte, names ...string) ([]json.RawMessage, error) {
 		switch {
 		case i < 0:
 		case out[i] != nil:
-			dup = m.Key
-			return false
+			if dup == "" {
+				dup = m.Key // reported once the whole object is validated
+			}
 		default:
 			out[i] = obj[m.ValueStart:m.ValueEnd]
 		}
