@@ -59,12 +59,7 @@ func pollableOutput(out io.Writer, shared ...any) (io.Writer, func()) {
 	if pf == nil {
 		return out, func() {}
 	}
-	rc, err := pf.SyscallConn()
-	if err != nil {
-		restore()
-		return out, func() {}
-	}
-	return &rawFirstWriter{f: pf, rc: rc}, restore
+	return &rawFirstWriter{f: pf, rc: fdmode.Conn(pf)}, restore
 }
 
 // rawFirstWriter writes to a non-blocking descriptor: first what it takes
@@ -75,17 +70,11 @@ type rawFirstWriter struct {
 }
 
 func (w *rawFirstWriter) Write(b []byte) (int, error) {
-	n := 0
-	if err := w.rc.Write(func(fd uintptr) bool {
-		n = fdmode.WriteNonBlocking(fd, b)
-		return true // never wait here
-	}); err != nil || n == len(b) {
-		if err != nil {
-			return w.f.Write(b) // closed: the file says so in its own words
-		}
+	n := fdmode.TryWrite(w.rc, b)
+	if n == len(b) {
 		return n, nil
 	}
-	m, err := w.f.Write(b[n:])
+	m, err := w.f.Write(b[n:]) // also says why when the file is closed
 	return n + m, err
 }
 

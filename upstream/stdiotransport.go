@@ -78,7 +78,7 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 	t := &stdioTransport{
 		lines:        stdout,
 		stdin:        stdin,
-		rawStdin:     nonBlockingConn(stdin),
+		rawStdin:     fdmode.Conn(stdin),
 		log:          log,
 		pending:      map[string]chan stdioReply{},
 		writeSem:     make(chan struct{}, 1),
@@ -275,7 +275,7 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	}
 	// Most lines fit in the pipe at once: then the write needs no deadline
 	// and no watch on ctx.
-	written := t.tryWrite(b)
+	written := fdmode.TryWrite(t.rawStdin, b)
 	if written == len(b) {
 		return nil
 	}
@@ -328,38 +328,6 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 		return ctx.Err()
 	}
 	return pipeGone(err)
-}
-
-// tryWrite writes as much of b as the child's stdin takes without waiting,
-// when its descriptor is non-blocking, and returns how much that was.
-func (t *stdioTransport) tryWrite(b []byte) int {
-	if t.rawStdin == nil {
-		return 0
-	}
-	n := 0
-	_ = t.rawStdin.Write(func(fd uintptr) bool {
-		n = fdmode.WriteNonBlocking(fd, b)
-		return true // never wait here
-	})
-	return n
-}
-
-// nonBlockingConn returns w's descriptor when w is an *os.File in
-// non-blocking mode, else nil.
-func nonBlockingConn(w io.Writer) syscall.RawConn {
-	f, ok := w.(*os.File)
-	if !ok {
-		return nil
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil
-	}
-	nonBlocking := false
-	if rc.Control(func(fd uintptr) { nonBlocking = fdmode.IsNonBlocking(fd) }) != nil || !nonBlocking {
-		return nil
-	}
-	return rc
 }
 
 // stalled closes the transport of a child that has taken no input for

@@ -79,12 +79,8 @@ func WriteNonBlocking(fd uintptr, b []byte) int {
 // io.EOF at the end of input and report a file closed under them as
 // os.File does.
 func Reader(f *os.File) io.Reader {
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return f
-	}
-	nonBlocking := false
-	if rc.Control(func(fd uintptr) { nonBlocking = IsNonBlocking(fd) }) != nil || !nonBlocking {
+	rc := Conn(f)
+	if rc == nil {
 		return f
 	}
 	return &rawReader{f: f, rc: rc}
