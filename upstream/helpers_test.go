@@ -170,17 +170,8 @@ func start(t *testing.T, cfg *config.Server, opts Options) *Conn {
 // waitSnapshot polls until cond holds for the current snapshot.
 func waitSnapshot(t *testing.T, c *Conn, d time.Duration, what string, cond func(*Snapshot) bool) *Snapshot {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		s := c.Snapshot()
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not reached within %s; state %s, err %v", what, d, s.State, s.Err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	s, _, _ := waitPublished(t, c, d, what, cond)
+	return s
 }
 
 // waitPublished polls c's current snapshot until cond holds and returns it

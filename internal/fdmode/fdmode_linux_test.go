@@ -33,7 +33,10 @@ func TestRawCallsNeverBlock(t *testing.T) {
 		t.Helper()
 		before := ticks.Load()
 		time.Sleep(100 * time.Millisecond)
-		if ticks.Load()-before < 10 {
+		// A raw call that waited would hold the only P: 0 ticks. Any
+		// progress at all shows it did not (a loaded machine may delay
+		// many of the 100 ticks, not all).
+		if ticks.Load()-before < 2 {
 			t.Fatalf("%s: other goroutines stopped (%d ticks in 100 ms)", what, ticks.Load()-before)
 		}
 	}
