@@ -173,13 +173,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		var reply []byte
-		var run func() ([]byte, int)
-		if perr != nil {
-			reply, _, run = refused(nil, parseError(perr))
-		} else {
-			reply, _, run = p.receiveMessage(ctx, s, m, w)
-		}
+		reply, _, run := p.receiveParsed(ctx, s, m, perr, w)
 		if reply != nil {
 			_ = w.send(reply)
 		}
@@ -233,6 +227,12 @@ func (rr *requestRuns) closeAndWait() {
 // reply, the others take receiveMessage.
 func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, code int, run func() ([]byte, int)) {
 	m, err := rawjson.ParseMessage(msg)
+	return p.receiveParsed(ctx, s, m, err, out)
+}
+
+// receiveParsed is receive of a message already parsed into m, with err
+// the parse's error.
+func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (reply []byte, code int, run func() ([]byte, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
