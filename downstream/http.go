@@ -278,15 +278,16 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	reply, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	refusal, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	rep := whole(refusal)
 	if run != nil {
-		reply, code = run()
+		rep, code = run()
 	}
-	if reply == nil {
+	if rep.size() == 0 {
 		ps.finish(nil, false, http.StatusAccepted) // under ps's lock: nothing writes after it
 		return
 	}
-	ps.finish([][]byte{reply}, false, statelessStatus(code))
+	ps.finish([]reply{rep}, false, statelessStatus(code))
 }
 
 // checkStatelessHeaders applies the transport checks of a 2026-07-28

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -61,7 +62,7 @@ func (s *postStream) send(msg []byte) error {
 		startSSE(s.w)
 		s.sse = true
 	}
-	if err := writeEvent(s.w, s.rc, msg); err != nil {
+	if err := writeEvent(s.w, s.rc, whole(msg)); err != nil {
 		s.done = true
 		return err
 	}
@@ -71,7 +72,7 @@ func (s *postStream) send(msg []byte) error {
 // finish writes the replies of the POST's messages: nothing to answer is
 // 202; over SSE each reply is an event; otherwise one reply (or, for a
 // batch, their array) is the JSON body, with status.
-func (s *postStream) finish(replies [][]byte, batch bool, status int) {
+func (s *postStream) finish(replies []reply, batch bool, status int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.done {
@@ -90,15 +91,17 @@ func (s *postStream) finish(replies [][]byte, batch bool, status int) {
 	default:
 		body := replies[0]
 		if batch {
-			body = jsonArray(replies)
+			body = whole(replyArray(replies))
 		}
-		body = append(body, '\n')
 		h := s.w.Header()
 		h.Set("Content-Type", "application/json")
-		h.Set("Content-Length", strconv.Itoa(len(body)))
+		h.Set("Content-Length", strconv.Itoa(body.size()+1)) // and a newline
 		_ = s.rc.SetWriteDeadline(time.Now().Add(writeTimeout))
 		s.w.WriteHeader(status)
-		_, _ = s.w.Write(body)
+		// The writer buffers: the newline needs no copy of the body.
+		if body.write(s.w, "", "") == nil {
+			_, _ = io.WriteString(s.w, "\n")
+		}
 	}
 }
 
@@ -126,7 +129,7 @@ func (g *getStream) send(msg []byte) error {
 	if g.failed {
 		return errStreamGone
 	}
-	if err := writeEvent(g.w, g.rc, msg); err != nil {
+	if err := writeEvent(g.w, g.rc, whole(msg)); err != nil {
 		g.failed = true
 		return err
 	}
@@ -174,13 +177,9 @@ func startSSE(w http.ResponseWriter) {
 }
 
 // writeEvent writes one message as an SSE event and flushes it.
-func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg []byte) error {
+func writeEvent(w http.ResponseWriter, rc *http.ResponseController, msg reply) error {
 	_ = rc.SetWriteDeadline(time.Now().Add(writeTimeout))
-	buf := make([]byte, 0, len(msg)+24)
-	buf = append(buf, "event: message\ndata: "...)
-	buf = append(buf, msg...)
-	buf = append(buf, '\n', '\n')
-	if _, err := w.Write(buf); err != nil {
+	if err := msg.write(w, "event: message\ndata: ", "\n\n"); err != nil {
 		return fmt.Errorf("%w: %w", errStreamGone, err)
 	}
 	if err := rc.Flush(); err != nil {

@@ -126,18 +126,18 @@ func (p *Proxy) observe(next handler) handler {
 
 // answer runs one request through the route and returns its response and
 // the JSON-RPC error code the response carries (0 for a result).
-func (p *Proxy) answer(ctx context.Context, r *request) ([]byte, int) {
+func (p *Proxy) answer(ctx context.Context, r *request) (reply, int) {
 	h := p.route[r.method]
 	if h == nil {
 		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
-		return errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100))), codeMethodNotFound
+		return whole(errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))), codeMethodNotFound
 	}
 	res, werr := h(withRequest(ctx, r), r)
 	switch {
 	case werr != nil && werr.input != nil:
 		return response(r.id, "result", werr.input), 0
 	case werr != nil:
-		return errorResponse(r.id, werr), werr.Code
+		return whole(errorResponse(r.id, werr)), werr.Code
 	case len(res) == 0:
 		return response(r.id, "result", []byte(`{}`)), 0
 	}
@@ -148,30 +148,30 @@ func (p *Proxy) answer(ctx context.Context, r *request) ([]byte, int) {
 // order (receive) and returns what answers them: the replies routing gave
 // at once, and the requests' responses (runAll). The caller runs it off
 // its read loop. first, when not nil, is msgs[0] already parsed.
-func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() [][]byte) {
-	var replies [][]byte
-	var runs []func() ([]byte, int)
+func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() []reply) {
+	var replies []reply
+	var runs []func() (reply, int)
 	for i, msg := range msgs {
-		var reply []byte
-		var run func() ([]byte, int)
+		var refusal []byte
+		var run func() (reply, int)
 		if i == 0 && first != nil {
-			reply, _, run = p.receiveMessage(ctx, s, *first, out)
+			refusal, _, run = p.receiveMessage(ctx, s, *first, out)
 		} else {
-			reply, _, run = p.receive(ctx, s, msg, out)
+			refusal, _, run = p.receive(ctx, s, msg, out)
 		}
 		switch {
-		case reply != nil:
-			replies = append(replies, reply)
+		case refusal != nil:
+			replies = append(replies, whole(refusal))
 		case run != nil:
 			runs = append(runs, run)
 		}
 	}
-	return func() [][]byte { return runAll(runs, replies) }
+	return func() []reply { return runAll(runs, replies) }
 }
 
 // runAll runs the answers of one batch's requests, concurrently when there
 // are several, and returns every reply.
-func runAll(runs []func() ([]byte, int), replies [][]byte) [][]byte {
+func runAll(runs []func() (reply, int), replies []reply) []reply {
 	switch len(runs) {
 	case 0:
 		return replies
@@ -179,7 +179,7 @@ func runAll(runs []func() ([]byte, int), replies [][]byte) [][]byte {
 		resp, _ := runs[0]()
 		return append(replies, resp)
 	}
-	out := make([][]byte, len(runs))
+	out := make([]reply, len(runs))
 	var wg sync.WaitGroup
 	for i, run := range runs {
 		wg.Add(1)

@@ -149,31 +149,33 @@ func FuzzReceive(f *testing.F) {
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession("fuzz", transportStdio, a, nil)
 		defer s.close()
-		reply, code, run := p.receive(context.Background(), s, line, noStream{})
+		msg, code, run := p.receive(context.Background(), s, line, noStream{})
 		if run != nil {
-			if reply != nil {
+			if msg != nil {
 				t.Fatal("both a reply and work for one message")
 			}
-			reply, code = run()
+			var r reply
+			r, code = run()
+			msg = r.bytes()
 		}
-		if reply == nil {
+		if msg == nil {
 			if code != 0 {
 				t.Fatalf("no reply to %q, but code %d", line, code)
 			}
 			return
 		}
-		m, err := rawjson.ParseMessage(reply)
+		m, err := rawjson.ParseMessage(msg)
 		if err != nil || m.Kind != rawjson.KindResponse && m.Error == nil {
-			t.Fatalf("reply %q to %q is not a JSON-RPC response: %v", reply, line, err)
+			t.Fatalf("reply %q to %q is not a JSON-RPC response: %v", msg, line, err)
 		}
 		var e struct {
 			Code int `json:"code"`
 		}
 		if m.Error != nil && json.Unmarshal(m.Error, &e) != nil {
-			t.Fatalf("reply %q to %q: unreadable error", reply, line)
+			t.Fatalf("reply %q to %q: unreadable error", msg, line)
 		}
 		if code != e.Code {
-			t.Fatalf("reply %q to %q comes with code %d; its error code is %d", reply, line, code, e.Code)
+			t.Fatalf("reply %q to %q comes with code %d; its error code is %d", msg, line, code, e.Code)
 		}
 		if in, err := rawjson.ParseMessage(line); err == nil && in.ID != nil && string(m.ID) != "null" && string(m.ID) != string(in.ID) {
 			t.Fatalf("reply id %s, request id %s", m.ID, in.ID)

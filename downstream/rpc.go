@@ -53,21 +53,6 @@ func errorf(code int, format string, a ...any) *wireError {
 	return &wireError{Code: code, Message: fmt.Sprintf(format, a...)}
 }
 
-// response builds a JSON-RPC response (no newline): member is "result" or
-// "error", value its JSON.
-func response(id json.RawMessage, member string, value []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(value) + len(id) + 40)
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"`)
-	buf.WriteString(member)
-	buf.WriteString(`":`)
-	buf.Write(value)
-	buf.WriteByte('}')
-	return buf.Bytes()
-}
-
 // errorResponse is the response carrying werr. A request whose id could
 // not be read is answered with id null (JSON-RPC 2.0 §5).
 func errorResponse(id json.RawMessage, werr *wireError) []byte {
@@ -75,7 +60,7 @@ func errorResponse(id json.RawMessage, werr *wireError) []byte {
 		id = json.RawMessage("null")
 	}
 	b, _ := json.Marshal(werr) // a struct of a string, an int and valid JSON: never fails
-	return response(id, "error", b)
+	return response(id, "error", b).bytes()
 }
 
 // notification builds a JSON-RPC notification; params may be nil.

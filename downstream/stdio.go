@@ -161,7 +161,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
-				_ = w.send(jsonArray(all))
+				_ = w.send(replyArray(all))
 			}
 		}
 	case len(trimmed) > 0:
@@ -173,9 +173,9 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		reply, _, run := p.receiveParsed(ctx, s, m, perr, w)
-		if reply != nil {
-			_ = w.send(reply)
+		refusal, _, run := p.receiveParsed(ctx, s, m, perr, w)
+		if refusal != nil {
+			_ = w.send(refusal)
 		}
 		if run == nil {
 			r.runs.done()
@@ -184,7 +184,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		return func() {
 			defer r.runs.done()
 			resp, _ := run()
-			_ = w.send(resp)
+			_ = w.sendReply(resp)
 		}
 	}
 	return nil
@@ -225,14 +225,14 @@ func (rr *requestRuns) closeAndWait() {
 // receive routes one message of a client, a stdio line or one message of
 // an HTTP POST, as its bytes: a message that is not JSON gets its error
 // reply, the others take receiveMessage.
-func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (reply []byte, code int, run func() ([]byte, int)) {
+func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	m, err := rawjson.ParseMessage(msg)
 	return p.receiveParsed(ctx, s, m, err, out)
 }
 
 // receiveParsed is receive of a message already parsed into m, with err
 // the parse's error.
-func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (reply []byte, code int, run func() ([]byte, int)) {
+func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
@@ -247,7 +247,7 @@ func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message
 // caller runs off its read loop; out carries the messages that precede the
 // response. The request is registered before receiveMessage returns, so
 // that a notifications/cancelled read right after it finds it.
-func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (reply []byte, code int, run func() ([]byte, int)) {
+func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
@@ -270,7 +270,7 @@ func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Messag
 		cancel()
 		return refused(m.ID, werr)
 	}
-	return nil, 0, func() ([]byte, int) {
+	return nil, 0, func() (reply, int) {
 		defer s.inflight.done(r.id)
 		defer cancel()
 		return p.answer(rctx, r)
@@ -279,7 +279,7 @@ func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Messag
 
 // refused is receiveMessage's answer to a message it cannot serve: the
 // error reply and its code, no work.
-func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() ([]byte, int)) {
+func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() (reply, int)) {
 	return errorResponse(id, werr), werr.Code, nil
 }
 
@@ -335,20 +335,16 @@ type lineWriter struct {
 	gone chan struct{}
 }
 
-func (w *lineWriter) send(msg []byte) error {
+func (w *lineWriter) send(msg []byte) error { return w.sendReply(whole(msg)) }
+
+// sendReply writes one message and its newline.
+func (w *lineWriter) sendReply(r reply) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	var err error
-	if len(msg) < copyLineLimit {
-		line := make([]byte, 0, len(msg)+1)
-		_, err = w.out.Write(append(append(line, msg...), '\n'))
-	} else if _, err = w.out.Write(msg); err == nil {
-		_, err = w.out.Write(newline)
-	}
-	if err != nil {
+	if err := r.write(w.out, "", "\n"); err != nil {
 		w.err = fmt.Errorf("%w: %w", errStreamGone, err)
 		if w.gone != nil {
 			close(w.gone)
@@ -356,10 +352,3 @@ func (w *lineWriter) send(msg []byte) error {
 	}
 	return w.err
 }
-
-// copyLineLimit: a message shorter than this is copied to add its newline
-// and written at once; a longer one is written as it is, then the newline
-// (a second write costs less than copying it).
-const copyLineLimit = 64 << 10
-
-var newline = []byte{'\n'}

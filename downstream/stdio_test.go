@@ -101,7 +101,7 @@ type syncBuffer = testproc.Buffer
 func TestLineWriter(t *testing.T) {
 	var out syncBuffer
 	w := &lineWriter{out: &out}
-	big := `{"jsonrpc":"2.0","id":2,"result":{"text":"` + strings.Repeat("x", copyLineLimit) + `"}}`
+	big := `{"jsonrpc":"2.0","id":2,"result":{"text":"` + strings.Repeat("x", pieceMin) + `"}}`
 	for _, m := range []string{`{"jsonrpc":"2.0","id":1,"result":{}}`, big} {
 		if err := w.send([]byte(m)); err != nil {
 			t.Fatal(err)

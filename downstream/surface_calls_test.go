@@ -38,7 +38,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 			})
 			defer connected.Stop()
 			got, _ := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
-			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got) != want {
+			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got.bytes()) != want {
 				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got, want)
 			}
 			if reqs := fx.requests(); len(reqs) != 1 || reqs[0].Method != tt.method || reqs[0].Params != tt.wantSent {
@@ -61,7 +61,7 @@ func TestWaitStartupOncePerGeneration(t *testing.T) {
 	s := testState(t, p)
 	list := func() string {
 		got, _ := p.answer(context.Background(), reqFor(s, "tools/list", nil))
-		return string(got)
+		return string(got.bytes())
 	}
 	got := make(chan string, 1)
 	go func() { got <- list() }()

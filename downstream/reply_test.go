@@ -1,0 +1,148 @@
+package downstream
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+)
+
+// A response keeps a value of pieceMin bytes or more as a piece of its
+// own, the very bytes it was given; a smaller one is copied into one
+// message. Either way every transport writes the same message.
+func TestResponsePieces(t *testing.T) {
+	small := []byte(`{"tools":[]}`)
+	large := []byte(`{"text":"` + strings.Repeat("x", pieceMin) + `"}`)
+	limit := []byte(`"` + strings.Repeat("y", pieceMin-2) + `"`)
+	for _, tt := range []struct {
+		name   string
+		value  []byte
+		pieces bool
+	}{{"small", small, false}, {"pieceMin bytes", limit, true}, {"large", large, true}} {
+		t.Run(tt.name, func(t *testing.T) {
+			orig := string(tt.value)
+			r := response([]byte(`7`), "result", tt.value)
+			want := `{"jsonrpc":"2.0","id":7,"result":` + orig + `}`
+			if got := string(r.bytes()); got != want {
+				t.Fatalf("bytes() = %.80q…, want %.80q…", got, want)
+			}
+			if r.size() != len(want) {
+				t.Fatalf("size() = %d, want %d", r.size(), len(want))
+			}
+			if shared := len(r.body) > 0 && &r.body[0] == &tt.value[0]; shared != tt.pieces {
+				t.Fatalf("value shared = %v, want %v", shared, tt.pieces)
+			}
+			for _, frame := range []struct{ pre, post string }{{"", "\n"}, {"event: message\ndata: ", "\n\n"}} {
+				var out bytes.Buffer
+				if err := r.write(&out, frame.pre, frame.post); err != nil {
+					t.Fatal(err)
+				}
+				if got := out.String(); got != frame.pre+want+frame.post {
+					t.Fatalf("write(%q, %q) wrote %d bytes, want %d", frame.pre, frame.post, len(got), len(frame.pre+want+frame.post))
+				}
+			}
+			if string(tt.value) != orig || string(envelopeTail) != "}" {
+				t.Fatal("a shared piece was modified")
+			}
+		})
+	}
+	// A whole message of any size is written as it is, framed.
+	big := whole(large)
+	var out bytes.Buffer
+	if err := big.write(&out, "<", ">"); err != nil || out.String() != "<"+string(large)+">" {
+		t.Fatalf("whole large message written as %d bytes (%v)", out.Len(), err)
+	}
+	if got := replyArray([]reply{whole(small), response([]byte(`1`), "result", large)}); string(got) != "["+string(small)+`,{"jsonrpc":"2.0","id":1,"result":`+string(large)+"}]" {
+		t.Fatalf("replyArray = %.80q…", got)
+	}
+}
+
+// A write error of any piece is reported.
+func TestReplyWriteErrors(t *testing.T) {
+	large := bytes.Repeat([]byte("x"), pieceMin)
+	for n := range 4 {
+		w := &failAfter{n: n}
+		err := response([]byte(`1`), "result", append(append([]byte(`"`), large...), '"')).write(w, "pre", "post")
+		if (err != nil) != (n < 3) {
+			t.Fatalf("fail at write %d: error %v", n, err)
+		}
+	}
+}
+
+// failAfter fails every write after its first n.
+type failAfter struct{ n int }
+
+func (f *failAfter) Write(b []byte) (int, error) {
+	if f.n == 0 {
+		return 0, errWriteFailed
+	}
+	f.n--
+	return len(b), nil
+}
+
+// manyToolsProxy is a proxy over one server of n tools.
+func manyToolsProxy(t testing.TB, n int) *Proxy {
+	fx := &fakeUpstream{}
+	s := &upstream.Snapshot{State: upstream.StateConnected}
+	for i := range n {
+		s.Tools = append(s.Tools, rawTool(fmt.Sprintf(`{"name":"tool_%04d","description":"Search the issue tracker for issues matching a query.","inputSchema":{"type":"object","properties":{"query":{"type":"string"}}}}`, i)))
+	}
+	fx.snap.Store(s)
+	return newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+}
+
+// A tools/list of a large catalog is written to a stdio client and to an
+// HTTP client without a copy of the list per response: the view's one
+// result is every response's value.
+func TestToolsListIsNotCopied(t *testing.T) {
+	p := manyToolsProxy(t, 2000)
+	st := testState(t, p)
+	first, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
+	listSize := first.size()
+	if first.body == nil || listSize < 200_000 {
+		t.Fatalf("the list of 2000 tools is %d bytes, in pieces: %v", listSize, first.body != nil)
+	}
+	w := &lineWriter{out: io.Discard}
+	const lists = 20
+	allocated := func(each func()) uint64 {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range lists {
+			each()
+		}
+		runtime.ReadMemStats(&after)
+		return after.TotalAlloc - before.TotalAlloc
+	}
+	stdio := allocated(func() {
+		resp, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
+		if err := w.sendReply(resp); err != nil {
+			t.Fatal(err)
+		}
+	})
+	httpPost := allocated(func() {
+		rec := httptest.NewRecorder()
+		rec.Body = nil // io.Discard-like: the recorder keeps nothing
+		ps := newPostStream(rec, httptest.NewRequest(http.MethodPost, "/mcp", nil))
+		resp, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
+		ps.finish([]reply{resp}, false, http.StatusOK)
+		if got := rec.Header().Get("Content-Length"); got != strconv.Itoa(listSize+1) {
+			t.Fatalf("Content-Length %s, want %d", got, listSize+1)
+		}
+	})
+	t.Logf("%d lists of %d bytes allocated %d bytes over stdio, %d over HTTP", lists, listSize, stdio, httpPost)
+	// A copy per list would be lists × listSize; allow one list's size
+	// for everything else the lists allocate.
+	for name, n := range map[string]uint64{"stdio": stdio, "http": httpPost} {
+		if n > uint64(listSize) {
+			t.Errorf("%d lists over %s allocated %d bytes; the list is %d bytes", lists, name, n, listSize)
+		}
+	}
+}
