@@ -42,7 +42,7 @@ func (s *Store) Pending(server string) ([]Change, error) {
 	}
 	var out []Change
 	for _, name := range servers {
-		pf, _, err := s.load(name)
+		pf, _, err := s.loadFull(name)
 		if err != nil {
 			return nil, err
 		}

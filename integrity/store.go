@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -46,14 +47,15 @@ type Store struct {
 	// lockWait is lockWait; tests shorten it.
 	lockWait time.Duration
 
-	// parsed keeps the last file read or written per server, by its
-	// identity on disk, so that a file is parsed and checked once (the
-	// start-up check and the first review read the same file).
+	// parsed keeps the summary of the last file read or written per
+	// server, by its identity on disk, so that a file is parsed and checked
+	// once (the start-up check and the first review read the same file).
 	mu     sync.Mutex
 	parsed map[string]parsedFile
 }
 
-// parsedFile is a pin file as read or written, never modified.
+// parsedFile is the summary of a pin file as read or written, never
+// modified.
 type parsedFile struct {
 	id fileID
 	pf *pinFile
@@ -103,6 +105,9 @@ type pinFile struct {
 	Version int                  `json:"version"`
 	Server  string               `json:"server"`
 	Tools   map[string]*pinEntry `json:"tools"`
+	// summary marks a file whose records lack their definitions (see
+	// summary); it is never written.
+	summary bool
 }
 
 // pinEntry is one tool: its pin, its pending definition, or both.
@@ -124,12 +129,36 @@ type pinRecord struct {
 // clone copies f's map and entries so that an update can change them while
 // readers keep the old file. Records are shared.
 func (f *pinFile) clone() *pinFile {
-	c := &pinFile{Version: f.Version, Server: f.Server, Tools: make(map[string]*pinEntry, len(f.Tools))}
+	c := &pinFile{Version: f.Version, Server: f.Server, Tools: make(map[string]*pinEntry, len(f.Tools)), summary: f.summary}
 	for name, e := range f.Tools {
 		cp := *e
 		c.Tools[name] = &cp
 	}
 	return c
+}
+
+// summarize is f without the definitions of its records: what the store and
+// a guard keep between reviews, since a review decides by fingerprints
+// alone. The definitions are most of a file (about 0.8 KB a tool); a write
+// and a diff read the file again (loadFull). nil stays nil.
+func (f *pinFile) summarize() *pinFile {
+	if f == nil {
+		return nil
+	}
+	c := &pinFile{Version: f.Version, Server: f.Server, Tools: make(map[string]*pinEntry, len(f.Tools)), summary: true}
+	for name, e := range f.Tools {
+		c.Tools[name] = &pinEntry{Pinned: e.Pinned.withoutDefinition(), Pending: e.Pending.withoutDefinition()}
+	}
+	return c
+}
+
+func (r *pinRecord) withoutDefinition() *pinRecord {
+	if r == nil {
+		return nil
+	}
+	cp := *r
+	cp.Definition = nil
+	return &cp
 }
 
 // fileID identifies one version of a file on disk: a rename gives a new
@@ -168,8 +197,19 @@ func (s *Store) checkServer(server string) error {
 	return nil
 }
 
-// load reads server's pin file. A missing file is (nil, zero id, nil).
+// load reads the summary of server's pin file (see summarize), parsing
+// the file only when it changed on disk since it was last read or
+// written. A missing file is (nil, zero id, nil).
 func (s *Store) load(server string) (*pinFile, fileID, error) {
+	return s.read(server, false)
+}
+
+// loadFull reads server's pin file with its definitions, from disk.
+func (s *Store) loadFull(server string) (*pinFile, fileID, error) {
+	return s.read(server, true)
+}
+
+func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	if err := s.checkServer(server); err != nil {
 		return nil, fileID{}, err
 	}
@@ -193,22 +233,48 @@ func (s *Store) load(server string) (*pinFile, fileID, error) {
 		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
 	}
 	id := idOf(fi)
-	if pf, ok := s.cached(server, id); ok {
+	if pf, ok := s.cached(server, id); ok && !full {
 		return pf, id, nil
 	}
-	data, err := io.ReadAll(io.LimitReader(f, maxPinFileBytes+1))
+	data, err := readAtMost(f, fi.Size(), maxPinFileBytes)
 	if err != nil {
 		return nil, fileID{}, corrupt(path, err)
-	}
-	if len(data) > maxPinFileBytes {
-		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
 	}
 	pf, err := parsePinFile(data, server)
 	if err != nil {
 		return nil, fileID{}, corrupt(path, err)
 	}
-	s.remember(server, id, pf)
-	return pf, id, nil
+	sum := pf.summarize()
+	s.remember(server, id, sum)
+	if full {
+		return pf, id, nil
+	}
+	return sum, id, nil
+}
+
+// readAtMost reads r to its end into a buffer of size bytes (what a stat
+// said; the file may have changed since) and fails when it holds more than
+// limit bytes.
+func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
+	r = io.LimitReader(r, limit+1)
+	buf := make([]byte, 0, min(max(size, 0), limit)+1) // +1: room for the read that sees EOF
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, 1) // it grew since the stat
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if int64(len(buf)) > limit {
+		return nil, fmt.Errorf("larger than %d bytes", limit)
+	}
+	return buf, nil
 }
 
 func corrupt(path string, err error) error {
@@ -283,10 +349,11 @@ func checkRecord(name string, r *pinRecord, pending bool) error {
 	return nil
 }
 
-// update runs fn on server's pin file as it is on disk (nil when it does
-// not exist) while holding the file's lock. fn must not modify the file it
-// is given; it returns the file to write, or nil to write nothing. update
-// returns the file as it is on disk afterwards and its identity.
+// update runs fn on server's pin file as it is on disk, definitions
+// included (nil when it does not exist), while holding the file's lock. fn
+// must not modify the file it is given; it returns the file to write, or
+// nil to write nothing. update returns the summary of the file as it is on
+// disk afterwards and its identity.
 func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (*pinFile, fileID, error) {
 	if err := s.checkServer(server); err != nil {
 		return nil, fileID{}, err
@@ -296,21 +363,25 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	defer unlock()
-	cur, id, err := s.load(server)
+	cur, id, err := s.loadFull(server)
 	if err != nil {
 		return nil, fileID{}, err
 	}
 	next, err := fn(cur)
-	if err != nil || next == nil {
-		return cur, id, err
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	if next == nil {
+		return s.load(server) // the summary read with cur
 	}
 	next.Version, next.Server = pinFileVersion, server
 	id, err = s.write(server, next)
 	if err != nil {
 		return nil, fileID{}, err
 	}
-	s.remember(server, id, next)
-	return next, id, nil
+	sum := next.summarize()
+	s.remember(server, id, sum)
+	return sum, id, nil
 }
 
 // lock takes server's exclusive lock, waiting at most lockWait.
@@ -332,6 +403,9 @@ func (s *Store) lock(server string) (unlock func(), err error) {
 // write replaces server's pin file atomically: a complete 0600 temporary
 // file in the same directory, synced, then renamed over the old one.
 func (s *Store) write(server string, pf *pinFile) (fileID, error) {
+	if pf.summary {
+		return fileID{}, fmt.Errorf("integrity: the pins of %s without their definitions cannot be written", server)
+	}
 	data, err := encodePinFile(pf)
 	if err != nil {
 		return fileID{}, fmt.Errorf("integrity: encode pins of %s: %w", server, err)

@@ -288,3 +288,89 @@ func TestCheckServer(t *testing.T) {
 		}
 	}
 }
+
+// A guard and its store keep each pin file without its definitions; every
+// write and every listing of pending changes reads them from disk, so none
+// is lost: a pin file written after reviews, a new tool and an approval
+// holds every definition, each hashing to its fingerprint, and a diff
+// still has both sides.
+func TestSummariesKeepNoDefinitionsAndLoseNone(t *testing.T) {
+	g, _, _ := newGuard(t)
+	pol := Policy{Pinning: PinQuarantine, NewTools: NewQuarantine}
+	a, b := tool("a", "A."), tool("b", "B.")
+	g.Review(serverOf("s", pol, a, b), nil)
+	b2, c := tool("b", "B, changed."), tool("c", "C.")
+	g.Review(serverOf("s", pol, a, b2, c), nil) // b changed, c new: both pending
+
+	kept := func(what string, pf *pinFile) {
+		t.Helper()
+		if pf == nil || !pf.summary {
+			t.Fatalf("%s: %+v is not a summary", what, pf)
+		}
+		for name, e := range pf.Tools {
+			for _, r := range []*pinRecord{e.Pinned, e.Pending} {
+				if r != nil && r.Definition != nil {
+					t.Fatalf("%s keeps the definition of %s", what, name)
+				}
+			}
+		}
+	}
+	kept("the guard", g.servers["s"].file)
+	pf, _, err := g.store.load("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kept("the store", pf)
+	if _, err := g.store.write("s", pf); err == nil {
+		t.Fatal("a summary was written")
+	}
+
+	changes, err := g.Store().Pending("s")
+	if err != nil || len(changes) != 2 {
+		t.Fatalf("pending %+v, %v", changes, err)
+	}
+	for _, ch := range changes {
+		if len(ch.Pending.Definition) == 0 || ch.Reason == ReasonChanged && (ch.Pinned == nil || len(ch.Pinned.Definition) == 0) {
+			t.Fatalf("%s: a definition is missing from %+v", ch.Tool, ch)
+		}
+		if d := ch.Diff(); !strings.Contains(d, "+") || ch.Reason == ReasonChanged && !strings.Contains(d, "-") {
+			t.Fatalf("%s: diff\n%s", ch.Tool, d)
+		}
+	}
+	if _, err := g.Store().Approve("s", []string{"b"}); err != nil {
+		t.Fatal(err)
+	}
+	g.Review(serverOf("s", pol, a, b2, c), nil)
+
+	full, _, err := g.store.loadFull("s")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full.summary || len(full.Tools) != 3 {
+		t.Fatalf("the file on disk: %+v", full)
+	}
+	for name, e := range full.Tools {
+		for _, r := range []*pinRecord{e.Pinned, e.Pending} {
+			if r != nil && (len(r.Definition) == 0 || fingerprintOf(r.Definition) != r.Fingerprint) {
+				t.Fatalf("%s: the file holds definition %q for fingerprint %s", name, r.Definition, r.Fingerprint)
+			}
+		}
+	}
+	if e := full.Tools["c"]; e.Pending == nil || e.Pinned != nil {
+		t.Fatalf("c: %+v, want pending only", e)
+	}
+}
+
+// readAtMost reads what is there, whatever the size it was told, up to its
+// limit.
+func TestReadAtMost(t *testing.T) {
+	for _, size := range []int64{0, 3, 5, 100} {
+		got, err := readAtMost(strings.NewReader("hello"), size, 5)
+		if err != nil || string(got) != "hello" {
+			t.Fatalf("size %d: %q, %v", size, got, err)
+		}
+	}
+	if _, err := readAtMost(strings.NewReader("hello!"), 6, 5); err == nil {
+		t.Fatal("6 bytes read under a limit of 5")
+	}
+}
