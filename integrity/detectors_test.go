@@ -167,3 +167,13 @@ func TestEveryDetectorHasCases(t *testing.T) {
 		}
 	}
 }
+
+// Every rule's patterns compile (they are compiled on first use, so a bad
+// one would otherwise surface only on a text holding its hints).
+func TestRulePatternsCompile(t *testing.T) {
+	for _, r := range rules {
+		if res := r.res(); len(res) != len(r.all) || len(res) == 0 {
+			t.Errorf("rule %s: %d patterns compiled of %d", r.rule, len(res), len(r.all))
+		}
+	}
+}

@@ -72,7 +72,7 @@ func FuzzScanText(f *testing.F) {
 		lower := strings.ToLower(norm)
 		for _, r := range rules {
 			all := true
-			for _, re := range r.res {
+			for _, re := range r.res() {
 				if !re.MatchString(norm) {
 					all = false
 					break

@@ -97,7 +97,7 @@ func scanNormalized(where, s, norm string) []Finding {
 		}
 		var first []int
 		ok := true
-		for j, re := range r.res {
+		for j, re := range r.res() {
 			loc := re.FindStringIndex(norm)
 			if loc == nil {
 				ok = false
