@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -45,14 +46,16 @@ func Canonicalize(raw []byte) (Definition, string, error) {
 // canonicalize is Canonicalize that also returns the tool's name ("" when
 // it is not a string).
 func canonicalize(raw []byte) (Definition, string, string, error) {
-	c := canonParser{src: raw, members: make([]canonMember, 0, 32)}
+	s := scratchPool.Get().(*canonScratch)
+	defer s.release()
+	c := canonParser{src: raw, members: s.members}
 	c.skipSpace()
 	if c.i >= len(raw) || raw[c.i] != '{' {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
 	}
 	var name string
 	// Room for the values and the sorted copy of the outermost object.
-	def, err := c.object(make([]byte, 0, 2*len(raw)+64), func(key string, value []byte) bool {
+	def, err := c.object(slices.Grow(s.buf[:0], 2*len(raw)+64), func(key string, value []byte) bool {
 		if string(value) == "null" || !slices.Contains(fingerprintFields, key) {
 			return false
 		}
@@ -64,13 +67,48 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 	if err == nil {
 		err = c.end()
 	}
-	if errors.Is(err, errCanonDeep) {
+	s.members = c.members
+	switch {
+	case errors.Is(err, errCanonDeep):
 		def, name, err = canonicalizeTree(raw)
+	case err == nil:
+		s.buf = def
+		def = bytes.Clone(def) // its own size: the scratch is twice the input
 	}
 	if err != nil {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object: %v", ErrBadDefinition, err)
 	}
 	return def, fingerprintOf(def), name, nil
+}
+
+// canonScratch is the working memory of one canonicalize: the output
+// buffer (values, then the sorted object) and the members being read.
+// Fingerprinting every tool of a catalog allocated both per tool, most
+// of a start's garbage.
+type canonScratch struct {
+	buf     []byte
+	members []canonMember
+}
+
+var scratchPool = sync.Pool{New: func() any { return &canonScratch{members: make([]canonMember, 0, 32)} }}
+
+// maxScratch and maxScratchMembers bound what is kept for the next use:
+// an unusually large tool does not pin its size in the pool.
+const (
+	maxScratch        = 64 << 10
+	maxScratchMembers = 1024
+)
+
+func (s *canonScratch) release() {
+	if cap(s.buf) > maxScratch {
+		s.buf = nil
+	}
+	if cap(s.members) > maxScratchMembers {
+		s.members = make([]canonMember, 0, 32)
+	}
+	clear(s.members[:cap(s.members)]) // the keys of this tool
+	s.buf, s.members = s.buf[:0], s.members[:0]
+	scratchPool.Put(s)
 }
 
 // canonicalJSON re-encodes any JSON value canonically (used for stored

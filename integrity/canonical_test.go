@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -102,4 +103,23 @@ func FuzzCanonicalize(f *testing.F) {
 			t.Fatalf("not a fixed point: %s -> %s (%v)", def, again, err)
 		}
 	})
+}
+
+// A definition is its own memory: canonicalizing another tool (which
+// reuses the working buffers) leaves it as it was.
+func TestCanonicalizeResultsOutliveTheScratch(t *testing.T) {
+	a, fpA, err := Canonicalize([]byte(`{"name":"a","description":"First tool.","inputSchema":{"type":"object"}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keep := string(a)
+	for i := range 50 {
+		// Smaller and larger than the first, so that some fit its buffer.
+		if _, _, err := Canonicalize(fmt.Appendf(nil, `{"name":"b%d","description":"%s","inputSchema":{}}`, i, strings.Repeat("z", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if string(a) != keep || fingerprintOf(a) != fpA {
+		t.Fatalf("the first definition changed to %s", a)
+	}
 }
