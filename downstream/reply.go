@@ -68,7 +68,7 @@ func (r reply) write(w io.Writer, pre, post string) error {
 	parts := [3][]byte{r.head, r.body, r.tail}
 	if r.body != nil {
 		// head and tail are the envelope's few bytes: framing joins them.
-		parts = [3][]byte{append([]byte(pre), r.head...), r.body, append(r.tail[:len(r.tail):len(r.tail)], post...)}
+		parts = [3][]byte{join(pre, r.head), r.body, append(r.tail[:len(r.tail):len(r.tail)], post...)}
 		pre, post = "", ""
 	}
 	if pre != "" {
@@ -89,6 +89,11 @@ func (r reply) write(w io.Writer, pre, post string) error {
 		return err
 	}
 	return nil
+}
+
+// join is pre followed by b, in a new slice.
+func join(pre string, b []byte) []byte {
+	return append(append(make([]byte, 0, len(pre)+len(b)), pre...), b...)
 }
 
 // replyArray is the JSON array of replies (a batch's answer).

@@ -149,7 +149,7 @@ func canonicalizeTree(raw []byte) (Definition, string, error) {
 		}
 	}
 	name, _ := obj["name"].(string)
-	return appendCanonical(make([]byte, 0, len(raw)), obj), name, nil
+	return slices.Clip(appendCanonical(make([]byte, 0, len(raw)), obj)), name, nil
 }
 
 // decodeNumbers decodes one JSON value keeping numbers as written, with

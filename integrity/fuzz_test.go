@@ -226,12 +226,12 @@ func FuzzCanonicalOracle(f *testing.F) {
 		f.Add([]byte(strings.Repeat("[", depth) + `{"b":1,"a":[2,{"d":null,"c":"\u2028"}]}` + strings.Repeat("]", depth)))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		want, wantName, wantErr := oracleCanonical(raw, false)
+		want, _, wantErr := oracleCanonical(raw, false)
 		got, err := canonicalJSON(raw)
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(got, want) {
 			t.Fatalf("canonicalJSON(%q) = %q, %v; want %q, %v", raw, got, err, want, wantErr)
 		}
-		want, wantName, wantErr = oracleCanonical(raw, true)
+		want, wantName, wantErr := oracleCanonical(raw, true)
 		def, fp, name, err := canonicalize(raw)
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(def, want) || name != wantName {
 			t.Fatalf("canonicalize(%q) = %q %q, %v; want %q %q, %v", raw, def, name, err, want, wantName, wantErr)

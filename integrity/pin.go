@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"bytes"
 	"encoding/json"
 	"slices"
 	"time"
@@ -201,11 +200,11 @@ func newRecord(tc *toolCache, def []byte, reason Reason, now time.Time) *pinReco
 // writes (on the file as read, then under the lock), and on first sight
 // every tool is recorded. A definition cacheTools has just computed is
 // taken from fresh; the guard keeps none between reviews (it would double
-// what it holds per tool).
+// what it holds per tool). canonicalize returns each at its own size.
 type definitions struct {
 	tools []*toolCache
 	fresh [][]byte // cacheTools' definitions, nil where it computed none
-	kept  [][]byte // the copies records hold, made on first use
+	kept  [][]byte // the definitions records hold, made on first use
 }
 
 func (d *definitions) record(i int, reason Reason, now time.Time) *pinRecord {
@@ -214,7 +213,7 @@ func (d *definitions) record(i int, reason Reason, now time.Time) *pinRecord {
 		if def == nil {
 			def, _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream)
 		}
-		d.kept[i] = bytes.Clone(def) // its own length: the form is built in a larger buffer
+		d.kept[i] = def
 	}
 	return newRecord(d.tools[i], d.kept[i], reason, now)
 }

@@ -106,7 +106,7 @@ type pinFile struct {
 	Server  string               `json:"server"`
 	Tools   map[string]*pinEntry `json:"tools"`
 	// summary marks a file whose records lack their definitions (see
-	// summary); it is never written.
+	// summarize); it is never written.
 	summary bool
 }
 
@@ -201,55 +201,57 @@ func (s *Store) checkServer(server string) error {
 // the file only when it changed on disk since it was last read or
 // written. A missing file is (nil, zero id, nil).
 func (s *Store) load(server string) (*pinFile, fileID, error) {
-	return s.read(server, false)
+	_, sum, id, err := s.read(server, false)
+	return sum, id, err
 }
 
-// loadFull reads server's pin file with its definitions, from disk.
+// loadFull reads server's pin file with its definitions. It reads and
+// checks the file on disk every time: the store keeps no definitions, and
+// its callers (an update, a listing of pending changes) are rare.
 func (s *Store) loadFull(server string) (*pinFile, fileID, error) {
-	return s.read(server, true)
+	pf, _, id, err := s.read(server, true)
+	return pf, id, err
 }
 
-func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
+// read reads server's pin file: its summary, from the cache when the file
+// is unchanged on disk, and with full the file with its definitions too.
+func (s *Store) read(server string, full bool) (pf, sum *pinFile, id fileID, err error) {
 	if err := s.checkServer(server); err != nil {
-		return nil, fileID{}, err
+		return nil, nil, fileID{}, err
 	}
 	path := s.Path(server)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fileID{}, nil
+		return nil, nil, fileID{}, nil
 	}
 	if err != nil {
-		return nil, fileID{}, corrupt(path, err)
+		return nil, nil, fileID{}, corrupt(path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, fileID{}, corrupt(path, err)
+		return nil, nil, fileID{}, corrupt(path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, fileID{}, corrupt(path, errors.New("not a regular file"))
+		return nil, nil, fileID{}, corrupt(path, errors.New("not a regular file"))
 	}
 	if fi.Size() > maxPinFileBytes {
-		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
+		return nil, nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
 	}
-	id := idOf(fi)
-	if pf, ok := s.cached(server, id); ok && !full {
-		return pf, id, nil
+	id = idOf(fi)
+	if sum, ok := s.cached(server, id); ok && !full {
+		return nil, sum, id, nil
 	}
 	data, err := readAtMost(f, fi.Size(), maxPinFileBytes)
 	if err != nil {
-		return nil, fileID{}, corrupt(path, err)
+		return nil, nil, fileID{}, corrupt(path, err)
 	}
-	pf, err := parsePinFile(data, server)
-	if err != nil {
-		return nil, fileID{}, corrupt(path, err)
+	if pf, err = parsePinFile(data, server); err != nil {
+		return nil, nil, fileID{}, corrupt(path, err)
 	}
-	sum := pf.summarize()
+	sum = pf.summarize()
 	s.remember(server, id, sum)
-	if full {
-		return pf, id, nil
-	}
-	return sum, id, nil
+	return pf, sum, id, nil
 }
 
 // readAtMost reads r to its end into a buffer of size bytes (what a stat
@@ -363,7 +365,7 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	defer unlock()
-	cur, id, err := s.loadFull(server)
+	cur, sum, id, err := s.read(server, true)
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -372,14 +374,14 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	if next == nil {
-		return s.load(server) // the summary read with cur
+		return sum, id, nil
 	}
 	next.Version, next.Server = pinFileVersion, server
 	id, err = s.write(server, next)
 	if err != nil {
 		return nil, fileID{}, err
 	}
-	sum := next.summarize()
+	sum = next.summarize()
 	s.remember(server, id, sum)
 	return sum, id, nil
 }
