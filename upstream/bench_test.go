@@ -95,7 +95,7 @@ func BenchmarkStdioPasses(b *testing.B) {
 				tr.mu.Lock()
 				tr.pending[rawjson.IDKey(json.RawMessage(`"px-1"`))] = ch
 				tr.mu.Unlock()
-				tr.handleLine(line)
+				tr.handleLine(line, false)
 				if r := <-ch; r.err != nil || len(r.result) < size.n {
 					b.Fatal("no result")
 				}

@@ -88,13 +88,20 @@ type lineLimiter struct {
 	found    bool   // over: the head was scanned, id holds the result
 	id       []byte // over: the response id, nil if none
 	err      error  // sticky error of r
+	// readyOwned: l.ready is one line the limiter has let go of (a long
+	// line's own buffer, a replacement), which its reader may keep.
+	readyOwned bool
+	owned      bool // what Owned reports of the line ReadLine returned last
 }
 
 // ReadLine returns the next line, its '\n' included (the last line at EOF
 // may have none), or a replacement response, bounded as newLineReader
-// says. The line is valid until the next call of ReadLine: a caller that keeps any of it copies it. At the end it returns nil and the
-// error of the underlying reader (io.EOF at a clean end).
+// says. The line is valid until the next call of ReadLine unless Owned
+// says otherwise: a caller that keeps any of it copies it. At the end it
+// returns nil and the error of the underlying reader (io.EOF at a clean
+// end).
 func (l *lineLimiter) ReadLine() ([]byte, error) {
+	l.owned = false
 	for len(l.ready) == 0 {
 		if err := l.fill(); err != nil {
 			return nil, err
@@ -105,8 +112,15 @@ func (l *lineLimiter) ReadLine() ([]byte, error) {
 		line = line[:i+1]
 	}
 	l.ready = l.ready[len(line):]
+	l.owned = l.readyOwned && len(l.ready) == 0
 	return line, nil
 }
+
+// Owned reports whether the line ReadLine returned last is the caller's to
+// keep: the limiter let go of it (a line longer than a read chunk, in a
+// buffer of its own) and will not write to it again. A large response is
+// then handed on without a copy.
+func (l *lineLimiter) Owned() bool { return l.owned }
 
 // fill makes l.ready non-empty, or returns the sticky error once nothing is
 // left. It returns nil with l.ready empty when r made no progress.
@@ -152,7 +166,7 @@ func (l *lineLimiter) process() {
 			end += i + 1
 		}
 		if end > 0 {
-			l.ready, l.in = l.in[:end], l.in[end:]
+			l.ready, l.in, l.readyOwned = l.in[:end], l.in[end:], false
 			return
 		}
 	}
@@ -183,7 +197,7 @@ func (l *lineLimiter) process() {
 		l.lastLong = len(l.line)
 	}
 	l.ready = l.line
-	l.resetLine()
+	l.readyOwned = l.resetLine()
 }
 
 // processOver consumes the over-long line: it completes the head, scans it
@@ -219,7 +233,7 @@ func (l *lineLimiter) scanHead() {
 // finishOver ends an over-long line: a replacement response, or a drop.
 func (l *lineLimiter) finishOver() {
 	if l.id != nil {
-		l.ready = tooLargeResponse(l.id, l.limit)
+		l.ready, l.readyOwned = tooLargeResponse(l.id, l.limit), true
 	} else if l.onDrop != nil {
 		l.onDrop(fmt.Errorf("dropped a stdout line without a response id: %w",
 			&ResponseTooLargeError{Limit: l.limit}))
@@ -238,21 +252,24 @@ func (l *lineLimiter) flush() bool {
 		l.finishOver()
 		return true
 	case len(l.line) > 0:
-		l.ready = l.line
+		l.ready, l.readyOwned = l.line, true
 		l.line = nil
 		return true
 	}
 	return false
 }
 
-// resetLine empties the line buffer for the next line. l.ready may still
-// alias it: nothing is appended before l.ready is drained.
-func (l *lineLimiter) resetLine() {
+// resetLine empties the line buffer for the next line and reports
+// whether it let go of the buffer (then l.ready, when it holds the line,
+// is nobody's but its reader's). Otherwise l.ready may still alias it:
+// nothing is appended before l.ready is drained.
+func (l *lineLimiter) resetLine() bool {
 	if cap(l.line) > shrinkAbove {
 		l.line = nil
-		return
+		return true
 	}
 	l.line = l.line[:0]
+	return false
 }
 
 // tooLargeResponse is the JSON-RPC error response that replaces an

@@ -384,10 +384,15 @@ func FuzzLineLimiter(f *testing.F) {
 		l := newLineReader(&stepReader{b: data, step: int(step%64) + 1}, limit,
 			withDropHook(func(error) { drops++ }))
 		var out bytes.Buffer
+		type keptLine struct{ line, copy []byte }
+		var kept []keptLine
 		for {
 			line, err := l.ReadLine()
 			if i := bytes.IndexByte(line, '\n'); i >= 0 && i != len(line)-1 {
 				t.Fatalf("ReadLine returned %q, not one line", line)
+			}
+			if l.Owned() {
+				kept = append(kept, keptLine{line, bytes.Clone(line)})
 			}
 			out.Write(line)
 			if bound := 2*max(int(limit)+1, idScanBytes) + 64; cap(l.line) > bound {
@@ -398,6 +403,12 @@ func FuzzLineLimiter(f *testing.F) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+		}
+
+		for _, k := range kept {
+			if !bytes.Equal(k.line, k.copy) {
+				t.Fatalf("a line handed over as owned changed from %q to %q", k.copy, k.line)
 			}
 		}
 
@@ -634,5 +645,42 @@ func TestLineLimiterShortLinesAfterLong(t *testing.T) {
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 1000*1024 {
 		t.Fatalf("1,000 short lines allocated %d bytes", alloc)
+	}
+}
+
+// A line longer than a read chunk is handed over: Owned reports it, and
+// the limiter never writes to it again, whatever it reads next. Lines read
+// within a chunk are not owned.
+func TestLineLimiterOwnedLines(t *testing.T) {
+	long := func(c byte, n int) string { return `{"id":1,"result":"` + strings.Repeat(string(c), n) + `"}` + "\n" }
+	input := long('a', 3*lineChunk) + "short\n" + long('b', 3*lineChunk) + long('c', lineChunk+10) + "x\ny\n" + long('d', 2*lineChunk)
+	l := newLineReader(&stepReader{b: []byte(input), step: 1000}, 1<<30)
+	type got struct {
+		line  []byte
+		copy  string
+		owned bool
+	}
+	var lines []got
+	for {
+		line, err := l.ReadLine()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, got{line, string(line), l.Owned()})
+	}
+	want := []bool{true, false, true, true, false, false, true}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	}
+	for i, g := range lines {
+		if g.owned != want[i] {
+			t.Errorf("line %d (%d bytes): owned %v, want %v", i, len(g.copy), g.owned, want[i])
+		}
+		if g.owned && string(g.line) != g.copy {
+			t.Errorf("owned line %d changed after later reads", i)
+		}
 	}
 }

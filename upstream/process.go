@@ -318,6 +318,8 @@ type eofLines struct {
 	done func()
 }
 
+func (e *eofLines) Owned() bool { return e.r.Owned() }
+
 func (e *eofLines) ReadLine() ([]byte, error) {
 	line, err := e.r.ReadLine()
 	if err != nil {

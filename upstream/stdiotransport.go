@@ -20,9 +20,10 @@ import (
 )
 
 // lineReader yields a child's stdout one line at a time; see
-// lineLimiter.ReadLine for the contract.
+// lineLimiter.ReadLine and Owned for the contract.
 type lineReader interface {
 	ReadLine() ([]byte, error)
+	Owned() bool
 }
 
 // stdioTransport is the JSON-RPC client transport over a stdio child: the
@@ -409,21 +410,21 @@ func (t *stdioTransport) readLoop() {
 			}
 			return
 		}
-		t.handleLine(line)
+		t.handleLine(line, t.lines.Owned())
 	}
 }
 
 // handleLine routes one line: a response to its waiting request, a
 // notification or a request to its handler. line is only valid during the
-// call.
-func (t *stdioTransport) handleLine(line []byte) {
+// call unless owned (the reader let go of it).
+func (t *stdioTransport) handleLine(line []byte, owned bool) {
 	line = trimLineEnd(line)
 	if len(line) == 0 {
 		return
 	}
 	e, err := rawjson.ParseMessage(line)
 	if err == nil && e.Kind == rawjson.KindResponse {
-		t.deliver(e)
+		t.deliver(e, owned)
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {
@@ -465,8 +466,9 @@ func (t *stdioTransport) notify(e rawjson.Message) {
 }
 
 // deliver hands a response to the request waiting for it, if any. Only an
-// error member is decoded; the result is copied as it is.
-func (t *stdioTransport) deliver(e rawjson.Message) {
+// error member is decoded; the result is passed on as it is: in the line
+// when owned (the line is nobody else's), else copied.
+func (t *stdioTransport) deliver(e rawjson.Message, owned bool) {
 	var r stdioReply
 	if e.Error != nil && !rawjson.IsNull(e.Error) {
 		// data stays its bytes (a json.RawMessage in Data's `any`), which
@@ -485,7 +487,11 @@ func (t *stdioTransport) deliver(e rawjson.Message) {
 			}
 		}
 	}
-	if e.Result != nil && r.err == nil {
+	switch {
+	case e.Result == nil || r.err != nil:
+	case owned:
+		r.result = e.Result[:len(e.Result):len(e.Result)] // full: an append copies
+	default:
 		// The line buffer is reused for the next line: the result gets its own.
 		r.result = append(json.RawMessage(nil), e.Result...)
 	}
