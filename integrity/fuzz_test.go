@@ -97,7 +97,10 @@ func FuzzParsePinFile(f *testing.F) {
 	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{}}}`))
 	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{"pending":{"fingerprint":"x","reason":"new","definition":{}}}}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		pf, err := parsePinFile(data, "s")
+		pf, err := parsePinFile(data, "s", true)
+		if _, errSum := parsePinFile(data, "s", false); (err == nil) != (errSum == nil) {
+			t.Fatalf("parsed with definitions: %v; for a summary: %v", err, errSum)
+		}
 		if err != nil {
 			return
 		}
@@ -105,7 +108,7 @@ func FuzzParsePinFile(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pf2, err := parsePinFile(again, "s")
+		pf2, err := parsePinFile(again, "s", true)
 		if err != nil {
 			t.Fatalf("re-encoded file does not parse: %v\n%s", err, again)
 		}
@@ -148,7 +151,8 @@ func FuzzFindHints(f *testing.F) {
 }
 
 // FuzzUnindent: on valid JSON, unindent is json.Compact; on anything else
-// it returns without panicking.
+// it returns without panicking. unindentedFingerprint always hashes what
+// unindent returns.
 func FuzzUnindent(f *testing.F) {
 	for _, s := range []string{
 		"{\n  \"name\": \"a b\",\n  \"x\": [1, 2, {\"y\": \"\\\" \\\\\"}]\n}",
@@ -156,8 +160,12 @@ func FuzzUnindent(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	f.Add([]byte(strings.Repeat(" a", 5000) + `"` + strings.Repeat("b", 5000) + `"` + strings.Repeat("c", 9000)))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got := unindent(raw)
+		if fp := unindentedFingerprint(raw); fp != fingerprintOf(got) {
+			t.Fatalf("unindentedFingerprint(%q) = %s, want the fingerprint of %q", raw, fp, got)
+		}
 		var want bytes.Buffer
 		if json.Compact(&want, raw) != nil {
 			return

@@ -2,6 +2,8 @@ package integrity
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -246,7 +248,7 @@ func (s *Store) read(server string, full bool) (pf, sum *pinFile, id fileID, err
 	if err != nil {
 		return nil, nil, fileID{}, corrupt(path, err)
 	}
-	if pf, err = parsePinFile(data, server); err != nil {
+	if pf, err = parsePinFile(data, server, full); err != nil {
 		return nil, nil, fileID{}, corrupt(path, err)
 	}
 	sum = pf.summarize()
@@ -285,8 +287,10 @@ func corrupt(path string, err error) error {
 
 // parsePinFile decodes and checks one pin file: the version, the server
 // name, and that every record's fingerprint is that of its definition
-// (which catches a hand-edited or truncated definition).
-func parsePinFile(data []byte, server string) (*pinFile, error) {
+// (which catches a hand-edited or truncated definition). With keep, each
+// record's definition is its canonical bytes; else it is left as read, a
+// slice of data, for a summary that drops it.
+func parsePinFile(data []byte, server string, keep bool) (*pinFile, error) {
 	pf, err := decodePinFile(data)
 	if err != nil {
 		return nil, err
@@ -315,7 +319,7 @@ func parsePinFile(data []byte, server string) (*pinFile, error) {
 			if r.rec == nil {
 				continue
 			}
-			if err := checkRecord(name, r.rec, r.pending); err != nil {
+			if err := checkRecord(name, r.rec, r.pending, keep); err != nil {
 				return nil, err
 			}
 		}
@@ -323,13 +327,18 @@ func parsePinFile(data []byte, server string) (*pinFile, error) {
 	return pf, nil
 }
 
-func checkRecord(name string, r *pinRecord, pending bool) error {
+func checkRecord(name string, r *pinRecord, pending, keep bool) error {
 	// A file this proxy wrote holds the canonical bytes indented: without
-	// the indentation they hash to the fingerprint. Anything else (an older
-	// or hand-edited file) is canonicalized first.
-	def := unindent(r.Definition)
-	if fingerprintOf(def) != r.Fingerprint {
-		c, err := canonicalJSON(r.Definition)
+	// the indentation they hash to the fingerprint (hashed as they are
+	// unindented; the unindented copy is made only when kept). Anything
+	// else (an older or hand-edited file) is canonicalized first.
+	def := r.Definition
+	if unindentedFingerprint(def) == r.Fingerprint {
+		if keep {
+			def = unindent(def)
+		}
+	} else {
+		c, err := canonicalJSON(def)
 		if err != nil {
 			return fmt.Errorf("tool %q: definition is not valid JSON", name)
 		}
@@ -341,7 +350,9 @@ func checkRecord(name string, r *pinRecord, pending bool) error {
 	if defName, ok := nameOf(def); !ok || defName != name {
 		return fmt.Errorf("tool %q: definition is not an object named %q", name, name)
 	}
-	r.Definition = def
+	if keep {
+		r.Definition = def
+	}
 	switch {
 	case pending && r.Reason != ReasonChanged && r.Reason != ReasonNew:
 		return fmt.Errorf("tool %q: pending reason %q is not changed or new", name, r.Reason)
@@ -456,6 +467,50 @@ func (s *Store) Servers() ([]string, error) {
 	return out, nil
 }
 
+// unindentedFingerprint is fingerprintOf(unindent(src)), hashed in pieces
+// without the copy.
+func unindentedFingerprint(src []byte) string {
+	h := sha256.New()
+	var buf [4096]byte
+	out := buf[:0]
+	for i := 0; i < len(src); i++ {
+		if len(out) == cap(out) {
+			h.Write(out)
+			out = out[:0]
+		}
+		switch c := src[i]; c {
+		case ' ', '\t', '\n', '\r':
+		case '"':
+			j := stringEnd(src, i)
+			if s := src[i : j+1]; len(out)+len(s) <= cap(out) {
+				out = append(out, s...)
+			} else {
+				h.Write(out)
+				h.Write(s)
+				out = out[:0]
+			}
+			i = j
+		default:
+			out = append(out, c)
+		}
+	}
+	h.Write(out)
+	return fingerprintPrefix + hex.EncodeToString(h.Sum(buf[:0]))
+}
+
+// stringEnd is the index of the quote that closes the string whose
+// opening quote is at src[i], or the last index when it is not closed.
+func stringEnd(src []byte, i int) int {
+	j := i + 1
+	for j < len(src) && src[j] != '"' {
+		if src[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return min(j, len(src)-1)
+}
+
 // unindent returns the JSON text src without the white space between its
 // tokens (strings are copied as they are). It does not validate: bytes
 // that are not JSON come out as some other bytes, which checkRecord's
@@ -466,14 +521,7 @@ func unindent(src []byte) []byte {
 		switch c := src[i]; c {
 		case ' ', '\t', '\n', '\r':
 		case '"':
-			j := i + 1
-			for j < len(src) && src[j] != '"' {
-				if src[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			j = min(j, len(src)-1)
+			j := stringEnd(src, i)
 			out = append(out, src[i:j+1]...)
 			i = j
 		default:
