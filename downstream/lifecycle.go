@@ -151,30 +151,43 @@ func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessa
 	if len(res) == 0 || res[0] != '{' {
 		res = json.RawMessage(`{}`)
 	}
-	out := res
+	// One read of the members and one copy: a list's result is the
+	// proxy's largest (about 0.8 MB for 2,000 tools).
+	ms, err := rawjson.Members(res)
+	if err != nil {
+		return res
+	}
+	var meta []byte
+	hasType := false
+	for _, m := range ms {
+		switch {
+		case m.Key == "_meta" && meta == nil:
+			meta = res[m.ValueStart:m.ValueEnd]
+		case m.Key == "resultType":
+			hasType = true
+		}
+	}
+	var set []rawjson.KV
 	if ownResults[method] {
-		meta, ok, _ := rawjson.Get(res, "_meta")
-		if !ok || len(meta) == 0 || meta[0] != '{' {
+		if len(meta) == 0 || meta[0] != '{' {
 			meta = []byte(`{}`)
 		}
 		if m, err := rawjson.Set(meta, metaServerInfo, p.serverInfo()); err == nil {
-			if o, err := rawjson.Set(out, "_meta", m); err == nil {
-				out = o
-			}
+			set = append(set, rawjson.KV{Key: "_meta", Value: m})
 		}
 	}
-	if _, has, _ := rawjson.Get(out, "resultType"); !has {
-		if o, err := rawjson.Set(out, "resultType", []byte(`"complete"`)); err == nil {
-			out = o
-		}
+	if !hasType {
+		set = append(set, rawjson.KV{Key: "resultType", Value: []byte(`"complete"`)})
 	}
 	if cachedMethods[method] {
-		if o, err := rawjson.Set(out, "ttlMs", []byte(`0`)); err == nil {
-			out = o
-		}
-		if o, err := rawjson.Set(out, "cacheScope", []byte(`"private"`)); err == nil {
-			out = o
-		}
+		set = append(set, rawjson.KV{Key: "ttlMs", Value: []byte(`0`)}, rawjson.KV{Key: "cacheScope", Value: []byte(`"private"`)})
+	}
+	if len(set) == 0 {
+		return res
+	}
+	out, err := rawjson.SetMany(res, set...)
+	if err != nil {
+		return res
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package downstream
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -136,6 +138,20 @@ func BenchmarkToolsList2000(b *testing.B) {
 			}
 		}
 	})
+	b.Run("stateless", func(b *testing.B) {
+		// A 2026-07-28 list: its result gains the server's identity,
+		// resultType and the cache members.
+		w := &lineWriter{out: io.Discard}
+		b.ReportAllocs()
+		for b.Loop() {
+			r := reqFor(st, "tools/list", nil)
+			r.modern, r.version = true, modernVersion
+			resp, _ := p.answer(context.Background(), r)
+			if err := w.sendReply(resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 	b.Run("http", func(b *testing.B) {
 		req := httptest.NewRequest(http.MethodPost, "/mcp", nil)
 		b.ReportAllocs()
@@ -146,4 +162,39 @@ func BenchmarkToolsList2000(b *testing.B) {
 			newPostStream(rec, req).finish([]reply{resp}, false, http.StatusOK)
 		}
 	})
+}
+
+// A 2026-07-28 tools/list result is the view's list with the server's
+// identity in _meta, resultType and the cache members added, each once,
+// the tools as they were.
+func TestStatelessListDecorated(t *testing.T) {
+	p := manyToolsProxy(t, 300)
+	st := testState(t, p)
+	r := reqFor(st, "tools/list", nil)
+	r.modern, r.version = true, modernVersion
+	resp, _ := p.answer(context.Background(), r)
+	var got struct {
+		Tools      []json.RawMessage          `json:"tools"`
+		Meta       map[string]json.RawMessage `json:"_meta"`
+		ResultType string                     `json:"resultType"`
+		TTL        *int                       `json:"ttlMs"`
+		Scope      string                     `json:"cacheScope"`
+	}
+	m, err := rawjson.ParseMessage(resp.bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rawjson.Unique(m.Result); err != nil {
+		t.Fatalf("%v in %.200s", err, m.Result)
+	}
+	if err := json.Unmarshal(m.Result, &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Tools) != 300 || got.Meta[metaServerInfo] == nil || got.ResultType != "complete" || got.TTL == nil || *got.TTL != 0 || got.Scope != "private" {
+		t.Fatalf("decorated list: %d tools, _meta %v, resultType %q, ttlMs %v, cacheScope %q", len(got.Tools), got.Meta, got.ResultType, got.TTL, got.Scope)
+	}
+	view := p.viewFor(st).listJSON
+	if !bytes.Contains(m.Result, view[:len(view)-1]) {
+		t.Fatal("the tools are not the view's list as it was")
+	}
 }

@@ -91,42 +91,69 @@ func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicateMe
 // JSON). An existing member is replaced in place, keeping its position; a new
 // member is appended at the end. obj is never modified.
 func Set(obj []byte, key string, value []byte) ([]byte, error) {
-	var target *Member
+	return SetMany(obj, KV{Key: key, Value: value})
+}
+
+// KV is one member for SetMany: its key and its value's JSON.
+type KV struct {
+	Key   string
+	Value []byte
+}
+
+// SetMany is Set of several members in one walk of obj and one copy: the
+// first member of each key is replaced in place, the keys obj lacks are
+// appended at the end in the order given. The keys must differ. obj is
+// never modified.
+func SetMany(obj []byte, kvs ...KV) ([]byte, error) {
+	found := make([]Member, len(kvs)) // kvs[i]'s member; ValueEnd 0: none
 	var last Member
 	n := 0
 	err := walk(obj, func(m Member) bool {
 		n++
 		last = m
-		if m.Key == key && target == nil {
-			mm := m
-			target = &mm
+		for i := range kvs {
+			if found[i].ValueEnd == 0 && kvs[i].Key == m.Key {
+				found[i] = m
+			}
 		}
 		return true
 	})
 	if err != nil {
 		return nil, err
 	}
-	if target != nil {
-		out := make([]byte, 0, len(obj)-(target.ValueEnd-target.ValueStart)+len(value))
-		out = append(out, obj[:target.ValueStart]...)
-		out = append(out, value...)
-		return append(out, obj[target.ValueEnd:]...), nil
+	// The replacements in the order of their members in obj.
+	order := make([]int, 0, len(kvs))
+	size := len(obj)
+	for i, kv := range kvs {
+		if m := found[i]; m.ValueEnd > 0 {
+			order = append(order, i)
+			size += len(kv.Value) - (m.ValueEnd - m.ValueStart)
+		} else {
+			size += len(kv.Key) + len(kv.Value) + 4
+		}
 	}
-	keyJSON, _ := json.Marshal(key)
-	var insertAt int
-	var prefix []byte
-	if n == 0 {
-		insertAt = bytes.IndexByte(obj, '{') + 1
-	} else {
+	slices.SortFunc(order, func(a, b int) int { return found[a].ValueStart - found[b].ValueStart })
+	out := make([]byte, 0, size)
+	pos := 0
+	for _, i := range order {
+		out = append(append(out, obj[pos:found[i].ValueStart]...), kvs[i].Value...)
+		pos = found[i].ValueEnd
+	}
+	insertAt := bytes.IndexByte(obj, '{') + 1
+	if n > 0 {
 		insertAt = last.ValueEnd
-		prefix = []byte{','}
 	}
-	out := make([]byte, 0, len(obj)+len(keyJSON)+len(value)+2)
-	out = append(out, obj[:insertAt]...)
-	out = append(out, prefix...)
-	out = append(out, keyJSON...)
-	out = append(out, ':')
-	out = append(out, value...)
+	out = append(out, obj[pos:insertAt]...)
+	for i, kv := range kvs {
+		if found[i].ValueEnd > 0 {
+			continue
+		}
+		if n > 0 {
+			out = append(out, ',')
+		}
+		n++
+		out = append(append(AppendString(out, kv.Key), ':'), kv.Value...)
+	}
 	return append(out, obj[insertAt:]...), nil
 }
 

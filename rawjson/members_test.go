@@ -279,3 +279,36 @@ func FuzzPick(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSetMany: setting several members at once gives what setting them one
+// by one gives (Set of one member is SetMany; the chain is the oracle of
+// the order of replacements and appends).
+func FuzzSetMany(f *testing.F) {
+	f.Add([]byte(`{"a":1,"b":{"c":[1,2]},"a":3}`), "b", []byte(`"v"`), "z", []byte(`[]`), "a", []byte(`{}`))
+	f.Add([]byte(` { } `), "k", []byte(`null`), "k2", []byte(`1`), "k3", []byte(`true`))
+	f.Add([]byte(`{"tools":[],"_meta":{"x":1}}`), "_meta", []byte(`{"y":2}`), "resultType", []byte(`"complete"`), "ttlMs", []byte(`0`))
+	f.Fuzz(func(t *testing.T, obj []byte, k1 string, v1 []byte, k2 string, v2 []byte, k3 string, v3 []byte) {
+		kvs := []KV{{k1, v1}, {k2, v2}, {k3, v3}}
+		for i, kv := range kvs {
+			if !json.Valid(kv.Value) || !utf8.ValidString(kv.Key) {
+				return
+			}
+			for _, other := range kvs[:i] {
+				if other.Key == kv.Key {
+					return // the keys must differ
+				}
+			}
+		}
+		got, err := SetMany(obj, kvs...)
+		want := obj
+		var werr error
+		for _, kv := range kvs {
+			if want, werr = Set(want, kv.Key, kv.Value); werr != nil {
+				break
+			}
+		}
+		if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got, want) {
+			t.Fatalf("SetMany(%q) = %q, %v; one by one %q, %v", obj, got, err, want, werr)
+		}
+	})
+}
