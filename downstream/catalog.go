@@ -59,14 +59,18 @@ type ToolEntry struct {
 func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered && !e.Held }
 
 // Catalog is an immutable merged view of every upstream's tools. The bytes
-// of the listed tools are held once: list is their JSON array, and each
-// listed entry's Raw is a slice of it. A view that lists exactly these tools
-// serves result itself (deferred.go).
+// of the listed tools are held once, in result: a tools/list result that
+// lists the proxy's own tools own, then every listed entry, each entry's
+// Raw a slice of it. own is what the default agent's sessions are offered
+// when the catalog is built, so that their view serves result itself
+// (sessionList, deferred.go); a view with other own tools or fewer entries
+// makes its own.
 type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
-	list     []byte // JSON array of the listed (connected, unfiltered) tools
-	result   []byte // {"tools":list}, list being a part of it
+	own      []byte // the own tools at the head of result's list, each followed by a comma
+	listed   []byte // the listed (connected, unfiltered) entries' Raw, comma-separated, inside result
+	result   []byte // {"tools":[own listed]}
 	names    *namespace.Table
 	warnings []string
 	surface  *surface // resources, templates and prompts (surface.go)
@@ -94,7 +98,7 @@ type reviewer func(server string, tools []upstream.Tool, shown []shownTool, peer
 // of servers that are down too, so that a server going away never renames
 // another server's tools.
 func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
-	return rebuildCatalog(style, servers, nil, nil)
+	return rebuildCatalog(style, servers, nil, nil, nil)
 }
 
 // rebuildCatalog is buildCatalog reusing the entries of prev (nil: none)
@@ -102,8 +106,9 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 // integrity verdict are unchanged, so that a rebuild after one upstream's
 // change rewrites only that upstream's tools. Tools named in prev keep their
 // names (namespace.Rebuild), except where an override's name is reserved.
-// review (nil: none) judges the tools of the connected servers.
-func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer) *Catalog {
+// review (nil: none) judges the tools of the connected servers. own are
+// the own tools that lead the result (see Catalog).
+func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer, own []byte) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
 	kept := make(map[string][]upstream.Tool, len(servers))
 	shown := make(map[string][]shownTool, len(servers))
@@ -180,37 +185,42 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 		}
 	}
 	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
-	c.joinListed()
+	c.joinListed(own)
 	return c
 }
 
-// joinListed writes the listed entries' Raw into c.list, itself inside
-// c.result, and points each of those entries' Raw at its bytes there. The
-// entries must not be published yet.
-func (c *Catalog) joinListed() {
+// joinListed writes own and the listed entries' Raw into c.result and
+// points each of those entries' Raw at its bytes there. The entries must
+// not be published yet.
+func (c *Catalog) joinListed(own []byte) {
 	const head, tail = `{"tools":[`, `]}`
-	n := len(head) + len(tail)
+	n := len(head) + len(own) + len(tail)
 	for _, e := range c.tools {
 		if e.listed() {
 			n += len(e.Raw) + 1
 		}
 	}
 	buf := make([]byte, 0, n)
-	buf = append(buf, head...)
+	buf = append(append(buf, head...), own...)
+	start := len(buf)
 	for _, e := range c.tools {
 		if !e.listed() {
 			continue
 		}
-		if len(buf) > len(head) {
+		if len(buf) > start {
 			buf = append(buf, ',')
 		}
-		start := len(buf)
+		at := len(buf)
 		buf = append(buf, e.Raw...)
-		e.Raw = buf[start:len(buf):len(buf)] // full: an append copies
+		e.Raw = buf[at:len(buf):len(buf)] // full: an append copies
+	}
+	c.listed = buf[start:len(buf):len(buf)]
+	if len(c.listed) == 0 && len(own) > 0 {
+		buf = buf[:len(buf)-1] // own's last comma
 	}
 	buf = append(buf, tail...)
 	c.result = buf[:len(buf):len(buf)]
-	c.list = buf[len(head)-1 : len(buf)-1 : len(buf)-1]
+	c.own = own
 }
 
 // reusable returns c's entry for a tool that would be exposed the same way
@@ -254,9 +264,9 @@ func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstrea
 }
 
 // sameListing reports whether a and b list the same tools with the same
-// bytes and have as many entries: then mcp-go's registry needs no update.
+// bytes and have as many entries.
 func sameListing(a, b *Catalog) bool {
-	return len(a.tools) == len(b.tools) && bytes.Equal(a.list, b.list)
+	return len(a.tools) == len(b.tools) && bytes.Equal(a.listed, b.listed)
 }
 
 // exposeTool rewrites one upstream tool object for the downstream side:
@@ -327,9 +337,10 @@ func (c *Catalog) ListedTools() map[string]int {
 	return n
 }
 
-// ListJSON is the JSON array of listed tools, ready for a tools/list result.
-// It is shared: callers must not modify it.
-func (c *Catalog) ListJSON() []byte { return c.list }
+// ListJSON is the JSON array of the listed tools (a copy).
+func (c *Catalog) ListJSON() []byte {
+	return append(append(append(make([]byte, 0, len(c.listed)+2), '['), c.listed...), ']')
+}
 
 // Warnings are the naming and rewrite warnings of this build.
 func (c *Catalog) Warnings() []string { return c.warnings }

@@ -283,7 +283,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 		{name: "a", prefix: "a", connected: true, tools: a},
 		{name: "b", prefix: "b", connected: true, tools: b},
 	}
-	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil, nil)
+	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil, nil, nil)
 	firstList := string(first.ListJSON())
 	checkAliases(t, "first", first)
 
@@ -291,7 +291,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	servers[0].tools = []upstream.Tool{rawTool(`{"name":"x","description":"X"}`), rawTool(`{"name":"y"}`)}
 	servers[1].connected = false
 	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
-	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil, nil)
 	checkAliases(t, "second", second)
 	if got := string(second.ListJSON()); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
 		t.Errorf("second ListJSON = %s", got)
@@ -303,7 +303,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 
 	// Only the connectivity changes: the entry that was unlisted comes back.
 	servers[1].connected = true
-	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second, nil)
+	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second, nil, nil)
 	checkAliases(t, "third", third)
 	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
 		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
@@ -318,11 +318,11 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	}
 }
 
-// checkAliases checks that c's listed entries' Raw are slices of its list
-// (one copy of the bytes) and the unlisted ones are not.
+// checkAliases checks that c's listed entries' Raw are slices of its
+// result (one copy of the bytes) and the unlisted ones are not.
 func checkAliases(t *testing.T, label string, c *Catalog) {
 	t.Helper()
-	list := c.ListJSON()
+	list := c.result
 	for _, e := range c.Tools() {
 		in := len(e.Raw) > 0 && len(list) > 0 &&
 			uintptr(unsafe.Pointer(&e.Raw[0])) >= uintptr(unsafe.Pointer(&list[0])) &&
@@ -339,8 +339,8 @@ func checkAliases(t *testing.T, label string, c *Catalog) {
 func TestRebuildCatalogRenamedToolIsRewritten(t *testing.T) {
 	// Same upstream bytes, new exposed name (prefix changed by a reload).
 	tools := []upstream.Tool{rawTool(`{"name":"x"}`)}
-	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil, nil)
-	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first, nil)
+	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil, nil, nil)
+	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first, nil, nil)
 	if got := string(second.ListJSON()); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
 		t.Errorf("ListJSON = %s", got)
 	}
@@ -486,6 +486,59 @@ default_agent: all
 	}
 }
 
+// The catalog's result leads with the own tools the default agent is
+// offered (here mcp_resources, since the server offers resources), so that
+// agent's sessions share it; an agent offered other own tools gets a list
+// of its own, and a catalog whose tools are all hidden still lists the
+// own tools as valid JSON.
+func TestCatalogResultLeadsWithTheDefaultOwnTools(t *testing.T) {
+	const yaml = `
+blobs: {mode: passthrough}
+servers:
+  fs: {command: fixture}
+bundles:
+  all: {servers: [fs]}
+agents:
+  main: {mcp_bundles: [all]}
+  bare: {mcp_bundles: [all], excluded_tools: [mcp_resources]}
+default_agent: main
+`
+	fs := &fakeUpstream{}
+	snap := &upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Tools: []upstream.Tool{rawTool(`{"name":"read_file"}`)}}
+	fs.snap.Store(snap)
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": fs})
+	session := func(agent string) *session {
+		a, err := p.resolveAgent(agent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return newSession("t", transportStdio, a, nil)
+	}
+	c := p.Catalog()
+	main := p.listFor(session("main"))
+	if &main[0] != &c.result[0] || !bytes.HasPrefix(main, append([]byte(`{"tools":[`), mcpResourcesDef...)) {
+		t.Fatalf("main's list is not the catalog's result led by mcp_resources: %.120s", main)
+	}
+	bare := p.listFor(session("bare"))
+	if want := `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`; string(bare) != want {
+		t.Errorf("bare: %s, want %s", bare, want)
+	}
+	for _, list := range [][]byte{main, bare} {
+		var v struct{ Tools []json.RawMessage }
+		if err := json.Unmarshal(list, &v); err != nil {
+			t.Fatalf("%s: %v", list, err)
+		}
+	}
+
+	// Every tool filtered out: the result is the own tools alone.
+	hidden := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fs", prefix: "fs", connected: true,
+		exclude: []string{"*"}, tools: snap.Tools}}, nil, nil, append(append([]byte(nil), mcpResourcesDef...), ','))
+	if want := `{"tools":[` + string(mcpResourcesDef) + `]}`; string(hidden.result) != want || len(hidden.listed) != 0 {
+		t.Errorf("all hidden: %s", hidden.result)
+	}
+}
+
 // TestListChangedFollowsTheCatalog: a session gets one
 // notifications/tools/list_changed per change of the listed tools as
 // servers come, change and go, and none when nothing it lists changed.
@@ -566,7 +619,7 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 		}
 	}()
 	for range 50 {
-		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil); len(next.Tools()) != 2 {
+		if next := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil, nil); len(next.Tools()) != 2 {
 			t.Fatalf("rebuilt %d tools, want 2", len(next.Tools()))
 		}
 	}
@@ -582,9 +635,9 @@ func TestRebuildLeavesPublishedEntriesAlone(t *testing.T) {
 // base that policy rules match.
 func TestRebuildCatalogKeepsHeldNames(t *testing.T) {
 	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
-		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`)}}}, nil, nil)
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`)}}}, nil, nil, nil)
 	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "fx1", prefix: "fx1", connected: true,
-		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`), rawTool(`{"name":"del.file"}`)}}}, first, nil)
+		tools: []upstream.Tool{rawTool(`{"name":"del_file"}`), rawTool(`{"name":"del.file"}`)}}}, first, nil, nil)
 	held, ok := second.Lookup("fx1__del_file")
 	if !ok || held.Name != "del_file" || held.Base != "fx1__del_file" {
 		t.Fatalf("fx1__del_file = %+v, %v; want the original del_file with its own base", held, ok)

@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/search"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The proxy's own tools of deferred loading (SPEC §6).
@@ -112,14 +114,15 @@ func listedFor(st *session, e *ToolEntry) bool {
 	return st.agent.Visible(t, st.deferred.groupActive)
 }
 
-// ownToolsJSON is the own tools the session lists, each followed by a comma.
-func (p *Proxy) ownToolsJSON(st *session) []byte {
+// ownToolsJSON is the own tools the session lists, each followed by a
+// comma; snaps as for seedServers.
+func (p *Proxy) ownToolsJSON(st *session, snaps map[string]*upstream.Snapshot) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
 		raw  []byte
 	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}, {mcpResourcesName, mcpResourcesDef}, {mcpPromptsName, mcpPromptsDef}} {
-		if ownTool(st, def.name) || p.seedToolOffered(st, def.name) {
+		if ownTool(st, def.name) || p.seedToolOffered(st, def.name, snaps) {
 			out = append(append(out, def.raw...), ',')
 		}
 	}
@@ -139,7 +142,7 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 		return res, werr, true
 	case name != mcpResourcesName && name != mcpPromptsName:
 		return nil, nil, false
-	case len(p.seedServers(st, name == mcpResourcesName)) == 0:
+	case len(p.seedServers(st, name == mcpResourcesName, nil)) == 0:
 		return nil, nil, false
 	}
 	if rule := st.agent.Decide(filter.Tool{Exposed: name}, st.perCall); rule != filter.RuleNone {
@@ -154,13 +157,13 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 
 // sessionList is the session's tools/list result, {"tools":[...]}, built
 // in one allocation. A session that lists exactly the catalog's listed
-// tools and no own tool gets the catalog's own result, no copy.
+// tools and own tools gets the catalog's own result, no copy.
 func (p *Proxy) sessionList(st *session) []byte {
 	const head, tail = `{"tools":`, `}`
 	c := p.Catalog()
-	own := p.ownToolsJSON(st)
+	own := p.ownToolsJSON(st, nil)
 	keep := make([]bool, len(c.tools))
-	all := len(own) == 0
+	all := bytes.Equal(own, c.own)
 	n := len(head) + 2 + len(own) + len(tail)
 	for i, e := range c.tools {
 		keep[i] = listedFor(st, e)

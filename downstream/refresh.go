@@ -119,7 +119,11 @@ func (p *Proxy) Refresh() {
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
 	}
-	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g))
+	byName := make(map[string]*upstream.Snapshot, len(names))
+	for i, name := range names {
+		byName[name] = snaps[i]
+	}
+	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g), p.defaultOwnTools(byName))
 	listed := cat.ListedTools()
 	for i, name := range names {
 		up := snaps[i].State == upstream.StateConnected
@@ -142,4 +146,15 @@ func (p *Proxy) Refresh() {
 	if !sameListing(cat, old) {
 		p.broadcast("notifications/tools/list_changed", nil, nil)
 	}
+}
+
+// defaultOwnTools are the own tools a session of the default agent lists
+// with the servers as snaps has them (ownToolsJSON), which a catalog build
+// puts at the head of its result so that such sessions share it.
+func (p *Proxy) defaultOwnTools(snaps map[string]*upstream.Snapshot) []byte {
+	a, err := p.resolveAgent("")
+	if err != nil {
+		return nil
+	}
+	return p.ownToolsJSON(&session{agent: a}, snaps)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The seed's built-in resource and prompt tools (SPEC §7.2), for hosts that
@@ -43,20 +44,22 @@ var (
 
 // seedToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
-// rules 3–5 let the agent call it (SPEC §5, §7.2).
-func (p *Proxy) seedToolOffered(st *session, name string) bool {
+// rules 3–5 let the agent call it (SPEC §5, §7.2). snaps as for
+// seedServers.
+func (p *Proxy) seedToolOffered(st *session, name string, snaps map[string]*upstream.Snapshot) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
 	if st.agent.Decide(filter.Tool{Exposed: name}, st.perCall) != filter.RuleNone {
 		return false
 	}
-	return len(p.seedServers(st, name == mcpResourcesName)) > 0
+	return len(p.seedServers(st, name == mcpResourcesName, snaps)) > 0
 }
 
 // seedServers are the granted, connected servers offering resources (or
-// prompts) that the config allows, sorted.
-func (p *Proxy) seedServers(st *session, resources bool) []string {
+// prompts) that the config allows, sorted: as they are now, or with snaps
+// as a catalog build read them.
+func (p *Proxy) seedServers(st *session, resources bool, snaps map[string]*upstream.Snapshot) []string {
 	g := p.gen()
 	var out []string
 	for _, name := range g.serverNames() {
@@ -64,7 +67,10 @@ func (p *Proxy) seedServers(st *session, resources bool) []string {
 		if cfg == nil || up == nil || !st.agent.Granted(name) {
 			continue
 		}
-		s := up.Snapshot()
+		s := snaps[name]
+		if s == nil {
+			s = up.Snapshot()
+		}
 		if !s.Listed() { // connected, or within reconnect_wait of a drop
 			continue
 		}
@@ -129,7 +135,7 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 			return errorText("`cursor` requires a `server` (pagination is per-server); omit `cursor` for an all-server list")
 		}
 		var items []json.RawMessage
-		for _, srv := range p.seedServers(st, resources) {
+		for _, srv := range p.seedServers(st, resources, nil) {
 			snap := p.gen().ups[srv].Snapshot()
 			list := snap.Prompts
 			if resources {
@@ -199,7 +205,7 @@ func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string 
 	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
 	}
-	if !slices.Contains(p.seedServers(st, resources), srv) {
+	if !slices.Contains(p.seedServers(st, resources, nil), srv) {
 		if werr := p.serverUp(srv); werr != nil {
 			return werr.Message
 		}
