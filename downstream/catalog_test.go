@@ -461,13 +461,7 @@ agents:
 default_agent: all
 `
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": connected(`{"name":"read_file"}`, `{"name":"write_file"}`)})
-	state := func(agent string) *session {
-		a, err := p.resolveAgent(agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newSession("t", transportStdio, a, nil)
-	}
+	state := func(agent string) *session { return agentSession(t, p, agent) }
 	list := p.Catalog().ListJSON()
 	if got, again := p.listFor(state("all")), p.listFor(state("all")); &got[0] != &again[0] {
 		t.Errorf("all: the result was built twice: %s", got)
@@ -508,13 +502,7 @@ default_agent: main
 		Tools: []upstream.Tool{rawTool(`{"name":"read_file"}`)}}
 	fs.snap.Store(snap)
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": fs})
-	session := func(agent string) *session {
-		a, err := p.resolveAgent(agent)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return newSession("t", transportStdio, a, nil)
-	}
+	session := func(agent string) *session { return agentSession(t, p, agent) }
 	c := p.Catalog()
 	main := p.listFor(session("main"))
 	if &main[0] != &c.result[0] || !bytes.HasPrefix(main, append([]byte(`{"tools":[`), mcpResourcesDef...)) {

@@ -165,6 +165,16 @@ func reqFor(s *session, method string, params json.RawMessage) *request {
 	return &request{sess: s, id: json.RawMessage("1"), method: method, params: params, out: noStream{}}
 }
 
+// agentSession is a stdio-like session of agent with no per-call list.
+func agentSession(t testing.TB, p *Proxy, agent string) *session {
+	t.Helper()
+	s, err := testSession(p, agent, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // testSession starts a stdio-like session of agent with a per-call list.
 func testSession(p *Proxy, agent string, perCall []string) (*session, error) {
 	a, err := p.resolveAgent(agent)
