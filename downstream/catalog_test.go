@@ -532,13 +532,14 @@ default_agent: main
 // servers come, change and go, and none when nothing it lists changed.
 func TestListChangedFollowsTheCatalog(t *testing.T) {
 	a := connected(`{"name":"x"}`)
-	b := &fakeUpstream{}
+	b, r := &fakeUpstream{}, &fakeUpstream{}
 	p := newProxy(t, `
 blobs: {mode: passthrough}
 servers:
   a: {command: fixture}
   b: {command: fixture}
-`, map[string]*fakeUpstream{"a": a, "b": b})
+  r: {command: fixture}
+`, map[string]*fakeUpstream{"a": a, "b": b, "r": r})
 	c := startStdio(t, p)
 	c.initialize()
 	notified := 0
@@ -565,6 +566,12 @@ servers:
 	step("b went down", "a__x b__w b__z")
 	if got := string(p.Catalog().ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
 		t.Errorf("listed while b is down: %s", got)
+	}
+	// A server with resources and no tools: the list gains mcp_resources.
+	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}})
+	step("r with resources connected", "a__x b__w b__z")
+	if got := p.listFor(agentSession(t, p, "")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
+		t.Errorf("the list after r connected: %s", got)
 	}
 	// A ping answered after the last step: no late extra notification.
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)

@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"bytes"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -143,7 +144,9 @@ func (p *Proxy) Refresh() {
 		}
 	}
 	c.current.Store(cat)
-	if !sameListing(cat, old) {
+	if !sameListing(cat, old) || !bytes.Equal(cat.own, old.own) {
+		// The own tools changed too when a server that offers resources or
+		// prompts came or went (mcp_resources, mcp_prompts).
 		p.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }

@@ -467,36 +467,69 @@ func (s *Store) Servers() ([]string, error) {
 	return out, nil
 }
 
-// unindentedFingerprint is fingerprintOf(unindent(src)), hashed in pieces
-// without the copy.
+// unindentedFingerprint is fingerprintOf(unindent(src)), hashed run by run
+// without the copy (short runs gathered in a buffer first).
 func unindentedFingerprint(src []byte) string {
 	h := sha256.New()
 	var buf [4096]byte
 	out := buf[:0]
-	for i := 0; i < len(src); i++ {
-		if len(out) == cap(out) {
+	for it := (tokenRuns{src: src}); ; {
+		run, ok := it.next()
+		if !ok {
+			break
+		}
+		if len(out)+len(run) > cap(out) {
 			h.Write(out)
 			out = out[:0]
 		}
-		switch c := src[i]; c {
-		case ' ', '\t', '\n', '\r':
-		case '"':
-			j := stringEnd(src, i)
-			if s := src[i : j+1]; len(out)+len(s) <= cap(out) {
-				out = append(out, s...)
-			} else {
-				h.Write(out)
-				h.Write(s)
-				out = out[:0]
-			}
-			i = j
-		default:
-			out = append(out, c)
+		if len(run) > cap(out) {
+			h.Write(run)
+		} else {
+			out = append(out, run...)
 		}
 	}
 	h.Write(out)
 	return fingerprintPrefix + hex.EncodeToString(h.Sum(buf[:0]))
 }
+
+// unindent returns the JSON text src without the white space between its
+// tokens (strings are copied as they are). It does not validate: bytes
+// that are not JSON come out as some other bytes, which checkRecord's
+// fingerprint comparison rejects.
+func unindent(src []byte) []byte {
+	out := make([]byte, 0, len(src))
+	for it := (tokenRuns{src: src}); ; {
+		run, ok := it.next()
+		if !ok {
+			return out
+		}
+		out = append(out, run...)
+	}
+}
+
+// tokenRuns yields the runs of a JSON text between its white space outside
+// strings: what is left of the text without that white space, in order.
+// A string is part of its run whole (an unterminated one runs to the end).
+type tokenRuns struct {
+	src []byte
+	i   int
+}
+
+func (t *tokenRuns) next() ([]byte, bool) {
+	src := t.src
+	for t.i < len(src) && isJSONSpace(src[t.i]) {
+		t.i++
+	}
+	start := t.i
+	for ; t.i < len(src) && !isJSONSpace(src[t.i]); t.i++ {
+		if src[t.i] == '"' {
+			t.i = stringEnd(src, t.i)
+		}
+	}
+	return src[start:t.i], t.i > start
+}
+
+func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
 // stringEnd is the index of the quote that closes the string whose
 // opening quote is at src[i], or the last index when it is not closed.
@@ -509,26 +542,6 @@ func stringEnd(src []byte, i int) int {
 		j++
 	}
 	return min(j, len(src)-1)
-}
-
-// unindent returns the JSON text src without the white space between its
-// tokens (strings are copied as they are). It does not validate: bytes
-// that are not JSON come out as some other bytes, which checkRecord's
-// fingerprint comparison rejects.
-func unindent(src []byte) []byte {
-	out := make([]byte, 0, len(src))
-	for i := 0; i < len(src); i++ {
-		switch c := src[i]; c {
-		case ' ', '\t', '\n', '\r':
-		case '"':
-			j := stringEnd(src, i)
-			out = append(out, src[i:j+1]...)
-			i = j
-		default:
-			out = append(out, c)
-		}
-	}
-	return out
 }
 
 // nameOf returns the string member "name" of a tool definition.

@@ -102,9 +102,16 @@ type KV struct {
 
 // SetMany is Set of several members in one walk of obj and one copy: the
 // first member of each key is replaced in place, the keys obj lacks are
-// appended at the end in the order given. The keys must differ. obj is
-// never modified.
+// appended at the end in the order given. A key given twice is an error.
+// obj is never modified.
 func SetMany(obj []byte, kvs ...KV) ([]byte, error) {
+	for i, kv := range kvs {
+		for _, other := range kvs[:i] {
+			if other.Key == kv.Key {
+				return nil, fmt.Errorf("rawjson: SetMany given member %q twice", kv.Key)
+			}
+		}
+	}
 	found := make([]Member, len(kvs)) // kvs[i]'s member; ValueEnd 0: none
 	var last Member
 	n := 0

@@ -295,7 +295,10 @@ func FuzzSetMany(f *testing.F) {
 			}
 			for _, other := range kvs[:i] {
 				if other.Key == kv.Key {
-					return // the keys must differ
+					if _, err := SetMany(obj, kvs...); err == nil {
+						t.Fatalf("SetMany took %q twice", kv.Key)
+					}
+					return
 				}
 			}
 		}
@@ -307,8 +310,19 @@ func FuzzSetMany(f *testing.F) {
 				break
 			}
 		}
-		if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(got, want) {
+		if (err != nil) != (werr != nil) || err == nil && !bytes.Equal(compact(got), compact(want)) {
 			t.Fatalf("SetMany(%q) = %q, %v; one by one %q, %v", obj, got, err, want, werr)
 		}
 	})
+}
+
+// compact is b without white space between tokens. Set appends after the
+// last member's value, so a value given with white space around it moves
+// that space: SetMany and a chain of Sets agree but for where it lands.
+func compact(b []byte) []byte {
+	var out bytes.Buffer
+	if json.Compact(&out, b) != nil {
+		return b
+	}
+	return out.Bytes()
 }

@@ -197,7 +197,10 @@ func (l *lineLimiter) process() {
 		l.lastLong = len(l.line)
 	}
 	l.ready = l.line
-	l.readyOwned = l.resetLine()
+	// A line in a buffer much larger than itself (one sized for an earlier,
+	// longer line: lastLong) is not handed over: its reader may keep it for
+	// good (a tools page), and with it the whole buffer.
+	l.readyOwned = l.resetLine() && cap(l.ready) <= len(l.ready)+len(l.ready)/4
 }
 
 // processOver consumes the over-long line: it completes the head, scans it

@@ -648,11 +648,12 @@ func TestLineLimiterShortLinesAfterLong(t *testing.T) {
 	}
 }
 
-// A line longer than a read chunk is handed over: Owned reports it, and
-// the limiter never writes to it again, whatever it reads next. Lines read
-// within a chunk are not owned.
+// A line longer than a read chunk, in a buffer about its size, is handed
+// over: Owned reports it, and the limiter never writes to it again,
+// whatever it reads next. Lines read within a chunk are not owned.
 func TestLineLimiterOwnedLines(t *testing.T) {
 	long := func(c byte, n int) string { return `{"id":1,"result":"` + strings.Repeat(string(c), n) + `"}` + "\n" }
+	// b is as long as a, so its buffer is made at its size (lastLong).
 	input := long('a', 3*lineChunk) + "short\n" + long('b', 3*lineChunk) + long('c', lineChunk+10) + "x\ny\n" + long('d', 2*lineChunk)
 	l := newLineReader(&stepReader{b: []byte(input), step: 1000}, 1<<30)
 	type got struct {
@@ -671,16 +672,34 @@ func TestLineLimiterOwnedLines(t *testing.T) {
 		}
 		lines = append(lines, got{line, string(line), l.Owned()})
 	}
-	want := []bool{true, false, true, true, false, false, true}
-	if len(lines) != len(want) {
-		t.Fatalf("%d lines, want %d", len(lines), len(want))
+	if len(lines) != 7 {
+		t.Fatalf("%d lines, want 7", len(lines))
+	}
+	for i, want := range map[int]bool{1: false, 2: true, 4: false, 5: false} {
+		if lines[i].owned != want {
+			t.Errorf("line %d (%d bytes): owned %v, want %v", i, len(lines[i].copy), lines[i].owned, want)
+		}
 	}
 	for i, g := range lines {
-		if g.owned != want[i] {
-			t.Errorf("line %d (%d bytes): owned %v, want %v", i, len(g.copy), g.owned, want[i])
+		if g.owned && (string(g.line) != g.copy || cap(g.line) > len(g.line)+len(g.line)/4) {
+			t.Errorf("owned line %d changed after later reads, or its buffer (%d) is much larger than it (%d)", i, cap(g.line), len(g.line))
 		}
-		if g.owned && string(g.line) != g.copy {
-			t.Errorf("owned line %d changed after later reads", i)
+	}
+}
+
+// A long line read into a buffer sized for a much longer one before it
+// (lastLong) is not handed over: whoever keeps it would keep the whole
+// buffer. A line handed over is about its buffer's size.
+func TestLineLimiterOwnsNoOversizedBuffer(t *testing.T) {
+	long := func(n int) string { return `{"id":1,"result":"` + strings.Repeat("r", n) + `"}` + "\n" }
+	l := newLineReader(&stepReader{b: []byte(long(4<<20) + long(70<<10) + long(70<<10)), step: 1000}, 1<<30)
+	for i := range 3 {
+		line, err := l.ReadLine()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Owned() && cap(line) > len(line)+len(line)/4 {
+			t.Fatalf("line %d of %d bytes handed over in a buffer of %d", i, len(line), cap(line))
 		}
 	}
 }
