@@ -69,6 +69,7 @@ type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
 	own      []byte // the own tools at the head of result's list, each followed by a comma
+	seeds    string // the listed servers offering resources or prompts, which mcp_resources and mcp_prompts depend on
 	listed   []byte // the listed (connected, unfiltered) entries' Raw, comma-separated, inside result
 	result   []byte // {"tools":[own listed]}
 	names    *namespace.Table

@@ -573,11 +573,55 @@ servers:
 	if got := p.listFor(agentSession(t, p, "")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
 		t.Errorf("the list after r connected: %s", got)
 	}
+	// It offers prompts as well now: mcp_prompts is listed too.
+	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true, Prompts: true}})
+	step("r added prompts", "a__x b__w b__z")
 	// A ping answered after the last step: no late extra notification.
 	c.send(`{"jsonrpc":"2.0","id":9,"method":"ping"}`)
 	c.recv(`9`)
 	if got := c.count(`"notifications/tools/list_changed"`); got != notified {
 		t.Errorf("%d list_changed notifications in all, want %d", got, notified)
+	}
+}
+
+// The own tools of an agent other than the default can change while the
+// default agent's do not (here the default agent may not call
+// mcp_resources): list_changed goes out all the same (to every session, as
+// every list_changed does).
+func TestListChangedForAnotherAgentsOwnTools(t *testing.T) {
+	r := &fakeUpstream{}
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture}
+  r: {command: fixture}
+bundles:
+  all: {servers: [a, r]}
+agents:
+  main: {mcp_bundles: [all], excluded_tools: [mcp_resources]}
+  other: {mcp_bundles: [all]}
+default_agent: main
+`, map[string]*fakeUpstream{"a": connected(`{"name":"x"}`), "r": r})
+	session := startStdio(t, p)
+	session.initialize()
+	old := p.Catalog()
+	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}})
+	p.Refresh()
+	for deadline := time.Now().Add(5 * time.Second); session.count(`"notifications/tools/list_changed"`) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("no list_changed after r came with resources")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	c := p.Catalog()
+	if !bytes.Equal(c.own, old.own) || !sameListing(c, old) {
+		t.Fatalf("the default agent's list changed: own %q -> %q", old.own, c.own)
+	}
+	if c.seeds == old.seeds {
+		t.Fatalf("r's resources are not in the catalog's seeds (%q)", c.seeds)
+	}
+	if got := p.listFor(agentSession(t, p, "other")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
+		t.Errorf("other's list: %s", got)
 	}
 }
 

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bytes"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -102,6 +103,7 @@ func (p *Proxy) Refresh() {
 	}
 	var servers []serverTools
 	var surfaces []surfaceServer
+	var seeds []byte // which listed servers back mcp_resources and mcp_prompts
 	for i, name := range names {
 		cfg := g.cfg.Servers[name]
 		snap := snaps[i]
@@ -119,12 +121,16 @@ func (p *Proxy) Refresh() {
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
+		if s := surfaces[len(surfaces)-1]; s.connected && (s.resources || s.prompts) {
+			seeds = fmt.Appendf(seeds, "%s:%t:%t,", name, s.resources, s.prompts)
+		}
 	}
 	byName := make(map[string]*upstream.Snapshot, len(names))
 	for i, name := range names {
 		byName[name] = snaps[i]
 	}
 	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g), p.defaultOwnTools(byName))
+	cat.seeds = string(seeds)
 	listed := cat.ListedTools()
 	for i, name := range names {
 		up := snaps[i].State == upstream.StateConnected
@@ -144,9 +150,9 @@ func (p *Proxy) Refresh() {
 		}
 	}
 	c.current.Store(cat)
-	if !sameListing(cat, old) || !bytes.Equal(cat.own, old.own) {
-		// The own tools changed too when a server that offers resources or
-		// prompts came or went (mcp_resources, mcp_prompts).
+	if !sameListing(cat, old) || !bytes.Equal(cat.own, old.own) || cat.seeds != old.seeds {
+		// A session's own tools change too when a server that offers
+		// resources or prompts comes or goes (mcp_resources, mcp_prompts).
 		p.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }
