@@ -69,7 +69,6 @@ type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name
 	byName   map[string]*ToolEntry
 	own      []byte // the own tools at the head of result's list, each followed by a comma
-	seeds    string // the listed servers offering resources or prompts, which mcp_resources and mcp_prompts depend on
 	listed   []byte // the listed (connected, unfiltered) entries' Raw, comma-separated, inside result
 	result   []byte // {"tools":[own listed]}
 	names    *namespace.Table
@@ -336,11 +335,6 @@ func (c *Catalog) ListedTools() map[string]int {
 		}
 	}
 	return n
-}
-
-// ListJSON is the JSON array of the listed tools (a copy).
-func (c *Catalog) ListJSON() []byte {
-	return append(append(append(make([]byte, 0, len(c.listed)+2), '['), c.listed...), ']')
 }
 
 // Warnings are the naming and rewrite warnings of this build.

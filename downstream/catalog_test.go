@@ -89,8 +89,8 @@ func TestExposeToolRewritesOnlyNameAndUnsafeDescription(t *testing.T) {
 			if e.Server != "fx" || e.Name != "t" || !e.Connected {
 				t.Errorf("entry = %+v", e)
 			}
-			if want := "[" + tt.wantRaw + "]"; string(c.ListJSON()) != want {
-				t.Errorf("ListJSON = %s, want %s", c.ListJSON(), want)
+			if want := "[" + tt.wantRaw + "]"; string(listJSON(c)) != want {
+				t.Errorf("listed = %s, want %s", listJSON(c), want)
 			}
 		})
 	}
@@ -181,12 +181,12 @@ func TestCatalogServerFilter(t *testing.T) {
 				t.Errorf("listed = %q, want %q", got, tt.listed)
 			}
 			for _, name := range listed {
-				if !bytes.Contains(c.ListJSON(), []byte(`"`+name+`"`)) {
-					t.Errorf("%s missing from ListJSON %s", name, c.ListJSON())
+				if !bytes.Contains(listJSON(c), []byte(`"`+name+`"`)) {
+					t.Errorf("%s missing from ListJSON %s", name, listJSON(c))
 				}
 			}
 			for _, e := range c.Tools() {
-				if e.Filtered && bytes.Contains(c.ListJSON(), []byte(`"`+e.Exposed+`"`)) {
+				if e.Filtered && bytes.Contains(listJSON(c), []byte(`"`+e.Exposed+`"`)) {
 					t.Errorf("filtered %s is in ListJSON", e.Exposed)
 				}
 			}
@@ -207,8 +207,8 @@ servers:
     tools:
       exclude: ["write_*"]
 `, map[string]*fakeUpstream{"fx": fx})
-	if got := string(p.Catalog().ListJSON()); got != `[{"name":"fx__read_file","description":"MCP tool read_file from fx"}]` {
-		t.Errorf("ListJSON = %s", got)
+	if got := string(listJSON(p.Catalog())); got != `[{"name":"fx__read_file","description":"MCP tool read_file from fx"}]` {
+		t.Errorf("listed = %s", got)
 	}
 	_, err := p.CallTool(context.Background(), "", nil, "fx__write_file", []byte(`{}`))
 	var werr *wireError
@@ -248,8 +248,8 @@ servers:
 			t.Errorf("Lookup(%s) = %+v, %v; want a known, unconnected entry", name, e, ok)
 		}
 	}
-	if got := string(c.ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
-		t.Errorf("ListJSON = %s, want only a's tool", got)
+	if got := string(listJSON(c)); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
+		t.Errorf("listed = %s, want only a's tool", got)
 	}
 	_, err := p.CallTool(context.Background(), "", nil, "y", []byte(`{}`))
 	var werr *wireError
@@ -263,8 +263,8 @@ servers:
 	if got := exposedNames(p.Catalog()); got != before {
 		t.Errorf("names after b came back = %q", got)
 	}
-	if got := string(p.Catalog().ListJSON()); !bytes.Contains([]byte(got), []byte(`"y"`)) {
-		t.Errorf("ListJSON after b came back = %s", got)
+	if got := string(listJSON(p.Catalog())); !bytes.Contains([]byte(got), []byte(`"y"`)) {
+		t.Errorf("listed after b came back = %s", got)
 	}
 }
 
@@ -284,7 +284,7 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 		{name: "b", prefix: "b", connected: true, tools: b},
 	}
 	first := rebuildCatalog(namespace.StyleZeroclaw, servers, nil, nil, nil)
-	firstList := string(first.ListJSON())
+	firstList := string(listJSON(first))
 	checkAliases(t, "first", first)
 
 	// b changes its tool and goes down; a sends the same bytes (a copy).
@@ -293,8 +293,8 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	servers[1].tools = []upstream.Tool{rawTool(`{"name":"z","description":"Z2"}`)}
 	second := rebuildCatalog(namespace.StyleZeroclaw, servers, first, nil, nil)
 	checkAliases(t, "second", second)
-	if got := string(second.ListJSON()); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
-		t.Errorf("second ListJSON = %s", got)
+	if got := string(listJSON(second)); got != `[{"name":"a__x","description":"X"},{"name":"a__y","description":"MCP tool y from a"}]` {
+		t.Errorf("second listed %s", got)
 	}
 	down, _ := second.Lookup("b__z")
 	if down.Connected || down.Description != "Z2" || !bytes.Contains(down.Raw, []byte(`"Z2"`)) {
@@ -305,13 +305,13 @@ func TestRebuildCatalogHoldsListedBytesOnce(t *testing.T) {
 	servers[1].connected = true
 	third := rebuildCatalog(namespace.StyleZeroclaw, servers, second, nil, nil)
 	checkAliases(t, "third", third)
-	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(third.ListJSON()) != string(want.ListJSON()) {
-		t.Errorf("rebuilt ListJSON = %s, want %s", third.ListJSON(), want.ListJSON())
+	if want := buildCatalog(namespace.StyleZeroclaw, servers); string(listJSON(third)) != string(listJSON(want)) {
+		t.Errorf("rebuilt listed %s, want %s", listJSON(third), listJSON(want))
 	}
 	// Building from first changed nothing of it.
 	checkAliases(t, "first after rebuilds", first)
-	if string(first.ListJSON()) != firstList {
-		t.Errorf("first ListJSON changed to %s", first.ListJSON())
+	if string(listJSON(first)) != firstList {
+		t.Errorf("first list changed to %s", listJSON(first))
 	}
 	if e, _ := first.Lookup("b__z"); !e.Connected || string(e.Raw) != `{"name":"b__z","description":"Z"}` {
 		t.Errorf("first's b__z changed: %+v", e)
@@ -341,8 +341,8 @@ func TestRebuildCatalogRenamedToolIsRewritten(t *testing.T) {
 	tools := []upstream.Tool{rawTool(`{"name":"x"}`)}
 	first := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "a", connected: true, tools: tools}}, nil, nil, nil)
 	second := rebuildCatalog(namespace.StyleZeroclaw, []serverTools{{name: "a", prefix: "p", connected: true, tools: tools}}, first, nil, nil)
-	if got := string(second.ListJSON()); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
-		t.Errorf("ListJSON = %s", got)
+	if got := string(listJSON(second)); got != `[{"name":"p__x","description":"MCP tool x from a"}]` {
+		t.Errorf("listed = %s", got)
 	}
 }
 
@@ -461,9 +461,8 @@ agents:
 default_agent: all
 `
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": connected(`{"name":"read_file"}`, `{"name":"write_file"}`)})
-	state := func(agent string) *session { return agentSession(t, p, agent) }
-	list := p.Catalog().ListJSON()
-	if got, again := p.listFor(state("all")), p.listFor(state("all")); &got[0] != &again[0] {
+	list := listJSON(p.Catalog())
+	if got, again := p.listFor(agentSession(t, p, "all")), p.listFor(agentSession(t, p, "all")); &got[0] != &again[0] {
 		t.Errorf("all: the result was built twice: %s", got)
 	}
 	for agent, want := range map[string]string{
@@ -471,12 +470,12 @@ default_agent: all
 		"some": `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`,
 		"none": `{"tools":[]}`,
 	} {
-		if got := string(p.listFor(state(agent))); got != want {
+		if got := string(p.listFor(agentSession(t, p, agent))); got != want {
 			t.Errorf("%s: list = %s, want %s", agent, got, want)
 		}
 	}
-	if string(p.Catalog().ListJSON()) != string(list) {
-		t.Errorf("the catalog list changed to %s", p.Catalog().ListJSON())
+	if string(listJSON(p.Catalog())) != string(list) {
+		t.Errorf("the catalog list changed to %s", listJSON(p.Catalog()))
 	}
 }
 
@@ -502,13 +501,12 @@ default_agent: main
 		Tools: []upstream.Tool{rawTool(`{"name":"read_file"}`)}}
 	fs.snap.Store(snap)
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": fs})
-	session := func(agent string) *session { return agentSession(t, p, agent) }
 	c := p.Catalog()
-	main := p.listFor(session("main"))
+	main := p.listFor(agentSession(t, p, "main"))
 	if &main[0] != &c.result[0] || !bytes.HasPrefix(main, append([]byte(`{"tools":[`), mcpResourcesDef...)) {
 		t.Fatalf("main's list is not the catalog's result led by mcp_resources: %.120s", main)
 	}
-	bare := p.listFor(session("bare"))
+	bare := p.listFor(agentSession(t, p, "bare"))
 	if want := `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`; string(bare) != want {
 		t.Errorf("bare: %s, want %s", bare, want)
 	}
@@ -564,13 +562,13 @@ servers:
 	step("b changed its tools", "a__x b__w b__z")
 	b.set(upstream.StateFailed)
 	step("b went down", "a__x b__w b__z")
-	if got := string(p.Catalog().ListJSON()); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
+	if got := string(listJSON(p.Catalog())); got != `[{"name":"a__x","description":"MCP tool x from a"}]` {
 		t.Errorf("listed while b is down: %s", got)
 	}
 	// A server with resources and no tools: the list gains mcp_resources.
 	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}})
 	step("r with resources connected", "a__x b__w b__z")
-	if got := p.listFor(agentSession(t, p, "")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
+	if got := p.listFor(testState(t, p)); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
 		t.Errorf("the list after r connected: %s", got)
 	}
 	// It offers prompts as well now: mcp_prompts is listed too.
@@ -581,6 +579,38 @@ servers:
 	c.recv(`9`)
 	if got := c.count(`"notifications/tools/list_changed"`); got != notified {
 		t.Errorf("%d list_changed notifications in all, want %d", got, notified)
+	}
+}
+
+// A reload that gives the default agent other own tools gives the
+// catalog's result those own tools: the build resolves the default agent
+// from the new config, not from agents cached before the reload.
+func TestReloadLeadsWithTheNewDefaultOwnTools(t *testing.T) {
+	const yaml = `
+blobs: {mode: passthrough}
+servers:
+  r: {command: fixture}
+bundles:
+  all: {servers: [r]}
+agents:
+  main: {mcp_bundles: [all]}
+  bare: {mcp_bundles: [all], excluded_tools: [mcp_resources]}
+default_agent: %s
+`
+	r := &fakeUpstream{}
+	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Tools: []upstream.Tool{rawTool(`{"name":"x"}`)}})
+	p := newProxy(t, fmt.Sprintf(yaml, "main"), map[string]*fakeUpstream{"r": r})
+	if !bytes.Contains(p.Catalog().own, []byte(`"mcp_resources"`)) {
+		t.Fatalf("own tools before the reload: %s", p.Catalog().own)
+	}
+	p.Reload(parseConfig(t, fmt.Sprintf(yaml, "bare")), p.gen().ups)
+	c := p.Catalog()
+	if len(c.own) != 0 {
+		t.Fatalf("own tools after the reload: %s", c.own)
+	}
+	if got := p.listFor(testState(t, p)); &got[0] != &c.result[0] {
+		t.Errorf("the new default agent's list is not the catalog's result: %.100s", got)
 	}
 }
 
@@ -616,9 +646,6 @@ default_agent: main
 	c := p.Catalog()
 	if !bytes.Equal(c.own, old.own) || !sameListing(c, old) {
 		t.Fatalf("the default agent's list changed: own %q -> %q", old.own, c.own)
-	}
-	if c.seeds == old.seeds {
-		t.Fatalf("r's resources are not in the catalog's seeds (%q)", c.seeds)
 	}
 	if got := p.listFor(agentSession(t, p, "other")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
 		t.Errorf("other's list: %s", got)
@@ -704,10 +731,15 @@ func TestViewSharesCatalogResult(t *testing.T) {
 	}
 	c := p.Catalog()
 	got := p.viewFor(&session{agent: a}).listJSON
-	if want := `{"tools":` + string(c.ListJSON()) + `}`; string(got) != want {
+	if want := `{"tools":` + string(listJSON(c)) + `}`; string(got) != want {
 		t.Fatalf("view's list %s, want %s", got, want)
 	}
 	if &got[0] != &c.result[0] || cap(got) != len(got) {
 		t.Fatal("the view holds a copy of the catalog's result, or one an append could write into")
 	}
+}
+
+// listJSON is the JSON array of c's listed tools.
+func listJSON(c *Catalog) []byte {
+	return append(append(append(make([]byte, 0, len(c.listed)+2), '['), c.listed...), ']')
 }

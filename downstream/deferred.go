@@ -10,7 +10,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/search"
-	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // The proxy's own tools of deferred loading (SPEC §6).
@@ -115,14 +114,14 @@ func listedFor(st *session, e *ToolEntry) bool {
 }
 
 // ownToolsJSON is the own tools the session lists, each followed by a
-// comma; snaps as for seedServers.
-func (p *Proxy) ownToolsJSON(st *session, snaps map[string]*upstream.Snapshot) []byte {
+// comma; from as for seedServers.
+func (p *Proxy) ownToolsJSON(st *session, from *builtFrom) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
 		raw  []byte
 	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}, {mcpResourcesName, mcpResourcesDef}, {mcpPromptsName, mcpPromptsDef}} {
-		if ownTool(st, def.name) || p.seedToolOffered(st, def.name, snaps) {
+		if ownTool(st, def.name) || p.seedToolOffered(st, def.name, from) {
 			out = append(append(out, def.raw...), ',')
 		}
 	}

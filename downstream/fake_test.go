@@ -153,11 +153,7 @@ func newProxy(t testing.TB, yaml string, ups map[string]*fakeUpstream) *Proxy {
 // testState is a session of the default agent with no per-call list.
 func testState(t testing.TB, p *Proxy) *session {
 	t.Helper()
-	a, err := p.resolveAgent("")
-	if err != nil {
-		t.Fatalf("resolveAgent: %v", err)
-	}
-	return newSession("test", transportStdio, a, nil)
+	return agentSession(t, p, "")
 }
 
 // reqFor is a session-based request of s (no client behind it).

@@ -140,10 +140,7 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 		p.front.auth.Store(p.newAuthenticator(cfg)) // new tokens and match rules serve new requests
 	}
 	p.applyLogLevels() // an added or restarted server's connection has no level yet
-	// A build between the switch and the views' reset may have used the old
-	// config's default agent (its own tools lead the catalog's result):
-	// build again, whatever it saw.
-	p.Reevaluate()
+	p.Refresh()
 }
 
 // sessionEnded is what the proxy does when a session ends: its

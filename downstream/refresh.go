@@ -1,12 +1,13 @@
 package downstream
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -28,6 +29,10 @@ type catalogState struct {
 	// number is covered has been served by that build.
 	calls   atomic.Uint64
 	covered uint64
+	// seeds (guarded by mu) says which listed servers offer resources or
+	// prompts as of the last build: mcp_resources and mcp_prompts are
+	// listed while one does, so a change is a list_changed.
+	seeds string
 }
 
 // reviewer is tool integrity's review for the catalog of g, nil when the
@@ -129,8 +134,7 @@ func (p *Proxy) Refresh() {
 	for i, name := range names {
 		byName[name] = snaps[i]
 	}
-	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g), p.defaultOwnTools(byName))
-	cat.seeds = string(seeds)
+	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g), p.defaultOwnTools(&builtFrom{g, byName}))
 	listed := cat.ListedTools()
 	for i, name := range names {
 		up := snaps[i].State == upstream.StateConnected
@@ -150,20 +154,32 @@ func (p *Proxy) Refresh() {
 		}
 	}
 	c.current.Store(cat)
-	if !sameListing(cat, old) || !bytes.Equal(cat.own, old.own) || cat.seeds != old.seeds {
-		// A session's own tools change too when a server that offers
-		// resources or prompts comes or goes (mcp_resources, mcp_prompts).
+	seedsChanged := c.seeds != string(seeds)
+	c.seeds = string(seeds)
+	if !sameListing(cat, old) || seedsChanged {
 		p.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }
 
-// defaultOwnTools are the own tools a session of the default agent lists
-// with the servers as snaps has them (ownToolsJSON), which a catalog build
-// puts at the head of its result so that such sessions share it.
-func (p *Proxy) defaultOwnTools(snaps map[string]*upstream.Snapshot) []byte {
-	a, err := p.resolveAgent("")
+// builtFrom is the generation and the snapshots a catalog build read.
+type builtFrom struct {
+	g     *generation
+	snaps map[string]*upstream.Snapshot
+}
+
+// defaultOwnTools are the own tools a session of the default agent of
+// b.g lists with the servers as b has them (ownToolsJSON), which a catalog
+// build puts at the head of its result so that such sessions share it.
+// The agent is resolved from b.g's config, not the view cache, which a
+// reload resets only after switching generations.
+func (p *Proxy) defaultOwnTools(b *builtFrom) []byte {
+	name := config.ImplicitAgent
+	if b.g.cfg.HasAgents() {
+		name = b.g.cfg.DefaultAgent
+	}
+	a, err := filter.Resolve(b.g.cfg, name)
 	if err != nil {
 		return nil
 	}
-	return p.ownToolsJSON(&session{agent: a}, snaps)
+	return p.ownToolsJSON(&session{agent: a}, b)
 }

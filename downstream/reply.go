@@ -96,11 +96,19 @@ func join(pre string, b []byte) []byte {
 	return append(append(make([]byte, 0, len(pre)+len(b)), pre...), b...)
 }
 
-// replyArray is the JSON array of replies (a batch's answer).
+// replyArray is the JSON array of replies (a batch's answer), made in one
+// allocation.
 func replyArray(replies []reply) []byte {
-	msgs := make([][]byte, len(replies))
-	for i, r := range replies {
-		msgs[i] = r.bytes()
+	n := 2
+	for _, r := range replies {
+		n += r.size() + 1
 	}
-	return jsonArray(msgs)
+	out := append(make([]byte, 0, n), '[')
+	for i, r := range replies {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(append(append(out, r.head...), r.body...), r.tail...)
+	}
+	return append(out, ']')
 }

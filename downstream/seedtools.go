@@ -44,30 +44,36 @@ var (
 
 // seedToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
-// rules 3–5 let the agent call it (SPEC §5, §7.2). snaps as for
+// rules 3–5 let the agent call it (SPEC §5, §7.2). from as for
 // seedServers.
-func (p *Proxy) seedToolOffered(st *session, name string, snaps map[string]*upstream.Snapshot) bool {
+func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
 	if st.agent.Decide(filter.Tool{Exposed: name}, st.perCall) != filter.RuleNone {
 		return false
 	}
-	return len(p.seedServers(st, name == mcpResourcesName, snaps)) > 0
+	return len(p.seedServers(st, name == mcpResourcesName, from)) > 0
 }
 
 // seedServers are the granted, connected servers offering resources (or
-// prompts) that the config allows, sorted: as they are now, or with snaps
+// prompts) that the config allows, sorted: as they are now (from nil), or
 // as a catalog build read them.
-func (p *Proxy) seedServers(st *session, resources bool, snaps map[string]*upstream.Snapshot) []string {
+func (p *Proxy) seedServers(st *session, resources bool, from *builtFrom) []string {
 	g := p.gen()
+	if from != nil {
+		g = from.g
+	}
 	var out []string
 	for _, name := range g.serverNames() {
 		cfg, up := g.cfg.Servers[name], g.ups[name]
 		if cfg == nil || up == nil || !st.agent.Granted(name) {
 			continue
 		}
-		s := snaps[name]
+		var s *upstream.Snapshot
+		if from != nil {
+			s = from.snaps[name]
+		}
 		if s == nil {
 			s = up.Snapshot()
 		}

@@ -39,7 +39,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 			defer connected.Stop()
 			got, _ := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
 			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got.bytes()) != want {
-				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got, want)
+				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got.bytes(), want)
 			}
 			if reqs := fx.requests(); len(reqs) != 1 || reqs[0].Method != tt.method || reqs[0].Params != tt.wantSent {
 				t.Errorf("the server got %+v; want one %s %s", reqs, tt.method, tt.wantSent)
