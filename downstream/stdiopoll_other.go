@@ -8,4 +8,6 @@ import "io"
 func pollableInput(in io.Reader, _ io.Writer) (io.Reader, func()) { return in, func() {} }
 
 // pollableOutput returns out as it is: see stdiopoll_unix.go.
-func pollableOutput(out io.Writer, _ ...any) (io.Writer, func()) { return out, func() {} }
+func pollableOutput(out io.Writer, _ io.Reader, _ io.Writer) (io.Writer, func()) {
+	return out, func() {}
+}

@@ -68,7 +68,7 @@ func TestPollableRegularFile(t *testing.T) {
 	defer f.Close()
 	in, restoreIn := pollableInput(f, io.Discard)
 	defer restoreIn()
-	out, restoreOut := pollableOutput(f)
+	out, restoreOut := pollableOutput(f, nil, nil)
 	defer restoreOut()
 	if in != io.Reader(f) || out != io.Writer(f) {
 		t.Error("a regular file was replaced")
@@ -207,12 +207,12 @@ func TestPollableOutput(t *testing.T) {
 	stdout := os.NewFile(uintptr(fds[1]), "stdout") // blocking, as a client's pipe is
 	defer client.Close()
 	defer stdout.Close()
-	if sameOut, restore := pollableOutput(stdout, io.Discard, stdout); sameOut != io.Writer(stdout) {
+	if sameOut, restore := pollableOutput(stdout, strings.NewReader(""), stdout); sameOut != io.Writer(stdout) {
 		t.Error("a pipe shared with another stream was replaced")
 	} else {
 		restore()
 	}
-	out, restore := pollableOutput(stdout, strings.NewReader(""))
+	out, restore := pollableOutput(stdout, strings.NewReader(""), io.Discard)
 	if out == io.Writer(stdout) {
 		t.Fatal("a blocking pipe was not made pollable")
 	}

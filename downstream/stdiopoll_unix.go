@@ -43,39 +43,18 @@ func pollableInput(in io.Reader, out io.Writer) (io.Reader, func()) {
 // fdmode.Reader for why a raw call. The descriptor is duplicated and set
 // non-blocking as pollableInput does, and the same exceptions apply: out
 // is returned as it is when it is no such *os.File, or is the same file as
-// one of shared (the proxy's stdin, whose reads would see the mode, and
-// its stderr, whose log lines could fail instead of waiting).
-func pollableOutput(out io.Writer, shared ...any) (io.Writer, func()) {
+// the proxy's stdin (whose reads would see the mode) or its stderr (whose
+// log lines could fail instead of waiting).
+func pollableOutput(out io.Writer, in io.Reader, stderr io.Writer) (io.Writer, func()) {
 	f, ok := out.(*os.File)
-	if !ok {
+	if !ok || sameFile(f, in) || sameFile(f, stderr) {
 		return out, func() {}
-	}
-	for _, o := range shared {
-		if sameFile(f, o) {
-			return out, func() {}
-		}
 	}
 	pf, restore := pollableDup(f)
 	if pf == nil {
 		return out, func() {}
 	}
-	return &rawFirstWriter{f: pf, rc: fdmode.Conn(pf)}, restore
-}
-
-// rawFirstWriter writes to a non-blocking descriptor: first what it takes
-// without waiting, then the rest through the poller.
-type rawFirstWriter struct {
-	f  *os.File
-	rc syscall.RawConn
-}
-
-func (w *rawFirstWriter) Write(b []byte) (int, error) {
-	n := fdmode.TryWrite(w.rc, b)
-	if n == len(b) {
-		return n, nil
-	}
-	m, err := w.f.Write(b[n:]) // also says why when the file is closed
-	return n + m, err
+	return fdmode.Writer(pf), restore
 }
 
 // pollableDup returns a non-blocking duplicate of f for the poller, and a

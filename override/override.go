@@ -168,14 +168,11 @@ func (t *Tool) mergeAnnotations(tool []byte) ([]byte, error) {
 	return rawjson.Set(tool, "annotations", merged)
 }
 
-// readOnly reports whether a tool object's annotations.readOnlyHint is true.
+// readOnly reports whether a tool object's annotations.readOnlyHint is
+// true, given once (rawjson.Flag, as the upstream package reads it).
 func readOnly(tool []byte) bool {
-	ann, ok, err := rawjson.Get(tool, "annotations")
-	if err != nil || !ok || len(ann) == 0 || ann[0] != '{' {
-		return false
-	}
-	v, ok, err := rawjson.Get(ann, "readOnlyHint")
-	return err == nil && ok && string(v) == "true"
+	v, err := rawjson.Pick(tool, "annotations")
+	return err == nil && rawjson.Flag(v[0], "readOnlyHint")
 }
 
 // pinSchema removes the pinned parameters from the tool's inputSchema. A

@@ -62,6 +62,13 @@ func TestApply(t *testing.T) {
 			missing:  "a,b",
 		},
 		{
+			name:     "a read-only hint given twice counts as none, as the upstream package reads it",
+			tool:     `{"name":"x","annotations":{"readOnlyHint":true,"readOnlyHint":false}}`,
+			override: config.ToolOverride{Description: "X."},
+			want:     `{"name":"x","annotations":{"readOnlyHint":true,"readOnlyHint":false},"description":"X."}`,
+			readOnly: false,
+		},
+		{
 			name:     "annotations that are not an object are replaced",
 			tool:     `{"name":"x","annotations":"weird"}`,
 			override: config.ToolOverride{Annotations: map[string]any{"openWorldHint": false}},

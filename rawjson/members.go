@@ -87,6 +87,18 @@ func (e *DuplicateError) Error() string { return fmt.Sprintf("member %q is given
 // Is reports whether target is ErrDuplicateMember.
 func (e *DuplicateError) Is(target error) bool { return target == ErrDuplicateMember }
 
+// Flag reports whether obj is an object whose member key is true and given
+// once: a flag given twice counts as unset, the conservative reading when
+// a client may take the first and another the last.
+func Flag(obj []byte, key string) bool {
+	i := SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
+		return false
+	}
+	v, err := Pick(obj, key)
+	return err == nil && string(v[0]) == "true"
+}
+
 // Set returns a copy of obj whose member key has value (which must be valid
 // JSON). An existing member is replaced in place, keeping its position; a new
 // member is appended at the end. obj is never modified.

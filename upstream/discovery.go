@@ -181,7 +181,7 @@ func decodePage(raw json.RawMessage, key string) (listPage, error) {
 	}
 	var p listPage
 	items, cursor := v[0], v[1]
-	if items != nil && !rawjson.IsNull(items) {
+	if !rawjson.IsNull(items) {
 		spans, err := rawjson.Elements(items)
 		if err != nil {
 			return listPage{}, fmt.Errorf("%w: %q is not an array", ErrBadResponse, key)
@@ -191,7 +191,7 @@ func decodePage(raw json.RawMessage, key string) (listPage, error) {
 			p.items[i] = items[sp.Start:sp.End:sp.End] // full: an append copies
 		}
 	}
-	if cursor != nil && !rawjson.IsNull(cursor) {
+	if !rawjson.IsNull(cursor) {
 		c, err := rawjson.Unquote(cursor)
 		if err != nil {
 			return listPage{}, fmt.Errorf("%w: nextCursor is not a string", ErrBadResponse)
@@ -240,18 +240,8 @@ func parseTool(raw json.RawMessage) (Tool, error) {
 		return Tool{}, fmt.Errorf("%w: tool has no string name", ErrBadResponse)
 	}
 	t.Description, _ = rawjson.Unquote(description) // not a string: ""
-	t.ReadOnly = readOnlyHint(annotations)
+	t.ReadOnly = rawjson.Flag(annotations, "readOnlyHint")
 	return t, nil
-}
-
-// readOnlyHint reports whether annotations hold readOnlyHint true, once: a
-// hint given twice counts as none, the conservative reading.
-func readOnlyHint(annotations json.RawMessage) bool {
-	if len(annotations) == 0 || annotations[0] != '{' {
-		return false
-	}
-	v, err := rawjson.Pick(annotations, "readOnlyHint")
-	return err == nil && string(v[0]) == "true"
 }
 
 // listChangedKinds maps an upstream list_changed notification to the kinds

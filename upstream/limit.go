@@ -197,11 +197,14 @@ func (l *lineLimiter) process() {
 		l.lastLong = len(l.line)
 	}
 	l.ready = l.line
-	// A line in a buffer much larger than itself (one sized for an earlier,
-	// longer line: lastLong) is not handed over: its reader may keep it for
-	// good (a tools page), and with it the whole buffer.
-	l.readyOwned = l.resetLine() && cap(l.ready) <= len(l.ready)+len(l.ready)/4
+	l.readyOwned = l.resetLine() && snug(l.ready)
 }
+
+// snug reports whether line may be handed over: a line in a buffer much
+// larger than itself (one sized for an earlier, longer line: lastLong) is
+// not, since its reader may keep it for good (a tools page), and with it
+// the whole buffer.
+func snug(line []byte) bool { return cap(line) <= len(line)+len(line)/4 }
 
 // processOver consumes the over-long line: it completes the head, scans it
 // once, discards the rest and finishes the line at its newline.
@@ -255,7 +258,7 @@ func (l *lineLimiter) flush() bool {
 		l.finishOver()
 		return true
 	case len(l.line) > 0:
-		l.ready, l.readyOwned = l.line, true
+		l.ready, l.readyOwned = l.line, snug(l.line)
 		l.line = nil
 		return true
 	}

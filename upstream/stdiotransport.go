@@ -30,13 +30,15 @@ type lineReader interface {
 // same contract as mcp-go's transport.Stdio over existing streams, but each
 // line is read once, validated once, and routed by its envelope members
 // alone. A response's result is handed to the caller as the bytes the child
-// wrote (one copy out of the line buffer); it is never decoded.
+// wrote (copied out of the line buffer unless the reader hands the line
+// over: lineLimiter.Owned); it is never decoded.
 type stdioTransport struct {
 	lines lineReader
 	stdin io.WriteCloser
-	// rawStdin is stdin's descriptor when it is in non-blocking mode (our
-	// end of an os.Pipe): a write is first tried on it directly, once.
-	rawStdin syscall.RawConn
+	// rawStdin writes to stdin when it is in non-blocking mode (our end of
+	// an os.Pipe): a write is first tried on it directly, once (under
+	// writeSem, one at a time).
+	rawStdin *fdmode.NowaitWriter
 	log      zerolog.Logger
 
 	writeSem chan struct{} // one line at a time on stdin (a slot, so waiting ends with ctx)
@@ -79,7 +81,7 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 	t := &stdioTransport{
 		lines:        stdout,
 		stdin:        stdin,
-		rawStdin:     fdmode.Conn(stdin),
+		rawStdin:     fdmode.NewNowaitWriter(stdin),
 		log:          log,
 		pending:      map[string]chan stdioReply{},
 		writeSem:     make(chan struct{}, 1),
@@ -276,7 +278,7 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	}
 	// Most lines fit in the pipe at once: then the write needs no deadline
 	// and no watch on ctx.
-	written := fdmode.TryWrite(t.rawStdin, b)
+	written := t.rawStdin.TryWrite(b)
 	if written == len(b) {
 		return nil
 	}

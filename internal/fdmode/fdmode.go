@@ -1,6 +1,7 @@
 package fdmode
 
 import (
+	"io"
 	"os"
 	"syscall"
 )
@@ -23,17 +24,69 @@ func Conn(w any) syscall.RawConn {
 	return rc
 }
 
-// TryWrite writes as much of b as rc, a descriptor Conn returned, takes
-// without waiting, and returns how much that was: 0 for a nil rc or a
-// closed file (the caller's waiting write then says why).
-func TryWrite(rc syscall.RawConn, b []byte) int {
-	if rc == nil || len(b) == 0 {
+// NowaitWriter writes to a descriptor in non-blocking mode what it takes
+// without waiting. It is for one writer at a time: the bytes and the
+// outcome are its fields and the callback the descriptor runs is bound
+// once, so a write allocates nothing.
+type NowaitWriter struct {
+	rc      syscall.RawConn
+	writeFn func(fd uintptr) bool
+	b       []byte
+	n       int
+}
+
+// NewNowaitWriter returns a NowaitWriter of w when w is an *os.File in
+// non-blocking mode (see Conn), else nil.
+func NewNowaitWriter(w any) *NowaitWriter {
+	rc := Conn(w)
+	if rc == nil {
+		return nil
+	}
+	t := &NowaitWriter{rc: rc}
+	t.writeFn = t.writeOnce
+	return t
+}
+
+func (t *NowaitWriter) writeOnce(fd uintptr) bool {
+	t.n = WriteNonBlocking(fd, t.b)
+	return true // never wait here
+}
+
+// TryWrite writes as much of b as the descriptor takes without waiting,
+// and returns how much that was: 0 for a nil t or a closed file (the
+// caller's waiting write then says why).
+func (t *NowaitWriter) TryWrite(b []byte) int {
+	if t == nil || len(b) == 0 {
 		return 0
 	}
-	n := 0
-	_ = rc.Write(func(fd uintptr) bool {
-		n = WriteNonBlocking(fd, b)
-		return true // never wait here
-	})
-	return n
+	t.b, t.n = b, 0
+	_ = t.rc.Write(t.writeFn)
+	t.b = nil
+	return t.n
+}
+
+// Writer returns a writer of f that first writes what the pipe takes at
+// once (TryWrite) and then waits in the runtime's poller for the rest,
+// when f is pollable (a pipe or socket in non-blocking mode); else f
+// itself.
+func Writer(f *os.File) io.Writer {
+	t := NewNowaitWriter(f)
+	if t == nil {
+		return f
+	}
+	return &rawFirstWriter{f: f, t: t}
+}
+
+type rawFirstWriter struct {
+	f *os.File
+	t *NowaitWriter
+}
+
+func (w *rawFirstWriter) Write(b []byte) (int, error) {
+	n := w.t.TryWrite(b)
+	if n == len(b) {
+		return n, nil
+	}
+	m, err := w.f.Write(b[n:]) // also says why when the file is closed
+	return n + m, err
 }

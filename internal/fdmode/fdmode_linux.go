@@ -21,33 +21,48 @@ import (
 // whatever the descriptor's mode (another process sharing the pipe could
 // clear O_NONBLOCK under us, and a raw call that waited would stop every
 // goroutine on the slot). A kernel without RWF_NOWAIT for the descriptor
-// (older ones, for pipes) says EOPNOTSUPP, and the calls are made the
-// ordinary way from then on.
+// (older ones, for pipes) says EOPNOTSUPP, a sandbox that filters the new
+// calls EPERM or EACCES, and the calls are made the ordinary way from then
+// on.
 
 // noNowait is set once a kernel refused RWF_NOWAIT.
 var noNowait atomic.Bool
 
-// rawNowait makes the raw preadv2 (SYS_PREADV2) or pwritev2 call at the
-// current position, never waiting. ok is false when the kernel does not
-// support it for fd.
-func rawNowait(trap, fd uintptr, b []byte) (n int, errno syscall.Errno, ok bool) {
-	if noNowait.Load() {
-		return 0, 0, false
-	}
-	iov := unix.Iovec{Base: &b[0]}
-	iov.SetLen(len(b))
-	pos := int64(-1)                         // the current position, the only one a pipe has
-	lo, hi := uintptr(pos), uintptr(pos>>32) // as the kernel joins them on 32 and 64 bits
-	for {
+// nowait reads (write false) or writes b on fd at its current position
+// without waiting: with a raw preadv2 or pwritev2 and RWF_NOWAIT, or the
+// ordinary way once those are refused. It goes on after EINTR.
+func nowait(write bool, fd uintptr, b []byte) (int, syscall.Errno) {
+	for !noNowait.Load() {
+		iov := unix.Iovec{Base: &b[0]}
+		iov.SetLen(len(b))
+		trap := uintptr(unix.SYS_PREADV2)
+		if write {
+			trap = unix.SYS_PWRITEV2
+		}
+		pos := int64(-1)                         // the current position, the only one a pipe has
+		lo, hi := uintptr(pos), uintptr(pos>>32) // as the kernel joins them on 32 and 64 bits
 		r, _, e := syscall.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&iov)), 1, lo, hi, unix.RWF_NOWAIT)
 		switch e {
 		case syscall.EINTR:
 			continue
-		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL:
+		case syscall.EOPNOTSUPP, syscall.ENOSYS, syscall.EINVAL, syscall.EPERM, syscall.EACCES:
 			noNowait.Store(true)
-			return 0, 0, false
+			continue
 		}
-		return int(r), e, true
+		return int(r), e
+	}
+	for {
+		var n int
+		var err error
+		if write {
+			n, err = syscall.Write(int(fd), b)
+		} else {
+			n, err = syscall.Read(int(fd), b)
+		}
+		if err != syscall.EINTR {
+			e, _ := err.(syscall.Errno)
+			return n, e
+		}
 	}
 }
 
@@ -56,15 +71,7 @@ func rawNowait(trap, fd uintptr, b []byte) (n int, errno syscall.Errno, ok bool)
 func WriteNonBlocking(fd uintptr, b []byte) int {
 	n := 0
 	for n < len(b) {
-		m, errno, ok := rawNowait(unix.SYS_PWRITEV2, fd, b[n:])
-		if !ok {
-			var err error
-			if m, err = syscall.Write(int(fd), b[n:]); err == syscall.EINTR {
-				continue
-			} else if err != nil {
-				errno = syscall.EAGAIN // full or failed: the same for the caller
-			}
-		}
+		m, errno := nowait(true, fd, b[n:])
 		if errno != 0 || m <= 0 {
 			break // full (EAGAIN) or failed: the caller's waiting write takes it from here
 		}
@@ -83,38 +90,37 @@ func Reader(f *os.File) io.Reader {
 	if rc == nil {
 		return f
 	}
-	return &rawReader{f: f, rc: rc}
+	r := &rawReader{f: f, rc: rc}
+	r.readFn = r.readOnce
+	return r
 }
 
+// rawReader is used by one goroutine at a time, as any reader: the buffer
+// and the outcome of a read are its fields, and the callback that the
+// descriptor runs is bound once, so a read allocates nothing.
 type rawReader struct {
-	f  *os.File
-	rc syscall.RawConn
+	f      *os.File
+	rc     syscall.RawConn
+	readFn func(fd uintptr) bool
+	p      []byte
+	n      int
+	errno  syscall.Errno
+}
+
+// readOnce reads into r.p; false (EAGAIN) waits in the poller.
+func (r *rawReader) readOnce(fd uintptr) bool {
+	r.n, r.errno = nowait(false, fd, r.p)
+	return r.errno != syscall.EAGAIN
 }
 
 func (r *rawReader) Read(p []byte) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	var n int
-	var errno syscall.Errno
-	err := r.rc.Read(func(fd uintptr) bool {
-		for {
-			m, e, ok := rawNowait(unix.SYS_PREADV2, fd, p)
-			if !ok {
-				var err error
-				m, err = syscall.Read(int(fd), p)
-				e, _ = err.(syscall.Errno)
-			}
-			switch e {
-			case syscall.EINTR:
-				continue
-			case syscall.EAGAIN:
-				return false // wait in the poller, then read again
-			}
-			n, errno = m, e
-			return true
-		}
-	})
+	r.p = p
+	err := r.rc.Read(r.readFn)
+	r.p = nil
+	n, errno := r.n, r.errno
 	switch {
 	case err != nil:
 		if !errors.Is(err, os.ErrDeadlineExceeded) {

@@ -91,3 +91,43 @@ func TestRawCallsNeverBlock(t *testing.T) {
 		t.Fatal("the write did not return")
 	}
 }
+
+// On Linux, Reader and Writer of a pipe in the poller use raw calls.
+func TestReaderAndWriterAreRaw(t *testing.T) {
+	r, w, err := os.Pipe() // non-blocking, in the poller
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	if _, ok := Reader(r).(*rawReader); !ok {
+		t.Errorf("Reader of a non-blocking pipe is %T", Reader(r))
+	}
+	if _, ok := Writer(w).(*rawFirstWriter); !ok {
+		t.Errorf("Writer of a non-blocking pipe is %T", Writer(w))
+	}
+}
+
+// A raw write and read of a pipe allocate nothing (the callbacks the
+// descriptor runs are bound once): they are on every stdio call's path.
+func TestRawCallsAllocateNothing(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	rd, wr := Reader(r), NewNowaitWriter(w)
+	msg, buf := []byte("a line\n"), make([]byte, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		if n := wr.TryWrite(msg); n != len(msg) {
+			t.Fatalf("wrote %d", n)
+		}
+		if n, err := rd.Read(buf); err != nil || n != len(msg) {
+			t.Fatalf("read %d, %v", n, err)
+		}
+	})
+	if allocs != 0 {
+		t.Errorf("%.1f allocations per write and read", allocs)
+	}
+}
