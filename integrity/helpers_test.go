@@ -1,7 +1,6 @@
 package integrity
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -99,6 +98,5 @@ func held(rev *Review) map[string]bool {
 
 // record makes a pin record of a tool's current definition.
 func record(tc *toolCache, reason Reason, now time.Time) *pinRecord {
-	def, _, _ := fingerprintTool(tc.name, tc.upstream)
-	return newRecord(tc, bytes.Clone(def), reason, now)
+	return (&definitions{tools: []*toolCache{tc}, defs: make([][]byte, 1)}).record(0, reason, now)
 }

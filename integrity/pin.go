@@ -25,7 +25,7 @@ func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCac
 	if err := g.refresh(st, server); err != nil {
 		return nil, err
 	}
-	defs := &definitions{tools: tools, fresh: fresh, kept: make([][]byte, len(tools))}
+	defs := &definitions{tools: tools, defs: fresh}
 	states, next := reconcile(st.file, defs, pol, g.now())
 	if next == nil {
 		return states, nil
@@ -189,33 +189,23 @@ func holdIf(cond bool, r Reason) Reason {
 	return ""
 }
 
-// newRecord is the pin record of tc with its canonical definition def, a
-// copy of its own length (pin records are kept).
-func newRecord(tc *toolCache, def []byte, reason Reason, now time.Time) *pinRecord {
-	return &pinRecord{Fingerprint: tc.fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(def)}
-}
-
 // definitions gives one review's tools their canonical definitions for
 // pin records, each made at most once: reconcile runs twice when it
 // writes (on the file as read, then under the lock), and on first sight
-// every tool is recorded. A definition cacheTools has just computed is
-// taken from fresh; the guard keeps none between reviews (it would double
-// what it holds per tool). canonicalize returns each at its own size.
+// every tool is recorded. defs starts as the definitions cacheTools has
+// just computed (nil where it computed none); the guard keeps none between
+// reviews (it would double what it holds per tool).
 type definitions struct {
 	tools []*toolCache
-	fresh [][]byte // cacheTools' definitions, nil where it computed none
-	kept  [][]byte // the definitions records hold, made on first use
+	defs  [][]byte
 }
 
+// record is the pin record of tool i.
 func (d *definitions) record(i int, reason Reason, now time.Time) *pinRecord {
-	if d.kept[i] == nil {
-		def := d.fresh[i]
-		if def == nil {
-			def, _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream)
-		}
-		d.kept[i] = def
+	if d.defs[i] == nil {
+		d.defs[i], _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream)
 	}
-	return newRecord(d.tools[i], d.kept[i], reason, now)
+	return &pinRecord{Fingerprint: d.tools[i].fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(d.defs[i])}
 }
 
 // toolName is the name inside a tool's canonical definition ("" when it

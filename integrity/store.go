@@ -12,7 +12,6 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -203,82 +202,75 @@ func (s *Store) checkServer(server string) error {
 // the file only when it changed on disk since it was last read or
 // written. A missing file is (nil, zero id, nil).
 func (s *Store) load(server string) (*pinFile, fileID, error) {
-	_, sum, id, err := s.read(server, false)
-	return sum, id, err
+	return s.read(server, false)
 }
 
 // loadFull reads server's pin file with its definitions. It reads and
 // checks the file on disk every time: the store keeps no definitions, and
 // its callers (an update, a listing of pending changes) are rare.
 func (s *Store) loadFull(server string) (*pinFile, fileID, error) {
-	pf, _, id, err := s.read(server, true)
-	return pf, id, err
+	return s.read(server, true)
 }
 
-// read reads server's pin file: its summary, from the cache when the file
-// is unchanged on disk, and with full the file with its definitions too.
-func (s *Store) read(server string, full bool) (pf, sum *pinFile, id fileID, err error) {
+// read reads server's pin file: with full, the file with its definitions,
+// from disk; else its summary, from the cache when the file is unchanged
+// on disk (and remembered for the next read when it is not).
+func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	if err := s.checkServer(server); err != nil {
-		return nil, nil, fileID{}, err
+		return nil, fileID{}, err
 	}
 	path := s.Path(server)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fileID{}, nil
+		return nil, fileID{}, nil
 	}
 	if err != nil {
-		return nil, nil, fileID{}, corrupt(path, err)
+		return nil, fileID{}, corrupt(path, err)
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, nil, fileID{}, corrupt(path, err)
+		return nil, fileID{}, corrupt(path, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return nil, nil, fileID{}, corrupt(path, errors.New("not a regular file"))
+		return nil, fileID{}, corrupt(path, errors.New("not a regular file"))
 	}
 	if fi.Size() > maxPinFileBytes {
-		return nil, nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
+		return nil, fileID{}, corrupt(path, fmt.Errorf("larger than %d bytes", maxPinFileBytes))
 	}
-	id = idOf(fi)
+	id := idOf(fi)
 	if sum, ok := s.cached(server, id); ok && !full {
-		return nil, sum, id, nil
+		return sum, id, nil
 	}
 	data, err := readAtMost(f, fi.Size(), maxPinFileBytes)
 	if err != nil {
-		return nil, nil, fileID{}, corrupt(path, err)
+		return nil, fileID{}, corrupt(path, err)
 	}
-	if pf, err = parsePinFile(data, server, full); err != nil {
-		return nil, nil, fileID{}, corrupt(path, err)
+	pf, err := parsePinFile(data, server, full)
+	if err != nil {
+		return nil, fileID{}, corrupt(path, err)
 	}
-	sum = pf.summarize()
+	if full {
+		return pf, id, nil
+	}
+	sum := pf.summarize()
 	s.remember(server, id, sum)
-	return pf, sum, id, nil
+	return sum, id, nil
 }
 
 // readAtMost reads r to its end into a buffer of size bytes (what a stat
 // said; the file may have changed since) and fails when it holds more than
 // limit bytes.
 func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
-	r = io.LimitReader(r, limit+1)
-	buf := make([]byte, 0, min(max(size, 0), limit)+1) // +1: room for the read that sees EOF
-	for {
-		if len(buf) == cap(buf) {
-			buf = slices.Grow(buf, 1) // it grew since the stat
-		}
-		n, err := r.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	var b bytes.Buffer
+	b.Grow(int(min(max(size, 0), limit)) + bytes.MinRead) // ReadFrom keeps MinRead free: one allocation when the size holds
+	if _, err := b.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
+		return nil, err
 	}
-	if int64(len(buf)) > limit {
+	if int64(b.Len()) > limit {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
-	return buf, nil
+	return b.Bytes(), nil
 }
 
 func corrupt(path string, err error) error {
@@ -376,7 +368,7 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	defer unlock()
-	cur, sum, id, err := s.read(server, true)
+	cur, id, err := s.loadFull(server)
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -385,15 +377,17 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	if next == nil {
-		return sum, id, nil
+		next = cur // nothing to write: the file as it is
+	} else {
+		next.Version, next.Server = pinFileVersion, server
+		if id, err = s.write(server, next); err != nil {
+			return nil, fileID{}, err
+		}
 	}
-	next.Version, next.Server = pinFileVersion, server
-	id, err = s.write(server, next)
-	if err != nil {
-		return nil, fileID{}, err
+	sum := next.summarize()
+	if sum != nil {
+		s.remember(server, id, sum)
 	}
-	sum = next.summarize()
-	s.remember(server, id, sum)
 	return sum, id, nil
 }
 

@@ -49,8 +49,9 @@ func scannedMember(path []string) bool {
 }
 
 // collectTexts returns the scanned strings of one tool object, in document
-// order. The object must be valid JSON; anything else is an error, never a
-// panic.
+// order. The object must be valid JSON (the upstream package read it so):
+// the walker checks strings and structure but skips other values without
+// checking them, so other input gives an error or odd texts, never a panic.
 func collectTexts(obj []byte) ([]text, error) {
 	w := &walker{b: obj}
 	w.skipSpace()

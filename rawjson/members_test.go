@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"reflect"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -135,6 +136,9 @@ func FuzzSetDelete(f *testing.F) {
 		var a, b any
 		if json.Unmarshal(got, &a) != nil || json.Unmarshal(val, &b) != nil {
 			t.Fatal("unmarshal")
+		}
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("Set wrote %q for the value %q", got, val)
 		}
 		del, err := Delete(out, key)
 		if err != nil || !json.Valid(del) {
