@@ -1,10 +1,10 @@
 package rawjson
 
 import (
-	"reflect"
 	"bytes"
 	"encoding/json"
 	"errors"
+	"reflect"
 	"testing"
 	"unicode/utf8"
 )
