@@ -136,7 +136,7 @@ var ownResults = map[string]bool{
 func (p *Proxy) decorate(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		res, werr := next(ctx, r)
-		if !r.modern || (werr != nil && werr.input == nil) {
+		if !r.modern || r.decorated || (werr != nil && werr.input == nil) {
 			return res, werr
 		}
 		if werr != nil {

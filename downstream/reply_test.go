@@ -168,7 +168,7 @@ func BenchmarkToolsList2000(b *testing.B) {
 // identity in _meta, resultType and the cache members added, each once,
 // the tools as they were.
 func TestStatelessListDecorated(t *testing.T) {
-	p := manyToolsProxy(t, 300)
+	p := manyToolsProxy(t, 2000) // a result of pieces, whose value can be compared
 	st := testState(t, p)
 	r := reqFor(st, "tools/list", nil)
 	r.modern, r.version = true, modernVersion
@@ -190,11 +190,16 @@ func TestStatelessListDecorated(t *testing.T) {
 	if err := json.Unmarshal(m.Result, &got); err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Tools) != 300 || got.Meta[metaServerInfo] == nil || got.ResultType != "complete" || got.TTL == nil || *got.TTL != 0 || got.Scope != "private" {
+	if len(got.Tools) != 2000 || got.Meta[metaServerInfo] == nil || got.ResultType != "complete" || got.TTL == nil || *got.TTL != 0 || got.Scope != "private" {
 		t.Fatalf("decorated list: %d tools, _meta %v, resultType %q, ttlMs %v, cacheScope %q", len(got.Tools), got.Meta, got.ResultType, got.TTL, got.Scope)
 	}
 	view := p.viewFor(st).listJSON
 	if !bytes.Contains(m.Result, view[:len(view)-1]) {
 		t.Fatal("the tools are not the view's list as it was")
+	}
+	// A second list is the same result, decorated once per view.
+	again, _ := p.answer(context.Background(), r)
+	if len(again.body) == 0 || &again.body[0] != &resp.body[0] {
+		t.Error("the second stateless list was decorated again")
 	}
 }

@@ -275,7 +275,10 @@ type request struct {
 	version string
 	// modern is true for a request of the stateless 2026-07-28 protocol.
 	modern bool
-	caps   clientCaps
+	// decorated: the handler's result already has what decorate adds to
+	// a 2026-07-28 result (a view's list, decorated once per view).
+	decorated bool
+	caps      clientCaps
 	// out carries the messages that belong to this request (progress, the
 	// proxy's questions to the client) ahead of its response.
 	out stream

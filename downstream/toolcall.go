@@ -79,6 +79,10 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 // list gets (SPEC §3).
 func (p *Proxy) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	p.waitStartup(ctx)
+	if r.modern && r.sess.deferred.empty() {
+		r.decorated = true
+		return p.viewFor(r.sess).modernList(p), nil
+	}
 	return p.listFor(r.sess), nil
 }
 

@@ -31,6 +31,9 @@ type view struct {
 	catalog  *Catalog
 	listJSON []byte // the tools/list result of sessions that have activated nothing
 
+	modernOnce sync.Once // listJSON decorated for 2026-07-28 requests, made on first use
+	modern     []byte
+
 	searchOnce sync.Once // the tool_search index of the view, built on first use
 	index      *search.Index
 	docs       map[string]*search.Doc
@@ -74,6 +77,13 @@ func (p *Proxy) viewFor(s *session) *view {
 	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent})}
 	v.views[s.agent] = out
 	return out
+}
+
+// modernList is listJSON as a 2026-07-28 result (decorateResult), made
+// once per view: the stateless protocol lists on every request.
+func (v *view) modernList(p *Proxy) []byte {
+	v.modernOnce.Do(func() { v.modern = p.decorateResult("tools/list", v.listJSON) })
+	return v.modern
 }
 
 // listFor is the session's tools/list result: the shared view's while the
