@@ -210,50 +210,28 @@ func DeleteFunc(obj []byte, drop func(key string) bool) ([]byte, error) {
 // The whole object is validated when fn never stops the walk; a walk that
 // stops early has validated everything up to the member it stopped at.
 func walk(obj []byte, fn func(Member) bool) error {
-	i := SkipSpace(obj, 0)
-	if i >= len(obj) || obj[i] != '{' {
-		return ErrNotObject
-	}
-	i = SkipSpace(obj, i+1)
-	if i < len(obj) && obj[i] == '}' {
-		return trailing(obj, i+1)
-	}
-	for {
-		if i >= len(obj) || obj[i] != '"' {
-			return syntaxError(i, "expected a member name")
-		}
-		start := i
-		end, err := scanString(obj, i)
+	r := Reader{b: obj}
+	end, err := r.Object(0, func(key string, start, vs int) (int, error) {
+		ve, err := r.Skip(vs)
 		if err != nil {
-			return err
-		}
-		key, err := memberKey(obj[start:end])
-		if err != nil {
-			return fmt.Errorf("rawjson: member name: %w", err)
-		}
-		i = SkipSpace(obj, end)
-		if i >= len(obj) || obj[i] != ':' {
-			return syntaxError(i, "expected ':'")
-		}
-		vs := SkipSpace(obj, i+1)
-		ve, err := scanValue(obj, vs, 1)
-		if err != nil {
-			return fmt.Errorf("rawjson: member %q: %w", key, err)
+			return 0, fmt.Errorf("rawjson: member %q: %w", key, err)
 		}
 		if !fn(Member{Key: key, Start: start, ValueStart: vs, ValueEnd: ve}) {
-			return nil
+			return 0, errStopped
 		}
-		i = SkipSpace(obj, ve)
-		if i < len(obj) && obj[i] == ',' {
-			i = SkipSpace(obj, i+1)
-			continue
-		}
-		if i < len(obj) && obj[i] == '}' {
-			return trailing(obj, i+1)
-		}
-		return syntaxError(i, "expected ',' or '}'")
+		return ve, nil
+	})
+	switch {
+	case err == errStopped:
+		return nil
+	case err != nil:
+		return err
 	}
+	return trailing(obj, end)
 }
+
+// errStopped ends a walk whose callback asked to stop.
+var errStopped = errors.New("rawjson: walk stopped")
 
 // trailing accepts only white space after the object.
 func trailing(obj []byte, i int) error {
