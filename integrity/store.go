@@ -242,7 +242,9 @@ func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	if sum, ok := s.cached(server, id); ok && !full {
 		return sum, id, nil
 	}
-	data, err := readAtMost(f, fi.Size(), maxPinFileBytes)
+	buf := readBufs.Get().(*bytes.Buffer)
+	defer putReadBuf(buf)
+	data, err := readAtMost(buf, f, fi.Size(), maxPinFileBytes)
 	if err != nil {
 		return nil, fileID{}, corrupt(path, err)
 	}
@@ -258,11 +260,11 @@ func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	return sum, id, nil
 }
 
-// readAtMost reads r to its end into a buffer of size bytes (what a stat
-// said; the file may have changed since) and fails when it holds more than
-// limit bytes.
-func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
-	var b bytes.Buffer
+// readAtMost reads r to its end into b, grown to size bytes (what a stat
+// said; the file may have changed since), and fails when it holds more
+// than limit bytes. The bytes returned are b's.
+func readAtMost(b *bytes.Buffer, r io.Reader, size, limit int64) ([]byte, error) {
+	b.Reset()
 	b.Grow(int(min(max(size, 0), limit)) + bytes.MinRead) // ReadFrom keeps MinRead free: one allocation when the size holds
 	if _, err := b.ReadFrom(io.LimitReader(r, limit+1)); err != nil {
 		return nil, err
@@ -271,6 +273,23 @@ func readAtMost(r io.Reader, size, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("larger than %d bytes", limit)
 	}
 	return b.Bytes(), nil
+}
+
+// readBufs are the buffers pin files are read into. A read keeps nothing
+// of its buffer (parsePinFile's records copy what they keep, and a summary
+// drops the definitions), and a start reads every server's file, about
+// 100 KB each for 100 tools: reusing the buffers took 2 MB off the memory
+// a start of 20 such servers allocates.
+var readBufs = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledReadBuf bounds the buffers kept for the next read: an unusually
+// large pin file does not pin its size in the pool.
+const maxPooledReadBuf = 1 << 20
+
+func putReadBuf(b *bytes.Buffer) {
+	if b.Cap() <= maxPooledReadBuf {
+		readBufs.Put(b)
+	}
 }
 
 func corrupt(path string, err error) error {

@@ -1,6 +1,7 @@
 package integrity
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -365,12 +366,55 @@ func TestSummariesKeepNoDefinitionsAndLoseNone(t *testing.T) {
 // limit.
 func TestReadAtMost(t *testing.T) {
 	for _, size := range []int64{0, 3, 5, 100} {
-		got, err := readAtMost(strings.NewReader("hello"), size, 5)
+		got, err := readAtMost(new(bytes.Buffer), strings.NewReader("hello"), size, 5)
 		if err != nil || string(got) != "hello" {
 			t.Fatalf("size %d: %q, %v", size, got, err)
 		}
 	}
-	if _, err := readAtMost(strings.NewReader("hello!"), 6, 5); err == nil {
+	if _, err := readAtMost(new(bytes.Buffer), strings.NewReader("hello!"), 6, 5); err == nil {
 		t.Fatal("6 bytes read under a limit of 5")
+	}
+}
+
+// TestParsedPinFileKeepsNoBytesOfData: Store.read reuses the buffer a
+// pin file was read into, so what parsePinFile returns (with definitions,
+// or summarized) must hold no byte of it.
+func TestParsedPinFileKeepsNoBytesOfData(t *testing.T) {
+	pinned, pending := &toolCache{}, &toolCache{}
+	pinned.upstream = tool("tool_a", "Reads things.").Upstream
+	_, pinned.fp, pinned.name = fingerprintTool("tool_a", pinned.upstream)
+	pending.upstream = tool("tool_a", "Reads other things.").Upstream
+	_, pending.fp, pending.name = fingerprintTool("tool_a", pending.upstream)
+	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	file := &pinFile{Version: pinFileVersion, Server: "srv", Tools: map[string]*pinEntry{
+		"tool_a": {Pinned: record(pinned, "", since), Pending: record(pending, ReasonChanged, since)}}}
+	data, err := encodePinFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := parsePinFile(bytes.Clone(data), "srv", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, keep := range []bool{true, false} {
+		scratch := bytes.Clone(data)
+		pf, err := parsePinFile(scratch, "srv", keep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !keep {
+			pf = pf.summarize()
+		}
+		for i := range scratch {
+			scratch[i] = 'x'
+		}
+		want := full
+		if !keep {
+			want = full.summarize()
+		}
+		samePins(t, fmt.Sprintf("keep %v, after the buffer was overwritten", keep), pf, want)
+		if keep && string(pf.Tools["tool_a"].Pending.Definition) != string(full.Tools["tool_a"].Pending.Definition) {
+			t.Fatalf("pending definition %q", pf.Tools["tool_a"].Pending.Definition)
+		}
 	}
 }
