@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -164,14 +165,14 @@ var sensitivePathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed
 	".pgpass", ".git-credentials", ".gnupg", "_history", ".env", ".docker/", ".kube/", ".config/gcloud", ".azure/", "mcp.json",
 	"claude_desktop_config.json", ".cursor/", "/etc/"}
 
-// compiledRule is a phraseRule with its hints as indexes into allHints
-// and its patterns compiled on first use: a rule's patterns run only on a
-// text that holds one of its hints, and compiling every rule's up front
-// was a millisecond and a half of each start.
+// compiledRule is a phraseRule with its hints as a set of indexes into
+// allHints and its patterns compiled on first use: a rule's patterns run
+// only on a text that holds one of its hints, and compiling every rule's
+// up front was a millisecond and a half of each start.
 type compiledRule struct {
 	phraseRule
-	res     func() []*regexp.Regexp
-	hintIdx []int
+	res      func() []*regexp.Regexp
+	hintMask hintSet
 }
 
 // rules are phraseRules compiled once; allHints are their hints without
@@ -194,18 +195,49 @@ func compileRules(src []phraseRule) ([]compiledRule, []string) {
 		for _, h := range r.hints {
 			j, ok := index[h]
 			if !ok {
+				if !validHint(h) {
+					panic("integrity: hint " + strconv.Quote(h) + " is not lower-case ASCII")
+				}
 				j = len(hints)
 				index[h] = j
 				hints = append(hints, h)
 			}
-			out[i].hintIdx = append(out[i].hintIdx, j)
+			out[i].hintMask.add(j)
 		}
 	}
 	return out, hints
 }
 
-// hintsByFirst lists, for each byte, the hints that begin with it.
-var hintsByFirst = indexHints(allHints)
+// validHint reports whether h is a hint findHints can search: not empty,
+// printable ASCII without capitals (ASCII case folding is then the
+// lower-casing of the text's ASCII letters).
+func validHint(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c < 0x20 || c >= 0x7F || c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	return h != ""
+}
+
+// maxHints is how many distinct hints a hintSet holds.
+const maxHints = 128
+
+// hintSet is which of allHints a text contains: bit i is allHints[i].
+type hintSet [maxHints / 64]uint64
+
+func (h *hintSet) add(i int) {
+	if i >= maxHints {
+		panic("integrity: more than " + strconv.Itoa(maxHints) + " distinct hints")
+	}
+	h[i/64] |= 1 << (i % 64)
+}
+
+// has reports whether the text contains allHints[i].
+func (h *hintSet) has(i int) bool { return h[i/64]&(1<<(i%64)) != 0 }
+
+// anyOf reports whether the text contains one of the hints of m.
+func (h *hintSet) anyOf(m *hintSet) bool { return h[0]&m[0] != 0 || h[1]&m[1] != 0 }
 
 // hintRef is one hint of allHints and its index there.
 type hintRef struct {
@@ -213,43 +245,103 @@ type hintRef struct {
 	index int
 }
 
-func indexHints(hints []string) *[256][]hintRef {
-	var out [256][]hintRef
-	for i, h := range hints {
-		out[h[0]] = append(out[h[0]], hintRef{h, i})
-	}
-	return &out
+// hintIndex is allHints arranged for findHints.
+type hintIndex struct {
+	// pairs has bit a<<8|b set when a hint of two or more bytes begins
+	// with the bytes a, b: most positions of a text are rejected by one
+	// look-up here.
+	pairs [1 << 16 / 64]uint64
+	// single is 1 + the index of the one-byte hint of each byte, or 0.
+	single [256]uint8
+	// byFirst lists, for each byte, the hints of two or more bytes that
+	// begin with it.
+	byFirst [256][]hintRef
 }
 
-// hintSet is which of allHints a text contains (by index).
-type hintSet []bool
+var hintTable = indexHints(allHints)
 
-// findHints finds every hint in the lower-cased text in one pass: at each
-// byte only the hints that begin with it are compared (their second byte
-// first), instead of one search of the whole text per hint.
-func findHints(lower string) hintSet {
-	found := make(hintSet, len(allHints))
-	for i := 0; i < len(lower); i++ {
-		for _, h := range hintsByFirst[lower[i]] {
-			if found[h.index] || len(h.text) > 1 && (i+1 == len(lower) || lower[i+1] != h.text[1]) {
-				continue
-			}
-			if strings.HasPrefix(lower[i:], h.text) {
-				found[h.index] = true
-			}
+func indexHints(all []string) *hintIndex {
+	x := &hintIndex{}
+	for i, h := range all {
+		if len(h) == 1 {
+			x.single[h[0]] = uint8(i + 1)
+			continue
 		}
+		p := int(h[0])<<8 | int(h[1])
+		x.pairs[p/64] |= 1 << (p % 64)
+		x.byFirst[h[0]] = append(x.byFirst[h[0]], hintRef{h, i})
+	}
+	return x
+}
+
+// asciiLower maps 'A'-'Z' to 'a'-'z' and every other byte to itself.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// findHints finds every hint in strings.ToLower(norm) in one pass. An
+// ASCII text is compared with its letters folded on the fly instead of
+// being copied lower-cased first; a text with other bytes is lower-cased
+// with strings.ToLower, since Unicode lower-casing can change bytes and
+// lengths (the Kelvin sign becomes 'k').
+func findHints(norm string) hintSet {
+	found, ascii := hintTable.search(norm, true)
+	if !ascii {
+		found, _ = hintTable.search(strings.ToLower(norm), false)
 	}
 	return found
 }
 
-// any reports whether the text contains one of the hints idx.
-func (h hintSet) any(idx []int) bool {
-	for _, i := range idx {
-		if h[i] {
-			return true
+// search finds the hints in s, its ASCII letters folded to lower case.
+// With stopAtNonASCII it stops at the first byte above 0x7F and reports
+// false.
+func (x *hintIndex) search(s string, stopAtNonASCII bool) (found hintSet, ok bool) {
+	if s == "" {
+		return found, true
+	}
+	next := asciiLower[s[0]]
+	for i := 0; i < len(s); i++ {
+		c := next
+		if c >= 0x80 && stopAtNonASCII {
+			return hintSet{}, false
+		}
+		if h := x.single[c]; h != 0 {
+			found.add(int(h - 1))
+		}
+		if i+1 == len(s) {
+			break
+		}
+		next = asciiLower[s[i+1]]
+		if p := int(c)<<8 | int(next); x.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, h := range x.byFirst[c] {
+			if h.text[1] == next && !found.has(h.index) && hasPrefixFolded(s[i:], h.text) {
+				found.add(h.index)
+			}
 		}
 	}
-	return false
+	return found, true
+}
+
+// hasPrefixFolded is strings.HasPrefix(s with its ASCII letters folded
+// to lower case, prefix).
+func hasPrefixFolded(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if asciiLower[s[i]] != prefix[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // Strip patterns: what scan: strip removes besides invisible characters.

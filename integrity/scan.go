@@ -89,10 +89,10 @@ func scanText(where, s string) []Finding {
 // scanNormalized is scanText of s whose normalize is norm.
 func scanNormalized(where, s, norm string) []Finding {
 	out := invisibleFindings(where, s)
-	hints := findHints(strings.ToLower(norm))
+	found := findHints(norm)
 	for i := range rules {
 		r := &rules[i]
-		if !hints.any(r.hintIdx) {
+		if !found.anyOf(&r.hintMask) {
 			continue
 		}
 		var first []int
