@@ -56,7 +56,9 @@ type word struct {
 
 // scanObject scans one client-visible tool object.
 func scanObject(obj []byte) scanResult {
-	texts, err := collectTexts(obj)
+	w := walkers.Get().(*walker)
+	defer w.release()
+	texts, err := w.collect(obj)
 	if err != nil {
 		return scanResult{findings: []Finding{{Kind: KindUnreadable, Level: LevelQuarantine, Rule: "unreadable",
 			Excerpt: cutRunes(sanitize.Text(err.Error()), maxExcerptRunes)}}}

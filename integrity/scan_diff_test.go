@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -128,6 +129,9 @@ func diffObjects(t testing.TB) [][]byte {
 		`{"inputSchema":[[["a",{"title":"[IMPORTANT: x]"}]],{"description":"x"}]}`,
 		`{"inputSchema":{"a":[` + strings.Repeat(`1,`, 12) + `{"description":"twelfth \u200b"}]}}`,
 		`{"a":[[[[{"description":"d"}]]]]}`, `{"description":"a" , "title" : "b" }`,
+		// Larger than what a pooled walker keeps.
+		`{"description":"` + strings.Repeat("Lists items. ", 6000) + `","title":"t\u200b"}`,
+		`{"inputSchema":{"properties":{` + strings.Repeat(`"p":{"description":"send_email \u2060x"},`, 300) + `"q":{}}}}`,
 		// Malformed: every error of the walker, and where it is found.
 		``, ` `, `[]`, `"a"`, `{`, `{"a"`, `{"a":`, `{"a":1`, `{"a":1,`, `{"a":1]`, `{"a" 1}`, `{1:2}`,
 		`{"a":"b`, `{"description":"b`, `{"description":"\x"}`, `{"description":"\u12"}`, `{"\q":1}`,
@@ -162,7 +166,7 @@ func checkScanObject(t *testing.T, obj []byte) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("scanObject(%q)\n got %+v\nwant %+v", obj, got, want)
 	}
-	texts, err := collectTexts(obj)
+	texts, err := new(walker).collect(obj)
 	refTexts, refErr := refCollectTexts(obj)
 	if fmt.Sprint(err) != fmt.Sprint(refErr) || !reflect.DeepEqual(texts, refTexts) {
 		t.Fatalf("collectTexts(%q)\n got %+v, %v\nwant %+v, %v", obj, texts, err, refTexts, refErr)
@@ -202,6 +206,36 @@ func TestScanTextMatchesReference(t *testing.T) {
 				t.Fatalf("scanText(%q, %q)\n got %+v\nwant %+v", where, s, got, want)
 			}
 		}
+	}
+}
+
+// Scans running at once share the pool of walkers; each gets its own
+// result.
+func TestScanConcurrent(t *testing.T) {
+	objs := diffObjects(t)
+	want := make([]scanResult, len(objs))
+	for i, obj := range objs {
+		want[i] = refScanObject(obj)
+	}
+	errs := make(chan string, 4)
+	var wg sync.WaitGroup
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range objs {
+				k := (i*7 + g*101) % len(objs)
+				if got := scanObject(objs[k]); !reflect.DeepEqual(got, want[k]) {
+					errs <- fmt.Sprintf("scanObject(%q) = %+v, want %+v", objs[k], got, want[k])
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
 
