@@ -251,11 +251,11 @@ type hintIndex struct {
 	// with the bytes a, b: most positions of a text are rejected by one
 	// look-up here.
 	pairs [1 << 16 / 64]uint64
-	// single is 1 + the index of the one-byte hint of each byte, or 0.
-	single [256]uint8
 	// byFirst lists, for each byte, the hints of two or more bytes that
 	// begin with it.
 	byFirst [256][]hintRef
+	// singles are the one-byte hints.
+	singles []hintRef
 }
 
 var hintTable = indexHints(allHints)
@@ -264,10 +264,10 @@ func indexHints(all []string) *hintIndex {
 	x := &hintIndex{}
 	for i, h := range all {
 		if len(h) == 1 {
-			x.single[h[0]] = uint8(i + 1)
+			x.singles = append(x.singles, hintRef{h, i})
 			continue
 		}
-		p := int(h[0])<<8 | int(h[1])
+		p := uint16(h[0])<<8 | uint16(h[1])
 		x.pairs[p/64] |= 1 << (p % 64)
 		x.byFirst[h[0]] = append(x.byFirst[h[0]], hintRef{h, i})
 	}
@@ -291,43 +291,42 @@ var asciiLower = func() (t [256]byte) {
 // with strings.ToLower, since Unicode lower-casing can change bytes and
 // lengths (the Kelvin sign becomes 'k').
 func findHints(norm string) hintSet {
-	found, ascii := hintTable.search(norm, true)
+	found, ascii := hintTable.search(norm)
 	if !ascii {
-		found, _ = hintTable.search(strings.ToLower(norm), false)
+		found, _ = hintTable.search(strings.ToLower(norm))
 	}
 	return found
 }
 
-// search finds the hints in s, its ASCII letters folded to lower case.
-// With stopAtNonASCII it stops at the first byte above 0x7F and reports
-// false.
-func (x *hintIndex) search(s string, stopAtNonASCII bool) (found hintSet, ok bool) {
+// search finds the hints in s, its ASCII letters folded to lower case,
+// and reports whether s is ASCII.
+func (x *hintIndex) search(s string) (found hintSet, ascii bool) {
+	for _, h := range x.singles {
+		c := h.text[0]
+		if strings.IndexByte(s, c) >= 0 || c >= 'a' && c <= 'z' && strings.IndexByte(s, c-('a'-'A')) >= 0 {
+			found.add(h.index)
+		}
+	}
 	if s == "" {
 		return found, true
 	}
-	next := asciiLower[s[0]]
-	for i := 0; i < len(s); i++ {
-		c := next
-		if c >= 0x80 && stopAtNonASCII {
-			return hintSet{}, false
-		}
-		if h := x.single[c]; h != 0 {
-			found.add(int(h - 1))
-		}
-		if i+1 == len(s) {
-			break
-		}
-		next = asciiLower[s[i+1]]
-		if p := int(c)<<8 | int(next); x.pairs[p/64]&(1<<(p%64)) == 0 {
+	high := s[0]
+	prev := asciiLower[s[0]]
+	for i := 1; i < len(s); i++ {
+		high |= s[i]
+		c := asciiLower[s[i]]
+		p := uint16(prev)<<8 | uint16(c)
+		prev = c
+		if x.pairs[p/64]&(1<<(p%64)) == 0 {
 			continue
 		}
-		for _, h := range x.byFirst[c] {
-			if h.text[1] == next && !found.has(h.index) && hasPrefixFolded(s[i:], h.text) {
+		for _, h := range x.byFirst[p>>8] {
+			if h.text[1] == c && !found.has(h.index) && hasPrefixFolded(s[i-1:], h.text) {
 				found.add(h.index)
 			}
 		}
 	}
-	return found, true
+	return found, high < 0x80
 }
 
 // hasPrefixFolded is strings.HasPrefix(s with its ASCII letters folded

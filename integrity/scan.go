@@ -113,7 +113,8 @@ func scanNormalized(where, s, norm string) []Finding {
 			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
 		}
 	}
-	if strings.HasSuffix(where, "description") {
+	// A string has no more runes than bytes: most are not counted.
+	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
 		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
 			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
 				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
@@ -196,32 +197,57 @@ func trimDots(w string) string {
 }
 
 // appendWords adds the identifier-like words of s: runs of letters,
-// digits, '_', '-' and '.', without leading or trailing '.' and '-'.
+// digits, '_', '-' and '.', without leading or trailing '.' and '-'. Only
+// distinctive words can name another server's tool (see Peers); the rest
+// are not kept.
 func appendWords(out []word, where, s string) []word {
 	start := -1
-	emit := func(end int) {
-		w := trimDots(s[start:end])
-		// Only distinctive words can name another server's tool (see
-		// Peers); the rest are not kept.
-		if distinctive(w) {
-			out = append(out, word{text: w, where: where})
-		}
-		start = -1
-	}
+	// special: the word has a '_', '-', '.' or capital after its first
+	// byte. A word without one is not distinctive, trimmed or not, and is
+	// not looked at again.
+	special := false
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			if start < 0 {
-				start = i
+		k := wordBytes[s[i]]
+		switch {
+		case k == 0:
+			if start >= 0 && special {
+				out = appendWord(out, where, s[start:i])
 			}
-			continue
-		}
-		if start >= 0 {
-			emit(i)
+			start = -1
+		case start < 0:
+			start, special = i, false
+		case k == wordSpecial:
+			special = true
 		}
 	}
-	if start >= 0 {
-		emit(len(s))
+	if start >= 0 && special {
+		out = appendWord(out, where, s[start:])
 	}
 	return out
 }
+
+func appendWord(out []word, where, w string) []word {
+	if w = trimDots(w); distinctive(w) {
+		out = append(out, word{text: w, where: where})
+	}
+	return out
+}
+
+// Classes of wordBytes.
+const (
+	wordPlain   = 1 // a lower-case letter or a digit
+	wordSpecial = 2 // '_', '-', '.' or a capital
+)
+
+// wordBytes classes the bytes of words; 0 is any other byte.
+var wordBytes = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			t[c] = wordPlain
+		case c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c == '.':
+			t[c] = wordSpecial
+		}
+	}
+	return t
+}()

@@ -41,6 +41,15 @@ func findHintsCases() []string {
 	return out
 }
 
+// wordCases are texts with words at the edges of what the cross-server
+// detector keeps (distinctive, trimmed of '.' and '-').
+var wordCases = []string{
+	"read_file sendEmail SendEmail Sendemail _priv x_ a_b -a-b- .env.local a.b. ab. .ab -ab- --ab--cd-- ab_",
+	"get-env,github__create_issue;fooBar:FOO_BAR(Foo.Bar) aB aBc aBcD A_B_ 1_23 9-9- ...._x_.... .-.-",
+	"send_email", "_send", "send_", "x.y", "x.yz", "wX", "abcD", "ABCD", "a-", "-", ".", "__", "a__", "éa_bé", "a_b\u200bc_d",
+	strings.Repeat("w_", 40), "tail_word", "tail_wordX", "tail-", "ok.",
+}
+
 // checkFindHints holds findHints(s) to the hints strings.Contains finds in
 // strings.ToLower(s) and to refFindHints, the search it replaced.
 func checkFindHints(t *testing.T, s string) {
@@ -112,6 +121,7 @@ func diffObjects(t testing.TB) [][]byte {
 		texts = append(texts, c.negative...)
 	}
 	texts = append(texts, findHintsCases()...)
+	texts = append(texts, wordCases...)
 	for i, s := range texts {
 		q := string(rawjson.String(s))
 		escaped, _ := json.Marshal(s) // escapes <, > and & as \u003c...
@@ -200,12 +210,24 @@ func TestScanMatchesReference(t *testing.T) {
 }
 
 func TestScanTextMatchesReference(t *testing.T) {
-	for _, s := range findHintsCases() {
+	words := 0
+	for _, s := range append(findHintsCases(), wordCases...) {
+		got, want := appendWords(nil, "d", s), refAppendWords(nil, "d", s)
+		if !reflect.DeepEqual(got, want) {
+			t.Fatalf("appendWords(%q) = %v, want %v", s, got, want)
+		}
+		words += len(got)
+		if got, want := invisibleRuns(s), refInvisibleRuns(s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("invisibleRuns(%q) = %v, want %v", s, got, want)
+		}
 		for _, where := range []string{"description", "title"} {
 			if got, want := scanText(where, s), refScanText(where, s); !reflect.DeepEqual(got, want) {
 				t.Fatalf("scanText(%q, %q)\n got %+v\nwant %+v", where, s, got, want)
 			}
 		}
+	}
+	if words < 100 {
+		t.Fatalf("only %d words in the cases", words)
 	}
 }
 
@@ -252,5 +274,11 @@ func FuzzScanReference(f *testing.F) {
 			t.Fatalf("scanText(%q)\n got %+v\nwant %+v", s, got, want)
 		}
 		checkFindHints(t, s)
+		if got, want := appendWords(nil, "d", s), refAppendWords(nil, "d", s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("appendWords(%q) = %v, want %v", s, got, want)
+		}
+		if got, want := invisibleRuns(s), refInvisibleRuns(s); !reflect.DeepEqual(got, want) {
+			t.Fatalf("invisibleRuns(%q) = %v, want %v", s, got, want)
+		}
 	})
 }
