@@ -139,6 +139,8 @@ func diffObjects(t testing.TB) [][]byte {
 		`{"inputSchema":[[["a",{"title":"[IMPORTANT: x]"}]],{"description":"x"}]}`,
 		`{"inputSchema":{"a":[` + strings.Repeat(`1,`, 12) + `{"description":"twelfth \u200b"}]}}`,
 		`{"a":[[[[{"description":"d"}]]]]}`, `{"description":"a" , "title" : "b" }`,
+		"{\"a\":1\t,\"b\":true\n,\"c\":[null\r,-1.5e3 ],\"description\":\"x\"}", `{"a":tru"description":"x"}`,
+		`{"description":"a\\\"b\\\\"}`, `{"description":"\\\\\\\"","title":"\\"}`, `{"description":"\\\\\"}`,
 		// Larger than what a pooled walker keeps.
 		`{"description":"` + strings.Repeat("Lists items. ", 6000) + `","title":"t\u200b"}`,
 		`{"inputSchema":{"properties":{` + strings.Repeat(`"p":{"description":"send_email \u2060x"},`, 300) + `"q":{}}}}`,

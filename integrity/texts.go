@@ -1,10 +1,10 @@
 package integrity
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -195,7 +195,7 @@ func (w *walker) value(depth int) error {
 		}
 		return nil
 	default:
-		for w.i < len(w.b) && !strings.ContainsRune(",]} \t\n\r", rune(w.b[w.i])) {
+		for w.i < len(w.b) && !endsValue(w.b[w.i]) {
 			w.i++
 		}
 		return nil
@@ -266,6 +266,15 @@ func (w *walker) array(depth int) error {
 	}
 }
 
+// endsValue reports whether c ends a number, true, false or null.
+func endsValue(c byte) bool {
+	switch c {
+	case ',', ']', '}', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
+}
+
 // separator reads the ',' between members or elements, or the closer that
 // ends the object or array (end is then true).
 func (w *walker) separator(closer byte) (end bool, err error) {
@@ -285,18 +294,25 @@ func (w *walker) separator(closer byte) (end bool, err error) {
 }
 
 // stringEnd moves past the string at w.i (its opening quote) and returns
-// the offset just after its closing quote.
+// the offset just after its closing quote: the first quote after w.i not
+// escaped, that is preceded by an even number of backslashes.
 func (w *walker) stringEnd() (int, error) {
-	for j := w.i + 1; j < len(w.b); j++ {
-		switch w.b[j] {
-		case '\\':
-			j++
-		case '"':
-			w.i = j + 1
+	for j := w.i + 1; ; {
+		k := bytes.IndexByte(w.b[j:], '"')
+		if k < 0 {
+			return 0, w.syntax("unterminated string")
+		}
+		q := j + k
+		backslashes := 0
+		for p := q - 1; p > w.i && w.b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			w.i = q + 1
 			return w.i, nil
 		}
+		j = q + 1
 	}
-	return 0, w.syntax("unterminated string")
 }
 
 // decodeString decodes one JSON string literal (quotes included). Invalid
@@ -314,14 +330,28 @@ func decodeString(lit []byte) (string, error) {
 // value: no escape, no control character, valid UTF-8 (the strings
 // rawjson.Unquote returns as they are).
 func plainString(b []byte) bool {
-	ascii := true
+	var k uint8
 	for _, c := range b {
-		if c < 0x20 || c == '\\' {
-			return false
-		}
-		if c >= 0x80 {
-			ascii = false
+		k |= literalBytes[c]
+	}
+	return k == 0 || k == literalHigh && utf8.Valid(b)
+}
+
+// Classes of literalBytes.
+const (
+	literalEscape = 1 // a backslash or a control character
+	literalHigh   = 2 // a byte of a multi-byte UTF-8 sequence
+)
+
+// literalBytes classes the bytes of a JSON string literal's content.
+var literalBytes = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c < 0x20 || c == '\\':
+			t[c] = literalEscape
+		case c >= 0x80:
+			t[c] = literalHigh
 		}
 	}
-	return ascii || utf8.Valid(b)
-}
+	return t
+}()
