@@ -171,7 +171,10 @@ var sensitivePathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed
 // up front was a millisecond and a half of each start.
 type compiledRule struct {
 	phraseRule
-	res      func() []*regexp.Regexp
+	res func() []*regexp.Regexp
+	// needs are the clauses every match of the patterns needs
+	// (needLiterals), derived on first use too.
+	needs    func() [][]string
 	hintMask hintSet
 }
 
@@ -192,6 +195,7 @@ func compileRules(src []phraseRule) ([]compiledRule, []string) {
 			}
 			return res
 		})
+		out[i].needs = sync.OnceValue(func() [][]string { return needLiterals(r.all, r.hints) })
 		for _, h := range r.hints {
 			j, ok := index[h]
 			if !ok {
@@ -285,17 +289,18 @@ var asciiLower = func() (t [256]byte) {
 	return t
 }()
 
-// findHints finds every hint in strings.ToLower(norm) in one pass. An
-// ASCII text is compared with its letters folded on the fly instead of
-// being copied lower-cased first; a text with other bytes is lower-cased
-// with strings.ToLower, since Unicode lower-casing can change bytes and
-// lengths (the Kelvin sign becomes 'k').
-func findHints(norm string) hintSet {
-	found, ascii := hintTable.search(norm)
+// findHints finds every hint in strings.ToLower(norm) in one pass, and
+// reports whether norm is ASCII. An ASCII text is compared with its
+// letters folded on the fly instead of being copied lower-cased first; a
+// text with other bytes is lower-cased with strings.ToLower, since
+// Unicode lower-casing can change bytes and lengths (the Kelvin sign
+// becomes 'k').
+func findHints(norm string) (found hintSet, ascii bool) {
+	found, ascii = hintTable.search(norm)
 	if !ascii {
 		found, _ = hintTable.search(strings.ToLower(norm))
 	}
-	return found
+	return found, ascii
 }
 
 // search finds the hints in s, its ASCII letters folded to lower case,

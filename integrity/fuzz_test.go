@@ -63,8 +63,9 @@ func FuzzScanText(f *testing.F) {
 			}
 		}
 		_ = stripMarkup(stripInvisible(s))
-		// The hints are necessary conditions: a rule whose patterns all
-		// match always has one of its hints in the text.
+		// The hints and the literals the patterns need are necessary
+		// conditions: a rule whose patterns all match always has one of
+		// its hints and a string of each needed clause in the text.
 		norm := normalize(s)
 		if slow := normalizeRunes(s); norm != slow {
 			t.Fatalf("normalize(%q) = %q, want %q", s, norm, slow)
@@ -80,6 +81,9 @@ func FuzzScanText(f *testing.F) {
 			}
 			if all && !containsAny(lower, r.hints) {
 				t.Fatalf("rule %s matches %q without any of its hints", r.rule, norm)
+			}
+			if all && !(&foldedText{norm: norm, ascii: isASCII(norm)}).containsNeeds(r.needs()) {
+				t.Fatalf("rule %s matches %q without the literals it needs %q", r.rule, norm, r.needs())
 			}
 		}
 	})

@@ -91,10 +91,11 @@ func scanText(where, s string) []Finding {
 // scanNormalized is scanText of s whose normalize is norm.
 func scanNormalized(where, s, norm string) []Finding {
 	out := invisibleFindings(where, s)
-	found := findHints(norm)
+	found, ascii := findHints(norm)
+	folded := foldedText{norm: norm, ascii: ascii}
 	for i := range rules {
 		r := &rules[i]
-		if !found.anyOf(&r.hintMask) {
+		if !found.anyOf(&r.hintMask) || !folded.containsNeeds(r.needs()) {
 			continue
 		}
 		var first []int

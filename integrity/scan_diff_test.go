@@ -55,7 +55,10 @@ var wordCases = []string{
 func checkFindHints(t *testing.T, s string) {
 	t.Helper()
 	lower := strings.ToLower(s)
-	found := findHints(s)
+	found, ascii := findHints(s)
+	if wantASCII := !strings.ContainsFunc(s, func(r rune) bool { return r >= 0x80 }); ascii != wantASCII {
+		t.Fatalf("findHints(%q) says ascii %v", s, ascii)
+	}
 	ref := refFindHints(lower)
 	for i, h := range allHints {
 		want := strings.Contains(lower, h)
@@ -90,7 +93,7 @@ func TestFindHints(t *testing.T) {
 		{"\u017fend", "send", false}, // long s is not lower-cased, only normalized
 	} {
 		i := hintIndexOf(t, c.hint)
-		if got := findHints(c.s); got.has(i) != c.want {
+		if got, _ := findHints(c.s); got.has(i) != c.want {
 			t.Errorf("findHints(%q) has %q = %v, want %v", c.s, c.hint, got.has(i), c.want)
 		}
 	}
