@@ -70,6 +70,11 @@ func FuzzScanText(f *testing.F) {
 		if slow := normalizeRunes(s); norm != slow {
 			t.Fatalf("normalize(%q) = %q, want %q", s, norm, slow)
 		}
+		// scanNormalized looks for invisible characters only in a text
+		// normalize changed.
+		if runs := invisibleRuns(s); norm == s && runs != nil {
+			t.Fatalf("normalize leaves %q as it is, with invisible characters %v", s, runs)
+		}
 		lower := strings.ToLower(norm)
 		for _, r := range rules {
 			all := true

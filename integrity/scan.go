@@ -90,7 +90,12 @@ func scanText(where, s string) []Finding {
 
 // scanNormalized is scanText of s whose normalize is norm.
 func scanNormalized(where, s, norm string) []Finding {
-	out := invisibleFindings(where, s)
+	var out []Finding
+	// normalize drops or rewrites every invisible character (those that
+	// are white space become ' '): a text it leaves as it is has none.
+	if norm != s {
+		out = invisibleFindings(where, s)
+	}
 	found, ascii := findHints(norm)
 	folded := foldedText{norm: norm, ascii: ascii}
 	for i := range rules {
@@ -200,29 +205,23 @@ func trimDots(w string) string {
 // appendWords adds the identifier-like words of s: runs of letters,
 // digits, '_', '-' and '.', without leading or trailing '.' and '-'. Only
 // distinctive words can name another server's tool (see Peers); the rest
-// are not kept.
+// are not kept. A word without a '_', '-', '.' or capital after its first
+// byte is not distinctive, trimmed or not: only the words around such a
+// byte are looked at.
 func appendWords(out []word, where, s string) []word {
-	start := -1
-	// special: the word has a '_', '-', '.' or capital after its first
-	// byte. A word without one is not distinctive, trimmed or not, and is
-	// not looked at again.
-	special := false
-	for i := 0; i < len(s); i++ {
-		k := wordBytes[s[i]]
-		switch {
-		case k == 0:
-			if start >= 0 && special {
-				out = appendWord(out, where, s[start:i])
-			}
-			start = -1
-		case start < 0:
-			start, special = i, false
-		case k == wordSpecial:
-			special = true
+	for i := 1; i < len(s); i++ {
+		if wordBytes[s[i]] != wordSpecial || wordBytes[s[i-1]] == 0 {
+			continue
 		}
-	}
-	if start >= 0 && special {
-		out = appendWord(out, where, s[start:])
+		start, end := i-1, i+1
+		for start > 0 && wordBytes[s[start-1]] != 0 {
+			start--
+		}
+		for end < len(s) && wordBytes[s[end]] != 0 {
+			end++
+		}
+		out = appendWord(out, where, s[start:end])
+		i = end
 	}
 	return out
 }
