@@ -241,7 +241,14 @@ func (h *hintSet) add(i int) {
 func (h *hintSet) has(i int) bool { return h[i/64]&(1<<(i%64)) != 0 }
 
 // anyOf reports whether the text contains one of the hints of m.
-func (h *hintSet) anyOf(m *hintSet) bool { return h[0]&m[0] != 0 || h[1]&m[1] != 0 }
+func (h *hintSet) anyOf(m *hintSet) bool {
+	for i := range h {
+		if h[i]&m[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // hintRef is one hint of allHints and its index there.
 type hintRef struct {

@@ -220,15 +220,10 @@ func appendWords(out []word, where, s string) []word {
 		for end < len(s) && wordBytes[s[end]] != 0 {
 			end++
 		}
-		out = appendWord(out, where, s[start:end])
+		if w := trimDots(s[start:end]); distinctive(w) {
+			out = append(out, word{text: w, where: where})
+		}
 		i = end
-	}
-	return out
-}
-
-func appendWord(out []word, where, w string) []word {
-	if w = trimDots(w); distinctive(w) {
-		out = append(out, word{text: w, where: where})
 	}
 	return out
 }
