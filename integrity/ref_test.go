@@ -3,7 +3,10 @@ package integrity
 // This file keeps the description scan as it was before it was made
 // faster (main at 413311a), as the reference the differential tests hold
 // the current scan to: the same findings, words, stripped bytes and
-// errors for every input.
+// errors for every input. Only what changed is kept; invisibleFindings,
+// stripInvisible, decodeString and isStripRule are the package's (the
+// first two call invisibleRuns, which the tests compare with
+// refInvisibleRuns).
 
 import (
 	"errors"
@@ -30,7 +33,7 @@ func refScanObject(obj []byte) scanResult {
 		fs := refScanNormalized(t.where, t.value, norm)
 		res.findings = append(res.findings, fs...)
 		for _, f := range fs {
-			if f.Kind == KindInvisible || refIsStripRule(f.Rule) {
+			if f.Kind == KindInvisible || isStripRule(f.Rule) {
 				stripNeeded = true
 			}
 		}
@@ -50,7 +53,7 @@ func refScanText(where, s string) []Finding {
 
 // refScanNormalized is refScanText of s whose normalize is norm.
 func refScanNormalized(where, s, norm string) []Finding {
-	out := refInvisibleFindings(where, s)
+	out := invisibleFindings(where, s)
 	hints := refFindHints(strings.ToLower(norm))
 	for i := range rules {
 		r := &rules[i]
@@ -89,7 +92,7 @@ func refStripObject(obj []byte, texts []text) ([]byte, []Finding) {
 	last := 0
 	var findings []Finding
 	for _, t := range texts {
-		clean := stripMarkup(refStripInvisible(t.value))
+		clean := stripMarkup(stripInvisible(t.value))
 		findings = append(findings, refScanText(t.where, clean)...)
 		if clean == t.value {
 			continue
@@ -103,15 +106,6 @@ func refStripObject(obj []byte, texts []text) ([]byte, []Finding) {
 	}
 	out = append(out, obj[last:]...)
 	return out, findings
-}
-
-func refIsStripRule(rule string) bool {
-	for i := range rules {
-		if rules[i].rule == rule {
-			return rules[i].strip
-		}
-	}
-	return false
 }
 
 // refAppendWords adds the identifier-like words of s: runs of letters,
@@ -223,7 +217,7 @@ func (w *refWalker) value(depth int) error {
 			return err
 		}
 		if len(w.path) > 0 && refScannedMember(w.path) {
-			s, err := refDecodeString(w.b[start:end])
+			s, err := decodeString(w.b[start:end])
 			if err != nil {
 				return err
 			}
@@ -255,7 +249,7 @@ func (w *refWalker) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		key, err := refDecodeString(w.b[start:end])
+		key, err := decodeString(w.b[start:end])
 		if err != nil {
 			return err
 		}
@@ -327,17 +321,6 @@ func (w *refWalker) stringEnd() (int, error) {
 		}
 	}
 	return 0, w.syntax("unterminated string")
-}
-
-// refDecodeString decodes one JSON string literal (quotes included). Invalid
-// UTF-8 becomes U+FFFD, as encoding/json decodes it, so that removing a
-// character between two stray bytes can never join them into a new one.
-func refDecodeString(lit []byte) (string, error) {
-	s, err := rawjson.Unquote(lit)
-	if err != nil {
-		return "", fmt.Errorf("invalid JSON string: %v", err)
-	}
-	return s, nil
 }
 
 var refHintsByFirst = refIndexHints(allHints)
@@ -433,55 +416,4 @@ func refInvisibleRuns(s string) []invisibleRun {
 	}
 	flush()
 	return out
-}
-
-// refInvisibleFindings reports each class found in s once, with how many
-// characters and, for tag characters, the ASCII they spell.
-func refInvisibleFindings(where, s string) []Finding {
-	runs := refInvisibleRuns(s)
-	if len(runs) == 0 {
-		return nil
-	}
-	counts := make([]int, len(invisibleClasses))
-	var hidden strings.Builder
-	for _, r := range runs {
-		counts[r.class] += r.n
-		if invisibleClasses[r.class].rule == "tag_characters" {
-			for _, c := range s[r.start:r.end] {
-				if a := c - 0xE0000; a >= 0x20 && a < 0x7F {
-					hidden.WriteRune(a)
-				}
-			}
-		}
-	}
-	var out []Finding
-	for i, n := range counts {
-		if n == 0 {
-			continue
-		}
-		c := invisibleClasses[i]
-		excerpt := strconv.Itoa(n) + " " + c.what
-		if c.rule == "tag_characters" && hidden.Len() > 0 {
-			excerpt += " spelling " + strconv.Quote(cutRunes(hidden.String(), maxExcerptRunes))
-		}
-		out = append(out, Finding{Kind: KindInvisible, Level: c.level, Rule: c.rule, Where: where, Excerpt: excerpt})
-	}
-	return out
-}
-
-// refStripInvisible removes the runs refInvisibleRuns finds.
-func refStripInvisible(s string) string {
-	runs := refInvisibleRuns(s)
-	if len(runs) == 0 {
-		return s
-	}
-	var b strings.Builder
-	b.Grow(len(s))
-	last := 0
-	for _, r := range runs {
-		b.WriteString(s[last:r.start])
-		last = r.end
-	}
-	b.WriteString(s[last:])
-	return b.String()
 }
