@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -164,14 +165,17 @@ var sensitivePathHints = []string{".ssh", "id_rsa", "id_dsa", "id_ecdsa", "id_ed
 	".pgpass", ".git-credentials", ".gnupg", "_history", ".env", ".docker/", ".kube/", ".config/gcloud", ".azure/", "mcp.json",
 	"claude_desktop_config.json", ".cursor/", "/etc/"}
 
-// compiledRule is a phraseRule with its hints as indexes into allHints
-// and its patterns compiled on first use: a rule's patterns run only on a
-// text that holds one of its hints, and compiling every rule's up front
-// was a millisecond and a half of each start.
+// compiledRule is a phraseRule with its hints as a set of indexes into
+// allHints and its patterns compiled on first use: a rule's patterns run
+// only on a text that holds one of its hints, and compiling every rule's
+// up front was a millisecond and a half of each start.
 type compiledRule struct {
 	phraseRule
-	res     func() []*regexp.Regexp
-	hintIdx []int
+	res func() []*regexp.Regexp
+	// needs are the clauses every match of the patterns needs
+	// (needLiterals), derived on first use too.
+	needs    func() [][]string
+	hintMask hintSet
 }
 
 // rules are phraseRules compiled once; allHints are their hints without
@@ -191,21 +195,60 @@ func compileRules(src []phraseRule) ([]compiledRule, []string) {
 			}
 			return res
 		})
+		out[i].needs = sync.OnceValue(func() [][]string { return needLiterals(r.all, r.hints) })
 		for _, h := range r.hints {
 			j, ok := index[h]
 			if !ok {
+				if !validHint(h) {
+					panic("integrity: hint " + strconv.Quote(h) + " is not lower-case ASCII")
+				}
 				j = len(hints)
 				index[h] = j
 				hints = append(hints, h)
 			}
-			out[i].hintIdx = append(out[i].hintIdx, j)
+			out[i].hintMask.add(j)
 		}
 	}
 	return out, hints
 }
 
-// hintsByFirst lists, for each byte, the hints that begin with it.
-var hintsByFirst = indexHints(allHints)
+// validHint reports whether h is a hint findHints can search: not empty,
+// printable ASCII without capitals (ASCII case folding is then the
+// lower-casing of the text's ASCII letters).
+func validHint(h string) bool {
+	for i := 0; i < len(h); i++ {
+		if c := h[i]; c < 0x20 || c >= 0x7F || c >= 'A' && c <= 'Z' {
+			return false
+		}
+	}
+	return h != ""
+}
+
+// maxHints is how many distinct hints a hintSet holds.
+const maxHints = 128
+
+// hintSet is which of allHints a text contains: bit i is allHints[i].
+type hintSet [maxHints / 64]uint64
+
+func (h *hintSet) add(i int) {
+	if i >= maxHints {
+		panic("integrity: more than " + strconv.Itoa(maxHints) + " distinct hints")
+	}
+	h[i/64] |= 1 << (i % 64)
+}
+
+// has reports whether the text contains allHints[i].
+func (h *hintSet) has(i int) bool { return h[i/64]&(1<<(i%64)) != 0 }
+
+// anyOf reports whether the text contains one of the hints of m.
+func (h *hintSet) anyOf(m *hintSet) bool {
+	for i := range h {
+		if h[i]&m[i] != 0 {
+			return true
+		}
+	}
+	return false
+}
 
 // hintRef is one hint of allHints and its index there.
 type hintRef struct {
@@ -213,43 +256,103 @@ type hintRef struct {
 	index int
 }
 
-func indexHints(hints []string) *[256][]hintRef {
-	var out [256][]hintRef
-	for i, h := range hints {
-		out[h[0]] = append(out[h[0]], hintRef{h, i})
-	}
-	return &out
+// hintIndex is allHints arranged for findHints.
+type hintIndex struct {
+	// pairs has bit a<<8|b set when a hint of two or more bytes begins
+	// with the bytes a, b: most positions of a text are rejected by one
+	// look-up here.
+	pairs [1 << 16 / 64]uint64
+	// byFirst lists, for each byte, the hints of two or more bytes that
+	// begin with it.
+	byFirst [256][]hintRef
+	// singles are the one-byte hints.
+	singles []hintRef
 }
 
-// hintSet is which of allHints a text contains (by index).
-type hintSet []bool
+var hintTable = indexHints(allHints)
 
-// findHints finds every hint in the lower-cased text in one pass: at each
-// byte only the hints that begin with it are compared (their second byte
-// first), instead of one search of the whole text per hint.
-func findHints(lower string) hintSet {
-	found := make(hintSet, len(allHints))
-	for i := 0; i < len(lower); i++ {
-		for _, h := range hintsByFirst[lower[i]] {
-			if found[h.index] || len(h.text) > 1 && (i+1 == len(lower) || lower[i+1] != h.text[1]) {
-				continue
-			}
-			if strings.HasPrefix(lower[i:], h.text) {
-				found[h.index] = true
+func indexHints(all []string) *hintIndex {
+	x := &hintIndex{}
+	for i, h := range all {
+		if len(h) == 1 {
+			x.singles = append(x.singles, hintRef{h, i})
+			continue
+		}
+		p := uint16(h[0])<<8 | uint16(h[1])
+		x.pairs[p/64] |= 1 << (p % 64)
+		x.byFirst[h[0]] = append(x.byFirst[h[0]], hintRef{h, i})
+	}
+	return x
+}
+
+// asciiLower maps 'A'-'Z' to 'a'-'z' and every other byte to itself.
+var asciiLower = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if i >= 'A' && i <= 'Z' {
+			t[i] += 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// findHints finds every hint in strings.ToLower(norm) in one pass, and
+// reports whether norm is ASCII. An ASCII text is compared with its
+// letters folded on the fly instead of being copied lower-cased first; a
+// text with other bytes is lower-cased with strings.ToLower, since
+// Unicode lower-casing can change bytes and lengths (the Kelvin sign
+// becomes 'k').
+func findHints(norm string) (found hintSet, ascii bool) {
+	found, ascii = hintTable.search(norm)
+	if !ascii {
+		found, _ = hintTable.search(strings.ToLower(norm))
+	}
+	return found, ascii
+}
+
+// search finds the hints in s, its ASCII letters folded to lower case,
+// and reports whether s is ASCII.
+func (x *hintIndex) search(s string) (found hintSet, ascii bool) {
+	for _, h := range x.singles {
+		c := h.text[0]
+		if strings.IndexByte(s, c) >= 0 || c >= 'a' && c <= 'z' && strings.IndexByte(s, c-('a'-'A')) >= 0 {
+			found.add(h.index)
+		}
+	}
+	if s == "" {
+		return found, true
+	}
+	high := s[0]
+	prev := asciiLower[s[0]]
+	for i := 1; i < len(s); i++ {
+		high |= s[i]
+		c := asciiLower[s[i]]
+		p := uint16(prev)<<8 | uint16(c)
+		prev = c
+		if x.pairs[p/64]&(1<<(p%64)) == 0 {
+			continue
+		}
+		for _, h := range x.byFirst[p>>8] {
+			if h.text[1] == c && !found.has(h.index) && hasPrefixFolded(s[i-1:], h.text) {
+				found.add(h.index)
 			}
 		}
 	}
-	return found
+	return found, high < 0x80
 }
 
-// any reports whether the text contains one of the hints idx.
-func (h hintSet) any(idx []int) bool {
-	for _, i := range idx {
-		if h[i] {
-			return true
+// hasPrefixFolded is strings.HasPrefix(s with its ASCII letters folded
+// to lower case, prefix).
+func hasPrefixFolded(s, prefix string) bool {
+	if len(s) < len(prefix) {
+		return false
+	}
+	for i := 0; i < len(prefix); i++ {
+		if asciiLower[s[i]] != prefix[i] {
+			return false
 		}
 	}
-	return false
+	return true
 }
 
 // Strip patterns: what scan: strip removes besides invisible characters.

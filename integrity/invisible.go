@@ -79,7 +79,14 @@ func invisibleRuns(s string) []invisibleRun {
 		}
 		cur = invisibleRun{class: -1}
 	}
-	for i, r := range s {
+	// Printable ASCII, most texts, is no invisible character: the runes
+	// are read from the first other byte.
+	k := 0
+	for k < len(s) && s[k] >= 0x20 && s[k] < 0x7F {
+		k++
+	}
+	for i, r := range s[k:] {
+		i += k
 		if r < 0x80 && r >= 0x20 && r != 0x7F {
 			flush()
 			continue

@@ -56,7 +56,9 @@ type word struct {
 
 // scanObject scans one client-visible tool object.
 func scanObject(obj []byte) scanResult {
-	texts, err := collectTexts(obj)
+	w := walkers.Get().(*walker)
+	defer w.release()
+	texts, err := w.collect(obj)
 	if err != nil {
 		return scanResult{findings: []Finding{{Kind: KindUnreadable, Level: LevelQuarantine, Rule: "unreadable",
 			Excerpt: cutRunes(sanitize.Text(err.Error()), maxExcerptRunes)}}}
@@ -88,11 +90,17 @@ func scanText(where, s string) []Finding {
 
 // scanNormalized is scanText of s whose normalize is norm.
 func scanNormalized(where, s, norm string) []Finding {
-	out := invisibleFindings(where, s)
-	hints := findHints(strings.ToLower(norm))
+	var out []Finding
+	// normalize drops or rewrites every invisible character (those that
+	// are white space become ' '): a text it leaves as it is has none.
+	if norm != s {
+		out = invisibleFindings(where, s)
+	}
+	found, ascii := findHints(norm)
+	folded := foldedText{norm: norm, ascii: ascii}
 	for i := range rules {
 		r := &rules[i]
-		if !hints.any(r.hintIdx) {
+		if !found.anyOf(&r.hintMask) || !folded.containsNeeds(r.needs()) {
 			continue
 		}
 		var first []int
@@ -111,7 +119,8 @@ func scanNormalized(where, s, norm string) []Finding {
 			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
 		}
 	}
-	if strings.HasSuffix(where, "description") {
+	// A string has no more runes than bytes: most are not counted.
+	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
 		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
 			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
 				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
@@ -194,32 +203,46 @@ func trimDots(w string) string {
 }
 
 // appendWords adds the identifier-like words of s: runs of letters,
-// digits, '_', '-' and '.', without leading or trailing '.' and '-'.
+// digits, '_', '-' and '.', without leading or trailing '.' and '-'. Only
+// distinctive words can name another server's tool (see Peers); the rest
+// are not kept. A word without a '_', '-', '.' or capital after its first
+// byte is not distinctive, trimmed or not: only the words around such a
+// byte are looked at.
 func appendWords(out []word, where, s string) []word {
-	start := -1
-	emit := func(end int) {
-		w := trimDots(s[start:end])
-		// Only distinctive words can name another server's tool (see
-		// Peers); the rest are not kept.
-		if distinctive(w) {
-			out = append(out, word{text: w, where: where})
-		}
-		start = -1
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c == '_' || c == '-' || c == '.' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			if start < 0 {
-				start = i
-			}
+	for i := 1; i < len(s); i++ {
+		if wordBytes[s[i]] != wordSpecial || wordBytes[s[i-1]] == 0 {
 			continue
 		}
-		if start >= 0 {
-			emit(i)
+		start, end := i-1, i+1
+		for start > 0 && wordBytes[s[start-1]] != 0 {
+			start--
 		}
-	}
-	if start >= 0 {
-		emit(len(s))
+		for end < len(s) && wordBytes[s[end]] != 0 {
+			end++
+		}
+		if w := trimDots(s[start:end]); distinctive(w) {
+			out = append(out, word{text: w, where: where})
+		}
+		i = end
 	}
 	return out
 }
+
+// Classes of wordBytes.
+const (
+	wordPlain   = 1 // a lower-case letter or a digit
+	wordSpecial = 2 // '_', '-', '.' or a capital
+)
+
+// wordBytes classes the bytes of words; 0 is any other byte.
+var wordBytes = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c >= 'a' && c <= 'z' || c >= '0' && c <= '9':
+			t[c] = wordPlain
+		case c >= 'A' && c <= 'Z' || c == '_' || c == '-' || c == '.':
+			t[c] = wordSpecial
+		}
+	}
+	return t
+}()

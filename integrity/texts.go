@@ -1,10 +1,12 @@
 package integrity
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
@@ -26,21 +28,21 @@ type text struct {
 	start, end int
 }
 
-// scannedMember reports whether the string at path is one the scan reads:
-// the tool's description and title, annotations.title, and every
-// description and title inside inputSchema and outputSchema (parameter
-// and property descriptions at any depth).
-func scannedMember(path []string) bool {
-	last := path[len(path)-1]
-	if last != "description" && last != "title" {
+// scannedMember reports whether the string at a path of n elements, the
+// first being first and the last last, is one the scan reads: the tool's
+// description and title, annotations.title, and every description and
+// title inside inputSchema and outputSchema (parameter and property
+// descriptions at any depth).
+func scannedMember(n int, first, last []byte) bool {
+	if string(last) != "description" && string(last) != "title" {
 		return false
 	}
 	switch {
-	case len(path) == 1:
+	case n == 1:
 		return true
-	case path[0] == "annotations":
-		return len(path) == 2 && last == "title"
-	case path[0] == "inputSchema" || path[0] == "outputSchema":
+	case string(first) == "annotations":
+		return n == 2 && string(last) == "title"
+	case string(first) == "inputSchema" || string(first) == "outputSchema":
 		// A property named "description" is an object under
 		// properties; only string values reach here.
 		return true
@@ -48,12 +50,15 @@ func scannedMember(path []string) bool {
 	return false
 }
 
-// collectTexts returns the scanned strings of one tool object, in document
-// order. The object must be valid JSON (the upstream package read it so):
-// the walker checks strings and structure but skips other values without
-// checking them, so other input gives an error or odd texts, never a panic.
-func collectTexts(obj []byte) ([]text, error) {
-	w := &walker{b: obj}
+// collect returns the scanned strings of one tool object, in document
+// order; nil when there are none. The object must be valid JSON (the
+// upstream package read it so): the walker checks strings and structure
+// but skips other values without checking them, so other input gives an
+// error or odd texts, never a panic. The texts' where and value are parts
+// of one new string; the slice is the walker's, valid until its release.
+func (w *walker) collect(obj []byte) ([]text, error) {
+	w.b, w.i = obj, 0
+	w.path, w.elems, w.out, w.strs, w.sizes = w.path[:0], w.elems[:0], w.out[:0], w.strs[:0], w.sizes[:0]
 	w.skipSpace()
 	if w.i >= len(w.b) || w.b[w.i] != '{' {
 		return nil, errors.New("not a JSON object")
@@ -65,17 +70,87 @@ func collectTexts(obj []byte) ([]text, error) {
 	if w.i != len(w.b) {
 		return nil, fmt.Errorf("data after the object at offset %d", w.i)
 	}
+	if len(w.out) == 0 {
+		return nil, nil
+	}
+	all := string(w.strs)
+	for k := range w.out {
+		t := &w.out[k]
+		t.where, all = all[:w.sizes[2*k]], all[w.sizes[2*k]:]
+		t.value, all = all[:w.sizes[2*k+1]], all[w.sizes[2*k+1]:]
+	}
 	return w.out, nil
 }
 
 // walker is a small JSON reader that follows object keys and records the
 // scanned strings. It checks syntax only as far as it needs to find value
 // boundaries; the input has already been parsed by the upstream side.
+// Walkers are reused (walkers): the scan of a catalog allocated its path
+// and texts per tool, most of the scan's garbage.
 type walker struct {
-	b    []byte
-	i    int
-	path []string
-	out  []text
+	b []byte
+	i int
+	// path is the path of the current value, its elements (keys and
+	// "[n]" for array elements) joined with '.'; elems holds where each
+	// element begins in it.
+	path  []byte
+	elems []int
+	// out are the texts found so far, their where and value not yet
+	// set: strs holds the where and value of each in turn, and sizes
+	// their lengths, two per text.
+	out   []text
+	strs  []byte
+	sizes []int
+}
+
+var walkers = sync.Pool{New: func() any { return new(walker) }}
+
+// maxWalkerBytes and maxWalkerTexts bound the buffers a walker keeps for
+// its next use: an unusually large tool does not pin its size in the pool.
+const (
+	maxWalkerBytes = 64 << 10
+	maxWalkerTexts = 256
+)
+
+// release returns w to walkers; its texts are not to be used after.
+func (w *walker) release() {
+	clear(w.out[:cap(w.out)]) // the strings of this tool
+	w.b = nil
+	if cap(w.strs) > maxWalkerBytes || cap(w.path) > maxWalkerBytes || cap(w.out) > maxWalkerTexts {
+		*w = walker{}
+	}
+	walkers.Put(w)
+}
+
+// push appends an element to the path; the caller writes its bytes.
+func (w *walker) push() {
+	if len(w.elems) > 0 {
+		w.path = append(w.path, '.')
+	}
+	w.elems = append(w.elems, len(w.path))
+}
+
+// pop removes the last element of the path.
+func (w *walker) pop() {
+	start := w.elems[len(w.elems)-1]
+	if len(w.elems) > 1 {
+		start-- // its '.'
+	}
+	w.path = w.path[:start]
+	w.elems = w.elems[:len(w.elems)-1]
+}
+
+// scanned reports whether the scan reads a string at the current path.
+func (w *walker) scanned() bool {
+	n := len(w.elems)
+	if n == 0 {
+		return false
+	}
+	first := w.path
+	if n > 1 {
+		first = w.path[:w.elems[1]-1]
+	}
+	return scannedMember(n, first, w.path[w.elems[n-1]:])
 }
 
 func (w *walker) skipSpace() { w.i = rawjson.SkipSpace(w.b, w.i) }
@@ -103,16 +178,24 @@ func (w *walker) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		if len(w.path) > 0 && scannedMember(w.path) {
-			s, err := decodeString(w.b[start:end])
-			if err != nil {
-				return err
+		if w.scanned() {
+			n := len(w.strs)
+			w.strs = append(w.strs, w.path...)
+			if lit := w.b[start+1 : end-1]; plainString(lit) {
+				w.strs = append(w.strs, lit...) // what decodeString would return
+			} else {
+				s, err := decodeString(w.b[start:end])
+				if err != nil {
+					return err
+				}
+				w.strs = append(w.strs, s...)
 			}
-			w.out = append(w.out, text{where: strings.Join(w.path, "."), value: s, start: start, end: end})
+			w.sizes = append(w.sizes, len(w.path), len(w.strs)-n-len(w.path))
+			w.out = append(w.out, text{start: start, end: end})
 		}
 		return nil
 	default:
-		for w.i < len(w.b) && !strings.ContainsRune(",]} \t\n\r", rune(w.b[w.i])) {
+		for w.i < len(w.b) && !endsValue(w.b[w.i]) {
 			w.i++
 		}
 		return nil
@@ -136,18 +219,23 @@ func (w *walker) object(depth int) error {
 		if err != nil {
 			return err
 		}
-		key, err := decodeString(w.b[start:end])
-		if err != nil {
-			return err
+		w.push()
+		if key := w.b[start+1 : end-1]; plainString(key) {
+			w.path = append(w.path, key...) // what decodeString would return
+		} else {
+			key, err := decodeString(w.b[start:end])
+			if err != nil {
+				return err
+			}
+			w.path = append(w.path, key...)
 		}
 		w.skipSpace()
 		if w.i >= len(w.b) || w.b[w.i] != ':' {
 			return w.syntax("expected ':'")
 		}
 		w.i++
-		w.path = append(w.path, key)
 		err = w.value(depth + 1)
-		w.path = w.path[:len(w.path)-1]
+		w.pop()
 		if err != nil {
 			return err
 		}
@@ -165,9 +253,10 @@ func (w *walker) array(depth int) error {
 		return nil
 	}
 	for n := 0; ; n++ {
-		w.path = append(w.path, "["+strconv.Itoa(n)+"]")
+		w.push()
+		w.path = append(strconv.AppendInt(append(w.path, '['), int64(n), 10), ']')
 		err := w.value(depth + 1)
-		w.path = w.path[:len(w.path)-1]
+		w.pop()
 		if err != nil {
 			return err
 		}
@@ -175,6 +264,15 @@ func (w *walker) array(depth int) error {
 			return err
 		}
 	}
+}
+
+// endsValue reports whether c ends a number, true, false or null.
+func endsValue(c byte) bool {
+	switch c {
+	case ',', ']', '}', ' ', '\t', '\n', '\r':
+		return true
+	}
+	return false
 }
 
 // separator reads the ',' between members or elements, or the closer that
@@ -196,18 +294,25 @@ func (w *walker) separator(closer byte) (end bool, err error) {
 }
 
 // stringEnd moves past the string at w.i (its opening quote) and returns
-// the offset just after its closing quote.
+// the offset just after its closing quote: the first quote after w.i not
+// escaped, that is preceded by an even number of backslashes.
 func (w *walker) stringEnd() (int, error) {
-	for j := w.i + 1; j < len(w.b); j++ {
-		switch w.b[j] {
-		case '\\':
-			j++
-		case '"':
-			w.i = j + 1
+	for j := w.i + 1; ; {
+		k := bytes.IndexByte(w.b[j:], '"')
+		if k < 0 {
+			return 0, w.syntax("unterminated string")
+		}
+		q := j + k
+		backslashes := 0
+		for p := q - 1; p > w.i && w.b[p] == '\\'; p-- {
+			backslashes++
+		}
+		if backslashes%2 == 0 {
+			w.i = q + 1
 			return w.i, nil
 		}
+		j = q + 1
 	}
-	return 0, w.syntax("unterminated string")
 }
 
 // decodeString decodes one JSON string literal (quotes included). Invalid
@@ -220,3 +325,33 @@ func decodeString(lit []byte) (string, error) {
 	}
 	return s, nil
 }
+
+// plainString reports whether the content of a JSON string literal is its
+// value: no escape, no control character, valid UTF-8 (the strings
+// rawjson.Unquote returns as they are).
+func plainString(b []byte) bool {
+	var k uint8
+	for _, c := range b {
+		k |= literalBytes[c]
+	}
+	return k == 0 || k == literalHigh && utf8.Valid(b)
+}
+
+// Classes of literalBytes.
+const (
+	literalEscape = 1 // a backslash or a control character
+	literalHigh   = 2 // a byte of a multi-byte UTF-8 sequence
+)
+
+// literalBytes classes the bytes of a JSON string literal's content.
+var literalBytes = func() (t [256]uint8) {
+	for c := range t {
+		switch {
+		case c < 0x20 || c == '\\':
+			t[c] = literalEscape
+		case c >= 0x80:
+			t[c] = literalHigh
+		}
+	}
+	return t
+}()
