@@ -10,7 +10,6 @@ import (
 	"io"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"unicode/utf8"
 
@@ -21,6 +20,16 @@ import (
 // covers (SPEC §13). Everything else (icons, _meta, unknown fields) may
 // change without a rug pull being reported.
 var fingerprintFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
+
+// isFingerprintField reports whether key is one of fingerprintFields.
+func isFingerprintField(key []byte) bool {
+	for _, f := range fingerprintFields {
+		if string(key) == f {
+			return true
+		}
+	}
+	return false
+}
 
 // fingerprintPrefix names the hash in every fingerprint string.
 const fingerprintPrefix = "sha256:"
@@ -55,11 +64,11 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 	}
 	var name string
 	// Room for the values and the sorted copy of the outermost object.
-	def, err := c.object(slices.Grow(s.buf[:0], 2*len(raw)+64), func(key string, value []byte) bool {
-		if string(value) == "null" || !slices.Contains(fingerprintFields, key) {
+	def, err := c.object(slices.Grow(s.buf[:0], 2*len(raw)+64), func(key, value []byte) bool {
+		if string(value) == "null" || !isFingerprintField(key) {
 			return false
 		}
-		if key == "name" {
+		if string(key) == "name" {
 			name, _ = rawjson.Unquote(value) // not a string: ""
 		}
 		return true
@@ -274,7 +283,7 @@ func (c *canonParser) value(dst []byte) ([]byte, error) {
 // object appends the canonical form of the object at c.i. keep, when set,
 // sees each member's key and canonical value after repeats are resolved,
 // and drops the member by returning false.
-func (c *canonParser) object(dst []byte, keep func(key string, value []byte) bool) ([]byte, error) {
+func (c *canonParser) object(dst []byte, keep func(key, value []byte) bool) ([]byte, error) {
 	if c.depth++; c.depth > maxCanonFastDepth {
 		return nil, errCanonDeep
 	}
@@ -293,7 +302,7 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 		if c.i >= len(c.src) || c.src[c.i] != '"' {
 			return nil, errCanonSyntax
 		}
-		key, err := c.decodeString()
+		key, plain, err := c.key()
 		if err != nil {
 			return nil, err
 		}
@@ -306,7 +315,7 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 		if dst, err = c.value(dst); err != nil {
 			return nil, err
 		}
-		c.members = append(c.members, canonMember{key, start, len(dst)})
+		c.members = append(c.members, canonMember{key, plain, start, len(dst)})
 		c.skipSpace()
 		if c.i >= len(c.src) {
 			return nil, errCanonSyntax
@@ -322,11 +331,11 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 	// The values sit after base in reading order: write the object sorted
 	// after them, then move it down to base.
 	ms := c.members[mark:]
-	slices.SortStableFunc(ms, func(a, b canonMember) int { return strings.Compare(a.key, b.key) })
+	slices.SortStableFunc(ms, func(a, b canonMember) int { return bytes.Compare(a.key, b.key) })
 	sorted := len(dst)
 	dst = append(dst, '{')
 	for i, m := range ms {
-		if i+1 < len(ms) && ms[i+1].key == m.key {
+		if i+1 < len(ms) && bytes.Equal(ms[i+1].key, m.key) {
 			continue // a later member of the same name wins
 		}
 		value := dst[m.start:m.end]
@@ -336,7 +345,11 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 		if len(dst) > sorted+1 {
 			dst = append(dst, ',')
 		}
-		dst = append(rawjson.AppendString(dst, m.key), ':')
+		if m.plain {
+			dst = append(append(append(dst, '"'), m.key...), '"', ':')
+		} else {
+			dst = append(rawjson.AppendString(dst, string(m.key)), ':')
+		}
 		dst = append(dst, dst[m.start:m.end]...)
 	}
 	dst = append(dst, '}')
@@ -344,10 +357,13 @@ func (c *canonParser) object(dst []byte, keep func(key string, value []byte) boo
 	return dst[:base+n], nil
 }
 
-// canonMember is one member of an object being read: its key, and where
-// its canonical value sits in the output.
+// canonMember is one member of an object being read: its key (decoded),
+// and where its canonical value sits in the output. A plain key (see
+// plainString) is the bytes between its quotes in the input, and is its
+// own canonical form between quotes.
 type canonMember struct {
-	key        string
+	key        []byte
+	plain      bool
 	start, end int
 }
 
@@ -413,14 +429,17 @@ func (c *canonParser) plainString() (int, bool) {
 	return 0, false
 }
 
-// decodeString reads the string at c.i and returns its value.
-func (c *canonParser) decodeString() (string, error) {
+// key reads the member name at c.i: a plain one (see plainString) as the
+// bytes between its quotes, which are its value, with plain true; any
+// other decoded.
+func (c *canonParser) key() (key []byte, plain bool, err error) {
 	if end, ok := c.plainString(); ok {
-		s := string(c.src[c.i+1 : end-1])
+		key = c.src[c.i+1 : end-1]
 		c.i = end
-		return s, nil
+		return key, true, nil
 	}
-	return c.unquote()
+	s, err := c.unquote()
+	return []byte(s), false, err
 }
 
 // unquote reads a string at c.i that is not plain (see plainString) with
@@ -487,7 +506,16 @@ func (c *canonParser) number(dst []byte) ([]byte, error) {
 // fingerprintOf hashes a Definition.
 func fingerprintOf(def []byte) string {
 	sum := sha256.Sum256(def)
-	return fingerprintPrefix + hex.EncodeToString(sum[:])
+	return fingerprintText(sum[:])
+}
+
+// fingerprintText is the fingerprint string of a SHA-256 sum, made in one
+// allocation.
+func fingerprintText(sum []byte) string {
+	var b [len(fingerprintPrefix) + 2*sha256.Size]byte
+	n := copy(b[:], fingerprintPrefix)
+	hex.Encode(b[n:], sum)
+	return string(b[:n+2*len(sum)])
 }
 
 // ShortFingerprint is the first 12 hex digits of a fingerprint, for log

@@ -3,7 +3,6 @@ package integrity
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -502,7 +501,7 @@ func unindentedFingerprint(src []byte) string {
 		}
 	}
 	h.Write(out)
-	return fingerprintPrefix + hex.EncodeToString(h.Sum(buf[:0]))
+	return fingerprintText(h.Sum(buf[:0]))
 }
 
 // unindent returns the JSON text src without the white space between its
