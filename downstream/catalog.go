@@ -141,10 +141,11 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: append(warnings, overrideWarnings...)}
 	for _, s := range servers {
 		for i, t := range kept[s.name] {
-			exposed, ok := table.Exposed(s.name, t.Name)
+			te, ok := table.Entry(s.name, t.Name)
 			if !ok {
 				continue
 			}
+			exposed := te.Exposed
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
 			st := shown[s.name][i]
 			visible, held, refusal := st.raw, false, ""
@@ -156,7 +157,7 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 					refusal = v[i].Refusal(exposed)
 				}
 			}
-			base, deflt := table.Base(exposed), table.Default(exposed)
+			base, deflt := te.Base, te.Default
 			e := prev.reusable(s.name, exposed, base, deflt, t, st, visible, held)
 			switch {
 			case e == nil:

@@ -122,9 +122,9 @@ func collect(inputs []Input) ([]item, []string) {
 // hold makes it a holder of its name in prev, if prev built that name from
 // the base it has now.
 func (it *item) hold(prev *Table) {
-	exposed, ok := prev.Exposed(it.route.Server, it.route.Name)
-	if ok && prev.Base(exposed) == it.base {
-		it.held, it.name = true, exposed
+	e, ok := prev.Entry(it.route.Server, it.route.Name)
+	if ok && e.Base == it.base {
+		it.held, it.name = true, e.Exposed
 	}
 }
 
@@ -274,29 +274,20 @@ func addSuffixes(items []item) {
 	}
 }
 
+// newTable builds the table of items, which are in (Server, Name) order.
+// The entries are sorted through a slice of indexes, which moves 4 bytes
+// per swap instead of an Entry's 96.
 func newTable(items []item) *Table {
-	t := &Table{
-		byExposed: make(map[string]Route, len(items)),
-		byRoute:   make(map[Route]string, len(items)),
-		entries:   make([]Entry, len(items)),
+	order := make([]int32, len(items)) // entry k is items[order[k]]
+	for i := range order {
+		order[i] = int32(i)
 	}
-	for i, it := range items {
-		t.byExposed[it.name] = it.route
-		t.byRoute[it.route] = it.name
-		t.entries[i] = Entry{Exposed: it.name, Base: it.base, Default: it.deflt, Route: it.route}
-		if it.deflt != "" {
-			if t.defaults == nil {
-				t.defaults = make(map[string]string)
-			}
-			t.defaults[it.name] = it.deflt
-		}
-		if it.base != it.name {
-			if t.bases == nil {
-				t.bases = make(map[string]string)
-			}
-			t.bases[it.name] = it.base
-		}
+	slices.SortFunc(order, func(a, b int32) int { return cmp.Compare(items[a].name, items[b].name) })
+	t := &Table{entries: make([]Entry, len(items)), byRoute: make([]int32, len(items))}
+	for k, i := range order {
+		it := &items[i]
+		t.entries[k] = Entry{Exposed: it.name, Base: it.base, Default: it.deflt, Route: it.route}
+		t.byRoute[i] = int32(k)
 	}
-	slices.SortFunc(t.entries, func(a, b Entry) int { return cmp.Compare(a.Exposed, b.Exposed) })
 	return t
 }

@@ -1,5 +1,11 @@
 package namespace
 
+import (
+	"cmp"
+	"slices"
+	"strings"
+)
+
 // Input is one server's items of one kind (tools, or prompts: they use the
 // same scheme, in separate tables).
 type Input struct {
@@ -44,31 +50,52 @@ type Entry struct {
 
 // Table maps exposed names to routes and back. It is immutable once Build
 // returns it and safe for concurrent use; a nil *Table is an empty table.
+// Both directions are binary searches over one sorted slice of entries:
+// the maps they replaced held about 230 KB for a catalog of 2,000 tools,
+// every catalog build made them again, and lookups by exposed name serve
+// catalog builds and the CLI, not calls (a catalog has its own index).
 type Table struct {
-	byExposed map[string]Route
-	byRoute   map[Route]string
-	bases     map[string]string // exposed -> base, where they differ
-	defaults  map[string]string // exposed -> default name, for renamed entries
-	entries   []Entry           // sorted by Exposed
+	entries []Entry // sorted by Exposed (unique)
+	byRoute []int32 // indexes into entries, in (Server, Name) order
+}
+
+// find returns the index of the entry of an exposed name.
+func (t *Table) find(exposed string) (int, bool) {
+	if t == nil {
+		return 0, false
+	}
+	return slices.BinarySearchFunc(t.entries, exposed, func(e Entry, x string) int { return strings.Compare(e.Exposed, x) })
 }
 
 // Lookup returns the route of an exposed name.
 func (t *Table) Lookup(exposed string) (Route, bool) {
-	if t == nil {
+	i, ok := t.find(exposed)
+	if !ok {
 		return Route{}, false
 	}
-	r, ok := t.byExposed[exposed]
-	return r, ok
+	return t.entries[i].Route, true
+}
+
+// Entry returns the entry of a server's item, given its original name.
+func (t *Table) Entry(server, name string) (Entry, bool) {
+	if t == nil {
+		return Entry{}, false
+	}
+	j, ok := slices.BinarySearchFunc(t.byRoute, Route{Server: server, Name: name}, func(i int32, r Route) int {
+		e := &t.entries[i]
+		return cmp.Or(strings.Compare(e.Server, r.Server), strings.Compare(e.Name, r.Name))
+	})
+	if !ok {
+		return Entry{}, false
+	}
+	return t.entries[t.byRoute[j]], true
 }
 
 // Exposed returns the exposed name of a server's item, given its original
 // name.
 func (t *Table) Exposed(server, name string) (string, bool) {
-	if t == nil {
-		return "", false
-	}
-	e, ok := t.byRoute[Route{Server: server, Name: name}]
-	return e, ok
+	e, ok := t.Entry(server, name)
+	return e.Exposed, ok
 }
 
 // Base returns the exposed name before any hash suffix of a name in the
@@ -76,14 +103,8 @@ func (t *Table) Exposed(server, name string) (string, bool) {
 // Names cut to 64 bytes keep their length hash: only the suffix a collision
 // added is left out.
 func (t *Table) Base(exposed string) string {
-	if t == nil {
-		return ""
-	}
-	if b, ok := t.bases[exposed]; ok {
-		return b
-	}
-	if _, ok := t.byExposed[exposed]; ok {
-		return exposed
+	if i, ok := t.find(exposed); ok {
+		return t.entries[i].Base
 	}
 	return ""
 }
@@ -92,10 +113,10 @@ func (t *Table) Base(exposed string) string {
 // without its rename (Entry.Default), or "" for a name that is not a
 // renamed entry's.
 func (t *Table) Default(exposed string) string {
-	if t == nil {
-		return ""
+	if i, ok := t.find(exposed); ok {
+		return t.entries[i].Default
 	}
-	return t.defaults[exposed]
+	return ""
 }
 
 // Len is the number of entries.
