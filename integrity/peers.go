@@ -33,25 +33,17 @@ type PeerTool struct {
 // for concurrent use; nil is an empty index.
 type Peers struct {
 	// owners maps a distinctive name (upstream or exposed) to the servers
-	// that have a tool by that name, sorted.
+	// that have a tool by that name, sorted. A server's own names are
+	// never references to another server: a word whose owners include the
+	// server of the text it is in is not one.
 	owners map[string][]string
-	// own maps a server to every name of its own tools (those are never
-	// references to another server).
-	own map[string]map[string]bool
 }
 
 // NewPeers builds the index of a catalog's tools.
 func NewPeers(tools []PeerTool) *Peers {
-	p := &Peers{owners: map[string][]string{}, own: map[string]map[string]bool{}}
+	p := &Peers{owners: map[string][]string{}}
 	for _, t := range tools {
-		if p.own[t.Server] == nil {
-			p.own[t.Server] = map[string]bool{}
-		}
 		for _, n := range []string{t.Name, t.Exposed} {
-			if n == "" {
-				continue
-			}
-			p.own[t.Server][n] = true
 			if distinctive(n) && !slices.Contains(p.owners[n], t.Server) {
 				p.owners[n] = append(p.owners[n], t.Server)
 				sort.Strings(p.owners[n])
@@ -90,7 +82,7 @@ func (p *Peers) references(server string, words []word) []Finding {
 	seen := map[string]bool{}
 	for _, w := range words {
 		owners := p.owners[w.text]
-		if len(owners) == 0 || p.own[server][w.text] || seen[w.where+"\x00"+w.text] {
+		if len(owners) == 0 || slices.Contains(owners, server) || seen[w.where+"\x00"+w.text] {
 			continue
 		}
 		var others []string
