@@ -398,6 +398,9 @@ func TestDecodePinFileStrict(t *testing.T) {
 		{`{"version":1,"tools":{"a":{"pinned":{"since":"yesterday"}}}}`, `tool "a": pinned: since is not a time`},
 		{`{"version":1,"server":7}`, `server is not a string`},
 		{`{"version":1} x`, `not valid JSON`},
+		{`{"version":1,"tools":[]}`, `tools: rawjson: not a JSON object`},
+		{`{"version":1,"tools":`, `not valid JSON`},
+		{`{"version":1,"tools":{"a":{"pinned":{"definition":{"n":1`, `not valid JSON`},
 	} {
 		_, err := decodePinFile([]byte(tc.data))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -85,15 +85,7 @@ func (p *Peers) references(server string, words []word) []Finding {
 		if len(owners) == 0 || slices.Contains(owners, server) || seen[w.where+"\x00"+w.text] {
 			continue
 		}
-		var others []string
-		for _, o := range owners {
-			if o != server {
-				others = append(others, o)
-			}
-		}
-		if len(others) == 0 {
-			continue
-		}
+		others := owners // none of them is server
 		seen[w.where+"\x00"+w.text] = true
 		what := "names " + strconv.Quote(sanitize.Text(w.text)) + ", a tool of server " + strconv.Quote(others[0])
 		if len(others) > 1 {

@@ -66,13 +66,18 @@ var (
 
 // pinReader reads the levels of one pin file from a single rawjson.Reader.
 // Its errors name the pin file's problem: a syntax error is "not valid
-// JSON", a member given twice a *rawjson.DuplicateError.
+// JSON", a member given twice a *rawjson.DuplicateError. It stops at the
+// first problem in document order, so of a file with several the first
+// is reported.
 type pinReader struct{ r *rawjson.Reader }
 
 // tools reads the tools object (or null) at vs into pf.Tools.
 func (d pinReader) tools(vs int, pf *pinFile) (int, error) {
 	if end, null, err := d.null(vs); null || err != nil {
 		return end, err
+	}
+	if b := d.r.Bytes(); vs < len(b) && b[vs] != '{' {
+		return 0, fmt.Errorf("tools: %v", rawjson.ErrNotObject) // valid JSON of another type
 	}
 	pf.Tools = map[string]*pinEntry{}
 	return d.object(vs, func(name string, vs int) (int, error) {

@@ -74,13 +74,28 @@ func scanObject(obj []byte) scanResult {
 				stripNeeded = true
 			}
 		}
+		n := len(res.words)
 		res.words = appendWords(res.words, t.where, norm)
+		keepWords(res.words[n:])
 	}
 	if !stripNeeded {
 		return res
 	}
 	res.stripped, res.strippedFindings = stripObject(obj, texts)
 	return res
+}
+
+// keepWords gives words (of one text) strings of their own: they are kept
+// with the tool's cached scan, and as slices of the text they would keep
+// every scanned text of the tool (collect makes them one string).
+func keepWords(words []word) {
+	if len(words) == 0 {
+		return
+	}
+	where := strings.Clone(words[0].where)
+	for i := range words {
+		words[i] = word{text: strings.Clone(words[i].text), where: where}
+	}
 }
 
 // scanText runs every detector but the cross-server one over one text.

@@ -109,7 +109,7 @@ func TestRenames(t *testing.T) {
 			tbl, warns := Rebuild(tt.style, tt.inputs, prev)
 			for r, want := range tt.want {
 				exposed, ok := tbl.Exposed(r.Server, r.Name)
-				got := [3]string{exposed, tbl.Base(exposed), tbl.Default(exposed)}
+				got := [3]string{exposed, entryOf(tbl, exposed).Base, entryOf(tbl, exposed).Default}
 				if !ok || got != want {
 					t.Errorf("%v: (exposed, base, default) = %q, want %q", r, got, want)
 				}

@@ -109,7 +109,7 @@ func TestRebuildKeepsHeldNames(t *testing.T) {
 				if got != w[0] {
 					t.Errorf("%v exposed as %q, want %q (warnings %q)", r, got, w[0], warns)
 				}
-				if b := tbl.Base(got); b != w[1] {
+				if b := entryOf(tbl, got).Base; b != w[1] {
 					t.Errorf("Base(%q) = %q, want %q", got, b, w[1])
 				}
 			}
@@ -147,13 +147,13 @@ func TestRebuildChainKeepsNames(t *testing.T) {
 		checkTable(t, tbl)
 		for r := range present {
 			got := mustExposed(t, tbl, r.Server, r.Name)
-			if old, ok := seen[r]; ok && old != got && bases[r] == tbl.Base(got) {
+			if old, ok := seen[r]; ok && old != got && bases[r] == entryOf(tbl, got).Base {
 				t.Fatalf("step %d: %v renamed from %q to %q, base %q unchanged", step, r, old, got, bases[r])
 			}
 			if old, ok := seen[r]; ok && old != got && r.Server != "c" {
 				t.Fatalf("step %d: %v of a prefixed server renamed from %q to %q", step, r, old, got)
 			}
-			seen[r], bases[r] = got, tbl.Base(got)
+			seen[r], bases[r] = got, entryOf(tbl, got).Base
 		}
 		for r := range seen {
 			if !present[r] {
@@ -166,14 +166,14 @@ func TestRebuildChainKeepsNames(t *testing.T) {
 
 func TestBaseOfUnknownAndNil(t *testing.T) {
 	tbl, _ := Build(StyleZeroclaw, []Input{{Server: "s", Prefix: "s", Names: []string{"a"}}})
-	if b := tbl.Base("s__a"); b != "s__a" {
+	if b := entryOf(tbl, "s__a").Base; b != "s__a" {
 		t.Errorf("Base of an unsuffixed name = %q", b)
 	}
-	if b := tbl.Base("nope"); b != "" {
+	if b := entryOf(tbl, "nope").Base; b != "" {
 		t.Errorf("Base of an unknown name = %q", b)
 	}
 	var nilTable *Table
-	if b := nilTable.Base("s__a"); b != "" {
+	if b := entryOf(nilTable, "s__a").Base; b != "" {
 		t.Errorf("nil table Base = %q", b)
 	}
 }

@@ -98,27 +98,6 @@ func (t *Table) Exposed(server, name string) (string, bool) {
 	return e.Exposed, ok
 }
 
-// Base returns the exposed name before any hash suffix of a name in the
-// table (the name itself when it has none), or "" for a name not in it.
-// Names cut to 64 bytes keep their length hash: only the suffix a collision
-// added is left out.
-func (t *Table) Base(exposed string) string {
-	if i, ok := t.find(exposed); ok {
-		return t.entries[i].Base
-	}
-	return ""
-}
-
-// Default returns the name a renamed entry would have been exposed under
-// without its rename (Entry.Default), or "" for a name that is not a
-// renamed entry's.
-func (t *Table) Default(exposed string) string {
-	if i, ok := t.find(exposed); ok {
-		return t.entries[i].Default
-	}
-	return ""
-}
-
 // Len is the number of entries.
 func (t *Table) Len() int {
 	if t == nil {
