@@ -493,10 +493,48 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 			}
 		}()
 	}
+	// The busy clients idle past the timeout only now and then, and keep a
+	// GET open most of the time, so whether a sweep catches one of them is
+	// up to the machine's load. One more client leaves its session idle
+	// until the sweep has closed it, amid the others' requests, and must
+	// then get 404.
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		resp, err := sessionRequest(context.Background(), url, "",
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
+		if err != nil {
+			t.Errorf("initialize: %v", err)
+			return
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		sid := resp.Header.Get("Mcp-Session-Id")
+		for live := true; live; {
+			if time.Now().After(stop.Add(5 * time.Second)) {
+				t.Errorf("session %s was not swept in %v", sid, time.Since(stop)+1500*time.Millisecond)
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+			live = false
+			p.sessions.each(func(s *session) { live = live || s.id == sid })
+		}
+		resp, err = sessionRequest(context.Background(), url, sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		if err != nil {
+			t.Errorf("POST: %v", err)
+			return
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound || !strings.Contains(string(body), "Session not found") {
+			t.Errorf("a swept session answered %d %q, want 404 Session not found", resp.StatusCode, body)
+		}
+		count("swept 404")
+	}()
 	wg.Wait()
 	t.Logf("responses: %v", counts)
-	if counts["200"] == 0 || counts["404"] == 0 {
-		t.Errorf("responses %v: the test needs both answered requests and swept sessions", counts)
+	if counts["200"] == 0 || counts["swept 404"] != 1 {
+		t.Errorf("responses %v: the test needs answered requests and the swept session's 404", counts)
 	}
 }
 
