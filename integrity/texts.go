@@ -180,15 +180,8 @@ func (w *walker) value(depth int) error {
 		}
 		if w.scanned() {
 			n := len(w.strs)
-			w.strs = append(w.strs, w.path...)
-			if lit := w.b[start+1 : end-1]; plainString(lit) {
-				w.strs = append(w.strs, lit...) // what decodeString would return
-			} else {
-				s, err := decodeString(w.b[start:end])
-				if err != nil {
-					return err
-				}
-				w.strs = append(w.strs, s...)
+			if w.strs, err = appendString(append(w.strs, w.path...), w.b[start:end]); err != nil {
+				return err
 			}
 			w.sizes = append(w.sizes, len(w.path), len(w.strs)-n-len(w.path))
 			w.out = append(w.out, text{start: start, end: end})
@@ -220,14 +213,8 @@ func (w *walker) object(depth int) error {
 			return err
 		}
 		w.push()
-		if key := w.b[start+1 : end-1]; plainString(key) {
-			w.path = append(w.path, key...) // what decodeString would return
-		} else {
-			key, err := decodeString(w.b[start:end])
-			if err != nil {
-				return err
-			}
-			w.path = append(w.path, key...)
+		if w.path, err = appendString(w.path, w.b[start:end]); err != nil {
+			return err
 		}
 		w.skipSpace()
 		if w.i >= len(w.b) || w.b[w.i] != ':' {
@@ -324,6 +311,21 @@ func decodeString(lit []byte) (string, error) {
 		return "", fmt.Errorf("invalid JSON string: %v", err)
 	}
 	return s, nil
+}
+
+// appendString appends the value of the JSON string lit (quotes included)
+// to dst: a plain one's bytes as they are, which is what decodeString
+// would return, any other decoded. On an error dst is returned as it was
+// (the walker pops its path on the way out).
+func appendString(dst, lit []byte) ([]byte, error) {
+	if inner := lit[1 : len(lit)-1]; plainString(inner) {
+		return append(dst, inner...), nil
+	}
+	s, err := decodeString(lit)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
 }
 
 // plainString reports whether the content of a JSON string literal is its
