@@ -417,6 +417,23 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 		counts[k]++
 		mu.Unlock()
 	}
+	// initialize opens a session; "" after an error it reported.
+	initialize := func() string {
+		resp, err := sessionRequest(context.Background(), url, "",
+			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
+		if err != nil {
+			t.Errorf("initialize: %v", err)
+			return ""
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		sid := resp.Header.Get("Mcp-Session-Id")
+		if resp.StatusCode != http.StatusOK || sid == "" {
+			t.Errorf("initialize: %d, session %q", resp.StatusCode, sid)
+			return ""
+		}
+		return sid
+	}
 	var wg sync.WaitGroup
 	for i := range clients {
 		wg.Add(1)
@@ -425,16 +442,7 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 			sid := ""
 			for n := 0; time.Now().Before(stop); n++ {
 				if sid == "" {
-					resp, err := sessionRequest(context.Background(), url, "",
-						`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
-					if err != nil {
-						t.Errorf("initialize: %v", err)
-						return
-					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if sid = resp.Header.Get("Mcp-Session-Id"); resp.StatusCode != http.StatusOK || sid == "" {
-						t.Errorf("initialize: %d, session %q", resp.StatusCode, sid)
+					if sid = initialize(); sid == "" {
 						return
 					}
 				}
@@ -501,15 +509,10 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		resp, err := sessionRequest(context.Background(), url, "",
-			`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{}}}`)
-		if err != nil {
-			t.Errorf("initialize: %v", err)
+		sid := initialize()
+		if sid == "" {
 			return
 		}
-		io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		sid := resp.Header.Get("Mcp-Session-Id")
 		for live := true; live; {
 			if time.Now().After(stop.Add(5 * time.Second)) {
 				t.Errorf("session %s was not swept in %v", sid, time.Since(stop)+1500*time.Millisecond)
@@ -519,7 +522,7 @@ func TestHTTPIdleSweepUnderLoad(t *testing.T) {
 			live = false
 			p.sessions.each(func(s *session) { live = live || s.id == sid })
 		}
-		resp, err = sessionRequest(context.Background(), url, sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		resp, err := sessionRequest(context.Background(), url, sid, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		if err != nil {
 			t.Errorf("POST: %v", err)
 			return
