@@ -49,13 +49,13 @@ var ErrUnknownAgent = errors.New("unknown agent")
 type Tool struct {
 	Exposed string
 	// Base is the exposed name before any hash suffix a name collision
-	// added (namespace.Table.Base, downstream.ToolEntry.Base); "" means
+	// added (namespace.Entry.Base, downstream.ToolEntry.Base); "" means
 	// Exposed. Every rule that matches names matches Exposed or Base, so a
 	// suffix never moves a tool out of a rule (SPEC §2).
 	Base string
 	// Default is, for a tool an override renamed (SPEC §15), the name it
 	// would have been exposed under without the rename
-	// (namespace.Table.Default); "" otherwise. Rules match it too, so a
+	// (namespace.Entry.Default); "" otherwise. Rules match it too, so a
 	// rename never moves a tool out of a rule written for its old name.
 	Default string
 	// Server is the configured server; "" for the proxy's own tools.

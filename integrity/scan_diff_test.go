@@ -184,7 +184,7 @@ func checkScanObject(t *testing.T, obj []byte) {
 	texts, err := new(walker).collect(obj)
 	refTexts, refErr := refCollectTexts(obj)
 	if fmt.Sprint(err) != fmt.Sprint(refErr) || !reflect.DeepEqual(texts, refTexts) {
-		t.Fatalf("collectTexts(%q)\n got %+v, %v\nwant %+v, %v", obj, texts, err, refTexts, refErr)
+		t.Fatalf("walker.collect(%q)\n got %+v, %v\nwant %+v, %v", obj, texts, err, refTexts, refErr)
 	}
 }
 
