@@ -39,7 +39,7 @@ func BenchmarkFingerprint2000(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		for _, t := range tools {
-			if _, fp, _ := fingerprintTool(t.Name, t.Upstream); fp == "" {
+			if _, fp, _ := fingerprintTool(t.Name, t.Upstream, ""); fp == "" {
 				b.Fatal("no fingerprint")
 			}
 		}

@@ -48,13 +48,15 @@ type Definition []byte
 // Definition. raw is not modified. A raw value that is not a JSON object is
 // an error.
 func Canonicalize(raw []byte) (Definition, string, error) {
-	def, fp, _, err := canonicalize(raw)
+	def, fp, _, err := canonicalize(raw, "")
 	return def, fp, err
 }
 
 // canonicalize is Canonicalize that also returns the tool's name ("" when
-// it is not a string).
-func canonicalize(raw []byte) (Definition, string, string, error) {
+// it is not a string). When the fingerprint is recorded (a fingerprint the
+// caller has on record), the Definition is not returned (nil): a caller
+// that needs only the fingerprint is spared its copy.
+func canonicalize(raw []byte, recorded string) (Definition, string, string, error) {
 	s := scratchPool.Get().(*canonScratch)
 	defer s.release()
 	c := canonParser{src: raw, members: s.members}
@@ -77,17 +79,24 @@ func canonicalize(raw []byte) (Definition, string, string, error) {
 		err = c.end()
 	}
 	s.members = c.members
+	inScratch := err == nil
 	switch {
 	case errors.Is(err, errCanonDeep):
 		def, name, err = canonicalizeTree(raw)
-	case err == nil:
+	case inScratch:
 		s.buf = def
-		def = bytes.Clone(def) // its own size: the scratch is twice the input
 	}
 	if err != nil {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object: %v", ErrBadDefinition, err)
 	}
-	return def, fingerprintOf(def), name, nil
+	fp := fingerprintOf(def)
+	switch {
+	case recorded != "" && fp == recorded:
+		def = nil
+	case inScratch:
+		def = bytes.Clone(def) // its own size: the scratch is twice the input
+	}
+	return def, fp, name, nil
 }
 
 // canonScratch is the working memory of one canonicalize: the output

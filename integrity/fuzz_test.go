@@ -100,7 +100,7 @@ func FuzzScanText(f *testing.F) {
 func FuzzParsePinFile(f *testing.F) {
 	tc := &toolCache{}
 	tc.upstream = tool("a", "A.").Upstream
-	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream)
+	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream, "")
 	valid, _ := json.Marshal(&pinFile{Version: 1, Server: "s", Tools: map[string]*pinEntry{"a": {Pinned: record(tc, "", time.Time{})}}})
 	f.Add(valid)
 	f.Add([]byte(`{"version":1,"server":"s","tools":{"a":{}}}`))
@@ -240,12 +240,23 @@ func FuzzCanonicalOracle(f *testing.F) {
 			t.Fatalf("canonicalJSON(%q) = %q, %v; want %q, %v", raw, got, err, want, wantErr)
 		}
 		want, wantName, wantErr := oracleCanonical(raw, true)
-		def, fp, name, err := canonicalize(raw)
+		def, fp, name, err := canonicalize(raw, "")
 		if (err != nil) != (wantErr != nil) || !bytes.Equal(def, want) || name != wantName {
 			t.Fatalf("canonicalize(%q) = %q %q, %v; want %q %q, %v", raw, def, name, err, want, wantName, wantErr)
 		}
-		if err == nil && fp != fingerprintOf(want) {
+		if err != nil {
+			return
+		}
+		if fp != fingerprintOf(want) {
 			t.Fatalf("fingerprint %s of %q", fp, def)
+		}
+		// With its fingerprint on record the definition is left out, and
+		// with another one it is not.
+		if def, again, _, _ := canonicalize(raw, fp); def != nil || again != fp {
+			t.Fatalf("canonicalize(%q, its own fingerprint) = %q %s; want no definition, %s", raw, def, again, fp)
+		}
+		if def, _, _, _ := canonicalize(raw, "sha256:other"); !bytes.Equal(def, want) {
+			t.Fatalf("canonicalize(%q, another fingerprint) = %q; want %q", raw, def, want)
 		}
 	})
 }
@@ -269,7 +280,7 @@ func nested(depth int, leaf string) string {
 func FuzzDecodePinFile(f *testing.F) {
 	tc := &toolCache{}
 	tc.upstream = tool("a", "A <b>&</b> ✓.").Upstream
-	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream)
+	_, tc.fp, tc.name = fingerprintTool("a", tc.upstream, "")
 	valid, _ := encodePinFile(&pinFile{Version: 1, Server: "s", Tools: map[string]*pinEntry{
 		"a": {Pinned: record(tc, "", time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)), Pending: record(tc, ReasonChanged, time.Time{})}}})
 	f.Add(valid)

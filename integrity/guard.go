@@ -165,12 +165,18 @@ func (g *Guard) review(in Server, peers *Peers) *Review {
 	st.logging = make(map[string]bool, len(st.logged))
 	defer func() { st.logged, st.logging = st.logging, nil }()
 	pol := in.Policy.normalized()
+	// The pin file is read first: cacheTools keeps no definition of a
+	// tool that matches its pin.
+	var storeErr error
+	if pol.Pinning != PinOff {
+		storeErr = g.refresh(st, in.Name)
+	}
 	caches, fresh := g.cacheTools(st, in.Tools)
 
 	rev := &Review{Server: in.Name, Verdicts: make([]Verdict, len(in.Tools))}
 	var pins []pinState
 	if pol.Pinning != PinOff {
-		pins, rev.Err = g.pin(st, in.Name, pol, caches, fresh)
+		pins, rev.Err = g.pin(st, in.Name, pol, caches, fresh, storeErr)
 	}
 	for i, t := range in.Tools {
 		tc := caches[i]
@@ -202,6 +208,18 @@ func (g *Guard) review(in Server, peers *Peers) *Review {
 	return rev
 }
 
+// pinned is the fingerprint pinned for the tool named name in the pin file
+// last read, "" when there is none.
+func (st *serverState) pinned(name string) string {
+	if st.file == nil {
+		return ""
+	}
+	if e := st.file.Tools[name]; e != nil && e.Pinned != nil {
+		return e.Pinned.Fingerprint
+	}
+	return ""
+}
+
 // state returns server's state, creating it.
 func (g *Guard) state(server string) *serverState {
 	st := g.servers[server]
@@ -214,7 +232,9 @@ func (g *Guard) state(server string) *serverState {
 
 // cacheTools fingerprints and scans the tools whose bytes changed, and
 // forgets tools that are gone. fresh holds the canonical definitions it
-// computed, for the pin records of this review only.
+// computed, for the pin records of this review only; it has none for a
+// tool whose fingerprint is the one pinned (the pin needs no new record),
+// and pin records compute a missing one again (definitions.record).
 func (g *Guard) cacheTools(st *serverState, tools []Tool) (out []*toolCache, fresh [][]byte) {
 	out = make([]*toolCache, len(tools))
 	fresh = make([][]byte, len(tools))
@@ -232,7 +252,7 @@ func (g *Guard) cacheTools(st *serverState, tools []Tool) (out []*toolCache, fre
 		}
 		if tc.upstream == nil || !bytes.Equal(tc.upstream, t.Upstream) {
 			tc.upstream = t.Upstream
-			fresh[i], tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream)
+			fresh[i], tc.fp, tc.name = fingerprintTool(t.Name, t.Upstream, st.pinned(t.Name))
 		}
 		if tc.visible == nil || !bytes.Equal(tc.visible, visible) {
 			tc.visible = visible
@@ -332,11 +352,12 @@ func (g *Guard) sortedServers() []string {
 	return out
 }
 
-// fingerprintTool canonicalizes one upstream tool object. A tool that is
-// not an object, or whose "name" is not name, gets an empty fingerprint:
-// it is never pinned, and pinning: quarantine holds it.
-func fingerprintTool(name string, raw []byte) (Definition, string, string) {
-	def, fp, got, err := canonicalize(raw)
+// fingerprintTool canonicalizes one upstream tool object; recorded is as
+// for canonicalize. A tool that is not an object, or whose "name" is not
+// name, gets an empty fingerprint: it is never pinned, and pinning:
+// quarantine holds it.
+func fingerprintTool(name string, raw []byte, recorded string) (Definition, string, string) {
+	def, fp, got, err := canonicalize(raw, recorded)
 	if err != nil || got != name || name == "" {
 		return nil, "", ""
 	}

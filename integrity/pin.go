@@ -18,12 +18,13 @@ type pinState struct {
 	event string
 }
 
-// pin compares the tools with the server's pin file and records what is
-// to be recorded. It returns one state per tool, and the error that made
-// the pin file unusable (then the states are nil).
-func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache, fresh [][]byte) ([]pinState, error) {
-	if err := g.refresh(st, server); err != nil {
-		return nil, err
+// pin compares the tools with the server's pin file, which refresh has
+// just read (storeErr is its error), and records what is to be recorded.
+// It returns one state per tool, and the error that made the pin file
+// unusable (then the states are nil).
+func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache, fresh [][]byte, storeErr error) ([]pinState, error) {
+	if storeErr != nil {
+		return nil, storeErr
 	}
 	defs := &definitions{tools: tools, defs: fresh}
 	states, next := reconcile(st.file, defs, pol, g.now())
@@ -203,7 +204,7 @@ type definitions struct {
 // record is the pin record of tool i.
 func (d *definitions) record(i int, reason Reason, now time.Time) *pinRecord {
 	if d.defs[i] == nil {
-		d.defs[i], _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream)
+		d.defs[i], _, _ = fingerprintTool(d.tools[i].name, d.tools[i].upstream, "")
 	}
 	return &pinRecord{Fingerprint: d.tools[i].fp, Since: now.UTC().Truncate(time.Second), Reason: reason, Definition: json.RawMessage(d.defs[i])}
 }

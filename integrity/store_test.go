@@ -189,7 +189,7 @@ func TestConcurrentUpdates(t *testing.T) {
 				}
 				tc := &toolCache{}
 				tc.upstream = tool(name, "d").Upstream
-				_, tc.fp, tc.name = fingerprintTool(name, tc.upstream)
+				_, tc.fp, tc.name = fingerprintTool(name, tc.upstream, "")
 				_, _, err := s.update("s", func(cur *pinFile) (*pinFile, error) {
 					next := &pinFile{Tools: map[string]*pinEntry{}}
 					if cur != nil {
@@ -382,9 +382,9 @@ func TestReadAtMost(t *testing.T) {
 func TestParsedPinFileKeepsNoBytesOfData(t *testing.T) {
 	pinned, pending := &toolCache{}, &toolCache{}
 	pinned.upstream = tool("tool_a", "Reads things.").Upstream
-	_, pinned.fp, pinned.name = fingerprintTool("tool_a", pinned.upstream)
+	_, pinned.fp, pinned.name = fingerprintTool("tool_a", pinned.upstream, "")
 	pending.upstream = tool("tool_a", "Reads other things.").Upstream
-	_, pending.fp, pending.name = fingerprintTool("tool_a", pending.upstream)
+	_, pending.fp, pending.name = fingerprintTool("tool_a", pending.upstream, "")
 	since := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	file := &pinFile{Version: pinFileVersion, Server: "srv", Tools: map[string]*pinEntry{
 		"tool_a": {Pinned: record(pinned, "", since), Pending: record(pending, ReasonChanged, since)}}}
