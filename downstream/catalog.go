@@ -110,17 +110,15 @@ func buildCatalog(style namespace.Style, servers []serverTools) *Catalog {
 // the own tools that lead the result (see Catalog).
 func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog, review reviewer, own []byte) *Catalog {
 	inputs := make([]namespace.Input, 0, len(servers))
-	kept := make(map[string][]upstream.Tool, len(servers))
-	shown := make(map[string][]shownTool, len(servers))
+	shown := make([][]shownTool, len(servers)) // by server, as servers
 	var overrideWarnings []string
-	for _, s := range servers {
-		in := namespace.Input{Server: s.name, Prefix: s.prefix}
-		for _, t := range s.tools {
-			in.Names = append(in.Names, t.Name)
-			kept[s.name] = append(kept[s.name], t)
+	for si, s := range servers {
+		in := namespace.Input{Server: s.name, Prefix: s.prefix, Names: make([]string, len(s.tools))}
+		for i, t := range s.tools {
+			in.Names[i] = t.Name
 		}
 		sh, warns := showTools(s.name, s.overrides, s.tools, s.connected)
-		shown[s.name], overrideWarnings = sh, append(overrideWarnings, warns...)
+		shown[si], overrideWarnings = sh, append(overrideWarnings, warns...)
 		for i, st := range sh {
 			if st.ov != nil && st.ov.Name() != "" {
 				if in.Renames == nil {
@@ -136,18 +134,18 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 		prevNames = prev.names
 	}
 	table, warnings := namespace.Rebuild(style, inputs, prevNames)
-	verdicts := reviewAll(review, servers, kept, shown, table)
+	verdicts := reviewAll(review, servers, shown, table)
 
 	c := &Catalog{byName: make(map[string]*ToolEntry, table.Len()), names: table, warnings: append(warnings, overrideWarnings...)}
-	for _, s := range servers {
-		for i, t := range kept[s.name] {
+	for si, s := range servers {
+		for i, t := range s.tools {
 			te, ok := table.Entry(s.name, t.Name)
 			if !ok {
 				continue
 			}
 			exposed := te.Exposed
 			filtered := !filter.ServerTool(s.include, s.exclude, t.Name)
-			st := shown[s.name][i]
+			st := shown[si][i]
 			visible, held, refusal := st.raw, false, ""
 			if v := verdicts[s.name]; i < len(v) {
 				if v[i].Visible != nil {
@@ -240,15 +238,19 @@ func (c *Catalog) reusable(server, exposed, base, deflt string, t upstream.Tool,
 	return e
 }
 
-// reviewAll runs review on the tools of every connected server, by server.
-func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstream.Tool, shown map[string][]shownTool,
-	table *namespace.Table) map[string][]integrity.Verdict {
+// reviewAll runs review on the tools of every connected server, by server;
+// shown is by server, as servers.
+func reviewAll(review reviewer, servers []serverTools, shown [][]shownTool, table *namespace.Table) map[string][]integrity.Verdict {
 	if review == nil {
 		return nil
 	}
-	var peers []integrity.PeerTool
+	n := 0
 	for _, s := range servers {
-		for _, t := range kept[s.name] {
+		n += len(s.tools)
+	}
+	peers := make([]integrity.PeerTool, 0, n)
+	for _, s := range servers {
+		for _, t := range s.tools {
 			if exposed, ok := table.Exposed(s.name, t.Name); ok {
 				peers = append(peers, integrity.PeerTool{Server: s.name, Name: t.Name, Exposed: exposed})
 			}
@@ -256,9 +258,9 @@ func reviewAll(review reviewer, servers []serverTools, kept map[string][]upstrea
 	}
 	index := integrity.NewPeers(peers)
 	out := make(map[string][]integrity.Verdict, len(servers))
-	for _, s := range servers {
+	for si, s := range servers {
 		if s.connected {
-			out[s.name] = review(s.name, kept[s.name], shown[s.name], index)
+			out[s.name] = review(s.name, s.tools, shown[si], index)
 		}
 	}
 	return out
