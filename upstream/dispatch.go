@@ -2,76 +2,73 @@ package upstream
 
 import "sync"
 
-// dispatcher delivers snapshots to OnSnapshot on one goroutine, in the order
-// they were pushed, without holding any lock of the Conn while the hook runs.
-// The queue is unbounded, but snapshots are only made on state changes and
-// re-discoveries (at most one in flight per kind), so it stays short unless
-// the hook blocks, which its contract forbids.
+// dispatcher delivers snapshots to OnSnapshot in the order they were
+// pushed, one at a time, without holding any lock of the Conn while the
+// hook runs. A goroutine runs only while snapshots wait: push starts one
+// when none runs, and it ends when the queue is empty. Snapshots come on
+// state changes and re-discoveries, so a Conn is idle nearly always, and an
+// idle one keeps no goroutine (nor the stack its catalog builds grew). The
+// queue is unbounded, but at most one re-discovery per kind is in flight,
+// so it stays short unless the hook blocks, which its contract forbids.
 type dispatcher struct {
-	fn    func(*Snapshot)
-	mu    sync.Mutex
-	queue []*Snapshot
-	wake  chan struct{} // capacity 1
-	quit  chan struct{}
-	done  chan struct{}
-	once  sync.Once
+	fn      func(*Snapshot)
+	mu      sync.Mutex
+	queue   []*Snapshot
+	running bool // a delivery goroutine owns the queue
+	stopped bool // stop was called: pushes are dropped once the queue is empty
+	wg      sync.WaitGroup
 }
 
-// newDispatcher starts the delivery goroutine; stop ends it. A nil fn
-// discards snapshots.
+// newDispatcher returns a dispatcher to fn. A nil fn discards snapshots.
 func newDispatcher(fn func(*Snapshot)) *dispatcher {
-	d := &dispatcher{
-		fn:   fn,
-		wake: make(chan struct{}, 1),
-		quit: make(chan struct{}),
-		done: make(chan struct{}),
-	}
-	go d.loop()
-	return d
+	return &dispatcher{fn: fn}
 }
 
-// push queues s; it never blocks.
+// push queues s; it never blocks. After stop it drops s, unless the
+// delivery stop waits for is still running (a hook that publishes).
 func (d *dispatcher) push(s *Snapshot) {
 	if d.fn == nil {
 		return
 	}
 	d.mu.Lock()
+	if d.stopped && !d.running {
+		d.mu.Unlock()
+		return
+	}
 	d.queue = append(d.queue, s)
+	start := !d.running
+	if start {
+		d.running = true
+		d.wg.Add(1)
+	}
 	d.mu.Unlock()
-	select {
-	case d.wake <- struct{}{}:
-	default:
+	if start {
+		go d.deliver()
 	}
 }
 
-// stop delivers what is queued, then ends the goroutine and waits for it.
+// stop waits until what was pushed before it, and what the hook pushes
+// meanwhile, is delivered.
 func (d *dispatcher) stop() {
-	d.once.Do(func() { close(d.quit) })
-	<-d.done
+	d.mu.Lock()
+	d.stopped = true
+	d.mu.Unlock()
+	d.wg.Wait()
 }
 
-func (d *dispatcher) loop() {
-	defer close(d.done)
-	for {
-		select {
-		case <-d.wake:
-			d.drain()
-		case <-d.quit:
-			d.drain()
-			return
-		}
-	}
-}
-
-func (d *dispatcher) drain() {
+// deliver hands the queue to fn until it is empty.
+func (d *dispatcher) deliver() {
+	defer d.wg.Done()
 	for {
 		d.mu.Lock()
 		batch := d.queue
 		d.queue = nil
-		d.mu.Unlock()
 		if len(batch) == 0 {
+			d.running = false
+			d.mu.Unlock()
 			return
 		}
+		d.mu.Unlock()
 		for _, s := range batch {
 			d.fn(s)
 		}
