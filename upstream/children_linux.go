@@ -3,10 +3,14 @@
 package upstream
 
 import (
+	"errors"
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // Linux gives stdio children a parent-death signal: SIGKILL when the proxy
@@ -53,4 +57,41 @@ func spawner() {
 	for c := range spawnCalls {
 		c.done <- ownChildren.start(c.cmd)
 	}
+}
+
+// awaitExit returns once the child pid has exited, without reaping it,
+// parked on the runtime's poller through a pidfd. cmd.Wait alone holds an
+// OS thread in waitid(2) for the child's whole life: one thread per stdio
+// server, each with its stacks. Where no pidfd can be had (kernels before
+// 5.3) or polled, it returns at once and the caller's Wait blocks as
+// before. The pid cannot be reused meanwhile: the child stays a zombie
+// until Wait reaps it.
+func awaitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, unix.PIDFD_NONBLOCK)
+	if errors.Is(err, unix.EINVAL) { // PIDFD_NONBLOCK came with 5.10
+		if fd, err = unix.PidfdOpen(pid, 0); err == nil {
+			err = unix.SetNonblock(fd, true)
+			if err != nil {
+				_ = unix.Close(fd)
+			}
+		}
+	}
+	if err != nil {
+		return
+	}
+	f := os.NewFile(uintptr(fd), "pidfd")
+	defer func() { _ = f.Close() }()
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return
+	}
+	// A pidfd reads as ready once its process has exited.
+	_ = rc.Read(func(fd uintptr) bool {
+		fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+		n, err := unix.Poll(fds, 0)
+		if errors.Is(err, unix.EINTR) {
+			return false
+		}
+		return err != nil || n > 0
+	})
 }

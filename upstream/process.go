@@ -125,8 +125,11 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 		stderrDone: make(chan struct{}),
 	}
 	// cmd.Wait is safe here: the pipes are *os.File, so exec starts no copy
-	// goroutines and Wait returns as soon as the child is reaped.
+	// goroutines and Wait returns as soon as the child is reaped. It is
+	// called once the child has exited (awaitExit), so that no OS thread
+	// waits in it meanwhile.
 	go func() {
+		awaitExit(cmd.Process.Pid)
 		_ = cmd.Wait()
 		ownChildren.forget(p.pgid)
 		p.exitErr = exitError(cmd.ProcessState)

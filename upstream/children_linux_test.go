@@ -1,0 +1,109 @@
+//go:build linux
+
+package upstream
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// threads is the number of OS threads of this process.
+func threads(t *testing.T) int {
+	t.Helper()
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for line := range strings.Lines(string(b)) {
+		if v, ok := strings.CutPrefix(line, "Threads:"); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(v))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no Threads line in /proc/self/status")
+	return 0
+}
+
+// TestAwaitExit waits for 20 children at once: while they run, the waits
+// hold no OS thread each (cmd.Wait alone would hold 20); each returns once
+// its child has exited and leaves it for Wait to reap, with its status.
+// Not parallel: the thread count is the process's.
+func TestAwaitExit(t *testing.T) {
+	const n = 20
+	before := threads(t)
+	release := make(chan struct{})
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		// Each child exits with its index once its stdin closes.
+		cmd := exec.Command("sh", "-c", "read _; exit "+strconv.Itoa(i%3))
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() {
+			done := make(chan struct{})
+			go func() {
+				awaitExit(cmd.Process.Pid)
+				close(done)
+			}()
+			select {
+			case <-done:
+				errs[i] = fmt.Errorf("awaitExit returned while child %d ran", i)
+			case <-release:
+			}
+			_ = stdin.Close()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				errs[i] = fmt.Errorf("awaitExit did not return 10 s after child %d was told to exit", i)
+				return
+			}
+			err := cmd.Wait() // the child is still there to reap
+			if got := cmd.ProcessState.ExitCode(); got != i%3 {
+				errs[i] = fmt.Errorf("child %d: Wait = %v, exit code %d; want %d", i, err, got, i%3)
+			}
+		})
+	}
+	// Every child started and every wait began: give the waits time to
+	// settle where they wait.
+	time.Sleep(200 * time.Millisecond)
+	during := threads(t)
+	close(release)
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	if during-before >= n/2 {
+		t.Errorf("%d threads while %d children were awaited, %d before: the waits hold threads", during, n, before)
+	}
+	// A child reaped already: there is no pidfd to be had.
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() {
+		awaitExit(cmd.Process.Pid)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Error("awaitExit on a reaped child did not return in 5 s")
+	}
+}
