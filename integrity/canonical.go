@@ -89,7 +89,7 @@ func canonicalize(raw []byte, recorded string) (Definition, string, string, erro
 	if err != nil {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object: %v", ErrBadDefinition, err)
 	}
-	fp := fingerprintOf(def)
+	fp := fingerprintOf(def, recorded)
 	switch {
 	case recorded != "" && fp == recorded:
 		def = nil
@@ -513,18 +513,24 @@ func (c *canonParser) number(dst []byte) ([]byte, error) {
 }
 
 // fingerprintOf hashes a Definition.
-func fingerprintOf(def []byte) string {
+func fingerprintOf(def []byte, known string) string {
 	sum := sha256.Sum256(def)
-	return fingerprintText(sum[:])
+	return fingerprintText(sum[:], known)
 }
 
 // fingerprintText is the fingerprint string of a SHA-256 sum, made in one
-// allocation.
-func fingerprintText(sum []byte) string {
+// allocation; or known, without one, when that is the string. A start
+// fingerprints every tool and checks every pin, and nearly every result
+// equals a fingerprint already held (the pin's): sharing it keeps one
+// string per tool instead of two.
+func fingerprintText(sum []byte, known string) string {
 	var b [len(fingerprintPrefix) + 2*sha256.Size]byte
 	n := copy(b[:], fingerprintPrefix)
 	hex.Encode(b[n:], sum)
-	return string(b[:n+2*len(sum)])
+	if t := b[:n+2*len(sum)]; string(t) != known {
+		return string(t)
+	}
+	return known
 }
 
 // ShortFingerprint is the first 12 hex digits of a fingerprint, for log

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unsafe"
 )
 
 func TestCanonicalize(t *testing.T) {
@@ -37,7 +38,7 @@ func TestCanonicalize(t *testing.T) {
 			if string(def) != tt.want {
 				t.Errorf("canonical\n got %s\nwant %s", def, tt.want)
 			}
-			if fp != fingerprintOf([]byte(tt.want)) || !strings.HasPrefix(fp, "sha256:") || len(fp) != 7+64 {
+			if fp != fingerprintOf([]byte(tt.want), "") || !strings.HasPrefix(fp, "sha256:") || len(fp) != 7+64 {
 				t.Errorf("fingerprint %s", fp)
 			}
 		})
@@ -119,7 +120,28 @@ func TestCanonicalizeResultsOutliveTheScratch(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if string(a) != keep || fingerprintOf(a) != fpA {
+	if string(a) != keep || fingerprintOf(a, "") != fpA {
 		t.Fatalf("the first definition changed to %s", a)
+	}
+}
+
+// TestFingerprintSharesKnown: a fingerprint equal to the one the caller
+// holds is that string, not a copy; any other is computed as usual, and
+// allocates nothing more than its own string.
+func TestFingerprintSharesKnown(t *testing.T) {
+	def := []byte(`{"name":"a"}`)
+	fp := fingerprintOf(def, "")
+	held := strings.Clone(fp)
+	if got := fingerprintOf(def, held); got != fp || unsafe.StringData(got) != unsafe.StringData(held) {
+		t.Fatalf("fingerprintOf with its own fingerprint held = %s at %p; want the held string at %p", got, unsafe.StringData(got), unsafe.StringData(held))
+	}
+	if got := fingerprintOf(def, "sha256:"+strings.Repeat("0", 64)); got != fp {
+		t.Fatalf("fingerprintOf with another fingerprint held = %s; want %s", got, fp)
+	}
+	if got := unindentedFingerprint([]byte("{\n  \"name\": \"a\"\n}"), held); unsafe.StringData(got) != unsafe.StringData(held) {
+		t.Fatalf("unindentedFingerprint with its own fingerprint held = %s, not the held string", got)
+	}
+	if n := testing.AllocsPerRun(100, func() { _ = fingerprintOf(def, held) }); n != 0 {
+		t.Fatalf("fingerprintOf with its own fingerprint held: %v allocations; want 0", n)
 	}
 }

@@ -163,7 +163,7 @@ func FuzzUnindent(f *testing.F) {
 	f.Add([]byte(strings.Repeat(" a", 5000) + `"` + strings.Repeat("b", 5000) + `"` + strings.Repeat("c", 9000)))
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got := unindent(raw)
-		if fp := unindentedFingerprint(raw); fp != fingerprintOf(got) {
+		if fp := unindentedFingerprint(raw, ""); fp != fingerprintOf(got, "") {
 			t.Fatalf("unindentedFingerprint(%q) = %s, want the fingerprint of %q", raw, fp, got)
 		}
 		var want bytes.Buffer
@@ -247,7 +247,7 @@ func FuzzCanonicalOracle(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if fp != fingerprintOf(want) {
+		if fp != fingerprintOf(want, "") {
 			t.Fatalf("fingerprint %s of %q", fp, def)
 		}
 		// With its fingerprint on record the definition is left out, and

@@ -153,7 +153,8 @@ type Server struct {
 // new tool awaiting approval, a tool back to its pin. Work on unchanged
 // bytes is cached, so a rebuild that changes nothing costs map lookups.
 // Review never fails: a pin file that cannot be read is logged and
-// reported in Review.Err.
+// reported in Review.Err. The guard keeps in, its Tools included, for
+// Watch: the caller must not modify them afterwards.
 func (g *Guard) Review(in Server, peers *Peers) *Review {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -291,11 +292,10 @@ func hasLevel(findings []Finding, level Level) bool {
 	return false
 }
 
-// remember keeps the input and the held set for Watch.
+// remember keeps the input (not a copy: see Review) and the held set for
+// Watch.
 func (g *Guard) remember(st *serverState, in Server, peers *Peers, rev *Review) {
-	cp := in
-	cp.Tools = append([]Tool(nil), in.Tools...)
-	st.last, st.lastPeer, st.lastRev = &cp, peers, rev
+	st.last, st.lastPeer, st.lastRev = &in, peers, rev
 	st.held = heldSet(rev)
 }
 

@@ -343,7 +343,7 @@ func checkRecord(name string, r *pinRecord, pending, keep bool) error {
 	// unindented; the unindented copy is made only when kept). Anything
 	// else (an older or hand-edited file) is canonicalized first.
 	def := r.Definition
-	if unindentedFingerprint(def) == r.Fingerprint {
+	if unindentedFingerprint(def, r.Fingerprint) == r.Fingerprint {
 		if keep {
 			def = unindent(def)
 		}
@@ -352,7 +352,7 @@ func checkRecord(name string, r *pinRecord, pending, keep bool) error {
 		if err != nil {
 			return fmt.Errorf("tool %q: definition is not valid JSON", name)
 		}
-		if fingerprintOf(c) != r.Fingerprint {
+		if fingerprintOf(c, r.Fingerprint) != r.Fingerprint {
 			return fmt.Errorf("tool %q: fingerprint %s is not that of its definition (the file was edited or damaged)", name, ShortFingerprint(r.Fingerprint))
 		}
 		def = c
@@ -479,9 +479,9 @@ func (s *Store) Servers() ([]string, error) {
 	return out, nil
 }
 
-// unindentedFingerprint is fingerprintOf(unindent(src)), hashed run by run
-// without the copy (short runs gathered in a buffer first).
-func unindentedFingerprint(src []byte) string {
+// unindentedFingerprint is fingerprintOf(unindent(src), known), hashed run
+// by run without the copy (short runs gathered in a buffer first).
+func unindentedFingerprint(src []byte, known string) string {
 	h := sha256.New()
 	var buf [4096]byte
 	out := buf[:0]
@@ -501,7 +501,7 @@ func unindentedFingerprint(src []byte) string {
 		}
 	}
 	h.Write(out)
-	return fingerprintText(h.Sum(buf[:0]))
+	return fingerprintText(h.Sum(buf[:0]), known)
 }
 
 // unindent returns the JSON text src without the white space between its

@@ -352,7 +352,7 @@ func TestSummariesKeepNoDefinitionsAndLoseNone(t *testing.T) {
 	}
 	for name, e := range full.Tools {
 		for _, r := range []*pinRecord{e.Pinned, e.Pending} {
-			if r != nil && (len(r.Definition) == 0 || fingerprintOf(r.Definition) != r.Fingerprint) {
+			if r != nil && (len(r.Definition) == 0 || fingerprintOf(r.Definition, "") != r.Fingerprint) {
 				t.Fatalf("%s: the file holds definition %q for fingerprint %s", name, r.Definition, r.Fingerprint)
 			}
 		}
