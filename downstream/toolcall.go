@@ -471,9 +471,11 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 		v := params[m.ValueStart:m.ValueEnd]
 		switch m.Key {
 		case "name":
-			if len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &c.name) != nil {
+			name, err := rawjson.Unquote(v)
+			if err != nil {
 				return c, errorf(codeInvalidParams, "invalid params: the tool name must be a string")
 			}
+			c.name = name
 			named = true
 		case "arguments":
 			c.args = v

@@ -100,7 +100,8 @@ func ParseMessage(msg []byte) (Message, error) {
 	case string(version) != `"2.0"`:
 		m.Invalid = `"jsonrpc" must be "2.0"`
 	case method != nil:
-		if method[0] != '"' || json.Unmarshal(method, &m.Method) != nil {
+		var err error
+		if m.Method, err = Unquote(method); err != nil {
 			m.Invalid = "the method must be a string"
 			break
 		}
