@@ -20,15 +20,17 @@ const notificationQueue = 1024
 // most notificationQueue long. Its storage grows with a burst and is let go
 // when the queue runs empty: most sessions never queue a notification, and
 // a fixed buffer of notificationQueue entries cost every upstream 48 KiB.
-// Its zero value is not usable; see newNoteQueue.
+// A goroutine delivers only while notifications wait: push reports when
+// none runs (the caller starts one), and pop reports empty to it once, as
+// it ends.
 type noteQueue struct {
-	mu    sync.Mutex
-	items []note // items[head:] are waiting
-	head  int
-	wake  chan struct{} // capacity 1: signalled by each push
+	mu         sync.Mutex
+	items      []note // items[head:] are waiting
+	head       int
+	delivering bool // a delivery goroutine owns the queue's front
 }
 
-func newNoteQueue() *noteQueue { return &noteQueue{wake: make(chan struct{}, 1)} }
+func newNoteQueue() *noteQueue { return &noteQueue{} }
 
 // note is one notification waiting for OnNotification, with its params
 // as the server wrote them (raw: a stdio server's), or as mcp-go decoded
@@ -51,18 +53,19 @@ func (n note) params() json.RawMessage {
 // next burst.
 const keepNotes = 16
 
-// push appends n and reports whether it did, and whether it dropped a
-// waiting notification to make room. A full queue refuses n, except a
+// push appends n and reports whether it did, whether it dropped a waiting
+// notification to make room, and whether the caller is to start a
+// delivery goroutine (none runs). A full queue refuses n, except a
 // progress notification whose token has one waiting: the older of the two
 // goes (progress reports where a call stands, so the newest one matters,
 // and a call's last progress must not be the one lost). It never blocks.
-func (q *noteQueue) push(n note) (added, displaced bool) {
+func (q *noteQueue) push(n note) (added, displaced, start bool) {
 	q.mu.Lock()
 	if len(q.items)-q.head >= notificationQueue {
 		i := q.sameProgress(n)
 		if i < 0 {
 			q.mu.Unlock()
-			return false, false
+			return false, false, false
 		}
 		copy(q.items[i:], q.items[i+1:])
 		q.items[len(q.items)-1] = note{}
@@ -76,12 +79,10 @@ func (q *noteQueue) push(n note) (added, displaced bool) {
 		q.head = 0
 	}
 	q.items = append(q.items, n)
+	start = !q.delivering
+	q.delivering = true
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
-	return true, displaced
+	return true, displaced, start
 }
 
 // progressMethod is the method of progress notifications.
@@ -116,11 +117,14 @@ func progressToken(n note) string {
 	return rawjson.IDKey(v)
 }
 
-// pop removes the oldest notification; false when there is none.
+// pop removes the oldest notification; false when there is none, and then
+// the delivery goroutine that called it is to end (the next push starts
+// another).
 func (q *noteQueue) pop() (note, bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.head == len(q.items) {
+		q.delivering = false
 		return note{}, false
 	}
 	n := q.items[q.head]
@@ -155,11 +159,17 @@ func (s *session) enqueue(n note) {
 		return
 	}
 	s.queued.Add(1)
-	if added, displaced := s.notes.push(n); !added || displaced {
+	added, displaced, start := s.notes.push(n)
+	if !added || displaced {
 		s.delivered.Add(1) // one dropped: counted so that barrier never waits for it
 		if s.dropped.Add(1) == 1 {
 			s.log.Warn().Str("method", n.method).Msg("notification queue full; dropping notifications")
 		}
+	}
+	if start {
+		// Refused once the session is closing: nothing is delivered then
+		// (the queue stays marked as delivering, so no push tries again).
+		s.spawn(s.deliverNotifications)
 	}
 }
 
@@ -183,16 +193,14 @@ func (s *session) barrier(ctx context.Context) {
 }
 
 // deliverNotifications passes queued notifications to OnNotification, in
-// arrival order, until the session dies.
+// arrival order, until the queue is empty or the session dies. It runs
+// only while notifications wait (enqueue starts it), so the many sessions
+// that never send one keep no goroutine for them.
 func (s *session) deliverNotifications() {
 	for s.ctx.Err() == nil {
 		n, ok := s.notes.pop()
 		if !ok {
-			select {
-			case <-s.ctx.Done():
-			case <-s.notes.wake:
-			}
-			continue
+			return
 		}
 		if dropped := s.dropped.Swap(0); dropped > 0 {
 			s.log.Warn().Uint64("dropped", dropped).Msg("upstream notifications were dropped")

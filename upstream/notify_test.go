@@ -24,7 +24,7 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 			pushes = 900 // 300 stay waiting throughout
 		}
 		for range pushes {
-			if ok, _ := q.push(testNote(next)); !ok {
+			if ok, _, _ := q.push(testNote(next)); !ok {
 				t.Fatalf("push %d refused with %d waiting", next, next-want)
 			}
 			next++
@@ -38,12 +38,12 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 		}
 	}
 	for next-want < notificationQueue {
-		if ok, _ := q.push(testNote(next)); !ok {
+		if ok, _, _ := q.push(testNote(next)); !ok {
 			t.Fatalf("push refused with %d waiting, below the limit", next-want)
 		}
 		next++
 	}
-	if ok, _ := q.push(testNote(next)); ok {
+	if ok, _, _ := q.push(testNote(next)); ok {
 		t.Fatalf("push accepted with %d waiting", notificationQueue)
 	}
 	for ; want < next; want++ {
@@ -59,22 +59,41 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 	}
 }
 
-func TestNoteQueuePushWakes(t *testing.T) {
+// TestNoteQueueStartsOneDeliverer: the push onto a queue with no delivery
+// running asks for one, later pushes do not while it runs, and its pop of
+// an empty queue ends it, so the next push asks again.
+func TestNoteQueueStartsOneDeliverer(t *testing.T) {
 	q := newNoteQueue()
-	q.push(testNote(1))
-	q.push(testNote(2)) // the wake signal does not block when already set
-	select {
-	case <-q.wake:
-	default:
-		t.Fatal("push did not signal wake")
+	if _, _, start := q.push(testNote(1)); !start {
+		t.Fatal("the first push did not ask for a delivery goroutine")
+	}
+	if _, _, start := q.push(testNote(2)); start {
+		t.Fatal("a push while one delivers asked for another")
 	}
 	if n, ok := q.pop(); !ok || n.method != "m1" {
 		t.Fatalf("pop = %q, %v", n.method, ok)
 	}
-	// A short queue keeps its small storage for the next burst.
+	if _, _, start := q.push(testNote(3)); start {
+		t.Fatal("a push before the delivery found the queue empty asked for another")
+	}
 	q.pop()
+	q.pop()
+	if _, ok := q.pop(); ok {
+		t.Fatal("pop of an empty queue returned a notification")
+	}
+	// A short queue keeps its small storage for the next burst.
 	if q.items == nil || cap(q.items) > keepNotes {
 		t.Errorf("storage after a small burst: cap %d", cap(q.items))
+	}
+	if _, _, start := q.push(testNote(4)); !start {
+		t.Fatal("the push after the delivery ended did not ask for a new one")
+	}
+	// A refused push asks for nothing: a full queue has its delivery.
+	for i := 5; len(q.items)-q.head < notificationQueue; i++ {
+		q.push(testNote(i))
+	}
+	if ok, _, start := q.push(testNote(0)); ok || start {
+		t.Fatalf("push onto a full queue = %v, start %v", ok, start)
 	}
 }
 
@@ -94,13 +113,13 @@ func TestNoteQueueFullKeepsNewestProgress(t *testing.T) {
 	for i := 3; len(q.items)-q.head < notificationQueue; i++ {
 		q.push(testNote(i))
 	}
-	if ok, _ := q.push(testNote(0)); ok {
+	if ok, _, _ := q.push(testNote(0)); ok {
 		t.Fatal("a full queue took a notification that is no progress")
 	}
-	if ok, _ := q.push(progressNote(`"c"`, 1)); ok {
+	if ok, _, _ := q.push(progressNote(`"c"`, 1)); ok {
 		t.Fatal("a full queue took progress for a token with nothing waiting")
 	}
-	ok, displaced := q.push(progressNote(`"a"`, 3))
+	ok, displaced, _ := q.push(progressNote(`"a"`, 3))
 	if !ok || !displaced {
 		t.Fatalf("push of the newest progress of a = %v, %v; want it taken in place of an older one", ok, displaced)
 	}

@@ -148,7 +148,6 @@ func (s *session) open(ctx context.Context) error {
 	}
 	s.cl = client.NewClient(tr, opts...)
 	s.cl.OnNotification(s.onNotification)
-	s.spawn(s.deliverNotifications)
 	if s.proc != nil {
 		s.spawn(s.superviseProcess)
 	}
