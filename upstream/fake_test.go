@@ -124,6 +124,15 @@ func runFake(mode []string) {
 			reply(id, fmt.Sprintf(`{"content":[],"structuredContent":{"pid":%d}}`, os.Getpid()))
 		case "exit":
 			os.Exit(3)
+		case "close_stdout":
+			// Ends for the proxy without exiting: it keeps reading stdin.
+			fmt.Fprintln(os.Stderr, "closing stdout")
+			_ = os.Stdout.Close()
+		case "close_stdout_exit":
+			fmt.Fprintln(os.Stderr, "closing stdout")
+			_ = os.Stdout.Close()
+			time.Sleep(100 * time.Millisecond)
+			os.Exit(5)
 		case "slow":
 			// never answers; says it has the call
 			fmt.Fprintln(os.Stderr, "fake got slow")

@@ -59,8 +59,14 @@ type process struct {
 	exited  chan struct{} // closed once the child was reaped; exitErr is set
 	exitErr error
 
-	stdoutDone chan struct{} // closed when reading stdout failed (EOF, closed)
-	stdoutOnce sync.Once
+	stdoutOnce sync.Once // for the first failed read of stdout (EOF, closed)
+
+	// ended is told once why the child ended (see onEnd); endMu guards
+	// it and endCause, the cause once known.
+	endMu    sync.Mutex
+	ended    func(cause error)
+	endCause error
+
 	stderrDone chan struct{}
 	tail       stderrTail // the last stderr lines, for the exit error
 
@@ -121,7 +127,6 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 		stdout:     outR,
 		stderr:     errR,
 		exited:     make(chan struct{}),
-		stdoutDone: make(chan struct{}),
 		stderrDone: make(chan struct{}),
 	}
 	// cmd.Wait is safe here: the pipes are *os.File, so exec starts no copy
@@ -134,6 +139,7 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 		ownChildren.forget(p.pgid)
 		p.exitErr = exitError(cmd.ProcessState)
 		close(p.exited)
+		p.end(p.exitErr)
 	}()
 	go func() {
 		defer close(p.stderrDone)
@@ -145,12 +151,48 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 
 // stdoutReader is the child's stdout with every line bounded by limit (an
 // over-long response becomes an error response for its request; any other
-// over-long line is dropped and reported to dropped), and EOF signalled on
-// stdoutDone.
+// over-long line is dropped and reported to dropped); its EOF is one way
+// the child ends (onEnd).
 func (p *process) stdoutReader(limit int64, dropped func(error)) lineReader {
 	return &eofLines{r: newLineReader(fdmode.Reader(p.stdout), limit, withDropHook(dropped)), done: func() {
-		p.stdoutOnce.Do(func() { close(p.stdoutDone) })
+		p.stdoutOnce.Do(func() {
+			// A child that closes its stdout has ended for the session,
+			// whether or not it exits: its exit, if it follows within the
+			// grace, says how.
+			time.AfterFunc(stdoutEOFGrace, func() { p.end(errStdoutClosed) })
+		})
 	}}
+}
+
+// onEnd has fn told, once, why the child ended for its session: its exit
+// (the exit error), or its stdout closing with no exit within
+// stdoutEOFGrace (errStdoutClosed); whichever comes first. fn runs on the
+// goroutine that saw it (at once if it had been seen already) and may
+// block: that goroutine does nothing else. It replaces a goroutine per
+// session that waited for the two.
+func (p *process) onEnd(fn func(cause error)) {
+	p.endMu.Lock()
+	p.ended = fn
+	cause := p.endCause
+	p.endMu.Unlock()
+	if cause != nil {
+		fn(cause)
+	}
+}
+
+// end records why the child ended, the first time, and tells onEnd's fn.
+func (p *process) end(cause error) {
+	p.endMu.Lock()
+	if p.endCause != nil {
+		p.endMu.Unlock()
+		return
+	}
+	p.endCause = cause
+	fn := p.ended
+	p.endMu.Unlock()
+	if fn != nil {
+		fn(cause)
+	}
 }
 
 // terminate stops the child and everything in its process group: close

@@ -149,7 +149,7 @@ func (s *session) open(ctx context.Context) error {
 	s.cl = client.NewClient(tr, opts...)
 	s.cl.OnNotification(s.onNotification)
 	if s.proc != nil {
-		s.spawn(s.superviseProcess)
+		s.proc.onEnd(s.processEnded)
 	}
 
 	// Start's ctx is the session's: it lives as long as the transport does
@@ -425,24 +425,12 @@ func (s *session) retire() <-chan struct{} {
 	return idle
 }
 
-// superviseProcess notices at once when the stdio child exits or closes its
-// stdout, and kills the session with the exit status and the child's last
-// stderr lines.
-func (s *session) superviseProcess() {
-	p := s.proc
-	select {
-	case <-p.exited:
-		s.die(p.endErr(p.exitErr))
-	case <-p.stdoutDone:
-		t := time.NewTimer(stdoutEOFGrace)
-		defer t.Stop()
-		select {
-		case <-p.exited:
-			s.die(p.endErr(p.exitErr))
-		case <-t.C:
-			s.die(p.endErr(errStdoutClosed))
-		case <-s.ctx.Done():
-		}
-	case <-s.ctx.Done():
+// processEnded kills the session with why its stdio child ended (see
+// process.onEnd), with the child's last stderr lines, unless the session
+// has ended already.
+func (s *session) processEnded(cause error) {
+	if s.ctx.Err() != nil {
+		return
 	}
+	s.die(s.proc.endErr(cause))
 }

@@ -591,6 +591,41 @@ func TestStdioExitDuringConnect(t *testing.T) {
 	}
 }
 
+// TestStdioStdoutClosed: a connected child that closes its stdout has
+// ended for its session. One that then exits within stdoutEOFGrace is
+// reported by its exit status; one that keeps running is reported as having
+// closed its stdout once the grace is over. Either way with its last stderr
+// lines, and long before the call's timeout.
+func TestStdioStdoutClosed(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		tool, want string
+	}{
+		{"close_stdout_exit", "process exited with status 5; last stderr: closing stdout"},
+		{"close_stdout", "process closed its stdout; last stderr: closing stdout"},
+	} {
+		t.Run(tc.tool, func(t *testing.T) {
+			t.Parallel()
+			cfg := fakeServer(t, "closer")
+			cfg.ReconnectWait = durPtr(0)
+			c := start(t, cfg, Options{})
+			mustConnected(t, c)
+			began := time.Now()
+			_, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"`+tc.tool+`"}`))
+			if d := time.Since(began); d > time.Duration(cfg.Timeout)/2 {
+				t.Errorf("request failed after %s, want well before its %s timeout", d, time.Duration(cfg.Timeout))
+			}
+			if !errors.Is(err, ErrConnectionLost) {
+				t.Fatalf("err %v, want connection lost", err)
+			}
+			s := waitSnapshot(t, c, 5*time.Second, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
+			if s.Err == nil || s.Err.Error() != tc.want {
+				t.Errorf("snapshot err %v; want %s", s.Err, tc.want)
+			}
+		})
+	}
+}
+
 // TestStdioExitErrorCarriesStderrTail: a child that fails at start (an npx
 // package that does not exist) says why on stderr; the connection's error
 // carries its last lines, sanitized and bounded, and the first ones go.
