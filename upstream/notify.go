@@ -258,37 +258,30 @@ func (r *refresher) take() kind {
 	return k
 }
 
-// refreshLoop re-discovers what list_changed notifications asked for and
-// publishes it if it changed, until the session dies or is retired. A failed
-// re-discovery keeps the previous catalog and is logged; one refused for an
-// expired HTTP session renews the session, whose discovery covers it.
-func (s *session) refreshLoop() {
-	for {
-		select {
-		case <-s.ctx.Done():
-			return
-		case <-s.retiring:
-			return
-		case <-s.refresh.wake:
-		}
-		want := s.refresh.take()
-		if want == 0 {
-			continue
-		}
-		ctx, cancel := context.WithTimeout(s.ctx, s.c.connectTimeout())
-		cat, err := s.discover(ctx, want)
-		cancel()
-		if errors.Is(err, ErrSessionExpired) {
-			s.expire()
-			return
-		}
-		if err != nil {
-			if s.ctx.Err() == nil {
-				s.log.Warn().Err(err).Msg("re-discovery after list_changed failed; keeping the previous list")
-			}
-			continue
-		}
-		s.log.Debug().Int("tools", len(cat.tools)).Msg("re-discovered after list_changed")
-		s.c.publishCatalog(s, cat)
+// rediscover re-discovers what list_changed notifications asked for and
+// publishes it if it changed. A failed re-discovery keeps the previous
+// catalog and is logged; one refused for an expired HTTP session renews the
+// session, whose discovery covers it, and reports false: the session's
+// background work is over.
+func (s *session) rediscover() bool {
+	want := s.refresh.take()
+	if want == 0 {
+		return true
 	}
+	ctx, cancel := context.WithTimeout(s.ctx, s.c.connectTimeout())
+	cat, err := s.discover(ctx, want)
+	cancel()
+	if errors.Is(err, ErrSessionExpired) {
+		s.expire()
+		return false
+	}
+	if err != nil {
+		if s.ctx.Err() == nil {
+			s.log.Warn().Err(err).Msg("re-discovery after list_changed failed; keeping the previous list")
+		}
+		return true
+	}
+	s.log.Debug().Int("tools", len(cat.tools)).Msg("re-discovered after list_changed")
+	s.c.publishCatalog(s, cat)
+	return true
 }

@@ -276,10 +276,7 @@ func capabilitiesOf(c mcp.ServerCapabilities) Capabilities {
 // startBackground starts what a published session runs: re-discovery on
 // list_changed and the keepalive pings.
 func (s *session) startBackground() {
-	s.spawn(s.refreshLoop)
-	if ka := s.c.cfg.Keepalive.D(); ka > 0 {
-		s.spawn(func() { s.keepalive(ka) })
-	}
+	s.spawn(func() { s.background(s.c.cfg.Keepalive.D()) })
 }
 
 // spawn runs fn on a goroutine that close waits for. It reports false, and

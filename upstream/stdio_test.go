@@ -424,6 +424,8 @@ func TestStdioKeepaliveFailure(t *testing.T) {
 // TestStdioKeepaliveHealthy: answered pings keep the connection up. The
 // interval is also each ping's timeout, so it is long enough for a loaded
 // machine to answer within it; the test waits for three answered pings.
+// Re-discovery after list_changed shares the pings' goroutine: a tool added
+// meanwhile is published, and the pings go on after it.
 func TestStdioKeepaliveHealthy(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
@@ -432,6 +434,13 @@ func TestStdioKeepaliveHealthy(t *testing.T) {
 	c := start(t, cfg, Options{Logger: testLogger(&logs)})
 	mustConnected(t, c)
 	waitFor(t, 10*time.Second, "three answered pings", func() bool { return len(logs.lines("fake answered ping")) >= 3 })
+	mustConnected(t, c)
+	callTool(t, c, "add_tool", nil)
+	waitSnapshot(t, c, 5*time.Second, "tool added", func(s *Snapshot) bool {
+		return s.State == StateConnected && len(s.Tools) == 5 && s.Tools[4].Name == "added"
+	})
+	pings := len(logs.lines("fake answered ping"))
+	waitFor(t, 10*time.Second, "two more answered pings", func() bool { return len(logs.lines("fake answered ping")) >= pings+2 })
 	mustConnected(t, c)
 }
 
