@@ -216,18 +216,19 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		params, header = p, h
 	}
 
-	rctx, stop := s.bind(withMethod(ctx, method))
-	defer stop()
 	var tooLarge *tooLargeSink // HTTP bodies only; stdio lines bound themselves
 	var result json.RawMessage
 	var rpcErr *mcp.JSONRPCErrorDetails
 	var err error
 	if st, ok := s.tr.(*stdioTransport); ok && st.ctxWrites() {
 		// The line is written as built and the answer routed by its id
-		// (no mcp-go types), and the write ends with rctx: no goroutine
-		// per request (see await).
-		result, rpcErr, err = st.call(rctx, id, method, params)
+		// (no mcp-go types), and the write ends with ctx: no goroutine per
+		// request (see await). The transport ends it when the session
+		// dies (st.ended), so it needs no context bound to the session.
+		result, rpcErr, err = st.call(ctx, id, method, params)
 	} else {
+		rctx, stop := s.bind(withMethod(ctx, method))
+		defer stop()
 		req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Header: header}
 		if len(params) > 0 {
 			req.Params = params

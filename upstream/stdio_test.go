@@ -421,6 +421,26 @@ func TestStdioKeepaliveFailure(t *testing.T) {
 	}
 }
 
+// TestStdioRequestEndsWithSession: a call waiting for its answer fails at
+// once when its session dies for another reason (here a keepalive ping
+// nobody answers), not at its own timeout: the transport watches the
+// session for it.
+func TestStdioRequestEndsWithSession(t *testing.T) {
+	t.Parallel()
+	cfg := fakeServer(t, "deafslow", "noping")
+	cfg.Keepalive = dur(300 * time.Millisecond)
+	c := start(t, cfg, Options{})
+	mustConnected(t, c)
+	began := time.Now()
+	_, err := c.Request(context.Background(), "tools/call", json.RawMessage(`{"name":"slow"}`))
+	if d := time.Since(began); d > time.Duration(cfg.Timeout)/2 {
+		t.Errorf("request failed after %s, want soon after the failed ping, well before its %s timeout", d, time.Duration(cfg.Timeout))
+	}
+	if !errors.Is(err, ErrConnectionLost) || !strings.Contains(err.Error(), "keepalive ping failed") {
+		t.Fatalf("err %v, want connection lost: keepalive ping failed", err)
+	}
+}
+
 // TestStdioKeepaliveHealthy: answered pings keep the connection up. The
 // interval is also each ping's timeout, so it is long enough for a loaded
 // machine to answer within it; the test waits for three answered pings.

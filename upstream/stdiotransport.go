@@ -67,7 +67,18 @@ type stdioTransport struct {
 	doneOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
+
+	// ended is closed when the session that owns the transport dies (nil:
+	// never), which may come before the transport is closed: a request
+	// waiting to be written or for its answer then fails at once with
+	// errSessionEnded. Requests watch it themselves, so that none needs a
+	// context of its own bound to the session's.
+	ended <-chan struct{}
 }
+
+// errSessionEnded fails a request whose session died before it was
+// answered; the session reports why (session.lost).
+var errSessionEnded = errors.New("session ended")
 
 var _ transport.Interface = (*stdioTransport)(nil)
 
@@ -160,6 +171,8 @@ func (t *stdioTransport) call(ctx context.Context, id, method string, params jso
 	select {
 	case <-t.done:
 		return nil, nil, transport.ErrTransportClosed
+	case <-t.ended:
+		return nil, nil, errSessionEnded
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	default:
@@ -216,6 +229,9 @@ func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte)
 		}
 		forget()
 		return stdioReply{}, transport.ErrTransportClosed
+	case <-t.ended:
+		forget()
+		return stdioReply{}, errSessionEnded
 	case <-ctx.Done():
 		forget()
 		return stdioReply{}, ctx.Err()
@@ -269,6 +285,8 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 		return ctx.Err()
 	case <-t.done:
 		return transport.ErrTransportClosed
+	case <-t.ended:
+		return errSessionEnded
 	}
 	defer func() { <-t.writeSem }()
 	dl, ok := t.stdin.(writeDeadliner)

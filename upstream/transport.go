@@ -43,6 +43,7 @@ func (s *session) newTransport(ctx context.Context) (transport.Interface, error)
 			tr.stallTimeout = d
 		}
 		tr.onStall = func(err error) { s.die(err) }
+		tr.ended = s.ctx.Done()
 		return tr, nil
 	case config.TransportHTTP, config.TransportSSE:
 		hc, err := s.httpClient()
