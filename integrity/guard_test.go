@@ -3,6 +3,7 @@ package integrity
 import (
 	"encoding/json"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -322,5 +323,28 @@ func TestApproveFingerprintAndLast(t *testing.T) {
 	}
 	if rev := g.Review(serverOf("calc", quarantine, tool("add", "Adds. Changed twice.")), nil); rev.Verdict("add").Held {
 		t.Error("held after its reviewed definition was approved")
+	}
+}
+
+// TestNewPeersOwners: each distinctive name (upstream or exposed) has its
+// owners, sorted and each once; ordinary words have none.
+func TestNewPeersOwners(t *testing.T) {
+	p := NewPeers([]PeerTool{
+		{Server: "zeta", Name: "read_file", Exposed: "zeta__read_file"},
+		{Server: "alpha", Name: "send_email", Exposed: "alpha__send_email"},
+		{Server: "mid", Name: "read_file", Exposed: "mid__read_file"},
+		{Server: "alpha", Name: "read_file", Exposed: "alpha__read_file"},
+		{Server: "mid", Name: "read_file", Exposed: "mid__read_file"}, // listed twice
+		{Server: "beta", Name: "echo", Exposed: "beta__echo"},
+		{Server: "beta", Name: "list-dir", Exposed: "list-dir"}, // no prefix: one name
+	})
+	want := map[string][]string{
+		"read_file": {"alpha", "mid", "zeta"}, "zeta__read_file": {"zeta"},
+		"send_email": {"alpha"}, "alpha__send_email": {"alpha"},
+		"mid__read_file": {"mid"}, "alpha__read_file": {"alpha"},
+		"beta__echo": {"beta"}, "list-dir": {"beta"},
+	}
+	if !reflect.DeepEqual(p.owners, want) {
+		t.Errorf("owners = %v, want %v", p.owners, want)
 	}
 }
