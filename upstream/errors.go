@@ -64,6 +64,10 @@ var (
 	errSessionClosed = errors.New("connection closed")
 	// errStdoutClosed: a stdio child closed its stdout but did not exit.
 	errStdoutClosed = errors.New("process closed its stdout")
+	// errSessionEnded fails a stdio request whose session died before the
+	// request was answered (stdioTransport.ended); the session says why
+	// (session.lost, session.explain).
+	errSessionEnded = errors.New("session ended")
 	// errStdinStalled: a stdio child took no input for stdinStallTimeout
 	// while the proxy had some for it: it is treated as hung.
 	errStdinStalled = errors.New("the server stopped reading its stdin")

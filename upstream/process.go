@@ -56,8 +56,7 @@ type process struct {
 	stdout *os.File // our end of the child's stdout
 	stderr *os.File // our end of the child's stderr
 
-	exited  chan struct{} // closed once the child was reaped; exitErr is set
-	exitErr error
+	exited chan struct{} // closed once the child was reaped
 
 	stdoutOnce sync.Once // for the first failed read of stdout (EOF, closed)
 
@@ -137,9 +136,8 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 		awaitExit(cmd.Process.Pid)
 		_ = cmd.Wait()
 		ownChildren.forget(p.pgid)
-		p.exitErr = exitError(cmd.ProcessState)
 		close(p.exited)
-		p.end(p.exitErr)
+		p.end(exitError(cmd.ProcessState))
 	}()
 	go func() {
 		defer close(p.stderrDone)

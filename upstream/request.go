@@ -263,7 +263,8 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 			s.sendCancelled(ctx, id)
 			return nil, s.c.opError(method, ctx.Err())
 		case s.proc != nil && errors.Is(err, transport.ErrTransportClosed):
-			// The child's stdout ended; the supervisor is about to say why.
+			// The child's stdout ended; its exit, or the grace after its
+			// stdout closed, is about to say why (process.onEnd).
 			waitClosed(s.dead, 2*stdoutEOFGrace)
 			if s.ctx.Err() != nil {
 				return nil, s.c.opError(method, s.lost())

@@ -240,7 +240,7 @@ func (s *session) preferredProtocol() string {
 // request that noticed it), or a timeout naming connect_timeout.
 func (s *session) explain(ctx context.Context, timeout time.Duration, err error) error {
 	if s.proc != nil && (errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, context.Canceled) ||
-		errors.Is(err, ErrConnectionLost)) {
+		errors.Is(err, ErrConnectionLost) || errors.Is(err, errSessionEnded)) {
 		waitClosed(s.dead, stdoutEOFGrace)
 	}
 	select {
@@ -401,7 +401,7 @@ func (s *session) end() {
 	}
 }
 
-// retire stops the background loops of a session that was replaced, and
+// retire stops the background work of a session that was replaced, and
 // returns a channel closed once no request is in flight on it.
 func (s *session) retire() <-chan struct{} {
 	s.mu.Lock()

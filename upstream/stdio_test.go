@@ -423,8 +423,9 @@ func TestStdioKeepaliveFailure(t *testing.T) {
 
 // TestStdioRequestEndsWithSession: a call waiting for its answer fails at
 // once when its session dies for another reason (here a keepalive ping
-// nobody answers), not at its own timeout: the transport watches the
-// session for it.
+// nobody answers), with that reason, not at its own timeout. (Whichever
+// comes first ends it: the transport's watch on the session, or the close
+// that follows; TestStdioTransportEndedFailsRequests holds the first.)
 func TestStdioRequestEndsWithSession(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServer(t, "deafslow", "noping")

@@ -76,10 +76,6 @@ type stdioTransport struct {
 	ended <-chan struct{}
 }
 
-// errSessionEnded fails a request whose session died before it was
-// answered; the session reports why (session.lost).
-var errSessionEnded = errors.New("session ended")
-
 var _ transport.Interface = (*stdioTransport)(nil)
 
 // requestHandler answers one request of the server: it returns the complete
@@ -128,8 +124,9 @@ func (t *stdioTransport) Start(ctx context.Context) error {
 	return nil
 }
 
-// SendRequest writes request and waits for its response, for ctx, or for
-// the end of stdout (transport.ErrTransportClosed). mcp-go's client sends
+// SendRequest writes request and waits for its response, for ctx, for the
+// end of stdout (transport.ErrTransportClosed) or for the session's end
+// (errSessionEnded). mcp-go's client sends
 // its requests (initialize) through it; the proxy's own requests take call.
 func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
 	select {
@@ -161,8 +158,9 @@ func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSON
 // "params":<params>} (params left out when empty; its bytes are sent as
 // they are, so they must be one JSON object, but for the line breaks
 // between its tokens, which would tear the line: oneLine) and waits for
-// its response, for ctx, or for the end of stdout
-// (transport.ErrTransportClosed). It returns the response's result as the
+// its response, for ctx, for the end of stdout
+// (transport.ErrTransportClosed) or for the session's end
+// (errSessionEnded). It returns the response's result as the
 // child wrote it, or its error member; a response that is not JSON-RPC
 // fails with ErrBadResponse. The line is written as built and the response
 // routed by its id's bytes: nothing is encoded or decoded through mcp-go's

@@ -546,3 +546,70 @@ func TestStdioTransportRawNotifications(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioTransportEndedFailsRequests: when the session that owns the
+// transport dies before the transport is closed, a request waiting for its
+// answer and one waiting for its turn to write (behind a write the child
+// does not read) fail at once with errSessionEnded; the transport itself
+// is still open.
+func TestStdioTransportEndedFailsRequests(t *testing.T) {
+	inR, inW, err := os.Pipe() // the child's stdin, which it never reads
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW := io.Pipe() // the child's stdout, which never answers
+	defer outW.Close()
+	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
+	tr.stallTimeout = time.Minute // the blocked write must outlast the test
+	ended := make(chan struct{})
+	tr.ended = ended
+	if err := tr.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ctx := testContext(t)
+	type outcome struct {
+		name string
+		err  error
+	}
+	done := make(chan outcome, 3)
+	call := func(name string, params json.RawMessage) {
+		_, _, err := tr.call(ctx, name, "tools/call", params)
+		done <- outcome{name, err}
+	}
+	go call("answer", json.RawMessage(`{"name":"a"}`))
+	waitFor(t, 5*time.Second, "the first request written", func() bool {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		return len(tr.pending) == 1
+	})
+	// A line longer than the pipe holds: its write blocks, holding the turn.
+	big := json.RawMessage(`{"name":"b","arguments":{"x":"` + strings.Repeat("x", 1<<20) + `"}}`)
+	go call("blocked", big)
+	waitFor(t, 5*time.Second, "the long write under way", func() bool { return len(tr.writeSem) == 1 })
+	go call("turn", json.RawMessage(`{"name":"c"}`))
+	time.Sleep(50 * time.Millisecond) // the third request waits for its turn
+
+	close(ended)
+	got := map[string]error{}
+	for range 2 {
+		select {
+		case o := <-done:
+			got[o.name] = o.err
+		case <-time.After(5 * time.Second):
+			t.Fatalf("requests still waiting 5 s after the session ended: got %v", got)
+		}
+	}
+	for _, name := range []string{"answer", "turn"} {
+		if err, ok := got[name]; !ok || !errors.Is(err, errSessionEnded) {
+			t.Errorf("request %q: %v (returned %t); want errSessionEnded", name, err, ok)
+		}
+	}
+	select {
+	case <-tr.done:
+		t.Error("the transport closed; the session's end alone should fail the requests")
+	default:
+	}
+	_ = inR.Close() // the blocked write fails now
+	<-done
+}
