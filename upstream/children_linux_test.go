@@ -54,11 +54,7 @@ func TestAwaitExit(t *testing.T) {
 			t.Fatal(err)
 		}
 		wg.Go(func() {
-			done := make(chan struct{})
-			go func() {
-				awaitExit(cmd.Process.Pid)
-				close(done)
-			}()
+			done := awaiting(cmd.Process.Pid)
 			select {
 			case <-done:
 				errs[i] = fmt.Errorf("awaitExit returned while child %d ran", i)
@@ -96,14 +92,20 @@ func TestAwaitExit(t *testing.T) {
 	if err := cmd.Run(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan struct{})
-	go func() {
-		awaitExit(cmd.Process.Pid)
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-awaiting(cmd.Process.Pid):
 	case <-time.After(5 * time.Second):
 		t.Error("awaitExit on a reaped child did not return in 5 s")
 	}
+}
+
+// awaiting runs awaitExit(pid) and closes the channel it returns when
+// that returns.
+func awaiting(pid int) <-chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		awaitExit(pid)
+		close(done)
+	}()
+	return done
 }
