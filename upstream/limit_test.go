@@ -703,3 +703,48 @@ func TestLineLimiterOwnsNoOversizedBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestLineLimiterLongLines: lines of every length around the read chunk,
+// read in steps that do and do not divide them, come out byte for byte; a
+// line handed over is in a buffer about its size; one over the limit
+// becomes the replacement response; and the last line at EOF without a
+// newline is delivered as it is.
+func TestLineLimiterLongLines(t *testing.T) {
+	line := func(n int) string { // a response line of n bytes, its '\n' included
+		head := `{"jsonrpc":"2.0","id":7,"result":"`
+		return head + strings.Repeat("p", n-len(head)-3) + `"}` + "\n"
+	}
+	const limit = 5 * lineChunk
+	for _, n := range []int{40, lineChunk - 1, lineChunk, lineChunk + 1, 2*lineChunk + 3, 4*lineChunk + 1} {
+		for _, step := range []int{1000, lineChunk, 3 * lineChunk} {
+			input := line(n) + "short\n" + line(limit+100) + line(n)
+			input += strings.TrimSuffix(line(n), "\n") // at EOF without a newline
+			l := newLineReader(&stepReader{b: []byte(input), step: step}, limit)
+			var got []string
+			for {
+				b, err := l.ReadLine()
+				if len(b) > 0 {
+					if l.Owned() && len(b) > lineChunk && cap(b) > len(b)+len(b)/4 {
+						t.Errorf("n %d step %d: line %d handed over in a buffer of %d for %d bytes", n, step, len(got), cap(b), len(b))
+					}
+					got = append(got, string(b))
+				}
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			want := []string{line(n), "short\n", string(tooLargeResponse([]byte("7"), limit)), line(n), strings.TrimSuffix(line(n), "\n")}
+			if len(got) != len(want) {
+				t.Fatalf("n %d step %d: %d lines, want %d", n, step, len(got), len(want))
+			}
+			for i := range want {
+				if got[i] != want[i] {
+					t.Errorf("n %d step %d: line %d is %d bytes %.60q, want %d bytes %.60q", n, step, i, len(got[i]), got[i], len(want[i]), want[i])
+				}
+			}
+		}
+	}
+}
