@@ -84,7 +84,7 @@ func TestAwaitExit(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if during-before >= n/2 {
+	if during-before >= n*7/10 { // a wait in waitid(2) per child adds about n
 		t.Errorf("%d threads while %d children were awaited, %d before: the waits hold threads", during, n, before)
 	}
 	// A child reaped already: there is no pidfd to be had.
