@@ -22,15 +22,13 @@ const notificationQueue = 1024
 // a fixed buffer of notificationQueue entries cost every upstream 48 KiB.
 // A goroutine delivers only while notifications wait: push reports when
 // none runs (the caller starts one), and pop reports empty to it once, as
-// it ends.
+// it ends. The zero value is an empty queue.
 type noteQueue struct {
 	mu         sync.Mutex
 	items      []note // items[head:] are waiting
 	head       int
 	delivering bool // a delivery goroutine owns the queue's front
 }
-
-func newNoteQueue() *noteQueue { return &noteQueue{} }
 
 // note is one notification waiting for OnNotification, with its params
 // as the server wrote them (raw: a stdio server's), or as mcp-go decoded

@@ -11,7 +11,7 @@ func testNote(i int) note {
 }
 
 func TestNoteQueueIsABoundedFIFO(t *testing.T) {
-	q := newNoteQueue()
+	q := &noteQueue{}
 	if _, ok := q.pop(); ok {
 		t.Fatal("pop on an empty queue returned a notification")
 	}
@@ -63,7 +63,7 @@ func TestNoteQueueIsABoundedFIFO(t *testing.T) {
 // running asks for one, later pushes do not while it runs, and its pop of
 // an empty queue ends it, so the next push asks again.
 func TestNoteQueueStartsOneDeliverer(t *testing.T) {
-	q := newNoteQueue()
+	q := &noteQueue{}
 	if _, _, start := q.push(testNote(1)); !start {
 		t.Fatal("the first push did not ask for a delivery goroutine")
 	}
@@ -106,7 +106,7 @@ func progressNote(token string, progress int) note {
 // lost; other notifications, and progress for a token with nothing
 // waiting, are still refused.
 func TestNoteQueueFullKeepsNewestProgress(t *testing.T) {
-	q := newNoteQueue()
+	q := &noteQueue{}
 	q.push(progressNote(`"a"`, 1))
 	q.push(progressNote(`"b"`, 1))
 	q.push(progressNote(`"a"`, 2))

@@ -62,7 +62,7 @@ type session struct {
 	// server from its stream's goroutines (streamrequests.go).
 	wireProtocol atomic.Value
 
-	notes   *noteQueue    // to OnNotification, see notify.go
+	notes   noteQueue     // to OnNotification, see notify.go
 	dropped atomic.Uint64 // notifications dropped since the last delivery
 	// queued and delivered count notifications handed off and passed on
 	// (or dropped); barrier compares them.
@@ -100,7 +100,6 @@ func newSession(c *Conn, lifetime context.Context) *session {
 		ctx:      ctx,
 		cancel:   cancel,
 		dead:     make(chan struct{}),
-		notes:    newNoteQueue(),
 		refresh:  refresher{wake: make(chan struct{}, 1)},
 		expired:  make(chan struct{}),
 		renewed:  make(chan struct{}),
