@@ -177,7 +177,9 @@ func (g *Guard) review(in Server, peers *Peers) *Review {
 	rev := &Review{Server: in.Name, Verdicts: make([]Verdict, len(in.Tools))}
 	var pins []pinState
 	if pol.Pinning != PinOff {
-		pins, rev.Err = g.pin(st, in.Name, pol, caches, fresh, storeErr)
+		if rev.Err = storeErr; rev.Err == nil {
+			pins, rev.Err = g.pin(st, in.Name, pol, caches, fresh)
+		}
 	}
 	for i, t := range in.Tools {
 		tc := caches[i]

@@ -19,13 +19,10 @@ type pinState struct {
 }
 
 // pin compares the tools with the server's pin file, which refresh has
-// just read (storeErr is its error), and records what is to be recorded.
-// It returns one state per tool, and the error that made the pin file
-// unusable (then the states are nil).
-func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache, fresh [][]byte, storeErr error) ([]pinState, error) {
-	if storeErr != nil {
-		return nil, storeErr
-	}
+// just read without an error, and records what is to be recorded. It
+// returns one state per tool, and the error that made writing the pin file
+// fail (then the states are nil).
+func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCache, fresh [][]byte) ([]pinState, error) {
 	defs := &definitions{tools: tools, defs: fresh}
 	states, next := reconcile(st.file, defs, pol, g.now())
 	if next == nil {
