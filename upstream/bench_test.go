@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mark3labs/mcp-go/client/transport"
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -42,9 +40,7 @@ func BenchmarkStdioTransportResult(b *testing.B) {
 				return strings.Replace(resp, "%ID%", string(id), 1)
 			})
 			tr := newStdioTransport(newLineReader(outR, 4<<20), inW, zerolog.Nop())
-			if err := tr.Start(context.Background()); err != nil {
-				b.Fatal(err)
-			}
+			tr.start(context.Background())
 			defer func() { _ = tr.Close() }()
 			b.SetBytes(int64(len(resp)))
 			b.ReportAllocs()
@@ -52,12 +48,12 @@ func BenchmarkStdioTransportResult(b *testing.B) {
 			id := 0
 			for b.Loop() {
 				id++
-				r, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("px-" + strconv.Itoa(id)), Method: "tools/call"})
+				r, _, err := tr.call(ctx, "px-"+strconv.Itoa(id), "tools/call", nil, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(r.Result) < size.n {
-					b.Fatalf("result of %d bytes", len(r.Result))
+				if len(r) < size.n {
+					b.Fatalf("result of %d bytes", len(r))
 				}
 			}
 		})
@@ -88,7 +84,7 @@ func BenchmarkStdioPasses(b *testing.B) {
 		})
 		b.Run(size.name+"/handleLine", func(b *testing.B) {
 			tr := newStdioTransport(nil, nil, zerolog.Nop())
-			ch := make(chan stdioReply, 1)
+			ch := make(chan rpcReply, 1)
 			b.SetBytes(int64(len(line)))
 			b.ReportAllocs()
 			for b.Loop() {
@@ -156,33 +152,38 @@ func (r *repeatReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// BenchmarkEventFilter measures what the filter adds to reading an SSE
-// response whose one event is a large tool result (it is read through the
-// filter, which reads the event's envelope to see it is no request), next
-// to mcp-go's own decoding of that event (the json.Unmarshal into its
-// JSONRPCResponse), for scale.
-func BenchmarkEventFilter(b *testing.B) {
+// BenchmarkSSEAnswer measures reading the answer to a request from an SSE
+// response whose one event is a large tool result: the event reader, the
+// envelope scan and the result copied out (httpWire.streamAnswer), next to
+// encoding/json's decoding of that message into a generic response, for
+// scale.
+func BenchmarkSSEAnswer(b *testing.B) {
 	for _, size := range []struct {
 		name string
 		n    int
 	}{{"64KiB", 64 << 10}, {"1MiB", 1 << 20}} {
 		msg := strings.Replace(strings.TrimSuffix(bigResponse(size.n), "\n"), "%ID%", `"px-1"`, 1)
 		event := []byte("event: message\nid: 1\ndata: " + msg + "\n\n")
-		b.Run(size.name+"/filter", func(b *testing.B) {
+		w := &httpWire{in: inbox{log: zerolog.Nop(), requests: newRequestServer(zerolog.Nop()), life: context.Background()}}
+		key := rawjson.IDKey(json.RawMessage(`"px-1"`))
+		b.Run(size.name+"/streamAnswer", func(b *testing.B) {
 			b.SetBytes(int64(len(event)))
+			b.ReportAllocs()
 			for b.Loop() {
-				f := newEventFilter(io.NopCloser(bytes.NewReader(event)), false, func(data []byte) bool {
-					return readServerRequest(data).req != nil
-				})
-				if _, err := io.Copy(io.Discard, f); err != nil {
-					b.Fatal(err)
+				r, err := w.streamAnswer(context.Background(), io.NopCloser(bytes.NewReader(event)), replyTo{}, key)
+				if err != nil || len(r.result) < size.n {
+					b.Fatalf("%d bytes, %v", len(r.result), err)
 				}
 			}
 		})
-		b.Run(size.name+"/mcp-go-decode", func(b *testing.B) {
+		b.Run(size.name+"/json-decode", func(b *testing.B) {
 			b.SetBytes(int64(len(event)))
+			b.ReportAllocs()
 			for b.Loop() {
-				var r transport.JSONRPCResponse
+				var r struct {
+					ID     json.RawMessage `json:"id"`
+					Result json.RawMessage `json:"result"`
+				}
 				if err := json.Unmarshal([]byte(msg), &r); err != nil {
 					b.Fatal(err)
 				}

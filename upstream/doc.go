@@ -5,14 +5,19 @@
 // publishes what it knows as immutable snapshots (Conn.Snapshot,
 // Options.OnSnapshot).
 //
-// List and call traffic goes through the raw transport (ids "px-<n>"),
-// never through the typed client, so tool schemas, unknown fields, big
-// integers and _meta reach the proxy's clients byte for byte. The typed
-// client is used only for Start, Initialize and Ping. HTTP and SSE use
-// mcp-go's transports (transport.Interface.SendRequest); stdio uses this
-// package's own (stdiotransport.go), which writes each request line as it
-// builds it, reads each stdout line once, validates it once, routes it by
-// its id's bytes and slices the result out without decoding it.
+// Every message goes through the package's own wires (wire.go; ids
+// "px-<n>"), the handshake included (handshake.go), so tool schemas,
+// unknown fields, big integers and _meta reach the proxy's clients byte for
+// byte, both ways. A wire writes each request as it builds it and hands
+// back the result as the server wrote it, routed by its id's bytes: the
+// stdio wire (stdiotransport.go) reads each stdout line once and validates
+// it once; the Streamable HTTP wire (httpwire.go) POSTs each message and
+// reads the answer from a JSON body or the POST's event stream (resumed
+// with Last-Event-ID when cut off), keeps the session id and protocol
+// version headers, listens on the GET stream and ends the session with a
+// DELETE; the legacy SSE wire (ssewire.go) reads its one event stream and
+// POSTs to the endpoint it names. mcp-go's client is not used: only its
+// mcp types, for the handshake's and discovery's decoding.
 //
 // Lifecycle: Start connects in the background (connect, bounded by
 // connect_timeout). A session that dies (the child exits or closes its
@@ -33,8 +38,8 @@
 // catalog under a new Generation. A failed snapshot carries no catalog,
 // except within the reconnect window.
 //
-// HTTP session expiry: a 404 or 410 for the session id (mcp-go's
-// ErrSessionTerminated) means the server refused the request unexecuted.
+// HTTP session expiry: a 404 or 410 for the session id (errSessionGone)
+// means the server refused the request unexecuted.
 // The supervisor renews the session with a fresh transport and client
 // (initialize and full discovery), publishing the catalog only if it
 // changed, and every request that met the expiry is re-sent once on the new
@@ -60,10 +65,8 @@
 // as a token is at hand, its own or one `mcp-proxy auth login` stored.
 //
 // Requests of the server to the client (relay.go) are read from the bytes
-// they came in, never through mcp-go's decoded JSONRPCRequest: a stdio
-// line, or the data of an event that the HTTP client takes out of an http
-// or sse server's event streams before mcp-go reads them
-// (streamrequests.go, eventfilter.go). Their params reach
+// they came in: a stdio line, or the data of an event of an http or sse
+// server's event streams (inbox.go). Their params reach
 // Options.OnRequest as sent and the client's result goes back as its bytes;
 // a request naming a member twice is refused. They are answered at most
 // maxServerRequests at a time per session (pings at once, on the stdio read

@@ -71,7 +71,4 @@ var (
 	// errStdinStalled: a stdio child took no input for stdinStallTimeout
 	// while the proxy had some for it: it is treated as hung.
 	errStdinStalled = errors.New("the server stopped reading its stdin")
-	// errNotFound: a Streamable HTTP server without sessions answered 404
-	// (mcp-go reports it as ErrSessionTerminated, which says otherwise).
-	errNotFound = errors.New("the server answered HTTP 404 Not Found")
 )

@@ -344,7 +344,7 @@ func TestHTTPSessionRenewalFails(t *testing.T) {
 		t.Fatalf("err %v, want not connected: session expired; re-initialize failed", err)
 	}
 	_, failed, _ := seen.wait(t, 5*time.Second, 1, "failed", func(s *Snapshot) bool { return s.State == StateFailed })
-	if !errors.Is(failed.Err, ErrSessionExpired) || !strings.Contains(failed.Err.Error(), "status 500") {
+	if !errors.Is(failed.Err, ErrSessionExpired) || !strings.Contains(failed.Err.Error(), "HTTP 500") {
 		t.Errorf("failed snapshot err %v", failed.Err)
 	}
 	seen.wait(t, 10*time.Second, 2, "reconnected", func(s *Snapshot) bool { return s.State == StateConnected })

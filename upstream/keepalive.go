@@ -48,7 +48,7 @@ func (s *session) background(interval time.Duration) {
 // instead. It reports whether the session lives on as it was.
 func (s *session) ping(interval time.Duration) bool {
 	ctx, cancel := context.WithTimeout(s.ctx, min(interval, maxPingTimeout))
-	err := s.cl.Ping(withMethod(ctx, "ping"))
+	_, err := s.exchange(ctx, "ping", nil)
 	cancel()
 	switch {
 	case err == nil:

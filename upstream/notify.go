@@ -7,7 +7,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -30,21 +29,11 @@ type noteQueue struct {
 	delivering bool // a delivery goroutine owns the queue's front
 }
 
-// note is one notification waiting for OnNotification, with its params
-// as the server wrote them (raw: a stdio server's), or as mcp-go decoded
-// them (typed: re-encoded on delivery).
+// note is one notification waiting for OnNotification, with its params as
+// the server wrote them (nil when it had none).
 type note struct {
 	method string
-	raw    json.RawMessage
-	typed  mcp.NotificationParams
-}
-
-// params are the note's params for OnNotification: nil when it had none.
-func (n note) params() json.RawMessage {
-	if n.raw != nil {
-		return n.raw
-	}
-	return notificationParams(n.typed)
+	params json.RawMessage
 }
 
 // keepNotes is the storage (in entries) an empty queue may keep for the
@@ -108,7 +97,7 @@ func (q *noteQueue) sameProgress(n note) int {
 // progressToken is the routing key of a progress notification's token
 // ("" when it has none).
 func progressToken(n note) string {
-	v, ok, err := rawjson.Get(n.params(), "progressToken")
+	v, ok, err := rawjson.Get(n.params, "progressToken")
 	if err != nil || !ok {
 		return ""
 	}
@@ -138,17 +127,12 @@ func (q *noteQueue) pop() (note, bool) {
 	return n, true
 }
 
-// onNotification runs on the transport's read loop: it only hands off.
-// list_changed notifications mark their kind for re-discovery (coalesced);
-// the rest go to the OnNotification queue.
-func (s *session) onNotification(n mcp.JSONRPCNotification) {
-	s.enqueue(note{method: n.Method, typed: n.Params})
-}
-
-// onRawNotification is onNotification for a notification as its bytes (a
-// stdio server's): params reach OnNotification as they came.
+// onRawNotification takes a notification of the server, as its bytes, on
+// the wire's reader: it only hands off. list_changed notifications mark
+// their kind for re-discovery (coalesced); the rest go to the
+// OnNotification queue, and their params reach OnNotification as they came.
 func (s *session) onRawNotification(method string, params json.RawMessage) {
-	s.enqueue(note{method: method, raw: params})
+	s.enqueue(note{method: method, params: params})
 }
 
 func (s *session) enqueue(n note) {
@@ -205,27 +189,11 @@ func (s *session) deliverNotifications() {
 		}
 		if s.c.opts.OnNotification != nil {
 			s.c.notifyMu.Lock()
-			s.c.opts.OnNotification(s.c.name, n.method, n.params())
+			s.c.opts.OnNotification(s.c.name, n.method, n.params)
 			s.c.notifyMu.Unlock()
 		}
 		s.delivered.Add(1)
 	}
-}
-
-// notificationParams re-encodes typed params (mcp-go decoded them): nil
-// when there were none, and no "_meta":{} unless the upstream sent a _meta.
-func notificationParams(p mcp.NotificationParams) json.RawMessage {
-	if len(p.Meta) == 0 {
-		p.Meta = nil
-	}
-	if p.Meta == nil && len(p.AdditionalFields) == 0 {
-		return nil
-	}
-	raw, err := json.Marshal(p)
-	if err != nil {
-		return nil
-	}
-	return raw
 }
 
 // refresher coalesces list_changed notifications: at most one

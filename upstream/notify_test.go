@@ -98,7 +98,7 @@ func TestNoteQueueStartsOneDeliverer(t *testing.T) {
 }
 
 func progressNote(token string, progress int) note {
-	return note{method: progressMethod, raw: []byte(`{"progressToken":` + token + `,"progress":` + strconv.Itoa(progress) + `}`)}
+	return note{method: progressMethod, params: []byte(`{"progressToken":` + token + `,"progress":` + strconv.Itoa(progress) + `}`)}
 }
 
 // A full queue takes a progress notification in place of the oldest one
@@ -130,7 +130,7 @@ func TestNoteQueueFullKeepsNewestProgress(t *testing.T) {
 			break
 		}
 		if n.method == progressMethod {
-			got = append(got, string(n.raw))
+			got = append(got, string(n.params))
 		}
 	}
 	want := []string{`{"progressToken":"b","progress":1}`, `{"progressToken":"a","progress":2}`, `{"progressToken":"a","progress":3}`}

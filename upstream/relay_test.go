@@ -399,13 +399,15 @@ func TestServerRequestsBounded(t *testing.T) {
 	}})
 	s := newSession(c, context.Background())
 	t.Cleanup(s.close)
-	rt := newRequestTransport(http.DefaultTransport, s, false)
-	rt.client = ts.Client()
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: s.newInbox()}
+	take := func(data []byte) bool {
+		return !w.in.take(context.Background(), data, func(reply []byte) { w.post(replyTo{}, reply) }).response
+	}
 	req := func(i int) []byte {
 		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":{}}`, i))
 	}
 	for i := range maxServerRequests {
-		if !rt.take(context.Background(), replyTo{}, req(i)) {
+		if !take(req(i)) {
 			t.Fatal("a request was not taken")
 		}
 	}
@@ -413,7 +415,7 @@ func TestServerRequestsBounded(t *testing.T) {
 		<-started
 	}
 	t0 := time.Now()
-	rt.take(context.Background(), replyTo{}, req(1000))
+	take(req(1000))
 	want := `{"jsonrpc":"2.0","id":1000,"error":{"code":-32603,"message":"` + tooManyServerRequests + `"}}`
 	if got := <-replies; got != want {
 		t.Errorf("the request over the bound got %s, want %s", got, want)
@@ -427,7 +429,7 @@ func TestServerRequestsBounded(t *testing.T) {
 			t.Errorf("a request within the bound got %s", got)
 		}
 	}
-	rt.take(context.Background(), replyTo{}, req(2000))
+	take(req(2000))
 	<-started
 	if got := <-replies; got != `{"jsonrpc":"2.0","id":2000,"result":{}}` {
 		t.Errorf("after the others ended: %s", got)

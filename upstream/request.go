@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -123,13 +122,17 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	if s == nil {
 		return c.opError(method, c.notConnected())
 	}
-	n, err := rawNotification(method, params)
-	if err != nil {
+	if err := checkNoteParams(params); err != nil {
 		return c.opError(method, err)
 	}
 	nctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
-	_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, s.tr.SendNotification(nctx, n) })
+	var err error
+	if st, ok := s.tr.(*stdioTransport); ok && !st.ctxWrites() {
+		_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, st.notify(nctx, method, params) })
+	} else {
+		err = s.tr.notify(nctx, method, params)
+	}
 	if err != nil {
 		if s.sessionExpired(err) && ctx.Err() == nil {
 			s.expire() // not re-sent: it would concern the old session
@@ -216,37 +219,39 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		params, header = p, h
 	}
 
-	var tooLarge *tooLargeSink // HTTP bodies only; stdio lines bound themselves
 	var result json.RawMessage
 	var rpcErr *mcp.JSONRPCErrorDetails
 	var err error
-	if st, ok := s.tr.(*stdioTransport); ok && st.ctxWrites() {
-		// The line is written as built and the answer routed by its id
-		// (no mcp-go types), and the write ends with ctx: no goroutine per
-		// request (see await). The transport ends it when the session
-		// dies (st.ended), so it needs no context bound to the session.
-		result, rpcErr, err = st.call(ctx, id, method, params)
-	} else {
+	st, isStdio := s.tr.(*stdioTransport)
+	switch {
+	case isStdio && st.ctxWrites():
+		// The write ends with ctx, and the transport ends the request when
+		// the session dies (st.ended): it needs no context bound to the
+		// session, and no goroutine (see await).
+		result, rpcErr, err = st.call(ctx, id, method, params, nil)
+	case isStdio:
+		type answer struct {
+			result json.RawMessage
+			rpcErr *mcp.JSONRPCErrorDetails
+		}
+		var a answer
+		a, err = await(s, ctx, func() (answer, error) {
+			r, e, err := st.call(ctx, id, method, params, nil)
+			return answer{r, e}, err
+		})
+		result, rpcErr = a.result, a.rpcErr
+	default:
+		// An HTTP request ends with its context, which must end when the
+		// session dies.
 		rctx, stop := s.bind(withMethod(ctx, method))
 		defer stop()
-		req := transport.JSONRPCRequest{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id), Method: method, Header: header}
-		if len(params) > 0 {
-			req.Params = params
-		}
-		rctx, tooLarge = withTooLargeSink(rctx)
-		var resp *transport.JSONRPCResponse
-		resp, err = await(s, rctx, func() (*transport.JSONRPCResponse, error) { return s.tr.SendRequest(rctx, req) })
-		switch {
-		case err == nil && resp == nil:
-			err = fmt.Errorf("%w: no response", ErrBadResponse)
-		case err == nil:
-			result, rpcErr = resp.Result, resp.Error
-		}
+		result, rpcErr, err = s.tr.call(rctx, id, method, params, header)
 	}
 	if err != nil {
+		var tooLarge *ResponseTooLargeError
 		switch {
-		case tooLarge != nil && tooLarge.get() != nil:
-			return nil, s.c.opError(method, tooLarge.get())
+		case errors.As(err, &tooLarge):
+			return nil, s.c.opError(method, tooLarge)
 		case isNeedsAuth(err):
 			// Refused with 401 before it was executed; the session is
 			// dying and the server waits for a login.
@@ -255,14 +260,12 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 			// The server did not execute the request: the caller may
 			// re-send it once the session is renewed.
 			return nil, s.c.opError(method, ErrSessionExpired)
-		case errors.Is(err, transport.ErrSessionTerminated) && !s.holdsSession:
-			return nil, s.c.opError(method, errNotFound)
 		case s.ctx.Err() != nil:
 			return nil, s.c.opError(method, s.lost())
 		case ctx.Err() != nil:
 			s.sendCancelled(ctx, id)
 			return nil, s.c.opError(method, ctx.Err())
-		case s.proc != nil && errors.Is(err, transport.ErrTransportClosed):
+		case s.proc != nil && errors.Is(err, errTransportClosed):
 			// The child's stdout ended; its exit, or the grace after its
 			// stdout closed, is about to say why (process.onEnd).
 			waitClosed(s.dead, 2*stdoutEOFGrace)
@@ -279,22 +282,28 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		if tl := (&ResponseTooLargeError{Limit: s.c.maxResponseBytes()}); e.Code == tooLargeCode && e.Message == tl.Error() {
 			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
 		}
-		rpc := &RPCError{Code: e.Code, Message: e.Message}
-		switch d := e.Data.(type) {
-		case nil:
-		case json.RawMessage: // a stdio server's, as it wrote it
-			rpc.Data = d
-		default:
-			if data, err := json.Marshal(d); err == nil {
-				rpc.Data = data
-			}
-		}
-		return nil, rpc
+		return nil, rpcErrorOf(e)
 	}
 	if result == nil {
 		return nil, s.c.opError(method, fmt.Errorf("%w: neither result nor error", ErrBadResponse))
 	}
 	return result, nil
+}
+
+// rpcErrorOf is the *RPCError of a server's error answer; its data stays
+// the bytes the server wrote.
+func rpcErrorOf(e *mcp.JSONRPCErrorDetails) *RPCError {
+	rpc := &RPCError{Code: e.Code, Message: e.Message}
+	switch d := e.Data.(type) {
+	case nil:
+	case json.RawMessage:
+		rpc.Data = d
+	default:
+		if data, err := json.Marshal(d); err == nil {
+			rpc.Data = data
+		}
+	}
+	return rpc
 }
 
 // sendCancelled tells the upstream, best effort and off the caller's path,
@@ -306,47 +315,29 @@ func (s *session) sendCancelled(ctx context.Context, id string) {
 		reason = "request timed out"
 	}
 	params, _ := json.Marshal(map[string]string{"requestId": id, "reason": reason})
-	n, err := rawNotification(string(mcp.MethodNotificationCancelled), params)
-	if err != nil {
-		return
-	}
 	s.spawn(func() {
 		nctx, cancel := context.WithTimeout(s.ctx, cancelNotifyTimeout)
 		defer cancel()
 		nctx = withMethod(nctx, string(mcp.MethodNotificationCancelled))
-		if err := s.tr.SendNotification(nctx, n); err != nil && s.ctx.Err() == nil {
+		if err := s.tr.notify(nctx, string(mcp.MethodNotificationCancelled), params); err != nil && s.ctx.Err() == nil {
 			s.log.Debug().Err(safe(err)).Str("request", id).Msg("send notifications/cancelled")
 		}
 	})
 }
 
-// rawNotification builds a notification whose params values are sent byte
-// for byte (mcp-go's typed params would re-encode numbers as float64).
-func rawNotification(method string, params json.RawMessage) (mcp.JSONRPCNotification, error) {
-	n := mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: method}}
+// checkNoteParams checks the params of a notification to send: empty, or
+// one JSON object whose _meta, if any, is an object too.
+func checkNoteParams(params json.RawMessage) error {
 	if len(params) == 0 {
-		return n, nil
+		return nil
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
-		return n, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+	if !isObject(params) {
+		return fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
 	}
-	if meta, ok := fields["_meta"]; ok {
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(meta, &m); err != nil {
-			return n, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
-		}
-		n.Params.Meta = make(map[string]any, len(m))
-		for k, v := range m {
-			n.Params.Meta[k] = v
-		}
-		delete(fields, "_meta")
+	if meta, ok, _ := rawjson.Get(params, "_meta"); ok && meta[0] != '{' && !rawjson.IsNull(meta) {
+		return fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
 	}
-	n.Params.AdditionalFields = make(map[string]any, len(fields))
-	for k, v := range fields {
-		n.Params.AdditionalFields[k] = v
-	}
-	return n, nil
+	return nil
 }
 
 // modernize adds the per-request _meta (protocol version, client info and

@@ -10,8 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/rs/zerolog"
@@ -24,8 +22,9 @@ var Version = "dev"
 // clientName is the clientInfo.name the proxy sends upstream.
 const clientName = "mcp-proxy"
 
-// protocolAuto is the protocol setting that lets mcp-go probe the stateless
-// 2026-07-28 core (server/discover) before falling back to initialize.
+// protocolAuto is the protocol setting that lets the handshake probe the
+// stateless 2026-07-28 core (server/discover) before falling back to
+// initialize.
 const protocolAuto = "auto"
 
 // session is one connected generation of a Conn: one transport, one
@@ -35,8 +34,7 @@ const protocolAuto = "auto"
 type session struct {
 	c    *Conn
 	log  zerolog.Logger
-	cl   *client.Client
-	tr   transport.Interface
+	tr   wire
 	proc *process // stdio only
 
 	httpBase *http.Transport // http and sse only: the session's own pool
@@ -57,10 +55,6 @@ type session struct {
 	initial      *catalog
 
 	levelSent string // the log level this server was sent; guarded by c.levelMu
-
-	// wireProtocol is protocol (a string), for the replies posted to an SSE
-	// server from its stream's goroutines (streamrequests.go).
-	wireProtocol atomic.Value
 
 	notes   noteQueue     // to OnNotification, see notify.go
 	dropped atomic.Uint64 // notifications dropped since the last delivery
@@ -136,68 +130,23 @@ func (s *session) open(ctx context.Context) error {
 		return err
 	}
 	s.tr = tr
-
-	var opts []client.ClientOption
-	if p := s.preferredProtocol(); p != "" {
-		opts = append(opts, client.WithProtocolVersion(p))
-	}
 	if st, ok := tr.(*stdioTransport); ok {
 		st.setRequestHandler(s.answer)
 		st.setRawNotificationHandler(s.onRawNotification)
-	}
-	s.cl = client.NewClient(tr, opts...)
-	s.cl.OnNotification(s.onNotification)
-	if s.proc != nil {
-		s.proc.onEnd(s.processEnded)
-	}
-
-	// Start's ctx is the session's: it lives as long as the transport does
-	// (a stdio transport would kill its child, an SSE one its stream, when
-	// it ends).
-	if err := s.cl.Start(s.ctx); err != nil {
-		return fmt.Errorf("start transport: %w", err)
-	}
-	// Requests of the server are answered by s.answer, from the bytes they
-	// came in: the stdio transport reads them itself, and the HTTP client
-	// takes them out of the event streams of http and sse servers
-	// (streamrequests.go) before mcp-go could decode them. mcp-go's own
-	// handler, which Start installed, only sees what the proxy could not
-	// read.
-	if bi, ok := tr.(transport.BidirectionalInterface); ok {
-		bi.SetRequestHandler(unreadRequest)
-	}
-	var caps mcp.ClientCapabilities
-	if s.c.opts.OnRequest != nil {
-		caps = relayCapabilities()
-	}
-	if sse, ok := tr.(*transport.SSE); ok {
-		if err := s.checkSSEEndpoint(sse); err != nil {
-			return err
+		if s.proc != nil {
+			s.proc.onEnd(s.processEnded)
 		}
-		s.cl.OnConnectionLost(func(err error) {
-			s.die(fmt.Errorf("SSE stream lost: %w", err))
-		})
+		// The child's requests are answered while the session lives.
+		st.start(s.ctx)
 	}
 
-	res, err := s.cl.Initialize(withMethod(ctx, string(mcp.MethodInitialize)), mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ProtocolVersion: s.preferredProtocol(),
-		ClientInfo:      mcp.Implementation{Name: clientName, Version: Version},
-		Capabilities:    caps,
-	}})
+	res, err := s.handshake(ctx)
 	if err != nil {
-		if errors.Is(err, transport.ErrLegacySSEServer) {
-			return fmt.Errorf("initialize: %w (if it is a legacy SSE server, set transport: sse)", err)
-		}
-		return fmt.Errorf("initialize: %w", err)
+		return err
 	}
-	s.protocol = s.cl.ProtocolVersion()
-	if s.protocol == "" {
-		s.protocol = res.ProtocolVersion
-	}
-	s.wireProtocol.Store(s.protocol)
-	s.modern = mcp.IsModernProtocol(s.protocol)
-	if h, ok := tr.(*transport.StreamableHTTP); ok {
-		s.holdsSession = h.GetSessionId() != ""
+	if h, ok := tr.(*httpWire); ok {
+		s.holdsSession = h.sessionID() != ""
+		h.listen()
 	}
 	s.caps = capabilitiesOf(res.Capabilities)
 	s.instructions = res.Instructions
@@ -218,9 +167,9 @@ func (s *session) open(ctx context.Context) error {
 	return nil
 }
 
-// preferredProtocol is the version to pin, or "" for auto: mcp-go then
-// probes the stateless 2026-07-28 core (server/discover) before falling back
-// to initialize. Over Streamable HTTP the GET stream (needed for upstream
+// preferredProtocol is the version to pin, or "" for auto: the handshake
+// then probes the stateless 2026-07-28 core (server/discover) before
+// falling back to initialize. Over Streamable HTTP the GET stream (needed for upstream
 // notifications) rules 2026-07-28 out, so auto negotiates the newest
 // session-based version there.
 func (s *session) preferredProtocol() string {
@@ -238,7 +187,7 @@ func (s *session) preferredProtocol() string {
 // why the session died if it did (a child's exit status says more than the
 // request that noticed it), or a timeout naming connect_timeout.
 func (s *session) explain(ctx context.Context, timeout time.Duration, err error) error {
-	if s.proc != nil && (errors.Is(err, transport.ErrTransportClosed) || errors.Is(err, context.Canceled) ||
+	if s.proc != nil && (errors.Is(err, errTransportClosed) || errors.Is(err, context.Canceled) ||
 		errors.Is(err, ErrConnectionLost) || errors.Is(err, errSessionEnded)) {
 		waitClosed(s.dead, stdoutEOFGrace)
 	}
@@ -345,12 +294,11 @@ func (s *session) expire() {
 }
 
 // sessionExpired reports whether err means that the server refused a
-// request, unexecuted, because it no longer knows the session id: mcp-go's
-// ErrSessionTerminated, for a 404 (or a 410, see headerTransport) or because
-// another request met one first, on a session that had an id. A server that
-// gave no session id just answered 404.
+// request, unexecuted, because it no longer knows the session id: a 404 or
+// 410 to a request that carried it, or another request met one first
+// (errSessionGone).
 func (s *session) sessionExpired(err error) bool {
-	return s.holdsSession && errors.Is(err, transport.ErrSessionTerminated)
+	return errors.Is(err, errSessionGone)
 }
 
 // finishRenewal ends the renewal of s (once): next is its successor, or nil

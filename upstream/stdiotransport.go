@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"net/http"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/internal/fdmode"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -26,10 +26,8 @@ type lineReader interface {
 	Owned() bool
 }
 
-// stdioTransport is the JSON-RPC client transport over a stdio child: the
-// same contract as mcp-go's transport.Stdio over existing streams, but each
-// line is read once, validated once, and routed by its envelope members
-// alone. A response's result is handed to the caller as the bytes the child
+// stdioTransport is the wire over a stdio child's streams: each line is
+// read once, validated once, and routed by its envelope members alone. A response's result is handed to the caller as the bytes the child
 // wrote (copied out of the line buffer unless the reader hands the line
 // over: lineLimiter.Owned); it is never decoded.
 type stdioTransport struct {
@@ -55,7 +53,7 @@ type stdioTransport struct {
 	stallOnce    sync.Once
 
 	mu      sync.Mutex
-	pending map[string]chan stdioReply
+	pending map[string]chan rpcReply
 
 	handlerMu sync.RWMutex
 	onRawNote func(method string, params json.RawMessage)
@@ -76,7 +74,7 @@ type stdioTransport struct {
 	ended <-chan struct{}
 }
 
-var _ transport.Interface = (*stdioTransport)(nil)
+var _ wire = (*stdioTransport)(nil)
 
 // requestHandler answers one request of the server: it returns the complete
 // reply (a JSON-RPC response echoing the request's id).
@@ -90,7 +88,7 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 		stdin:        stdin,
 		rawStdin:     fdmode.NewNowaitWriter(stdin),
 		log:          log,
-		pending:      map[string]chan stdioReply{},
+		pending:      map[string]chan rpcReply{},
 		writeSem:     make(chan struct{}, 1),
 		requests:     newRequestServer(log),
 		stallTimeout: stdinStallTimeout,
@@ -113,83 +111,36 @@ func noRequestHandler(_ context.Context, req serverRequest) []byte {
 	return errorReply(req.id, mcp.METHOD_NOT_FOUND, "No request handler configured", nil)
 }
 
-// Start starts reading stdout. Later calls do nothing.
-func (t *stdioTransport) Start(ctx context.Context) error {
+// start starts reading stdout; the child's requests are answered with ctx.
+// Later calls do nothing.
+func (t *stdioTransport) start(ctx context.Context) {
 	t.startOnce.Do(func() {
 		t.handlerMu.Lock()
 		t.ctx = ctx
 		t.handlerMu.Unlock()
 		go t.readLoop()
 	})
-	return nil
 }
 
-// SendRequest writes request and waits for its response, for ctx, for the
-// end of stdout (transport.ErrTransportClosed) or for the session's end
-// (errSessionEnded). mcp-go's client sends
-// its requests (initialize) through it; the proxy's own requests take call.
-func (t *stdioTransport) SendRequest(ctx context.Context, request transport.JSONRPCRequest) (*transport.JSONRPCResponse, error) {
+// call sends the request (the params' bytes as they are, but for the line
+// breaks between their tokens, which would tear the line: oneLine) and
+// waits for its response, for ctx, for the end of stdout
+// (errTransportClosed) or for the session's end (errSessionEnded). A
+// response that is not JSON-RPC fails it with ErrBadResponse. The line is
+// written as built and the response routed by its id's bytes.
+func (t *stdioTransport) call(ctx context.Context, id, method string, params json.RawMessage, _ http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	select {
 	case <-t.done:
-		return nil, transport.ErrTransportClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	default:
-	}
-	b, err := json.Marshal(request)
-	if err != nil {
-		return nil, fmt.Errorf("marshal request: %w", err)
-	}
-	idJSON, err := json.Marshal(request.ID)
-	if err != nil {
-		return nil, fmt.Errorf("marshal request id: %w", err)
-	}
-	r, err := t.roundTrip(ctx, rawjson.IDKey(idJSON), b)
-	if err != nil {
-		return nil, err
-	}
-	if r.err != nil {
-		return nil, r.err
-	}
-	return &transport.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: request.ID, Result: r.result, Error: r.rpcErr}, nil
-}
-
-// call sends the request {"jsonrpc":"2.0","id":"<id>","method":<method>,
-// "params":<params>} (params left out when empty; its bytes are sent as
-// they are, so they must be one JSON object, but for the line breaks
-// between its tokens, which would tear the line: oneLine) and waits for
-// its response, for ctx, for the end of stdout
-// (transport.ErrTransportClosed) or for the session's end
-// (errSessionEnded). It returns the response's result as the
-// child wrote it, or its error member; a response that is not JSON-RPC
-// fails with ErrBadResponse. The line is written as built and the response
-// routed by its id's bytes: nothing is encoded or decoded through mcp-go's
-// types.
-func (t *stdioTransport) call(ctx context.Context, id, method string, params json.RawMessage) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
-	select {
-	case <-t.done:
-		return nil, nil, transport.ErrTransportClosed
+		return nil, nil, errTransportClosed
 	case <-t.ended:
 		return nil, nil, errSessionEnded
 	case <-ctx.Done():
 		return nil, nil, ctx.Err()
 	default:
 	}
-	params = oneLine(params) // a client's pretty-printed arguments, relayed as bytes
-	// One allocation: the id, the method and the params, and room for the
-	// newline writeLine adds.
-	b := make([]byte, 0, len(`{"jsonrpc":"2.0","id":,"method":,"params":}`)+len(id)+len(method)+len(params)+8)
-	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	start := len(b)
-	b = rawjson.AppendString(b, id)
-	key := rawjson.IDKey(b[start:])
-	b = append(b, `,"method":`...)
-	b = rawjson.AppendString(b, method)
-	if len(params) > 0 {
-		b = append(b, `,"params":`...)
-		b = append(b, params...)
-	}
-	b = append(b, '}')
+	// A client's pretty-printed arguments, relayed as bytes, lose their
+	// line breaks.
+	b, key := encodeRequest(id, method, oneLine(params))
 	r, err := t.roundTrip(ctx, key, b)
 	if err == nil {
 		err = r.err
@@ -202,8 +153,8 @@ func (t *stdioTransport) call(ctx context.Context, id, method string, params jso
 
 // roundTrip writes line, a request whose id has the routing key key, and
 // waits for what its response brings.
-func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte) (stdioReply, error) {
-	ch := make(chan stdioReply, 1)
+func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte) (rpcReply, error) {
+	ch := make(chan rpcReply, 1)
 	t.mu.Lock()
 	t.pending[key] = ch
 	t.mu.Unlock()
@@ -214,7 +165,7 @@ func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte)
 	}
 	if err := t.writeLine(ctx, line); err != nil {
 		forget()
-		return stdioReply{}, fmt.Errorf("write request: %w", err)
+		return rpcReply{}, fmt.Errorf("write request: %w", err)
 	}
 	select {
 	case r := <-ch:
@@ -226,30 +177,26 @@ func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte)
 		default:
 		}
 		forget()
-		return stdioReply{}, transport.ErrTransportClosed
+		return rpcReply{}, errTransportClosed
 	case <-t.ended:
 		forget()
-		return stdioReply{}, errSessionEnded
+		return rpcReply{}, errSessionEnded
 	case <-ctx.Done():
 		forget()
-		return stdioReply{}, ctx.Err()
+		return rpcReply{}, ctx.Err()
 	}
 }
 
-// SendNotification writes one notification.
-func (t *stdioTransport) SendNotification(ctx context.Context, n mcp.JSONRPCNotification) error {
+// notify writes one notification.
+func (t *stdioTransport) notify(ctx context.Context, method string, params json.RawMessage) error {
 	select {
 	case <-t.done:
-		return transport.ErrTransportClosed
+		return errTransportClosed
 	case <-ctx.Done():
 		return ctx.Err()
 	default:
 	}
-	b, err := json.Marshal(n)
-	if err != nil {
-		return fmt.Errorf("marshal notification: %w", err)
-	}
-	if err := t.writeLine(ctx, b); err != nil {
+	if err := t.writeLine(ctx, encodeNotification(method, oneLine(params))); err != nil {
 		return fmt.Errorf("write notification: %w", err)
 	}
 	return nil
@@ -282,7 +229,7 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	case <-t.done:
-		return transport.ErrTransportClosed
+		return errTransportClosed
 	case <-t.ended:
 		return errSessionEnded
 	}
@@ -338,7 +285,7 @@ func (t *stdioTransport) writeLine(ctx context.Context, b []byte) error {
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded) && ctx.Err() == nil:
 		t.stalled(written)
-		return fmt.Errorf("%w: %w", transport.ErrTransportClosed, errStdinStalled)
+		return fmt.Errorf("%w: %w", errTransportClosed, errStdinStalled)
 	case written > 0:
 		t.log.Warn().Int("written", written).Int("bytes", len(b)).Msg("a write to the server's stdin was cut short; closing it")
 		_ = t.Close()
@@ -369,20 +316,13 @@ func (t *stdioTransport) stalled(written int) {
 // broken pipe.
 func pipeGone(err error) error {
 	if errors.Is(err, syscall.EPIPE) || errors.Is(err, os.ErrClosed) || errors.Is(err, io.ErrClosedPipe) {
-		return fmt.Errorf("%w: %w", transport.ErrTransportClosed, err)
+		return fmt.Errorf("%w: %w", errTransportClosed, err)
 	}
 	return err
 }
 
-// SetNotificationHandler is part of mcp-go's transport interface and does
-// nothing: notifications go to setRawNotificationHandler's handler as their
-// bytes (the session always sets it), never through mcp-go's decoding.
-func (t *stdioTransport) SetNotificationHandler(func(mcp.JSONRPCNotification)) {}
-
-// setRawNotificationHandler sets the handler of the child's notifications
-// as their bytes (mcp-go's own handler would get params decoded into an
-// `any`: integers beyond 2^53 rounded, keys re-sorted); until it is set
-// they are dropped. params is nil when the notification had none, else its own
+// setRawNotificationHandler sets the handler of the child's notifications,
+// as their bytes; until it is set they are dropped. params is nil when the notification had none, else its own
 // copy of the params object as the child wrote it.
 func (t *stdioTransport) setRawNotificationHandler(fn func(method string, params json.RawMessage)) {
 	t.handlerMu.Lock()
@@ -391,9 +331,7 @@ func (t *stdioTransport) setRawNotificationHandler(fn func(method string, params
 }
 
 // setRequestHandler sets the handler of the child's requests; until then
-// they get method not found. The transport is not mcp-go's
-// BidirectionalInterface on purpose: mcp-go's handler takes the request
-// decoded (params as an `any`), and requests are relayed as their bytes.
+// they get method not found.
 func (t *stdioTransport) setRequestHandler(fn requestHandler) {
 	t.handlerMu.Lock()
 	t.onRequest = fn
@@ -412,8 +350,8 @@ func (t *stdioTransport) Close() error {
 	return t.closeErr
 }
 
-// GetSessionId is "": stdio has no session id.
-func (t *stdioTransport) GetSessionId() string { return "" }
+// sessionID is "": stdio has no session id.
+func (t *stdioTransport) sessionID() string { return "" }
 
 func (t *stdioTransport) finish() { t.doneOnce.Do(func() { close(t.done) }) }
 
@@ -446,7 +384,7 @@ func (t *stdioTransport) handleLine(line []byte, owned bool) {
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {
-		t.notify(e)
+		t.deliverNote(e)
 		return
 	}
 	if t.requests.take(inboundOf(e, err), t.reply) {
@@ -456,64 +394,34 @@ func (t *stdioTransport) handleLine(line []byte, owned bool) {
 	case err != nil:
 		t.invalidLine(line, err)
 	default:
-		if e.ID != nil && !rawjson.IsNull(e.ID) && t.route(e.ID, stdioReply{err: fmt.Errorf("%w: %s", ErrBadResponse, e.Invalid)}) {
+		if e.ID != nil && !rawjson.IsNull(e.ID) && t.route(e.ID, rpcReply{err: fmt.Errorf("%w: %s", ErrBadResponse, e.Invalid)}) {
 			return
 		}
 		t.log.Warn().Str("reason", e.Invalid).Msg("a stdout line of the server that is not JSON-RPC 2.0 was dropped")
 	}
 }
 
-// notify hands a notification to the raw handler as its bytes. Params that
-// are not an object, or name a member twice, drop it.
-func (t *stdioTransport) notify(e rawjson.Message) {
+// deliverNote hands a notification to the raw handler as its bytes.
+// Params that are not an object, or name a member twice, drop it.
+func (t *stdioTransport) deliverNote(e rawjson.Message) {
 	t.handlerMu.RLock()
 	raw := t.onRawNote
 	t.handlerMu.RUnlock()
-	if raw != nil {
-		var params json.RawMessage
-		if e.Params != nil {
-			if e.Params[0] != '{' || rawjson.Unique(e.Params) != nil {
-				t.log.Debug().Str("method", e.Method).Msg("a notification from the server with params that are not one object dropped")
-				return
-			}
-			// The line buffer is reused for the next line: params get their own.
-			params = append(json.RawMessage(nil), oneLine(e.Params)...)
-		}
-		raw(e.Method, params)
+	if raw == nil {
+		return
 	}
+	params, ok := noteParams(e)
+	if !ok {
+		t.log.Debug().Str("method", e.Method).Msg("a notification from the server with params that are not one object dropped")
+		return
+	}
+	raw(e.Method, params)
 }
 
-// deliver hands a response to the request waiting for it, if any. Only an
-// error member is decoded; the result is passed on as it is: in the line
-// when owned (the line is nobody else's), else copied.
+// deliver hands a response to the request waiting for it, if any: its
+// result in the line when owned (the line is nobody else's), else copied.
 func (t *stdioTransport) deliver(e rawjson.Message, owned bool) {
-	var r stdioReply
-	if e.Error != nil && !rawjson.IsNull(e.Error) {
-		// data stays its bytes (a json.RawMessage in Data's `any`), which
-		// session.request passes on as they are.
-		var d struct {
-			Code    int             `json:"code"`
-			Message string          `json:"message"`
-			Data    json.RawMessage `json:"data"`
-		}
-		if err := json.Unmarshal(e.Error, &d); err != nil {
-			r.err = fmt.Errorf("%w: undecodable error member: %w", ErrBadResponse, err)
-		} else {
-			r.rpcErr = &mcp.JSONRPCErrorDetails{Code: d.Code, Message: d.Message}
-			if d.Data != nil {
-				r.rpcErr.Data = d.Data // its own copy: Unmarshal copies a RawMessage
-			}
-		}
-	}
-	switch {
-	case e.Result == nil || r.err != nil:
-	case owned:
-		r.result = e.Result[:len(e.Result):len(e.Result)] // full: an append copies
-	default:
-		// The line buffer is reused for the next line: the result gets its own.
-		r.result = append(json.RawMessage(nil), e.Result...)
-	}
-	t.route(e.ID, r)
+	t.route(e.ID, replyOf(e, owned))
 }
 
 // invalidLine handles a line that is not one valid JSON object: when its
@@ -522,7 +430,7 @@ func (t *stdioTransport) deliver(e rawjson.Message, owned bool) {
 // line is dropped.
 func (t *stdioTransport) invalidLine(line []byte, err error) {
 	if raw := rawjson.ResponseID(line[:min(len(line), idScanBytes)]); raw != nil {
-		if t.route(raw, stdioReply{err: fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)}) {
+		if t.route(raw, rpcReply{err: fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)}) {
 			return
 		}
 	}
@@ -531,7 +439,7 @@ func (t *stdioTransport) invalidLine(line []byte, err error) {
 
 // route gives resp to the request with the given id and reports whether
 // one was waiting.
-func (t *stdioTransport) route(id json.RawMessage, r stdioReply) bool {
+func (t *stdioTransport) route(id json.RawMessage, r rpcReply) bool {
 	key := rawjson.IDKey(id)
 	t.mu.Lock()
 	ch, ok := t.pending[key]
@@ -541,14 +449,6 @@ func (t *stdioTransport) route(id json.RawMessage, r stdioReply) bool {
 		ch <- r // buffered, and removed from pending: it gets one value
 	}
 	return ok
-}
-
-// stdioReply is what a request gets: its response's result or error
-// member, or why no response can be read (err).
-type stdioReply struct {
-	result json.RawMessage
-	rpcErr *mcp.JSONRPCErrorDetails
-	err    error
 }
 
 // answer runs the request handler: off the read loop, or on it for a

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 )
@@ -52,9 +51,7 @@ func startTestTransport(t *testing.T, stdin io.WriteCloser, stdinR io.Closer) (*
 	t.Helper()
 	outR, outW := io.Pipe()
 	tr := newStdioTransport(newLineReader(outR, 1<<20), stdin, zerolog.Nop())
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr.start(context.Background())
 	t.Cleanup(func() {
 		_ = tr.Close()
 		_ = outW.Close()
@@ -86,15 +83,16 @@ func (c *pipeChild) read(t *testing.T) map[string]json.RawMessage {
 }
 
 type sent struct {
-	resp *transport.JSONRPCResponse
-	err  error
+	result json.RawMessage
+	rpcErr *mcp.JSONRPCErrorDetails
+	err    error
 }
 
 func sendAsync(tr *stdioTransport, ctx context.Context, id string) <-chan sent {
 	ch := make(chan sent, 1)
 	go func() {
-		r, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(id), Method: "tools/call"})
-		ch <- sent{r, err}
+		r, e, err := tr.call(ctx, id, "tools/call", nil, nil)
+		ch <- sent{r, e, err}
 	}()
 	return ch
 }
@@ -128,8 +126,8 @@ func TestStdioTransportRoutesResultBytes(t *testing.T) {
 		if s.err != nil {
 			t.Fatal(s.err)
 		}
-		if string(s.resp.Result) != c.want || s.resp.Error != nil {
-			t.Errorf("result %q (error %v), want %q", s.resp.Result, s.resp.Error, c.want)
+		if string(s.result) != c.want || s.rpcErr != nil {
+			t.Errorf("result %q (error %v), want %q", s.result, s.rpcErr, c.want)
 		}
 	}
 }
@@ -140,8 +138,8 @@ func TestStdioTransportErrorResponse(t *testing.T) {
 	child.read(t)
 	child.write(t, `{"jsonrpc":"2.0","id":"e","error":{"code":-32602,"message":"bad args","data":{"k":1}}}`)
 	s := wait(t, ch)
-	if s.err != nil || s.resp.Error == nil || s.resp.Error.Code != -32602 || s.resp.Error.Message != "bad args" || s.resp.Result != nil {
-		t.Fatalf("got %+v, %v", s.resp, s.err)
+	if s.err != nil || s.rpcErr == nil || s.rpcErr.Code != -32602 || s.rpcErr.Message != "bad args" || s.result != nil {
+		t.Fatalf("got %s %+v, %v", s.result, s.rpcErr, s.err)
 	}
 }
 
@@ -160,8 +158,8 @@ func TestStdioTransportInvalidResponseFailsRequest(t *testing.T) {
 	ch = sendAsync(tr, context.Background(), "w")
 	child.read(t)
 	child.write(t, `{"jsonrpc":"2.0","id":"w","result":{}}`)
-	if s := wait(t, ch); s.err != nil || string(s.resp.Result) != "{}" {
-		t.Fatalf("got %+v, %v", s.resp, s.err)
+	if s := wait(t, ch); s.err != nil || string(s.result) != "{}" {
+		t.Fatalf("got %s %+v, %v", s.result, s.rpcErr, s.err)
 	}
 }
 
@@ -202,10 +200,10 @@ func TestStdioTransportEOF(t *testing.T) {
 	ch := sendAsync(tr, context.Background(), "x")
 	child.read(t)
 	_ = child.out.Close()
-	if s := wait(t, ch); !errors.Is(s.err, transport.ErrTransportClosed) {
+	if s := wait(t, ch); !errors.Is(s.err, errTransportClosed) {
 		t.Fatalf("err = %v, want ErrTransportClosed", s.err)
 	}
-	if _, err := tr.SendRequest(context.Background(), transport.JSONRPCRequest{ID: mcp.NewRequestId("y")}); !errors.Is(err, transport.ErrTransportClosed) {
+	if _, _, err := tr.call(context.Background(), "y", "x", nil, nil); !errors.Is(err, errTransportClosed) {
 		t.Fatalf("after EOF: %v", err)
 	}
 }
@@ -224,8 +222,8 @@ func TestStdioTransportCancel(t *testing.T) {
 	ch = sendAsync(tr, context.Background(), "d")
 	child.read(t)
 	child.write(t, `{"jsonrpc":"2.0","id":"d","result":{"d":1}}`)
-	if s := wait(t, ch); s.err != nil || string(s.resp.Result) != `{"d":1}` {
-		t.Fatalf("got %+v, %v", s.resp, s.err)
+	if s := wait(t, ch); s.err != nil || string(s.result) != `{"d":1}` {
+		t.Fatalf("got %s %+v, %v", s.result, s.rpcErr, s.err)
 	}
 }
 
@@ -241,7 +239,7 @@ func TestStdioTransportWriteEndsWithContext(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), timeout)
 		defer cancel()
 		start := time.Now()
-		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("r"), Method: "x", Params: json.RawMessage(params)})
+		_, _, err := tr.call(ctx, "r", "x", json.RawMessage(params), nil)
 		if d := time.Since(start); d > timeout+2*time.Second {
 			t.Errorf("request returned %v after a %v timeout", d, timeout)
 		}
@@ -272,7 +270,7 @@ func TestStdioTransportWriteEndsWithContext(t *testing.T) {
 }
 
 // A write to a child whose stdin is gone ends like its stdout: the error
-// is transport.ErrTransportClosed, so that callers wait for the session to
+// is errTransportClosed, so that callers wait for the session to
 // say why (the child's exit) rather than report a broken pipe.
 func TestStdioTransportWriteToGoneChild(t *testing.T) {
 	inR, inW, err := os.Pipe()
@@ -283,14 +281,12 @@ func TestStdioTransportWriteToGoneChild(t *testing.T) {
 	outR, outW := io.Pipe()
 	defer outW.Close()
 	tr := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr.start(context.Background())
 	defer tr.Close()
 	for _, ctx := range []context.Context{context.Background(), testContext(t)} {
-		_, err := tr.SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId("r"), Method: "x"})
-		if !errors.Is(err, transport.ErrTransportClosed) {
-			t.Errorf("request to a gone child: %v, want transport.ErrTransportClosed", err)
+		_, _, err := tr.call(ctx, "r", "x", nil, nil)
+		if !errors.Is(err, errTransportClosed) {
+			t.Errorf("request to a gone child: %v, want errTransportClosed", err)
 		}
 	}
 }
@@ -341,9 +337,7 @@ func floodTransport(t *testing.T, method string) {
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr.start(context.Background())
 	defer tr.Close()
 
 	flooded := make(chan int, 1)
@@ -419,7 +413,7 @@ func TestStdioTransportCallWritesLineAsBuilt(t *testing.T) {
 	callAsync := func(id, method, params string) <-chan answer {
 		ch := make(chan answer, 1)
 		go func() {
-			res, rpcErr, err := tr.call(context.Background(), id, method, json.RawMessage(params))
+			res, rpcErr, err := tr.call(context.Background(), id, method, json.RawMessage(params), nil)
 			ch <- answer{res, rpcErr, err}
 		}()
 		return ch
@@ -480,7 +474,7 @@ func TestStdioTransportLongLineToSlowReader(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	go func() { _, _, _ = tr.call(ctx, "px-1", "x", json.RawMessage(params)) }()
+	go func() { _, _, _ = tr.call(ctx, "px-1", "x", json.RawMessage(params), nil) }()
 	select {
 	case line := <-got:
 		if want := `{"jsonrpc":"2.0","id":"px-1","method":"x","params":` + params + "}\n"; line != want {
@@ -499,7 +493,7 @@ func TestStdioTransportCallParamsWithLineBreaks(t *testing.T) {
 	params := "{\r\n  \"name\": \"t\",\n  \"arguments\": {\"s\": \"a\\nb\"}\n}"
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := tr.call(context.Background(), "px-1", "tools/call", json.RawMessage(params))
+		_, _, err := tr.call(context.Background(), "px-1", "tools/call", json.RawMessage(params), nil)
 		done <- err
 	}()
 	m := child.read(t)
@@ -563,9 +557,7 @@ func TestStdioTransportEndedFailsRequests(t *testing.T) {
 	tr.stallTimeout = time.Minute // the blocked write must outlast the test
 	ended := make(chan struct{})
 	tr.ended = ended
-	if err := tr.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	tr.start(context.Background())
 	defer tr.Close()
 	ctx := testContext(t)
 	type outcome struct {
@@ -574,7 +566,7 @@ func TestStdioTransportEndedFailsRequests(t *testing.T) {
 	}
 	done := make(chan outcome, 3)
 	call := func(name string, params json.RawMessage) {
-		_, _, err := tr.call(ctx, name, "tools/call", params)
+		_, _, err := tr.call(ctx, name, "tools/call", params, nil)
 		done <- outcome{name, err}
 	}
 	go call("answer", json.RawMessage(`{"name":"a"}`))

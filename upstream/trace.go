@@ -60,7 +60,7 @@ func (s *session) startSpan(ctx context.Context, method, id string, params json.
 		ID:        id,
 		Server:    s.c.name,
 		Protocol:  s.protocol,
-		SessionID: s.tr.GetSessionId(),
+		SessionID: s.tr.sessionID(),
 		Transport: s.c.peer.transport,
 		Address:   s.c.peer.address,
 		Port:      s.c.peer.port,

@@ -225,9 +225,7 @@ func pipeSession(tb testing.TB, tr *tracing.Tracer) (*session, func() []string) 
 	s := newSession(c, context.Background())
 	s.protocol = "2025-11-25"
 	st := newStdioTransport(newLineReader(outR, 1<<20), inW, zerolog.Nop())
-	if err := st.Start(context.Background()); err != nil {
-		tb.Fatal(err)
-	}
+	st.start(context.Background())
 	s.tr = st
 	tb.Cleanup(func() {
 		s.die(ErrConnectionLost)

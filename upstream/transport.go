@@ -9,15 +9,9 @@ import (
 	"net/url"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
-
-// minSSEResponseTimeout is the floor of the SSE transport's own wait for a
-// response event; mcp-go's default (60 s) is shorter than a tool call may
-// take. Requests are bounded by their ctx deadline anyway.
-const minSSEResponseTimeout = 60 * time.Second
 
 // newTransport builds the transport for the server's configured kind. For
 // stdio it also starts the child process (s.proc).
@@ -25,7 +19,7 @@ const minSSEResponseTimeout = 60 * time.Second
 // upstream keeps: enough for the concurrency a busy proxy sends one server.
 const maxIdleConnsPerUpstream = 64
 
-func (s *session) newTransport(ctx context.Context) (transport.Interface, error) {
+func (s *session) newTransport(ctx context.Context) (wire, error) {
 	cfg := s.c.cfg
 	switch kind := s.c.transportKind(); kind {
 	case config.TransportStdio:
@@ -50,19 +44,9 @@ func (s *session) newTransport(ctx context.Context) (transport.Interface, error)
 		if err != nil {
 			return nil, err
 		}
-		headers := maps.Clone(cfg.Headers)
-		logger := newSlogger(s.log)
+		in := s.newInbox()
 		if kind == config.TransportHTTP {
-			tr, err := transport.NewStreamableHTTP(cfg.URL,
-				transport.WithHTTPBasicClient(hc),
-				transport.WithHTTPHeaders(headers),
-				transport.WithContinuousListening(),
-				transport.WithHTTPLogger(logger),
-			)
-			if err != nil {
-				return nil, fmt.Errorf("streamable HTTP transport: %w", err)
-			}
-			return tr, nil
+			return &httpWire{url: cfg.URL, client: hc, in: in}, nil
 		}
 		// The SSE stream lives on the session's ctx, so the wait for the
 		// endpoint event is bounded here, by what is left of connect_timeout.
@@ -72,19 +56,23 @@ func (s *session) newTransport(ctx context.Context) (transport.Interface, error)
 				return nil, context.DeadlineExceeded
 			}
 		}
-		tr, err := transport.NewSSE(cfg.URL,
-			transport.WithHTTPClient(hc),
-			transport.WithHeaders(headers),
-			transport.WithResponseTimeout(max(s.c.requestTimeout(), s.c.connectTimeout(), minSSEResponseTimeout)),
-			transport.WithEndpointTimeout(endpointWait),
-			transport.WithSSELogger(logger),
-		)
-		if err != nil {
-			return nil, fmt.Errorf("SSE transport: %w", err)
-		}
-		return tr, nil
+		lost := func(err error) { s.die(fmt.Errorf("SSE stream lost: %w", err)) }
+		return startSSE(ctx, cfg.URL, hc, in, cfg.TLSCACertPath != "", endpointWait, lost)
 	default:
 		return nil, fmt.Errorf("%w %q", ErrUnknownTransport, kind)
+	}
+}
+
+// newInbox is the inbox of an http or sse wire of the session.
+func (s *session) newInbox() inbox {
+	return inbox{
+		log:      s.log,
+		requests: newRequestServer(s.log),
+		onNote:   s.onRawNotification,
+		answer:   s.answer,
+		spawn:    s.spawn,
+		life:     s.ctx,
+		timeout:  s.c.requestTimeout(),
 	}
 }
 
@@ -102,9 +90,8 @@ func (c *Conn) transportKind() string {
 // httpClient builds the HTTP client of an http or sse upstream: the proxy's
 // retry policy and response cap, the server's CA if configured (then the URL
 // and every redirect must be https), a redirect policy that never
-// downgrades https to http, the configured headers on every request to the
-// server's origin, and the server's requests to the proxy taken out of its
-// event streams and answered.
+// downgrades https to http, and the configured headers on every request to
+// the server's origin.
 func (s *session) httpClient() (*http.Client, error) {
 	cfg := s.c.cfg
 	u, err := url.Parse(cfg.URL)
@@ -149,28 +136,7 @@ func (s *session) httpClient() (*http.Client, error) {
 		ht.tracer = s.c.opts.Tracer
 		hc.Transport = ht
 	}
-	// Outermost: the server's requests are taken out of its event streams
-	// before mcp-go reads them (streamrequests.go).
-	rt := newRequestTransport(hc.Transport, s, s.c.transportKind() == config.TransportSSE)
-	rt.client = hc
-	hc.Transport = rt
 	return hc, nil
-}
-
-// checkSSEEndpoint refuses a plain-http message endpoint when the server has
-// a CA configured (SPEC §9.3).
-func (s *session) checkSSEEndpoint(tr *transport.SSE) error {
-	if s.c.cfg.TLSCACertPath == "" {
-		return nil
-	}
-	ep := tr.GetEndpoint()
-	if ep == nil {
-		return fmt.Errorf("SSE server advertised no endpoint")
-	}
-	if err := requireHTTPS(ep); err != nil {
-		return fmt.Errorf("SSE endpoint: %w", err)
-	}
-	return nil
 }
 
 // maxResponseBytes is the server's wire cap per message.

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
 
@@ -199,44 +198,25 @@ func TestParseStat(t *testing.T) {
 	}
 }
 
-func TestRawNotification(t *testing.T) {
+// TestNotificationBytes: a notification's params go out byte for byte;
+// params that are not one object, or whose _meta is not, are refused.
+func TestNotificationBytes(t *testing.T) {
 	t.Parallel()
-	n, err := rawNotification("notifications/progress",
-		json.RawMessage(`{"progressToken":18446744073709551615,"progress":0.50,"_meta":{"big":123456789012345678901}}`))
-	if err != nil {
+	params := json.RawMessage(`{"progressToken":18446744073709551615,"progress":0.50,"_meta":{"big":123456789012345678901}}`)
+	if err := checkNoteParams(params); err != nil {
 		t.Fatal(err)
 	}
-	b, _ := json.Marshal(n)
-	for _, want := range []string{`"progressToken":18446744073709551615`, `"progress":0.50`, `"_meta":{"big":123456789012345678901}`, `"method":"notifications/progress"`} {
-		if !strings.Contains(string(b), want) {
-			t.Errorf("%s lacks %s", b, want)
-		}
+	want := `{"jsonrpc":"2.0","method":"notifications/progress","params":` + string(params) + `}`
+	if got := string(encodeNotification("notifications/progress", params)); got != want {
+		t.Errorf("got %s, want %s", got, want)
 	}
-	for _, bad := range []string{`[1]`, `"x"`, `{"_meta":3}`, `null`} {
-		if _, err := rawNotification("m", json.RawMessage(bad)); !errors.Is(err, ErrBadRequest) {
+	for _, bad := range []string{`[1]`, `"x"`, `{"_meta":3}`, `null`, `{"a":1`} {
+		if err := checkNoteParams(json.RawMessage(bad)); !errors.Is(err, ErrBadRequest) {
 			t.Errorf("params %s: err %v, want ErrBadRequest", bad, err)
 		}
 	}
-	n, _ = rawNotification("notifications/initialized", nil)
-	if b, _ := json.Marshal(n); strings.Contains(string(b), "params") {
-		t.Errorf("no params: %s", b)
-	}
-}
-
-func TestNotificationParams(t *testing.T) {
-	t.Parallel()
-	for _, tc := range []struct{ in, want string }{
-		{`{}`, ``},
-		{`{"level":"info"}`, `{"level":"info"}`},
-		{`{"_meta":{"a":1},"x":2}`, `{"_meta":{"a":1},"x":2}`},
-	} {
-		var p mcp.NotificationParams
-		if err := json.Unmarshal([]byte(tc.in), &p); err != nil {
-			t.Fatal(err)
-		}
-		if got := string(notificationParams(p)); got != tc.want {
-			t.Errorf("%s -> %s, want %s", tc.in, got, tc.want)
-		}
+	if got := string(encodeNotification("notifications/initialized", nil)); got != `{"jsonrpc":"2.0","method":"notifications/initialized"}` {
+		t.Errorf("no params: %s", got)
 	}
 }
 

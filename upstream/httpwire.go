@@ -1,0 +1,499 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/rs/zerolog"
+)
+
+// Streamable HTTP header names.
+const (
+	headerSessionID       = "Mcp-Session-Id"
+	headerProtocolVersion = "Mcp-Protocol-Version"
+	headerLastEventID     = "Last-Event-ID"
+)
+
+// Timings of the Streamable HTTP wire.
+const (
+	// sseReconnectDelay is the wait before a stream is resumed or the GET
+	// stream reopened when the server asked for none (an SSE retry field);
+	// minSSEReconnectDelay is the least wait, whatever it asked for.
+	sseReconnectDelay    = time.Second
+	minSSEReconnectDelay = 10 * time.Millisecond
+	// maxListenBackoff caps the wait between failed attempts to open the
+	// GET stream (doubled from sseReconnectDelay per failure).
+	maxListenBackoff = 30 * time.Second
+	// maxIdleResumes is how many times in a row a request's event stream
+	// is resumed without bringing a new event before the request fails.
+	maxIdleResumes = 3
+	// endSessionTimeout bounds the DELETE that ends a session on Close.
+	endSessionTimeout = 5 * time.Second
+	// maxReplyAckBytes bounds what is read of a body the wire does not
+	// need (the server's answer to a posted reply or notification: 202
+	// with nothing, in practice): it is only drained, so that the
+	// connection can be reused.
+	maxReplyAckBytes = 64 << 10
+)
+
+// httpWire is the Streamable HTTP client of one session (MCP 2025-03-26 and
+// later): each message is POSTed to the server URL; the answer to a request
+// comes as a JSON body or in the POST's event stream, after the server's own
+// notifications and requests for it; a stream cut off before the answer is
+// resumed with a GET carrying Last-Event-ID. The session id the server
+// gives in its initialize answer goes on every later request, and the
+// negotiated protocol version once known (setProtocol). listen opens the
+// GET stream, where the server sends what belongs to no request. Close ends
+// the session with a DELETE.
+type httpWire struct {
+	url    string
+	client *http.Client
+	in     inbox
+
+	mu       sync.Mutex
+	session  string
+	version  string
+	gone     bool // the server no longer knows the session: nothing more is sent
+	closed   bool
+	stopGET  context.CancelFunc
+	getEnded chan struct{} // closed when the GET stream's loop returns; nil: never started
+}
+
+var _ wire = (*httpWire)(nil)
+
+// headers returns the session id and protocol version to send, and
+// errSessionGone once the server forgot the session.
+func (w *httpWire) headers() (session, version string, err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.gone {
+		return "", "", errSessionGone
+	}
+	if w.closed {
+		return "", "", errTransportClosed
+	}
+	return w.session, w.version, nil
+}
+
+func (w *httpWire) sessionID() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.session
+}
+
+// setProtocol sets the protocol version sent from now on.
+func (w *httpWire) setProtocol(v string) {
+	w.mu.Lock()
+	w.version = v
+	w.mu.Unlock()
+}
+
+// replyTo is where the replies to one stream's requests go.
+type replyTo struct {
+	session, version string // "" = not sent
+}
+
+// send makes one HTTP request to the server URL with the session's headers
+// (and extra, when not nil). A 404 or 410 to a request that carried the
+// session id marks the session gone and fails with errSessionGone; a 404
+// without one fails with errNotFound. Any other answer is returned.
+func (w *httpWire) send(ctx context.Context, method string, body []byte, accept string, extra http.Header) (*http.Response, replyTo, error) {
+	session, version, err := w.headers()
+	if err != nil {
+		return nil, replyTo{}, err
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, w.url, rd)
+	if err != nil {
+		return nil, replyTo{}, err
+	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	req.Header.Set("Accept", accept)
+	if session != "" {
+		req.Header.Set(headerSessionID, session)
+	}
+	if version != "" {
+		req.Header.Set(headerProtocolVersion, version)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return nil, replyTo{}, err
+	}
+	to := replyTo{session: session, version: version}
+	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone {
+		if session == "" && resp.StatusCode == http.StatusGone {
+			return nil, to, newStatusError(resp, nil)
+		}
+		drain(resp)
+		if session == "" {
+			return nil, to, errNotFound
+		}
+		w.mu.Lock()
+		if w.session == session {
+			w.gone = true
+		}
+		w.mu.Unlock()
+		return nil, to, errSessionGone
+	}
+	if to.session == "" {
+		// The initialize answer names the session: everything after
+		// carries it.
+		if id := resp.Header.Get(headerSessionID); id != "" && resp.StatusCode/100 == 2 {
+			w.mu.Lock()
+			if w.session == "" {
+				w.session = id
+			}
+			w.mu.Unlock()
+			to.session = id
+		}
+	}
+	return resp, to, nil
+}
+
+func (w *httpWire) call(ctx context.Context, id, method string, params json.RawMessage, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	body, key := encodeRequest(id, method, params)
+	resp, to, err := w.send(ctx, http.MethodPost, body, "application/json, text/event-stream", header)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := w.answer(ctx, resp, to, key)
+	if err == nil {
+		err = r.err
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return r.result, r.rpcErr, nil
+}
+
+// answer reads the answer to the request with routing key key from resp,
+// its POST's response, and closes the body.
+func (w *httpWire) answer(ctx context.Context, resp *http.Response, to replyTo, key string) (rpcReply, error) {
+	switch {
+	case resp.StatusCode/100 != 2:
+		return errorAnswer(resp, key)
+	case isEventStream(resp.Header.Get("Content-Type")):
+		return w.streamAnswer(ctx, resp.Body, to, key)
+	case resp.StatusCode == http.StatusAccepted || resp.StatusCode == http.StatusNoContent:
+		drain(resp)
+		return rpcReply{}, fmt.Errorf("%w: HTTP %s without a response", ErrBadResponse, resp.Status)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return rpcReply{}, err
+	}
+	body = bytes.TrimSpace(body)
+	if !isJSON(resp.Header.Get("Content-Type")) {
+		return rpcReply{}, fmt.Errorf("%w: content type %q", ErrBadResponse, resp.Header.Get("Content-Type"))
+	}
+	e, err := rawjson.ParseMessage(body)
+	switch {
+	case err != nil:
+		return rpcReply{}, fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)
+	case e.Kind != rawjson.KindResponse:
+		return rpcReply{}, fmt.Errorf("%w: not a JSON-RPC response", ErrBadResponse)
+	case rawjson.IDKey(e.ID) != key:
+		return rpcReply{}, fmt.Errorf("%w: the response is for another request", ErrBadResponse)
+	}
+	return replyOf(e, true), nil
+}
+
+// streamAnswer reads a request's event stream up to its answer, handling
+// the server's notifications and requests on the way. A stream cut off
+// before the answer is resumed (resume) when the server gave its events
+// ids; otherwise the request fails with ErrConnectionLost: the server may
+// have executed it.
+func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to replyTo, key string) (rpcReply, error) {
+	r := newSSEReader(body)
+	idle := 0
+	for {
+		seen := r.lastID
+		reply, found, err := w.readStream(ctx, r, body, to, key)
+		if found {
+			return reply, nil
+		}
+		var tl *ResponseTooLargeError
+		if ctx.Err() != nil || errors.As(err, &tl) {
+			return rpcReply{}, err
+		}
+		if r.lastID == "" {
+			return rpcReply{}, fmt.Errorf("%w: the server's event stream ended before the response: %w", ErrConnectionLost, err)
+		}
+		if r.lastID == seen {
+			if idle++; idle > maxIdleResumes {
+				return rpcReply{}, fmt.Errorf("%w: the server's event stream ended before the response, %d times without an event", ErrConnectionLost, idle)
+			}
+		} else {
+			idle = 0
+		}
+		if body, err = w.resume(ctx, r); err != nil {
+			return rpcReply{}, fmt.Errorf("%w: resume the server's event stream: %w", ErrConnectionLost, err)
+		}
+		r.reset(body)
+	}
+}
+
+// readStream reads events from r (over body, which it closes) until the
+// answer to key (found), the end of the stream or ctx.
+func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadCloser, to replyTo, key string) (rpcReply, bool, error) {
+	defer body.Close()
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+	defer stop()
+	for {
+		ev, err := r.next()
+		if err != nil {
+			if ctx.Err() != nil {
+				return rpcReply{}, false, ctx.Err()
+			}
+			return rpcReply{}, false, err
+		}
+		in := w.in.take(ctx, ev.data, func(reply []byte) { w.post(to, reply) })
+		if !in.response {
+			continue
+		}
+		if reply, ok := replyFor(in, key); ok {
+			return reply, true, nil
+		}
+		w.in.log.Debug().Msg("a response for another request in an event stream was dropped")
+	}
+}
+
+// resume waits the reconnection time and reopens the stream r was reading
+// with a GET carrying its last event id.
+func (w *httpWire) resume(ctx context.Context, r *sseReader) (io.ReadCloser, error) {
+	if err := sleep(ctx, r.reconnectDelay()); err != nil {
+		return nil, err
+	}
+	h := http.Header{headerLastEventID: {r.lastID}}
+	resp, _, err := w.send(ctx, http.MethodGet, nil, "text/event-stream", h)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
+		return nil, newStatusError(resp, nil)
+	}
+	return resp.Body, nil
+}
+
+func (w *httpWire) notify(ctx context.Context, method string, params json.RawMessage) error {
+	resp, _, err := w.send(ctx, http.MethodPost, encodeNotification(method, params), "application/json, text/event-stream", nil)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return newStatusError(resp, nil)
+	}
+	drain(resp)
+	return nil
+}
+
+// post sends reply, the answer to a request of the server, within the
+// server's request timeout and the session's life. A failure is logged:
+// nobody else waits for it.
+func (w *httpWire) post(to replyTo, reply []byte) {
+	ctx, cancel := context.WithTimeout(w.in.life, w.in.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(reply))
+	if err != nil {
+		w.in.log.Warn().Err(safe(err)).Msg("a response to the server was not sent")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if to.session != "" {
+		req.Header.Set(headerSessionID, to.session)
+	}
+	if to.version != "" {
+		req.Header.Set(headerProtocolVersion, to.version)
+	}
+	postReply(w.client, req, w.in.log)
+}
+
+// listen opens the GET stream on a goroutine of the session and keeps it
+// open until Close: the server's notifications and requests that belong to
+// no request come there. A stream that ends is reopened after the
+// server's reconnection time (with Last-Event-ID when its events had ids);
+// one that cannot be opened is tried again after a growing wait. A server
+// that does not offer the stream (405, or 404 before it was ever open) is
+// left alone, and so is one that forgot the session: the next request
+// finds that out.
+func (w *httpWire) listen() {
+	w.mu.Lock()
+	if w.closed || w.getEnded != nil {
+		w.mu.Unlock()
+		return
+	}
+	ctx, cancel := context.WithCancel(w.in.life)
+	w.stopGET, w.getEnded = cancel, make(chan struct{})
+	ended := w.getEnded
+	w.mu.Unlock()
+	if !w.in.spawn(func() {
+		defer close(ended)
+		w.listenLoop(ctx)
+	}) {
+		cancel()
+		close(ended)
+	}
+}
+
+func (w *httpWire) listenLoop(ctx context.Context) {
+	r := newSSEReader(http.NoBody)
+	backoff := sseReconnectDelay
+	opened := false
+	for ctx.Err() == nil {
+		var h http.Header
+		if r.lastID != "" {
+			h = http.Header{headerLastEventID: {r.lastID}}
+		}
+		resp, to, err := w.send(ctx, http.MethodGet, nil, "text/event-stream", h)
+		switch {
+		case ctx.Err() != nil:
+			if resp != nil {
+				drain(resp)
+			}
+			return
+		case errors.Is(err, errSessionGone), errors.Is(err, errTransportClosed),
+			errors.Is(err, errNotFound) && !opened:
+			return
+		case err == nil && resp.StatusCode == http.StatusMethodNotAllowed:
+			drain(resp)
+			w.in.log.Debug().Msg("the server offers no GET stream")
+			return
+		case err == nil && resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")):
+			opened = true
+			r.reset(resp.Body)
+			err = w.readListen(ctx, r, resp.Body, to)
+			if ctx.Err() != nil {
+				return
+			}
+			w.in.log.Debug().Err(safe(err)).Msg("the GET stream ended; reopening it")
+			backoff = sseReconnectDelay
+			if sleep(ctx, r.reconnectDelay()) != nil {
+				return
+			}
+			continue
+		case err == nil:
+			err = newStatusError(resp, nil)
+		}
+		w.in.log.Debug().Err(safe(err)).Dur("retry_in", backoff).Msg("open the GET stream")
+		if sleep(ctx, backoff) != nil {
+			return
+		}
+		backoff = min(2*backoff, maxListenBackoff)
+	}
+}
+
+// readListen reads the GET stream until it ends.
+func (w *httpWire) readListen(ctx context.Context, r *sseReader, body io.ReadCloser, to replyTo) error {
+	defer body.Close()
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+	defer stop()
+	for {
+		ev, err := r.next()
+		if err != nil {
+			return err
+		}
+		if in := w.in.take(ctx, ev.data, func(reply []byte) { w.post(to, reply) }); in.response {
+			w.in.log.Debug().Msg("a response on the GET stream was dropped")
+		}
+	}
+}
+
+// Close stops the GET stream and ends the session with the server (a
+// DELETE, bounded by endSessionTimeout; a server that does not allow it
+// answers 405, which is fine).
+func (w *httpWire) Close() error {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil
+	}
+	session, version, gone := w.session, w.version, w.gone
+	stop := w.stopGET
+	w.closed = true
+	w.mu.Unlock()
+	if stop != nil {
+		stop()
+	}
+	if session == "" || gone {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), endSessionTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, w.url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set(headerSessionID, session)
+	if version != "" {
+		req.Header.Set(headerProtocolVersion, version)
+	}
+	resp, err := w.client.Do(req)
+	if err != nil {
+		return fmt.Errorf("end the HTTP session: %w", err)
+	}
+	drain(resp)
+	return nil
+}
+
+// postReply sends req, a reply to a request of the server, and reads what
+// little the server answers. A failure is logged.
+func postReply(client *http.Client, req *http.Request, log zerolog.Logger) {
+	resp, err := client.Do(req)
+	if err != nil {
+		log.Debug().Err(safe(err)).Msg("post a response to the server")
+		return
+	}
+	drain(resp)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		log.Warn().Int("status", resp.StatusCode).Msg("the server refused a response to its request")
+	}
+}
+
+// drain reads what is left of a body we do not need (at most
+// maxReplyAckBytes, so that the connection can be reused) and closes it.
+func drain(resp *http.Response) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyAckBytes))
+	_ = resp.Body.Close()
+}
+
+// readAtMost reads at most n bytes of resp's body.
+func readAtMost(resp *http.Response, n int64) ([]byte, error) {
+	return io.ReadAll(io.LimitReader(resp.Body, n))
+}
+
+func isJSON(contentType string) bool {
+	mt, _, err := mime.ParseMediaType(contentType)
+	return err == nil && mt == "application/json"
+}
+
+// sleep waits d or until ctx ends (then its error).
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,394 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// wireRecorder is the session side of a wire under test: it keeps the
+// notifications the wire hands over and answers the server's requests.
+type wireRecorder struct {
+	mu    sync.Mutex
+	notes []string
+}
+
+func (r *wireRecorder) inbox(t *testing.T) inbox {
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	var wg sync.WaitGroup
+	t.Cleanup(wg.Wait)
+	return inbox{
+		log:      zerolog.Nop(),
+		requests: newRequestServer(zerolog.Nop()),
+		onNote: func(method string, params json.RawMessage) {
+			r.mu.Lock()
+			r.notes = append(r.notes, method+" "+string(params))
+			r.mu.Unlock()
+		},
+		answer: func(_ context.Context, req serverRequest) []byte {
+			return resultReply(req.id, json.RawMessage(`{"answered":"`+req.method+`"}`))
+		},
+		spawn: func(fn func()) bool {
+			wg.Add(1)
+			go func() { defer wg.Done(); fn() }()
+			return true
+		},
+		life:    ctx,
+		timeout: 5 * time.Second,
+	}
+}
+
+func (r *wireRecorder) got() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]string(nil), r.notes...)
+}
+
+// seenRequest is one HTTP request a scripted server got.
+type seenRequest struct {
+	method, body                   string
+	session, version, lastEventID  string
+	accept, contentType, extraHead string
+}
+
+// wireServer answers each HTTP request with handle, after recording it.
+type wireServer struct {
+	mu   sync.Mutex
+	seen []seenRequest
+}
+
+func (s *wireServer) start(t *testing.T, handle func(w http.ResponseWriter, r *http.Request, n int, body string)) *httptest.Server {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.seen = append(s.seen, seenRequest{
+			method: r.Method, body: string(b),
+			session: r.Header.Get(headerSessionID), version: r.Header.Get(headerProtocolVersion),
+			lastEventID: r.Header.Get(headerLastEventID), accept: r.Header.Get("Accept"),
+			contentType: r.Header.Get("Content-Type"), extraHead: r.Header.Get("X-Extra"),
+		})
+		n := len(s.seen)
+		s.mu.Unlock()
+		handle(w, r, n, string(b))
+	}))
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+func (s *wireServer) requests() []seenRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seenRequest(nil), s.seen...)
+}
+
+func sseHeaders(w http.ResponseWriter) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+}
+
+func flush(w http.ResponseWriter, s string) {
+	_, _ = io.WriteString(w, s)
+	w.(http.Flusher).Flush()
+}
+
+// TestHTTPWireStreamAnswer: the answer to a POST comes in its event
+// stream after a notification and a request of the server; the
+// notification is handed over, the request answered by a POST that
+// carries the session id and protocol version, and the result comes back
+// as the server wrote it.
+func TestHTTPWireStreamAnswer(t *testing.T) {
+	t.Parallel()
+	var rec wireRecorder
+	var srv wireServer
+	replied := make(chan string, 1)
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		switch {
+		case strings.Contains(body, `"method":"initialize"`):
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set(headerSessionID, "s-1")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{"protocolVersion":"2025-11-25"}}`)
+		case strings.Contains(body, `"method":"tools/call"`):
+			sseHeaders(w)
+			flush(w, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+			flush(w, "data: {\"jsonrpc\":\"2.0\",\"id\":77,\"method\":\"roots/list\"}\n\n")
+			select {
+			case <-replied:
+			case <-time.After(5 * time.Second):
+			}
+			flush(w, "data: {\"jsonrpc\":\"2.0\",\"id\":\"px-2\",\"result\":{\"big\":123456789012345678901}}\n\n")
+		case strings.Contains(body, `"id":77`):
+			replied <- body
+			w.WriteHeader(http.StatusAccepted)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	})
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	if _, _, err := w.call(context.Background(), "px-1", "initialize", json.RawMessage(`{}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	if w.sessionID() != "s-1" {
+		t.Fatalf("session %q", w.sessionID())
+	}
+	w.setProtocol("2025-11-25")
+	res, rpcErr, err := w.call(context.Background(), "px-2", "tools/call", json.RawMessage(`{"name":"x"}`), http.Header{"X-Extra": {"1"}})
+	if err != nil || rpcErr != nil || string(res) != `{"big":123456789012345678901}` {
+		t.Fatalf("result %s, %v, %v", res, rpcErr, err)
+	}
+	if got := rec.got(); len(got) != 1 || got[0] != `notifications/progress {"progress":1}` {
+		t.Errorf("notifications %q", got)
+	}
+	reqs := srv.requests()
+	var reply seenRequest
+	for _, r := range reqs {
+		if strings.Contains(r.body, `"id":77`) {
+			reply = r
+		}
+	}
+	if reply.body != `{"jsonrpc":"2.0","id":77,"result":{"answered":"roots/list"}}` || reply.session != "s-1" || reply.version != "2025-11-25" {
+		t.Errorf("the reply to the server's request: %+v", reply)
+	}
+	call := reqs[1]
+	if call.session != "s-1" || call.version != "2025-11-25" || call.extraHead != "1" ||
+		call.accept != "application/json, text/event-stream" || call.contentType != "application/json" {
+		t.Errorf("the call's headers: %+v", call)
+	}
+	if reqs[0].session != "" || reqs[0].version != "" {
+		t.Errorf("initialize carried session %q version %q", reqs[0].session, reqs[0].version)
+	}
+}
+
+// TestHTTPWireResume: a stream cut off before the answer is resumed with a
+// GET carrying the last event id, after the retry time the server asked
+// for; without event ids it fails with ErrConnectionLost.
+func TestHTTPWireResume(t *testing.T) {
+	t.Parallel()
+	var rec wireRecorder
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		switch {
+		case r.Method == http.MethodPost && strings.Contains(body, `"id":"px-1"`):
+			sseHeaders(w)
+			flush(w, "id: ev-1\nretry: 20\ndata:\n\n")
+		case r.Method == http.MethodGet && r.Header.Get(headerLastEventID) == "ev-1":
+			sseHeaders(w)
+			flush(w, "id: ev-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":{\"ok\":true}}\n\n")
+		case r.Method == http.MethodPost:
+			sseHeaders(w)
+			flush(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n")
+		default:
+			w.WriteHeader(http.StatusBadRequest)
+		}
+	})
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	t0 := time.Now()
+	res, _, err := w.call(context.Background(), "px-1", "tools/call", nil, nil)
+	if err != nil || string(res) != `{"ok":true}` {
+		t.Fatalf("resumed: %s, %v", res, err)
+	}
+	if d := time.Since(t0); d < 20*time.Millisecond {
+		t.Errorf("resumed after %v, before the server's retry time", d)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || reqs[1].method != http.MethodGet || reqs[1].accept != "text/event-stream" {
+		t.Errorf("requests %+v", reqs)
+	}
+	_, _, err = w.call(context.Background(), "px-2", "tools/call", nil, nil)
+	if !errors.Is(err, ErrConnectionLost) {
+		t.Errorf("a stream without ids that ends before the answer: %v, want ErrConnectionLost", err)
+	}
+}
+
+// TestHTTPWireErrorAnswers: what a POST's answer may be besides a result.
+func TestHTTPWireErrorAnswers(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		switch {
+		case strings.Contains(body, `"rpc400"`):
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"rpc400","error":{"code":-32602,"message":"unsupported","data":{"supported":["x"]}}}`)
+		case strings.Contains(body, `"text500"`):
+			http.Error(w, "database is down", http.StatusInternalServerError)
+		case strings.Contains(body, `"accepted"`):
+			w.WriteHeader(http.StatusAccepted)
+		case strings.Contains(body, `"other"`):
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"someone-else","result":{}}`)
+		case strings.Contains(body, `"garbage"`):
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"garbage","result":{`)
+		case strings.Contains(body, `"html"`):
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, `<html></html>`)
+		}
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	ctx := context.Background()
+	_, rpcErr, err := w.call(ctx, "rpc400", "server/discover", nil, nil)
+	if err != nil || rpcErr == nil || rpcErr.Code != -32602 || string(rpcErr.Data.(json.RawMessage)) != `{"supported":["x"]}` {
+		t.Errorf("a 400 with a JSON-RPC error: %+v, %v", rpcErr, err)
+	}
+	var se *statusError
+	if _, _, err := w.call(ctx, "text500", "m", nil, nil); !errors.As(err, &se) || se.code != 500 || !strings.Contains(err.Error(), "database is down") {
+		t.Errorf("a 500 with a text body: %v", err)
+	}
+	for _, id := range []string{"accepted", "other", "garbage", "html"} {
+		if _, _, err := w.call(ctx, id, "m", nil, nil); !errors.Is(err, ErrBadResponse) {
+			t.Errorf("%s: %v, want ErrBadResponse", id, err)
+		}
+	}
+}
+
+// TestHTTPWireSessionGone: a 404 or 410 for the session fails the request
+// with errSessionGone, and later requests of the wire are not sent; a 404
+// to a wire without a session is errNotFound.
+func TestHTTPWireSessionGone(t *testing.T) {
+	t.Parallel()
+	for _, status := range []int{http.StatusNotFound, http.StatusGone} {
+		var srv wireServer
+		ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+			if n == 1 {
+				w.Header().Set(headerSessionID, "s-9")
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
+				return
+			}
+			w.WriteHeader(status)
+		})
+		var rec wireRecorder
+		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		ctx := context.Background()
+		if _, _, err := w.call(ctx, "px-1", "initialize", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := w.call(ctx, "px-2", "ping", nil, nil); !errors.Is(err, errSessionGone) {
+			t.Errorf("%d: %v, want errSessionGone", status, err)
+		}
+		if err := w.notify(ctx, "notifications/x", nil); !errors.Is(err, errSessionGone) {
+			t.Errorf("%d, then a notification: %v, want errSessionGone", status, err)
+		}
+		_ = w.Close()
+		if n := len(srv.requests()); n != 2 {
+			t.Errorf("%d: the server got %d requests, want 2 (no notification, no DELETE after the session is gone)", status, n)
+		}
+	}
+	ts := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(ts.Close)
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); !errors.Is(err, errNotFound) || errors.Is(err, errSessionGone) {
+		t.Errorf("404 without a session: %v, want errNotFound", err)
+	}
+}
+
+// TestHTTPWireCloseDeletes: Close ends the session with a DELETE that
+// carries its id and protocol version.
+func TestHTTPWireCloseDeletes(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		if r.Method == http.MethodPost {
+			w.Header().Set(headerSessionID, "s-2")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
+		}
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	w.setProtocol("2025-06-18")
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	_ = w.Close()
+	reqs := srv.requests()
+	if len(reqs) != 2 || reqs[1].method != http.MethodDelete || reqs[1].session != "s-2" || reqs[1].version != "2025-06-18" {
+		t.Errorf("requests %+v", reqs)
+	}
+	if _, _, err := w.call(context.Background(), "px-2", "ping", nil, nil); !errors.Is(err, errTransportClosed) {
+		t.Errorf("a call after Close: %v", err)
+	}
+}
+
+// TestHTTPWireListen: the GET stream hands over the server's
+// notifications and answers its requests; when it ends it is reopened with
+// the last event id; a server that answers 405 is not asked again.
+func TestHTTPWireListen(t *testing.T) {
+	t.Parallel()
+	t.Run("reopened", func(t *testing.T) {
+		t.Parallel()
+		var srv wireServer
+		ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+			switch {
+			case r.Method == http.MethodGet && n == 1:
+				sseHeaders(w)
+				flush(w, "retry: 10\nid: g1\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\"}\n\n")
+			case r.Method == http.MethodGet:
+				sseHeaders(w)
+				flush(w, "id: g2\ndata: {\"jsonrpc\":\"2.0\",\"id\":5,\"method\":\"ping\"}\n\n")
+				<-r.Context().Done()
+			default:
+				w.WriteHeader(http.StatusAccepted)
+			}
+		})
+		var rec wireRecorder
+		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w.listen()
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			reqs := srv.requests()
+			if len(reqs) >= 3 {
+				if reqs[1].method != http.MethodGet || reqs[1].lastEventID != "g1" {
+					t.Errorf("reopened with %+v", reqs[1])
+				}
+				if reqs[2].method != http.MethodPost || reqs[2].body != `{"jsonrpc":"2.0","id":5,"result":{"answered":"ping"}}` {
+					t.Errorf("the answer to the ping: %+v", reqs[2])
+				}
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("requests %+v", reqs)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		if got := rec.got(); len(got) != 1 || got[0] != "notifications/tools/list_changed " {
+			t.Errorf("notifications %q", got)
+		}
+		_ = w.Close()
+		<-w.getEnded
+	})
+	t.Run("405", func(t *testing.T) {
+		t.Parallel()
+		var srv wireServer
+		ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+			w.WriteHeader(http.StatusMethodNotAllowed)
+		})
+		var rec wireRecorder
+		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w.listen()
+		select {
+		case <-w.getEnded:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the GET loop goes on after a 405")
+		}
+		if n := len(srv.requests()); n != 1 {
+			t.Errorf("%d GETs", n)
+		}
+	})
+}

@@ -1,0 +1,315 @@
+package upstream
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// sseWire is the client of a legacy HTTP+SSE server (MCP 2024-11-05): one
+// GET event stream carries everything the server sends, the first event
+// ("endpoint") names the URL the client POSTs its messages to, and the
+// answers to requests come on the stream, matched by id. When the stream
+// ends the connection is lost (onLost); the session reconnects.
+type sseWire struct {
+	url          *url.URL
+	client       *http.Client
+	in           inbox
+	requireHTTPS bool // a CA is configured: the endpoint must be https too
+
+	ready   chan struct{} // closed at the first endpoint event
+	done    chan struct{} // closed when the stream has ended
+	cancel  context.CancelFunc
+	onLost  func(error)
+	endOnce sync.Once
+
+	mu       sync.Mutex
+	endpoint *url.URL
+	pending  map[string]chan rpcReply
+	closed   bool
+	endErr   error // why the stream ended; set before done is closed
+}
+
+var _ wire = (*sseWire)(nil)
+
+// startSSE opens the event stream of the server at rawURL and waits, at
+// most wait and while ctx lasts, for its endpoint event. The stream lives
+// on in.life (until Close); its end is reported to onLost, unless Close
+// ended it.
+func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox, requireHTTPS bool, wait time.Duration, onLost func(error)) (*sseWire, error) {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return nil, fmt.Errorf("server url: %w", err)
+	}
+	w := &sseWire{
+		url: u, client: client, in: in, requireHTTPS: requireHTTPS, onLost: onLost,
+		ready: make(chan struct{}), done: make(chan struct{}), pending: map[string]chan rpcReply{},
+	}
+	sctx, cancel := context.WithCancel(in.life)
+	w.cancel = cancel
+	// The connect's ctx bounds the wait for the stream's headers; after
+	// them the stream lives on the session's.
+	stop := context.AfterFunc(ctx, cancel)
+	req, err := http.NewRequestWithContext(sctx, http.MethodGet, rawURL, nil)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Cache-Control", "no-cache")
+	resp, err := client.Do(req)
+	if !stop() && err == nil {
+		err = ctx.Err()
+		drain(resp)
+	}
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("open the SSE stream: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
+		defer cancel() // after the body is read
+		if resp.StatusCode == http.StatusOK {
+			drain(resp)
+			return nil, fmt.Errorf("open the SSE stream: content type %q, not text/event-stream", resp.Header.Get("Content-Type"))
+		}
+		return nil, fmt.Errorf("open the SSE stream: %w", newStatusError(resp, nil))
+	}
+	if !in.spawn(func() { w.read(sctx, resp.Body) }) {
+		drain(resp)
+		cancel()
+		return nil, errTransportClosed
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-w.ready:
+		return w, nil
+	case <-w.done:
+		err = fmt.Errorf("the SSE stream ended before its endpoint event: %w", w.endErr)
+	case <-t.C:
+		err = fmt.Errorf("no endpoint event on the SSE stream within %s", wait)
+	case <-ctx.Done():
+		err = fmt.Errorf("wait for the SSE endpoint event: %w", ctx.Err())
+	}
+	_ = w.Close()
+	return nil, err
+}
+
+// read reads the stream until it ends, then fails every request waiting
+// and reports the loss.
+func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
+	defer body.Close()
+	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
+	defer stop()
+	r := newSSEReader(body)
+	var err error
+	for {
+		var ev sseEvent
+		if ev, err = r.next(); err != nil {
+			break
+		}
+		switch string(ev.typ) {
+		case "endpoint":
+			w.setEndpoint(string(bytes.TrimSpace(ev.data)))
+		case "", "message":
+			if in := w.in.take(ctx, ev.data, w.post); in.response {
+				w.route(in)
+			}
+		}
+	}
+	if errors.Is(err, io.EOF) {
+		err = errors.New("the server closed it")
+	}
+	w.end(err)
+}
+
+// setEndpoint takes the endpoint event's URL (relative to the stream's):
+// it must be on the stream's host, and https when a CA is configured
+// (SPEC §9.3). A bad first one ends the stream (the connect fails saying
+// why); a bad later one is logged and ignored.
+func (w *sseWire) setEndpoint(raw string) {
+	ep, err := w.url.Parse(raw)
+	switch {
+	case err != nil:
+		err = fmt.Errorf("SSE endpoint: not a URL: %w", err)
+	case ep.Host != w.url.Host:
+		err = fmt.Errorf("SSE endpoint: on another host (%s)", ep.Host)
+	case w.requireHTTPS:
+		if err = requireHTTPS(ep); err != nil {
+			err = fmt.Errorf("SSE endpoint: %w", err)
+		}
+	}
+	w.mu.Lock()
+	first := w.endpoint == nil
+	if err == nil {
+		w.endpoint = ep
+	}
+	w.mu.Unlock()
+	switch {
+	case err != nil && first:
+		w.end(err)
+		w.cancel()
+	case err != nil:
+		w.in.log.Warn().Err(safe(err)).Msg("a later endpoint event of the SSE server was ignored")
+	case first:
+		close(w.ready)
+	}
+}
+
+// route gives a response to the request waiting for it, if any.
+func (w *sseWire) route(in incoming) {
+	key := rawjson.IDKey(in.msg.ID)
+	w.mu.Lock()
+	ch, ok := w.pending[key]
+	delete(w.pending, key)
+	w.mu.Unlock()
+	if !ok {
+		w.in.log.Debug().Msg("a response for no request in flight was dropped")
+		return
+	}
+	r, _ := replyFor(in, key)
+	ch <- r // buffered, and removed from pending: it gets one value
+}
+
+// end records why the stream ended (the first reason wins), fails the
+// requests waiting and, unless Close ended it, reports the loss.
+func (w *sseWire) end(err error) {
+	w.endOnce.Do(func() {
+		w.mu.Lock()
+		w.endErr = err
+		closed := w.closed
+		w.mu.Unlock()
+		close(w.done)
+		if !closed && w.onLost != nil {
+			w.onLost(err)
+		}
+	})
+}
+
+// postMessage POSTs msg to the endpoint and returns the answer, whose body
+// the caller closes.
+func (w *sseWire) postMessage(ctx context.Context, msg []byte) (*http.Response, error) {
+	w.mu.Lock()
+	ep, closed := w.endpoint, w.closed
+	w.mu.Unlock()
+	if closed {
+		return nil, errTransportClosed
+	}
+	if ep == nil {
+		return nil, errors.New("the SSE server sent no endpoint")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.String(), bytes.NewReader(msg))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	return w.client.Do(req)
+}
+
+func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMessage, _ http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+	msg, key := encodeRequest(id, method, params)
+	ch := make(chan rpcReply, 1)
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return nil, nil, errTransportClosed
+	}
+	w.pending[key] = ch
+	w.mu.Unlock()
+	forget := func() {
+		w.mu.Lock()
+		delete(w.pending, key)
+		w.mu.Unlock()
+	}
+	resp, err := w.postMessage(ctx, msg)
+	if err != nil {
+		forget()
+		return nil, nil, err
+	}
+	if resp.StatusCode/100 != 2 {
+		forget()
+		r, err := errorAnswer(resp, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		return r.result, r.rpcErr, r.err
+	}
+	drain(resp)
+	select {
+	case r := <-ch:
+		return r.result, r.rpcErr, r.err
+	case <-w.done:
+		select { // an answer may have come just before the end
+		case r := <-ch:
+			return r.result, r.rpcErr, r.err
+		default:
+		}
+		forget()
+		return nil, nil, fmt.Errorf("%w: SSE stream lost: %w", ErrConnectionLost, w.endErr)
+	case <-ctx.Done():
+		forget()
+		return nil, nil, ctx.Err()
+	}
+}
+
+func (w *sseWire) notify(ctx context.Context, method string, params json.RawMessage) error {
+	resp, err := w.postMessage(ctx, encodeNotification(method, params))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return newStatusError(resp, nil)
+	}
+	drain(resp)
+	return nil
+}
+
+// post sends reply, the answer to a request of the server, to the
+// endpoint, within the server's request timeout and the session's life.
+func (w *sseWire) post(reply []byte) {
+	ctx, cancel := context.WithTimeout(w.in.life, w.in.timeout)
+	defer cancel()
+	w.mu.Lock()
+	ep := w.endpoint
+	w.mu.Unlock()
+	if ep == nil {
+		w.in.log.Warn().Msg("a response to the server was not sent: no message endpoint yet")
+		return
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.String(), bytes.NewReader(reply))
+	if err != nil {
+		w.in.log.Warn().Err(safe(err)).Msg("a response to the server was not sent")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	postReply(w.client, req, w.in.log)
+}
+
+// endpointURL is the message endpoint the server named (nil: none yet).
+func (w *sseWire) endpointURL() *url.URL {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.endpoint
+}
+
+func (w *sseWire) sessionID() string { return "" }
+
+// Close ends the stream; requests in flight fail.
+func (w *sseWire) Close() error {
+	w.mu.Lock()
+	w.closed = true
+	w.mu.Unlock()
+	w.cancel()
+	w.end(errTransportClosed)
+	return nil
+}
