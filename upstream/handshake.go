@@ -41,7 +41,7 @@ func (s *session) handshake(ctx context.Context) (handshakeResult, error) {
 		if res, err := s.discoverProtocol(ctx, preferred); err == nil {
 			return res, nil
 		} else if ctx.Err() != nil {
-			return handshakeResult{}, fmt.Errorf("server/discover: %w", err)
+			return handshakeResult{}, err
 		}
 	}
 	version := preferred
@@ -63,23 +63,24 @@ func (s *session) handshake(ctx context.Context) (handshakeResult, error) {
 	raw, err := s.exchange(ctx, string(mcp.MethodInitialize), params)
 	if err != nil {
 		if hintsLegacySSE(err) {
-			return handshakeResult{}, fmt.Errorf("initialize: %w (if it is a legacy SSE server, set transport: sse)", err)
+			return handshakeResult{}, fmt.Errorf("%w (if it is a legacy SSE server, set transport: sse)", err)
 		}
-		return handshakeResult{}, fmt.Errorf("initialize: %w", err)
+		return handshakeResult{}, err
 	}
 	var res handshakeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return handshakeResult{}, fmt.Errorf("initialize: %w: %w", ErrBadResponse, err)
+		return handshakeResult{}, s.c.opError(string(mcp.MethodInitialize), fmt.Errorf("%w: %w", ErrBadResponse, err))
 	}
 	if !mcp.IsValidProtocolVersion(res.ProtocolVersion) {
-		return handshakeResult{}, fmt.Errorf("initialize: the server chose protocol version %s, which the proxy does not speak", strconv.Quote(res.ProtocolVersion))
+		return handshakeResult{}, s.c.opError(string(mcp.MethodInitialize),
+			fmt.Errorf("the server chose protocol version %s, which the proxy does not speak", strconv.Quote(res.ProtocolVersion)))
 	}
 	s.protocol, s.modern = res.ProtocolVersion, false
-	if h, ok := s.tr.(*httpWire); ok {
-		h.setProtocol(s.protocol)
+	if v, ok := s.tr.(interface{ setProtocol(string) }); ok {
+		v.setProtocol(s.protocol) // the HTTP wires' protocol version header
 	}
 	if err := s.tr.notify(withMethod(ctx, string(mcp.MethodNotificationInitialized)), string(mcp.MethodNotificationInitialized), nil); err != nil {
-		return handshakeResult{}, fmt.Errorf("send notifications/initialized: %w", err)
+		return handshakeResult{}, s.c.opError(string(mcp.MethodNotificationInitialized), err)
 	}
 	return res, nil
 }
@@ -111,30 +112,10 @@ func (s *session) discoverProtocol(ctx context.Context, preferred string) (hands
 	return res, nil
 }
 
-// exchange sends one request of the handshake and returns its result, or
-// the server's error answer as an *RPCError.
+// exchange sends one request of the handshake or a keepalive ping: send
+// with an id of its own, without a client span.
 func (s *session) exchange(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	if s.modern {
-		p, _, err := s.modernize(method, params)
-		if err != nil {
-			return nil, err
-		}
-		params = p
-	}
-	id := "px-" + strconv.FormatUint(s.c.ids.Add(1), 10)
-	result, rpcErr, err := s.tr.call(withMethod(ctx, method), id, method, params, nil)
-	switch {
-	case err != nil:
-		if ctx.Err() != nil && s.ctx.Err() == nil {
-			s.sendCancelled(ctx, id)
-		}
-		return nil, err
-	case rpcErr != nil:
-		return nil, rpcErrorOf(rpcErr)
-	case result == nil:
-		return nil, fmt.Errorf("%w: neither result nor error", ErrBadResponse)
-	}
-	return result, nil
+	return s.send(ctx, method, "px-"+strconv.FormatUint(s.c.ids.Add(1), 10), params)
 }
 
 // hintsLegacySSE reports whether initialize failed the way a legacy SSE

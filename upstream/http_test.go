@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -12,6 +13,7 @@ import (
 	"reflect"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,5 +213,32 @@ func TestSSEEndpointMustBeHTTPSWithCA(t *testing.T) {
 	s := c.Snapshot()
 	if s.State != StateFailed || !strings.Contains(s.Err.Error(), "SSE endpoint") {
 		t.Errorf("state %s err %v, want the endpoint refused", s.State, s.Err)
+	}
+}
+
+// TestHTTPGetStream404: a server with sessions that answers the GET stream
+// with 404 (instead of 405) does not offer it; the session stays good.
+func TestHTTPGetStream404(t *testing.T) {
+	t.Parallel()
+	mcpSrv := server.NewStreamableHTTPServer(newMCPGoServer())
+	var gets atomic.Int32
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			gets.Add(1)
+			http.NotFound(w, r)
+			return
+		}
+		mcpSrv.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	c := start(t, httpServer("noget", ts.URL+"/mcp"), Options{})
+	mustConnected(t, c)
+	for i := range 3 {
+		if err := hello(t, c, fmt.Sprint(i)); err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+	}
+	if n := gets.Load(); n != 1 {
+		t.Errorf("%d GETs, want 1", n)
 	}
 }

@@ -14,7 +14,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
-	"github.com/rs/zerolog"
 )
 
 // Streamable HTTP header names.
@@ -32,11 +31,9 @@ const (
 	sseReconnectDelay    = time.Second
 	minSSEReconnectDelay = 10 * time.Millisecond
 	// maxListenBackoff caps the wait between failed attempts to open the
-	// GET stream (doubled from sseReconnectDelay per failure).
+	// GET stream (doubled from sseReconnectDelay per failure), and between
+	// resumes of a request's stream that bring nothing new.
 	maxListenBackoff = 30 * time.Second
-	// maxIdleResumes is how many times in a row a request's event stream
-	// is resumed without bringing a new event before the request fails.
-	maxIdleResumes = 3
 	// endSessionTimeout bounds the DELETE that ends a session on Close.
 	endSessionTimeout = 5 * time.Second
 	// maxReplyAckBytes bounds what is read of a body the wire does not
@@ -98,15 +95,26 @@ func (w *httpWire) setProtocol(v string) {
 	w.mu.Unlock()
 }
 
+// forget marks session gone when it is still the wire's: the server no
+// longer knows it, and nothing more is sent on it.
+func (w *httpWire) forget(session string) {
+	w.mu.Lock()
+	if w.session == session {
+		w.gone = true
+	}
+	w.mu.Unlock()
+}
+
 // replyTo is where the replies to one stream's requests go.
 type replyTo struct {
 	session, version string // "" = not sent
 }
 
 // send makes one HTTP request to the server URL with the session's headers
-// (and extra, when not nil). A 404 or 410 to a request that carried the
+// (and extra, when not nil). A 404 or 410 to a POST that carried the
 // session id marks the session gone and fails with errSessionGone; a 404
-// without one fails with errNotFound. Any other answer is returned.
+// to one without fails with errNotFound. Any other answer is returned (a
+// GET's 404 means different things to its callers).
 func (w *httpWire) send(ctx context.Context, method string, body []byte, accept string, extra http.Header) (*http.Response, replyTo, error) {
 	session, version, err := w.headers()
 	if err != nil {
@@ -138,7 +146,7 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 		return nil, replyTo{}, err
 	}
 	to := replyTo{session: session, version: version}
-	if resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone {
+	if method == http.MethodPost && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
 		if session == "" && resp.StatusCode == http.StatusGone {
 			return nil, to, newStatusError(resp, nil)
 		}
@@ -146,11 +154,7 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 		if session == "" {
 			return nil, to, errNotFound
 		}
-		w.mu.Lock()
-		if w.session == session {
-			w.gone = true
-		}
-		w.mu.Unlock()
+		w.forget(session)
 		return nil, to, errSessionGone
 	}
 	if to.session == "" {
@@ -220,11 +224,14 @@ func (w *httpWire) answer(ctx context.Context, resp *http.Response, to replyTo, 
 // streamAnswer reads a request's event stream up to its answer, handling
 // the server's notifications and requests on the way. A stream cut off
 // before the answer is resumed (resume) when the server gave its events
-// ids; otherwise the request fails with ErrConnectionLost: the server may
-// have executed it.
+// ids, for as long as ctx lasts: after the server's reconnection time, and
+// twice as long after each resumed stream that brought no new event (at
+// most maxListenBackoff). Otherwise, or when a resume is refused, the
+// request fails with ErrConnectionLost: the server may have executed it,
+// so it is not re-sent.
 func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to replyTo, key string) (rpcReply, error) {
 	r := newSSEReader(body)
-	idle := 0
+	var idle time.Duration // the wait after a resume that brought nothing new
 	for {
 		seen := r.lastID
 		reply, found, err := w.readStream(ctx, r, body, to, key)
@@ -238,15 +245,20 @@ func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to repl
 		if r.lastID == "" {
 			return rpcReply{}, fmt.Errorf("%w: the server's event stream ended before the response: %w", ErrConnectionLost, err)
 		}
-		if r.lastID == seen {
-			if idle++; idle > maxIdleResumes {
-				return rpcReply{}, fmt.Errorf("%w: the server's event stream ended before the response, %d times without an event", ErrConnectionLost, idle)
-			}
+		delay := r.reconnectDelay()
+		if r.lastID == seen && idle > 0 {
+			idle = min(2*idle, maxListenBackoff)
+			delay = max(delay, idle)
+		} else if r.lastID == seen {
+			idle = delay
 		} else {
 			idle = 0
 		}
-		if body, err = w.resume(ctx, r); err != nil {
-			return rpcReply{}, fmt.Errorf("%w: resume the server's event stream: %w", ErrConnectionLost, err)
+		if body, err = w.resume(ctx, r, to, delay); err != nil {
+			if ctx.Err() != nil {
+				return rpcReply{}, ctx.Err()
+			}
+			return rpcReply{}, fmt.Errorf("%w: resume the server's event stream: %v", ErrConnectionLost, err)
 		}
 		r.reset(body)
 	}
@@ -266,7 +278,7 @@ func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadClo
 			}
 			return rpcReply{}, false, err
 		}
-		in := w.in.take(ctx, ev.data, func(reply []byte) { w.post(to, reply) })
+		in := w.in.take(ctx, ev.data, func(reply []byte) { w.in.reply(ctx, w.client, w.url, to, reply) })
 		if !in.response {
 			continue
 		}
@@ -277,10 +289,13 @@ func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadClo
 	}
 }
 
-// resume waits the reconnection time and reopens the stream r was reading
-// with a GET carrying its last event id.
-func (w *httpWire) resume(ctx context.Context, r *sseReader) (io.ReadCloser, error) {
-	if err := sleep(ctx, r.reconnectDelay()); err != nil {
+// resume waits delay and reopens the stream r was reading with a GET
+// carrying its last event id. A 404 or 410 there means the server forgot
+// the session: the wire marks it gone (the next request renews it), but the
+// error is not errSessionGone, since the request being resumed reached the
+// server.
+func (w *httpWire) resume(ctx context.Context, r *sseReader, to replyTo, delay time.Duration) (io.ReadCloser, error) {
+	if err := sleep(ctx, delay); err != nil {
 		return nil, err
 	}
 	h := http.Header{headerLastEventID: {r.lastID}}
@@ -289,6 +304,9 @@ func (w *httpWire) resume(ctx context.Context, r *sseReader) (io.ReadCloser, err
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
+		if to.session != "" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+			w.forget(to.session)
+		}
 		return nil, newStatusError(resp, nil)
 	}
 	return resp.Body, nil
@@ -306,36 +324,15 @@ func (w *httpWire) notify(ctx context.Context, method string, params json.RawMes
 	return nil
 }
 
-// post sends reply, the answer to a request of the server, within the
-// server's request timeout and the session's life. A failure is logged:
-// nobody else waits for it.
-func (w *httpWire) post(to replyTo, reply []byte) {
-	ctx, cancel := context.WithTimeout(w.in.life, w.in.timeout)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, w.url, bytes.NewReader(reply))
-	if err != nil {
-		w.in.log.Warn().Err(safe(err)).Msg("a response to the server was not sent")
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	if to.session != "" {
-		req.Header.Set(headerSessionID, to.session)
-	}
-	if to.version != "" {
-		req.Header.Set(headerProtocolVersion, to.version)
-	}
-	postReply(w.client, req, w.in.log)
-}
-
 // listen opens the GET stream on a goroutine of the session and keeps it
 // open until Close: the server's notifications and requests that belong to
 // no request come there. A stream that ends is reopened after the
-// server's reconnection time (with Last-Event-ID when its events had ids);
-// one that cannot be opened is tried again after a growing wait. A server
-// that does not offer the stream (405, or 404 before it was ever open) is
-// left alone, and so is one that forgot the session: the next request
-// finds that out.
+// server's reconnection time, at least sseReconnectDelay (with
+// Last-Event-ID when its events had ids); one that cannot be opened is
+// tried again after a growing wait. A server that does not offer the
+// stream (405, or 404 or 410 before it was ever open) is left alone; one
+// that answers 404 or 410 once it was open forgot the session, which is
+// marked gone: the next request renews it.
 func (w *httpWire) listen() {
 	w.mu.Lock()
 	if w.closed || w.getEnded != nil {
@@ -371,14 +368,24 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 				drain(resp)
 			}
 			return
-		case errors.Is(err, errSessionGone), errors.Is(err, errTransportClosed),
-			errors.Is(err, errNotFound) && !opened:
+		case errors.Is(err, errSessionGone), errors.Is(err, errTransportClosed):
 			return
-		case err == nil && resp.StatusCode == http.StatusMethodNotAllowed:
+		case err != nil:
+		case resp.StatusCode == http.StatusMethodNotAllowed,
+			!opened && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone):
+			// A server without the stream should say 405; some say 404.
 			drain(resp)
-			w.in.log.Debug().Msg("the server offers no GET stream")
+			w.in.log.Debug().Int("status", resp.StatusCode).Msg("the server offers no GET stream")
 			return
-		case err == nil && resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")):
+		case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+			// The stream was open on this session before: the server
+			// forgot the session. The next request renews it.
+			drain(resp)
+			if to.session != "" {
+				w.forget(to.session)
+			}
+			return
+		case resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")):
 			opened = true
 			r.reset(resp.Body)
 			err = w.readListen(ctx, r, resp.Body, to)
@@ -387,11 +394,13 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 			}
 			w.in.log.Debug().Err(safe(err)).Msg("the GET stream ended; reopening it")
 			backoff = sseReconnectDelay
-			if sleep(ctx, r.reconnectDelay()) != nil {
+			// At least a second between two streams, whatever the server
+			// asked for: a server that closes at once must not make a loop.
+			if sleep(ctx, max(r.reconnectDelay(), sseReconnectDelay)) != nil {
 				return
 			}
 			continue
-		case err == nil:
+		default:
 			err = newStatusError(resp, nil)
 		}
 		w.in.log.Debug().Err(safe(err)).Dur("retry_in", backoff).Msg("open the GET stream")
@@ -412,7 +421,7 @@ func (w *httpWire) readListen(ctx context.Context, r *sseReader, body io.ReadClo
 		if err != nil {
 			return err
 		}
-		if in := w.in.take(ctx, ev.data, func(reply []byte) { w.post(to, reply) }); in.response {
+		if in := w.in.take(ctx, ev.data, func(reply []byte) { w.in.reply(ctx, w.client, w.url, to, reply) }); in.response {
 			w.in.log.Debug().Msg("a response on the GET stream was dropped")
 		}
 	}
@@ -455,30 +464,11 @@ func (w *httpWire) Close() error {
 	return nil
 }
 
-// postReply sends req, a reply to a request of the server, and reads what
-// little the server answers. A failure is logged.
-func postReply(client *http.Client, req *http.Request, log zerolog.Logger) {
-	resp, err := client.Do(req)
-	if err != nil {
-		log.Debug().Err(safe(err)).Msg("post a response to the server")
-		return
-	}
-	drain(resp)
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
-		log.Warn().Int("status", resp.StatusCode).Msg("the server refused a response to its request")
-	}
-}
-
 // drain reads what is left of a body we do not need (at most
 // maxReplyAckBytes, so that the connection can be reused) and closes it.
 func drain(resp *http.Response) {
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyAckBytes))
 	_ = resp.Body.Close()
-}
-
-// readAtMost reads at most n bytes of resp's body.
-func readAtMost(resp *http.Response, n int64) ([]byte, error) {
-	return io.ReadAll(io.LimitReader(resp.Body, n))
 }
 
 func isJSON(contentType string) bool {

@@ -392,3 +392,81 @@ func TestHTTPWireListen(t *testing.T) {
 		}
 	})
 }
+
+// TestHTTPWireResumeRefused: a resume that meets 404 fails the request
+// with ErrConnectionLost, not as an expired session (the request reached
+// the server, so it must not be re-sent), and the session is marked gone
+// for the next request.
+func TestHTTPWireResumeRefused(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		switch {
+		case n == 1:
+			w.Header().Set(headerSessionID, "s-3")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
+		case r.Method == http.MethodPost:
+			sseHeaders(w)
+			flush(w, "id: e1\nretry: 10\ndata:\n\n")
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	ctx := context.Background()
+	if _, _, err := w.call(ctx, "px-1", "initialize", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := w.call(ctx, "px-2", "tools/call", nil, nil)
+	if !errors.Is(err, ErrConnectionLost) || errors.Is(err, errSessionGone) {
+		t.Fatalf("a refused resume: %v, want ErrConnectionLost and not errSessionGone", err)
+	}
+	if _, _, err := w.call(ctx, "px-3", "ping", nil, nil); !errors.Is(err, errSessionGone) {
+		t.Errorf("the next request: %v, want errSessionGone", err)
+	}
+	if n := len(srv.requests()); n != 3 {
+		t.Errorf("%d requests, want 3 (initialize, the call, its resume)", n)
+	}
+}
+
+// TestHTTPWireTooLarge: an event over max_response_bytes in a POST's
+// stream fails the request with *ResponseTooLargeError, without a resume.
+func TestHTTPWireTooLarge(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		sseHeaders(w)
+		flush(w, "id: 1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":{\"x\":\""+strings.Repeat("a", 4096)+"\"}}\n\n")
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: newHTTPClient(nil, 1024, zerolog.Nop()), in: rec.inbox(t)}
+	var tl *ResponseTooLargeError
+	if _, _, err := w.call(context.Background(), "px-1", "tools/call", nil, nil); !errors.As(err, &tl) || tl.Limit != 1024 {
+		t.Errorf("err %v, want *ResponseTooLargeError", err)
+	}
+	if n := len(srv.requests()); n != 1 {
+		t.Errorf("%d requests, want 1", n)
+	}
+}
+
+// TestHTTPWireListenPaced: a GET stream that ends at once, asking for no
+// wait, is reopened at most once a second.
+func TestHTTPWireListenPaced(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		sseHeaders(w)
+		flush(w, "retry: 0\n\n")
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w.listen()
+	time.Sleep(1500 * time.Millisecond)
+	_ = w.Close()
+	<-w.getEnded
+	if n := len(srv.requests()); n < 1 || n > 3 {
+		t.Errorf("%d GETs in 1.5 s, want 1 to 3", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -25,7 +26,8 @@ type inbox struct {
 	// spawn: it reports false once the session is closing).
 	spawn func(fn func()) bool
 	// life is the session's context: an answer ends with it, and so does
-	// the post of its reply, which timeout bounds too.
+	// the post of its reply, which timeout (the server's request timeout)
+	// bounds too.
 	life    context.Context
 	timeout time.Duration
 }
@@ -82,6 +84,37 @@ func (b *inbox) take(ctx context.Context, data []byte, send func(reply []byte)) 
 	return incoming{}
 }
 
+// reply POSTs reply, the answer to a request of the server, to url with
+// the stream's session id and protocol version (to), within ctx (the
+// stream's: the request's or the session's) and the server's request
+// timeout. A failure is logged: nobody else waits for it.
+func (b *inbox) reply(ctx context.Context, client *http.Client, url string, to replyTo, reply []byte) {
+	ctx, cancel := context.WithTimeout(ctx, b.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(reply))
+	if err != nil {
+		b.log.Warn().Err(safe(err)).Msg("a response to the server was not sent")
+		return
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if to.session != "" {
+		req.Header.Set(headerSessionID, to.session)
+	}
+	if to.version != "" {
+		req.Header.Set(headerProtocolVersion, to.version)
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		b.log.Debug().Err(safe(err)).Msg("post a response to the server")
+		return
+	}
+	drain(resp)
+	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusAccepted {
+		b.log.Warn().Int("status", resp.StatusCode).Msg("the server refused a response to its request")
+	}
+}
+
 // replyFor reads the answer in in for the request whose id has the
 // routing key key; ok is false when in answers another request.
 func replyFor(in incoming, key string) (rpcReply, bool) {
@@ -103,7 +136,7 @@ const maxErrorBodyBytes = 64 << 10
 // reply (a server refuses a protocol version with 400 and one); anything
 // else is a statusError. The body is drained and closed.
 func errorAnswer(resp *http.Response, key string) (rpcReply, error) {
-	body, _ := readAtMost(resp, maxErrorBodyBytes)
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 	serr := newStatusError(resp, body)
 	if key == "" || !isJSON(resp.Header.Get("Content-Type")) {
 		return rpcReply{}, serr

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 )
@@ -54,7 +55,7 @@ func (s *session) ping(interval time.Duration) bool {
 	case err == nil:
 		return true
 	case s.ctx.Err() != nil:
-	case s.sessionExpired(err):
+	case errors.Is(err, ErrSessionExpired): // send's word for errSessionGone
 		s.expire()
 	default:
 		s.die(fmt.Errorf("keepalive ping failed: %w", err))

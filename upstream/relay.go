@@ -16,11 +16,11 @@ import (
 
 // Requests of an upstream to the proxy (sampling/createMessage,
 // elicitation/create, roots/list, ping) are read once, by
-// readServerRequest, from the bytes the transport received: a stdio line
-// (stdiotransport.go) or the data of an SSE event (eventfilter.go), never
-// through mcp-go's JSONRPCRequest, whose params are an `any` that re-sorts
-// keys, rounds integers beyond 2^53, escapes '<' and collapses a member
-// named twice. The params reach Options.OnRequest as they came, and the
+// readServerRequest, from the bytes the wire received: a stdio line
+// (stdiotransport.go) or the data of an SSE event (inbox.go), never
+// decoded into a typed request, whose params would be an `any` that
+// re-sorts keys, rounds integers beyond 2^53, escapes '<' and collapses a
+// member named twice. The params reach Options.OnRequest as they came, and the
 // client's result goes back to the upstream as its bytes (session.answer).
 
 // Bounds on the requests an upstream sends the proxy (sampling, elicitation,

@@ -401,7 +401,7 @@ func TestServerRequestsBounded(t *testing.T) {
 	t.Cleanup(s.close)
 	w := &httpWire{url: ts.URL, client: ts.Client(), in: s.newInbox()}
 	take := func(data []byte) bool {
-		return !w.in.take(context.Background(), data, func(reply []byte) { w.post(replyTo{}, reply) }).response
+		return !w.in.take(context.Background(), data, func(reply []byte) { w.in.reply(context.Background(), w.client, w.url, replyTo{}, reply) }).response
 	}
 	req := func(i int) []byte {
 		return []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"elicitation/create","params":{}}`, i))

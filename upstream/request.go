@@ -22,8 +22,8 @@ const cancelNotifyTimeout = 5 * time.Second
 type RPCError struct {
 	Code    int
 	Message string
-	// Data is the error's data member, re-encoded by mcp-go (numbers beyond
-	// 2^53 lose precision); nil when absent.
+	// Data is the error's data member as the server wrote it; nil when
+	// absent.
 	Data json.RawMessage
 }
 
@@ -263,7 +263,12 @@ func (s *session) send(ctx context.Context, method, id string, params json.RawMe
 		case s.ctx.Err() != nil:
 			return nil, s.c.opError(method, s.lost())
 		case ctx.Err() != nil:
-			s.sendCancelled(ctx, id)
+			if method != string(mcp.MethodInitialize) && method != string(mcp.MethodServerDiscover) {
+				// The handshake's requests are never cancelled: nothing
+				// may precede initialize, and a server that ignores the
+				// discover probe has not been initialized.
+				s.sendCancelled(ctx, id)
+			}
 			return nil, s.c.opError(method, ctx.Err())
 		case s.proc != nil && errors.Is(err, errTransportClosed):
 			// The child's stdout ended; its exit, or the grace after its
@@ -307,8 +312,7 @@ func rpcErrorOf(e *mcp.JSONRPCErrorDetails) *RPCError {
 }
 
 // sendCancelled tells the upstream, best effort and off the caller's path,
-// that the caller gave up on request id (mcp-go does not over HTTP, nor for
-// raw requests).
+// that the caller gave up on request id.
 func (s *session) sendCancelled(ctx context.Context, id string) {
 	reason := "request cancelled"
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {

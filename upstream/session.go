@@ -48,7 +48,6 @@ type session struct {
 	// Set by open before the session is published, read-only afterwards.
 	protocol     string
 	modern       bool
-	holdsSession bool // Streamable HTTP with a session id: a 404 means it expired
 	caps         Capabilities
 	serverInfo   json.RawMessage
 	instructions string
@@ -145,7 +144,6 @@ func (s *session) open(ctx context.Context) error {
 		return err
 	}
 	if h, ok := tr.(*httpWire); ok {
-		s.holdsSession = h.sessionID() != ""
 		h.listen()
 	}
 	s.caps = capabilitiesOf(res.Capabilities)

@@ -35,6 +35,7 @@ type sseWire struct {
 
 	mu       sync.Mutex
 	endpoint *url.URL
+	version  string // the negotiated protocol version, sent on POSTs once known
 	pending  map[string]chan rpcReply
 	closed   bool
 	endErr   error // why the stream ended; set before done is closed
@@ -182,7 +183,8 @@ func (w *sseWire) route(in incoming) {
 }
 
 // end records why the stream ended (the first reason wins), fails the
-// requests waiting and, unless Close ended it, reports the loss.
+// requests waiting and, unless Close ended it or it ended before its
+// endpoint event (startSSE reports that), reports the loss.
 func (w *sseWire) end(err error) {
 	w.endOnce.Do(func() {
 		w.mu.Lock()
@@ -190,17 +192,22 @@ func (w *sseWire) end(err error) {
 		closed := w.closed
 		w.mu.Unlock()
 		close(w.done)
+		select {
+		case <-w.ready:
+		default:
+			return // still connecting: startSSE says why it failed
+		}
 		if !closed && w.onLost != nil {
 			w.onLost(err)
 		}
 	})
 }
 
-// postMessage POSTs msg to the endpoint and returns the answer, whose body
-// the caller closes.
-func (w *sseWire) postMessage(ctx context.Context, msg []byte) (*http.Response, error) {
+// postMessage POSTs msg to the endpoint, with the extra headers when not
+// nil, and returns the answer, whose body the caller closes.
+func (w *sseWire) postMessage(ctx context.Context, msg []byte, extra http.Header) (*http.Response, error) {
 	w.mu.Lock()
-	ep, closed := w.endpoint, w.closed
+	ep, closed, version := w.endpoint, w.closed, w.version
 	w.mu.Unlock()
 	if closed {
 		return nil, errTransportClosed
@@ -212,11 +219,17 @@ func (w *sseWire) postMessage(ctx context.Context, msg []byte) (*http.Response, 
 	if err != nil {
 		return nil, err
 	}
+	for k, v := range extra {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
+	if version != "" {
+		req.Header.Set(headerProtocolVersion, version)
+	}
 	return w.client.Do(req)
 }
 
-func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMessage, _ http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
+func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMessage, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	msg, key := encodeRequest(id, method, params)
 	ch := make(chan rpcReply, 1)
 	w.mu.Lock()
@@ -231,7 +244,7 @@ func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMe
 		delete(w.pending, key)
 		w.mu.Unlock()
 	}
-	resp, err := w.postMessage(ctx, msg)
+	resp, err := w.postMessage(ctx, msg, header)
 	if err != nil {
 		forget()
 		return nil, nil, err
@@ -263,7 +276,7 @@ func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMe
 }
 
 func (w *sseWire) notify(ctx context.Context, method string, params json.RawMessage) error {
-	resp, err := w.postMessage(ctx, encodeNotification(method, params))
+	resp, err := w.postMessage(ctx, encodeNotification(method, params), nil)
 	if err != nil {
 		return err
 	}
@@ -277,29 +290,21 @@ func (w *sseWire) notify(ctx context.Context, method string, params json.RawMess
 // post sends reply, the answer to a request of the server, to the
 // endpoint, within the server's request timeout and the session's life.
 func (w *sseWire) post(reply []byte) {
-	ctx, cancel := context.WithTimeout(w.in.life, w.in.timeout)
-	defer cancel()
 	w.mu.Lock()
-	ep := w.endpoint
+	ep, version := w.endpoint, w.version
 	w.mu.Unlock()
 	if ep == nil {
 		w.in.log.Warn().Msg("a response to the server was not sent: no message endpoint yet")
 		return
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ep.String(), bytes.NewReader(reply))
-	if err != nil {
-		w.in.log.Warn().Err(safe(err)).Msg("a response to the server was not sent")
-		return
-	}
-	req.Header.Set("Content-Type", "application/json")
-	postReply(w.client, req, w.in.log)
+	w.in.reply(w.in.life, w.client, ep.String(), replyTo{version: version}, reply)
 }
 
-// endpointURL is the message endpoint the server named (nil: none yet).
-func (w *sseWire) endpointURL() *url.URL {
+// setProtocol sets the protocol version header of the POSTs from now on.
+func (w *sseWire) setProtocol(v string) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.endpoint
+	w.version = v
+	w.mu.Unlock()
 }
 
 func (w *sseWire) sessionID() string { return "" }

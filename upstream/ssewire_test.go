@@ -99,12 +99,13 @@ func TestSSEWire(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if ep := w.endpointURL(); ep == nil || ep.String() != ts.URL+"/messages?session=abc" {
-		t.Fatalf("endpoint %v", ep)
-	}
+	w.setProtocol("2024-11-05")
 	res, _, err := w.call(context.Background(), "px-1", "tools/call", json.RawMessage(`{"name":"x"}`), nil)
 	if err != nil || string(res) != `{"n":18446744073709551615}` {
 		t.Fatalf("call: %s, %v", res, err)
+	}
+	if posts := l.postsSeen(); len(posts) == 0 || posts[0] != `/messages?session=abc {"jsonrpc":"2.0","id":"px-1","method":"tools/call","params":{"name":"x"}}` {
+		t.Errorf("the call was posted as %q", posts)
 	}
 	if got := rec.got(); len(got) != 1 || got[0] != `notifications/progress {"p":18446744073709551615}` {
 		t.Errorf("notifications %q", got)

@@ -208,7 +208,7 @@ type writeDeadliner interface{ SetWriteDeadline(time.Time) error }
 
 // ctxWrites reports whether a write to the child's stdin returns when its
 // context ends even while the child is not reading: then callers need no
-// goroutine of their own around SendRequest.
+// goroutine of their own around call (see await).
 func (t *stdioTransport) ctxWrites() bool {
 	_, ok := t.stdin.(writeDeadliner)
 	return ok

@@ -31,8 +31,9 @@ type wire interface {
 	notify(ctx context.Context, method string, params json.RawMessage) error
 	// sessionID is the Streamable HTTP session id, "" for none.
 	sessionID() string
-	// Close ends the connection: requests in flight fail, a Streamable HTTP
-	// session is ended with the server. Idempotent.
+	// Close ends the connection, and a Streamable HTTP session with the
+	// server. Requests in flight fail (over HTTP, through their contexts,
+	// which end with the session's). Idempotent.
 	Close() error
 }
 
