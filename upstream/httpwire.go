@@ -314,14 +314,7 @@ func (w *httpWire) resume(ctx context.Context, r *sseReader, to replyTo, delay t
 
 func (w *httpWire) notify(ctx context.Context, method string, params json.RawMessage) error {
 	resp, _, err := w.send(ctx, http.MethodPost, encodeNotification(method, params), "application/json, text/event-stream", nil)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return newStatusError(resp, nil)
-	}
-	drain(resp)
-	return nil
+	return accepted(resp, err)
 }
 
 // listen opens the GET stream on a goroutine of the session and keeps it

@@ -32,11 +32,11 @@ type sseWire struct {
 	cancel  context.CancelFunc
 	onLost  func(error)
 	endOnce sync.Once
+	pending pendingCalls
 
 	mu       sync.Mutex
 	endpoint *url.URL
 	version  string // the negotiated protocol version, sent on POSTs once known
-	pending  map[string]chan rpcReply
 	closed   bool
 	endErr   error // why the stream ended; set before done is closed
 }
@@ -54,7 +54,7 @@ func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox,
 	}
 	w := &sseWire{
 		url: u, client: client, in: in, requireHTTPS: requireHTTPS, onLost: onLost,
-		ready: make(chan struct{}), done: make(chan struct{}), pending: map[string]chan rpcReply{},
+		ready: make(chan struct{}), done: make(chan struct{}),
 	}
 	sctx, cancel := context.WithCancel(in.life)
 	w.cancel = cancel
@@ -170,16 +170,10 @@ func (w *sseWire) setEndpoint(raw string) {
 // route gives a response to the request waiting for it, if any.
 func (w *sseWire) route(in incoming) {
 	key := rawjson.IDKey(in.msg.ID)
-	w.mu.Lock()
-	ch, ok := w.pending[key]
-	delete(w.pending, key)
-	w.mu.Unlock()
-	if !ok {
-		w.in.log.Debug().Msg("a response for no request in flight was dropped")
-		return
-	}
 	r, _ := replyFor(in, key)
-	ch <- r // buffered, and removed from pending: it gets one value
+	if !w.pending.route(key, r) {
+		w.in.log.Debug().Msg("a response for no request in flight was dropped")
+	}
 }
 
 // end records why the stream ended (the first reason wins), fails the
@@ -231,19 +225,8 @@ func (w *sseWire) postMessage(ctx context.Context, msg []byte, extra http.Header
 
 func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMessage, header http.Header) (json.RawMessage, *mcp.JSONRPCErrorDetails, error) {
 	msg, key := encodeRequest(id, method, params)
-	ch := make(chan rpcReply, 1)
-	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		return nil, nil, errTransportClosed
-	}
-	w.pending[key] = ch
-	w.mu.Unlock()
-	forget := func() {
-		w.mu.Lock()
-		delete(w.pending, key)
-		w.mu.Unlock()
-	}
+	ch := w.pending.add(key)
+	forget := func() { w.pending.forget(key) }
 	resp, err := w.postMessage(ctx, msg, header)
 	if err != nil {
 		forget()
@@ -276,15 +259,7 @@ func (w *sseWire) call(ctx context.Context, id, method string, params json.RawMe
 }
 
 func (w *sseWire) notify(ctx context.Context, method string, params json.RawMessage) error {
-	resp, err := w.postMessage(ctx, encodeNotification(method, params), nil)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode/100 != 2 {
-		return newStatusError(resp, nil)
-	}
-	drain(resp)
-	return nil
+	return accepted(w.postMessage(ctx, encodeNotification(method, params), nil))
 }
 
 // post sends reply, the answer to a request of the server, to the

@@ -52,8 +52,7 @@ type stdioTransport struct {
 	onStall      func(error)
 	stallOnce    sync.Once
 
-	mu      sync.Mutex
-	pending map[string]chan rpcReply
+	pending pendingCalls
 
 	handlerMu sync.RWMutex
 	onRawNote func(method string, params json.RawMessage)
@@ -88,7 +87,6 @@ func newStdioTransport(stdout lineReader, stdin io.WriteCloser, log zerolog.Logg
 		stdin:        stdin,
 		rawStdin:     fdmode.NewNowaitWriter(stdin),
 		log:          log,
-		pending:      map[string]chan rpcReply{},
 		writeSem:     make(chan struct{}, 1),
 		requests:     newRequestServer(log),
 		stallTimeout: stdinStallTimeout,
@@ -154,15 +152,8 @@ func (t *stdioTransport) call(ctx context.Context, id, method string, params jso
 // roundTrip writes line, a request whose id has the routing key key, and
 // waits for what its response brings.
 func (t *stdioTransport) roundTrip(ctx context.Context, key string, line []byte) (rpcReply, error) {
-	ch := make(chan rpcReply, 1)
-	t.mu.Lock()
-	t.pending[key] = ch
-	t.mu.Unlock()
-	forget := func() {
-		t.mu.Lock()
-		delete(t.pending, key)
-		t.mu.Unlock()
-	}
+	ch := t.pending.add(key)
+	forget := func() { t.pending.forget(key) }
 	if err := t.writeLine(ctx, line); err != nil {
 		forget()
 		return rpcReply{}, fmt.Errorf("write request: %w", err)
@@ -440,15 +431,7 @@ func (t *stdioTransport) invalidLine(line []byte, err error) {
 // route gives resp to the request with the given id and reports whether
 // one was waiting.
 func (t *stdioTransport) route(id json.RawMessage, r rpcReply) bool {
-	key := rawjson.IDKey(id)
-	t.mu.Lock()
-	ch, ok := t.pending[key]
-	delete(t.pending, key)
-	t.mu.Unlock()
-	if ok {
-		ch <- r // buffered, and removed from pending: it gets one value
-	}
-	return ok
+	return t.pending.route(rawjson.IDKey(id), r)
 }
 
 // answer runs the request handler: off the read loop, or on it for a

@@ -571,9 +571,9 @@ func TestStdioTransportEndedFailsRequests(t *testing.T) {
 	}
 	go call("answer", json.RawMessage(`{"name":"a"}`))
 	waitFor(t, 5*time.Second, "the first request written", func() bool {
-		tr.mu.Lock()
-		defer tr.mu.Unlock()
-		return len(tr.pending) == 1
+		tr.pending.mu.Lock()
+		defer tr.pending.mu.Unlock()
+		return len(tr.pending.m) == 1
 	})
 	// A line longer than the pipe holds: its write blocks, holding the turn.
 	big := json.RawMessage(`{"name":"b","arguments":{"x":"` + strings.Repeat("x", 1<<20) + `"}}`)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -115,6 +116,58 @@ func encodeNotification(method string, params json.RawMessage) []byte {
 		b = append(b, params...)
 	}
 	return append(b, '}')
+}
+
+// pendingCalls are the requests of a wire waiting for the answer its
+// reader routes to them, by their ids' routing keys (rawjson.IDKey).
+type pendingCalls struct {
+	mu sync.Mutex
+	m  map[string]chan rpcReply
+}
+
+// add registers a request; its answer comes on the returned channel.
+func (p *pendingCalls) add(key string) chan rpcReply {
+	ch := make(chan rpcReply, 1)
+	p.mu.Lock()
+	if p.m == nil {
+		p.m = map[string]chan rpcReply{}
+	}
+	p.m[key] = ch
+	p.mu.Unlock()
+	return ch
+}
+
+// forget drops a request that stopped waiting.
+func (p *pendingCalls) forget(key string) {
+	p.mu.Lock()
+	delete(p.m, key)
+	p.mu.Unlock()
+}
+
+// route gives r to the request with the routing key key, and reports
+// whether one was waiting; each request gets one answer.
+func (p *pendingCalls) route(key string, r rpcReply) bool {
+	p.mu.Lock()
+	ch, ok := p.m[key]
+	delete(p.m, key)
+	p.mu.Unlock()
+	if ok {
+		ch <- r // buffered, and no longer in m: it gets one value
+	}
+	return ok
+}
+
+// accepted reads the answer to a posted notification: any 2xx is one;
+// anything else fails with a statusError.
+func accepted(resp *http.Response, err error) error {
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode/100 != 2 {
+		return newStatusError(resp, nil)
+	}
+	drain(resp)
+	return nil
 }
 
 // rpcReply is what a request gets: its response's result or error member,
