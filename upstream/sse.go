@@ -173,3 +173,17 @@ func (r *sseReader) reconnectDelay() time.Duration {
 	}
 	return sseReconnectDelay
 }
+
+// cutData is the start of the data of the event a read error cut off:
+// its complete data lines, else the data line being read (nil: none). A
+// wire reads the id of a response whose event was too long from it.
+func (r *sseReader) cutData() []byte {
+	if r.hasData {
+		return r.data
+	}
+	line := r.buf[r.start:r.end]
+	if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+		return bytes.TrimPrefix(v, []byte(" "))
+	}
+	return nil
+}

@@ -117,6 +117,7 @@ func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
 	for {
 		var ev sseEvent
 		if ev, err = r.next(); err != nil {
+			w.tooLarge(r, err)
 			break
 		}
 		switch string(ev.typ) {
@@ -132,6 +133,21 @@ func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
 		err = errors.New("the server closed it")
 	}
 	w.end(err)
+}
+
+// tooLarge fails the request whose answer was cut off for being longer
+// than max_response_bytes with that error (SPEC §9.2), when err is that and
+// the head of the event names the request; the stream cannot go on after
+// it, and the other requests fail as lost.
+func (w *sseWire) tooLarge(r *sseReader, err error) {
+	var tl *ResponseTooLargeError
+	if !errors.As(err, &tl) {
+		return
+	}
+	data := r.cutData()
+	if id := rawjson.ResponseID(data[:min(len(data), idScanBytes)]); id != nil {
+		w.pending.route(rawjson.IDKey(id), rpcReply{err: tl})
+	}
 }
 
 // setEndpoint takes the endpoint event's URL (relative to the stream's):

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 // legacyServer is a scripted legacy SSE server: GET /sse opens the stream
@@ -166,5 +168,37 @@ func TestSSEWireBadEndpoint(t *testing.T) {
 		if d := time.Since(t0); d > 5*time.Second {
 			t.Errorf("endpoint %q: failed after %v", tc.endpoint, d)
 		}
+	}
+}
+
+// TestSSEWireTooLarge: an answer over max_response_bytes fails its request
+// with *ResponseTooLargeError; the stream cannot go on after it, so the
+// loss is reported.
+func TestSSEWireTooLarge(t *testing.T) {
+	t.Parallel()
+	l := &legacyServer{endpoint: "/messages"}
+	l.onPost = func(body string, send func(string)) {
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal([]byte(body), &m)
+		send(fmt.Sprintf("event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":%s,\"result\":{\"x\":\"%s\"}}\n\n", m.ID, strings.Repeat("a", 8192)))
+	}
+	ts := l.start(t)
+	var rec wireRecorder
+	lost := make(chan error, 1)
+	w, err := startSSE(context.Background(), ts.URL+"/sse", newHTTPClient(nil, 4096, zerolog.Nop()), rec.inbox(t), false, 5*time.Second, func(err error) { lost <- err })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var tl *ResponseTooLargeError
+	if _, _, err := w.call(context.Background(), "px-1", "tools/call", nil, nil); !errors.As(err, &tl) || tl.Limit != 4096 {
+		t.Errorf("err %v, want *ResponseTooLargeError", err)
+	}
+	select {
+	case <-lost:
+	case <-time.After(5 * time.Second):
+		t.Error("the loss of the stream was not reported")
 	}
 }
