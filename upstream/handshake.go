@@ -62,7 +62,7 @@ func (s *session) handshake(ctx context.Context) (handshakeResult, error) {
 	}
 	raw, err := s.exchange(ctx, string(mcp.MethodInitialize), params)
 	if err != nil {
-		if hintsLegacySSE(err) {
+		if s.c.transportKind() == config.TransportHTTP && hintsLegacySSE(err) {
 			return handshakeResult{}, fmt.Errorf("%w (if it is a legacy SSE server, set transport: sse)", err)
 		}
 		return handshakeResult{}, err

@@ -124,8 +124,12 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
+	// The request gets a context of its own, ended before its body is
+	// closed (cancelBody).
+	ctx, cancel := context.WithCancel(ctx)
 	req, err := http.NewRequestWithContext(ctx, method, w.url, rd)
 	if err != nil {
+		cancel()
 		return nil, replyTo{}, err
 	}
 	for k, v := range extra {
@@ -143,8 +147,10 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
+		cancel()
 		return nil, replyTo{}, err
 	}
+	resp.Body = cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	to := replyTo{session: session, version: version}
 	if method == http.MethodPost && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
 		if session == "" && resp.StatusCode == http.StatusGone {
@@ -162,10 +168,18 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 		// carries it.
 		if id := resp.Header.Get(headerSessionID); id != "" && resp.StatusCode/100 == 2 {
 			w.mu.Lock()
-			if w.session == "" {
+			closed := w.closed
+			if w.session == "" && !closed {
 				w.session = id
 			}
 			w.mu.Unlock()
+			if closed {
+				// Close ran while this request was out: it ends the
+				// session the server just made, which nobody will use.
+				drain(resp)
+				w.endSession(id, version)
+				return nil, to, errTransportClosed
+			}
 			to.session = id
 		}
 	}
@@ -439,6 +453,13 @@ func (w *httpWire) Close() error {
 	if session == "" || gone {
 		return nil
 	}
+	return w.endSession(session, version)
+}
+
+// endSession sends the DELETE that ends session, bounded by
+// endSessionTimeout (a server that does not allow it answers 405, which is
+// fine).
+func (w *httpWire) endSession(session, version string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), endSessionTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, w.url, nil)
@@ -455,6 +476,19 @@ func (w *httpWire) Close() error {
 	}
 	drain(resp)
 	return nil
+}
+
+// cancelBody is a response body that ends its request's context before it
+// is closed: over HTTP/2 a Close can wait for a stalled connection, which
+// the context ends.
+type cancelBody struct {
+	io.ReadCloser
+	cancel context.CancelFunc
+}
+
+func (b cancelBody) Close() error {
+	b.cancel()
+	return b.ReadCloser.Close()
 }
 
 // drain reads what is left of a body we do not need (at most

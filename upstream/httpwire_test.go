@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -373,6 +374,37 @@ func TestHTTPWireListen(t *testing.T) {
 		_ = w.Close()
 		<-w.getEnded
 	})
+	t.Run("404 before open", func(t *testing.T) {
+		t.Parallel()
+		var srv wireServer
+		ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+			if r.Method == http.MethodGet {
+				http.NotFound(w, r)
+				return
+			}
+			w.Header().Set(headerSessionID, "s-4")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-`+strconv.Itoa(n)+`","result":{}}`)
+		})
+		var rec wireRecorder
+		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); err != nil {
+			t.Fatal(err)
+		}
+		w.listen()
+		select {
+		case <-w.getEnded:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the GET loop goes on after a 404 to a stream never open")
+		}
+		if _, _, err := w.call(context.Background(), "px-3", "ping", nil, nil); err != nil {
+			t.Fatalf("a call after the GET's 404: %v", err)
+		}
+		reqs := srv.requests()
+		if len(reqs) != 3 || reqs[1].method != http.MethodGet || reqs[2].session != "s-4" {
+			t.Errorf("requests %+v", reqs)
+		}
+	})
 	t.Run("405", func(t *testing.T) {
 		t.Parallel()
 		var srv wireServer
@@ -468,5 +500,72 @@ func TestHTTPWireListenPaced(t *testing.T) {
 	<-w.getEnded
 	if n := len(srv.requests()); n < 1 || n > 3 {
 		t.Errorf("%d GETs in 1.5 s, want 1 to 3", n)
+	}
+}
+
+// TestHTTPWireResumeCutEvent: a connection cut in the middle of the
+// answer's event resumes after the last event received whole, so the
+// server replays the answer.
+func TestHTTPWireResumeCutEvent(t *testing.T) {
+	t.Parallel()
+	answer := "id: e1\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":{\"ok\":1}}\n\n"
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		if r.Method == http.MethodPost {
+			sseHeaders(w)
+			flush(w, "retry: 10\nid: e0\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"progress\":1}}\n\n")
+			flush(w, answer[:30])
+			panic(http.ErrAbortHandler) // the connection breaks mid-event
+		}
+		sseHeaders(w)
+		if r.Header.Get(headerLastEventID) == "e0" {
+			flush(w, answer)
+		}
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	res, _, err := w.call(ctx, "px-1", "tools/call", nil, nil)
+	if err != nil || string(res) != `{"ok":1}` {
+		t.Fatalf("%s, %v", res, err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || reqs[1].lastEventID != "e0" {
+		t.Errorf("requests %+v, want the POST and one GET after e0", reqs)
+	}
+}
+
+// TestHTTPWireCloseDuringInitialize: a session the server makes for an
+// initialize answered after Close is ended with a DELETE, and the call
+// fails.
+func TestHTTPWireCloseDuringInitialize(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		if r.Method == http.MethodPost {
+			<-release
+			w.Header().Set(headerSessionID, "s-late")
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
+		}
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil)
+		done <- err
+	}()
+	waitFor(t, 5*time.Second, "the initialize sent", func() bool { return len(srv.requests()) == 1 })
+	_ = w.Close()
+	close(release)
+	if err := <-done; !errors.Is(err, errTransportClosed) {
+		t.Errorf("initialize after Close: %v, want errTransportClosed", err)
+	}
+	reqs := srv.requests()
+	if len(reqs) != 2 || reqs[1].method != http.MethodDelete || reqs[1].session != "s-late" {
+		t.Errorf("requests %+v, want the initialize and a DELETE of s-late", reqs)
 	}
 }

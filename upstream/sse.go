@@ -19,9 +19,11 @@ type sseEvent struct {
 // WHATWG EventSource parser does: lines end at "\n", "\r\n" or "\r"; a line
 // starting with ':' is a comment; a field's value loses one leading space;
 // data lines are joined by '\n'; an event is dispatched at a blank line, and
-// one with no data is not (its id still counts). Unlike a browser it also
-// dispatches an event cut off by the end of the stream when it has data: a
-// server that closes its stream right after its last event must not lose it.
+// one with no data is not (its id still counts, from its blank line on).
+// Unlike a browser it also hands over an event cut off by the clean end of
+// the stream when it has data: a server that closes its stream right after
+// its last event must not lose it; its id does not count (a resume asks for
+// it again).
 // Event sizes are bounded by the body (limitSSE); the buffers are reused
 // from one event to the next.
 type sseReader struct {
@@ -30,9 +32,13 @@ type sseReader struct {
 	start, end int
 	err        error // the read error, returned once buf is consumed
 
-	// lastID is the last event id the stream set ("" none); hasRetry and
-	// retry are the latest reconnection time it asked for.
+	// lastID is the id of the last event dispatched ("" none): what a
+	// resumed stream asks to follow (Last-Event-ID). idBuf is the id field
+	// read last, which becomes lastID at the end of its event: an event cut
+	// off before its blank line was not received, so a resume must replay
+	// it. hasRetry and retry are the latest reconnection time asked for.
 	lastID   string
+	idBuf    string
 	retry    time.Duration
 	hasRetry bool
 
@@ -73,6 +79,7 @@ func (r *sseReader) next() (sseEvent, error) {
 			return sseEvent{}, err
 		}
 		if len(line) == 0 {
+			r.lastID = r.idBuf // dispatched, with data or without
 			if r.hasData {
 				return sseEvent{typ: r.typ, data: r.data}, nil
 			}
@@ -103,7 +110,7 @@ func (r *sseReader) field(line []byte) {
 		r.typ = append(r.typ[:0], value...)
 	case "id":
 		if bytes.IndexByte(value, 0) < 0 {
-			r.lastID = string(value)
+			r.idBuf = string(value)
 		}
 	case "retry":
 		if ms, err := strconv.ParseUint(string(value), 10, 31); err == nil && len(value) > 0 && value[0] >= '0' && value[0] <= '9' {

@@ -30,18 +30,25 @@ func sseRead(src io.Reader) (events []string, lastID string, retry time.Duration
 // "\r\n", "\r" or "\n", then fields, as the EventSource spec says, plus
 // the dispatch at the end of the stream of an event with data.
 func sseReference(stream string) (events []string, lastID string, retry time.Duration, hasRetry bool) {
+	// The last piece is what follows the last line end: a line cut off
+	// by the end, applied as a field but never a blank line.
 	lines := regexp.MustCompile("\r\n|\r|\n").Split(stream, -1)
+	cut := lines[len(lines)-1]
+	lines = lines[:len(lines)-1]
 	var data []string
-	typ, has := "", false
+	typ, has, idBuf := "", false, ""
 	dispatch := func() {
 		if has {
 			events = append(events, typ+"|"+strings.Join(data, "\n"))
 		}
 		data, typ, has = nil, "", false
 	}
-	for _, line := range lines {
+	for i, line := range append(lines, cut) {
 		if line == "" {
-			dispatch()
+			if i < len(lines) {
+				lastID = idBuf
+				dispatch()
+			}
 			continue
 		}
 		if line[0] == ':' {
@@ -58,7 +65,7 @@ func sseReference(stream string) (events []string, lastID string, retry time.Dur
 			typ = value
 		case "id":
 			if !strings.Contains(value, "\x00") {
-				lastID = value
+				idBuf = value
 			}
 		case "retry":
 			if value != "" && strings.Trim(value, "0123456789") == "" {
@@ -95,6 +102,8 @@ func TestSSEReader(t *testing.T) {
 		{"field line cut by EOF", "data: a\ndata: b", []string{"|a\nb"}, "", 0},
 		{"long line", "data: " + long + "\n\ndata: after\n\n", []string{"|" + long, "|after"}, "", 0},
 		{"type resets", "event: a\n\ndata: x\n\n", []string{"|x"}, "", 0},
+		{"id counts at the blank line", "id: 1\ndata: a\n\nid: 2\ndata: b", []string{"|a", "|b"}, "1", 0},
+		{"id of an event without data", "id: 5\n\ndata: x\n\n", []string{"|x"}, "5", 0},
 	} {
 		for _, feed := range []struct {
 			name string

@@ -58,8 +58,8 @@ func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox,
 	}
 	sctx, cancel := context.WithCancel(in.life)
 	w.cancel = cancel
-	// The connect's ctx bounds the wait for the stream's headers; after
-	// them the stream lives on the session's.
+	// The connect's ctx bounds the wait for the stream's headers, and the
+	// read of a refusal's body; a good stream then lives on the session's.
 	stop := context.AfterFunc(ctx, cancel)
 	req, err := http.NewRequestWithContext(sctx, http.MethodGet, rawURL, nil)
 	if err != nil {
@@ -69,12 +69,11 @@ func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox,
 	req.Header.Set("Accept", "text/event-stream")
 	req.Header.Set("Cache-Control", "no-cache")
 	resp, err := client.Do(req)
-	if !stop() && err == nil {
-		err = ctx.Err()
-		drain(resp)
-	}
 	if err != nil {
 		cancel()
+		if ctx.Err() != nil {
+			err = ctx.Err()
+		}
 		return nil, fmt.Errorf("open the SSE stream: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
@@ -84,6 +83,10 @@ func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox,
 			return nil, fmt.Errorf("open the SSE stream: content type %q, not text/event-stream", resp.Header.Get("Content-Type"))
 		}
 		return nil, fmt.Errorf("open the SSE stream: %w", newStatusError(resp, nil))
+	}
+	if !stop() { // the connect ended as the headers came
+		drain(resp)
+		return nil, fmt.Errorf("open the SSE stream: %w", ctx.Err())
 	}
 	if !in.spawn(func() { w.read(sctx, resp.Body) }) {
 		drain(resp)

@@ -202,3 +202,27 @@ func TestSSEWireTooLarge(t *testing.T) {
 		t.Error("the loss of the stream was not reported")
 	}
 }
+
+// TestSSEWireConnectBounded: a stream URL that answers 200 with another
+// content type and then holds its body open fails the connect within the
+// connect's deadline.
+func TestSSEWireConnectBounded(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		flush(w, "{")
+		<-r.Context().Done()
+	}))
+	t.Cleanup(ts.Close)
+	var rec wireRecorder
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	t0 := time.Now()
+	_, err := startSSE(ctx, ts.URL, ts.Client(), rec.inbox(t), false, 5*time.Second, func(error) {})
+	if err == nil || !strings.Contains(err.Error(), "not text/event-stream") {
+		t.Errorf("err %v", err)
+	}
+	if d := time.Since(t0); d > 3*time.Second {
+		t.Errorf("the connect took %v with a 300 ms deadline", d)
+	}
+}
