@@ -278,12 +278,11 @@ func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to repl
 	}
 }
 
-// readStream reads events from r (over body, which it closes) until the
-// answer to key (found), the end of the stream or ctx.
+// readStream reads events from r (over body, which it closes: a body of
+// send, whose reads end with ctx) until the answer to key (found; "" for
+// the GET stream, which has none), the end of the stream or ctx.
 func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadCloser, to replyTo, key string) (rpcReply, bool, error) {
 	defer body.Close()
-	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
-	defer stop()
 	for {
 		ev, err := r.next()
 		if err != nil {
@@ -395,7 +394,7 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 		case resp.StatusCode == http.StatusOK && isEventStream(resp.Header.Get("Content-Type")):
 			opened = true
 			r.reset(resp.Body)
-			err = w.readListen(ctx, r, resp.Body, to)
+			_, _, err = w.readStream(ctx, r, resp.Body, to, "")
 			if ctx.Err() != nil {
 				return
 			}
@@ -415,22 +414,6 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 			return
 		}
 		backoff = min(2*backoff, maxListenBackoff)
-	}
-}
-
-// readListen reads the GET stream until it ends.
-func (w *httpWire) readListen(ctx context.Context, r *sseReader, body io.ReadCloser, to replyTo) error {
-	defer body.Close()
-	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
-	defer stop()
-	for {
-		ev, err := r.next()
-		if err != nil {
-			return err
-		}
-		if in := w.in.take(ctx, ev.data, func(reply []byte) { w.in.reply(ctx, w.client, w.url, to, reply) }); in.response {
-			w.in.log.Debug().Msg("a response on the GET stream was dropped")
-		}
 	}
 }
 
