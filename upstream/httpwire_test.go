@@ -1,6 +1,7 @@
 package upstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/rs/zerolog"
 )
 
@@ -568,4 +570,42 @@ func TestHTTPWireCloseDuringInitialize(t *testing.T) {
 	if len(reqs) != 2 || reqs[1].method != http.MethodDelete || reqs[1].session != "s-late" {
 		t.Errorf("requests %+v, want the initialize and a DELETE of s-late", reqs)
 	}
+}
+
+// refusingTransport fails every request at once: a wire under fuzzing
+// never reaches the network.
+type refusingTransport struct{}
+
+func (refusingTransport) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("no network here")
+}
+
+// FuzzStreamAnswer feeds arbitrary bytes to the reading of a call's event
+// stream, as an upstream could send them: it must return, with the answer
+// as the server wrote it (one JSON value) or an error, and never panic.
+func FuzzStreamAnswer(f *testing.F) {
+	for _, s := range []string{
+		"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":{}}\n\n",
+		"id: 1\nretry: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"p\":1}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"error\":{\"code\":-1,\"message\":\"x\",\"data\":[1]}}\n\n",
+		"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"res",
+		"data: [1,2]\r\rdata: {\"id\":\"px-1\"}\r\n\r\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, stream []byte) {
+		in := inbox{
+			log: zerolog.Nop(), requests: newRequestServer(zerolog.Nop()), life: context.Background(), timeout: time.Second,
+			onNote: func(string, json.RawMessage) {},
+			answer: func(_ context.Context, req serverRequest) []byte { return resultReply(req.id, json.RawMessage(`{}`)) },
+			spawn:  func(fn func()) bool { fn(); return true },
+		}
+		w := &httpWire{url: "http://upstream.invalid/mcp", client: &http.Client{Transport: refusingTransport{}}, in: in}
+		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		defer cancel()
+		r, err := w.streamAnswer(ctx, io.NopCloser(bytes.NewReader(stream)), replyTo{}, rawjson.IDKey(json.RawMessage(`"px-1"`)))
+		if err == nil && r.err == nil && r.rpcErr == nil && !json.Valid(r.result) {
+			t.Fatalf("answer %q is not one JSON value", r.result)
+		}
+	})
 }
