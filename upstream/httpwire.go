@@ -474,10 +474,14 @@ func (b cancelBody) Close() error {
 	return b.ReadCloser.Close()
 }
 
-// drain reads what is left of a body we do not need (at most
-// maxReplyAckBytes, so that the connection can be reused) and closes it.
+// drain closes a body we do not need, reading it first when its length is
+// known and at most maxReplyAckBytes, so that the connection can be
+// reused. A body of unknown length (a stream the server may hold open) is
+// closed unread: reading it could wait for as long as the server likes.
 func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyAckBytes))
+	if resp.ContentLength >= 0 && resp.ContentLength <= maxReplyAckBytes {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxReplyAckBytes))
+	}
 	_ = resp.Body.Close()
 }
 

@@ -609,3 +609,24 @@ func FuzzStreamAnswer(f *testing.F) {
 		}
 	})
 }
+
+// TestHTTPWireNotifyHeldOpen: a server that answers a notification's POST
+// with an event stream it holds open does not hold the notification.
+func TestHTTPWireNotifyHeldOpen(t *testing.T) {
+	t.Parallel()
+	var srv wireServer
+	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
+		sseHeaders(w)
+		flush(w, ": open\n\n")
+		<-r.Context().Done()
+	})
+	var rec wireRecorder
+	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	err := w.notify(ctx, "notifications/roots/list_changed", nil)
+	if d := time.Since(t0); err != nil || d > 2*time.Second {
+		t.Errorf("notify: %v after %v; the notification waits for the server's held-open answer", err, d)
+	}
+}

@@ -116,7 +116,8 @@ func isObject(raw json.RawMessage) bool {
 }
 
 // Notify sends one notification upstream. params must be a JSON object or
-// empty; its values are sent byte for byte.
+// empty; its values are sent byte for byte. Without a deadline in ctx it is
+// bounded by the server's timeout.
 func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	s := c.current()
 	if s == nil {
@@ -124,6 +125,13 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	}
 	if err := checkNoteParams(params); err != nil {
 		return c.opError(method, err)
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		// A server that holds the answer to a notification's POST open
+		// must not hold the caller.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.requestTimeout())
+		defer cancel()
 	}
 	nctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
