@@ -16,7 +16,6 @@ func TestTail(t *testing.T) {
 	}
 }
 
-// TestRunning finds a child by binary and argument, and not once it exited.
 func TestRaceReport(t *testing.T) {
 	if got := RaceReport("started\nstopped\n"); got != "" {
 		t.Errorf("no race: %q", got)
@@ -28,6 +27,7 @@ func TestRaceReport(t *testing.T) {
 	}
 }
 
+// TestRunning finds a child by binary and argument, and not once it exited.
 func TestRunning(t *testing.T) {
 	sleep, err := exec.LookPath("sleep")
 	if err != nil {
@@ -37,7 +37,16 @@ func TestRunning(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	if pids := Running(sleep, "30"); !slices.Contains(pids, cmd.Process.Pid) {
+	// Start returns once the child has begun its exec, which sets the
+	// child's argument list a moment later (until then its cmdline reads
+	// empty): look for a while.
+	var pids []int
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if pids = Running(sleep, "30"); slices.Contains(pids, cmd.Process.Pid) || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Contains(pids, cmd.Process.Pid) {
 		t.Fatalf("Running(%s, 30) = %v, want %d in it", sleep, pids, cmd.Process.Pid)
 	}
 	if slices.Contains(Running(sleep, "31"), cmd.Process.Pid) {
