@@ -95,6 +95,10 @@ func (w *httpWire) setProtocol(v string) {
 	w.mu.Unlock()
 }
 
+// forgotten reports an HTTP status that says the server does not know the
+// session (or, without one, the endpoint): 404 or 410.
+func forgotten(code int) bool { return code == http.StatusNotFound || code == http.StatusGone }
+
 // forget marks session gone when it is still the wire's: the server no
 // longer knows it, and nothing more is sent on it.
 func (w *httpWire) forget(session string) {
@@ -152,7 +156,7 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 	}
 	resp.Body = cancelBody{ReadCloser: resp.Body, cancel: cancel}
 	to := replyTo{session: session, version: version}
-	if method == http.MethodPost && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+	if method == http.MethodPost && (forgotten(resp.StatusCode)) {
 		if session == "" && resp.StatusCode == http.StatusGone {
 			return nil, to, newStatusError(resp, nil)
 		}
@@ -283,6 +287,7 @@ func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to repl
 // the GET stream, which has none), the end of the stream or ctx.
 func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadCloser, to replyTo, key string) (rpcReply, bool, error) {
 	defer body.Close()
+	send := func(reply []byte) { w.in.reply(ctx, w.client, w.url, to, reply) } // one per stream, not per event
 	for {
 		ev, err := r.next()
 		if err != nil {
@@ -291,7 +296,7 @@ func (w *httpWire) readStream(ctx context.Context, r *sseReader, body io.ReadClo
 			}
 			return rpcReply{}, false, err
 		}
-		in := w.in.take(ctx, ev.data, func(reply []byte) { w.in.reply(ctx, w.client, w.url, to, reply) })
+		in := w.in.take(ctx, ev.data, send)
 		if !in.response {
 			continue
 		}
@@ -317,7 +322,7 @@ func (w *httpWire) resume(ctx context.Context, r *sseReader, to replyTo, delay t
 		return nil, err
 	}
 	if resp.StatusCode != http.StatusOK || !isEventStream(resp.Header.Get("Content-Type")) {
-		if to.session != "" && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone) {
+		if to.session != "" && (forgotten(resp.StatusCode)) {
 			w.forget(to.session)
 		}
 		return nil, newStatusError(resp, nil)
@@ -378,12 +383,12 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 			return
 		case err != nil:
 		case resp.StatusCode == http.StatusMethodNotAllowed,
-			!opened && (resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone):
+			!opened && (forgotten(resp.StatusCode)):
 			// A server without the stream should say 405; some say 404.
 			drain(resp)
 			w.in.log.Debug().Int("status", resp.StatusCode).Msg("the server offers no GET stream")
 			return
-		case resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusGone:
+		case forgotten(resp.StatusCode):
 			// The stream was open on this session before: the server
 			// forgot the session. The next request renews it.
 			drain(resp)

@@ -42,7 +42,13 @@ type sseReader struct {
 	retry    time.Duration
 	hasRetry bool
 
-	data    []byte // the current event's data (reused)
+	// data is the current event's data: its one data line in buf while
+	// inBuf (not copied: most events have one), else joined in own, the
+	// storage reused from event to event. fill copies an inBuf data out
+	// before it moves or replaces buf.
+	data    []byte
+	own     []byte
+	inBuf   bool
 	hasData bool
 	typ     []byte
 	afterCR bool // the last line ended in '\r': a '\n' first is its pair
@@ -62,14 +68,14 @@ const maxHeldEventBytes = 1 << 20
 // next returns the next event with data. At the end of the stream it
 // returns io.EOF (after an event cut off there, if any), or the read error.
 func (r *sseReader) next() (sseEvent, error) {
-	if cap(r.data) > maxHeldEventBytes {
-		r.data = nil
+	if cap(r.own) > maxHeldEventBytes {
+		r.own = nil
 	}
 	if len(r.buf) > maxHeldEventBytes && r.end-r.start <= sseReadSize {
 		buf := make([]byte, sseReadSize) // shrink back
 		r.end, r.start, r.buf = copy(buf, r.buf[r.start:r.end]), 0, buf
 	}
-	r.data, r.typ, r.hasData = r.data[:0], r.typ[:0], false
+	r.data, r.inBuf, r.typ, r.hasData = nil, false, r.typ[:0], false
 	for {
 		line, err := r.readLine()
 		if err != nil {
@@ -101,11 +107,13 @@ func (r *sseReader) field(line []byte) {
 	}
 	switch string(name) {
 	case "data":
-		if r.hasData {
-			r.data = append(r.data, '\n')
+		if !r.hasData {
+			r.data, r.inBuf, r.hasData = value, true, true
+			return
 		}
-		r.data = append(r.data, value...)
-		r.hasData = true
+		r.keepData()
+		r.data = append(append(r.data, '\n'), value...)
+		r.own = r.data
 	case "event":
 		r.typ = append(r.typ[:0], value...)
 	case "id":
@@ -152,6 +160,7 @@ func (r *sseReader) readLine() ([]byte, error) {
 // it first moves to the front; the buffer grows only for a line longer
 // than it.
 func (r *sseReader) fill() {
+	r.keepData()
 	if r.start > 0 {
 		r.end = copy(r.buf, r.buf[r.start:r.end])
 		r.start = 0
@@ -163,6 +172,14 @@ func (r *sseReader) fill() {
 	r.end += n
 	if err != nil {
 		r.err = err
+	}
+}
+
+// keepData copies the event's data out of buf into own, if it is in buf.
+func (r *sseReader) keepData() {
+	if r.inBuf {
+		r.own = append(r.own[:0], r.data...)
+		r.data, r.inBuf = r.own, false
 	}
 }
 

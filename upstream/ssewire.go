@@ -112,10 +112,9 @@ func startSSE(ctx context.Context, rawURL string, client *http.Client, in inbox,
 // read reads the stream until it ends, then fails every request waiting
 // and reports the loss.
 func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
-	defer body.Close()
-	stop := context.AfterFunc(ctx, func() { _ = body.Close() })
-	defer stop()
+	defer body.Close() // a body of ctx's request: its reads end with ctx
 	r := newSSEReader(body)
+	post := w.post // one func value per stream, not per event
 	var err error
 	for {
 		var ev sseEvent
@@ -127,7 +126,7 @@ func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
 		case "endpoint":
 			w.setEndpoint(string(bytes.TrimSpace(ev.data)))
 		case "", "message":
-			if in := w.in.take(ctx, ev.data, w.post); in.response {
+			if in := w.in.take(ctx, ev.data, post); in.response {
 				w.route(in)
 			}
 		}
