@@ -38,10 +38,9 @@ type handshakeResult struct {
 func (s *session) handshake(ctx context.Context) (handshakeResult, error) {
 	preferred := s.preferredProtocol()
 	if (preferred == "" || mcp.IsModernProtocol(preferred)) && s.c.transportKind() != config.TransportHTTP {
-		if res, err := s.discoverProtocol(ctx, preferred); err == nil {
-			return res, nil
-		} else if ctx.Err() != nil {
-			return handshakeResult{}, err
+		res, err := s.discoverProtocol(ctx, preferred)
+		if err == nil || ctx.Err() != nil {
+			return res, err // stateless, or out of time: no initialize either
 		}
 	}
 	version := preferred
