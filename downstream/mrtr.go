@@ -356,20 +356,20 @@ func (p *Proxy) surfaceRoundTrip(ctx context.Context, r *request, h handler) (js
 	}
 	// The handler registers the request as in flight to its server, so a
 	// stdio upstream's request finds r, and through it the parked call.
-	return p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(r.sess, r.method, what)), nil,
+	return p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(ctx, r.sess, r.method, what)), nil,
 		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get
 // (by name) goes to, or "" when it routes nowhere (the handler says why).
-func (p *Proxy) surfaceServer(s *session, method, what string) string {
+func (p *Proxy) surfaceServer(ctx context.Context, s *session, method, what string) string {
 	if method == "prompts/get" {
 		if e := p.Catalog().surface.byPrompt[what]; e != nil {
 			return e.Server
 		}
 		return ""
 	}
-	srv, _, _, _, werr := p.resourceRoute(s, what)
+	srv, _, _, _, werr := p.resourceRoute(ctx, s, what)
 	if werr != nil {
 		return ""
 	}

@@ -166,14 +166,29 @@ func (p *Proxy) Catalog() *Catalog { return p.catalogs.current.Load() }
 
 // waitStartup blocks until every upstream has connected or failed, at most
 // startup_wait after the proxy started (SPEC §3); servers that connect
-// later appear through list_changed. Once a call has seen every upstream of
-// the generation ready, the later ones return at once (every tools/list
-// calls it).
+// later appear through list_changed. Either way it then brings the catalog
+// up to the upstreams' snapshots: the start's builds wait for its end
+// (UpstreamChanged), and the last Ready may have closed before its
+// snapshot arrived. Once a call has seen every upstream of the generation
+// ready, the later ones return at once (every tools/list calls it).
 func (p *Proxy) waitStartup(ctx context.Context) {
 	g := p.gen()
 	if g.startedUp.Load() {
 		return
 	}
+	ready := p.awaitReady(ctx, g) // else startup_wait is over, or ctx
+	if ctx.Err() != nil {
+		return
+	}
+	p.Refresh()
+	if ready {
+		g.startedUp.Store(true)
+	}
+}
+
+// awaitReady waits until every upstream of g is ready (true), or until
+// startup_wait after the start or ctx's end (false).
+func (p *Proxy) awaitReady(ctx context.Context, g *generation) bool {
 	var timer *time.Timer // made when an upstream is not ready yet
 	for _, name := range g.serverNames() {
 		ready := g.ups[name].Ready()
@@ -185,7 +200,7 @@ func (p *Proxy) waitStartup(ctx context.Context) {
 		if timer == nil {
 			wait := time.Until(p.started.Add(g.cfg.StartupWait.D()))
 			if wait <= 0 {
-				return
+				return false
 			}
 			timer = time.NewTimer(wait)
 			defer timer.Stop()
@@ -193,14 +208,12 @@ func (p *Proxy) waitStartup(ctx context.Context) {
 		select {
 		case <-ready:
 		case <-timer.C:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
-	// The last Ready may have closed before its snapshot reached Refresh.
-	p.Refresh()
-	g.startedUp.Store(true)
+	return true
 }
 
 // startupPending reports whether some upstream's first connection attempt
@@ -220,7 +233,9 @@ func (p *Proxy) startupPending() bool {
 	return false
 }
 
-// WaitStartup is waitStartup for the CLI verbs that list or call once.
+// WaitStartup is waitStartup for the runtime: a serving proxy runs it once
+// at its start, so that the catalog is built when the start ends although
+// no request asked for it.
 func (p *Proxy) WaitStartup(ctx context.Context) { p.waitStartup(ctx) }
 
 // needsInstructions reports whether a session's initialize (or

@@ -72,14 +72,31 @@ func (c *catalogState) init(style namespace.Style) {
 	c.current.Store(empty)
 }
 
+// UpstreamChanged is Refresh for a new upstream snapshot, except while the
+// start is pending (an upstream is still making its first connection,
+// within startup_wait): then it builds nothing. No session sees the
+// catalog before the start ends (its first tools/list waits for it, SPEC
+// §3), and a request that needs the catalog sooner builds it (catchUp); so
+// the servers connecting at once make one build when the start ends, not
+// one per handful of snapshots, each of which exposed and reviewed every
+// tool of the servers connected so far. waitStartup builds it when the
+// start ends, and the runtime runs one (WaitStartup) for as long as it
+// serves.
+func (p *Proxy) UpstreamChanged() {
+	if p.startupPending() {
+		return
+	}
+	p.Refresh()
+}
+
 // Refresh rebuilds the catalog from the upstreams' current snapshots and,
 // when the listed tools changed, sends notifications/tools/list_changed to
 // every initialized session (and the resources and prompts ones when those
-// lists changed). It is called after every upstream snapshot and is cheap
-// when nothing changed. Calls that pile up while a build runs are served by
-// one build that starts after all of them (20 upstreams connecting at once
-// make a handful of builds, not 20). When Refresh returns, a build that
-// began after the call has finished.
+// lists changed). It is called after every upstream snapshot (through
+// UpstreamChanged) and is cheap when nothing changed. Calls that pile up
+// while a build runs are served by one build that starts after all of
+// them. When Refresh returns, a build that began after the call has
+// finished.
 func (p *Proxy) Refresh() {
 	c := &p.catalogs
 	call := c.calls.Add(1)

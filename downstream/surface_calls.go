@@ -67,9 +67,9 @@ func (p *Proxy) listPrompts(ctx context.Context, r *request) (json.RawMessage, *
 
 // resourceRoute finds the server of a proxied resource URI (either form,
 // SPEC §2) that the session may read.
-func (p *Proxy) resourceRoute(st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
+func (p *Proxy) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
 	g := p.gen()
-	srv, orig, bare, ok := p.Catalog().surface.route(uri, g.serverNames())
+	srv, orig, bare, ok := p.routeURI(ctx, uri)
 	cfg := g.cfg.Servers[srv]
 	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
 		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
@@ -135,7 +135,7 @@ func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMess
 	}
 	srv := ""
 	defer p.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
-	srv, orig, form, up, werr := p.resourceRoute(st, uri)
+	srv, orig, form, up, werr := p.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -211,7 +211,7 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 	if werr != nil {
 		return nil, werr
 	}
-	srv, orig, _, up, werr := p.resourceRoute(st, uri)
+	srv, orig, _, up, werr := p.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -329,15 +329,27 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 	return p.forward(ctx, e.Server, up, "prompts/get", out)
 }
 
+// routeURI is surface.route of the current catalog, once it has caught up
+// when the catalog routes uri nowhere (catchUp): a bare URI's server may
+// be unknown only because it is still making its first connection.
+func (p *Proxy) routeURI(ctx context.Context, uri string) (srv, orig string, bare, ok bool) {
+	route := func(c *Catalog) bool {
+		srv, orig, bare, ok = c.surface.route(uri, p.gen().serverNames())
+		return ok
+	}
+	p.catchUp(ctx, route)
+	if !ok {
+		route(p.Catalog())
+	}
+	return srv, orig, bare, ok
+}
+
 // promptEntry returns the prompt exposed as name, or nil. A name the
 // catalog does not know is looked up again once the catalog has caught up
 // (catchUp): it may be unknown only because its server is still making its
 // first connection.
 func (p *Proxy) promptEntry(ctx context.Context, name string) *itemEntry {
-	if e := p.Catalog().surface.byPrompt[name]; e != nil {
-		return e
-	}
-	p.catchUp(ctx)
+	p.catchUp(ctx, func(c *Catalog) bool { return c.surface.byPrompt[name] != nil })
 	return p.Catalog().surface.byPrompt[name]
 }
 
@@ -361,7 +373,7 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 		srv, member, orig = e.Server, "name", e.Orig
 	case "ref/resource":
 		uri, _ := stringMember(ref, "uri")
-		s, o, _, ok := p.Catalog().surface.route(uri, p.gen().serverNames())
+		s, o, _, ok := p.routeURI(ctx, uri)
 		if cfg := p.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
 			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 		}

@@ -118,24 +118,28 @@ func (p *Proxy) forwardCall(ctx context.Context, r *request, name string, args, 
 // awaitTool makes sure a tool name unknown to the catalog is not unknown
 // only because the catalog lags (catchUp).
 func (p *Proxy) awaitTool(ctx context.Context, name string) {
-	if _, known := p.Catalog().Lookup(name); known {
-		return
-	}
-	p.catchUp(ctx)
+	p.catchUp(ctx, func(c *Catalog) bool {
+		_, known := c.Lookup(name)
+		return known
+	})
 }
 
 // catchUp is what a request naming something the catalog does not know
-// does before it answers "unknown": while upstreams are still making their
-// first connection (SPEC §3) it waits for them, at most startup_wait (a
-// host calling a tool or prompt it remembers), and otherwise it brings the
-// catalog up to the upstreams' latest snapshots (an upstream's readiness
-// is signalled before its snapshot reaches Refresh).
-func (p *Proxy) catchUp(ctx context.Context) {
-	if p.startupPending() {
-		p.waitStartup(ctx) // ends with a Refresh
+// (known reports false) does before it answers "unknown": it brings the
+// catalog up to the upstreams' latest snapshots (during the start their
+// builds wait, UpstreamChanged; and an upstream's readiness is signalled
+// before its snapshot arrives), and if the name is still unknown while
+// upstreams are making their first connection (SPEC §3), it waits for
+// them, at most startup_wait (a host calling a tool or prompt it
+// remembers).
+func (p *Proxy) catchUp(ctx context.Context, known func(*Catalog) bool) {
+	if known(p.Catalog()) {
 		return
 	}
 	p.Refresh()
+	if !known(p.Catalog()) && p.startupPending() {
+		p.waitStartup(ctx)
+	}
 }
 
 // observeCall records every call once: its metric by the upstream's tool

@@ -293,7 +293,7 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 			}
 		}
 		if rt.proxy != nil && !rt.closing.Load() {
-			rt.proxy.Refresh()
+			rt.proxy.UpstreamChanged()
 		}
 	}
 }

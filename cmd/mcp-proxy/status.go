@@ -39,6 +39,7 @@ func (rt *runtime) statusState() status.State {
 	counts := map[string]*[3]int{} // exposed, excluded, quarantined
 	var st status.State
 	pending := map[string]map[string]integrity.Change{}
+	rt.proxy.Refresh() // during the start the catalog is built on demand (Proxy.UpstreamChanged)
 	for _, e := range rt.proxy.Catalog().Tools() {
 		if !e.Connected {
 			continue

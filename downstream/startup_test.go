@@ -1,0 +1,138 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/upstream"
+	"github.com/rs/zerolog"
+)
+
+// startingProxy is newProxy without its first build: the proxy as the
+// runtime makes it, before any upstream's snapshot arrived.
+func startingProxy(t *testing.T, yaml string, ups map[string]*fakeUpstream) *Proxy {
+	t.Helper()
+	m := make(map[string]Upstream, len(ups))
+	for name, u := range ups {
+		m[name] = u
+	}
+	return New(Options{Config: parseConfig(t, yaml), Upstreams: m, Logger: zerolog.Nop(), Version: "test"})
+}
+
+// A pending start (fx connected, gx still making its first connection)
+// and its end.
+func pendingStart(t *testing.T, wait string) (p *Proxy, fx, gx *fakeUpstream, gxReady chan struct{}) {
+	t.Helper()
+	gxReady = make(chan struct{})
+	fx = connected(`{"name":"alpha"}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"alpha ran"}]}`), nil
+	}
+	gx = &fakeUpstream{ReadyFn: func() <-chan struct{} { return gxReady }}
+	yaml := "startup_wait: " + wait + "\nblobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n  gx: {command: fixture}\n"
+	return startingProxy(t, yaml, map[string]*fakeUpstream{"fx": fx, "gx": gx}), fx, gx, gxReady
+}
+
+// While an upstream is still making its first connection, a snapshot
+// builds no catalog: no session has seen one yet. When the start ends, the
+// next snapshot builds it.
+func TestUpstreamChangedWaitsForTheStart(t *testing.T) {
+	p, _, gx, gxReady := pendingStart(t, "30s")
+	before := p.Catalog()
+	p.UpstreamChanged()
+	if p.Catalog() != before {
+		t.Fatalf("a snapshot during the start built a catalog: %d tools", len(p.Catalog().Tools()))
+	}
+	gx.set(upstream.StateConnected, `{"name":"beta"}`)
+	close(gxReady)
+	p.UpstreamChanged()
+	var names []string
+	for _, e := range p.Catalog().Tools() {
+		names = append(names, e.Exposed)
+	}
+	if strings.Join(names, ",") != "fx__alpha,gx__beta" {
+		t.Fatalf("the catalog after the start has %v; want fx__alpha and gx__beta", names)
+	}
+}
+
+// A call to a tool of a connected server does not wait for the start to
+// end: it finds that the catalog lags and builds it (catchUp).
+func TestCallDuringStartBuildsTheCatalog(t *testing.T) {
+	p, fx, _, _ := pendingStart(t, "30s")
+	p.UpstreamChanged()
+	done := make(chan string, 1)
+	go func() {
+		got, _ := p.answer(context.Background(), reqFor(testState(t, p), "tools/call", json.RawMessage(`{"name":"fx__alpha","arguments":{}}`)))
+		done <- string(got.bytes())
+	}()
+	select {
+	case got := <-done:
+		if !strings.Contains(got, "alpha ran") {
+			t.Fatalf("tools/call fx__alpha during the start = %s", got)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("tools/call of a connected server's tool waited for another server's first connection")
+	}
+	if n := len(fx.requests()); n != 1 {
+		t.Errorf("fx got %d requests; want 1", n)
+	}
+}
+
+// A serving proxy's WaitStartup builds the catalog when startup_wait is
+// over, although an upstream is still connecting and no request came.
+func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
+	p, _, _, _ := pendingStart(t, "200ms")
+	p.UpstreamChanged()
+	if n := len(p.Catalog().Tools()); n != 0 {
+		t.Fatalf("the catalog has %d tools before startup_wait is over; want none built", n)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	p.WaitStartup(ctx)
+	if ctx.Err() != nil {
+		t.Fatal("WaitStartup did not return when startup_wait was over")
+	}
+	if e, ok := p.Catalog().Lookup("fx__alpha"); !ok || !e.Connected {
+		t.Fatalf("after startup_wait the catalog lacks the connected fx__alpha (%v)", ok)
+	}
+	// Later snapshots build at once.
+	before := p.Catalog()
+	p.catalogs.mu.Lock()
+	p.catalogs.builtGen = nil
+	p.catalogs.mu.Unlock()
+	p.UpstreamChanged()
+	if p.Catalog() == before {
+		t.Error("a snapshot after startup_wait built no catalog")
+	}
+}
+
+// A resources/read of a bare URI (a server with prefix "") made while
+// its server is still making its first connection waits for it, as
+// prompts/get and tools/call do, instead of answering "Resource not
+// found".
+func TestBareResourceReadWaitsForFirstConnection(t *testing.T) {
+	ready := make(chan struct{})
+	fx := &fakeUpstream{ReadyFn: func() <-chan struct{} { return ready }}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnecting, StartupUntil: time.Now().Add(5 * time.Second)})
+	fx.RequestFn = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"contents":[{"uri":"file:///a.txt","text":"A"}]}`), nil
+	}
+	p := newProxy(t, "startup_wait: 5s\nblobs: {mode: passthrough}\nservers:\n  fx: {command: fixture, prefix: \"\"}\n", map[string]*fakeUpstream{"fx": fx})
+	connected := time.AfterFunc(300*time.Millisecond, func() {
+		fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
+			Capabilities: upstream.Capabilities{Resources: true},
+			Resources:    []json.RawMessage{json.RawMessage(`{"uri":"file:///a.txt","name":"a"}`)}})
+		close(ready)
+	})
+	defer connected.Stop()
+	got, _ := p.answer(context.Background(), reqFor(testState(t, p), "resources/read", json.RawMessage(`{"uri":"file:///a.txt"}`)))
+	if !strings.Contains(string(got.bytes()), `"text":"A"`) {
+		t.Fatalf("resources/read of a bare URI right after start = %s", got.bytes())
+	}
+	if reqs := fx.requests(); len(reqs) != 1 || reqs[0].Method != "resources/read" || reqs[0].Params != `{"uri":"file:///a.txt"}` {
+		t.Errorf("the server got %+v; want one resources/read of file:///a.txt", reqs)
+	}
+}
