@@ -364,7 +364,7 @@ func (p *Proxy) surfaceRoundTrip(ctx context.Context, r *request, h handler) (js
 // (by name) goes to, or "" when it routes nowhere (the handler says why).
 func (p *Proxy) surfaceServer(ctx context.Context, s *session, method, what string) string {
 	if method == "prompts/get" {
-		if e := p.Catalog().surface.byPrompt[what]; e != nil {
+		if e := p.promptEntry(ctx, what); e != nil {
 			return e.Server
 		}
 		return ""

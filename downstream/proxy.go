@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -84,7 +85,7 @@ type Proxy struct {
 // HTTPHandler.
 func New(opts Options) *Proxy {
 	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
-	p.cur.Store(&generation{cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
+	p.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
 		limits: buildLimits(opts.Config, nil, p.now())})
 	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	p.catalogs.init(p.style())
@@ -110,8 +111,15 @@ type generation struct {
 	// startedUp is set once a waitStartup found every upstream of ups past
 	// its first connection attempt and refreshed the catalog after it: the
 	// waits of later lists return at once. A reload's generation starts
-	// without it.
+	// without it. waitOver refreshes the catalog once when startup_wait
+	// ran out before that.
 	startedUp atomic.Bool
+	waitOver  sync.Once
+	// first is the generation the proxy started with: only its snapshots
+	// wait for the start to end before they build (UpstreamChanged), since
+	// only its start is sure to be followed by a build (waitStartup, which
+	// the runtime runs at the start).
+	first bool
 }
 
 func (p *Proxy) gen() *generation { return p.cur.Load() }
@@ -177,12 +185,15 @@ func (p *Proxy) waitStartup(ctx context.Context) {
 		return
 	}
 	ready := p.awaitReady(ctx, g) // else startup_wait is over, or ctx
-	if ctx.Err() != nil {
-		return
-	}
-	p.Refresh()
-	if ready {
+	switch {
+	case ctx.Err() != nil:
+	case ready:
+		p.Refresh()
 		g.startedUp.Store(true)
+	default:
+		// Later snapshots build at once (startupPending is false now), so
+		// only the first wait that ran out needs to build.
+		g.waitOver.Do(p.Refresh)
 	}
 }
 

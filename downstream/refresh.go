@@ -81,9 +81,10 @@ func (c *catalogState) init(style namespace.Style) {
 // one per handful of snapshots, each of which exposed and reviewed every
 // tool of the servers connected so far. waitStartup builds it when the
 // start ends, and the runtime runs one (WaitStartup) for as long as it
-// serves.
+// serves. A reload's servers build as they connect: a reload made during
+// the start has no such wait behind it, and its sessions may have listed.
 func (p *Proxy) UpstreamChanged() {
-	if p.startupPending() {
+	if p.gen().first && p.startupPending() {
 		return
 	}
 	p.Refresh()

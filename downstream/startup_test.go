@@ -98,6 +98,13 @@ func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	if e, ok := p.Catalog().Lookup("fx__alpha"); !ok || !e.Connected {
 		t.Fatalf("after startup_wait the catalog lacks the connected fx__alpha (%v)", ok)
 	}
+	// Only the first wait that ran out builds: the lists that follow while
+	// gx is still connecting do not queue behind the build lock.
+	calls := p.catalogs.calls.Load()
+	p.WaitStartup(ctx)
+	if n := p.catalogs.calls.Load() - calls; n != 0 {
+		t.Errorf("a second wait after startup_wait refreshed the catalog %d times; want 0", n)
+	}
 	// Later snapshots build at once.
 	before := p.Catalog()
 	p.catalogs.mu.Lock()
@@ -134,5 +141,25 @@ func TestBareResourceReadWaitsForFirstConnection(t *testing.T) {
 	}
 	if reqs := fx.requests(); len(reqs) != 1 || reqs[0].Method != "resources/read" || reqs[0].Params != `{"uri":"file:///a.txt"}` {
 		t.Errorf("the server got %+v; want one resources/read of file:///a.txt", reqs)
+	}
+}
+
+// A reload's servers build as they connect, also when the reload comes
+// during the start: nothing waits for their start to end, and a session
+// may have listed already. hx connects while ix is still connecting, and
+// its snapshot arrives before its Ready closes (as the upstream package
+// delivers them).
+func TestReloadDuringStartBuildsAsServersConnect(t *testing.T) {
+	p, fx, gx, gxReady := pendingStart(t, "30s")
+	gx.set(upstream.StateConnected, `{"name":"beta"}`)
+	close(gxReady)
+	p.UpstreamChanged()
+	hx, ix := &fakeUpstream{ReadyFn: func() <-chan struct{} { return make(chan struct{}) }}, &fakeUpstream{ReadyFn: func() <-chan struct{} { return make(chan struct{}) }}
+	yaml := "startup_wait: 30s\nblobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n  gx: {command: fixture}\n  hx: {command: fixture}\n  ix: {command: fixture}\n"
+	p.Reload(parseConfig(t, yaml), map[string]Upstream{"fx": fx, "gx": gx, "hx": hx, "ix": ix})
+	hx.set(upstream.StateConnected, `{"name":"delta"}`)
+	p.UpstreamChanged()
+	if _, ok := p.Catalog().Lookup("hx__delta"); !ok {
+		t.Fatal("a server a reload added connected during the start, and its tool is not in the catalog")
 	}
 }
