@@ -87,29 +87,86 @@ servers:
 // startup summary, and returns that line and the metrics page then.
 func serveSummary(t *testing.T, path string) (summary, metrics string) {
 	t.Helper()
+	stderr, stop := serveStdio(t, path)
+	defer stop()
+	summary = waitLogLine(t, stderr, "startup summary")
+	return summary, scrape(t, metricsURL(t, stderr))
+}
+
+// serveStdio runs serve with the config at path on a stdin that sends
+// nothing, until stop; it returns the log.
+func serveStdio(t *testing.T, path string) (stderr *syncBuffer, stop func()) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	inR, inW := io.Pipe()
-	defer inW.Close()
-	var stderr syncBuffer
+	stderr = &syncBuffer{}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"serve", "--config", path}, inR, io.Discard, &stderr) }()
-	defer func() {
+	go func() { done <- run(ctx, []string{"serve", "--config", path}, inR, io.Discard, stderr) }()
+	return stderr, func() {
 		inW.Close()
 		<-done
-	}()
-	summary = waitLogLine(t, &stderr, "startup summary")
+		cancel()
+	}
+}
+
+// metricsURL is the metrics URL serve logged.
+func metricsURL(t *testing.T, stderr *syncBuffer) string {
+	t.Helper()
+	waitLogLine(t, stderr, "serving metrics")
 	m := regexp.MustCompile(`"url":"(http://[^"]+/metrics)"[^\n]*"message":"serving metrics"`).FindStringSubmatch(stderr.String())
 	if m == nil {
 		t.Fatalf("no metrics URL in the log:\n%s", stderr.String())
 	}
-	resp, err := http.Get(m[1])
+	return m[1]
+}
+
+// scrape returns the metrics page at url.
+func scrape(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	return summary, string(body)
+	return string(body)
+}
+
+// TestServeBuildsCatalogAtStartupWait: the start's catalog is built once
+// the start ends, and startup_wait ends it although a server is still
+// making its first connection (slow never answers initialize, within a
+// connect_timeout of a minute) and no client asked for anything: the
+// metrics then count the connected server's tools.
+func TestServeBuildsCatalogAtStartupWait(t *testing.T) {
+	path := writeFile(t, "mcp-proxy.yaml", fmt.Sprintf(`
+startup_wait: 300ms
+blobs: {mode: passthrough}
+log: {level: info, format: json}
+metrics: {listen: "127.0.0.1:0"}
+servers:
+  fx:
+    command: %q
+    args: ["-name", "fx", "-tools", "3", "-only-synthetic"]
+  slow:
+    command: %q
+    args: ["-no-answer-init"]
+    connect_timeout: 60s
+`, fixtureBin(t), fixtureBin(t)))
+	stderr, stop := serveStdio(t, path)
+	defer stop()
+	url := metricsURL(t, stderr)
+	const want = `mcp_proxy_upstream_tools{server="fx"} 3` + "\n"
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		metrics := scrape(t, url)
+		if strings.Contains(metrics, want) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after the start the metrics lack %q:\n%s\nlog:\n%s", want, grepLines(metrics, "mcp_proxy_upstream"), stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
 
 // waitLogLine waits for a log line containing msg and returns it.
