@@ -743,3 +743,39 @@ func TestViewSharesCatalogResult(t *testing.T) {
 func listJSON(c *Catalog) []byte {
 	return append(append(append(make([]byte, 0, len(c.listed)+2), '['), c.listed...), ']')
 }
+
+// An upstream tool exposed under the bare name of an own tool the session
+// is offered (here mcp_resources, offered while a server has resources) is
+// not listed nor searchable for that session: the own one answers, and a
+// list never holds one name twice. While no server has resources the own
+// tool is not offered, and the upstream's is listed.
+func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
+	bare := &fakeUpstream{}
+	tools := []upstream.Tool{rawTool(`{"name":"mcp_resources","description":"upstream one"}`), rawTool(`{"name":"echo"}`)}
+	bare.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)}, Tools: tools})
+	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  bare: {command: fixture, prefix: \"\"}\n", map[string]*fakeUpstream{"bare": bare})
+	names := func() []string {
+		var v struct{ Tools []struct{ Name, Description string } }
+		if err := json.Unmarshal(p.listFor(testState(t, p)), &v); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, tl := range v.Tools {
+			out = append(out, tl.Name+"="+tl.Description)
+		}
+		return out
+	}
+	if got := names(); len(got) != 2 || !strings.HasPrefix(got[0], "mcp_resources=") || strings.Contains(got[0], "upstream one") || got[1] != "echo=MCP tool echo from bare" {
+		t.Errorf("tools/list = %q; want the own mcp_resources once, then echo", got)
+	}
+	if _, docs := p.searchIndex(testState(t, p)); docs["mcp_resources"] != nil || docs["echo"] == nil {
+		t.Error("the tool_search index holds the upstream's mcp_resources, or lacks echo")
+	}
+
+	bare.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Tools: tools})
+	p.Refresh()
+	if got := names(); len(got) != 2 || got[0] != "echo=MCP tool echo from bare" || got[1] != "mcp_resources=upstream one" {
+		t.Errorf("with no resources tools/list = %q; want echo and the upstream's mcp_resources", got)
+	}
+}

@@ -98,10 +98,17 @@ func ownTool(st *session, name string) bool {
 	return false
 }
 
+// ownOffered reports whether name is one of the proxy's own tools offered
+// to the session: then an upstream tool exposed under the same bare name
+// is not listed for it, nor found by its searches (the own one answers).
+func (p *Proxy) ownOffered(st *session, name string) bool {
+	return ownTool(st, name) || p.seedToolOffered(st, name, nil)
+}
+
 // listedFor reports whether a catalog entry is in the session's tools/list.
-func listedFor(st *session, e *ToolEntry) bool {
+func (p *Proxy) listedFor(st *session, e *ToolEntry) bool {
 	t := e.policyTool()
-	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || p.ownOffered(st, e.Exposed) {
 		return false
 	}
 	if st.agent.Deferred {
@@ -165,7 +172,7 @@ func (p *Proxy) sessionList(st *session) []byte {
 	all := bytes.Equal(own, c.own)
 	n := len(head) + 2 + len(own) + len(tail)
 	for i, e := range c.tools {
-		keep[i] = listedFor(st, e)
+		keep[i] = p.listedFor(st, e)
 		all = all && keep[i] == e.listed()
 		if keep[i] {
 			n += len(e.Raw) + 1
@@ -199,7 +206,7 @@ func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc)
 	v.searchOnce.Do(func() {
 		var docs []search.Doc
 		for _, e := range v.catalog.tools {
-			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || ownTool(st, e.Exposed) {
+			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || p.ownOffered(st, e.Exposed) {
 				continue
 			}
 			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
@@ -296,7 +303,7 @@ func (p *Proxy) deferredInstructions(st *session) string {
 	_, docs := p.searchIndex(st)
 	list := make([]*search.Doc, 0, len(docs))
 	for _, e := range p.Catalog().tools {
-		if d := docs[e.Exposed]; d != nil && !listedFor(st, e) {
+		if d := docs[e.Exposed]; d != nil && !p.listedFor(st, e) {
 			list = append(list, d)
 		}
 	}
