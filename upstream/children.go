@@ -3,6 +3,7 @@ package upstream
 import (
 	"os/exec"
 	"sync"
+	"syscall"
 )
 
 // children are the processes the proxy started itself (its stdio servers)
@@ -41,4 +42,32 @@ func (c *children) locked(fn func(own map[int]bool)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	fn(c.pids)
+}
+
+// groups are the stdio children whose process groups have not been ended
+// yet: registered when the child starts, dropped when terminate is done
+// with it. KillGroups ends what is left of them.
+var groups = struct {
+	sync.Mutex
+	procs map[*process]bool
+}{procs: map[*process]bool{}}
+
+// KillGroups sends SIGKILL to the process group of every stdio server still
+// being closed, at once. A shutdown calls it when its budget for closing
+// the upstreams ran out (SPEC §3): a server that ignores its stdin's end
+// and SIGTERM would otherwise meet its SIGKILL only after the proxy has
+// exited, and what it started in its group (npx's real server) would
+// survive it.
+func KillGroups() {
+	groups.Lock()
+	procs := make([]*process, 0, len(groups.procs))
+	for p := range groups.procs {
+		procs = append(procs, p)
+	}
+	groups.Unlock()
+	for _, p := range procs {
+		if p.groupAlive() {
+			p.signalGroup(syscall.SIGKILL)
+		}
+	}
 }

@@ -143,6 +143,9 @@ func startProcess(cfg *config.Server, env []string, log zerolog.Logger) (*proces
 		defer close(p.stderrDone)
 		logLines(errR, log, &p.tail)
 	}()
+	groups.Lock()
+	groups.procs[p] = true
+	groups.Unlock()
 	log.Debug().Int("pid", p.pgid).Msg("process started")
 	return p, nil
 }
@@ -214,6 +217,9 @@ func (p *process) terminate() {
 		if !waitClosed(p.exited, killWait) {
 			p.log.Error().Int("pid", p.pgid).Msg("process was not reaped after SIGKILL")
 		}
+		groups.Lock()
+		delete(groups.procs, p)
+		groups.Unlock()
 		waitClosed(p.stderrDone, drainWait)
 		_ = p.stdout.Close()
 		_ = p.stderr.Close()

@@ -552,6 +552,51 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 	}
 }
 
+// KillGroups ends the process group of a server still being closed at
+// once, where Close would give it 2 s after its stdin ends and 3 s after
+// SIGTERM: what a shutdown does when its budget ran out. Not parallel:
+// KillGroups kills every server of the process, and the parallel tests
+// start theirs only after the sequential ones have run.
+func TestKillGroupsDuringClose(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	cfg := fakeServer(t, "group", "ignoreeof", "ignoreterm")
+	cfg.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$0"`, cfg.Command, pidFile}
+	cfg.Command = "sh"
+	c := start(t, cfg, Options{})
+	mustConnected(t, c)
+	var leader int
+	_ = json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &leader)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if leader <= 0 || grandchild <= 0 || !processAlive(grandchild) {
+		t.Fatalf("leader %d grandchild %d", leader, grandchild)
+	}
+	closed := make(chan struct{})
+	go func() {
+		_ = c.Close()
+		close(closed)
+	}()
+	time.Sleep(200 * time.Millisecond) // Close is in its stdin grace
+	KillGroups()
+	deadline := time.Now().Add(time.Second)
+	for _, pid := range []int{leader, grandchild} {
+		for processAlive(pid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if processAlive(pid) {
+			t.Errorf("pid %d alive 1 s after KillGroups", pid)
+		}
+	}
+	select {
+	case <-closed:
+	case <-time.After(3 * time.Second):
+		t.Error("Close did not return after its group was killed")
+	}
+}
+
 // processAlive reports whether pid runs; a zombie (killed, waiting to be
 // reaped by init) is dead.
 func processAlive(pid int) bool {

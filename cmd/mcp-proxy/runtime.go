@@ -419,7 +419,8 @@ func (rt *runtime) close() {
 	select {
 	case <-done:
 	case <-time.After(closeBudget):
-		rt.log.Warn().Msg("some upstreams did not close in time")
+		rt.log.Warn().Msg("some upstreams did not close in time; their process groups are killed")
+		upstream.KillGroups()
 	}
 	rt.reaper.Close(closeBudget - time.Since(start))
 }
