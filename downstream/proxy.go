@@ -116,10 +116,10 @@ type generation struct {
 	startedUp atomic.Bool
 	waitOver  sync.Once
 	// first is the generation the proxy started with: only its snapshots
-	// wait for the start to end before they build (UpstreamChanged), since
-	// only its start is sure to be followed by a build (waitStartup, which
-	// the runtime runs at the start).
-	first bool
+	// wait for the start to end before they build (UpstreamChanged), and
+	// watchStart starts the wait that builds when it ends.
+	first      bool
+	watchStart sync.Once
 }
 
 func (p *Proxy) gen() *generation { return p.cur.Load() }
@@ -243,11 +243,6 @@ func (p *Proxy) startupPending() bool {
 	}
 	return false
 }
-
-// WaitStartup is waitStartup for the runtime: a serving proxy runs it once
-// at its start, so that the catalog is built when the start ends although
-// no request asked for it.
-func (p *Proxy) WaitStartup(ctx context.Context) { p.waitStartup(ctx) }
 
 // needsInstructions reports whether a session's initialize (or
 // server/discover) result carries instructions of the proxy's own: the

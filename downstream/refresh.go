@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -73,18 +74,22 @@ func (c *catalogState) init(style namespace.Style) {
 }
 
 // UpstreamChanged is Refresh for a new upstream snapshot, except while the
-// start is pending (an upstream is still making its first connection,
-// within startup_wait): then it builds nothing. No session sees the
-// catalog before the start ends (its first tools/list waits for it, SPEC
-// §3), and a request that needs the catalog sooner builds it (catchUp); so
-// the servers connecting at once make one build when the start ends, not
-// one per handful of snapshots, each of which exposed and reviewed every
-// tool of the servers connected so far. waitStartup builds it when the
-// start ends, and the runtime runs one (WaitStartup) for as long as it
-// serves. A reload's servers build as they connect: a reload made during
-// the start has no such wait behind it, and its sessions may have listed.
+// start is pending (an upstream of the generation the proxy started with
+// is still making its first connection, within startup_wait): then it
+// builds nothing. No session sees the catalog before the start ends (its
+// first tools/list waits for it, SPEC §3), and a request that needs the
+// catalog sooner builds it (catchUp); so the servers connecting at once
+// make one build when the start ends, not one per handful of snapshots,
+// each of which exposed and reviewed every tool of the servers connected
+// so far. The first snapshot it holds back starts a waitStartup, which
+// builds when the start ends (every first connection made or failed, or
+// startup_wait over; a snapshot can arrive before its server's Ready
+// closes). A reload's servers build as they connect: their sessions may
+// have listed.
 func (p *Proxy) UpstreamChanged() {
-	if p.gen().first && p.startupPending() {
+	g := p.gen()
+	if g.first && p.startupPending() {
+		g.watchStart.Do(func() { go p.waitStartup(context.Background()) })
 		return
 	}
 	p.Refresh()

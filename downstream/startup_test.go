@@ -81,8 +81,8 @@ func TestCallDuringStartBuildsTheCatalog(t *testing.T) {
 	}
 }
 
-// A serving proxy's WaitStartup builds the catalog when startup_wait is
-// over, although an upstream is still connecting and no request came.
+// waitStartup builds the catalog when startup_wait is over, although an
+// upstream is still connecting.
 func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	p, _, _, _ := pendingStart(t, "200ms")
 	p.UpstreamChanged()
@@ -91,7 +91,7 @@ func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.WaitStartup(ctx)
+	p.waitStartup(ctx)
 	if ctx.Err() != nil {
 		t.Fatal("WaitStartup did not return when startup_wait was over")
 	}
@@ -101,7 +101,7 @@ func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	// Only the first wait that ran out builds: the lists that follow while
 	// gx is still connecting do not queue behind the build lock.
 	calls := p.catalogs.calls.Load()
-	p.WaitStartup(ctx)
+	p.waitStartup(ctx)
 	if n := p.catalogs.calls.Load() - calls; n != 0 {
 		t.Errorf("a second wait after startup_wait refreshed the catalog %d times; want 0", n)
 	}

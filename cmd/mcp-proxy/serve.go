@@ -41,12 +41,6 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	stopPins := rt.watchPins(ctx)
 	defer stopPins()
 	stdio := cfg.Listen.Transport != "http"
-	// The catalog is built when the start ends (every first connection
-	// made or failed, or startup_wait over), whether or not a request
-	// asked for it by then.
-	startCtx, endStart := context.WithCancel(ctx)
-	defer endStart()
-	go rt.proxy.WaitStartup(startCtx)
 	go func() {
 		rt.waitAll(ctx)
 		rt.summary()
