@@ -163,3 +163,42 @@ func TestReloadDuringStartBuildsAsServersConnect(t *testing.T) {
 		t.Fatal("a server a reload added connected during the start, and its tool is not in the catalog")
 	}
 }
+
+// The upstream holds one subscription for all the sessions watching a
+// resource: one session's unsubscribe does not end another's, and the
+// last one's does.
+func TestUnsubscribeKeepsOtherSessionsSubscription(t *testing.T) {
+	fx := &fakeUpstream{}
+	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected,
+		Capabilities: upstream.Capabilities{Resources: true, ResourcesSubscribe: true},
+		Resources:    []json.RawMessage{json.RawMessage(`{"uri":"mem://x","name":"x"}`)}})
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{}`), nil
+	}
+	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n", map[string]*fakeUpstream{"fx": fx})
+	a, b := testState(t, p), testState(t, p)
+	send := func(s *session, method string) {
+		t.Helper()
+		got, _ := p.answer(context.Background(), reqFor(s, method, json.RawMessage(`{"uri":"fx+mem://x"}`)))
+		if !strings.Contains(string(got.bytes()), `"result":{}`) {
+			t.Fatalf("%s = %s", method, got.bytes())
+		}
+	}
+	methods := func() []string {
+		var out []string
+		for _, r := range fx.requests() {
+			out = append(out, r.Method+" "+r.Params)
+		}
+		return out
+	}
+	send(a, "resources/subscribe")
+	send(b, "resources/subscribe")
+	send(a, "resources/unsubscribe")
+	if got := methods(); len(got) != 2 || strings.Contains(strings.Join(got, ","), "unsubscribe") {
+		t.Fatalf("after one of two sessions unsubscribed the server got %q; want its two subscribes only", got)
+	}
+	send(b, "resources/unsubscribe")
+	if got := methods(); len(got) != 3 || got[2] != `resources/unsubscribe {"uri":"mem://x"}` {
+		t.Fatalf("after both unsubscribed the server got %q; want one unsubscribe last", got)
+	}
+}

@@ -219,31 +219,38 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 	if !up.Snapshot().Capabilities.ResourcesSubscribe {
 		return nil, &wireError{Code: codeMethodNotFound, Message: "MCP server '" + srv + "' does not support resource subscriptions"}
 	}
-	method := "resources/unsubscribe"
-	if on {
-		method = "resources/subscribe"
-	}
 	out, _ := rawjson.Set(params, "uri", rawjson.String(orig))
-	if _, werr := p.forward(ctx, srv, up, method, out); werr != nil {
+	k := subKey(srv, orig)
+	subs := &p.relay.subs
+	if !on {
+		// The upstream holds one subscription for every session watching
+		// the resource: it is ended only when the last of them leaves.
+		subs.mu.Lock()
+		delete(subs.m[k], st)
+		last := len(subs.m[k]) == 0
+		if last {
+			delete(subs.m, k)
+		}
+		subs.mu.Unlock()
+		if last {
+			if _, werr := p.forward(ctx, srv, up, "resources/unsubscribe", out); werr != nil {
+				return nil, werr
+			}
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	if _, werr := p.forward(ctx, srv, up, "resources/subscribe", out); werr != nil {
 		return nil, werr
 	}
-	p.relay.subs.mu.Lock()
-	defer p.relay.subs.mu.Unlock()
-	if p.relay.subs.m == nil {
-		p.relay.subs.m = map[string]map[*session]string{}
+	subs.mu.Lock()
+	defer subs.mu.Unlock()
+	if subs.m == nil {
+		subs.m = map[string]map[*session]string{}
 	}
-	k := subKey(srv, orig)
-	if on {
-		if p.relay.subs.m[k] == nil {
-			p.relay.subs.m[k] = map[*session]string{}
-		}
-		p.relay.subs.m[k][st] = uri
-	} else {
-		delete(p.relay.subs.m[k], st)
-		if len(p.relay.subs.m[k]) == 0 {
-			delete(p.relay.subs.m, k)
-		}
+	if subs.m[k] == nil {
+		subs.m[k] = map[*session]string{}
 	}
+	subs.m[k][st] = uri
 	return json.RawMessage(`{}`), nil
 }
 
