@@ -412,3 +412,31 @@ func TestNoLeakAcrossHTTPRenewals(t *testing.T) {
 			n, connected, buf[:runtime.Stack(buf, true)])
 	}
 }
+
+// An HTTP server that can no longer be reached (its listener closed) has
+// dropped the connection, as a stdio child that exited has: the next
+// request that cannot connect, or the GET stream's reopening, ends the
+// session, and the connection goes down and into the reconnect schedule
+// instead of staying "connected" with every call failing.
+func TestHTTPUnreachableServerDrops(t *testing.T) {
+	t.Parallel()
+	ts := httptest.NewServer(server.NewStreamableHTTPServer(newMCPGoServer()))
+	t.Cleanup(ts.Close) // runs after the Conn's Close
+	var seen snapshots
+	c := start(t, httpServer("gone", ts.URL+"/mcp"), Options{OnSnapshot: seen.add, Backoff: fastRetry})
+	mustConnected(t, c)
+	if err := hello(t, c, "before"); err != nil {
+		t.Fatal(err)
+	}
+	// Close waits for the handlers, and the GET stream's stays: its
+	// connection is cut first.
+	ts.Listener.Close()
+	ts.CloseClientConnections()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, _ = c.Request(ctx, "tools/call", json.RawMessage(`{"name":"hello","arguments":{"who":"after"}}`))
+	_, down, _ := seen.wait(t, 10*time.Second, 1, "down", func(s *Snapshot) bool { return s.State != StateConnected })
+	if down.Err == nil || !strings.Contains(down.Err.Error(), "the server cannot be reached") {
+		t.Errorf("down snapshot: state %s, err %v; want the server cannot be reached", down.State, down.Err)
+	}
+}

@@ -56,6 +56,10 @@ type httpWire struct {
 	url    string
 	client *http.Client
 	in     inbox
+	// unreachable (nil: none) is told when a request could not reach the
+	// server at all: it still could not connect after the client's
+	// retries (a dial error), so the server is down, not slow.
+	unreachable func(error)
 
 	mu       sync.Mutex
 	session  string
@@ -151,6 +155,9 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
+		if ctx.Err() == nil && isDialError(err) && w.unreachable != nil {
+			w.unreachable(err)
+		}
 		cancel()
 		return nil, replyTo{}, err
 	}

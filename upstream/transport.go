@@ -46,7 +46,11 @@ func (s *session) newTransport(ctx context.Context) (wire, error) {
 		}
 		in := s.newInbox()
 		if kind == config.TransportHTTP {
-			return &httpWire{url: cfg.URL, client: hc, in: in}, nil
+			// A server that cannot be reached has dropped the connection,
+			// as a stdio child that exited has: the reconnect schedule
+			// takes over (SPEC §3).
+			unreachable := func(err error) { s.die(fmt.Errorf("the server cannot be reached: %w", err)) }
+			return &httpWire{url: cfg.URL, client: hc, in: in, unreachable: unreachable}, nil
 		}
 		// The SSE stream lives on the session's ctx, so the wait for the
 		// endpoint event is bounded here, by what is left of connect_timeout.
