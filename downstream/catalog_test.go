@@ -756,7 +756,9 @@ func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
 		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)}, Tools: tools})
 	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  bare: {command: fixture, prefix: \"\"}\n", map[string]*fakeUpstream{"bare": bare})
 	names := func() []string {
-		var v struct{ Tools []struct{ Name, Description string } }
+		var v struct {
+			Tools []struct{ Name, Description string }
+		}
 		if err := json.Unmarshal(p.listFor(testState(t, p)), &v); err != nil {
 			t.Fatal(err)
 		}

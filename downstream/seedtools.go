@@ -1,12 +1,15 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
@@ -149,7 +152,7 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 			}
 			for _, raw := range list {
 				if out, ok := seedItem(srv, raw, key, resources); ok {
-					items = append(items, out)
+					items = append(items, p.untrustedJSON(out, key))
 				}
 			}
 		}
@@ -178,7 +181,7 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 	var items []json.RawMessage
 	for _, raw := range raws {
 		if out, ok := seedItem(in.Server, raw, key, resources); ok {
-			items = append(items, out)
+			items = append(items, p.untrustedJSON(out, key))
 		}
 	}
 	out := []byte(`{}`)
@@ -203,6 +206,68 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 	}
 	out, err := rawjson.Set(compactLines(raw), key, rawjson.String(wrapped))
 	return out, err == nil
+}
+
+// untrustedJSON is an upstream item of a list with every string, keys
+// included, sanitized as untrusted text is (SPEC §7.2, §9.4: secrets
+// redacted, TAG characters stripped, whether written raw or escaped), its
+// members in their order. The item's own member id (its uri, or a prompt's
+// name) only loses TAG characters: it is what the client sends back, and
+// the sanitizer would cut a URI's query. Numbers keep their digits. An item
+// that does not decode is returned as it is (seedItem read it already).
+func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(item))
+	dec.UseNumber()
+	var out []byte
+	type level struct {
+		object bool
+		n      int // tokens written in it: in an object, keys and values
+	}
+	var stack []level
+	key := "" // the item's member being written
+	for {
+		tok, err := dec.Token()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			return item
+		}
+		if d, ok := tok.(json.Delim); ok && (d == '}' || d == ']') {
+			out, stack = append(out, byte(d)), stack[:len(stack)-1]
+			continue
+		}
+		isID := false
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			switch {
+			case top.object && top.n%2 == 1:
+				out = append(out, ':')
+				isID = len(stack) == 1 && key == id
+			case top.n > 0:
+				out = append(out, ',')
+			}
+			if s, ok := tok.(string); ok && len(stack) == 1 && top.object && top.n%2 == 0 {
+				key = s
+			}
+			top.n++
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			out, stack = append(out, byte(v)), append(stack, level{object: v == '{'})
+		case string:
+			if !isID {
+				v = p.cleanText(v)
+			}
+			out = rawjson.AppendString(out, sanitize.StripTags(v))
+		case json.Number:
+			out = append(out, v...)
+		case bool:
+			out = strconv.AppendBool(out, v)
+		case nil:
+			out = append(out, "null"...)
+		}
+	}
 }
 
 // seedServerCheck validates a server named in the tools' arguments.
@@ -274,7 +339,7 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 		}
 		mime := c.MimeType
 		fmt.Fprintf(&b, `<mcp-resource server="%s" uri="%s" mime="%s" trust="untrusted-external">`+"\n",
-			attr(srv), attr(itemURI), attr(mime))
+			attr(srv), attr(sanitize.StripTags(itemURI)), attr(sanitize.StripTags(p.cleanText(mime))))
 		switch {
 		case c.Text != nil:
 			b.WriteString(p.untrusted(*c.Text))
@@ -318,7 +383,7 @@ func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawM
 	}
 	_ = json.Unmarshal(res, &r)
 	var b strings.Builder
-	fmt.Fprintf(&b, `<mcp-prompt server="%s" name="%s" trust="untrusted-external">`+"\n", attr(srv), attr(name))
+	fmt.Fprintf(&b, `<mcp-prompt server="%s" name="%s" trust="untrusted-external">`+"\n", attr(srv), attr(sanitize.StripTags(name)))
 	for _, m := range r.Messages {
 		fmt.Fprintf(&b, "[%s] %s\n", m.Role, p.messageText(m.Content))
 	}
