@@ -146,11 +146,17 @@ func startStdio(t *testing.T, p *Proxy) *stdioClient {
 // proxy's shutdown signal).
 func startStdioCtx(t *testing.T, p *Proxy, ctx context.Context) *stdioClient {
 	t.Helper()
+	return startStdioAs(t, p, ctx, "")
+}
+
+// startStdioAs is startStdioCtx for a session of agent ("": the default).
+func startStdioAs(t *testing.T, p *Proxy, ctx context.Context, agent string) *stdioClient {
+	t.Helper()
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	c := &stdioClient{t: t, in: inW, lines: make(chan string, 1000), done: make(chan error, 1)}
 	go func() {
-		err := p.ServeStdio(ctx, "", nil, inR, outW)
+		err := p.ServeStdio(ctx, agent, nil, inR, outW)
 		outW.Close()
 		c.done <- err
 	}()

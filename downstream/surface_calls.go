@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -402,15 +403,51 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 }
 
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
-// to every session when the merged lists changed.
+// when the merged lists changed, to the sessions granted a server whose
+// items changed: the others' lists did not (SPEC §3).
 func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
 	if old == nil {
 		return
 	}
 	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
-		p.broadcast("notifications/resources/list_changed", nil, nil)
+		changed := changedServers(old.resources, cur.resources)
+		maps.Copy(changed, changedServers(old.templates, cur.templates))
+		p.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
 	}
 	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
-		p.broadcast("notifications/prompts/list_changed", nil, nil)
+		p.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
+	}
+}
+
+// changedServers are the servers whose items differ between a and b.
+func changedServers(a, b []*itemEntry) map[string]bool {
+	byServer := func(list []*itemEntry) map[string][]byte {
+		m := map[string][]byte{}
+		for _, e := range list {
+			m[e.Server] = append(append(m[e.Server], e.Raw...), 0)
+		}
+		return m
+	}
+	pa, pb := byServer(a), byServer(b)
+	out := map[string]bool{}
+	for _, pair := range [][2]map[string][]byte{{pa, pb}, {pb, pa}} {
+		for srv, items := range pair[0] {
+			if !bytes.Equal(items, pair[1][srv]) {
+				out[srv] = true
+			}
+		}
+	}
+	return out
+}
+
+// grantedAny keeps the sessions whose agent is granted one of servers.
+func grantedAny(servers map[string]bool) func(*session) bool {
+	return func(s *session) bool {
+		for srv := range servers {
+			if s.agent.Granted(srv) {
+				return true
+			}
+		}
+		return false
 	}
 }

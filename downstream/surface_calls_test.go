@@ -95,3 +95,43 @@ func TestWaitStartupOncePerGeneration(t *testing.T) {
 		t.Errorf("the first tools/list after a reload refreshed the catalog %d times; want 1", n)
 	}
 }
+
+// resources/list_changed reaches the sessions granted the server whose
+// resources changed, not a session whose agent is not granted it: its
+// merged list did not change.
+func TestSurfaceListChangedOnlyToGrantedSessions(t *testing.T) {
+	b := &fakeUpstream{}
+	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)}})
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture}
+  b: {command: fixture}
+bundles:
+  justa: {servers: [a]}
+  all: {servers: [a, b]}
+agents:
+  aonly: {mcp_bundles: [justa]}
+  both: {mcp_bundles: [all]}
+default_agent: both
+`, map[string]*fakeUpstream{"a": connected(`{"name":"x"}`), "b": b})
+	aonly := startStdioAs(t, p, context.Background(), "aonly")
+	aonly.initialize()
+	both := startStdioAs(t, p, context.Background(), "both")
+	both.initialize()
+	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`), json.RawMessage(`{"uri":"r://2","name":"two"}`)}})
+	p.Refresh()
+	const changed = `"notifications/resources/list_changed"`
+	for deadline := time.Now().Add(5 * time.Second); both.count(changed) == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("the session granted b got no resources/list_changed")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // both got it: aonly's would be on its way
+	if n := aonly.count(changed); n != 0 {
+		t.Errorf("the session not granted b got %d resources/list_changed", n)
+	}
+}
