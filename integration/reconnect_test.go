@@ -150,6 +150,17 @@ func rwLost(calls []rwCall, asked, seen time.Time) int {
 	return n
 }
 
+// rwBusy counts the calls under way at some moment of [from, to).
+func rwBusy(calls []rwCall, from, to time.Time) int {
+	n := 0
+	for _, c := range calls {
+		if c.start.Before(to) && c.end.After(from) {
+			n++
+		}
+	}
+	return n
+}
+
 // rwSummary counts outcomes of the calls that started in [from, to) and
 // gives their p99 and maximum latency.
 func rwSummary(calls []rwCall, from, to time.Time) (n int, by map[string]int, p99, worst time.Duration) {
@@ -216,8 +227,11 @@ func TestReconnectWaitUnderLoad(t *testing.T) {
 	if lost := rwLost(calls, crashed, crashSeen); lost == 0 {
 		t.Errorf("no call in flight at the crash was reported lost; %d sessions were sleeping %dms", rwSleepers, rwSleepMS)
 	}
-	if n < rwSessions {
-		t.Errorf("only %d calls started during the restart; the load means nothing", n)
+	// Every session should have had a call under way during the restart:
+	// one it started then, or one from before that waited through it (on
+	// a loaded machine most of them do not start another until it ends).
+	if busy := rwBusy(calls, crashed, back); busy < rwSessions {
+		t.Errorf("only %d calls were under way during the restart (%d started in it); the load means nothing", busy, n)
 	}
 	if back.Sub(crashed) > rwWindow-time.Second {
 		t.Errorf("the restart took %s: the test needs it well within reconnect_wait (%s)", back.Sub(crashed), rwWindow)
