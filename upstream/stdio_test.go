@@ -518,22 +518,7 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
-			cfg := fakeServer(t, "group", tc.modes...)
-			cfg.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$0"`, cfg.Command, pidFile}
-			cfg.Command = "sh"
-			c := start(t, cfg, Options{})
-			mustConnected(t, c)
-			var leader int
-			_ = json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &leader)
-			b, err := os.ReadFile(pidFile)
-			if err != nil {
-				t.Fatal(err)
-			}
-			grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			if leader <= 0 || grandchild <= 0 || !processAlive(grandchild) {
-				t.Fatalf("leader %d grandchild %d", leader, grandchild)
-			}
+			c, leader, grandchild := startGroupLeader(t, tc.modes...)
 
 			began := time.Now()
 			_ = c.Close()
@@ -552,28 +537,36 @@ func TestCloseKillsProcessGroup(t *testing.T) {
 	}
 }
 
+// startGroupLeader connects a fake server run by a shell that first starts
+// a grandchild in the server's process group; it returns the server's pid
+// and the grandchild's.
+func startGroupLeader(t *testing.T, modes ...string) (c *Conn, leader, grandchild int) {
+	t.Helper()
+	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
+	cfg := fakeServer(t, "group", modes...)
+	cfg.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$0"`, cfg.Command, pidFile}
+	cfg.Command = "sh"
+	c = start(t, cfg, Options{})
+	mustConnected(t, c)
+	_ = json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &leader)
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+	if leader <= 0 || grandchild <= 0 || !processAlive(grandchild) {
+		t.Fatalf("leader %d grandchild %d", leader, grandchild)
+	}
+	return c, leader, grandchild
+}
+
 // KillGroups ends the process group of a server still being closed at
 // once, where Close would give it 2 s after its stdin ends and 3 s after
 // SIGTERM: what a shutdown does when its budget ran out. Not parallel:
 // KillGroups kills every server of the process, and the parallel tests
 // start theirs only after the sequential ones have run.
 func TestKillGroupsDuringClose(t *testing.T) {
-	pidFile := filepath.Join(t.TempDir(), "grandchild.pid")
-	cfg := fakeServer(t, "group", "ignoreeof", "ignoreterm")
-	cfg.Args = []string{"-c", `sleep 1000 & echo $! > "$1"; exec "$0"`, cfg.Command, pidFile}
-	cfg.Command = "sh"
-	c := start(t, cfg, Options{})
-	mustConnected(t, c)
-	var leader int
-	_ = json.Unmarshal(callTool(t, c, "pid", nil)["pid"], &leader)
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	grandchild, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	if leader <= 0 || grandchild <= 0 || !processAlive(grandchild) {
-		t.Fatalf("leader %d grandchild %d", leader, grandchild)
-	}
+	c, leader, grandchild := startGroupLeader(t, "ignoreeof", "ignoreterm")
 	closed := make(chan struct{})
 	go func() {
 		_ = c.Close()
