@@ -116,6 +116,12 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 		in := namespace.Input{Server: s.name, Prefix: s.prefix, Names: make([]string, len(s.tools))}
 		for i, t := range s.tools {
 			in.Names[i] = t.Name
+			if !filter.ServerTool(s.include, s.exclude, t.Name) {
+				if in.Hidden == nil {
+					in.Hidden = map[string]bool{}
+				}
+				in.Hidden[t.Name] = true // never exposed: a bare name yields to an exposed one
+			}
 		}
 		sh, warns := showTools(s.name, s.overrides, s.tools, s.connected)
 		shown[si], overrideWarnings = sh, append(overrideWarnings, warns...)

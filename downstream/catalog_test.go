@@ -781,3 +781,32 @@ func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
 		t.Errorf("with no resources tools/list = %q; want echo and the upstream's mcp_resources", got)
 	}
 }
+
+// A tool a server's tools.exclude drops does not exist for clients (SPEC §5
+// rule 2), so it takes no bare name from another server's tool: that one
+// stays bare, and a call to the dropped tool's fallback name is still
+// unknown.
+func TestExcludedToolYieldsBareName(t *testing.T) {
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture, prefix: ""}
+  b: {command: fixture, prefix: "", tools: {exclude: [echo]}}
+`, map[string]*fakeUpstream{"a": connected(`{"name":"echo"}`), "b": connected(`{"name":"echo"}`, `{"name":"other"}`)})
+	var v struct {
+		Tools []struct{ Name string }
+	}
+	if err := json.Unmarshal(p.listFor(testState(t, p)), &v); err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tl := range v.Tools {
+		names = append(names, tl.Name)
+	}
+	if strings.Join(names, ",") != "echo,other" {
+		t.Errorf("tools/list = %v; want a's echo bare and b's other", names)
+	}
+	if e, ok := p.Catalog().Lookup("echo"); !ok || e.Server != "a" {
+		t.Errorf("echo routes to %+v", e)
+	}
+}

@@ -20,6 +20,7 @@ type item struct {
 	rename   string // the operator's name for it (Input.Renames); "" for none
 	deflt    string // for a renamed item, its name without the rename
 	yielded  bool   // gave its name up to a renamed item and got the suffix
+	hidden   bool   // never exposed (Input.Hidden)
 }
 
 // Build computes the exposed names of every item of inputs in style (""
@@ -100,12 +101,21 @@ func collect(inputs []Input) ([]item, []string) {
 			}
 		}
 	}
+	// A route some input hides is hidden, whatever the order of inputs.
+	hidden := map[Route]bool{}
+	for _, in := range inputs {
+		for n, h := range in.Hidden {
+			if h {
+				hidden[Route{Server: in.Server, Name: n}] = true
+			}
+		}
+	}
 	items := make([]item, 0, size)
 	for _, in := range inputs {
 		p := prefixes[in.Server]
 		for _, n := range in.Names {
 			rt := Route{Server: in.Server, Name: n}
-			items = append(items, item{route: rt, prefix: p, bare: p == "", rename: renames[rt]})
+			items = append(items, item{route: rt, prefix: p, bare: p == "", rename: renames[rt], hidden: hidden[rt]})
 		}
 	}
 	slices.SortFunc(items, func(a, b item) int {
@@ -219,7 +229,11 @@ func fallBack(style Style, items []item) {
 			continue
 		}
 		movers = movers[:0]
+		shown := 0 // live members that are exposed
 		if live(name, func(i int) {
+			if !items[i].hidden {
+				shown++
+			}
 			if items[i].bare && !items[i].fellBack {
 				movers = append(movers, i)
 			}
@@ -228,7 +242,10 @@ func fallBack(style Style, items []item) {
 		}
 		done[name] = true
 		for _, i := range movers {
-			move(i)
+			// One exposed member keeps the name; hidden ones yield to it.
+			if shown != 1 || items[i].hidden {
+				move(i)
+			}
 		}
 	}
 }

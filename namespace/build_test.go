@@ -575,3 +575,37 @@ func mustExposed(t *testing.T, tbl *Table, server, name string) string {
 	}
 	return e
 }
+
+// A hidden item (dropped by its server's tools.include/exclude) yields a
+// bare name to the one exposed item it collides with; two exposed bare
+// colliders still both fall back, the hidden one with them.
+func TestHiddenYieldsBareName(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		inputs []Input
+		want   map[Route]string
+	}{
+		{"one exposed", []Input{
+			{Server: "a", Names: []string{"echo"}},
+			{Server: "b", Names: []string{"echo"}, Hidden: map[string]bool{"echo": true}},
+		}, map[Route]string{{"a", "echo"}: "echo", {"b", "echo"}: "b__echo"}},
+		{"two exposed", []Input{
+			{Server: "a", Names: []string{"echo"}},
+			{Server: "b", Names: []string{"echo"}},
+			{Server: "c", Names: []string{"echo"}, Hidden: map[string]bool{"echo": true}},
+		}, map[Route]string{{"a", "echo"}: "a__echo", {"b", "echo"}: "b__echo", {"c", "echo"}: "c__echo"}},
+		{"exposed prefixed", []Input{
+			{Server: "a", Names: []string{"b__t"}, Hidden: map[string]bool{"b__t": true}},
+			{Server: "b", Prefix: "b", Names: []string{"t"}},
+		}, map[Route]string{{"a", "b__t"}: "a__b__t", {"b", "t"}: "b__t"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tbl, _ := Build(StyleZeroclaw, tt.inputs)
+			for r, want := range tt.want {
+				if got, _ := tbl.Exposed(r.Server, r.Name); got != want {
+					t.Errorf("%s/%s exposed as %q, want %q", r.Server, r.Name, got, want)
+				}
+			}
+		})
+	}
+}

@@ -8,7 +8,8 @@ import (
 
 // decodeInputs turns fuzz bytes into inputs: records split by 0x1e, fields
 // by 0x1f; field 0 is the server, field 1 the prefix, the rest names. A
-// name "n\x1dr" is n renamed to r (Input.Renames).
+// name "n\x1dr" is n renamed to r (Input.Renames), and a name that begins
+// with 0x1c is hidden (Input.Hidden).
 func decodeInputs(raw string) []Input {
 	var in []Input
 	for rec := range strings.SplitSeq(raw, "\x1e") {
@@ -18,11 +19,21 @@ func decodeInputs(raw string) []Input {
 			it.Prefix = f[1]
 		}
 		for _, n := range f[min(len(f), 2):] {
+			hide := false
+			if rest, ok := strings.CutPrefix(n, "\x1c"); ok {
+				hide, n = true, rest
+			}
 			if name, rename, ok := strings.Cut(n, "\x1d"); ok {
 				if it.Renames == nil {
 					it.Renames = map[string]string{}
 				}
 				it.Renames[name], n = rename, name
+			}
+			if hide {
+				if it.Hidden == nil {
+					it.Hidden = map[string]bool{}
+				}
+				it.Hidden[n] = true
 			}
 			it.Names = append(it.Names, n)
 		}
@@ -41,6 +52,8 @@ func FuzzBuild(f *testing.F) {
 	f.Add(true, "\x00\x1f\xff\x1f\u202e")
 	f.Add(false, "a\x1fa\x1fsearch\x1dweb\x1fx\x1eb\x1f\x1fweb\x1fa__x")
 	f.Add(true, "a\x1fa\x1fs\x1dmcp_b_t\x1eb\x1fb\x1ft\x1fu\x1dmcp_b_t")
+	f.Add(false, "a\x1f\x1fecho\x1eb\x1f\x1f\x1cecho\x1ec\x1f\x1f\x1cecho")
+	f.Add(false, "a\x1f\x1f\x1cb__t\x1eb\x1fb\x1ft")
 	f.Fuzz(func(t *testing.T, hermes bool, raw string) {
 		style := StyleZeroclaw
 		if hermes {
@@ -93,7 +106,7 @@ func FuzzBuild(f *testing.F) {
 			for j, n := range it.Names {
 				names[len(names)-1-j] = n
 			}
-			rev[len(in)-1-i] = Input{Server: it.Server, Prefix: it.Prefix, Names: names, Renames: it.Renames}
+			rev[len(in)-1-i] = Input{Server: it.Server, Prefix: it.Prefix, Names: names, Renames: it.Renames, Hidden: it.Hidden}
 		}
 		tbl2, warns2 := Build(style, rev)
 		routes2 := tbl2.Routes()

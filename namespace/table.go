@@ -23,6 +23,11 @@ type Input struct {
 	// and an item whose own name equals it gets the hash suffix instead.
 	// A rename that is not a valid exposed name is sanitized like any name.
 	Renames map[string]string
+	// Hidden are the names of Names that are never exposed (dropped by the
+	// server's tools.include/exclude, SPEC §5 rule 2). They still get a
+	// name, but a bare one yields: where it collides with one exposed
+	// item, it falls back and the exposed one keeps the bare name.
+	Hidden map[string]bool
 }
 
 // Route is what an exposed name stands for.
