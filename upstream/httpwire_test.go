@@ -26,6 +26,13 @@ type wireRecorder struct {
 	notes []string
 }
 
+// testWire is a Streamable HTTP wire to ts, with a recorder of what the
+// server sends it outside answers.
+func testWire(t *testing.T, ts *httptest.Server) (*httpWire, *wireRecorder) {
+	rec := &wireRecorder{}
+	return &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}, rec
+}
+
 func (r *wireRecorder) inbox(t *testing.T) inbox {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
@@ -112,7 +119,6 @@ func flush(w http.ResponseWriter, s string) {
 // as the server wrote it.
 func TestHTTPWireStreamAnswer(t *testing.T) {
 	t.Parallel()
-	var rec wireRecorder
 	var srv wireServer
 	replied := make(chan string, 1)
 	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
@@ -137,7 +143,7 @@ func TestHTTPWireStreamAnswer(t *testing.T) {
 			w.WriteHeader(http.StatusAccepted)
 		}
 	})
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, rec := testWire(t, ts)
 	if _, _, err := w.call(context.Background(), "px-1", "initialize", json.RawMessage(`{}`), nil); err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +183,6 @@ func TestHTTPWireStreamAnswer(t *testing.T) {
 // for; without event ids it fails with ErrConnectionLost.
 func TestHTTPWireResume(t *testing.T) {
 	t.Parallel()
-	var rec wireRecorder
 	var srv wireServer
 	ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
 		switch {
@@ -194,7 +199,7 @@ func TestHTTPWireResume(t *testing.T) {
 			w.WriteHeader(http.StatusBadRequest)
 		}
 	})
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	t0 := time.Now()
 	res, _, err := w.call(context.Background(), "px-1", "tools/call", nil, nil)
 	if err != nil || string(res) != `{"ok":true}` {
@@ -238,8 +243,7 @@ func TestHTTPWireErrorAnswers(t *testing.T) {
 			fmt.Fprint(w, `<html></html>`)
 		}
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	ctx := context.Background()
 	_, rpcErr, err := w.call(ctx, "rpc400", "server/discover", nil, nil)
 	if err != nil || rpcErr == nil || rpcErr.Code != -32602 || string(rpcErr.Data.(json.RawMessage)) != `{"supported":["x"]}` {
@@ -272,8 +276,7 @@ func TestHTTPWireSessionGone(t *testing.T) {
 			}
 			w.WriteHeader(status)
 		})
-		var rec wireRecorder
-		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w, _ := testWire(t, ts)
 		ctx := context.Background()
 		if _, _, err := w.call(ctx, "px-1", "initialize", nil, nil); err != nil {
 			t.Fatal(err)
@@ -291,8 +294,7 @@ func TestHTTPWireSessionGone(t *testing.T) {
 	}
 	ts := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(ts.Close)
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); !errors.Is(err, errNotFound) || errors.Is(err, errSessionGone) {
 		t.Errorf("404 without a session: %v, want errNotFound", err)
 	}
@@ -310,8 +312,7 @@ func TestHTTPWireCloseDeletes(t *testing.T) {
 			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
 		}
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); err != nil {
 		t.Fatal(err)
 	}
@@ -350,8 +351,7 @@ func TestHTTPWireListen(t *testing.T) {
 				w.WriteHeader(http.StatusAccepted)
 			}
 		})
-		var rec wireRecorder
-		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w, rec := testWire(t, ts)
 		w.listen()
 		deadline := time.Now().Add(5 * time.Second)
 		for {
@@ -388,8 +388,7 @@ func TestHTTPWireListen(t *testing.T) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-`+strconv.Itoa(n)+`","result":{}}`)
 		})
-		var rec wireRecorder
-		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w, _ := testWire(t, ts)
 		if _, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -413,8 +412,7 @@ func TestHTTPWireListen(t *testing.T) {
 		ts := srv.start(t, func(w http.ResponseWriter, r *http.Request, n int, body string) {
 			w.WriteHeader(http.StatusMethodNotAllowed)
 		})
-		var rec wireRecorder
-		w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+		w, _ := testWire(t, ts)
 		w.listen()
 		select {
 		case <-w.getEnded:
@@ -447,8 +445,7 @@ func TestHTTPWireResumeRefused(t *testing.T) {
 			w.WriteHeader(http.StatusNotFound)
 		}
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	ctx := context.Background()
 	if _, _, err := w.call(ctx, "px-1", "initialize", nil, nil); err != nil {
 		t.Fatal(err)
@@ -494,8 +491,7 @@ func TestHTTPWireListenPaced(t *testing.T) {
 		sseHeaders(w)
 		flush(w, "retry: 0\n\n")
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	w.listen()
 	time.Sleep(1500 * time.Millisecond)
 	_ = w.Close()
@@ -524,8 +520,7 @@ func TestHTTPWireResumeCutEvent(t *testing.T) {
 			flush(w, answer)
 		}
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	res, _, err := w.call(ctx, "px-1", "tools/call", nil, nil)
@@ -553,8 +548,7 @@ func TestHTTPWireCloseDuringInitialize(t *testing.T) {
 			fmt.Fprint(w, `{"jsonrpc":"2.0","id":"px-1","result":{}}`)
 		}
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	done := make(chan error, 1)
 	go func() {
 		_, _, err := w.call(context.Background(), "px-1", "initialize", nil, nil)
@@ -620,8 +614,7 @@ func TestHTTPWireNotifyHeldOpen(t *testing.T) {
 		flush(w, ": open\n\n")
 		<-r.Context().Done()
 	})
-	var rec wireRecorder
-	w := &httpWire{url: ts.URL, client: ts.Client(), in: rec.inbox(t)}
+	w, _ := testWire(t, ts)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	t0 := time.Now()
