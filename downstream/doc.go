@@ -25,5 +25,5 @@
 // view; surface_calls.go answers resources, prompts and completions;
 // relay.go, progress.go, mrtr.go and listen.go carry upstream requests and
 // notifications to the right client; loglevel.go tells each upstream the
-// log level its sessions want. See README "Architecture".
+// log level its sessions want. See docs/architecture.md.
 package downstream

@@ -139,7 +139,7 @@ func TestSurfaceEverythingResources(t *testing.T) {
 			})
 
 			// A 2026-07-28 client subscribes through subscriptions/listen,
-			// which the proxy does not relay yet (README, Decisions): only
+			// which the proxy does not relay yet (docs/protocol.md#requests-from-servers): only
 			// session-based clients run this subtest.
 			subscribe := t.Run
 			if cs.InitializeResult().ProtocolVersion >= "2026" {

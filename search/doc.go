@@ -24,7 +24,7 @@
 // On the benchmark in testdata (193 tools captured from real MCP servers or
 // written after well-known ones, 147 user queries) the expected tool is in
 // the top 5 for 92.5% of queries, against 67% for the seed's scoring (count
-// of query words found as substrings of "name description"). README.md has
+// of query words found as substrings of "name description"). docs/deferred-loading.md has
 // the figures, the scale measurements and the commands.
 //
 // # Output
