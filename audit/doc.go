@@ -1,4 +1,4 @@
-// Package audit writes the proxy's audit log (SPEC §14): one JSON line per
+// Package audit writes the proxy's audit log (docs/operations.md#audit-log): one JSON line per
 // decision on a tool call, resource read or prompt get, saying who asked
 // for what, whether policy and approval let it through, and how the
 // upstream answered.

@@ -23,7 +23,7 @@ import (
 // Key set timing.
 const (
 	// refetchInterval is the least time between two fetches of the key set
-	// once keys are cached (SPEC §12.2: an unknown kid refetches at most
+	// once keys are cached (docs/security.md#oauth-on-the-http-listener: an unknown kid refetches at most
 	// once a minute), so a flood of tokens with made-up key ids costs the
 	// issuer one request a minute.
 	refetchInterval = time.Minute

@@ -12,7 +12,7 @@ func (c *Config) validateMetrics(v *validator) {
 }
 
 // metricsWarnings warns about a metrics listener others can reach without a
-// token: /metrics names agents, servers and tools (SPEC §1.4).
+// token: /metrics names agents, servers and tools (docs/configuration.md#metrics).
 func (c *Config) metricsWarnings() []string {
 	if c.Metrics.Listen == "" || len(c.Metrics.Tokens) > 0 {
 		return nil

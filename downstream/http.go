@@ -47,7 +47,7 @@ const heartbeatInterval = 25 * time.Second
 // and its stream stays open as long as it runs.
 const writeTimeout = time.Minute
 
-// agentPathPattern serves one agent per path (SPEC §4).
+// agentPathPattern serves one agent per path (docs/protocol.md#downstream-protocol).
 const agentPathPattern = "/agents/{agent}/mcp"
 
 // httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
@@ -73,7 +73,7 @@ func newHTTPFront(p *Proxy) *httpFront {
 // boundAddr (host:port; it makes the default public URL): the MCP endpoint
 // at listen.path for the default agent and /agents/<alias>/mcp for each
 // agent, their OAuth protected resource metadata when listen.auth is set
-// (SPEC §12.2), plus /healthz and /readyz. It starts the sweep of idle
+// (docs/security.md#oauth-on-the-http-listener), plus /healthz and /readyz. It starts the sweep of idle
 // sessions, which ShutdownHTTP stops.
 func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
 	f := p.front
@@ -101,7 +101,7 @@ func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
 // non-loopback Host on a loopback listener and foreign Origins (403, DNS
 // rebinding), then lets the authenticator decide who the client is: an
 // unknown agent path is 404 with a fixed text (only the default path
-// without a default_agent lists the agents, SPEC §5), a missing or bad
+// without a default_agent lists the agents, docs/agents.md#agents-bundles-and-policy), a missing or bad
 // credential 401, a token of another agent 403 (authn). The client's Authorization
 // header is dropped there: nothing downstream of this can forward it.
 func (f *httpFront) endpoint(fromPath bool) http.Handler {
@@ -215,7 +215,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // openSession starts the HTTP session an initialize creates, with the
 // initialize begun on it (the caller ends it with s.activity.end()), so
 // the idle sweep cannot close it before it is answered. The per-call
-// allow-list comes from its header (SPEC §4).
+// allow-list comes from its header (docs/protocol.md#downstream-protocol).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
 	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))

@@ -12,7 +12,7 @@ import (
 
 // Protocol versions the proxy serves downstream, newest first: the
 // session-based revisions up to 2025-11-25, and the stateless 2026-07-28
-// core (SPEC §4).
+// core (docs/protocol.md#downstream-protocol).
 var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 const (
@@ -194,7 +194,7 @@ func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessa
 
 // initialize answers the handshake of a session-based client: the version
 // it asked for when the proxy serves it, else the default or the latest
-// (SPEC §4); the proxy's capabilities; and the session's instructions
+// (docs/protocol.md#downstream-protocol); the proxy's capabilities; and the session's instructions
 // (deferred tools, pinned resources), for which it waits for the upstreams
 // (at most startup_wait). A second initialize on the same session starts
 // it over.
@@ -251,7 +251,7 @@ func (p *Proxy) ping(context.Context, *request) (json.RawMessage, *wireError) {
 
 // setLevel sets the session's log level, which filters the upstream log
 // messages it receives, and passes the most verbose level of the sessions
-// granted each server on to that server (SPEC §10).
+// granted each server on to that server (docs/protocol.md#requests-from-servers).
 func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
 	level, err := stringMember(r.params, "level")
 	i := levelIndex(level)

@@ -8,7 +8,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
-// The log levels passed upstream (SPEC §10). Each session sets its own
+// The log levels passed upstream (docs/protocol.md#requests-from-servers). Each session sets its own
 // level with logging/setLevel and receives only the upstream log messages
 // at or above it (forwardLog, session.wantsLog). Each upstream connection
 // is told the most verbose level of the live sessions granted its server,

@@ -76,7 +76,7 @@ func (p *Proxy) recovery(next handler) handler {
 	}
 }
 
-// traceRequest gives each request a server span (SPEC §14) that continues
+// traceRequest gives each request a server span (docs/operations.md#traces) that continues
 // the client's trace (its HTTP headers, or params._meta); with tracing off
 // it is not in the chain at all.
 func (p *Proxy) traceRequest(next handler) handler {

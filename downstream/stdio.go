@@ -22,7 +22,7 @@ import (
 const maxRequestBytes = 32 << 20
 
 // stdioDrain is how long in-flight requests may run after stdin reaches EOF
-// or a shutdown signal (SPEC §3: in-flight calls get up to 10 s).
+// or a shutdown signal (docs/operations.md#shutdown-and-reload: in-flight calls get up to 10 s).
 const stdioDrain = 10 * time.Second
 
 // ServeStdio serves one session for agent ("" = the default agent) on

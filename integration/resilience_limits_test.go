@@ -26,7 +26,7 @@ func TestResilienceMaxResponseBytes(t *testing.T) {
 	cs, _, _ := sdkStdioProxyCmd(t, cfg, nil, nil)
 	rsWaitListed(t, cs, callTimeout, "sbig__big", "hbig__big", "hsse__big")
 	// The limit counts one stdio line or HTTP body, but one whole SSE event
-	// (its "event:" and "data: " framing included, SPEC §9.2 "per event"),
+	// (its "event:" and "data: " framing included, docs/configuration.md#servers "per event"),
 	// so on hsse a message of exactly 100000 bytes is over it.
 	for server, fits := range map[string]int{"sbig": 100000, "hbig": 100000, "hsse": 99900} {
 		t.Run(server, func(t *testing.T) {

@@ -43,7 +43,7 @@ const (
 	LevelQuarantine Level = "quarantine"
 )
 
-// maxDescriptionRunes is SPEC §13's limit: a longer description is a
+// maxDescriptionRunes is the limit of docs/security.md#tool-integrity: a longer description is a
 // warn-level finding (it buries instructions where nobody reads).
 const maxDescriptionRunes = 4000
 

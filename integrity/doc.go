@@ -1,5 +1,5 @@
 // Package integrity protects clients from tools that change under them or
-// hide instructions in their definitions (SPEC §13).
+// hide instructions in their definitions (docs/security.md#tool-integrity).
 //
 // # Fingerprints and pins
 //

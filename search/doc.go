@@ -1,5 +1,5 @@
 // Package search is the ranking index behind the proxy's tool_search tool in
-// deferred mode (SPEC §6), and the seed's output format for its results.
+// deferred mode (docs/deferred-loading.md), and the seed's output format for its results.
 //
 // Build indexes the tools one agent may call; Search ranks them against the
 // model's keywords. The index is immutable after Build and safe for

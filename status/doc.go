@@ -3,8 +3,8 @@
 // again, transport, protocol, tools exposed, excluded and quarantined,
 // calls, errors and p95 latency over the last five minutes), the agents'
 // sessions and policy denials, a "Log in" button for OAuth servers waiting
-// for a login (SPEC §12.1), and the quarantined tools with their diffs and
-// scan findings, to approve or keep quarantined (SPEC §13).
+// for a login (docs/security.md#oauth-upstreams), and the quarantined tools with their diffs and
+// scan findings, to approve or keep quarantined (docs/security.md#tool-integrity).
 //
 // The page is HTML rendered by html/template from embedded templates; a
 // few lines of script reload it every SampleInterval while no diff is

@@ -11,7 +11,7 @@ import (
 var ErrResponseTooLarge = errors.New("MCP response body exceeds the byte limit")
 
 // ResponseTooLargeError reports an upstream message longer than the
-// configured max_response_bytes (SPEC §9.2). Its text is the one the host
+// configured max_response_bytes (docs/configuration.md#servers). Its text is the one the host
 // sees.
 type ResponseTooLargeError struct {
 	Limit int64 // the limit in bytes

@@ -25,7 +25,7 @@ import (
 
 // Bounds on the requests an upstream sends the proxy (sampling, elicitation,
 // roots, ping): a server that floods them, or stops reading the answers,
-// must not grow the proxy (SPEC §9).
+// must not grow the proxy (docs/protocol.md#requests-from-servers).
 const (
 	// maxServerRequests is how many requests of one upstream session are
 	// answered at once; more is refused at once with tooManyServerRequests.

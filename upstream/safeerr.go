@@ -2,7 +2,7 @@ package upstream
 
 import "github.com/mcp-proxy/mcp-proxy/sanitize"
 
-// safeError carries an error whose text has been sanitized (SPEC §9.4) while
+// safeError carries an error whose text has been sanitized (docs/protocol.md#errors) while
 // errors.Is and errors.As still see the original chain.
 type safeError struct {
 	msg string

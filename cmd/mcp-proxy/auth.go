@@ -26,7 +26,7 @@ const probeTimeout = 30 * time.Second
 
 const authUsage = "usage: mcp-proxy auth login SERVER | auth status [--json] | auth logout SERVER"
 
-// runAuth runs `mcp-proxy auth <sub> ...` (SPEC §12.1). Exit codes: 0 done,
+// runAuth runs `mcp-proxy auth <sub> ...` (docs/security.md#oauth-upstreams). Exit codes: 0 done,
 // 1 the login or the store failed, 2 usage or config error (unknown
 // server, a server without OAuth).
 func runAuth(ctx context.Context, cfg *config.Config, o options, rest []string, stdout, stderr io.Writer) error {

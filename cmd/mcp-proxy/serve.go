@@ -19,13 +19,13 @@ import (
 )
 
 // httpShutdownGrace is how long in-flight HTTP requests (tool calls) may run
-// after a signal (SPEC §3: up to 10 s).
+// after a signal (docs/operations.md#shutdown-and-reload: up to 10 s).
 const httpShutdownGrace = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
 	// An HTTP server with no --agent serves every agent on its own path;
 	// its default path answers 404 listing the agents when none is the
-	// default (SPEC §5). stdio serves one agent, which must exist.
+	// default (docs/agents.md#agents-bundles-and-policy). stdio serves one agent, which must exist.
 	rt, _, err := startFor(ctx, cfg, o, stderr, o.agent != "" || cfg.Listen.Transport != "http")
 	if err != nil {
 		return err
@@ -151,7 +151,7 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 // serveMetrics serves /metrics, /healthz, /readyz and the status page on
 // metrics.listen, and samples the proxy's metrics for the page's window
 // until stop. A port that cannot be bound is a warning: the proxy keeps
-// serving (SPEC §11).
+// serving (docs/operations.md#shutdown-and-reload).
 func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
 	if cfg.Metrics.Listen == "" {
 		return func() {}

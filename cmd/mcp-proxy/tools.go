@@ -30,7 +30,7 @@ type serverReport struct {
 	State string       `json:"state"`
 	Error string       `json:"error,omitempty"`
 	Tools []toolReport `json:"tools"`
-	// Quarantined are the tools held by tool integrity (SPEC §13): not
+	// Quarantined are the tools held by tool integrity (docs/security.md#tool-integrity): not
 	// listed, calls refused.
 	Quarantined []quarantinedReport `json:"quarantined,omitempty"`
 	// PinError says why the server's pin file cannot be used.
@@ -41,7 +41,7 @@ type toolReport struct {
 	Name        string `json:"name"`
 	Original    string `json:"original"`
 	Description string `json:"description"`
-	// Findings are the description scan's findings (SPEC §13).
+	// Findings are the description scan's findings (docs/security.md#tool-integrity).
 	Findings []integrity.Finding `json:"findings,omitempty"`
 	// Changed: the definition differs from its pin (served under
 	// pinning: warn).
