@@ -76,14 +76,14 @@ func TestDashboardShape(t *testing.T) {
 			exprs = append(exprs, tg.Expr)
 		}
 	}
-	readme, err := os.ReadFile("../docs/operations.md")
+	ops, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	suffix := regexp.MustCompile(`_(bucket|sum|count)$`)
 	for _, name := range regexp.MustCompile(`mcp_proxy_[a-z_]+`).FindAllString(strings.Join(exprs, "\n"), -1) {
 		base := suffix.ReplaceAllString(name, "")
-		if !strings.Contains(string(readme), "| `"+base+"` |") {
+		if !strings.Contains(string(ops), "| `"+base+"` |") {
 			t.Errorf("the dashboard queries %s, which the metrics table of docs/operations.md does not list", name)
 		}
 	}
