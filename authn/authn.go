@@ -46,7 +46,7 @@ type Method string
 // Methods of authentication.
 const (
 	// MethodNone: the endpoint's agent needs no credential (it has no
-	// tokens and listen.auth is not set; docs/protocol.md#downstream-protocol, loopback setups).
+	// tokens and listen.auth is not set; docs/agents.md#over-http, loopback setups).
 	MethodNone Method = "none"
 	// MethodStatic: one of the agent's configured tokens.
 	MethodStatic Method = "static"
@@ -204,7 +204,7 @@ func (a *Authenticator) Authenticate(r *http.Request, pathAgent string) (*Princi
 	return p, nil
 }
 
-// staticOnly applies docs/protocol.md#downstream-protocol as it stands without listen.auth.
+// staticOnly applies docs/agents.md#over-http as it stands without listen.auth.
 func (a *Authenticator) staticOnly(agent, tok string, ok bool) (*Principal, *Failure) {
 	tokens := a.agentConfig(agent).Tokens
 	if len(tokens) == 0 {

@@ -730,7 +730,7 @@ func TestLoopbackRule(t *testing.T) {
 }
 
 // TestLaterSectionShapes decodes the free-form and one-or-many keys that
-// docs/security.md–15 add: claim values as a string or a list, and tool override
+// docs/security.md and docs/agents.md add: claim values as a string or a list, and tool override
 // annotations and pinned arguments holding any JSON value.
 func TestLaterSectionShapes(t *testing.T) {
 	doc := `servers:

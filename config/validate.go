@@ -199,7 +199,7 @@ func (c *Config) validateListen(v *validator) {
 	}
 	checkHTTPPath(v, "metrics.path", c.Metrics.Path)
 
-	// docs/protocol.md#downstream-protocol: a listener others can reach must authenticate every agent.
+	// docs/agents.md#over-http: a listener others can reach must authenticate every agent.
 	if c.Listen.Transport != "http" || !addrOK || httpguard.IsLoopback(host) {
 		return
 	}

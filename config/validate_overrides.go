@@ -15,7 +15,7 @@ var ProxyToolNames = []string{"tool_search", "call_tool", "mcp_resources", "mcp_
 var hintAnnotations = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 // approvedArgument is the argument the proxy removes from every call so
-// that a model cannot approve itself (docs/agents.md#agents-bundles-and-policy).
+// that a model cannot approve itself (docs/agents.md#approval).
 const approvedArgument = "approved"
 
 // validateOverrides checks every server's tools.overrides (docs/agents.md#overrides-and-rate-limits): names

@@ -137,7 +137,7 @@ func (p *Proxy) ownToolsJSON(st *session, from *builtFrom) []byte {
 
 // ownCall runs the proxy's own tools. own is false when name is not one
 // the session is offered; a seed tool a policy rule denies is refused by
-// name (docs/agents.md#agents-bundles-and-policy: the own tools follow rules 3–5).
+// name (docs/agents.md#the-policy-rules: the own tools follow rules 3–5).
 func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
 	st := r.sess
 	switch {

@@ -43,7 +43,7 @@ default_agent: dev
 }
 
 // A stateless client's approval answer is good once, for the call it was
-// asked about, and only until the approval timeout (docs/agents.md#agents-bundles-and-policy): a replayed
+// asked about, and only until the approval timeout (docs/agents.md#approval): a replayed
 // answer runs nothing.
 func TestStatelessApprovalIsSingleUse(t *testing.T) {
 	fx := connected(echoTool)

@@ -47,7 +47,7 @@ const heartbeatInterval = 25 * time.Second
 // and its stream stays open as long as it runs.
 const writeTimeout = time.Minute
 
-// agentPathPattern serves one agent per path (docs/protocol.md#downstream-protocol).
+// agentPathPattern serves one agent per path (docs/agents.md#over-http).
 const agentPathPattern = "/agents/{agent}/mcp"
 
 // httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
@@ -215,7 +215,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // openSession starts the HTTP session an initialize creates, with the
 // initialize begun on it (the caller ends it with s.activity.end()), so
 // the idle sweep cannot close it before it is answered. The per-call
-// allow-list comes from its header (docs/protocol.md#downstream-protocol).
+// allow-list comes from its header (docs/agents.md#the-policy-rules, rule 5).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
 	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))

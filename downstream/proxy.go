@@ -45,7 +45,7 @@ type Options struct {
 	Blobs *blobs.Materializer
 	// Version is reported as serverInfo.version.
 	Version string
-	// ApprovalTimeout bounds an approval question; 0 means 300 s (docs/agents.md#agents-bundles-and-policy).
+	// ApprovalTimeout bounds an approval question; 0 means 300 s (docs/agents.md#approval).
 	ApprovalTimeout time.Duration
 	// Integrity pins and scans tool definitions (docs/security.md#tool-integrity); nil: none.
 	Integrity *integrity.Guard

@@ -47,7 +47,7 @@ var (
 
 // seedToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
-// rules 3–5 let the agent call it (docs/agents.md#agents-bundles-and-policy, docs/resources.md#resources-and-prompts). from as for
+// rules 3–5 let the agent call it (docs/agents.md#the-policy-rules, docs/resources.md#resources-and-prompts). from as for
 // seedServers.
 func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {

@@ -37,7 +37,7 @@ import (
 //     rateGate (docs/agents.md#overrides-and-rate-limits per_minute buckets of the agent and the server,
 //     limits.go; before approval, so nobody is asked about a call the
 //     limit then refuses) →
-//     approvalGate (docs/agents.md#agents-bundles-and-policy approval) →
+//     approvalGate (docs/agents.md#approval) →
 //     send (the upstream request: argument cleanup, progress,
 //     cancellation, a max_concurrent slot held while it runs upstream,
 //     timeout; parked for stateless HTTP clients) →

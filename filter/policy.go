@@ -14,7 +14,7 @@ import (
 // texts and as the metric label `rule`.
 type Rule string
 
-// The rules of docs/agents.md#agents-bundles-and-policy, in the order they are applied.
+// The rules of docs/agents.md#the-policy-rules, in the order they are applied.
 const (
 	RuleNone                Rule = ""
 	RuleNotGranted          Rule = "not_granted"
@@ -279,7 +279,7 @@ const (
 	ApprovalAsk                 // ask the user through the client
 )
 
-// ApprovalOf applies the seed's order (docs/agents.md#agents-bundles-and-policy) to t: autonomy full → run;
+// ApprovalOf applies the seed's order (docs/agents.md#approval) to t: autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
 // earlier in this session → run; else ask. It judges upstream tools: the
 // proxy's own tool_search is always run without asking it, and an upstream

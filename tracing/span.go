@@ -123,7 +123,7 @@ func (s Span) SetServer(server string) {
 }
 
 // SetPolicyRule records the policy rule that refused the request (the
-// rule names of docs/agents.md#agents-bundles-and-policy: excluded_tools, read_only, ...).
+// rule names of docs/agents.md#the-policy-rules: excluded_tools, read_only, ...).
 func (s Span) SetPolicyRule(rule string) {
 	if s.IsRecording() && rule != "" {
 		s.st.s.SetAttributes(AttrPolicyRule.String(rule))
