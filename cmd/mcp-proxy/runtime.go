@@ -98,6 +98,19 @@ func (o *scrubbedOutput) Write(b []byte) (int, error) {
 	return o.w.Write(b)
 }
 
+// unscrubbed is stderr past the scrubber, in turn with the scrubbed lines:
+// only for the one line that prints the status token on purpose (the
+// status page's sign-in address), a token every other line has scrubbed.
+func (o *scrubbedOutput) unscrubbed() io.Writer { return unscrubbedOutput{o} }
+
+type unscrubbedOutput struct{ o *scrubbedOutput }
+
+func (u unscrubbedOutput) Write(b []byte) (int, error) {
+	u.o.mu.Lock()
+	defer u.o.mu.Unlock()
+	return u.o.stderr.Write(b)
+}
+
 // Every duration field of the log ("duration", "retry_in") is written as
 // Go writes durations, with its unit ("1.005s", "3.2ms"), not as a bare
 // number of milliseconds. zerolog's setting is process-wide; it is set once,

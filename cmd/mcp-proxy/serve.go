@@ -168,14 +168,40 @@ func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
 		defer close(sampled)
 		win.Run(ctx)
 	}()
+	pageToken, err := status.LoadToken(cfg.StateDir)
+	if err != nil {
+		rt.log.Warn().Err(err).Msg("status page: no status token; without metrics.tokens the page is read-only")
+	} else {
+		rt.logOut.addSecrets([]string{pageToken}) // in no line but pageLine's
+	}
 	healthz, readyz := rt.proxy.Health()
-	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz, rt.statusPage(cfg, win)), rt.httpLimits)
+	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz, rt.statusPage(cfg, win, pageToken)), rt.httpLimits)
 	go func() { _ = srv.Serve(ln) }()
 	rt.log.Info().Str("url", "http://"+ln.Addr().String()+cfg.Metrics.Path).Msg("serving metrics")
-	rt.log.Info().Str("url", "http://"+ln.Addr().String()+"/").Msg("serving the status page")
+	rt.pageLine(cfg, ln.Addr().String(), pageToken)
 	return func() {
 		_ = srv.Close()
 		cancel()
 		<-sampled
 	}
+}
+
+// pageLine logs where the status page is. Without metrics.tokens it also
+// gives sign_in_url, the address with the status token that lets a
+// browser act (as Jupyter prints its token): the one deliberate print of
+// the token. With metrics.tokens it does not (their holders sign in with
+// them, and such logs are often collected where others read them);
+// `mcp-proxy status url` prints it.
+//
+// Every log line goes through the scrubber, which drops URL queries and
+// has the token among its secrets; this one is written past it, so it
+// carries nothing else from outside (an address and a token).
+func (rt *runtime) pageLine(cfg *config.Config, addr, pageToken string) {
+	base, err := pageBase(addr)
+	if err != nil || pageToken == "" || len(cfg.Metrics.Tokens) > 0 {
+		rt.log.Info().Str("url", "http://"+addr+"/").Msg("serving the status page")
+		return
+	}
+	page := newLogger(cfg, rt.logOut.unscrubbed())
+	page.Info().Str("url", "http://"+addr+"/").Str("sign_in_url", signInURL(base, pageToken)).Msg("serving the status page")
 }
