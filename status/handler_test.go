@@ -493,9 +493,10 @@ func formValue(t *testing.T, a answer, action, field string) string {
 }
 
 // TestNoSecretInAnyResponse: across every kind of answer (the token form,
-// a wrong token, the page, actions that fail, an unknown callback, a 404),
-// no header or body holds a metrics token, a config secret or a bearer
-// token from an upstream's error.
+// a wrong token, signing in by address, the page, actions that fail, an
+// unknown callback, a 404), no header or body holds a metrics token, the
+// status token, a config secret or a bearer token from an upstream's
+// error.
 func TestNoSecretInAnyResponse(t *testing.T) {
 	p := newPage(t, Options{Tokens: []string{testToken}, BeginLogin: func(context.Context, string, string) (*oauthclient.BrowserLogin, error) {
 		return nil, errors.New("token endpoint said: access_token=" + configSecret)
@@ -504,6 +505,7 @@ func TestNoSecretInAnyResponse(t *testing.T) {
 	var seen []answer
 	seen = append(seen, b.get("/"))
 	seen = append(seen, b.submit(seen[0], "/login", nil, url.Values{"token": {testToken + "x"}}))
+	seen = append(seen, b.get("/?token="+testPageToken+"x"), newBrowser(t, p.base).get("/?token="+testPageToken))
 	seen = append(seen, b.submit(seen[0], "/login", nil, url.Values{"token": {testToken}}))
 	page := b.get("/")
 	seen = append(seen, page,
@@ -519,7 +521,7 @@ func TestNoSecretInAnyResponse(t *testing.T) {
 		for k, vs := range a.header {
 			all.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
 		}
-		for _, secret := range []string{testToken, configSecret, "abcdefghijklmnop"} {
+		for _, secret := range []string{testToken, testPageToken, configSecret, "abcdefghijklmnop"} {
 			if strings.Contains(all.String(), secret) {
 				t.Errorf("answer %d (%d) holds %q", i, a.code, secret)
 			}
