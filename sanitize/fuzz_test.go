@@ -18,8 +18,9 @@ var (
 	leakedToken = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:sk-|xoxb-|xoxp-|ghp_|gho_|ghu_|github_pat_|AIza)[A-Za-z0-9_-]{6,}`)
 	bearerValue = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])bearer[ \t]+([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
 	keyValueEq  = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)[ \t]*=[ \t]*([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
-	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")([^"'\\\n]*)`)
-	urlLike     = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
+	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|passphrase|secret|authorization|cookie|credentials?)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")` +
+		`(?:(?:bearer|basic|digest|negotiate|ntlm|dpop|aws4-hmac-sha256|hoba|mutual|scram-sha-1|scram-sha-256|vapid|privatetoken)[ \t]+)?([^"'\\\n]*)`)
+	urlLike = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
 )
 
 func FuzzText(f *testing.F) {
