@@ -125,6 +125,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	if verb != "validate" {
+		if err := checkPrivateDirs(cfg); err != nil {
+			return err
+		}
+	}
 	switch verb {
 	case "auth":
 		return runAuth(ctx, cfg, o, rest, stdout, stderr)
