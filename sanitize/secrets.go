@@ -234,11 +234,22 @@ func startsHeaderName(s string, i int) bool {
 // The quoted value of a header key keeps a leading authentication
 // scheme's name ("Basic [REDACTED]"), whatever follows it.
 func keyValue(s string, j int, key string) (start, end, resume int) {
+	header := isHeaderKey(key)
+	quoted := func(vs int, q string) (start, end, resume int) {
+		start, end, resume = quotedValue(s, vs, q)
+		if end > start && header {
+			start = min(afterScheme(s, start), end)
+		}
+		return start, end, resume
+	}
 	k := skipBlanks(s, j)
 	if k < len(s) && s[k] == '=' {
 		k = skipBlanks(s, k+1)
 		if q := quoteAt(s, k); q != "" {
-			return quotedValue(s, k+len(q), q)
+			return quoted(k+len(q), q)
+		}
+		if header {
+			k = afterScheme(s, k)
 		}
 		return unquotedValue(s, k)
 	}
@@ -251,11 +262,7 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 	}
 	k = skipBlanks(s, k+1)
 	if q := quoteAt(s, k); q != "" {
-		start, end, resume = quotedValue(s, k+len(q), q)
-		if end > start && isHeaderKey(key) {
-			start = min(afterScheme(s, start), end)
-		}
-		return start, end, resume
+		return quoted(k+len(q), q)
 	}
 	return 0, 0, 0
 }

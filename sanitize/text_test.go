@@ -95,6 +95,8 @@ func TestText(t *testing.T) {
 		{"secret array value", `{"cookie":["a=1","b=]2"],"n":1}`, `{"cookie":"[REDACTED]","n":1}`},
 		{"secret object value", `{"Credentials":{"user":"u","pass":"p}"},"n":1}`, `{"Credentials":"[REDACTED]","n":1}`},
 		{"unclosed object value stays", `{"token":{"a":1`, `{"token":{"a":1`},
+		{"authorization= with a scheme", "authorization=Basic c2VjcmV0 next", "authorization=Basic [REDACTED] next"},
+		{"authorization= quoted", `Authorization="Digest a=1, b=2" x`, `Authorization="Digest [REDACTED]" x`},
 		{"literal value stays", `{"token":null,"secret":true}`, `{"token":null,"secret":true}`},
 	}
 	for _, tt := range tests {
