@@ -6,9 +6,10 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/dirperm"
 )
 
-// checkPrivateDirs refuses to go on when state_dir, its pins or auth
-// folder, or blobs.dir (when blobs go to files) is writable by group or
-// other users (see internal/dirperm): every verb that reads or writes
+// checkPrivateDirs refuses to go on when state_dir, its pins folder or
+// blobs.dir (when blobs go to files) is writable by group or other users,
+// or the auth folder accessible to them at all, as the token store
+// requires (see internal/dirperm): every verb that reads or writes
 // them (serve, tools and its sub-verbs, call, auth) checks before it
 // starts. Folders that do not exist yet are created 0700 when needed.
 func checkPrivateDirs(cfg *config.Config) error {
@@ -16,7 +17,7 @@ func checkPrivateDirs(cfg *config.Config) error {
 	if cfg.StateDir != "" {
 		dirs = append(dirs,
 			dirperm.Dir{What: "the pins folder", Path: integrity.NewStore(cfg.StateDir).Dir()},
-			dirperm.Dir{What: "the auth folder", Path: cfg.AuthDir()})
+			dirperm.Dir{What: "the auth folder", Path: cfg.AuthDir(), Private: true})
 	}
 	if cfg.Blobs.Mode == "file" {
 		dirs = append(dirs, dirperm.Dir{What: "blobs.dir", Path: cfg.Blobs.Dir})

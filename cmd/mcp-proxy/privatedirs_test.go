@@ -62,7 +62,6 @@ servers:
 
 	for _, tc := range []struct{ path, what string }{
 		{state, "state_dir"},
-		{filepath.Join(state, "auth"), "the auth folder"},
 		{blobs, "blobs.dir"},
 	} {
 		mkdir(tc.path, 0o770)
@@ -72,5 +71,15 @@ servers:
 			t.Errorf("%s 0770: %v\nwant %s", tc.what, err, want)
 		}
 		mkdir(tc.path, 0o700)
+	}
+
+	// The auth folder holds secrets: read access is refused too, as the
+	// token store does, with the chmod that satisfies both.
+	auth := filepath.Join(state, "auth")
+	mkdir(auth, 0o750)
+	_, _, err := runCLI(t, "auth", "status", "--config", config)
+	want := "the auth folder " + auth + " is accessible to other users (mode 0750): other local users could read or replace the secrets in it; run: chmod 700 " + auth
+	if exitCode(t, err) != exitRuntime || err.Error() != want {
+		t.Errorf("auth 0750: %v\nwant %s", err, want)
 	}
 }

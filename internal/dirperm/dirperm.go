@@ -22,15 +22,23 @@ import (
 // other users may write to.
 var ErrWritable = errors.New("writable by other users")
 
+// ErrAccessible is wrapped by the error of a Private directory that its
+// group or other users may read, enter or write.
+var ErrAccessible = errors.New("accessible to other users")
+
 // Dir is one directory to check, with the configuration key it comes
 // from (state_dir, blobs.dir...) for the message.
 type Dir struct {
 	What string
 	Path string
+	// Private refuses any access by group or others, reading included
+	// (a folder of secrets), and asks for chmod 700.
+	Private bool
 }
 
 // Check refuses each existing directory of dirs that its group or other
-// users may write to; the error says which chmod fixes it. A directory
+// users may write to (a Private one: access at all); the error says which
+// chmod fixes it. A directory
 // that does not exist is no error: the proxy creates it 0700 when it
 // needs it. The mode is that of the directory a symbolic link points to.
 func Check(dirs ...Dir) error {
@@ -47,6 +55,9 @@ func Check(dirs ...Dir) error {
 			errs = append(errs, fmt.Errorf("%s %s: %w", d.What, d.Path, err))
 		case !fi.IsDir():
 			errs = append(errs, fmt.Errorf("%s %s is not a directory", d.What, d.Path))
+		case d.Private && fi.Mode().Perm()&0o077 != 0:
+			errs = append(errs, fmt.Errorf("%s %s is %w (mode %04o): other local users could read or replace the secrets in it; run: chmod 700 %s",
+				d.What, d.Path, ErrAccessible, fi.Mode().Perm(), shellQuote(d.Path)))
 		case fi.Mode().Perm()&0o022 != 0:
 			errs = append(errs, fmt.Errorf("%s %s is %w (mode %04o): another local user could replace or delete its files; run: chmod go-w %s",
 				d.What, d.Path, ErrWritable, fi.Mode().Perm(), shellQuote(d.Path)))
