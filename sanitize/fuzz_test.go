@@ -44,6 +44,11 @@ func FuzzText(f *testing.F) {
 		if s := StripTags(in); strings.ContainsFunc(s, isTag) {
 			t.Fatalf("StripTags(%q) = %q keeps a TAG character", in, s)
 		}
+		if s := TerminalLine(in); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
+			return r < 0x20 || r == 0x7F || isC1(r) || isBidiControl(r) || r == '\u2028' || r == '\u2029'
+		}) {
+			t.Fatalf("TerminalLine(%q) = %q keeps a control character", in, s)
+		}
 	})
 }
 
