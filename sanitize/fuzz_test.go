@@ -29,6 +29,9 @@ func FuzzText(f *testing.F) {
 		"https://u:p@h/p?q=1#f", "sk-abcdefghij", "\x1b[31mx", "\U000E0041", "a\xffb",
 		"(https://h/(a?b))x?y", "token=[REDACTED]x", "key='a\"b'", "https://a(b@h/x)y?q",
 		"github_pat_0123456789", "AIza0123456789", "x://h?a=1 token : \"v\"",
+		`{"authorization":"Basic dXNlcjpwYXNz"}`, "Cookie: a=1; b=2", `{"password":[1,{"a":"]"}]}`,
+		`"h":"Digest username=\"M\", response=\"66\""`, "AWS4-HMAC-SHA256 Credential=A/1, Signature=f",
+		`\nSet-Cookie: sid=1\n`, "Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag", "authorization\":1Cookie: a=1Cookie: [REDACTED]\x1b[",
 	} {
 		f.Add(s)
 	}

@@ -284,7 +284,17 @@ func structuredValue(s string, j int) (start, end int, ok bool) {
 	}
 	k = skipBlanks(s, k+1)
 	e := jsonValueEnd(s, k)
+	if e > k && !endsJSONValue(s, e) {
+		return 0, 0, true // "password": 12abc is no JSON: left to the other patterns
+	}
 	return k, e, e > k || k >= len(s) || (s[k] != '[' && s[k] != '{')
+}
+
+// endsJSONValue reports whether a JSON value may end at e: what follows
+// is, after blanks, the end of s or of a line, or a ',', '}' or ']'.
+func endsJSONValue(s string, e int) bool {
+	e = skipBlanks(s, e)
+	return e == len(s) || strings.IndexByte(",}]\n\r", s[e]) >= 0
 }
 
 // jsonValueEnd returns the end of the JSON number, array or object at k,

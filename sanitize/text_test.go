@@ -97,6 +97,7 @@ func TestText(t *testing.T) {
 		{"unclosed object value stays", `{"token":{"a":1`, `{"token":{"a":1`},
 		{"authorization= with a scheme", "authorization=Basic c2VjcmV0 next", "authorization=Basic [REDACTED] next"},
 		{"authorization= quoted", `Authorization="Digest a=1, b=2" x`, `Authorization="Digest [REDACTED]" x`},
+		{"number glued to text stays", `"password":1Cookie: a=1`, `"password":1Cookie: a=1`},
 		{"literal value stays", `{"token":null,"secret":true}`, `{"token":null,"secret":true}`},
 	}
 	for _, tt := range tests {
