@@ -78,7 +78,8 @@ type inbound struct {
 // pick its own. Such a request gets an invalid-request error (-32600), as the
 // proxy's own clients get for theirs, and such a notification is dropped.
 func readServerRequest(msg []byte) inbound {
-	return inboundOf(rawjson.ParseMessage(msg))
+	m, _, err := readMessage(msg)
+	return inboundOf(m, err)
 }
 
 // inboundOf is readServerRequest for a message already parsed: m and err

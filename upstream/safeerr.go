@@ -18,7 +18,7 @@ func safe(err error) error {
 	switch err.(type) {
 	case nil:
 		return nil
-	case *safeError, *RPCError:
+	case *safeError, *RPCError, *InvalidResultError:
 		return err
 	}
 	return &safeError{msg: sanitize.Error(err.Error()), err: err}
