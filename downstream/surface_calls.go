@@ -182,6 +182,8 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
 		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
+	case invalidResult(err):
+		return nil, errorf(codeInternal, "%s", p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return nil, needsAuth(srv, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):

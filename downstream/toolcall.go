@@ -348,6 +348,8 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 		return metrics.OutcomeTimeout, errorf(codeTimeout, "MCP tool call '%s' timed out after %s", entry.Exposed, timeout)
 	case errors.As(err, &rpcErr):
 		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
+	case invalidResult(err):
+		return metrics.OutcomeError, errorf(codeInternal, "%s", p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return metrics.OutcomeError, needsAuth(entry.Server, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
@@ -368,6 +370,15 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 		return metrics.OutcomeError, &wireError{Code: codeServerError,
 			Message: p.errText(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
 	}
+}
+
+// invalidResult reports whether err is an upstream's answer with a result
+// that is not a JSON object: what the upstream broke is the proxy's
+// internal error to its client (-32603), which names the server, never a
+// result a strict client would refuse.
+func invalidResult(err error) bool {
+	var invalid *upstream.InvalidResultError
+	return errors.As(err, &invalid)
 }
 
 // maxErrorData bounds the upstream error data passed downstream.
