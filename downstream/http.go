@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -173,6 +174,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, codeParseError, "cannot read the request body")
 		return
 	}
+	if !utf8.Valid(body) {
+		jsonError(w, http.StatusBadRequest, nil, notUTF8.Code, notUTF8.Message)
+		return
+	}
 	msgs, batch, werr := splitBody(body)
 	if werr != nil {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
@@ -195,7 +200,12 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		w.Header().Set(headerSessionID, s.id)
 	} else {
 		sid := r.Header.Get(headerSessionID)
-		if sid == "" {
+		switch {
+		case sid == "" && batch:
+			werr := batchRefusal("") // no session: no version negotiated
+			jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+			return
+		case sid == "":
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
@@ -205,6 +215,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
+	if werr := batchRefusal(s.version()); batch && werr != nil {
+		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+		return
+	}
 	parsed := &first // handed over, not parsed again
 	if ferr != nil {
 		parsed = nil
@@ -257,7 +271,12 @@ func withHeader(ctx context.Context, h http.Header) context.Context {
 // round-trip (mrtr.go).
 func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
-		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
+		version := hv
+		if !isModern(version) {
+			version = mv
+		}
+		werr := batchRefusal(version)
+		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
 	if first.Kind == rawjson.KindNotification {

@@ -40,6 +40,30 @@ const (
 
 func isModern(version string) bool { return version >= modernVersion }
 
+// batchVersion is the one protocol version that has JSON-RPC batches: MCP
+// added them in 2025-03-26 and removed them in 2025-06-18.
+const batchVersion = "2025-03-26"
+
+// batchRefusal is the error that refuses a JSON-RPC batch from a client
+// at protocol version ("" before one is negotiated), or nil when that
+// version has batches.
+func batchRefusal(version string) *wireError {
+	switch {
+	case version == batchVersion:
+		return nil
+	case version == "":
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported before a protocol version is negotiated "+
+			"(MCP has them only in protocol version %s)", batchVersion)
+	case version < batchVersion:
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (added in %s)", truncate(version, 40), batchVersion)
+	}
+	return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (removed in 2025-06-18)", truncate(version, 40))
+}
+
+// notUTF8 refuses a client message that is not valid UTF-8: it is not JSON
+// text (RFC 8259 §8.1), so nothing in it is read or echoed, its id neither.
+var notUTF8 = errorf(codeInvalidRequest, "invalid request: the message is not valid UTF-8, as JSON text must be (RFC 8259 section 8.1)")
+
 // capabilitiesJSON is what the proxy offers every client: tools, resources
 // (with subscriptions) and prompts that change, logging and completions.
 const capabilitiesJSON = `{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}}`

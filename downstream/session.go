@@ -63,6 +63,15 @@ type session struct {
 	inputDone chan struct{} // closed when the client's input has ended (stdio EOF or shutdown)
 }
 
+// version is the protocol version the session's initialize negotiated, ""
+// before one did.
+func (s *session) version() string {
+	if c := s.client.Load(); c != nil {
+		return c.version
+	}
+	return ""
+}
+
 // clientInfo is what a session-based client declared in initialize.
 type clientInfo struct {
 	version string // the negotiated protocol version

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
@@ -147,8 +148,15 @@ func (r *stdioReader) route(line []byte, err error) func() {
 	switch {
 	case errors.Is(err, errLineTooLong):
 		_ = w.send(errorResponse(nil, errorf(codeInvalidRequest, "request exceeds the %d-byte limit", maxRequestBytes)))
+	case !utf8.Valid(trimmed):
+		_ = w.send(errorResponse(nil, notUTF8))
 	case len(trimmed) > 0 && trimmed[0] == '[':
-		// A batch: its replies go out together, as one array.
+		// A batch: its replies go out together, as one array, when the
+		// session's protocol version has batches.
+		if werr := batchRefusal(s.version()); werr != nil {
+			_ = w.send(errorResponse(nil, werr))
+			return nil
+		}
 		msgs, _, werr := splitBody(line)
 		if werr != nil {
 			_ = w.send(errorResponse(nil, werr))
