@@ -40,6 +40,17 @@ func TestStdioBatchesByVersion(t *testing.T) {
 			}
 		})
 	}
+	// Within a 2025-03-26 session's batch, a request that declares the
+	// stateless protocol, which has no batches, is refused on its own.
+	c := startStdio(t, p)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{}}}`)
+	c.recv(`0`)
+	c.send(`[{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"_meta":{` + modernMeta + `}}},{"jsonrpc":"2.0","id":2,"method":"ping"}]`)
+	want := `[{"jsonrpc":"2.0","id":1,"error":{"code":-32600,"message":"JSON-RPC batches are not supported in MCP protocol version 2026-07-28 (removed in 2025-06-18)"}},` +
+		`{"jsonrpc":"2.0","id":2,"result":{}}]`
+	if got := c.next(); got != want {
+		t.Errorf("stateless request in a batch:\ngot  %s\nwant %s", got, want)
+	}
 }
 
 // The same over Streamable HTTP, where a refused batch is HTTP 400; a

@@ -252,7 +252,7 @@ func perCallHeader(h http.Header) []string {
 // nil, is msgs[0] already parsed.
 func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, ps)
+	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
 	ps.finish(answer(), batch, http.StatusOK)
 }
 

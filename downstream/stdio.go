@@ -165,7 +165,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.receiveBatch(ctx, s, msgs, nil, w)
+		answer := p.receiveBatch(ctx, s, msgs, nil, true, w)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
