@@ -16,7 +16,10 @@
 // with Last-Event-ID when cut off), keeps the session id and protocol
 // version headers, listens on the GET stream and ends the session with a
 // DELETE; the legacy SSE wire (ssewire.go) reads its one event stream and
-// POSTs to the endpoint it names. mcp-go's client is not used: only its
+// POSTs to the endpoint it names. Every message is read by readMessage
+// (wire.go), which replaces ill-formed UTF-8 with U+FFFD first (a valid
+// message passes untouched), and a result that is not a JSON object fails
+// its request with an *InvalidResultError (request.go). mcp-go's client is not used: only its
 // mcp types, for the handshake's and discovery's decoding.
 //
 // Lifecycle: Start connects in the background (connect, bounded by
