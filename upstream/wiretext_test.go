@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // An upstream result that is not a JSON object (every MCP result is one)
@@ -100,4 +103,39 @@ func TestHTTPWireRepairsUTF8(t *testing.T) {
 	if got := rec.got(); len(got) != 1 || got[0] != "notifications/progress {\"message\":\"\uFFFD\uFFFD\uFFFD\"}" {
 		t.Errorf("notifications %q", got)
 	}
+}
+
+// FuzzReadMessage: what readMessage makes of any bytes a server sends is
+// what rawjson.ParseMessage makes of them when they are valid UTF-8 (the
+// same sub-slices: byte for byte), and otherwise holds only valid UTF-8.
+func FuzzReadMessage(f *testing.F) {
+	for _, s := range []string{`{"jsonrpc":"2.0","id":"px-1","result":{"t":"\ud800"}}`, "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"t\":\"\xff\"}}",
+		"{\"jsonrpc\":\"2.0\",\"method\":\"n\",\"params\":{\"\xc3\":1}}", "\xe2\x82", `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		m, fresh, err := readMessage(msg)
+		if utf8.Valid(msg) {
+			want, werr := rawjson.ParseMessage(msg)
+			if fresh || (err == nil) != (werr == nil) || !sameParts(m, want) {
+				t.Fatalf("valid %q: read %+v (fresh %v, %v), parsed %+v (%v)", msg, m, fresh, err, want, werr)
+			}
+			return
+		}
+		if !fresh {
+			t.Fatalf("%q is not UTF-8 but was not repaired", msg)
+		}
+		for _, part := range [][]byte{m.ID, m.Params, m.Result, m.Error, []byte(m.Method)} {
+			if !utf8.Valid(part) {
+				t.Fatalf("%q: a part %q is not UTF-8", msg, part)
+			}
+		}
+	})
+}
+
+// sameParts reports whether a and b are one envelope over the same bytes.
+func sameParts(a, b rawjson.Message) bool {
+	same := func(x, y []byte) bool { return len(x) == len(y) && (len(x) == 0 || &x[0] == &y[0]) }
+	return a.Kind == b.Kind && a.Method == b.Method && a.Invalid == b.Invalid &&
+		same(a.ID, b.ID) && same(a.Params, b.Params) && same(a.Result, b.Result) && same(a.Error, b.Error)
 }
