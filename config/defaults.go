@@ -53,9 +53,18 @@ const (
 	// DefaultConnectTimeout bounds connect + initialize + first discovery
 	// (seed).
 	DefaultConnectTimeout = 60 * time.Second
-	// DefaultProtocol is the newest session-based MCP version, which every
-	// current server speaks.
-	DefaultProtocol = "2025-11-25"
+	// DefaultProtocol lets the proxy find each server's protocol era:
+	// server/discover first (the 2026-07-28 core), initialize when the server
+	// predates it (docs/protocol.md#upstream-protocol).
+	DefaultProtocol = ProtocolAuto
+	// ProtocolAuto is the protocol setting that finds the server's era.
+	ProtocolAuto = "auto"
+	// LatestSessionProtocol is the newest MCP version with the initialize
+	// handshake and sessions, which every current server speaks.
+	LatestSessionProtocol = "2025-11-25"
+	// LatestProtocol is the newest MCP version the proxy speaks upstream:
+	// the stateless core, without initialize.
+	LatestProtocol = "2026-07-28"
 	// DefaultMaxResponseBytes is the base64 size of the 10 MiB decoded blob
 	// budget plus room for the JSON-RPC envelope (seed), so a result with a
 	// valid near-limit blob still arrives.

@@ -205,7 +205,7 @@ var invalidConfigs = map[string]string{
 		`naming: must be zeroclaw or hermes, got "snake"`,
 		`servers.files!: server name may only contain letters, digits, "_" and "-"`,
 		`servers.files!: command and url are mutually exclusive: a server is a subprocess or a URL, not both`,
-		`servers.github.protocol: must be 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "latest"`,
+		`servers.github.protocol: must be 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "latest"`,
 		`servers.github.timeout: must be at most 600s`,
 		`servers.github.tls_ca_cert_path: must be an absolute path, got "ca.pem"`,
 		`servers.github.url: must be https:// when tls_ca_cert_path is set`,
@@ -227,7 +227,7 @@ var invalidConfigs = map[string]string{
 	"invalid-naming.yaml":            `naming: must be zeroclaw or hermes, got "openai"`,
 	"invalid-no-command-no-url.yaml": `servers.empty: needs command (a stdio server) or url (an http or sse server)`,
 	"invalid-prefix.yaml":            `servers.github.prefix: may only contain letters, digits, "_" and "-"`,
-	"invalid-protocol.yaml":          `servers.github.protocol: must be 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "2026-01-01"`,
+	"invalid-protocol.yaml":          `servers.github.protocol: must be 2026-07-28, 2025-11-25, 2025-06-18, 2025-03-26, 2024-11-05 or auto, got "2026-01-01"`,
 	"invalid-reconnect-wait.yaml": lines(
 		`servers.negative.reconnect_wait: invalid duration "-1s": must not be negative`,
 		`servers.slow.reconnect_wait: must be at most 600s, the longest request timeout`,
@@ -503,7 +503,7 @@ func TestDefaults(t *testing.T) {
 		{"reconnect_wait set", s.ReconnectWait != nil, true},
 		{"server enabled", s.IsEnabled(), true},
 		{"prefix", s.PrefixValue(), "files"},
-		{"protocol", s.Protocol, "2025-11-25"},
+		{"protocol", s.Protocol, "auto"},
 		{"resources", s.ResourcesEnabled(), true},
 		{"prompts", s.PromptsEnabled(), true},
 		{"max_response_bytes", s.MaxResponseBytes, int64(16078168)},
@@ -763,5 +763,23 @@ agents:
 	_, err = Parse([]byte("agents:\n  eng:\n    match: {groups: {a: b}}\n"), testEnv())
 	if err == nil || !strings.Contains(err.Error(), "agents.eng.match.groups") {
 		t.Errorf("a mapping as claim value: err = %v, want one naming agents.eng.match.groups", err)
+	}
+}
+
+// TestParseProtocols: every protocol the proxy speaks upstream loads, on
+// every transport, the 2026-07-28 stateless core included.
+func TestParseProtocols(t *testing.T) {
+	for _, p := range []string{"auto", "2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"} {
+		for _, server := range []string{"command: x", "url: https://example.com/mcp", "url: https://example.com/sse\n    transport: sse"} {
+			doc := "servers:\n  a:\n    " + server + "\n    protocol: \"" + p + "\"\n"
+			cfg, err := Parse([]byte(doc), testEnv())
+			if err != nil {
+				t.Errorf("protocol %s, %s: %v", p, server, err)
+				continue
+			}
+			if got := cfg.Servers["a"].Protocol; got != p {
+				t.Errorf("protocol %s, %s: loaded as %q", p, server, got)
+			}
+		}
 	}
 }

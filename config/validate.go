@@ -17,9 +17,9 @@ var (
 	namingStyles     = []string{"zeroclaw", "hermes"}
 	listenTransports = []string{"stdio", "http"}
 	serverTransports = []string{TransportStdio, TransportHTTP, TransportSSE}
-	// protocols the proxy can offer upstream; "auto" tries the stateless
-	// 2026-07-28 server/discover first (docs/configuration.md#servers).
-	protocols     = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "auto"}
+	// protocols the proxy can offer upstream; "auto" (the default) asks the
+	// stateless 2026-07-28 server/discover first (docs/protocol.md#upstream-protocol).
+	protocols     = []string{LatestProtocol, LatestSessionProtocol, "2025-06-18", "2025-03-26", "2024-11-05", ProtocolAuto}
 	blobModes     = []string{"file", "passthrough"}
 	logFormats    = []string{"json", "console"}
 	autonomyModes = []string{"full", "supervised", "read_only"}

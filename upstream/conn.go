@@ -105,6 +105,7 @@ type Conn struct {
 
 	snap atomic.Pointer[Snapshot]
 	ids  atomic.Uint64 // request ids px-<n>
+	era  eraMemo       // the protocol era the handshakes found
 	peer peer          // for client spans; zero when tracing is off
 
 	ready     chan struct{}

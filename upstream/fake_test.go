@@ -52,6 +52,18 @@ func runFake(mode []string) {
 	if has("ignoreterm") {
 		signal.Ignore(syscall.SIGTERM)
 	}
+	trace := func(string) {}
+	if path := os.Getenv("UPSTREAM_FAKE_TRACE"); path != "" {
+		// One line per process start and per request method, appended.
+		trace = func(line string) {
+			f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+			if err == nil {
+				_, _ = f.WriteString(line + "\n")
+				_ = f.Close()
+			}
+		}
+	}
+	trace("start")
 	if msg := os.Getenv("UPSTREAM_FAKE_STDERR"); msg != "" {
 		fmt.Fprintln(os.Stderr, msg)
 	}
@@ -200,7 +212,13 @@ func runFake(mode []string) {
 			Cursor string `json:"cursor"`
 		}
 		_ = json.Unmarshal(m.Params, &cursor)
+		trace(m.Method)
 		switch m.Method {
+		case "server/discover":
+			if has("exitondiscover") {
+				os.Exit(1) // as some servers do on a method they do not know
+			}
+			replyErr(m.ID, -32601, "Method not found", "")
 		case "initialize":
 			if has("silent") {
 				continue

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/rs/zerolog"
 )
 
@@ -22,11 +21,6 @@ var Version = "dev"
 // clientName is the clientInfo.name the proxy sends upstream.
 const clientName = "mcp-proxy"
 
-// protocolAuto is the protocol setting that lets the handshake probe the
-// stateless 2026-07-28 core (server/discover) before falling back to
-// initialize.
-const protocolAuto = "auto"
-
 // session is one connected generation of a Conn: one transport, one
 // initialize, one catalog. It dies once (die) and is torn down once (close);
 // a reconnect makes a new session, and so does the renewal of an expired
@@ -36,6 +30,10 @@ type session struct {
 	log  zerolog.Logger
 	tr   wire
 	proc *process // stdio only
+
+	// initializeOnly skips the server/discover probe of protocol auto: the
+	// stdio child was respawned because it exited on it.
+	initializeOnly bool
 
 	httpBase *http.Transport // http and sse only: the session's own pool
 
@@ -104,12 +102,30 @@ func newSession(c *Conn, lifetime context.Context) *session {
 // initialize, first discovery. The returned session is live but not yet
 // published; its catalog is in s.initial.
 func (c *Conn) connect(lifetime context.Context) (*session, error) {
+	s, err := c.connectOnce(lifetime, false)
+	if errors.Is(err, errExitedOnDiscover) && lifetime.Err() == nil {
+		// A server that exits on a request it does not know: once more,
+		// straight to initialize, within the same attempt.
+		c.log.Info().Err(safe(err)).Msg("the server exited on server/discover; respawning it for initialize")
+		s, err = c.connectOnce(lifetime, true)
+	}
+	return s, err
+}
+
+// connectOnce is one connection of connect; initializeOnly skips the
+// server/discover probe.
+func (c *Conn) connectOnce(lifetime context.Context, initializeOnly bool) (*session, error) {
 	s := newSession(c, lifetime)
+	s.initializeOnly = initializeOnly
 	timeout := c.connectTimeout()
 	ctx, cancel := context.WithTimeout(s.ctx, timeout)
 	defer cancel()
 	if err := s.open(ctx); err != nil {
+		exited := errors.Is(err, errExitedOnDiscover)
 		err = s.explain(ctx, timeout, err)
+		if exited && !errors.Is(err, errExitedOnDiscover) {
+			err = fmt.Errorf("%w: %w", errExitedOnDiscover, err)
+		}
 		// Tear the attempt down in the background, so the failure is
 		// published at once; Close waits for it (c.wg is held by run).
 		c.wg.Add(1)
@@ -143,8 +159,8 @@ func (s *session) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if h, ok := tr.(*httpWire); ok {
-		h.listen()
+	if h, ok := tr.(*httpWire); ok && !s.modern {
+		h.listen() // the stateless core has no GET stream
 	}
 	s.caps = capabilitiesOf(res.Capabilities)
 	s.instructions = res.Instructions
@@ -163,22 +179,6 @@ func (s *session) open(ctx context.Context) error {
 	}
 	s.initial = cat
 	return nil
-}
-
-// preferredProtocol is the version to pin, or "" for auto: the handshake
-// then probes the stateless 2026-07-28 core (server/discover) before
-// falling back to initialize. Over Streamable HTTP the GET stream (needed for upstream
-// notifications) rules 2026-07-28 out, so auto negotiates the newest
-// session-based version there.
-func (s *session) preferredProtocol() string {
-	switch p := s.c.cfg.Protocol; p {
-	case protocolAuto:
-		return ""
-	case "":
-		return config.DefaultProtocol // defaults not applied
-	default:
-		return p
-	}
 }
 
 // explain turns a failed connect step into the error the user should see:

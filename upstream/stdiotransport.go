@@ -344,6 +344,8 @@ func (t *stdioTransport) Close() error {
 // sessionID is "": stdio has no session id.
 func (t *stdioTransport) sessionID() string { return "" }
 
+func (t *stdioTransport) setProtocol(string) {}
+
 func (t *stdioTransport) finish() { t.doneOnce.Do(func() { close(t.done) }) }
 
 // readLoop handles every line of stdout until it ends.

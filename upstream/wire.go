@@ -32,6 +32,10 @@ type wire interface {
 	notify(ctx context.Context, method string, params json.RawMessage) error
 	// sessionID is the Streamable HTTP session id, "" for none.
 	sessionID() string
+	// setProtocol sets the protocol version the HTTP wires send in their
+	// MCP-Protocol-Version header from now on ("" for none); stdio has no
+	// headers and ignores it.
+	setProtocol(version string)
 	// Close ends the connection, and a Streamable HTTP session with the
 	// server. Requests in flight fail (over HTTP, through their contexts,
 	// which end with the session's). Idempotent.

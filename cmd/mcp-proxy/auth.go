@@ -132,8 +132,8 @@ func probeChallenge(ctx context.Context, s *config.Server, tlsCfg *tls.Config) (
 		}
 	} else {
 		protocol := s.Protocol
-		if protocol == "" || protocol == "auto" {
-			protocol = config.DefaultProtocol
+		if protocol == "" || protocol == config.ProtocolAuto || protocol == config.LatestProtocol {
+			protocol = config.LatestSessionProtocol // an initialize probe
 		}
 		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": map[string]any{
 			"protocolVersion": protocol, "capabilities": map[string]any{},
