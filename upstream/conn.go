@@ -106,7 +106,11 @@ type Conn struct {
 	snap atomic.Pointer[Snapshot]
 	ids  atomic.Uint64 // request ids px-<n>
 	era  eraMemo       // the protocol era the handshakes found
-	peer peer          // for client spans; zero when tracing is off
+	subs subscriptions // resources subscribed to, in the 2026-07-28 era (listen.go)
+	// invalidTools names the tools of the last tools/list left out for an
+	// invalid x-mcp-header declaration: they are never called.
+	invalidTools atomic.Pointer[map[string]bool]
+	peer         peer // for client spans; zero when tracing is off
 
 	ready     chan struct{}
 	readyOnce sync.Once

@@ -207,8 +207,17 @@ func decodePage(raw json.RawMessage, key string) (listPage, error) {
 func (s *session) parseTools(items []json.RawMessage) []Tool {
 	tools := make([]Tool, 0, len(items))
 	seen := make(map[string]bool, len(items))
+	invalid := map[string]bool{}
+	defer func() { s.c.invalidTools.Store(&invalid) }()
 	for i, raw := range items {
 		t, err := parseTool(raw)
+		if err == nil {
+			if t.headers, err = paramHeaderTool(t.Name, raw); err != nil {
+				invalid[t.Name] = true
+				s.log.Warn().Str("tool", t.Name).Err(err).Msg("tool skipped: it could not be called as MCP 2026-07-28 requires (SEP-2243)")
+				continue
+			}
+		}
 		if err != nil {
 			s.log.Warn().Int("index", i).Err(err).Msg("tool skipped")
 			continue

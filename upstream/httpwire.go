@@ -99,6 +99,15 @@ func (w *httpWire) setProtocol(v string) {
 	w.mu.Unlock()
 }
 
+// resumable reports whether a cut event stream may be resumed: not in the
+// 2026-07-28 era, which removed resumption (a broken stream loses its
+// request).
+func (w *httpWire) resumable() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return !mcp.IsModernProtocol(w.version)
+}
+
 // forgotten reports an HTTP status that says the server does not know the
 // session (or, without one, the endpoint): 404 or 410.
 func forgotten(code int) bool { return code == http.StatusNotFound || code == http.StatusGone }
@@ -150,8 +159,8 @@ func (w *httpWire) send(ctx context.Context, method string, body []byte, accept 
 	if session != "" {
 		req.Header.Set(headerSessionID, session)
 	}
-	if version != "" {
-		req.Header.Set(headerProtocolVersion, version)
+	if version != "" && req.Header.Get(headerProtocolVersion) == "" {
+		req.Header.Set(headerProtocolVersion, version) // extra may set the request's own
 	}
 	resp, err := w.client.Do(req)
 	if err != nil {
@@ -267,7 +276,7 @@ func (w *httpWire) streamAnswer(ctx context.Context, body io.ReadCloser, to repl
 		if ctx.Err() != nil || errors.As(err, &tl) {
 			return rpcReply{}, err
 		}
-		if r.lastID == "" {
+		if r.lastID == "" || !w.resumable() {
 			return rpcReply{}, fmt.Errorf("%w: the server's event stream ended before the response: %w", ErrConnectionLost, err)
 		}
 		delay := r.reconnectDelay()

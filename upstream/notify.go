@@ -131,7 +131,14 @@ func (q *noteQueue) pop() (note, bool) {
 // the wire's reader: it only hands off. list_changed notifications mark
 // their kind for re-discovery (coalesced); the rest go to the
 // OnNotification queue, and their params reach OnNotification as they came.
+// notificationSubscriptionsAcknowledged opens a subscriptions/listen stream
+// (MCP 2026-07-28).
+const notificationSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+
 func (s *session) onRawNotification(method string, params json.RawMessage) {
+	if method == notificationSubscriptionsAcknowledged {
+		return // the listen stream's own (listen.go), for no client
+	}
 	s.enqueue(note{method: method, params: params})
 }
 

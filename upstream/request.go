@@ -70,6 +70,10 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 			return nil, err
 		}
 	}
+	if s.modern && (method == string(mcp.MethodResourcesSubscribe) || method == string(mcp.MethodResourcesUnsubscribe)) {
+		s.end()
+		return c.subscribe(method, params) // listen.go
+	}
 	raw, err := s.request(ctx, method, params)
 	s.end() // a renewal retires s once its requests have ended
 	if !errors.Is(err, ErrSessionExpired) {
@@ -214,8 +218,16 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 	if len(params) > 0 && !isObject(params) {
 		return nil, s.c.opError(method, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest))
 	}
+	if method == string(mcp.MethodToolsCall) && s.c.refusedTool(params) {
+		return nil, s.c.opError(method, fmt.Errorf("%w: the tool's x-mcp-header declaration is invalid; it is not called", ErrBadRequest))
+	}
 	ctx, span, params := s.startSpan(ctx, method, id, params)
 	raw, err := s.send(ctx, method, id, params)
+	if v := s.retryVersion(err); v != "" {
+		// -32022 offering another version of the stateless core: once at
+		// that version (MCP 2026-07-28, basic: version negotiation).
+		raw, err = s.sendAt(ctx, method, "px-"+strconv.FormatUint(s.c.ids.Add(1), 10), v, params)
+	}
 	if err == nil && (len(raw) == 0 || raw[0] != '{') {
 		raw, err = nil, newInvalidResultError(s.c.name, method, raw)
 	}
@@ -225,9 +237,14 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 
 // send sends one request with id and waits for its answer.
 func (s *session) send(ctx context.Context, method, id string, params json.RawMessage) (json.RawMessage, error) {
+	return s.sendAt(ctx, method, id, s.protocol, params)
+}
+
+// sendAt is send; in the 2026-07-28 era the request declares version.
+func (s *session) sendAt(ctx context.Context, method, id, version string, params json.RawMessage) (json.RawMessage, error) {
 	var header http.Header
 	if s.modern {
-		p, h, err := s.modernize(method, params)
+		p, h, err := s.modernize(ctx, method, version, params)
 		if err != nil {
 			return nil, s.c.opError(method, err)
 		}
@@ -359,47 +376,31 @@ func checkNoteParams(params json.RawMessage) error {
 	return nil
 }
 
-// modernize adds the per-request _meta (protocol version, client info and
-// capabilities) and the standard headers that a 2026-07-28 connection needs
-// on every request. Values in params are kept byte for byte.
-func (s *session) modernize(method string, params json.RawMessage) (json.RawMessage, http.Header, error) {
-	fields := map[string]json.RawMessage{}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
-			return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
-		}
+// retryVersion is the version to send a request at once more after err: a
+// -32022 answer of a 2026-07-28 server whose supported list has another
+// version of the stateless core the proxy speaks; "" otherwise.
+func (s *session) retryVersion(err error) string {
+	var rpc *RPCError
+	if !s.modern || !errors.As(err, &rpc) || rpc.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+		return ""
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
-			return nil, nil, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
-		}
+	if v := mutualVersion(rpc); mcp.IsModernProtocol(v) && v != s.protocol {
+		return v
 	}
-	put := func(k string, v any) {
-		b, _ := json.Marshal(v)
-		meta[k] = b
+	return ""
+}
+
+// refusedTool reports whether a tools/call's params name a tool left out of
+// the catalog for an invalid x-mcp-header declaration.
+func (c *Conn) refusedTool(params json.RawMessage) bool {
+	bad := c.invalidTools.Load()
+	if bad == nil || len(*bad) == 0 {
+		return false
 	}
-	put(mcp.MetaKeyProtocolVersion, s.protocol)
-	put(mcp.MetaKeyClientInfo, mcp.Implementation{Name: clientName, Version: Version})
-	put(mcp.MetaKeyClientCapabilities, mcp.ClientCapabilities{})
-	if level := s.c.logLevel(); level != "" {
-		put(mcp.MetaKeyLogLevel, level) // this protocol's logging/setLevel (SetLogLevel)
+	v, ok, _ := rawjson.Get(params, "name")
+	if !ok {
+		return false
 	}
-	m, err := json.Marshal(meta)
-	if err != nil {
-		return nil, nil, err
-	}
-	fields["_meta"] = m
-	encoded, err := json.Marshal(fields)
-	if err != nil {
-		return nil, nil, err
-	}
-	var header http.Header
-	if std := mcp.StandardHeaders(s.protocol, mcp.MCPMethod(method), encoded); len(std) > 0 {
-		header = make(http.Header, len(std))
-		for k, v := range std {
-			header.Set(k, v)
-		}
-	}
-	return encoded, header, nil
+	name, err := rawjson.Unquote(v)
+	return err == nil && (*bad)[name]
 }

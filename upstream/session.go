@@ -220,9 +220,18 @@ func capabilitiesOf(c mcp.ServerCapabilities) Capabilities {
 }
 
 // startBackground starts what a published session runs: re-discovery on
-// list_changed and the keepalive pings.
+// list_changed and the keepalive pings, or in the 2026-07-28 era the
+// subscriptions/listen stream.
 func (s *session) startBackground() {
-	s.spawn(func() { s.background(s.c.cfg.Keepalive.D()) })
+	keepalive := s.c.cfg.Keepalive.D()
+	if s.modern {
+		// The stateless core has no session to keep alive (keepalive pings
+		// are a session-era feature); its notifications come on
+		// subscriptions/listen.
+		keepalive = 0
+		s.spawn(s.listen)
+	}
+	s.spawn(func() { s.background(keepalive) })
 }
 
 // spawn runs fn on a goroutine that close waits for. It reports false, and

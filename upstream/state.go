@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"reflect"
 	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
 )
 
 // State is where a connection stands.
@@ -68,6 +70,10 @@ type Tool struct {
 	Raw json.RawMessage
 	// ReadOnly is true when annotations.readOnlyHint is true.
 	ReadOnly bool
+
+	// headers is the tool as the SEP-2243 helpers need it when it declares
+	// x-mcp-header parameters, else nil (modern.go).
+	headers *mcp.Tool
 }
 
 // Capabilities is what the upstream advertised in its initialize result.

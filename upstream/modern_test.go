@@ -1,0 +1,292 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// modernServer is a scripted 2026-07-28 Streamable HTTP server: it answers
+// server/discover, tools/list (tools), tools/call (its params and headers
+// recorded), and holds subscriptions/listen open as an event stream, on
+// which the test sends notifications (push).
+type modernServer struct {
+	tools string // the tools array of tools/list
+
+	mu      sync.Mutex
+	calls   []modernRequest
+	listens []modernRequest
+	gets    int
+	streams chan chan string // a new listen stream's channel of events
+}
+
+type modernRequest struct {
+	header http.Header
+	params json.RawMessage
+}
+
+func newModernServer(tools string) *modernServer {
+	return &modernServer{tools: tools, streams: make(chan chan string, 16)}
+}
+
+func (m *modernServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		m.mu.Lock()
+		m.gets++
+		m.mu.Unlock()
+		w.WriteHeader(http.StatusMethodNotAllowed)
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	body, _ := io.ReadAll(r.Body)
+	_ = json.Unmarshal(body, &msg)
+	switch msg.Method {
+	case "server/discover":
+		writeJSON(w, 200, rpcResult(msg.ID, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}}}`))
+	case "tools/list":
+		m.mu.Lock()
+		tools := m.tools
+		m.mu.Unlock()
+		writeJSON(w, 200, rpcResult(msg.ID, `{"tools":`+tools+`}`))
+	case "resources/list", "resources/templates/list":
+		writeJSON(w, 200, rpcResult(msg.ID, `{"resources":[],"resourceTemplates":[]}`))
+	case "tools/call":
+		m.mu.Lock()
+		m.calls = append(m.calls, modernRequest{r.Header.Clone(), msg.Params})
+		m.mu.Unlock()
+		writeJSON(w, 200, rpcResult(msg.ID, `{"content":[]}`))
+	case "subscriptions/listen":
+		m.mu.Lock()
+		m.listens = append(m.listens, modernRequest{r.Header.Clone(), msg.Params})
+		m.mu.Unlock()
+		events := make(chan string, 16)
+		m.streams <- events
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fl := w.(http.Flusher)
+		fmt.Fprint(w, "data: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"notifications\":{}}}\n\n")
+		fl.Flush()
+		for {
+			select {
+			case <-r.Context().Done():
+				return
+			case ev := <-events:
+				fmt.Fprintf(w, "data: %s\n\n", ev)
+				fl.Flush()
+			}
+		}
+	default:
+		if len(msg.ID) == 0 {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		writeJSON(w, 200, rpcError(msg.ID, -32601, "Method not found", ""))
+	}
+}
+
+func (m *modernServer) lastCall(t *testing.T) modernRequest {
+	t.Helper()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.calls) == 0 {
+		t.Fatal("no tools/call reached the server")
+	}
+	return m.calls[len(m.calls)-1]
+}
+
+// nextStream waits for the next subscriptions/listen stream and returns its
+// params and a function that sends an event on it.
+func (m *modernServer) nextStream(t *testing.T) (json.RawMessage, chan<- string) {
+	t.Helper()
+	select {
+	case ch := <-m.streams:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return m.listens[len(m.listens)-1].params, ch
+	case <-time.After(10 * time.Second):
+		t.Fatal("no subscriptions/listen within 10 s")
+		return nil, nil
+	}
+}
+
+func startModern(t *testing.T, m *modernServer, opts Options) *Conn {
+	t.Helper()
+	ts := httptest.NewServer(m)
+	t.Cleanup(ts.Close)
+	cfg := httpServer("modern", ts.URL)
+	cfg.Protocol = "auto"
+	c := start(t, cfg, opts)
+	if s := mustConnected(t, c); s.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("connected at %q", s.ProtocolVersion)
+	}
+	return c
+}
+
+func noRelay(context.Context, string, string, json.RawMessage) (json.RawMessage, error) {
+	return nil, fmt.Errorf("not relayed in this test")
+}
+
+// TestModernRequestMeta: in the 2026-07-28 era a request carries the
+// version, client info and the capabilities the proxy can honour for the
+// client that sent it, and the standard headers; a tool's x-mcp-header
+// parameters travel in Mcp-Param-* headers, encoded as SEP-2243 says.
+func TestModernRequestMeta(t *testing.T) {
+	t.Parallel()
+	m := newModernServer(`[{"name":"where","inputSchema":{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"},"n":{"type":"integer","x-mcp-header":"N"},"note":{"type":"string"}}}}]`)
+	c := startModern(t, m, Options{OnRequest: noRelay})
+	for _, tc := range []struct {
+		name   string
+		caps   *string // nil: no client capabilities given
+		want   string
+		params string
+		header map[string]string
+	}{
+		{"proxy's own", nil, `{"elicitation":{"form":{},"url":{}},"roots":{},"sampling":{}}`,
+			`{"name":"where","arguments":{"region":"eu-west","n":3,"note":"x"}}`,
+			map[string]string{"Mcp-Param-Region": "eu-west", "Mcp-Param-N": "3"}},
+		{"client without elicitation", ptr(`{"sampling":{},"experimental":{"x":{}}}`), `{"roots":{},"sampling":{}}`,
+			`{"name":"where","arguments":{"region":"zürich"}}`,
+			map[string]string{"Mcp-Param-Region": "=?base64?esO8cmljaA==?=", "Mcp-Param-N": ""}},
+		{"client with elicitation", ptr(`{"elicitation":{"form":{}}}`), `{"elicitation":{"form":{}},"roots":{}}`,
+			`{"name":"where","arguments":{"region":" padded "}}`,
+			map[string]string{"Mcp-Param-Region": "=?base64?IHBhZGRlZCA=?="}},
+	} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if tc.caps != nil {
+			ctx = WithClientCapabilities(ctx, json.RawMessage(*tc.caps))
+		}
+		_, err := c.Request(ctx, "tools/call", json.RawMessage(tc.params))
+		cancel()
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		got := m.lastCall(t)
+		var p struct {
+			Meta map[string]json.RawMessage `json:"_meta"`
+		}
+		_ = json.Unmarshal(got.params, &p)
+		if v := string(p.Meta["io.modelcontextprotocol/protocolVersion"]); v != `"2026-07-28"` {
+			t.Errorf("%s: _meta protocolVersion %s", tc.name, v)
+		}
+		if v := canonJSON(p.Meta["io.modelcontextprotocol/clientCapabilities"]); v != tc.want {
+			t.Errorf("%s: clientCapabilities %s, want %s", tc.name, v, tc.want)
+		}
+		for k, want := range map[string]string{"Mcp-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "where"} {
+			if v := got.header.Get(k); v != want {
+				t.Errorf("%s: %s %q, want %q", tc.name, k, v, want)
+			}
+		}
+		for k, want := range tc.header {
+			if v := got.header.Get(k); v != want {
+				t.Errorf("%s: %s %q, want %q", tc.name, k, v, want)
+			}
+		}
+		if v := got.header.Get("Mcp-Param-Note"); v != "" {
+			t.Errorf("%s: an undeclared parameter in a header: %q", tc.name, v)
+		}
+	}
+}
+
+func ptr(s string) *string { return &s }
+
+// canonJSON re-encodes raw with its object members sorted.
+func canonJSON(raw json.RawMessage) string {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return string(raw)
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// TestModernInvalidHeaderTools: a tool whose x-mcp-header declaration is
+// invalid is left out of the catalog with a warning and never called.
+func TestModernInvalidHeaderTools(t *testing.T) {
+	t.Parallel()
+	m := newModernServer(`[
+		{"name":"ok","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A"}}}},
+		{"name":"empty","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":""}}}},
+		{"name":"object","inputSchema":{"type":"object","properties":{"a":{"type":"object","x-mcp-header":"A"}}}},
+		{"name":"number","inputSchema":{"type":"object","properties":{"a":{"type":"number","x-mcp-header":"A"}}}},
+		{"name":"dup","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"X"},"b":{"type":"string","x-mcp-header":"x"}}}},
+		{"name":"chars","inputSchema":{"type":"object","properties":{"a":{"type":"string","x-mcp-header":"A B"}}}},
+		{"name":"plain","inputSchema":{"type":"object"}}]`)
+	var logs logBuffer
+	c := startModern(t, m, Options{Logger: testLogger(&logs)})
+	if got := strings.Join(toolNames(c.Snapshot().Tools), ","); got != "ok,plain" {
+		t.Errorf("catalog %s, want ok,plain", got)
+	}
+	for _, name := range []string{"empty", "object", "number", "dup", "chars"} {
+		if len(logs.lines(`"tool":"`+name+`"`, "x-mcp-header")) == 0 {
+			t.Errorf("no warning for %s:\n%s", name, logs.String())
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"`+name+`","arguments":{"a":"v"}}`))
+		cancel()
+		if err == nil || !strings.Contains(err.Error(), "x-mcp-header declaration is invalid") {
+			t.Errorf("call %s: %v, want a refusal", name, err)
+		}
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if len(m.calls) != 0 {
+		t.Errorf("%d calls reached the server", len(m.calls))
+	}
+}
+
+// TestModernListen: in the 2026-07-28 era there is no GET stream: the
+// server's notifications come on subscriptions/listen, kept open; a
+// list_changed there re-lists, a resources/subscribe becomes the stream's
+// resource list (reopened), and resources/updated reaches the proxy.
+func TestModernListen(t *testing.T) {
+	t.Parallel()
+	m := newModernServer(`[{"name":"a","inputSchema":{"type":"object"}}]`)
+	notes := make(chan string, 16)
+	c := startModern(t, m, Options{OnNotification: func(_, method string, params json.RawMessage) {
+		notes <- method + " " + string(params)
+	}})
+	params, events := m.nextStream(t)
+	if got := string(params); !strings.Contains(got, `"toolsListChanged":true`) || strings.Contains(got, "resourceSubscriptions") {
+		t.Errorf("first listen params %s", got)
+	}
+	m.mu.Lock()
+	m.tools = `[{"name":"a","inputSchema":{"type":"object"}},{"name":"b","inputSchema":{"type":"object"}}]`
+	m.mu.Unlock()
+	events <- `{"jsonrpc":"2.0","method":"notifications/tools/list_changed","params":{"_meta":{"io.modelcontextprotocol/subscriptionId":"px-1"}}}`
+	waitSnapshot(t, c, 10*time.Second, "tool b", func(s *Snapshot) bool { return len(s.Tools) == 2 })
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if res, err := c.Request(ctx, "resources/subscribe", json.RawMessage(`{"uri":"test://watched"}`)); err != nil || string(res) != "{}" {
+		t.Fatalf("subscribe: %s, %v", res, err)
+	}
+	params, events = m.nextStream(t)
+	if got := string(params); !strings.Contains(got, `"resourceSubscriptions":["test://watched"]`) {
+		t.Errorf("listen params after subscribe %s", got)
+	}
+	events <- `{"jsonrpc":"2.0","method":"notifications/resources/updated","params":{"uri":"test://watched"}}`
+	select {
+	case n := <-notes:
+		if !strings.HasPrefix(n, `notifications/resources/updated {"uri":"test://watched"}`) {
+			t.Errorf("notification %s", n)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("resources/updated not delivered")
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.gets != 0 {
+		t.Errorf("%d GET requests in the 2026-07-28 era", m.gets)
+	}
+}
