@@ -322,6 +322,7 @@ func (p *Proxy) runCall(ctx context.Context, c *toolCall, up Upstream, timeout t
 	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	cctx = upstream.WithClientCapabilities(cctx, c.r.caps.upstreamCaps()) // upcaps.go
 	start := time.Now()
 	result, err := up.Request(cctx, "tools/call", params)
 	c.elapsed = time.Since(start)

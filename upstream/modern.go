@@ -31,6 +31,13 @@ func WithClientCapabilities(ctx context.Context, caps json.RawMessage) context.C
 	return context.WithValue(ctx, clientCapsKey{}, caps)
 }
 
+// ClientCapabilities returns the client capabilities ctx carries
+// (WithClientCapabilities) and whether it carries any.
+func ClientCapabilities(ctx context.Context) (json.RawMessage, bool) {
+	caps, ok := ctx.Value(clientCapsKey{}).(json.RawMessage)
+	return caps, ok
+}
+
 // relayedClientCaps are the client capabilities the proxy honours for a
 // client that declares them: it relays those requests to that client.
 var relayedClientCaps = []string{"sampling", "elicitation"}
@@ -42,7 +49,7 @@ func (s *session) clientCapabilities(ctx context.Context) json.RawMessage {
 	if s.c.opts.OnRequest != nil {
 		own = relayCapabilities()
 	}
-	declared, ok := ctx.Value(clientCapsKey{}).(json.RawMessage)
+	declared, ok := ClientCapabilities(ctx)
 	if !ok {
 		b, _ := json.Marshal(own)
 		return b
