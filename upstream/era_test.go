@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -318,4 +319,25 @@ func readFile(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestStdioOwnErrorNotTheLimit: only a response the proxy cut for its size
+// is a *ResponseTooLargeError; a server's own error answer is relayed as
+// the server's, whatever its text says.
+func TestStdioOwnErrorNotTheLimit(t *testing.T) {
+	t.Parallel()
+	c := start(t, fakeServer(t, "liar"), Options{})
+	mustConnected(t, c)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"fail_like_limit"}`))
+	var rpc *RPCError
+	if !errors.As(err, &rpc) || rpc.Code != -32000 || errors.Is(err, ErrResponseTooLarge) {
+		t.Errorf("the server's own error: %v, want it as an *RPCError", err)
+	}
+	_, err = c.Request(ctx, "tools/call", json.RawMessage(`{"name":"big"}`))
+	var tl *ResponseTooLargeError
+	if !errors.As(err, &tl) || tl.Limit != 1<<20 {
+		t.Errorf("an over-long response: %v, want *ResponseTooLargeError at 1 MiB", err)
+	}
 }

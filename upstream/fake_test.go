@@ -108,6 +108,9 @@ func runFake(mode []string) {
 			reply(id, a.Result)
 		case "fail":
 			replyErr(id, -32042, "boom", `{"why":"because"}`)
+		case "fail_like_limit":
+			// The server's own error, worded like the proxy's limit.
+			replyErr(id, -32000, "MCP response body exceeds the 1048576-byte limit", "")
 		case "fail_big":
 			replyErr(id, -32042, "boom", bigErrorData)
 		case "meta":

@@ -32,9 +32,11 @@ func (w *hangingWire) notify(_ context.Context, method string, params json.RawMe
 	return nil
 }
 
-func (w *hangingWire) sessionID() string  { return "" }
-func (w *hangingWire) setProtocol(string) {}
-func (w *hangingWire) Close() error       { return nil }
+func (w *hangingWire) sessionID() string     { return "" }
+func (w *hangingWire) setProtocol(string)    {}
+func (w *hangingWire) ctxWrites() bool       { return true }
+func (w *hangingWire) endsWithSession() bool { return false }
+func (w *hangingWire) Close() error          { return nil }
 
 // TestHandshakeNotCancelled: a request the server does not answer in time
 // is followed by notifications/cancelled, except initialize and the

@@ -522,3 +522,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 		return ctx.Err()
 	}
 }
+
+// ctxWrites: an HTTP request ends with its context.
+func (w *httpWire) ctxWrites() bool { return true }
+
+// endsWithSession: its requests end with their contexts, which the session
+// binds to its own.
+func (w *httpWire) endsWithSession() bool { return false }

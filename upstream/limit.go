@@ -97,6 +97,10 @@ type lineLimiter struct {
 	// line's own buffer, a replacement), which its reader may keep.
 	readyOwned bool
 	owned      bool // what Owned reports of the line ReadLine returned last
+	// readyStandIn: l.ready is the replacement of an over-long response
+	// (tooLargeResponse); standIn is what TooLarge reports of the line
+	// ReadLine returned last.
+	readyStandIn, standIn bool
 }
 
 // ReadLine returns the next line, its '\n' included (the last line at EOF
@@ -118,7 +122,18 @@ func (l *lineLimiter) ReadLine() ([]byte, error) {
 	}
 	l.ready = l.ready[len(line):]
 	l.owned = l.readyOwned && len(l.ready) == 0
+	l.standIn = l.readyStandIn // a replacement is one line, alone in ready
 	return line, nil
+}
+
+// TooLarge returns the byte limit when the line ReadLine returned last is
+// the replacement of a response longer than it (the server's own line was
+// dropped), else 0.
+func (l *lineLimiter) TooLarge() int64 {
+	if l.standIn {
+		return l.limit
+	}
+	return 0
 }
 
 // Owned reports whether the line ReadLine returned last is the caller's to
@@ -171,7 +186,7 @@ func (l *lineLimiter) process() {
 			end += i + 1
 		}
 		if end > 0 {
-			l.ready, l.in, l.readyOwned = l.in[:end], l.in[end:], false
+			l.ready, l.in, l.readyOwned, l.readyStandIn = l.in[:end], l.in[end:], false, false
 			return
 		}
 	}
@@ -201,7 +216,7 @@ func (l *lineLimiter) process() {
 	if len(l.line) > lineChunk {
 		l.lastLong = len(l.line)
 	}
-	l.ready = l.line
+	l.ready, l.readyStandIn = l.line, false
 	l.readyOwned = l.resetLine() && snug(l.ready)
 }
 
@@ -244,7 +259,7 @@ func (l *lineLimiter) scanHead() {
 // finishOver ends an over-long line: a replacement response, or a drop.
 func (l *lineLimiter) finishOver() {
 	if l.id != nil {
-		l.ready, l.readyOwned = tooLargeResponse(l.id, l.limit), true
+		l.ready, l.readyOwned, l.readyStandIn = tooLargeResponse(l.id, l.limit), true, true
 	} else if l.onDrop != nil {
 		l.onDrop(fmt.Errorf("dropped a stdout line without a response id: %w",
 			&ResponseTooLargeError{Limit: l.limit}))
@@ -263,7 +278,7 @@ func (l *lineLimiter) flush() bool {
 		l.finishOver()
 		return true
 	case len(l.line) > 0:
-		l.ready, l.readyOwned = l.line, snug(l.line)
+		l.ready, l.readyOwned, l.readyStandIn = l.line, snug(l.line), false
 		l.line = nil
 		return true
 	}

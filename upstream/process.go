@@ -369,6 +369,8 @@ type eofLines struct {
 
 func (e *eofLines) Owned() bool { return e.r.Owned() }
 
+func (e *eofLines) TooLarge() int64 { return e.r.TooLarge() }
+
 func (e *eofLines) ReadLine() ([]byte, error) {
 	line, err := e.r.ReadLine()
 	if err != nil {

@@ -140,8 +140,8 @@ func (c *Conn) Notify(ctx context.Context, method string, params json.RawMessage
 	nctx, stop := s.bind(withMethod(ctx, method))
 	defer stop()
 	var err error
-	if st, ok := s.tr.(*stdioTransport); ok && !st.ctxWrites() {
-		_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, st.notify(nctx, method, params) })
+	if !s.tr.ctxWrites() {
+		_, err = await(s, nctx, func() (struct{}, error) { return struct{}{}, s.tr.notify(nctx, method, params) })
 	} else {
 		err = s.tr.notify(nctx, method, params)
 	}
@@ -254,24 +254,25 @@ func (s *session) sendAt(ctx context.Context, method, id, version string, params
 	var result json.RawMessage
 	var rpcErr *mcp.JSONRPCErrorDetails
 	var err error
-	st, isStdio := s.tr.(*stdioTransport)
 	switch {
-	case isStdio && st.ctxWrites():
-		// The write ends with ctx, and the transport ends the request when
-		// the session dies (st.ended): it needs no context bound to the
-		// session, and no goroutine (see await).
-		result, rpcErr, err = st.call(ctx, id, method, params, nil)
-	case isStdio:
+	case !s.tr.ctxWrites():
+		// A write may block past ctx: on a goroutine of the session (see
+		// await); the wire ends the request when the session dies.
 		type answer struct {
 			result json.RawMessage
 			rpcErr *mcp.JSONRPCErrorDetails
 		}
 		var a answer
 		a, err = await(s, ctx, func() (answer, error) {
-			r, e, err := st.call(ctx, id, method, params, nil)
+			r, e, err := s.tr.call(ctx, id, method, params, header)
 			return answer{r, e}, err
 		})
 		result, rpcErr = a.result, a.rpcErr
+	case s.tr.endsWithSession():
+		// The write ends with ctx, and the wire ends the request when the
+		// session dies: it needs no context bound to the session, and no
+		// goroutine.
+		result, rpcErr, err = s.tr.call(ctx, id, method, params, header)
 	default:
 		// An HTTP request ends with its context, which must end when the
 		// session dies.
@@ -316,9 +317,6 @@ func (s *session) sendAt(ctx context.Context, method, id, version string, params
 	}
 	s.barrier(ctx)
 	if e := rpcErr; e != nil {
-		if tl := (&ResponseTooLargeError{Limit: s.c.maxResponseBytes()}); e.Code == tooLargeCode && e.Message == tl.Error() {
-			return nil, s.c.opError(method, tl) // the stdio line limiter's stand-in answer
-		}
 		return nil, rpcErrorOf(e)
 	}
 	if result == nil {

@@ -311,3 +311,10 @@ func (w *sseWire) Close() error {
 	w.end(errTransportClosed)
 	return nil
 }
+
+// ctxWrites: an HTTP request ends with its context.
+func (w *sseWire) ctxWrites() bool { return true }
+
+// endsWithSession: its requests end with their contexts, which the session
+// binds to its own.
+func (w *sseWire) endsWithSession() bool { return false }

@@ -24,6 +24,9 @@ import (
 type lineReader interface {
 	ReadLine() ([]byte, error)
 	Owned() bool
+	// TooLarge is the byte limit when the last line stands in for an
+	// over-long response (lineLimiter.TooLarge), else 0.
+	TooLarge() int64
 }
 
 // stdioTransport is the wire over a stdio child's streams: each line is
@@ -346,6 +349,9 @@ func (t *stdioTransport) sessionID() string { return "" }
 
 func (t *stdioTransport) setProtocol(string) {}
 
+// endsWithSession: a request in flight fails once t.ended is closed.
+func (t *stdioTransport) endsWithSession() bool { return t.ended != nil }
+
 func (t *stdioTransport) finish() { t.doneOnce.Do(func() { close(t.done) }) }
 
 // readLoop handles every line of stdout until it ends.
@@ -373,6 +379,10 @@ func (t *stdioTransport) handleLine(line []byte, owned bool) {
 	}
 	e, fresh, err := readMessage(line)
 	if err == nil && e.Kind == rawjson.KindResponse {
+		if limit := t.lines.TooLarge(); limit > 0 {
+			t.route(e.ID, rpcReply{err: &ResponseTooLargeError{Limit: limit}})
+			return
+		}
 		t.deliver(e, owned || fresh)
 		return
 	}

@@ -32,6 +32,15 @@ type wire interface {
 	notify(ctx context.Context, method string, params json.RawMessage) error
 	// sessionID is the Streamable HTTP session id, "" for none.
 	sessionID() string
+	// ctxWrites reports whether call and notify return when their context
+	// ends even while a write is blocked; a stdio child that stopped
+	// reading can block a write otherwise, and the session then runs them
+	// on a goroutine of its own (await).
+	ctxWrites() bool
+	// endsWithSession reports whether the wire fails its requests in
+	// flight by itself when the session dies (stdio: stdioTransport.ended);
+	// otherwise the session binds their contexts to its own.
+	endsWithSession() bool
 	// setProtocol sets the protocol version the HTTP wires send in their
 	// MCP-Protocol-Version header from now on ("" for none); stdio has no
 	// headers and ignores it.
