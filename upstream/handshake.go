@@ -74,6 +74,11 @@ func (s *session) handshake(ctx context.Context) (handshakeResult, error) {
 		return handshakeResult{}, fmt.Errorf("%w: %w", errExitedOnDiscover, err)
 	case ctx.Err() != nil:
 		return handshakeResult{}, err
+	case offersSessionEra(err):
+		// It answers server/discover, but offers only versions with
+		// initialize (a server serving sessions on this endpoint).
+		s.log.Debug().Err(safe(err)).Msg("server/discover offers no stateless version; initialize follows")
+		return s.initializeAuto(ctx)
 	case probeExpired || predatesDiscover(err):
 		s.log.Debug().Err(safe(err)).Msg("server/discover not answered; initialize follows")
 		return s.initializeAuto(ctx)
@@ -193,8 +198,7 @@ func (s *session) discoverAt(ctx context.Context, version string) (handshakeResu
 		return handshakeResult{}, err
 	}
 	if len(d.SupportedVersions) > 0 && !slices.Contains(d.SupportedVersions, version) {
-		return handshakeResult{}, s.c.opError(string(mcp.MethodServerDiscover),
-			fmt.Errorf("the server supports %s, not %s", strings.Join(d.SupportedVersions, ", "), version))
+		return handshakeResult{}, s.c.opError(string(mcp.MethodServerDiscover), &offersError{version: version, supported: d.SupportedVersions})
 	}
 	res := handshakeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
 	if info := d.GetResultMeta().ServerInfo(); info != nil {
@@ -214,6 +218,28 @@ func (s *session) exitedOnDiscover(err error) bool {
 		return false // the proxy closed it
 	}
 	return errors.Is(err, ErrConnectionLost) || errors.Is(err, ErrProcessExited) || errors.Is(err, errSessionEnded)
+}
+
+// offersError: a server/discover answer whose supportedVersions lack the
+// version asked for.
+type offersError struct {
+	version   string
+	supported []string
+}
+
+func (e *offersError) Error() string {
+	return fmt.Sprintf("the server supports %s, not %s", strings.Join(e.supported, ", "), e.version)
+}
+
+// offersSessionEra reports whether err is a server/discover answer that
+// offers no stateless version, and one of the session era the proxy speaks.
+func offersSessionEra(err error) bool {
+	var oe *offersError
+	if !errors.As(err, &oe) {
+		return false
+	}
+	v := mcp.NegotiateMutuallySupportedVersion(oe.supported)
+	return v != "" && !mcp.IsModernProtocol(v)
 }
 
 // predatesDiscover reports whether err is how a server that predates
