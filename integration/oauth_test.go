@@ -189,13 +189,13 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	upMetric := func() string {
 		_, body := httpGet(t, metricsURL)
 		for line := range strings.SplitSeq(body, "\n") {
-			if strings.HasPrefix(line, `mcp_proxy_upstream_up{server="secure"}`) {
+			if strings.HasPrefix(line, `mcp_proxy_upstream_up{`) && strings.Contains(line, `server="secure"}`) {
 				return line
 			}
 		}
 		return "(absent)"
 	}
-	if got := upMetric(); got != `mcp_proxy_upstream_up{server="secure"} 0` {
+	if got := upMetric(); got != `mcp_proxy_upstream_up{protocol="",server="secure"} 0` {
 		t.Errorf("metric while needs_auth: %s", got)
 	}
 
@@ -218,7 +218,7 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	if code, _ := httpGet(t, ready); code != http.StatusOK {
 		t.Errorf("/readyz = %d after the login", code)
 	}
-	if got := upMetric(); got != `mcp_proxy_upstream_up{server="secure"} 1` {
+	if got := upMetric(); got != `mcp_proxy_upstream_up{protocol="2025-11-25",server="secure"} 1` {
 		t.Errorf("metric after the login: %s", got)
 	}
 	issued := up.issued()

@@ -1,9 +1,11 @@
 package metrics
 
 import (
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Tool call outcomes, the values of the outcome label of tool call metrics.
@@ -48,6 +50,9 @@ type Metrics struct {
 	rateLimited      *prometheus.CounterVec // ratelimit.go
 	statusSignIns    *prometheus.CounterVec // status.go
 	waits            *waitMetrics           // waits.go
+
+	protoMu  sync.Mutex        // guards protocol, and orders the up gauge's relabelling
+	protocol map[string]string // the protocol label of each server's up series
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -58,8 +63,8 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
 		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "mcp_proxy_upstream_up",
-			Help: "1 when the upstream MCP server is connected, else 0.",
-		}, []string{"server"}),
+			Help: "1 when the upstream MCP server is connected, else 0; protocol is the MCP version last spoken with it (\"\" before any).",
+		}, []string{"server", "protocol"}),
 		upstreamConnects: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "mcp_proxy_upstream_connects_total",
 			Help: "Connection attempts to upstream servers by result (ok, error).",
@@ -147,8 +152,39 @@ func (m *Metrics) UpstreamState(server string, up bool, tools int) {
 	if up {
 		v = 1
 	}
-	m.upstreamUp.WithLabelValues(server).Set(v)
+	m.protoMu.Lock()
+	m.upstreamUp.WithLabelValues(server, m.protocol[server]).Set(v)
+	m.protoMu.Unlock()
 	m.upstreamTools.WithLabelValues(server).Set(float64(tools))
+}
+
+// UpstreamProtocol records the MCP version spoken with server
+// (2026-07-28 or a session-era version): the protocol label of its
+// mcp_proxy_upstream_up series from now on, which keeps its value. "" is
+// ignored: a server that is down keeps the version last spoken.
+func (m *Metrics) UpstreamProtocol(server, protocol string) {
+	if m == nil || protocol == "" {
+		return
+	}
+	m.protoMu.Lock()
+	defer m.protoMu.Unlock()
+	old, known := m.protocol[server]
+	if known && old == protocol {
+		return
+	}
+	if m.protocol == nil {
+		m.protocol = map[string]string{}
+	}
+	m.protocol[server] = protocol
+	var v float64
+	if g, err := m.upstreamUp.GetMetricWithLabelValues(server, old); err == nil && known {
+		var pb dto.Metric
+		if g.Write(&pb) == nil {
+			v = pb.GetGauge().GetValue()
+		}
+	}
+	m.upstreamUp.DeleteLabelValues(server, old)
+	m.upstreamUp.WithLabelValues(server, protocol).Set(v)
 }
 
 // UpstreamConnect counts one connection attempt; result is "ok" or "error".
@@ -164,7 +200,10 @@ func (m *Metrics) ForgetServer(server string) {
 	if m == nil {
 		return
 	}
-	m.upstreamUp.DeleteLabelValues(server)
+	m.protoMu.Lock()
+	m.upstreamUp.DeletePartialMatch(prometheus.Labels{"server": server})
+	delete(m.protocol, server)
+	m.protoMu.Unlock()
 	m.upstreamTools.DeleteLabelValues(server)
 	m.toolsQuarantined.DeleteLabelValues(server)
 	m.waits.forget(server)

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,7 @@ func TestExposition(t *testing.T) {
 		labels[f.GetName()] = strings.Join(names, ",")
 	}
 	want := map[string]string{
-		"mcp_proxy_upstream_up":                "server",
+		"mcp_proxy_upstream_up":                "protocol,server",
 		"mcp_proxy_upstream_connects_total":    "result,server",
 		"mcp_proxy_upstream_tools":             "server",
 		"mcp_proxy_requests_total":             "agent,method,outcome",
@@ -126,5 +127,56 @@ func TestDoubleRegistrationFails(t *testing.T) {
 	}
 	if _, err := New(reg); err == nil {
 		t.Fatal("registering twice on one registry succeeded")
+	}
+}
+
+// TestUpstreamUpProtocol: mcp_proxy_upstream_up carries the protocol last
+// spoken with the server; a change of era moves the series, value kept.
+func TestUpstreamUpProtocol(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := func() string {
+		families, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, f := range families {
+			if f.GetName() != "mcp_proxy_upstream_up" {
+				continue
+			}
+			for _, s := range f.GetMetric() {
+				var l []string
+				for _, p := range s.GetLabel() {
+					l = append(l, p.GetName()+"="+p.GetValue())
+				}
+				out = append(out, strings.Join(l, ",")+" "+strconv.FormatFloat(s.GetGauge().GetValue(), 'g', -1, 64))
+			}
+		}
+		sort.Strings(out)
+		return strings.Join(out, "; ")
+	}
+	m.UpstreamState("a", false, 0)
+	if got := up(); got != "protocol=,server=a 0" {
+		t.Errorf("before any connection: %s", got)
+	}
+	m.UpstreamProtocol("a", "2025-11-25")
+	m.UpstreamState("a", true, 3)
+	m.UpstreamProtocol("b", "2026-07-28")
+	m.UpstreamState("b", true, 1)
+	if got := up(); got != "protocol=2025-11-25,server=a 1; protocol=2026-07-28,server=b 1" {
+		t.Errorf("connected: %s", got)
+	}
+	m.UpstreamProtocol("a", "2026-07-28")
+	m.UpstreamProtocol("a", "")
+	if got := up(); got != "protocol=2026-07-28,server=a 1; protocol=2026-07-28,server=b 1" {
+		t.Errorf("after a's era changed: %s", got)
+	}
+	m.ForgetServer("a")
+	if got := up(); got != "protocol=2026-07-28,server=b 1" {
+		t.Errorf("after forgetting a: %s", got)
 	}
 }

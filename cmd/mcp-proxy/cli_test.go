@@ -331,6 +331,10 @@ func TestToolsJSON(t *testing.T) {
 	if s.Name != "fx" || s.State != "connected" || s.Error != "" {
 		t.Errorf("server = %+v", s)
 	}
+	// The fixture predates server/discover: protocol auto initializes it.
+	if s.Protocol != "2025-11-25" {
+		t.Errorf("protocol %q, want 2025-11-25", s.Protocol)
+	}
 	found := false
 	for _, tool := range s.Tools {
 		if tool.Name == "fx__echo" {
@@ -360,7 +364,7 @@ func TestToolsText(t *testing.T) {
 	if err != nil {
 		t.Fatalf("tools: %v\n%s", err, stderr)
 	}
-	if !strings.Contains(stdout, "fx") || !strings.Contains(stdout, "connected") || !strings.Contains(stdout, "fx__echo") {
+	if !strings.Contains(stdout, "fx") || !strings.Contains(stdout, "connected") || !strings.Contains(stdout, "MCP 2025-11-25") || !strings.Contains(stdout, "fx__echo") {
 		t.Errorf("tools output:\n%s", stdout)
 	}
 }

@@ -305,6 +305,9 @@ func (rt *runtime) onSnapshot(name string) func(*upstream.Snapshot) {
 				rt.metrics.UpstreamConnect(name, "error")
 			}
 		}
+		if s.State == upstream.StateConnected {
+			rt.metrics.UpstreamProtocol(name, s.ProtocolVersion) // before the refresh sets the value
+		}
 		if rt.proxy != nil && !rt.closing.Load() {
 			rt.proxy.UpstreamChanged()
 		}

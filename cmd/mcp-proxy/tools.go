@@ -25,10 +25,14 @@ type toolsReport struct {
 }
 
 type serverReport struct {
-	Name  string       `json:"name"`
-	State string       `json:"state"`
-	Error string       `json:"error,omitempty"`
-	Tools []toolReport `json:"tools"`
+	Name  string `json:"name"`
+	State string `json:"state"`
+	// Protocol is the MCP version spoken with the server while connected:
+	// 2026-07-28 (the stateless core) or a session-era version
+	// (docs/protocol.md#upstream-protocol).
+	Protocol string       `json:"protocol,omitempty"`
+	Error    string       `json:"error,omitempty"`
+	Tools    []toolReport `json:"tools"`
 	// Quarantined are the tools held by tool integrity (docs/security.md#tool-integrity): not
 	// listed, calls refused.
 	Quarantined []quarantinedReport `json:"quarantined,omitempty"`
@@ -104,6 +108,9 @@ func printToolsReport(rep toolsReport, asJSON bool, stdout io.Writer) error {
 	var t table
 	for _, s := range rep.Servers {
 		cells := []string{s.Name, s.State, fmt.Sprintf("%d tools", len(s.Tools))}
+		if s.Protocol != "" {
+			cells = append(cells, "MCP "+s.Protocol)
+		}
 		if s.Error != "" {
 			cells = append(cells, s.Error)
 		}
@@ -183,6 +190,9 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews ma
 		}
 		if s.Err != nil && s.State != upstream.StateConnected {
 			sr.Error = scrub.Text(s.Err.Error())
+		}
+		if s.State == upstream.StateConnected {
+			sr.Protocol = s.ProtocolVersion
 		}
 		rep.Servers = append(rep.Servers, sr)
 	}
