@@ -163,14 +163,15 @@ func (s *session) initialize(ctx context.Context, version string) (handshakeResu
 
 // discoverProtocol asks server/discover at version: on success the session
 // is stateless, at version, and the Conn remembers it. A -32022 answer
-// offering another version of the stateless core is asked once more at
-// that version.
+// whose supported list has a version of the stateless core the proxy speaks
+// is asked once more at that version (the one asked, too: the server may
+// have refused it for a passing reason).
 func (s *session) discoverProtocol(ctx context.Context, version string) (handshakeResult, error) {
 	res, err := s.discoverAt(ctx, version)
 	var rpc *RPCError
 	if errors.As(err, &rpc) && rpc.Code == mcp.UNSUPPORTED_PROTOCOL_VERSION {
-		if v := mutualVersion(rpc); mcp.IsModernProtocol(v) && v != version {
-			res, err = s.discoverAt(ctx, v)
+		if v := mutualVersion(rpc); mcp.IsModernProtocol(v) {
+			res, err = s.discoverAt(ctx, v) // once, even at the same version
 		}
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -20,7 +21,10 @@ import (
 type modernServer struct {
 	tools string // the tools array of tools/list
 
-	mu      sync.Mutex
+	mu sync.Mutex
+	// rejects answers the next requests of a method -32022 (their count).
+	rejects map[string]int
+	seen    []string // "<method> <Mcp-Protocol-Version>" of every request
 	calls   []modernRequest
 	listens []modernRequest
 	gets    int
@@ -51,6 +55,17 @@ func (m *modernServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	body, _ := io.ReadAll(r.Body)
 	_ = json.Unmarshal(body, &msg)
+	m.mu.Lock()
+	m.seen = append(m.seen, msg.Method+" "+r.Header.Get("Mcp-Protocol-Version"))
+	reject := m.rejects[msg.Method] > 0
+	if reject {
+		m.rejects[msg.Method]--
+	}
+	m.mu.Unlock()
+	if reject {
+		writeJSON(w, 400, rpcError(msg.ID, -32022, "Unsupported protocol version", `{"supported":["2026-07-28"],"requested":"x"}`))
+		return
+	}
 	switch msg.Method {
 	case "server/discover":
 		writeJSON(w, 200, rpcResult(msg.ID, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}}}`))
@@ -288,5 +303,41 @@ func TestModernListen(t *testing.T) {
 	defer m.mu.Unlock()
 	if m.gets != 0 {
 		t.Errorf("%d GET requests in the 2026-07-28 era", m.gets)
+	}
+}
+
+// TestModernRetryUnsupportedVersion: a -32022 answer whose supported list
+// has a version the proxy speaks is followed by the same request once more
+// at that version, for server/discover and for any later request; a second
+// -32022 is the request's answer.
+func TestModernRetryUnsupportedVersion(t *testing.T) {
+	t.Parallel()
+	m := newModernServer(`[{"name":"a","inputSchema":{"type":"object"}}]`)
+	m.rejects = map[string]int{"server/discover": 1, "tools/call": 1}
+	c := startModern(t, m, Options{})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"a"}`)); err != nil {
+		t.Fatalf("tools/call after one -32022: %v", err)
+	}
+	m.mu.Lock()
+	m.rejects["tools/call"] = 2
+	m.mu.Unlock()
+	_, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"a"}`))
+	var rpc *RPCError
+	if !errors.As(err, &rpc) || rpc.Code != -32022 {
+		t.Errorf("tools/call after two -32022: %v, want the -32022", err)
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var got []string
+	for _, l := range m.seen {
+		if !strings.HasPrefix(l, "subscriptions/listen") {
+			got = append(got, l)
+		}
+	}
+	want := "server/discover 2026-07-28|server/discover 2026-07-28|tools/list 2026-07-28|resources/list 2026-07-28|resources/templates/list 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28"
+	if strings.Join(got, "|") != want {
+		t.Errorf("requests\n got %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }

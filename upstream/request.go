@@ -224,8 +224,8 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 	ctx, span, params := s.startSpan(ctx, method, id, params)
 	raw, err := s.send(ctx, method, id, params)
 	if v := s.retryVersion(err); v != "" {
-		// -32022 offering another version of the stateless core: once at
-		// that version (MCP 2026-07-28, basic: version negotiation).
+		// -32022 offering a version of the stateless core: once at that
+		// version (MCP 2026-07-28, basic: version negotiation).
 		raw, err = s.sendAt(ctx, method, "px-"+strconv.FormatUint(s.c.ids.Add(1), 10), v, params)
 	}
 	if err == nil && (len(raw) == 0 || raw[0] != '{') {
@@ -375,15 +375,15 @@ func checkNoteParams(params json.RawMessage) error {
 }
 
 // retryVersion is the version to send a request at once more after err: a
-// -32022 answer of a 2026-07-28 server whose supported list has another
-// version of the stateless core the proxy speaks; "" otherwise.
+// -32022 answer of a 2026-07-28 server whose supported list has a version
+// of the stateless core the proxy speaks; "" otherwise.
 func (s *session) retryVersion(err error) string {
 	var rpc *RPCError
 	if !s.modern || !errors.As(err, &rpc) || rpc.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
 		return ""
 	}
-	if v := mutualVersion(rpc); mcp.IsModernProtocol(v) && v != s.protocol {
-		return v
+	if v := mutualVersion(rpc); mcp.IsModernProtocol(v) {
+		return v // once, even at the session's version
 	}
 	return ""
 }
