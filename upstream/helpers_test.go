@@ -61,7 +61,7 @@ func durPtr(d time.Duration) *config.Duration {
 
 // fakeServer is a stdio server config running this test binary as the fake
 // upstream in the given modes.
-func fakeServer(t *testing.T, name string, modes ...string) *config.Server {
+func fakeServer(t testing.TB, name string, modes ...string) *config.Server {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
