@@ -152,6 +152,12 @@ func TestEraHTTPDiscover(t *testing.T) {
 		{"HTTP 400", status(400), []string{"server/discover 2026-07-28", "initialize ", "notifications/initialized 2025-11-25", "tools/list 2025-11-25"}, "2025-11-25"},
 		{"HTTP 404", status(404), []string{"server/discover 2026-07-28", "initialize ", "notifications/initialized 2025-11-25", "tools/list 2025-11-25"}, "2025-11-25"},
 		{"HTTP 405", status(405), []string{"server/discover 2026-07-28", "initialize ", "notifications/initialized 2025-11-25", "tools/list 2025-11-25"}, "2025-11-25"},
+		{"answered without supportedVersions", func(w http.ResponseWriter, _ *http.Request, id json.RawMessage) {
+			writeJSON(w, 200, rpcResult(id, `{}`))
+		}, []string{"server/discover 2026-07-28", "initialize ", "notifications/initialized 2025-11-25", "tools/list 2025-11-25"}, "2025-11-25"},
+		{"offering session-era versions only", func(w http.ResponseWriter, _ *http.Request, id json.RawMessage) {
+			writeJSON(w, 200, rpcResult(id, `{"supportedVersions":["2025-11-25","2025-06-18"],"capabilities":{}}`))
+		}, []string{"server/discover 2026-07-28", "initialize ", "notifications/initialized 2025-11-25", "tools/list 2025-11-25"}, "2025-11-25"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -198,7 +198,10 @@ func (s *session) discoverAt(ctx context.Context, version string) (handshakeResu
 	if err != nil {
 		return handshakeResult{}, err
 	}
-	if len(d.SupportedVersions) > 0 && !slices.Contains(d.SupportedVersions, version) {
+	if !slices.Contains(d.SupportedVersions, version) && (len(d.SupportedVersions) > 0 || s.pinnedProtocol() == "") {
+		// With auto, an answer without the list that the revision requires
+		// is no proof of the new era (a server that answers every method
+		// alike): it is initialized.
 		return handshakeResult{}, s.c.opError(string(mcp.MethodServerDiscover), &offersError{version: version, supported: d.SupportedVersions})
 	}
 	res := handshakeResult{ProtocolVersion: version, Capabilities: d.Capabilities, Instructions: d.Instructions}
@@ -233,11 +236,15 @@ func (e *offersError) Error() string {
 }
 
 // offersSessionEra reports whether err is a server/discover answer that
-// offers no stateless version, and one of the session era the proxy speaks.
+// offers no stateless version but one of the session era the proxy speaks,
+// or no list at all.
 func offersSessionEra(err error) bool {
 	var oe *offersError
 	if !errors.As(err, &oe) {
 		return false
+	}
+	if len(oe.supported) == 0 {
+		return true
 	}
 	v := mcp.NegotiateMutuallySupportedVersion(oe.supported)
 	return v != "" && !mcp.IsModernProtocol(v)
