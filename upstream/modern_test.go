@@ -80,7 +80,23 @@ func (m *modernServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m.mu.Lock()
 		m.calls = append(m.calls, modernRequest{r.Header.Clone(), msg.Params})
 		m.mu.Unlock()
-		writeJSON(w, 200, rpcResult(msg.ID, `{"content":[]}`))
+		var p struct {
+			Name           string          `json:"name"`
+			InputResponses json.RawMessage `json:"inputResponses"`
+			RequestState   string          `json:"requestState"`
+		}
+		_ = json.Unmarshal(msg.Params, &p)
+		switch {
+		case p.Name == "ask" && p.RequestState == "":
+			// Two input requests in the first round, a third in the second.
+			writeJSON(w, 200, rpcResult(msg.ID, `{"resultType":"input_required","inputRequests":{"who":{"method":"elicitation/create","params":{"message":"Who?","requestedSchema":{"type":"object"}}},"roots":{"method":"roots/list"}},"requestState":"round-1"}`))
+		case p.Name == "ask" && p.RequestState == "round-1":
+			writeJSON(w, 200, rpcResult(msg.ID, `{"resultType":"input_required","inputRequests":{"llm":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}}},"requestState":"round-2"}`))
+		case p.Name == "ask":
+			writeJSON(w, 200, rpcResult(msg.ID, `{"resultType":"complete","content":[{"type":"text","text":"done"}],"structuredContent":{"last":`+string(p.InputResponses)+`,"state":"`+p.RequestState+`"}}`))
+		default:
+			writeJSON(w, 200, rpcResult(msg.ID, `{"content":[]}`))
+		}
 	case "subscriptions/listen":
 		m.mu.Lock()
 		m.listens = append(m.listens, modernRequest{r.Header.Clone(), msg.Params})
@@ -339,5 +355,58 @@ func TestModernRetryUnsupportedVersion(t *testing.T) {
 	want := "server/discover 2026-07-28|server/discover 2026-07-28|tools/list 2026-07-28|resources/list 2026-07-28|resources/templates/list 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28|tools/call 2026-07-28"
 	if strings.Join(got, "|") != want {
 		t.Errorf("requests\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}
+
+// TestModernInputRequired: a 2026-07-28 server's input_required result is
+// answered through OnRequest (the proxy's clients), round after round, with
+// the server's requestState sent back, until the result; a caller that
+// asks for them gets the input_required result as it is.
+func TestModernInputRequired(t *testing.T) {
+	t.Parallel()
+	m := newModernServer(`[{"name":"ask","inputSchema":{"type":"object"}}]`)
+	var mu sync.Mutex
+	var asked []string
+	c := startModern(t, m, Options{OnRequest: func(_ context.Context, server, method string, params json.RawMessage) (json.RawMessage, error) {
+		mu.Lock()
+		asked = append(asked, server+" "+method+" "+string(params))
+		mu.Unlock()
+		switch method {
+		case "elicitation/create":
+			return json.RawMessage(`{"action":"accept","content":{"name":"Ada"}}`), nil
+		case "roots/list":
+			return json.RawMessage(`{"roots":[]}`), nil
+		default:
+			return json.RawMessage(`{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}`), nil
+		}
+	}})
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	raw, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"ask","arguments":{"x":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `"structuredContent":{"last":{"llm":{"role":"assistant","content":{"type":"text","text":"hi"},"model":"m"}},"state":"round-2"}`
+	if !strings.Contains(string(raw), want) {
+		t.Errorf("result %s\nwant it to hold %s", raw, want)
+	}
+	mu.Lock()
+	got := strings.Join(asked, "\n")
+	mu.Unlock()
+	wantAsked := "modern roots/list {}\nmodern elicitation/create {\"message\":\"Who?\",\"requestedSchema\":{\"type\":\"object\"}}\nmodern sampling/createMessage {\"messages\":[],\"maxTokens\":5}"
+	if got != wantAsked {
+		t.Errorf("asked\n%s\nwant\n%s", got, wantAsked)
+	}
+	m.mu.Lock()
+	second := string(m.calls[1].params)
+	m.mu.Unlock()
+	if !strings.Contains(second, `"inputResponses":{"roots":{"roots":[]},"who":{"action":"accept","content":{"name":"Ada"}}}`) ||
+		!strings.Contains(second, `"requestState":"round-1"`) || !strings.Contains(second, `"arguments":{"x":1}`) {
+		t.Errorf("second round params %s", second)
+	}
+
+	raw, err = c.Request(WithInputRequiredPassthrough(ctx), "tools/call", json.RawMessage(`{"name":"ask"}`))
+	if err != nil || !strings.Contains(string(raw), `"resultType":"input_required"`) {
+		t.Errorf("passthrough: %s, %v", raw, err)
 	}
 }

@@ -228,6 +228,9 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 		// version (MCP 2026-07-28, basic: version negotiation).
 		raw, err = s.sendAt(ctx, method, "px-"+strconv.FormatUint(s.c.ids.Add(1), 10), v, params)
 	}
+	if err == nil && s.modern && len(raw) > 0 && raw[0] == '{' {
+		raw, err = s.fulfil(ctx, method, params, raw) // inputs.go
+	}
 	if err == nil && (len(raw) == 0 || raw[0] != '{') {
 		raw, err = nil, newInvalidResultError(s.c.name, method, raw)
 	}

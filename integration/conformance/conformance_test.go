@@ -201,7 +201,10 @@ func TestConformanceThroughProxy(t *testing.T) {
 	}
 	cfg := filepath.Join(dir, "mcp-proxy.yaml")
 	// required: /readyz answers 200 only once the reference server is
-	// connected, so no scenario races the upstream's start.
+	// connected, so no scenario races the upstream's start. protocol: the
+	// suite is the 2025-11-25 one, and the reference server's sampling and
+	// elicitation tools ask the client mid-call, which it refuses to do in
+	// the 2026-07-28 era that protocol auto would find.
 	body := fmt.Sprintf(`log: {level: warn, format: json}
 blobs: {mode: passthrough}
 servers:
@@ -209,6 +212,7 @@ servers:
     command: %q
     prefix: ""
     required: true
+    protocol: "2025-11-25"
 `, upstreamName, server)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
