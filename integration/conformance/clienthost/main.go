@@ -44,11 +44,14 @@ const (
 
 // scenario is what the host does for one scenario: the tool to call and
 // its arguments; expectFailure for the scenarios where the proxy must
-// refuse to authorize (the host then exits once the proxy says so).
+// refuse to authorize (the host then exits once the proxy says so). act,
+// when set, replaces the call: it runs once tool is listed (the 2026-07-28
+// scenarios, as go-sdk's conformance everything-client drives them).
 type scenario struct {
 	tool          string
 	args          map[string]any
 	expectFailure bool
+	act           func(ctx context.Context, session *mcp.ClientSession) error
 }
 
 func scenarioFor(name string) scenario {
@@ -61,6 +64,20 @@ func scenarioFor(name string) scenario {
 		return scenario{tool: "test_client_elicitation_defaults", args: map[string]any{}}
 	case "sse-retry":
 		return scenario{tool: "test_reconnection", args: map[string]any{}}
+	case "request-metadata":
+		return scenario{} // the proxy's own requests are judged: connect and list
+	case "json-schema-ref-no-deref":
+		return scenario{tool: "lookup_user", act: func(context.Context, *mcp.ClientSession) error { return nil }}
+	case "json-schema-2020-12-preservation":
+		return scenario{tool: "json_schema_echo", act: echoSchema}
+	case "sep-2322-client-request-state":
+		return scenario{tool: "test_mrtr_echo_state", act: callEach("test_mrtr_echo_state", "test_mrtr_no_state", "test_mrtr_unrelated", "test_mrtr_no_result_type")}
+	case "http-standard-headers":
+		return scenario{act: everyVerb}
+	case "http-custom-headers":
+		return scenario{tool: "test_custom_headers", act: contextCalls}
+	case "http-invalid-tool-headers":
+		return scenario{tool: "valid_tool", act: callAll(map[string]any{"region": "us-west1"})}
 	case "auth/resource-mismatch", "auth/scope-retry-limit":
 		return scenario{tool: "test-tool", args: map[string]any{}, expectFailure: true}
 	default:
@@ -141,12 +158,15 @@ func run(url string) error {
 		_ = session.Close() // closes the proxy's stdin: it shuts down
 		_ = cmd.Wait()
 	}()
-	if sc.tool == "" {
+	if sc.tool == "" && sc.act == nil {
 		_, err := session.ListTools(ctx, nil)
 		return err
 	}
 	if err := waitForTool(ctx, session, sc, watch); err != nil {
 		return err
+	}
+	if sc.act != nil {
+		return sc.act(ctx, session)
 	}
 	cctx, ccancel := context.WithTimeout(ctx, callTimeout)
 	defer ccancel()
@@ -177,13 +197,98 @@ func waitForTool(ctx context.Context, session *mcp.ClientSession, sc scenario, w
 			return fmt.Errorf("tools/list: %w", err)
 		}
 		for _, t := range res.Tools {
-			if t.Name == sc.tool {
+			if t.Name == sc.tool || sc.tool == "" {
 				return nil
 			}
 		}
 		time.Sleep(pollInterval)
 	}
 	return fmt.Errorf("tool %s was not listed within %s", sc.tool, toolWait)
+}
+
+// echoSchema sends the inputSchema of json_schema_2020_12_tool, as listed
+// through the proxy, to json_schema_echo.
+func echoSchema(ctx context.Context, session *mcp.ClientSession) error {
+	res, err := session.ListTools(ctx, nil)
+	if err != nil {
+		return err
+	}
+	for _, t := range res.Tools {
+		if t.Name == "json_schema_2020_12_tool" {
+			_, err := session.CallTool(ctx, &mcp.CallToolParams{Name: "json_schema_echo", Arguments: map[string]any{"schema": t.InputSchema}})
+			return err
+		}
+	}
+	return errors.New("json_schema_2020_12_tool is not listed")
+}
+
+// callEach calls the tools named, without arguments; a refusal is logged,
+// not fatal (the scenario judges what reached its server).
+func callEach(names ...string) func(context.Context, *mcp.ClientSession) error {
+	return func(ctx context.Context, session *mcp.ClientSession) error {
+		for _, n := range names {
+			res, err := session.CallTool(ctx, &mcp.CallToolParams{Name: n, Arguments: map[string]any{}})
+			report(n, res, err)
+		}
+		return nil
+	}
+}
+
+// callAll calls every tool listed through the proxy with args.
+func callAll(args map[string]any) func(context.Context, *mcp.ClientSession) error {
+	return func(ctx context.Context, session *mcp.ClientSession) error {
+		res, err := session.ListTools(ctx, nil)
+		if err != nil {
+			return err
+		}
+		for _, t := range res.Tools {
+			r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: t.Name, Arguments: args})
+			report(t.Name, r, err)
+		}
+		return nil
+	}
+}
+
+// everyVerb calls the first tool, reads the first resource and gets the
+// first prompt listed through the proxy.
+func everyVerb(ctx context.Context, session *mcp.ClientSession) error {
+	if tools, err := session.ListTools(ctx, nil); err == nil && len(tools.Tools) > 0 {
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: tools.Tools[0].Name, Arguments: map[string]any{}})
+		report(tools.Tools[0].Name, r, err)
+	}
+	if res, err := session.ListResources(ctx, nil); err == nil && len(res.Resources) > 0 {
+		_, err := session.ReadResource(ctx, &mcp.ReadResourceParams{URI: res.Resources[0].URI})
+		fmt.Fprintf(os.Stderr, "clienthost: resources/read %s: %v\n", res.Resources[0].URI, err)
+	}
+	if prompts, err := session.ListPrompts(ctx, nil); err == nil && len(prompts.Prompts) > 0 {
+		_, err := session.GetPrompt(ctx, &mcp.GetPromptParams{Name: prompts.Prompts[0].Name, Arguments: map[string]string{}})
+		fmt.Fprintf(os.Stderr, "clienthost: prompts/get %s: %v\n", prompts.Prompts[0].Name, err)
+	}
+	return nil
+}
+
+// contextCalls makes the tool calls $MCP_CONFORMANCE_CONTEXT lists
+// ({"toolCalls":[{"name","arguments"}]}).
+func contextCalls(ctx context.Context, session *mcp.ClientSession) error {
+	var conf struct {
+		ToolCalls []struct {
+			Name      string         `json:"name"`
+			Arguments map[string]any `json:"arguments"`
+		} `json:"toolCalls"`
+	}
+	if err := json.Unmarshal([]byte(os.Getenv("MCP_CONFORMANCE_CONTEXT")), &conf); err != nil {
+		return fmt.Errorf("MCP_CONFORMANCE_CONTEXT: %w", err)
+	}
+	for _, c := range conf.ToolCalls {
+		r, err := session.CallTool(ctx, &mcp.CallToolParams{Name: c.Name, Arguments: c.Arguments})
+		report(c.Name, r, err)
+	}
+	return nil
+}
+
+func report(tool string, res *mcp.CallToolResult, err error) {
+	out, _ := json.Marshal(res)
+	fmt.Fprintf(os.Stderr, "clienthost: %s answered %s (error %v)\n", tool, out, err)
 }
 
 // acceptDefaults accepts an elicitation with every property's default.
@@ -202,6 +307,9 @@ func acceptDefaults(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResul
 				content[k] = p.Default
 			}
 		}
+	}
+	if len(content) == 0 && os.Getenv("MCP_CONFORMANCE_SCENARIO") == "sep-2322-client-request-state" {
+		content["confirmed"] = true // as go-sdk's everything-client answers it
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
 }
