@@ -218,7 +218,7 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	if code, _ := httpGet(t, ready); code != http.StatusOK {
 		t.Errorf("/readyz = %d after the login", code)
 	}
-	if got := upMetric(); got != `mcp_proxy_upstream_up{protocol="2025-11-25",server="secure"} 1` {
+	if got := upMetric(); got != `mcp_proxy_upstream_up{protocol="2026-07-28",server="secure"} 1` {
 		t.Errorf("metric after the login: %s", got)
 	}
 	issued := up.issued()
