@@ -127,15 +127,23 @@ func captureUpstreamCaps() (*mcp.ClientCapabilities, error) {
 	if err != nil {
 		return nil, err
 	}
-	first, _, _ := strings.Cut(string(data), "\n")
+	// With protocol auto the proxy asks server/discover first, which the
+	// fixture refuses: initialize follows.
 	var req struct {
 		Method string `json:"method"`
 		Params struct {
 			Capabilities json.RawMessage `json:"capabilities"`
 		} `json:"params"`
 	}
-	if err := json.Unmarshal([]byte(first), &req); err != nil || req.Method != "initialize" {
-		return nil, fmt.Errorf("the proxy's first message upstream is not initialize: %q", first)
+	found := false
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if json.Unmarshal([]byte(line), &req) == nil && req.Method == "initialize" {
+			found = true
+			break
+		}
+	}
+	if !found {
+		return nil, fmt.Errorf("the proxy sent no initialize upstream: %q", tail(string(data), 2000))
 	}
 	caps := &mcp.ClientCapabilities{}
 	if len(req.Params.Capabilities) > 0 {
