@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -496,39 +495,6 @@ func (p *Proxy) ShutdownHTTP(ctx context.Context) {
 	p.sessions.closeHTTP()
 	f.sweepOnce.Do(func() { close(f.swept) }) // never started: nothing to wait for
 	<-f.swept
-}
-
-// splitBody reads a POST body or a stdio line: one message, or a batch (a
-// JSON array of them, which 2025-03-26 allows).
-func splitBody(body []byte) (msgs [][]byte, batch bool, werr *wireError) {
-	t := bytes.TrimSpace(body)
-	if len(t) == 0 {
-		return nil, false, errorf(codeParseError, "Parse error: empty message")
-	}
-	if t[0] != '[' {
-		return [][]byte{t}, false, nil
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(t, &raw); err != nil {
-		return nil, true, errorf(codeParseError, "Parse error")
-	}
-	if len(raw) == 0 {
-		return nil, true, errorf(codeInvalidRequest, "invalid request: an empty batch")
-	}
-	msgs = make([][]byte, len(raw))
-	for i, m := range raw {
-		msgs[i] = m
-	}
-	return msgs, true, nil
-}
-
-// metaOf is params._meta, or nil.
-func metaOf(params json.RawMessage) json.RawMessage {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	meta, _, _ := rawjson.Get(params, "_meta")
-	return meta
 }
 
 // jsonError answers a request the transport refuses with a JSON-RPC error

@@ -1,10 +1,14 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/http"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -207,4 +211,289 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+// receive routes one message of a client, a stdio line or one message of
+// an HTTP POST, as its bytes: a message that is not JSON gets its error
+// reply, the others take receiveMessage.
+func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
+	m, err := rawjson.ParseMessage(msg)
+	return p.receiveParsed(ctx, s, m, err, out)
+}
+
+// receiveParsed is receive of a message already parsed into m, with err
+// the parse's error.
+func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
+	if err != nil {
+		return refused(nil, parseError(err))
+	}
+	return p.receiveMessage(ctx, s, m, out)
+}
+
+// receiveMessage routes one parsed message of a client. A response goes
+// to the question it answers and a notification to its handler at once. A
+// message that cannot be served gets its error reply, with code the
+// JSON-RPC error code it carries. For a request it returns the work that
+// answers it (the response and its error code, 0 for a result), which the
+// caller runs off its read loop; out carries the messages that precede the
+// response. The request is registered before receiveMessage returns, so
+// that a notifications/cancelled read right after it finds it.
+func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
+	switch m.Kind {
+	case rawjson.KindResponse:
+		if !s.asks.deliver(m) {
+			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
+		}
+		return nil, 0, nil
+	case rawjson.KindNotification:
+		p.notified(s, m)
+		return nil, 0, nil
+	case rawjson.KindInvalid:
+		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
+	}
+	r, werr := p.newRequest(s, m, out)
+	if werr != nil {
+		return refused(m.ID, werr)
+	}
+	r.header, _ = ctx.Value(headerKey{}).(http.Header)
+	rctx, cancel := context.WithCancel(ctx)
+	if werr := s.inflight.add(m.ID, cancel); werr != nil {
+		cancel()
+		return refused(m.ID, werr)
+	}
+	return nil, 0, func() (reply, int) {
+		defer s.inflight.done(r.id)
+		defer cancel()
+		return p.answer(rctx, r)
+	}
+}
+
+// refused is receiveMessage's answer to a message it cannot serve: the
+// error reply and its code, no work.
+func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() (reply, int)) {
+	return errorResponse(id, werr), werr.Code, nil
+}
+
+// parseError is the error of a message that is not JSON (JSON-RPC's parse
+// error, answered with id null).
+func parseError(err error) *wireError {
+	if errors.Is(err, rawjson.ErrDuplicateMember) {
+		return errorf(codeInvalidRequest, "invalid request: a member name appears twice")
+	}
+	return errorf(codeParseError, "Parse error")
+}
+
+// splitBody reads a POST body or a stdio line: one message, or a batch (a
+// JSON array of them, which 2025-03-26 allows).
+func splitBody(body []byte) (msgs [][]byte, batch bool, werr *wireError) {
+	t := bytes.TrimSpace(body)
+	if len(t) == 0 {
+		return nil, false, errorf(codeParseError, "Parse error: empty message")
+	}
+	if t[0] != '[' {
+		return [][]byte{t}, false, nil
+	}
+	var raw []json.RawMessage
+	if err := json.Unmarshal(t, &raw); err != nil {
+		return nil, true, errorf(codeParseError, "Parse error")
+	}
+	if len(raw) == 0 {
+		return nil, true, errorf(codeInvalidRequest, "invalid request: an empty batch")
+	}
+	msgs = make([][]byte, len(raw))
+	for i, m := range raw {
+		msgs[i] = m
+	}
+	return msgs, true, nil
+}
+
+// metaOf is params._meta, or nil.
+func metaOf(params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	meta, _, _ := rawjson.Get(params, "_meta")
+	return meta
+}
+
+// batchVersion is the one protocol version that has JSON-RPC batches: MCP
+// added them in 2025-03-26 and removed them in 2025-06-18.
+const batchVersion = "2025-03-26"
+
+// batchRefusal is the error that refuses a JSON-RPC batch from a client
+// at protocol version ("" before one is negotiated), or nil when that
+// version has batches.
+func batchRefusal(version string) *wireError {
+	switch {
+	case version == batchVersion:
+		return nil
+	case version == "":
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported before a protocol version is negotiated "+
+			"(MCP has them only in protocol version %s)", batchVersion)
+	case version < batchVersion:
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (added in %s)", truncate(version, 40), batchVersion)
+	}
+	return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (removed in 2025-06-18)", truncate(version, 40))
+}
+
+// notUTF8 refuses a client message that is not valid UTF-8: it is not JSON
+// text (RFC 8259 §8.1), so nothing in it is read or echoed, its id neither.
+var notUTF8 = errorf(codeInvalidRequest, "invalid request: the message is not valid UTF-8, as JSON text must be (RFC 8259 section 8.1)")
+
+// newRequest reads a request's protocol facts: its _meta, and whether it
+// is a stateless 2026-07-28 request (then its capabilities come from its
+// _meta, which must have them) or belongs to the session's handshake.
+func (p *Proxy) newRequest(s *session, m rawjson.Message, out stream) (*request, *wireError) {
+	r := &request{sess: s, id: m.ID, method: m.Method, params: m.Params, out: out}
+	if rawjson.IsNull(m.ID) {
+		return nil, errorf(codeInvalidRequest, "invalid request: the id must be a string or a number, not null")
+	}
+	if len(m.Params) > 0 && m.Params[0] == '{' {
+		if err := rawjson.Unique(m.Params); err != nil {
+			return nil, errorf(codeInvalidRequest, "invalid request: a member name appears twice in params")
+		}
+		if meta, ok, _ := rawjson.Get(m.Params, "_meta"); ok && meta[0] == '{' {
+			if err := rawjson.Unique(meta); err != nil {
+				return nil, errorf(codeInvalidRequest, "invalid request: a member name appears twice in params._meta")
+			}
+			r.meta = meta
+		}
+	}
+	if v, _ := stringMember(r.meta, metaProtocolVersion); isModern(v) {
+		caps, ok, _ := rawjson.Get(r.meta, metaClientCaps)
+		if !ok || len(caps) == 0 || caps[0] != '{' {
+			return nil, errorf(codeInvalidParams, "missing or invalid _meta field %s", metaClientCaps)
+		}
+		if !slices.Contains(protocolVersions, v) {
+			return nil, unsupportedVersion(v)
+		}
+		r.modern, r.version, r.caps = true, v, parseCaps(caps)
+		return r, nil
+	}
+	if c := s.client.Load(); c != nil {
+		r.version, r.caps = c.version, c.caps
+	}
+	return r, nil
+}
+
+// unsupportedVersion is the error for a stateless request naming a
+// version the proxy does not serve; its data lists the ones it does.
+func unsupportedVersion(v string) *wireError {
+	data, _ := json.Marshal(map[string]any{"supported": protocolVersions, "requested": v})
+	return &wireError{Code: codeUnsupportedVersion, Data: data,
+		Message: fmt.Sprintf("unsupported protocol version: %q (supported: [%s])", v, strings.Join(protocolVersions, " "))}
+}
+
+// eraCheck refuses methods that one protocol era has and the other has
+// not: the stateless core removed initialize, ping, logging/setLevel and
+// resource subscriptions; server/discover and subscriptions/listen exist
+// only in it.
+func eraCheck(next handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		switch r.method {
+		case "initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe":
+			if r.modern {
+				return nil, errorf(codeMethodNotFound, "%q was removed in protocol version %s", r.method, modernVersion)
+			}
+		case "server/discover", "subscriptions/listen":
+			if !r.modern {
+				return nil, errorf(codeMethodNotFound, "%q requires protocol version %s or later", r.method, modernVersion)
+			}
+		}
+		return next(ctx, r)
+	}
+}
+
+// cachedMethods are the methods whose stateless results say how long a
+// client may cache them: not at all, since the proxy's lists change with
+// its upstreams (list_changed tells the client).
+var cachedMethods = map[string]bool{
+	"tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "resources/read": true, "server/discover": true,
+}
+
+// ownResults are the methods whose results the proxy writes itself, not
+// an upstream.
+var ownResults = map[string]bool{
+	"server/discover": true, "tools/list": true, "prompts/list": true, "resources/list": true,
+	"resources/templates/list": true, "subscriptions/listen": true,
+}
+
+// decorate adds what a 2026-07-28 client expects on every result: the
+// result type ("complete", unless the handler set one), for the results
+// the proxy writes itself the server's identity in _meta (an upstream's
+// result keeps its own _meta as it was), and for lists and reads that
+// they are not to be cached.
+func (p *Proxy) decorate(next handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		res, werr := next(ctx, r)
+		if !r.modern || r.decorated || (werr != nil && werr.input == nil) {
+			return res, werr
+		}
+		if werr != nil {
+			werr.input = p.decorateResult(r.method, werr.input)
+			return res, werr
+		}
+		return p.decorateResult(r.method, res), nil
+	}
+}
+
+func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessage {
+	if len(res) == 0 || res[0] != '{' {
+		res = json.RawMessage(`{}`)
+	}
+	// One read of the members and one copy: a list's result is the
+	// proxy's largest (about 0.8 MB for 2,000 tools).
+	ms, err := rawjson.Members(res)
+	if err != nil {
+		return res
+	}
+	var meta []byte
+	hasType := false
+	for _, m := range ms {
+		switch {
+		case m.Key == "_meta" && meta == nil:
+			meta = res[m.ValueStart:m.ValueEnd]
+		case m.Key == "resultType":
+			hasType = true
+		}
+	}
+	var set []rawjson.KV
+	if ownResults[method] {
+		if len(meta) == 0 || meta[0] != '{' {
+			meta = []byte(`{}`)
+		}
+		if m, err := rawjson.Set(meta, metaServerInfo, p.serverInfo()); err == nil {
+			set = append(set, rawjson.KV{Key: "_meta", Value: m})
+		}
+	}
+	if !hasType {
+		set = append(set, rawjson.KV{Key: "resultType", Value: []byte(`"complete"`)})
+	}
+	if cachedMethods[method] {
+		set = append(set, rawjson.KV{Key: "ttlMs", Value: []byte(`0`)}, rawjson.KV{Key: "cacheScope", Value: []byte(`"private"`)})
+	}
+	if len(set) == 0 {
+		return res
+	}
+	out, err := rawjson.SetMany(res, set...)
+	if err != nil {
+		return res
+	}
+	return out
+}
+
+// notified handles a client notification. Unknown ones are ignored, as
+// JSON-RPC asks.
+func (p *Proxy) notified(s *session, m rawjson.Message) {
+	switch m.Method {
+	case "notifications/initialized":
+		s.markInitialized() // the proxy's requests to the client were waiting for it (session.ask)
+	case "notifications/cancelled":
+		if id, ok, _ := rawjson.Get(m.Params, "requestId"); ok && !rawjson.IsNull(id) {
+			s.inflight.cancel(id)
+		}
+	case "notifications/roots/list_changed":
+		p.rootsChanged(s)
+	}
 }

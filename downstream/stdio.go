@@ -4,11 +4,9 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -228,76 +226,6 @@ func (rr *requestRuns) closeAndWait() {
 	rr.closed = true
 	rr.mu.Unlock()
 	rr.wg.Wait()
-}
-
-// receive routes one message of a client, a stdio line or one message of
-// an HTTP POST, as its bytes: a message that is not JSON gets its error
-// reply, the others take receiveMessage.
-func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	m, err := rawjson.ParseMessage(msg)
-	return p.receiveParsed(ctx, s, m, err, out)
-}
-
-// receiveParsed is receive of a message already parsed into m, with err
-// the parse's error.
-func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	if err != nil {
-		return refused(nil, parseError(err))
-	}
-	return p.receiveMessage(ctx, s, m, out)
-}
-
-// receiveMessage routes one parsed message of a client. A response goes
-// to the question it answers and a notification to its handler at once. A
-// message that cannot be served gets its error reply, with code the
-// JSON-RPC error code it carries. For a request it returns the work that
-// answers it (the response and its error code, 0 for a result), which the
-// caller runs off its read loop; out carries the messages that precede the
-// response. The request is registered before receiveMessage returns, so
-// that a notifications/cancelled read right after it finds it.
-func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	switch m.Kind {
-	case rawjson.KindResponse:
-		if !s.asks.deliver(m) {
-			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
-		}
-		return nil, 0, nil
-	case rawjson.KindNotification:
-		p.notified(s, m)
-		return nil, 0, nil
-	case rawjson.KindInvalid:
-		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
-	}
-	r, werr := p.newRequest(s, m, out)
-	if werr != nil {
-		return refused(m.ID, werr)
-	}
-	r.header, _ = ctx.Value(headerKey{}).(http.Header)
-	rctx, cancel := context.WithCancel(ctx)
-	if werr := s.inflight.add(m.ID, cancel); werr != nil {
-		cancel()
-		return refused(m.ID, werr)
-	}
-	return nil, 0, func() (reply, int) {
-		defer s.inflight.done(r.id)
-		defer cancel()
-		return p.answer(rctx, r)
-	}
-}
-
-// refused is receiveMessage's answer to a message it cannot serve: the
-// error reply and its code, no work.
-func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() (reply, int)) {
-	return errorResponse(id, werr), werr.Code, nil
-}
-
-// parseError is the error of a message that is not JSON (JSON-RPC's parse
-// error, answered with id null).
-func parseError(err error) *wireError {
-	if errors.Is(err, rawjson.ErrDuplicateMember) {
-		return errorf(codeInvalidRequest, "invalid request: a member name appears twice")
-	}
-	return errorf(codeParseError, "Parse error")
 }
 
 var errLineTooLong = errors.New("line too long")
