@@ -40,7 +40,7 @@ const approvalStatePrefix = "px-approval-"
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
 // input_required result that asks the question (a multi round-trip).
-func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask json.RawMessage) {
+func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
 	r, a := c.r, c.r.sess.agent
 	if a.ApprovalOf(c.entry.policyTool(), r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
@@ -144,7 +144,7 @@ func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
 // good once, bound to the agent, the client, the tool and a digest of the
 // arguments, and only until the approval timeout: an answer cannot be
 // replayed, moved to another call, or used by another client.
-func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, json.RawMessage) {
+func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
 	r := c.r
 	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
@@ -163,18 +163,34 @@ func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, js
 	}
 	state := p.approvals.issue(key, time.Now().Add(timeout))
 	question := `{"method":"elicitation/create","params":` + string(p.approvalQuestion(c)) + `}`
-	return nil, inputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
+	return nil, newInputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
 }
 
-// inputRequired is an input_required result asking the client for the
+// inputRequired is a 2026-07-28 input_required result: the request needs
+// the client's answers to input requests first (a multi round-trip,
+// docs/protocol.md#requests-from-servers), and its retry carries them with
+// the request state. It is not an error. To the route it is a result like
+// any other; the call chain tells it apart (toolCall.input): a call that
+// asked is not over.
+type inputRequired struct{ result json.RawMessage }
+
+// resultOr is the input_required result when there is one, else res.
+func (in *inputRequired) resultOr(res json.RawMessage) json.RawMessage {
+	if in != nil {
+		return in.result
+	}
+	return res
+}
+
+// newInputRequired is an input_required result asking the client for the
 // given input requests, with the state its retry must carry.
-func inputRequired(reqs map[string]json.RawMessage, state string) json.RawMessage {
+func newInputRequired(reqs map[string]json.RawMessage, state string) *inputRequired {
 	b, _ := json.Marshal(reqs) // raw values, valid JSON: never fails
 	out := []byte(`{"content":[],"inputRequests":`)
 	out = append(out, b...)
 	out = append(out, `,"requestState":`...)
 	out = append(out, rawjson.String(state)...)
-	return append(out, `,"resultType":"input_required"}`...)
+	return &inputRequired{result: append(out, `,"resultType":"input_required"}`...)}
 }
 
 // argsDigest is the SHA-256 of a call's arguments without the "approved"

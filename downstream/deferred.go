@@ -156,9 +156,9 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 		return denied(name, rule), nil, true
 	}
 	if name == mcpResourcesName {
-		return p.mcpResources(ctx, st, args), nil, true
+		return p.mcpResources(ctx, r, args), nil, true
 	}
-	return p.mcpPrompts(ctx, st, args), nil, true
+	return p.mcpPrompts(ctx, r, args), nil, true
 }
 
 // sessionList is the session's tools/list result, {"tools":[...]}, built

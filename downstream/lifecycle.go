@@ -77,7 +77,7 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 		`,"serverInfo":` + string(p.serverInfo()))
 	if p.needsInstructions(r.sess) {
 		p.waitStartup(ctx)
-		if instr := p.sessionInstructions(ctx, r.sess); instr != "" {
+		if instr := p.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}
@@ -93,7 +93,7 @@ func (p *Proxy) discover(ctx context.Context, r *request) (json.RawMessage, *wir
 	out := []byte(`{"supportedVersions":` + string(versions) + `,"capabilities":` + capabilitiesJSON)
 	if p.needsInstructions(r.sess) {
 		p.waitStartup(ctx)
-		if instr := p.sessionInstructions(ctx, r.sess); instr != "" {
+		if instr := p.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}

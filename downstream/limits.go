@@ -196,7 +196,7 @@ func (p *Proxy) rateGate(next callHandler) callHandler {
 			return p.rateLimited(c, refusal), nil
 		}
 		res, werr := next(ctx, c)
-		if werr != nil && werr.input != nil {
+		if c.input != nil {
 			// Asked the client for input: the retry takes them again.
 			l.give(l.agents[agent], l.servers[t.Server], t, p.now())
 		}

@@ -98,7 +98,7 @@ func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireE
 	} // on stdio the connection takes every notification already, as it comes
 	for _, uri := range f.ResourceSubscriptions {
 		params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-		if _, werr := p.subscription(ctx, s, params, true); werr != nil {
+		if _, werr := p.subscription(ctx, r, params, true); werr != nil {
 			p.log.Debug().Str("agent", s.agent.Name).Str("error", werr.Message).Msg("a listen's resource subscription was not made")
 		}
 	}
@@ -111,7 +111,7 @@ func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireE
 	if s.transport != transportHTTP {
 		for _, uri := range f.ResourceSubscriptions {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-			_, _ = p.subscription(context.WithoutCancel(ctx), s, params, false)
+			_, _ = p.subscription(context.WithoutCancel(ctx), r, params, false)
 		}
 	}
 	return json.RawMessage(`{"_meta":{` + string(rawjson.String(metaSubscriptionID)) + `:` + string(r.id) + `}}`), nil

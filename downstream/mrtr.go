@@ -167,7 +167,7 @@ func parkable(r *request) bool { return r.modern && r.sess.transport == transpor
 // waits for its first round. key names what the client asked for; a retry
 // must name it again.
 func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
-	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *wireError) {
+	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError) {
 	pc := &parkedCall{
 		agent:    r.sess.agent.Name,
 		key:      key,
@@ -196,17 +196,17 @@ func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout
 
 // awaitRound waits, for one client request, until the call ends or needs
 // the client's answer to a server request.
-func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *wireError) {
+func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *inputRequired, *wireError) {
 	for {
 		select {
 		case <-pc.done:
 			pc.progress.detach() // nothing more reaches this request once it answers
-			return pc.result, pc.werr
+			return pc.result, nil, pc.werr
 		case ask := <-pc.asks:
 			if ask.abandoned.Load() {
 				continue // its upstream request gave up while it waited to be asked
 			}
-			return nil, p.park(pc, ask)
+			return nil, p.park(pc, ask), nil
 		case <-ctx.Done():
 			// The client closed its request: the call is cancelled upstream.
 			pc.cancel()
@@ -215,14 +215,14 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			case <-time.After(progressFlushLimit):
 			}
 			pc.progress.detach()
-			return nil, errorf(codeServerError, "request cancelled")
+			return nil, nil, errorf(codeServerError, "request cancelled")
 		}
 	}
 }
 
 // park answers the waiting request with ask as an input request and keeps
 // the call for the client's retry.
-func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *wireError {
+func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 	pc.progress.detach()
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
@@ -242,16 +242,16 @@ func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *wireError {
 		<-pc.done
 		time.AfterFunc(parkGrace, func() { p.relay.parked.drop(token) })
 	}()
-	return &wireError{input: inputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)}
+	return newInputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)
 }
 
 // resumeParked is a later round of a parked call: it hands the client's
 // answer to the upstream and waits again. key names what the retry asks
 // for (it must be what the first request asked for).
-func (p *Proxy) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *wireError) {
+func (p *Proxy) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError) {
 	pc := p.relay.parked.take(state, r.sess.agent.Name, key)
 	if pc == nil {
-		return nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
+		return nil, nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
 			"waited too long for this answer, or ran on another proxy instance; call the tool again")
 	}
 	pc.mu.Lock()
@@ -352,12 +352,14 @@ func (p *Proxy) surfaceRoundTrip(ctx context.Context, r *request, h handler) (js
 	what, _ := stringMember(r.params, target)
 	key := r.method + " " + what
 	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
-		return p.resumeParked(ctx, r, key, state)
+		res, input, werr := p.resumeParked(ctx, r, key, state)
+		return input.resultOr(res), werr
 	}
 	// The handler registers the request as in flight to its server, so a
 	// stdio upstream's request finds r, and through it the parked call.
-	return p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(ctx, r.sess, r.method, what)), nil,
+	res, input, werr := p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(ctx, r.sess, r.method, what)), nil,
 		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
+	return input.resultOr(res), werr
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get

@@ -254,12 +254,13 @@ func (p *Proxy) needsInstructions(s *session) bool {
 }
 
 // sessionInstructions renders those instructions.
-func (p *Proxy) sessionInstructions(ctx context.Context, s *session) string {
+func (p *Proxy) sessionInstructions(ctx context.Context, r *request) string {
+	s := r.sess
 	var parts []string
 	if s.agent.Deferred {
 		parts = append(parts, p.deferredInstructions(s))
 	}
-	if pinned := p.pinnedInstructions(ctx, s); pinned != "" {
+	if pinned := p.pinnedInstructions(ctx, r); pinned != "" {
 		parts = append(parts, pinned)
 	}
 	return strings.Join(parts, "\n")

@@ -100,7 +100,7 @@ func (p *Proxy) traceRequest(next handler) handler {
 		ctx, span := t.StartServer(ctx, tracing.ServerRequest{Method: r.method, Target: target, ID: r.id, Params: r.params,
 			Header: r.header, SessionID: r.sess.id, Protocol: r.version, Agent: r.sess.agent.Name, Transport: transport})
 		res, werr := next(ctx, r)
-		if werr != nil && werr.input == nil {
+		if werr != nil {
 			span.End("error", werr.Code)
 		} else {
 			span.End(tracing.OutcomeOK, 0)
@@ -116,7 +116,7 @@ func (p *Proxy) observe(next handler) handler {
 		start := time.Now()
 		res, werr := next(ctx, r)
 		outcome := "ok"
-		if werr != nil && werr.input == nil {
+		if werr != nil {
 			outcome = "error"
 			if e := p.log.Debug(); e.Enabled() {
 				e.Str("agent", r.sess.agent.Name).Str("method", r.method).Int("code", werr.Code).
@@ -136,10 +136,8 @@ func (p *Proxy) answer(ctx context.Context, r *request) (reply, int) {
 		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
 		return whole(errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))), codeMethodNotFound
 	}
-	res, werr := h(withRequest(ctx, r), r)
+	res, werr := h(ctx, r)
 	switch {
-	case werr != nil && werr.input != nil:
-		return response(r.id, "result", werr.input), 0
 	case werr != nil:
 		return whole(errorResponse(r.id, werr)), werr.Code
 	case len(res) == 0:
@@ -427,11 +425,7 @@ var ownResults = map[string]bool{
 func (p *Proxy) decorate(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		res, werr := next(ctx, r)
-		if !r.modern || r.decorated || (werr != nil && werr.input == nil) {
-			return res, werr
-		}
-		if werr != nil {
-			werr.input = p.decorateResult(r.method, werr.input)
+		if !r.modern || r.decorated || werr != nil {
 			return res, werr
 		}
 		return p.decorateResult(r.method, res), nil

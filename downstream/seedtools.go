@@ -103,38 +103,39 @@ type seedArgs struct {
 func errorText(s string) json.RawMessage { return textResult(s, true) }
 
 // mcpResources runs the mcp_resources tool.
-func (p *Proxy) mcpResources(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
+func (p *Proxy) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return p.seedList(ctx, st, in, true)
+		return p.seedList(ctx, r, in, true)
 	case "read":
-		return p.seedRead(ctx, st, in.URI)
+		return p.seedRead(ctx, r, in.URI)
 	}
 	return errorText("missing required `action` (list|read)")
 }
 
 // mcpPrompts runs the mcp_prompts tool.
-func (p *Proxy) mcpPrompts(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
+func (p *Proxy) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return p.seedList(ctx, st, in, false)
+		return p.seedList(ctx, r, in, false)
 	case "get":
-		return p.seedGet(ctx, st, in)
+		return p.seedGet(ctx, r, in)
 	}
 	return errorText("missing required `action` (list|get)")
 }
 
 // seedList lists resources (or prompts): every server's from the catalog,
 // or one server's page through its own cursor.
-func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resources bool) json.RawMessage {
+func (p *Proxy) seedList(ctx context.Context, r *request, in seedArgs, resources bool) json.RawMessage {
+	st := r.sess
 	kind, member, key := "prompts", "prompts", "name"
 	if resources {
 		kind, member, key = "resources", "resources", "uri"
@@ -166,7 +167,7 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 		params, _ = rawjson.Set(params, "cursor", rawjson.String(in.Cursor))
 	}
 	up := p.gen().ups[in.Server]
-	res, werr := p.forward(ctx, in.Server, up, kind+"/list", params)
+	res, werr := p.forward(ctx, r, in.Server, up, kind+"/list", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
@@ -301,7 +302,8 @@ func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText stri
 }
 
 // seedRead reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedRead(ctx context.Context, st *session, uri string) json.RawMessage {
+func (p *Proxy) seedRead(ctx context.Context, r *request, uri string) json.RawMessage {
+	st := r.sess
 	srv, orig, errText := p.splitSeed(st, uri)
 	if errText != "" {
 		return errorText(errText)
@@ -310,7 +312,7 @@ func (p *Proxy) seedRead(ctx context.Context, st *session, uri string) json.RawM
 		return errorText(msg)
 	}
 	params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
-	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "resources/read", params)
+	res, werr := p.forward(ctx, r, srv, p.gen().ups[srv], "resources/read", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
@@ -356,7 +358,8 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 }
 
 // seedGet gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawMessage {
+func (p *Proxy) seedGet(ctx context.Context, r *request, in seedArgs) json.RawMessage {
+	st := r.sess
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
 	}
@@ -371,20 +374,20 @@ func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawM
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" {
 		params, _ = rawjson.Set(params, "arguments", in.Arguments)
 	}
-	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "prompts/get", params)
+	res, werr := p.forward(ctx, r, srv, p.gen().ups[srv], "prompts/get", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
-	var r struct {
+	var got struct {
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	_ = json.Unmarshal(res, &r)
+	_ = json.Unmarshal(res, &got)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<mcp-prompt server="%s" name="%s" trust="untrusted-external">`+"\n", attr(srv), attr(sanitize.StripTags(name)))
-	for _, m := range r.Messages {
+	for _, m := range got.Messages {
 		fmt.Fprintf(&b, "[%s] %s\n", m.Role, p.messageText(m.Content))
 	}
 	b.WriteString("</mcp-prompt>")
@@ -440,7 +443,8 @@ func attr(s string) string {
 // (docs/configuration.md#servers, pinned_resources). Each is checked as the name <server>__<uri> against the agent's
 // grant, excluded_tools and allowed_tools; failures are skipped with a
 // warning.
-func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {
+func (p *Proxy) pinnedInstructions(ctx context.Context, r *request) string {
+	st := r.sess
 	g := p.gen()
 	var parts []string
 	for _, srv := range g.serverNames() {
@@ -459,7 +463,7 @@ func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {
 				continue
 			}
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-			res, werr := p.forward(ctx, srv, g.ups[srv], "resources/read", params)
+			res, werr := p.forward(ctx, r, srv, g.ups[srv], "resources/read", params)
 			if werr != nil {
 				log.Str("error", werr.Message).Msg("pinned resource skipped: read failed")
 				continue

@@ -269,7 +269,8 @@ type principal struct {
 	token   int
 }
 
-// requestKey carries the request being answered in its context.
+// requestKey tags the context of a request the proxy sends upstream on
+// behalf of a client's request (withRequest).
 type requestKey struct{}
 
 // request is one client request being answered.
@@ -295,11 +296,20 @@ type request struct {
 	header http.Header
 }
 
+// withRequest tags ctx, the context of a request sent upstream for client
+// request r, with r. Within the proxy a request is passed as a value; this
+// tag is only for the way through an upstream package and back: a
+// Streamable HTTP upstream hands the call's context back with a server
+// request that arrives on the call's stream, and OnUpstreamRequest reads
+// the tag to find the client to ask (relay.go). r may be nil.
 func withRequest(ctx context.Context, r *request) context.Context {
+	if r == nil {
+		return ctx
+	}
 	return context.WithValue(ctx, requestKey{}, r)
 }
 
-// requestFrom is the request ctx was made for, or nil.
+// requestFrom is the client request ctx was sent upstream for, or nil.
 func requestFrom(ctx context.Context) *request {
 	r, _ := ctx.Value(requestKey{}).(*request)
 	return r

@@ -147,7 +147,7 @@ func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMess
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
 	defer p.relay.calls.begin(srv, r)()
-	res, werr := p.forward(ctx, srv, up, "resources/read", out)
+	res, werr := p.forward(ctx, r, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
 	}
@@ -159,7 +159,7 @@ func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMess
 
 // forward sends one request upstream within the server's timeout and maps
 // its error like a tool call's.
-func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
+func (p *Proxy) forward(ctx context.Context, r *request, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
 	cfg := p.gen().cfg.Servers[srv]
 	timeout := 120 * time.Second
 	if cfg != nil {
@@ -170,7 +170,7 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 	if hop, err := hopParams(params); err == nil {
 		params = hop
 	}
-	res, err := up.Request(cctx, method, params)
+	res, err := up.Request(withRequest(cctx, r), method, params)
 	if err == nil {
 		return res, nil
 	}
@@ -202,14 +202,15 @@ type subscriptions struct {
 func subKey(srv, orig string) string { return srv + "\x00" + orig }
 
 func (p *Proxy) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r.sess, r.params, true)
+	return p.subscription(ctx, r, r.params, true)
 }
 
 func (p *Proxy) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r.sess, r.params, false)
+	return p.subscription(ctx, r, r.params, false)
 }
 
-func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+func (p *Proxy) subscription(ctx context.Context, r *request, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+	st := r.sess
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
@@ -236,13 +237,13 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 		}
 		subs.mu.Unlock()
 		if last {
-			if _, werr := p.forward(ctx, srv, up, "resources/unsubscribe", out); werr != nil {
+			if _, werr := p.forward(ctx, r, srv, up, "resources/unsubscribe", out); werr != nil {
 				return nil, werr
 			}
 		}
 		return json.RawMessage(`{}`), nil
 	}
-	if _, werr := p.forward(ctx, srv, up, "resources/subscribe", out); werr != nil {
+	if _, werr := p.forward(ctx, r, srv, up, "resources/subscribe", out); werr != nil {
 		return nil, werr
 	}
 	subs.mu.Lock()
@@ -277,7 +278,7 @@ func (p *Proxy) dropSubscriptions(st *session) {
 		srv, orig, _ := strings.Cut(k, "\x00")
 		if up := p.gen().ups[srv]; up != nil {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
-			go func() { _, _ = p.forward(context.Background(), srv, up, "resources/unsubscribe", params) }()
+			go func() { _, _ = p.forward(context.Background(), nil, srv, up, "resources/unsubscribe", params) }()
 		}
 	}
 }
@@ -336,7 +337,7 @@ func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage
 	up := p.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
 	defer p.relay.calls.begin(e.Server, r)() // see readResource
-	return p.forward(ctx, e.Server, up, "prompts/get", out)
+	return p.forward(ctx, r, e.Server, up, "prompts/get", out)
 }
 
 // routeURI is surface.route of the current catalog, once it has caught up
@@ -401,7 +402,7 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 	}
 	newRef, _ := rawjson.Set(ref, member, rawjson.String(orig))
 	out, _ := rawjson.Set(params, "ref", newRef)
-	return p.forward(ctx, srv, up, "completion/complete", out)
+	return p.forward(ctx, r, srv, up, "completion/complete", out)
 }
 
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed

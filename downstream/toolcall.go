@@ -59,6 +59,9 @@ type toolCall struct {
 	rule     filter.Rule   // the rule that denied it, if one did
 	approval string        // the approval decision, when a person was asked
 	elapsed  time.Duration // time spent upstream
+	// input is set when the answer asks the client for input (a multi
+	// round-trip): the call is not over, a later round goes on with it.
+	input *inputRequired
 }
 
 // callHandler is one step of the call chain.
@@ -94,7 +97,8 @@ func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wir
 	}
 	if r.modern && len(req.state) > 0 {
 		if state, _ := req.stateString(); isParkToken(state) {
-			return p.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
+			res, input, werr := p.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
+			return input.resultOr(res), werr
 		}
 	}
 	return p.forwardCall(ctx, r, req.name, req.args, req.meta)
@@ -149,7 +153,7 @@ func (p *Proxy) observeCall(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		start := time.Now()
 		res, werr := next(ctx, c)
-		if werr != nil && werr.input != nil {
+		if c.input != nil {
 			return res, werr // asked the client for input: the call goes on in a later round
 		}
 		if c.outcome == "" {
@@ -244,7 +248,8 @@ func (p *Proxy) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		refusal, ask := p.approve(ctx, c)
 		if ask != nil {
-			return nil, &wireError{input: ask}
+			c.input = ask
+			return ask.result, nil
 		}
 		if refusal != nil {
 			c.outcome = metrics.OutcomeDenied
@@ -311,7 +316,9 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 		return p.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
 	if parkable(c.r) {
-		return p.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
+		res, input, werr := p.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
+		c.input = input
+		return input.resultOr(res), werr
 	}
 	return run(ctx)
 }
@@ -323,7 +330,7 @@ func (p *Proxy) runCall(ctx context.Context, c *toolCall, up Upstream, timeout t
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	start := time.Now()
-	result, err := up.Request(cctx, "tools/call", params)
+	result, err := up.Request(withRequest(cctx, c.r), "tools/call", params)
 	c.elapsed = time.Since(start)
 	var werr *wireError
 	c.outcome, werr = p.classify(c.entry, result, err, ctx, cctx, timeout)
@@ -609,7 +616,7 @@ func (p *Proxy) CallTool(ctx context.Context, agent string, perCall []string, na
 	s := newSession("", "cli", a, perCall)
 	defer s.close()
 	r := &request{sess: s, id: json.RawMessage("0"), method: "tools/call", out: noStream{}}
-	result, werr := p.forwardCall(withRequest(ctx, r), r, name, args, nil)
+	result, werr := p.forwardCall(ctx, r, name, args, nil)
 	if werr != nil {
 		return nil, werr
 	}
