@@ -42,7 +42,7 @@ const approvalStatePrefix = "px-approval-"
 // input_required result that asks the question (a multi round-trip).
 func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
 	r, a := c.r, c.r.sess.agent
-	if a.ApprovalOf(c.entry.policyTool(), r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
+	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
 	}
 	if !r.caps.elicitation {
@@ -88,7 +88,7 @@ func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []b
 	case "approve":
 		return nil
 	case "always":
-		c.r.sess.approvals.approveAlways(tool)
+		c.r.sess.state.ApproveAlways(tool)
 		return nil
 	case "timeout":
 		return textResult(fmt.Sprintf("tool '%s' was not run: nobody answered the approval request within %s", tool, timeout), true)

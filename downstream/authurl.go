@@ -72,7 +72,7 @@ func (p *Proxy) askPendingLogins(s *session) {
 // askToOpen sends one URL-mode elicitation/create to s, off the caller's
 // path, when s's client supports it; the answer is only logged.
 func (p *Proxy) askToOpen(s *session, server, url string) {
-	c := s.client.Load()
+	c := s.state.Client()
 	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
 	}

@@ -730,7 +730,7 @@ func TestViewSharesCatalogResult(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := p.Catalog()
-	got := p.viewFor(&session{agent: a}).listJSON
+	got := p.viewFor(&session{agent: a, state: newMemState()}).listJSON
 	if want := `{"tools":` + string(listJSON(c)) + `}`; string(got) != want {
 		t.Fatalf("view's list %s, want %s", got, want)
 	}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
-	"sync"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -36,55 +35,6 @@ var (
 		`"arguments":{"type":"object","description":"The tool's arguments."}},"required":["name"]}}`)
 )
 
-// deferredState is a session's deferred-loading state: the tools its
-// searches activated and the dynamic groups its queries made visible.
-type deferredState struct {
-	mu        sync.Mutex
-	activated map[string]bool
-	groups    map[int]bool
-}
-
-func (d *deferredState) isActivated(name string) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.activated[name]
-}
-
-func (d *deferredState) groupActive(i int) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return d.groups[i]
-}
-
-// activate records names and groups; it reports whether anything was new.
-func (d *deferredState) activate(names []string, groups []int) bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.activated == nil {
-		d.activated, d.groups = map[string]bool{}, map[int]bool{}
-	}
-	changed := false
-	for _, n := range names {
-		if !d.activated[n] {
-			d.activated[n], changed = true, true
-		}
-	}
-	for _, g := range groups {
-		if !d.groups[g] {
-			d.groups[g], changed = true, true
-		}
-	}
-	return changed
-}
-
-// empty reports whether the session has activated nothing yet, so that it
-// can share the agent's cached view.
-func (d *deferredState) empty() bool {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.activated) == 0 && len(d.groups) == 0
-}
-
 // ownTool reports whether name is one of the proxy's own tools and is
 // offered to the session: tool_search in deferred mode or when the agent
 // has dynamic groups, call_tool in deferred mode unless turned off.
@@ -114,10 +64,10 @@ func (p *Proxy) listedFor(st *session, e *ToolEntry) bool {
 	if st.agent.Deferred {
 		// The tools the session's searches activated, and those of the
 		// groups it lists: always groups, and dynamic ones a query woke.
-		return st.deferred.isActivated(e.Exposed) || st.agent.InAlwaysGroup(t) ||
-			st.agent.HasDynamicGroups() && st.agent.Visible(t, st.deferred.groupActive)
+		return st.state.Activated(e.Exposed) || st.agent.InAlwaysGroup(t) ||
+			st.agent.HasDynamicGroups() && st.agent.Visible(t, st.state.GroupActive)
 	}
-	return st.agent.Visible(t, st.deferred.groupActive)
+	return st.agent.Visible(t, st.state.GroupActive)
 }
 
 // ownToolsJSON is the own tools the session lists, each followed by a
@@ -268,7 +218,7 @@ func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 	for i, d := range found {
 		names[i] = d.Name
 	}
-	if st.deferred.activate(names, st.agent.GroupsFor(query)) {
+	if st.state.Activate(names, st.agent.GroupsFor(query)) {
 		// On the request's own stream, ahead of the result: the client
 		// learns its list changed before it reads what the search found.
 		_ = r.out.send(notification("notifications/tools/list_changed", nil))

@@ -68,7 +68,7 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 	case isModern(version) || !slices.Contains(protocolVersions, version):
 		version = latestSessionVersion
 	}
-	first := r.sess.client.Swap(&clientInfo{version: version, caps: parseCaps(in.Capabilities)}) == nil
+	first := r.sess.state.SetClient(clientInfo{version: version, caps: parseCaps(in.Capabilities)})
 	r.sess.open.Store(true)
 	if first {
 		p.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
@@ -113,7 +113,7 @@ func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireE
 	if err != nil || i < 0 {
 		return nil, errorf(codeInvalidParams, "invalid logging level %q", truncate(level, 40))
 	}
-	r.sess.level.Store(i)
+	r.sess.state.SetLevel(i)
 	p.applyLogLevels()
 	return json.RawMessage(`{}`), nil
 }

@@ -51,7 +51,7 @@ func (p *Proxy) applyLogLevels() {
 	g := p.gen()
 	want := make(map[string]int32, len(g.ups))
 	p.sessions.each(func(s *session) {
-		l := s.level.Load()
+		l := s.state.Level()
 		if l < 0 || s.ended() {
 			return
 		}

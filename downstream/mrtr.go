@@ -177,7 +177,7 @@ func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout
 		asks:     make(chan *inputAsk, 1),
 		done:     make(chan struct{}),
 	}
-	r.sess.parked.Store(pc)
+	r.sess.state.Park(pc)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc.cancel = cancel
 	go func() {

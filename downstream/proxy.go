@@ -74,7 +74,7 @@ type Proxy struct {
 	callChain callHandler        // the steps of a tools/call (toolcall.go)
 	catalogs  catalogState
 	views     viewCache
-	sessions  *sessionStore
+	sessions  *sessionTable
 	front     *httpFront
 	relay     relay
 	approvals approvalStates
@@ -91,7 +91,7 @@ func New(opts Options) *Proxy {
 	p.catalogs.init(p.style())
 	p.views.reset()
 	p.relay.init(p)
-	p.sessions = newSessionStore(opts.Metrics)
+	p.sessions = newSessionTable(opts.Metrics)
 	p.sessions.onRemove = p.sessionEnded
 	p.front = newHTTPFront(p)
 	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
@@ -155,7 +155,7 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 // subscriptions go, and the upstreams' log levels no longer count its own.
 func (p *Proxy) sessionEnded(s *session) {
 	p.dropSubscriptions(s)
-	if s.level.Load() >= 0 {
+	if s.state.Level() >= 0 {
 		p.applyLogLevels()
 	}
 }

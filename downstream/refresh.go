@@ -204,5 +204,5 @@ func (p *Proxy) defaultOwnTools(b *builtFrom) []byte {
 	if err != nil {
 		return nil
 	}
-	return p.ownToolsJSON(&session{agent: a}, b)
+	return p.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
 }

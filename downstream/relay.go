@@ -110,8 +110,8 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 	if r == nil {
 		r, n = p.relay.calls.only(srv)
 	}
-	if r != nil && r.sess.parked.Load() != nil {
-		return p.relayParked(ctx, r.sess.parked.Load(), srv, method, params)
+	if r != nil && r.sess.state.Parked() != nil {
+		return p.relayParked(ctx, r.sess.state.Parked(), srv, method, params)
 	}
 	if r == nil {
 		if method == "roots/list" {
@@ -187,7 +187,7 @@ func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessa
 		}
 	})
 	if stdio != nil && stdio.agent.Granted(srv) {
-		if c := stdio.client.Load(); c != nil && c.caps.roots {
+		if c := stdio.state.Client(); c != nil && c.caps.roots {
 			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
 			defer cancel()
 			if res, err := stdio.ask(tctx, nil, "roots/list", json.RawMessage(`{}`)); err == nil {

@@ -368,7 +368,7 @@ func (p *Proxy) newRequest(s *session, m rawjson.Message, out stream) (*request,
 		r.modern, r.version, r.caps = true, v, parseCaps(caps)
 		return r, nil
 	}
-	if c := s.client.Load(); c != nil {
+	if c := s.state.Client(); c != nil {
 		r.version, r.caps = c.version, c.caps
 	}
 	return r, nil

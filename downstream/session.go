@@ -32,7 +32,6 @@ type session struct {
 	// lines are bound to it.
 	principal principal
 
-	client atomic.Pointer[clientInfo] // set by initialize
 	// initialized is closed when notifications/initialized arrives: the
 	// proxy's requests to the client wait for it (ask).
 	initialized chan struct{}
@@ -40,23 +39,18 @@ type session struct {
 	// open is set once the client has introduced itself (initialize, or
 	// a 2026-07-28 server/discover or listen): from then on it takes the
 	// notifications no request owns.
-	open  atomic.Bool
-	level atomic.Int32 // the client's log level (logLevels index), -1: none set
+	open atomic.Bool
+	// state is what the session keeps between its requests (sessionstate.go).
+	state sessionState
 
-	approvals approvals
-	deferred  deferredState
-	asks      asks
-	inflight  inflight
+	asks     asks
+	inflight inflight
 	// notify carries messages no request owns (list_changed, log messages,
 	// resource updates): the stdio connection, or the session's GET stream.
 	notify notifyTarget
 	// activity tracks an HTTP session's requests and streams for the idle
 	// timeout.
-	activity activity
-	// parked is the call of a stateless request that may span round trips
-	// (mrtr.go); a stateless session serves one request.
-	parked atomic.Pointer[parkedCall]
-
+	activity  activity
 	closeOnce sync.Once
 	done      chan struct{} // closed when the session ends
 	inputOnce sync.Once
@@ -66,7 +60,7 @@ type session struct {
 // version is the protocol version the session's initialize negotiated, ""
 // before one did.
 func (s *session) version() string {
-	if c := s.client.Load(); c != nil {
+	if c := s.state.Client(); c != nil {
 		return c.version
 	}
 	return ""
@@ -79,9 +73,8 @@ type clientInfo struct {
 }
 
 func newSession(id, transport string, a *filter.Agent, perCall []string) *session {
-	s := &session{id: id, transport: transport, agent: a, perCall: perCall,
+	s := &session{id: id, transport: transport, agent: a, perCall: perCall, state: newMemState(),
 		initialized: make(chan struct{}), done: make(chan struct{}), inputDone: make(chan struct{})}
-	s.level.Store(-1)
 	s.activity.touch()
 	return s
 }
@@ -111,27 +104,6 @@ func (s *session) ended() bool {
 	default:
 		return false
 	}
-}
-
-// approvals holds the tools a person approved "always" in this session.
-type approvals struct {
-	mu     sync.Mutex
-	always map[string]bool
-}
-
-func (a *approvals) approvedAlways(tool string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.always[tool]
-}
-
-func (a *approvals) approveAlways(tool string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.always == nil {
-		a.always = map[string]bool{}
-	}
-	a.always[tool] = true
 }
 
 // notifyTarget is where a session's unowned messages go. On stdio it is
@@ -237,7 +209,7 @@ func levelIndex(level string) int32 {
 // client that set no level gets them all (as before logging/setLevel
 // existed, and as mcp-go did).
 func (s *session) wantsLog(level string) bool {
-	min := s.level.Load()
+	min := s.state.Level()
 	return min < 0 || levelIndex(level) >= min
 }
 

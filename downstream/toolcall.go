@@ -82,7 +82,7 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 // list gets (docs/operations.md#startup).
 func (p *Proxy) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	p.waitStartup(ctx)
-	if r.modern && r.sess.deferred.empty() {
+	if r.modern && r.sess.state.NothingActivated() {
 		r.decorated = true
 		return p.viewFor(r.sess).modernList(p), nil
 	}

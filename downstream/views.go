@@ -66,7 +66,7 @@ func (p *Proxy) viewFor(s *session) *view {
 	if s.perCall != nil {
 		// Client-chosen lists are not cached: a client could grow the cache
 		// without end by sending a new list each time.
-		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall})}
+		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall, state: newMemState()})}
 	}
 	v := &p.views
 	v.mu.Lock()
@@ -74,7 +74,7 @@ func (p *Proxy) viewFor(s *session) *view {
 	if cached := v.views[s.agent]; cached != nil && cached.catalog == c {
 		return cached
 	}
-	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent})}
+	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, state: newMemState()})}
 	v.views[s.agent] = out
 	return out
 }
@@ -89,7 +89,7 @@ func (v *view) modernList(p *Proxy) []byte {
 // listFor is the session's tools/list result: the shared view's while the
 // session has activated nothing, else its own.
 func (p *Proxy) listFor(s *session) []byte {
-	if s.deferred.empty() {
+	if s.state.NothingActivated() {
 		return p.viewFor(s).listJSON
 	}
 	return p.sessionList(s)

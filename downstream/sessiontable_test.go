@@ -17,7 +17,7 @@ func TestSessionStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newSessionStore(m)
+	st := newSessionTable(m)
 	var removed []string
 	st.onRemove = func(s *session) { removed = append(removed, s.id) }
 	p := newProxy(t, `
