@@ -71,13 +71,6 @@ func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *
 	return p.decided(c, decision, timeout), nil
 }
 
-func (p *Proxy) approvalTimeout() time.Duration {
-	if p.opts.ApprovalTimeout > 0 {
-		return p.opts.ApprovalTimeout
-	}
-	return defaultApprovalTimeout
-}
-
 // decided counts an approval decision and returns the refusal, or nil when
 // the call may run.
 func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []byte {

@@ -23,7 +23,7 @@ type auditEvent struct {
 
 // auditDecision writes one audit line (docs/operations.md#audit-log) for r: queued before the
 // response goes out, never blocking. werr is the error answered, if any.
-func (p *Proxy) auditDecision(ctx context.Context, r *request, e auditEvent, werr *wireError) {
+func (p *env) auditDecision(ctx context.Context, r *request, e auditEvent, werr *wireError) {
 	log := p.opts.Audit
 	if log == nil {
 		return
@@ -53,7 +53,7 @@ func (p *Proxy) auditDecision(ctx context.Context, r *request, e auditEvent, wer
 // reach (the client cannot tell a missing resource from a hidden one, and
 // the line does not either), else allowed, with the upstream's outcome.
 // Its prompt arguments are the line's arguments.
-func (p *Proxy) auditSurface(ctx context.Context, r *request, target string, srv *string, start time.Time, werr **wireError) {
+func (p *env) auditSurface(ctx context.Context, r *request, target string, srv *string, start time.Time, werr **wireError) {
 	if p.opts.Audit == nil {
 		return
 	}

@@ -466,14 +466,6 @@ func (f *httpFront) sweep() {
 	}
 }
 
-// idleTimeout is listen.session_idle_timeout; 0 keeps idle sessions.
-func (p *Proxy) idleTimeout() time.Duration {
-	if d := p.gen().cfg.Listen.SessionIdleTimeout; d != nil {
-		return d.D()
-	}
-	return config.DefaultSessionIdleTimeout
-}
-
 // ShutdownHTTP ends the HTTP side gracefully: it waits until no POST is
 // being answered (or ctx ends), then closes every HTTP session, which ends
 // the long-lived GET streams that would otherwise keep

@@ -114,6 +114,6 @@ func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireE
 		return nil, errorf(codeInvalidParams, "invalid logging level %q", truncate(level, 40))
 	}
 	r.sess.state.SetLevel(i)
-	p.applyLogLevels()
+	p.relay.applyLogLevels()
 	return json.RawMessage(`{}`), nil
 }

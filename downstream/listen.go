@@ -75,7 +75,7 @@ func withSubscriptionID(params json.RawMessage, id json.RawMessage) []byte {
 }
 
 // listen serves subscriptions/listen until the client ends it.
-func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *resourcesPrompts) listen(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	var in struct {
 		Notifications listenFilter `json:"notifications"`
 	}
@@ -104,7 +104,7 @@ func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireE
 	}
 	select {
 	case <-ctx.Done():
-	case <-p.front.stop:
+	case <-p.stop:
 	case <-s.done:
 	case <-s.inputDone:
 	}

@@ -42,8 +42,8 @@ type connLevel struct {
 // a live session granted its server, or "" (forget it) when none has set
 // one. It returns at once; the sends run behind it, in order per
 // connection. Call it after anything that can change those levels.
-func (p *Proxy) applyLogLevels() {
-	ls := &p.relay.levels
+func (p *relay) applyLogLevels() {
+	ls := &p.levels
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	// Read under ls.mu: the last call to take the lock sees the latest
@@ -91,8 +91,8 @@ func (p *Proxy) applyLogLevels() {
 
 // passLevels sends cl's wanted level to u until the level sent is the one
 // wanted. It is the only sender for u while cl.busy is set.
-func (p *Proxy) passLevels(server string, u Upstream, cl *connLevel) {
-	ls := &p.relay.levels
+func (p *relay) passLevels(server string, u Upstream, cl *connLevel) {
+	ls := &p.levels
 	for {
 		ls.mu.Lock()
 		level := cl.want

@@ -25,7 +25,6 @@ import (
 const progressFlushLimit = 2 * time.Second
 
 type progressRelay struct {
-	p      *Proxy
 	mu     sync.Mutex
 	routes map[string]*progressRoute
 }

@@ -3,10 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,7 +13,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
-	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -62,13 +58,7 @@ type Options struct {
 // notifications (relay.go, progress.go, mrtr.go) and the approval states
 // of stateless clients (approval.go).
 type Proxy struct {
-	opts    Options
-	log     zerolog.Logger
-	started time.Time
-	now     func() time.Time // the rate limits' clock: time.Now, or a test's
-
-	cur      atomic.Pointer[generation]
-	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values
+	*env
 
 	route     map[string]handler // the method table behind its middleware
 	callChain callHandler        // the steps of a tools/call (toolcall.go)
@@ -76,7 +66,8 @@ type Proxy struct {
 	views     viewCache
 	sessions  *sessionTable
 	front     *httpFront
-	relay     relay
+	relay     *relay
+	surface   *resourcesPrompts
 	approvals approvalStates
 	logins    logins
 }
@@ -84,53 +75,21 @@ type Proxy struct {
 // New builds the proxy. It does not start serving; see ServeStdio and
 // HTTPHandler.
 func New(opts Options) *Proxy {
-	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
+	p := &Proxy{env: &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}}
 	p.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
 		limits: buildLimits(opts.Config, nil, p.now())})
 	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	p.catalogs.init(p.style())
 	p.views.reset()
-	p.relay.init(p)
 	p.sessions = newSessionTable(opts.Metrics)
-	p.sessions.onRemove = p.sessionEnded
 	p.front = newHTTPFront(p)
+	p.surface = &resourcesPrompts{env: p.env, catalog: p, sessions: p.sessions, stop: p.front.stop}
+	p.relay = newRelay(p.env, p.sessions, p.surface)
+	p.surface.relay = p.relay
+	p.sessions.onRemove = p.sessionEnded
 	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
 	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.pinnedGate, p.upGate, p.rateGate, p.approvalGate)
 	return p
-}
-
-// generation is one config and the upstreams built from it. A reload
-// (SIGHUP) swaps it whole, so a reader never mixes two configs.
-type generation struct {
-	cfg *config.Config
-	ups map[string]Upstream
-	// overrides are cfg's tools.overrides, compiled (docs/agents.md#overrides-and-rate-limits).
-	overrides toolOverrides
-	// limits are cfg's rate limits (docs/agents.md#overrides-and-rate-limits); nil when it has none.
-	limits *callLimits
-	// startedUp is set once a waitStartup found every upstream of ups past
-	// its first connection attempt and refreshed the catalog after it: the
-	// waits of later lists return at once. A reload's generation starts
-	// without it. waitOver refreshes the catalog once when startup_wait
-	// ran out before that.
-	startedUp atomic.Bool
-	waitOver  sync.Once
-	// first is the generation the proxy started with: only its snapshots
-	// wait for the start to end before they build (UpstreamChanged), and
-	// watchStart starts the wait that builds when it ends.
-	first      bool
-	watchStart sync.Once
-}
-
-func (p *Proxy) gen() *generation { return p.cur.Load() }
-
-func (g *generation) serverNames() []string {
-	names := make([]string, 0, len(g.ups))
-	for name := range g.ups {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	return names
 }
 
 // Reload switches the proxy to a new config and upstream set (docs/operations.md#shutdown-and-reload:
@@ -147,27 +106,18 @@ func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
 	if p.front.auth.Load() != nil {
 		p.front.auth.Store(p.newAuthenticator(cfg)) // new tokens and match rules serve new requests
 	}
-	p.applyLogLevels() // an added or restarted server's connection has no level yet
+	p.relay.applyLogLevels() // an added or restarted server's connection has no level yet
 	p.Refresh()
 }
 
 // sessionEnded is what the proxy does when a session ends: its
 // subscriptions go, and the upstreams' log levels no longer count its own.
 func (p *Proxy) sessionEnded(s *session) {
-	p.dropSubscriptions(s)
+	p.surface.dropSubscriptions(s)
 	if s.state.Level() >= 0 {
-		p.applyLogLevels()
+		p.relay.applyLogLevels()
 	}
 }
-
-// cleanText removes the config's secret values and the generic secret
-// patterns from text of upstream origin that goes to a client (docs/protocol.md#fidelity).
-func (p *Proxy) cleanText(s string) string { return p.scrubber.Load().Text(s) }
-
-// errText is cleanText for error texts: also cut to 500 characters.
-func (p *Proxy) errText(s string) string { return sanitize.Error(p.cleanText(s)) }
-
-func (p *Proxy) style() namespace.Style { return namespace.Style(p.gen().cfg.Naming) }
 
 // Catalog returns the current merged catalog.
 func (p *Proxy) Catalog() *Catalog { return p.catalogs.current.Load() }
@@ -266,35 +216,15 @@ func (p *Proxy) sessionInstructions(ctx context.Context, r *request) string {
 	return strings.Join(parts, "\n")
 }
 
-// hasPinned reports whether any server has pinned_resources.
-func (p *Proxy) hasPinned() bool {
-	for _, s := range p.gen().cfg.Servers {
-		if len(s.PinnedResources) > 0 {
-			return true
-		}
-	}
-	return false
+// OnUpstreamRequest answers an upstream's sampling/createMessage,
+// elicitation/create or roots/list by asking the client of the request it
+// belongs to (relay.go). It is upstream.Options.OnRequest.
+func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.relay.onRequest(ctx, srv, method, params)
 }
 
-// defaultAgentName is the agent served when a request names none: the
-// configured default_agent, or the implicit agent when there are no agents.
-// It is "" when agents exist and none is the default.
-func (p *Proxy) defaultAgentName() string {
-	if cfg := p.gen().cfg; cfg.HasAgents() {
-		return cfg.DefaultAgent
-	}
-	return config.ImplicitAgent
-}
-
-// broadcast sends a notification to every initialized session on its own
-// stream (stdio, or the HTTP session's GET stream). keep, when not nil,
-// picks the sessions.
-func (p *Proxy) broadcast(method string, params []byte, keep func(*session) bool) {
-	msg := notification(method, params)
-	p.sessions.each(func(s *session) {
-		if !s.open.Load() || keep != nil && !keep(s) {
-			return
-		}
-		s.notify.send(msg)
-	})
+// OnUpstreamNotification relays an upstream's notifications (relay.go). It
+// is upstream.Options.OnNotification.
+func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
+	p.relay.onNotification(srv, method, params)
 }

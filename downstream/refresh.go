@@ -1,8 +1,10 @@
 package downstream
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -180,7 +182,7 @@ func (p *Proxy) Refresh() {
 	seedsChanged := c.seeds != string(seeds)
 	c.seeds = string(seeds)
 	if !sameListing(cat, old) || seedsChanged {
-		p.broadcast("notifications/tools/list_changed", nil, nil)
+		p.sessions.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }
 
@@ -205,4 +207,21 @@ func (p *Proxy) defaultOwnTools(b *builtFrom) []byte {
 		return nil
 	}
 	return p.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
+}
+
+// notifySurfaceChanges sends resources/list_changed and prompts/list_changed
+// when the merged lists changed, to the sessions granted a server whose
+// items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
+func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
+	if old == nil {
+		return
+	}
+	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
+		changed := changedServers(old.resources, cur.resources)
+		maps.Copy(changed, changedServers(old.templates, cur.templates))
+		p.sessions.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
+	}
+	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
+		p.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
+	}
 }

@@ -26,21 +26,31 @@ import (
 // an empty list. The request passes as bytes: only the fields the proxy
 // governs (sampling's maxTokens and includeContext) are rewritten.
 
-// relay is the part of the proxy that carries upstream requests and
-// notifications to the right client.
+// relay carries upstream servers' requests and notifications to the right
+// client: it knows the client requests in flight to each server, the
+// progress tokens of calls, the calls of stateless clients parked between
+// round trips (roundtrip.go), and the log level each upstream is told
+// (loglevel.go).
 type relay struct {
-	p        *Proxy
+	*env
+	sessions *sessionTable
+	// watchers take the resource updates (the resources part's subscriptions).
+	watchers resourceWatchers
+
 	calls    callRegistry  // requests in flight, per server
 	progress progressRelay // progress tokens of calls in flight
 	sampling rateWindow    // sampling requests per server, last minute
-	parked   parkTable     // calls of stateless clients between round trips (mrtr.go)
-	subs     subscriptions // resource subscriptions (surface_calls.go)
+	parked   parkTable     // calls of stateless clients between round trips (roundtrip.go)
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
-func (r *relay) init(p *Proxy) {
-	r.p = p
-	r.progress.p = p
+// resourceWatchers is what the relay needs of the resource subscriptions.
+type resourceWatchers interface {
+	resourceUpdated(srv string, params json.RawMessage)
+}
+
+func newRelay(e *env, sessions *sessionTable, watchers resourceWatchers) *relay {
+	return &relay{env: e, sessions: sessions, watchers: watchers}
 }
 
 // callRegistry holds, per server, the client requests in flight to it.
@@ -104,14 +114,14 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+func (p *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
-		r, n = p.relay.calls.only(srv)
+		r, n = p.calls.only(srv)
 	}
 	if r != nil && r.sess.state.Parked() != nil {
-		return p.relayParked(ctx, r.sess.state.Parked(), srv, method, params)
+		return p.dispatch(ctx, srv, method, params, parkedAsker{p, r.sess.state.Parked()})
 	}
 	if r == nil {
 		if method == "roots/list" {
@@ -136,29 +146,60 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless %s protocol "+
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
-	ask := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		res, err := r.sess.ask(ctx, r, method, params)
-		if err != nil {
-			return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
-		}
-		return res, nil
-	}
+	return p.dispatch(ctx, srv, method, params, sessionAsker{r})
+}
+
+// asker puts a server's request to the client it is for.
+type asker interface {
+	// caps are the capabilities the client declared.
+	caps() clientCaps
+	// ask puts the request to the client and waits for its answer, at most
+	// within (0: as long as ctx allows).
+	ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error)
+}
+
+// dispatch is the one place a server's request to a client is decided,
+// whichever way the client is asked (sessionAsker, parkedAsker): sampling
+// under the server's governance (relaySampling), elicitation when the
+// client takes its mode, within the server's timeout (a person answers),
+// roots from the client when it has them, else the configured ones.
+func (p *relay) dispatch(ctx context.Context, srv, method string, params json.RawMessage, c asker) (json.RawMessage, error) {
+	caps := c.caps()
 	switch method {
 	case "sampling/createMessage":
-		return p.relaySampling(ctx, srv, r.caps, params, ask)
+		return p.relaySampling(ctx, srv, caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return c.ask(ctx, method, params, 0) // relaySampling bounds ctx by the server's sampling timeout
+		})
 	case "elicitation/create":
-		if err := elicitationSupported(r.caps, params); err != nil {
+		if err := elicitationSupported(caps, params); err != nil {
 			return nil, err
 		}
-		ectx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv)) // a person answers: the call's own bound
-		defer cancel()
-		return ask(ectx, params)
+		return c.ask(ctx, method, params, p.serverTimeout(srv))
 	default: // roots/list
-		if !r.caps.roots {
+		if !caps.roots {
 			return p.configuredRoots(srv), nil
 		}
-		return ask(ctx, emptyIfNil(params))
+		return c.ask(ctx, method, emptyIfNil(params), p.serverTimeout(srv))
 	}
+}
+
+// sessionAsker asks the client of a session-based request (or of a
+// stateless request over stdio) on its own stream.
+type sessionAsker struct{ r *request }
+
+func (a sessionAsker) caps() clientCaps { return a.r.caps }
+
+func (a sessionAsker) ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error) {
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	res, err := a.r.sess.ask(ctx, a.r, method, params)
+	if err != nil {
+		return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
+	}
+	return res, nil
 }
 
 // elicitationSupported checks that the client takes the elicitation's mode.
@@ -179,7 +220,7 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 // when that fails, the server's configured roots, else an empty list,
 // which servers such as server-filesystem take as "keep the directories
 // given on the command line".
-func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
+func (p *relay) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
 	var stdio *session
 	p.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
@@ -199,7 +240,7 @@ func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessa
 }
 
 // configuredRoots is a roots/list result of the server's configured roots.
-func (p *Proxy) configuredRoots(srv string) json.RawMessage {
+func (p *relay) configuredRoots(srv string) json.RawMessage {
 	type root struct {
 		URI  string `json:"uri"`
 		Name string `json:"name,omitempty"`
@@ -216,7 +257,7 @@ func (p *Proxy) configuredRoots(srv string) json.RawMessage {
 
 // rootsChanged passes a client's notifications/roots/list_changed on to
 // every connected upstream its agent is granted, which then asks again.
-func (p *Proxy) rootsChanged(s *session) {
+func (p *relay) rootsChanged(s *session) {
 	g := p.gen()
 	for name, u := range g.ups {
 		if !s.agent.Granted(name) || u.Snapshot().State != upstream.StateConnected {
@@ -239,7 +280,7 @@ func (p *Proxy) rootsChanged(s *session) {
 // becomes "none" (the client sees the proxy as one server: another
 // upstream's context must not leak to this one), requested models must be
 // allowed, and the requests of a minute are bounded.
-func (p *Proxy) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
+func (p *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
 	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
 	cfg := p.gen().cfg.Servers[srv]
 	if cfg == nil {
@@ -280,7 +321,7 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps clientCaps, 
 			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
 		}
 	}
-	if !p.relay.sampling.allow(srv, sc.MaxRPM, time.Now()) {
+	if !p.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
@@ -336,14 +377,14 @@ func (w *rateWindow) allow(srv string, perMinute int, now time.Time) bool {
 // the call it belongs to, log messages to the clients granted the server
 // (with the server's name as logger), resource updates to the subscribers.
 // It is upstream.Options.OnNotification.
-func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
+func (p *relay) onNotification(srv, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
-		p.relay.progress.deliver(srv, params)
+		p.progress.deliver(srv, params)
 	case "notifications/message":
 		p.forwardLog(srv, params)
 	case "notifications/resources/updated":
-		p.resourceUpdated(srv, params)
+		p.watchers.resourceUpdated(srv, params)
 	}
 }
 
@@ -353,7 +394,7 @@ func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessag
 // written during a call arrives with the call), else on the session's own
 // stream. A stateless client gets it on its request's stream only when
 // that request asked for logs (its _meta log level).
-func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
+func (p *relay) forwardLog(srv string, params json.RawMessage) {
 	level, err := stringMember(params, "level")
 	if err != nil || levelIndex(level) < 0 {
 		return
@@ -364,7 +405,7 @@ func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
 	}
 	msg := notification("notifications/message", out)
 	served := map[*session]bool{}
-	for _, r := range p.relay.calls.inFlight(srv) {
+	for _, r := range p.calls.inFlight(srv) {
 		if served[r.sess] {
 			continue
 		}

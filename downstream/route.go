@@ -41,15 +41,15 @@ func (p *Proxy) methodTable() map[string]handler {
 		"logging/setLevel":         p.setLevel,
 		"tools/list":               p.listTools,
 		"tools/call":               p.callTool,
-		"resources/list":           p.listResources,
-		"resources/templates/list": p.listTemplates,
-		"resources/read":           p.readResource,
-		"resources/subscribe":      p.subscribe,
-		"resources/unsubscribe":    p.unsubscribe,
-		"prompts/list":             p.listPrompts,
-		"prompts/get":              p.getPrompt,
-		"completion/complete":      p.complete,
-		"subscriptions/listen":     p.listen,
+		"resources/list":           p.surface.listResources,
+		"resources/templates/list": p.surface.listTemplates,
+		"resources/read":           p.surface.readResource,
+		"resources/subscribe":      p.surface.subscribe,
+		"resources/unsubscribe":    p.surface.unsubscribe,
+		"prompts/list":             p.surface.listPrompts,
+		"prompts/get":              p.surface.getPrompt,
+		"completion/complete":      p.surface.complete,
+		"subscriptions/listen":     p.surface.listen,
 	}
 }
 
@@ -488,6 +488,6 @@ func (p *Proxy) notified(s *session, m rawjson.Message) {
 			s.inflight.cancel(id)
 		}
 	case "notifications/roots/list_changed":
-		p.rootsChanged(s)
+		p.relay.rootsChanged(s)
 	}
 }

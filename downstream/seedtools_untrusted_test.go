@@ -42,7 +42,7 @@ func FuzzUntrustedJSON(f *testing.F) {
 	f.Add([]byte(`["password=hunter2", 1e3, -0.5, [], {}]`))
 	f.Add([]byte("\"\U000E0041\""))
 	f.Add([]byte(`{"uri":"r://x?token=1","":"\b0"}`))
-	p := &Proxy{}
+	p := &Proxy{env: &env{}}
 	p.scrubber.Store(sanitize.NewScrubber(nil))
 	f.Fuzz(func(t *testing.T, item []byte) {
 		var in any

@@ -181,3 +181,16 @@ func (st *sessionTable) closeHTTP() {
 		st.remove(s)
 	}
 }
+
+// broadcast sends a notification to every initialized session on its own
+// stream (stdio, or the HTTP session's GET stream). keep, when not nil,
+// picks the sessions.
+func (st *sessionTable) broadcast(method string, params []byte, keep func(*session) bool) {
+	msg := notification(method, params)
+	st.each(func(s *session) {
+		if !s.open.Load() || keep != nil && !keep(s) {
+			return
+		}
+		s.notify.send(msg)
+	})
+}

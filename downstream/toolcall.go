@@ -97,7 +97,7 @@ func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wir
 	}
 	if r.modern && len(req.state) > 0 {
 		if state, _ := req.stateString(); isParkToken(state) {
-			res, input, werr := p.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
+			res, input, werr := p.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
 			return input.resultOr(res), werr
 		}
 	}
@@ -259,31 +259,6 @@ func (p *Proxy) approvalGate(next callHandler) callHandler {
 	}
 }
 
-// serverUp is nil when the server takes requests (connected, or a request
-// for it waits for its connection: upstream.Snapshot.Available), else the
-// error to send: it needs an OAuth login (naming the command that does it),
-// or it is not connected (saying why and when the next attempt starts).
-func (p *Proxy) serverUp(server string) *wireError {
-	g := p.gen()
-	up, cfg := g.ups[server], g.cfg.Servers[server]
-	if up == nil || cfg == nil {
-		return p.serverDown(server, up)
-	}
-	switch snap := up.Snapshot(); {
-	case snap.Available():
-		return nil
-	case snap.State == upstream.StateNeedsAuth && snap.Err != nil:
-		return needsAuth(server, p.errText(snap.Err.Error()))
-	}
-	return p.serverDown(server, up)
-}
-
-// needsAuth is the error of a request to a server that needs an OAuth
-// login; why names the command that does it.
-func needsAuth(server, why string) *wireError {
-	return errorf(codeServerError, "MCP server '%s' needs authorization: %s", server, why)
-}
-
 // send is the chain's last step: it sends the call upstream and waits for
 // its outcome, or parks it for a stateless HTTP client (mrtr.go).
 func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
@@ -316,7 +291,7 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 		return p.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
 	if parkable(c.r) {
-		res, input, werr := p.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
+		res, input, werr := p.relay.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
 		c.input = input
 		return input.resultOr(res), werr
 	}
@@ -379,33 +354,6 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	}
 }
 
-// invalidResult reports whether err is an upstream's answer with a result
-// that is not a JSON object: what the upstream broke is the proxy's
-// internal error to its client (-32603), which names the server, never a
-// result a strict client would refuse.
-func invalidResult(err error) bool {
-	var invalid *upstream.InvalidResultError
-	return errors.As(err, &invalid)
-}
-
-// maxErrorData bounds the upstream error data passed downstream.
-const maxErrorData = 64 << 10
-
-// errorData is an upstream error's data as it may go downstream: sanitized
-// like every error text (docs/protocol.md#errors); dropped when too large or when
-// sanitizing left it invalid. Clients act on it (URL elicitation, -32042,
-// carries its elicitations there).
-func (p *Proxy) errorData(data json.RawMessage) json.RawMessage {
-	if len(data) == 0 || len(data) > maxErrorData {
-		return nil
-	}
-	clean := json.RawMessage(p.cleanText(string(data)))
-	if !json.Valid(clean) {
-		return nil
-	}
-	return clean
-}
-
 func unknownTool(name string) *wireError {
 	return &wireError{Code: codeInvalidParams, Message: "unknown tool: " + sanitize.Error(name)}
 }
@@ -429,35 +377,6 @@ func (p *Proxy) unknownTool(s *session, name string) *wireError {
 		}
 	}
 	return unknownTool(name)
-}
-
-func notConnected(server string) *wireError {
-	return &wireError{Code: codeServerError, Message: fmt.Sprintf("MCP server '%s' is not connected", server)}
-}
-
-// serverDown is the error of a request for a server whose snapshot says it
-// would be refused at once (upstream.Snapshot.Available): why, and when the
-// next attempt starts.
-func (p *Proxy) serverDown(server string, up Upstream) *wireError {
-	if up == nil {
-		return notConnected(server)
-	}
-	if de := up.Snapshot().DownError(); de != nil {
-		de.Server = server // a fresh value: the snapshot of a fake may not name it
-		return p.notSent(server, de)
-	}
-	return notConnected(server)
-}
-
-// notSent is the error of a request the upstream refused without sending
-// it (err matches upstream.ErrNotConnected): the *upstream.DownError's text,
-// which says why and when the next attempt starts.
-func (p *Proxy) notSent(server string, err error) *wireError {
-	var de *upstream.DownError
-	if errors.As(err, &de) {
-		return &wireError{Code: codeServerError, Message: p.errText(de.Error())}
-	}
-	return notConnected(server)
 }
 
 // callRequest is the part of tools/call params the proxy reads: raw
