@@ -40,7 +40,7 @@ const approvalStatePrefix = "px-approval-"
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
 // input_required result that asks the question (a multi round-trip).
-func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
+func (p *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
 	r, a := c.r, c.r.sess.agent
 	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
@@ -73,7 +73,7 @@ func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *
 
 // decided counts an approval decision and returns the refusal, or nil when
 // the call may run.
-func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []byte {
+func (p *toolCalls) decided(c *toolCall, decision string, timeout time.Duration) []byte {
 	p.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
 	c.approval = decision
 	tool := c.entry.Exposed
@@ -119,7 +119,7 @@ func decisionOf(result json.RawMessage) string {
 // approvalQuestion is the elicitation/create params of an approval
 // question: a message naming the tool, its server and its arguments
 // (redacted and cut, docs/agents.md#approval), and the decision form.
-func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
+func (p *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
 	shown := "{}"
 	if len(c.args) > 0 {
 		shown = p.cleanText(string(withoutApproved(c.args)))
@@ -137,7 +137,7 @@ func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
 // good once, bound to the agent, the client, the tool and a digest of the
 // arguments, and only until the approval timeout: an answer cannot be
 // replayed, moved to another call, or used by another client.
-func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
+func (p *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
 	r := c.r
 	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {

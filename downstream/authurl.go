@@ -25,6 +25,9 @@ const loginWait = 10 * time.Minute
 // logins holds the authorization URLs of servers waiting for a login, so
 // that a host that connects after the login started is asked too.
 type logins struct {
+	*env
+	sessions *sessionTable
+
 	mu      sync.Mutex
 	pending map[string]string // server -> authorization URL
 }
@@ -34,13 +37,13 @@ type logins struct {
 // once; a host that has not initialized yet is asked when it does (the
 // question goes once it has sent notifications/initialized, session.ask).
 // It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
-func (p *Proxy) AskToOpen(server, url string) {
-	p.logins.mu.Lock()
-	if p.logins.pending == nil {
-		p.logins.pending = map[string]string{}
+func (p *logins) AskToOpen(server, url string) {
+	p.mu.Lock()
+	if p.pending == nil {
+		p.pending = map[string]string{}
 	}
-	p.logins.pending[server] = url
-	p.logins.mu.Unlock()
+	p.pending[server] = url
+	p.mu.Unlock()
 	p.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
 			p.askToOpen(s, server, url)
@@ -51,16 +54,16 @@ func (p *Proxy) AskToOpen(server, url string) {
 // askPendingLogins asks a stdio client that just initialized (its
 // capabilities are known now) to open the pages of the logins still
 // waiting.
-func (p *Proxy) askPendingLogins(s *session) {
+func (p *logins) askPendingLogins(s *session) {
 	if s.transport != transportStdio {
 		return
 	}
-	p.logins.mu.Lock()
-	pending := make(map[string]string, len(p.logins.pending))
-	for server, url := range p.logins.pending {
+	p.mu.Lock()
+	pending := make(map[string]string, len(p.pending))
+	for server, url := range p.pending {
 		pending[server] = url
 	}
-	p.logins.mu.Unlock()
+	p.mu.Unlock()
 	g := p.gen()
 	for server, url := range pending {
 		if up := g.ups[server]; up != nil && up.Snapshot().State == upstream.StateNeedsAuth {
@@ -71,7 +74,7 @@ func (p *Proxy) askPendingLogins(s *session) {
 
 // askToOpen sends one URL-mode elicitation/create to s, off the caller's
 // path, when s's client supports it; the answer is only logged.
-func (p *Proxy) askToOpen(s *session, server, url string) {
+func (p *logins) askToOpen(s *session, server, url string) {
 	c := s.state.Client()
 	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return

@@ -10,8 +10,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 	"github.com/rs/zerolog"
@@ -31,6 +33,24 @@ type env struct {
 
 	cur      atomic.Pointer[generation]
 	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values
+}
+
+func newEnv(opts Options) *env {
+	e := &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
+	e.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
+		limits: buildLimits(opts.Config, nil, e.now())})
+	e.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
+	return e
+}
+
+// swap makes cfg and ups the current generation (a reload). The rate
+// limits that did not change keep their buckets; the old config's secret
+// values stay known to the scrubber: a reply may still quote one.
+func (p *env) swap(cfg *config.Config, ups map[string]Upstream) {
+	prev := p.gen()
+	old := prev.cfg.Secrets()
+	p.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, p.log), limits: buildLimits(cfg, prev.limits, p.now())})
+	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 }
 
 // generation is one config and the upstreams built from it. A reload
@@ -233,4 +253,32 @@ func (p *env) notSent(server string, err error) *wireError {
 		return &wireError{Code: codeServerError, Message: p.errText(de.Error())}
 	}
 	return notConnected(server)
+}
+
+// recordBlobs counts a result's blob outcomes.
+func (p *env) recordBlobs(server string, r blobs.Report) {
+	for _, o := range r.Blobs {
+		p.opts.Metrics.Blob(server, o.Result, o.Bytes)
+	}
+}
+
+// rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
+// files, Unicode TAG characters out of text. Both return the input slice when
+// there is nothing to change, which is the common case.
+func (p *env) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
+	if p.opts.Blobs != nil {
+		out, report, err := p.opts.Blobs.Rewrite(agent, result, linkOK)
+		if err != nil {
+			p.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
+		} else {
+			result = out
+			p.recordBlobs(server, report)
+		}
+	}
+	return stripResultTags(compactLines(result))
+}
+
+// serverInfo is the proxy's serverInfo object.
+func (p *env) serverInfo() []byte {
+	return []byte(`{"name":"mcp-proxy","version":` + string(rawjson.String(p.opts.Version)) + `}`)
 }

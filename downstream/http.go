@@ -53,7 +53,11 @@ const agentPathPattern = "/agents/{agent}/mcp"
 // httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
 // sessions, and the count of requests being answered (for shutdown).
 type httpFront struct {
-	p      *Proxy
+	*env
+	route    messageRoute
+	sessions *sessionTable
+	agents   agentResolver
+
 	active atomic.Int64 // POSTs being answered
 	// bound is the address the listener bound (the default public URL);
 	// auth authenticates requests for the current config.
@@ -65,8 +69,8 @@ type httpFront struct {
 	swept     chan struct{} // closed when the sweeper has ended
 }
 
-func newHTTPFront(p *Proxy) *httpFront {
-	return &httpFront{p: p, stop: make(chan struct{}), swept: make(chan struct{})}
+func newHTTPFront(e *env, route messageRoute, sessions *sessionTable, agents agentResolver) *httpFront {
+	return &httpFront{env: e, route: route, sessions: sessions, agents: agents, stop: make(chan struct{}), swept: make(chan struct{})}
 }
 
 // HTTPHandler returns the Streamable HTTP handler of a listener bound to
@@ -75,25 +79,32 @@ func newHTTPFront(p *Proxy) *httpFront {
 // agent, their OAuth protected resource metadata when listen.auth is set
 // (docs/security.md#oauth-on-the-http-listener), plus /healthz and /readyz. It starts the sweep of idle
 // sessions, which ShutdownHTTP stops.
-func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
-	f := p.front
+func (f *httpFront) handler(boundAddr string) http.Handler {
 	f.bound = boundAddr
-	f.auth.Store(p.newAuthenticator(p.gen().cfg))
+	f.auth.Store(f.newAuthenticator(f.gen().cfg))
 	f.sweepOnce.Do(func() { go f.sweep() })
 	mux := http.NewServeMux()
-	mux.Handle(p.gen().cfg.Listen.Path, f.endpoint(false))
+	mux.Handle(f.gen().cfg.Listen.Path, f.endpoint(false))
 	mux.Handle(agentPathPattern, f.endpoint(true))
 	meta := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.auth.Load().MetadataHandler().ServeHTTP(w, r) })
 	mux.Handle(authn.WellKnownPath, meta)
 	mux.Handle(authn.WellKnownPath+"/", meta)
-	mux.HandleFunc("/healthz", p.healthz)
-	mux.HandleFunc("/readyz", p.readyz)
+	mux.HandleFunc("/healthz", f.healthz)
+	mux.HandleFunc("/readyz", f.readyz)
 	return mux
 }
 
 // newAuthenticator authenticates the HTTP requests of cfg's agents.
-func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
-	return authn.New(cfg, authn.Options{BoundAddr: p.front.bound, Metrics: p.opts.Metrics, Log: p.log})
+func (f *httpFront) newAuthenticator(cfg *config.Config) *authn.Authenticator {
+	return authn.New(cfg, authn.Options{BoundAddr: f.bound, Metrics: f.opts.Metrics, Log: f.log})
+}
+
+// reload makes the authenticator of a new config serve new requests (new
+// tokens and match rules), once the handler is made.
+func (f *httpFront) reload(cfg *config.Config) {
+	if f.auth.Load() != nil {
+		f.auth.Store(f.newAuthenticator(cfg))
+	}
 }
 
 // endpoint serves the MCP endpoint of one agent: the default agent, or the
@@ -208,7 +219,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
-		if s = f.p.sessions.acquire(c, sid); s == nil {
+		if s = f.sessions.acquire(c, sid); s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
 		}
@@ -230,11 +241,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // the idle sweep cannot close it before it is answered. The per-call
 // allow-list comes from its header (docs/agents.md#the-policy-rules, rule 5).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
-	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
+	a, _ := f.agents.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
 	s.activity.begin()
-	f.p.sessions.add(s)
+	f.sessions.add(s)
 	return s
 }
 
@@ -251,7 +262,7 @@ func perCallHeader(h http.Header) []string {
 // nil, is msgs[0] already parsed.
 func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
+	answer := f.route.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
 	ps.finish(answer(), batch, http.StatusOK)
 }
 
@@ -289,14 +300,14 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 		jsonError(w, status, first.ID, werr.Code, werr.Message, werr.Data)
 		return
 	}
-	a, _ := f.p.resolveAgent(c.agent)
+	a, _ := f.agents.resolveAgent(c.agent)
 	s := newSession("", transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	refusal, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	refusal, code, run := f.route.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
 	rep := whole(refusal)
 	if run != nil {
 		rep, code = run()
@@ -397,7 +408,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.p.sessions.acquire(c, sid)
+	s := f.sessions.acquire(c, sid)
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
@@ -435,19 +446,19 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "DELETE is not supported in protocol version "+modernVersion+": there are no sessions", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.p.sessions.lookup(c, r.Header.Get(headerSessionID))
+	s := f.sessions.lookup(c, r.Header.Get(headerSessionID))
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
 	}
-	f.p.sessions.remove(s)
+	f.sessions.remove(s)
 	w.WriteHeader(http.StatusOK)
 }
 
 // sweep closes idle sessions until ShutdownHTTP.
 func (f *httpFront) sweep() {
 	defer close(f.swept)
-	idle := f.p.idleTimeout()
+	idle := f.idleTimeout()
 	if idle <= 0 {
 		<-f.stop
 		return
@@ -459,8 +470,8 @@ func (f *httpFront) sweep() {
 		case <-f.stop:
 			return
 		case <-t.C:
-			if n := f.p.sessions.closeIdle(idle); n > 0 {
-				f.p.log.Debug().Int("sessions", n).Dur("idle", idle).Msg("idle HTTP sessions closed")
+			if n := f.sessions.closeIdle(idle); n > 0 {
+				f.log.Debug().Int("sessions", n).Dur("idle", idle).Msg("idle HTTP sessions closed")
 			}
 		}
 	}
@@ -471,8 +482,7 @@ func (f *httpFront) sweep() {
 // the long-lived GET streams that would otherwise keep
 // http.Server.Shutdown waiting. Call it after http.Server.Shutdown has
 // stopped new requests.
-func (p *Proxy) ShutdownHTTP(ctx context.Context) {
-	f := p.front
+func (f *httpFront) shutdown(ctx context.Context) {
 	select {
 	case <-f.stop:
 	default:
@@ -484,7 +494,7 @@ func (p *Proxy) ShutdownHTTP(ctx context.Context) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	p.sessions.closeHTTP()
+	f.sessions.closeHTTP()
 	f.sweepOnce.Do(func() { close(f.swept) }) // never started: nothing to wait for
 	<-f.swept
 }
@@ -508,16 +518,16 @@ func jsonError(w http.ResponseWriter, status int, id json.RawMessage, code int, 
 }
 
 // healthz answers 200 while the process serves.
-func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
+func (f *httpFront) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, "ok\n")
 }
 
 // readyz answers 200 once every `required` server is connected, else 503
 // naming those that are not.
-func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
+func (f *httpFront) readyz(w http.ResponseWriter, _ *http.Request) {
 	var missing []string
-	g := p.gen()
+	g := f.gen()
 	for _, name := range g.serverNames() {
 		if g.cfg.Servers[name].Required && g.ups[name].Snapshot().State != upstream.StateConnected {
 			missing = append(missing, name)
@@ -531,6 +541,3 @@ func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	_, _ = io.WriteString(w, "ready\n")
 }
-
-// Health returns the /healthz and /readyz handlers for the metrics listener.
-func (p *Proxy) Health() (healthz, readyz http.HandlerFunc) { return p.healthz, p.readyz }

@@ -42,9 +42,32 @@ func isModern(version string) bool { return version >= modernVersion }
 // (with subscriptions) and prompts that change, logging and completions.
 const capabilitiesJSON = `{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}}`
 
-// serverInfo is the proxy's serverInfo object.
-func (p *Proxy) serverInfo() []byte {
-	return []byte(`{"name":"mcp-proxy","version":` + string(rawjson.String(p.opts.Version)) + `}`)
+// lifecycle answers the requests that begin and tend a session: the
+// handshake (initialize, or a stateless client's server/discover), ping,
+// and logging/setLevel.
+type lifecycle struct {
+	*env
+	catalog catalogWait
+	own     instructor
+	logins  pendingLogins
+	levels  levelApplier
+}
+
+// instructor renders the session instructions of the own tools.
+type instructor interface {
+	needsInstructions(s *session) bool
+	sessionInstructions(ctx context.Context, r *request) string
+}
+
+// pendingLogins asks a client that just initialized about the OAuth
+// logins waiting for it.
+type pendingLogins interface {
+	askPendingLogins(s *session)
+}
+
+// levelApplier passes the sessions' log levels on to the upstreams.
+type levelApplier interface {
+	applyLogLevels()
 }
 
 // initialize answers the handshake of a session-based client: the version
@@ -53,7 +76,7 @@ func (p *Proxy) serverInfo() []byte {
 // (deferred tools, pinned resources), for which it waits for the upstreams
 // (at most startup_wait). A second initialize on the same session starts
 // it over.
-func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	var in struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -71,13 +94,13 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 	first := r.sess.state.SetClient(clientInfo{version: version, caps: parseCaps(in.Capabilities)})
 	r.sess.open.Store(true)
 	if first {
-		p.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
+		p.logins.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
 	}
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
 		`,"serverInfo":` + string(p.serverInfo()))
-	if p.needsInstructions(r.sess) {
-		p.waitStartup(ctx)
-		if instr := p.sessionInstructions(ctx, r); instr != "" {
+	if p.own.needsInstructions(r.sess) {
+		p.catalog.waitStartup(ctx)
+		if instr := p.own.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}
@@ -87,33 +110,33 @@ func (p *Proxy) initialize(ctx context.Context, r *request) (json.RawMessage, *w
 // discover answers a stateless client's server/discover: the versions the
 // proxy serves, its capabilities, identity (decorate adds it to _meta) and
 // the instructions initialize would give.
-func (p *Proxy) discover(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *lifecycle) discover(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	r.sess.open.Store(true) // on stdio the connection now takes notifications
 	versions, _ := json.Marshal(protocolVersions)
 	out := []byte(`{"supportedVersions":` + string(versions) + `,"capabilities":` + capabilitiesJSON)
-	if p.needsInstructions(r.sess) {
-		p.waitStartup(ctx)
-		if instr := p.sessionInstructions(ctx, r); instr != "" {
+	if p.own.needsInstructions(r.sess) {
+		p.catalog.waitStartup(ctx)
+		if instr := p.own.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}
 	return append(out, '}'), nil
 }
 
-func (p *Proxy) ping(context.Context, *request) (json.RawMessage, *wireError) {
+func (p *lifecycle) ping(context.Context, *request) (json.RawMessage, *wireError) {
 	return json.RawMessage(`{}`), nil
 }
 
 // setLevel sets the session's log level, which filters the upstream log
 // messages it receives, and passes the most verbose level of the sessions
 // granted each server on to that server (docs/protocol.md#requests-from-servers).
-func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *lifecycle) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
 	level, err := stringMember(r.params, "level")
 	i := levelIndex(level)
 	if err != nil || i < 0 {
 		return nil, errorf(codeInvalidParams, "invalid logging level %q", truncate(level, 40))
 	}
 	r.sess.state.SetLevel(i)
-	p.relay.applyLogLevels()
+	p.levels.applyLogLevels()
 	return json.RawMessage(`{}`), nil
 }

@@ -185,7 +185,7 @@ func patternList(tools []string) string {
 
 // rateGate applies the rate limits of docs/agents.md#overrides-and-rate-limits (the comment at the top of
 // this file): nothing when the config has none.
-func (p *Proxy) rateGate(next callHandler) callHandler {
+func (p *toolCalls) rateGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		l := p.gen().limits
 		if l == nil {
@@ -205,7 +205,7 @@ func (p *Proxy) rateGate(next callHandler) callHandler {
 }
 
 // rateLimited counts a refusal and returns the isError result that says it.
-func (p *Proxy) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
+func (p *toolCalls) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 	agent := c.r.sess.agent.Name
 	c.outcome, c.rule = metrics.OutcomeDenied, filter.RuleRateLimited
 	p.opts.Metrics.RateLimited(agent, c.entry.Server, r.limit)
@@ -219,7 +219,7 @@ func (p *Proxy) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 // which costs one map lookup). Without a slot it returns the refusal (no
 // slot came free in time) or the error (the client cancelled the call
 // while it waited).
-func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
+func (p *toolCalls) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
 	l := p.gen().limits
 	if l == nil {
 		return nil, nil, nil

@@ -164,10 +164,10 @@ func TestAgentLimitIsSharedBySessions(t *testing.T) {
 	a, _ := testSession(p, "bot", nil)
 	b, _ := testSession(p, "bot", nil)
 	ctx := context.Background()
-	if res, _ := p.forwardCall(ctx, reqFor(a, "tools/call", nil), "fx__alpha", nil, nil); IsErrorResult(res) {
+	if res, _ := p.calls.forwardCall(ctx, reqFor(a, "tools/call", nil), "fx__alpha", nil, nil); IsErrorResult(res) {
 		t.Fatalf("session a: %s", res)
 	}
-	res, _ := p.forwardCall(ctx, reqFor(b, "tools/call", nil), "fx__alpha", nil, nil)
+	res, _ := p.calls.forwardCall(ctx, reqFor(b, "tools/call", nil), "fx__alpha", nil, nil)
 	if text, _ := resultText(t, res); !strings.Contains(text, "denied by rate_limited: agent 'bot'") {
 		t.Fatalf("session b = %q", text)
 	}
@@ -289,7 +289,7 @@ func TestRateGateGivesBackForAQuestion(t *testing.T) {
 	p, _, _, _ := limitsProxy(t, limitsYAML)
 	st, _ := testSession(p, "bot", nil)
 	e, _ := p.Catalog().Lookup("fx__alpha")
-	asks := p.rateGate(func(_ context.Context, c *toolCall) (json.RawMessage, *wireError) {
+	asks := p.calls.rateGate(func(_ context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		c.input = &inputRequired{result: json.RawMessage(`{"resultType":"input_required"}`)}
 		return c.input.result, nil
 	})

@@ -130,7 +130,7 @@ func (p *Proxy) IntegrityTools(server string, tools []upstream.Tool) []integrity
 // one is refused with an isError result naming them, before any limit is
 // spent or person asked; otherwise the pinned values go into the arguments
 // sent upstream (toolCall.upArgs).
-func (p *Proxy) pinnedGate(next callHandler) callHandler {
+func (p *toolCalls) pinnedGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		ov := c.entry.override
 		if ov == nil || len(ov.Pinned()) == 0 {

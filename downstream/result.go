@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
@@ -102,12 +101,5 @@ func mayHaveTags(b []byte) bool {
 		if i+4 <= len(b) && bytes.EqualFold(b[i:i+4], []byte("db40")) {
 			return true
 		}
-	}
-}
-
-// recordBlobs counts a result's blob outcomes.
-func (p *Proxy) recordBlobs(server string, r blobs.Report) {
-	for _, o := range r.Blobs {
-		p.opts.Metrics.Blob(server, o.Result, o.Bytes)
 	}
 }

@@ -32,25 +32,72 @@ type handler func(ctx context.Context, r *request) (json.RawMessage, *wireError)
 // middleware wraps a handler; the chain is built once, in New.
 type middleware func(handler) handler
 
+// router is the route: it reads the messages the transports frame,
+// answers requests through the method table behind the middleware, and
+// runs notifications through the same middleware and their own table.
+type router struct {
+	*env
+	requests map[string]handler // the method table, each behind the middleware
+	notices  map[string]handler // the notifications' table, behind the same middleware
+}
+
+func newRouter(e *env) *router { return &router{env: e} }
+
+// serve sets the tables the router answers from, wrapping every handler
+// in the middleware chain, outermost first: recovery, the request's trace
+// span, metrics and logging, the protocol era's checks, the 2026-07-28
+// result decoration. The chain is the same for notifications, whose
+// handlers return nothing (trace and metrics count requests only).
+func (p *router) serve(requests, notices map[string]handler) {
+	chain := []middleware{p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate}
+	p.requests, p.notices = buildRoute(requests, chain...), buildRoute(notices, chain...)
+}
+
 // methodTable maps each method the proxy serves to its handler.
-func (p *Proxy) methodTable() map[string]handler {
+func methodTable(l *lifecycle, c *toolCalls, s *resourcesPrompts) map[string]handler {
 	return map[string]handler{
-		"initialize":               p.initialize,
-		"ping":                     p.ping,
-		"server/discover":          p.discover,
-		"logging/setLevel":         p.setLevel,
-		"tools/list":               p.listTools,
-		"tools/call":               p.callTool,
-		"resources/list":           p.surface.listResources,
-		"resources/templates/list": p.surface.listTemplates,
-		"resources/read":           p.surface.readResource,
-		"resources/subscribe":      p.surface.subscribe,
-		"resources/unsubscribe":    p.surface.unsubscribe,
-		"prompts/list":             p.surface.listPrompts,
-		"prompts/get":              p.surface.getPrompt,
-		"completion/complete":      p.surface.complete,
-		"subscriptions/listen":     p.surface.listen,
+		"initialize":               l.initialize,
+		"ping":                     l.ping,
+		"server/discover":          l.discover,
+		"logging/setLevel":         l.setLevel,
+		"tools/list":               c.listTools,
+		"tools/call":               c.callTool,
+		"resources/list":           s.listResources,
+		"resources/templates/list": s.listTemplates,
+		"resources/read":           s.readResource,
+		"resources/subscribe":      s.subscribe,
+		"resources/unsubscribe":    s.unsubscribe,
+		"prompts/list":             s.listPrompts,
+		"prompts/get":              s.getPrompt,
+		"completion/complete":      s.complete,
+		"subscriptions/listen":     s.listen,
 	}
+}
+
+// notificationTable maps each client notification the proxy acts on to
+// its handler. Unknown ones are ignored, as JSON-RPC asks.
+func notificationTable(roots rootsWatcher) map[string]handler {
+	return map[string]handler{
+		"notifications/initialized": func(_ context.Context, r *request) (json.RawMessage, *wireError) {
+			r.sess.markInitialized() // the proxy's requests to the client were waiting for it (session.ask)
+			return nil, nil
+		},
+		"notifications/cancelled": func(_ context.Context, r *request) (json.RawMessage, *wireError) {
+			if id, ok, _ := rawjson.Get(r.params, "requestId"); ok && !rawjson.IsNull(id) {
+				r.sess.inflight.cancel(id)
+			}
+			return nil, nil
+		},
+		"notifications/roots/list_changed": func(_ context.Context, r *request) (json.RawMessage, *wireError) {
+			roots.rootsChanged(r.sess)
+			return nil, nil
+		},
+	}
+}
+
+// rootsWatcher passes a client's change of roots on to the upstreams.
+type rootsWatcher interface {
+	rootsChanged(s *session)
 }
 
 // buildRoute wraps every handler of the table in the middleware chain,
@@ -68,7 +115,7 @@ func buildRoute(table map[string]handler, chain ...middleware) map[string]handle
 
 // recovery turns a handler's panic into an internal error, logged with its
 // stack: one bad request never takes the proxy down.
-func (p *Proxy) recovery(next handler) handler {
+func (p *router) recovery(next handler) handler {
 	return func(ctx context.Context, r *request) (res json.RawMessage, werr *wireError) {
 		defer func() {
 			if v := recover(); v != nil {
@@ -83,12 +130,15 @@ func (p *Proxy) recovery(next handler) handler {
 // traceRequest gives each request a server span (docs/operations.md#traces) that continues
 // the client's trace (its HTTP headers, or params._meta); with tracing off
 // it is not in the chain at all.
-func (p *Proxy) traceRequest(next handler) handler {
+func (p *router) traceRequest(next handler) handler {
 	t := p.opts.Tracer
 	if t == nil {
 		return next
 	}
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		if r.notification() {
+			return next(ctx, r) // no span: a notification has no outcome
+		}
 		target := ""
 		if r.method == "tools/call" || r.method == "prompts/get" {
 			target, _ = stringMember(r.params, "name")
@@ -111,8 +161,11 @@ func (p *Proxy) traceRequest(next handler) handler {
 
 // observe counts every request by agent, method and outcome and logs the
 // failed ones at debug.
-func (p *Proxy) observe(next handler) handler {
+func (p *router) observe(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		if r.notification() {
+			return next(ctx, r) // not counted: a notification has no outcome
+		}
 		start := time.Now()
 		res, werr := next(ctx, r)
 		outcome := "ok"
@@ -128,15 +181,20 @@ func (p *Proxy) observe(next handler) handler {
 	}
 }
 
-// answer runs one request through the route and returns its response and
-// the JSON-RPC error code the response carries (0 for a result).
-func (p *Proxy) answer(ctx context.Context, r *request) (reply, int) {
-	h := p.route[r.method]
+// call runs one request through the middleware to its handler.
+func (p *router) call(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	h := p.requests[r.method]
 	if h == nil {
 		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
-		return whole(errorResponse(r.id, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100)))), codeMethodNotFound
+		return nil, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100))
 	}
-	res, werr := h(ctx, r)
+	return h(ctx, r)
+}
+
+// answer runs one request through the route and returns its response and
+// the JSON-RPC error code the response carries (0 for a result).
+func (p *router) answer(ctx context.Context, r *request) (reply, int) {
+	res, werr := p.call(ctx, r)
 	switch {
 	case werr != nil:
 		return whole(errorResponse(r.id, werr)), werr.Code
@@ -152,7 +210,7 @@ func (p *Proxy) answer(ctx context.Context, r *request) (reply, int) {
 // its read loop. first, when not nil, is msgs[0] already parsed. In a
 // JSON-RPC batch (batch), a request of the stateless protocol, which has
 // no batches, is refused.
-func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
+func (p *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
@@ -214,14 +272,14 @@ func truncate(s string, n int) string {
 // receive routes one message of a client, a stdio line or one message of
 // an HTTP POST, as its bytes: a message that is not JSON gets its error
 // reply, the others take receiveMessage.
-func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (p *router) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	m, err := rawjson.ParseMessage(msg)
 	return p.receiveParsed(ctx, s, m, err, out)
 }
 
 // receiveParsed is receive of a message already parsed into m, with err
 // the parse's error.
-func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (p *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
@@ -236,7 +294,7 @@ func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message
 // caller runs off its read loop; out carries the messages that precede the
 // response. The request is registered before receiveMessage returns, so
 // that a notifications/cancelled read right after it finds it.
-func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (p *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
@@ -244,7 +302,7 @@ func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Messag
 		}
 		return nil, 0, nil
 	case rawjson.KindNotification:
-		p.notified(s, m)
+		p.notify(ctx, s, m, out)
 		return nil, 0, nil
 	case rawjson.KindInvalid:
 		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
@@ -341,7 +399,7 @@ var notUTF8 = errorf(codeInvalidRequest, "invalid request: the message is not va
 // newRequest reads a request's protocol facts: its _meta, and whether it
 // is a stateless 2026-07-28 request (then its capabilities come from its
 // _meta, which must have them) or belongs to the session's handshake.
-func (p *Proxy) newRequest(s *session, m rawjson.Message, out stream) (*request, *wireError) {
+func (p *router) newRequest(s *session, m rawjson.Message, out stream) (*request, *wireError) {
 	r := &request{sess: s, id: m.ID, method: m.Method, params: m.Params, out: out}
 	if rawjson.IsNull(m.ID) {
 		return nil, errorf(codeInvalidRequest, "invalid request: the id must be a string or a number, not null")
@@ -422,7 +480,7 @@ var ownResults = map[string]bool{
 // the proxy writes itself the server's identity in _meta (an upstream's
 // result keeps its own _meta as it was), and for lists and reads that
 // they are not to be cached.
-func (p *Proxy) decorate(next handler) handler {
+func (p *router) decorate(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		res, werr := next(ctx, r)
 		if !r.modern || r.decorated || werr != nil {
@@ -432,7 +490,7 @@ func (p *Proxy) decorate(next handler) handler {
 	}
 }
 
-func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessage {
+func (p *router) decorateResult(method string, res json.RawMessage) json.RawMessage {
 	if len(res) == 0 || res[0] != '{' {
 		res = json.RawMessage(`{}`)
 	}
@@ -477,17 +535,11 @@ func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessa
 	return out
 }
 
-// notified handles a client notification. Unknown ones are ignored, as
-// JSON-RPC asks.
-func (p *Proxy) notified(s *session, m rawjson.Message) {
-	switch m.Method {
-	case "notifications/initialized":
-		s.markInitialized() // the proxy's requests to the client were waiting for it (session.ask)
-	case "notifications/cancelled":
-		if id, ok, _ := rawjson.Get(m.Params, "requestId"); ok && !rawjson.IsNull(id) {
-			s.inflight.cancel(id)
-		}
-	case "notifications/roots/list_changed":
-		p.relay.rootsChanged(s)
+// notify runs a client notification through the middleware to its
+// handler, at once (a notifications/cancelled must find the request it
+// names still running). Unknown ones are ignored, as JSON-RPC asks.
+func (p *router) notify(ctx context.Context, s *session, m rawjson.Message, out stream) {
+	if h := p.notices[m.Method]; h != nil {
+		_, _ = h(ctx, &request{sess: s, method: m.Method, params: m.Params, out: out})
 	}
 }

@@ -149,11 +149,11 @@ func FuzzReceive(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	p := newProxy(f, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
-	a, _ := p.resolveAgent("")
+	a, _ := p.views.resolveAgent("")
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession("fuzz", transportStdio, a, nil)
 		defer s.close()
-		msg, code, run := p.receive(context.Background(), s, line, noStream{})
+		msg, code, run := p.route.receive(context.Background(), s, line, noStream{})
 		if run != nil {
 			if msg != nil {
 				t.Fatal("both a reply and work for one message")

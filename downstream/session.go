@@ -287,6 +287,10 @@ func requestFrom(ctx context.Context) *request {
 	return r
 }
 
+// notification reports whether r is a client notification (it has no id)
+// on its way through the route's middleware.
+func (r *request) notification() bool { return r.id == nil }
+
 // linkOK reports whether the client's protocol has the resource_link
 // content type (2025-06-18 and later).
 func (r *request) linkOK() bool { return r.version == "" || r.version >= "2025-06-18" }

@@ -12,6 +12,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -24,6 +25,27 @@ const maxRequestBytes = 32 << 20
 // or a shutdown signal (docs/operations.md#shutdown-and-reload: in-flight calls get up to 10 s).
 const stdioDrain = 10 * time.Second
 
+// stdioFront is the stdio transport: it frames a client's lines into
+// messages for the route and writes what answers them, one line each.
+type stdioFront struct {
+	route    messageRoute
+	sessions *sessionTable
+	agents   agentResolver
+}
+
+// messageRoute is what a transport needs of the route: it hands over the
+// messages it framed (route.go).
+type messageRoute interface {
+	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply)
+	receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int))
+	receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int))
+}
+
+// agentResolver resolves the agent a session serves.
+type agentResolver interface {
+	resolveAgent(name string) (*filter.Agent, error)
+}
+
 // ServeStdio serves one session for agent ("" = the default agent) on
 // in/out until in reaches EOF or ctx ends, with the session's per-call
 // allow-list perCall (nil = none). Only protocol messages are written to
@@ -33,8 +55,8 @@ const stdioDrain = 10 * time.Second
 // Requests run concurrently, each on a worker; responses are written as
 // they complete. At EOF or when ctx ends, requests in flight get up to
 // stdioDrain to finish, then the rest are cancelled.
-func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
-	a, err := p.resolveAgent(agent)
+func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
+	a, err := p.agents.resolveAgent(agent)
 	if err != nil {
 		return err
 	}
@@ -74,7 +96,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 }
 
 // drain waits until no request of s is in flight, at most d.
-func (p *Proxy) drain(s *session, d time.Duration) {
+func (p *stdioFront) drain(s *session, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for s.inflight.count() > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -92,7 +114,7 @@ func (p *Proxy) drain(s *session, d time.Duration) {
 // responses of the client are handled by the holder in the order they
 // come, as before.
 type stdioReader struct {
-	p    *Proxy
+	p    *stdioFront
 	ctx  context.Context
 	s    *session
 	br   *bufio.Reader
@@ -104,7 +126,7 @@ type stdioReader struct {
 
 // readStdio starts reading and routing client lines; done gets the error
 // that ended reading.
-func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
+func (p *stdioFront) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
 	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
 	r.read()
 }
@@ -163,7 +185,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.receiveBatch(ctx, s, msgs, nil, true, w)
+		answer := p.route.receiveBatch(ctx, s, msgs, nil, true, w)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
@@ -173,13 +195,13 @@ func (r *stdioReader) route(line []byte, err error) func() {
 	case len(trimmed) > 0:
 		m, perr := rawjson.ParseMessage(line)
 		if perr == nil && (m.Kind == rawjson.KindResponse || m.Kind == rawjson.KindNotification) {
-			_, _, _ = p.receiveMessage(ctx, s, m, w) // delivered at once: no run
+			_, _, _ = p.route.receiveMessage(ctx, s, m, w) // delivered at once: no run
 			return nil
 		}
 		if !r.runs.start() {
 			return nil
 		}
-		refusal, _, run := p.receiveParsed(ctx, s, m, perr, w)
+		refusal, _, run := p.route.receiveParsed(ctx, s, m, perr, w)
 		if refusal != nil {
 			_ = w.send(refusal)
 		}

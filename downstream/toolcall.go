@@ -43,6 +43,39 @@ import (
 //     timeout; parked for stateless HTTP clients) →
 //     the result rewrite (blobs to files, TAG characters).
 
+// toolCalls answers tools/list and tools/call: a call runs the own tools,
+// or the chain of steps above to its upstream.
+type toolCalls struct {
+	*env
+	catalogs  toolCatalog
+	views     *viewCache
+	own       ownRunner
+	relay     *relay
+	approvals approvalStates // approval states of stateless clients (approval.go)
+	// decorate finishes a 2026-07-28 result the route would (a view's
+	// list is decorated once per view).
+	decorate func(method string, res json.RawMessage) json.RawMessage
+	chain    callHandler // the steps of a call, built once
+}
+
+// toolCatalog is what the tool calls need of the catalog.
+type toolCatalog interface {
+	catalogWait
+	awaitTool(ctx context.Context, name string)
+}
+
+// ownRunner runs the own tools.
+type ownRunner interface {
+	ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool)
+}
+
+func newToolCalls(e *env, catalogs toolCatalog, views *viewCache, own ownRunner, relay *relay,
+	decorate func(string, json.RawMessage) json.RawMessage) *toolCalls {
+	t := &toolCalls{env: e, catalogs: catalogs, views: views, own: own, relay: relay, decorate: decorate}
+	t.chain = buildCallChain(t.send, t.observeCall, t.policyGate, t.quarantineGate, t.pinnedGate, t.upGate, t.rateGate, t.approvalGate)
+	return t
+}
+
 // toolCall is one tools/call on its way through the chain.
 type toolCall struct {
 	r     *request
@@ -80,17 +113,17 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 
 // listTools answers tools/list, after the startup wait every session's
 // list gets (docs/operations.md#startup).
-func (p *Proxy) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx)
+func (p *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	p.catalogs.waitStartup(ctx)
 	if r.modern && r.sess.state.NothingActivated() {
 		r.decorated = true
-		return p.viewFor(r.sess).modernList(p), nil
+		return p.views.viewFor(r.sess).modernList(p.decorate), nil
 	}
-	return p.listFor(r.sess), nil
+	return p.views.listFor(r.sess), nil
 }
 
 // callTool answers tools/call.
-func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (p *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	req, werr := readCallParams(r.params)
 	if werr != nil {
 		return nil, werr
@@ -107,49 +140,22 @@ func (p *Proxy) callTool(ctx context.Context, r *request) (json.RawMessage, *wir
 // forwardCall calls one tool by name for r: the proxy's own tools, or an
 // upstream tool through the call chain. call_tool comes here too, so it
 // returns whatever the direct call would.
-func (p *Proxy) forwardCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError) {
-	p.awaitTool(ctx, name) // the own tools too: mcp_resources needs a server that offers resources
-	if res, werr, own := p.ownCall(ctx, r, name, args, meta); own {
+func (p *toolCalls) forwardCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError) {
+	p.catalogs.awaitTool(ctx, name) // the own tools too: mcp_resources needs a server that offers resources
+	if res, werr, own := p.own.ownCall(ctx, r, name, args, meta); own {
 		return res, werr
 	}
-	entry, ok := p.Catalog().Lookup(name)
+	entry, ok := p.catalogs.Catalog().Lookup(name)
 	if !ok {
 		return nil, p.unknownTool(r.sess, name)
 	}
-	return p.callChain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
-}
-
-// awaitTool makes sure a tool name unknown to the catalog is not unknown
-// only because the catalog lags (catchUp).
-func (p *Proxy) awaitTool(ctx context.Context, name string) {
-	p.catchUp(ctx, func(c *Catalog) bool {
-		_, known := c.Lookup(name)
-		return known
-	})
-}
-
-// catchUp is what a request naming something the catalog does not know
-// (known reports false) does before it answers "unknown": it brings the
-// catalog up to the upstreams' latest snapshots (during the start their
-// builds wait, UpstreamChanged; and an upstream's readiness is signalled
-// before its snapshot arrives), and if the name is still unknown while
-// upstreams are making their first connection (docs/operations.md#startup), it waits for
-// them, at most startup_wait (a host calling a tool or prompt it
-// remembers).
-func (p *Proxy) catchUp(ctx context.Context, known func(*Catalog) bool) {
-	if known(p.Catalog()) {
-		return
-	}
-	p.Refresh()
-	if !known(p.Catalog()) && p.startupPending() {
-		p.waitStartup(ctx)
-	}
+	return p.chain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
 }
 
 // observeCall records every call once: its metric by the upstream's tool
 // name and outcome, its log line (debug; warn for a failure), its audit
 // line (docs/operations.md#traces) and what its trace span says of it.
-func (p *Proxy) observeCall(next callHandler) callHandler {
+func (p *toolCalls) observeCall(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		start := time.Now()
 		res, werr := next(ctx, c)
@@ -200,7 +206,7 @@ func callEvent(e *zerolog.Event, agent string, entry *ToolEntry) *zerolog.Event 
 
 // policyGate applies docs/agents.md#the-policy-rules, rules 1–6. Rules 1–2 hide the tool: calling it
 // is "unknown tool"; the others answer an isError result naming the rule.
-func (p *Proxy) policyGate(next callHandler) callHandler {
+func (p *toolCalls) policyGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		s := c.r.sess
 		rule := s.agent.Decide(c.entry.policyTool(), s.perCall)
@@ -218,7 +224,7 @@ func (p *Proxy) policyGate(next callHandler) callHandler {
 
 // quarantineGate refuses a tool that tool integrity holds (docs/security.md#tool-integrity), with
 // the command that reviews it.
-func (p *Proxy) quarantineGate(next callHandler) callHandler {
+func (p *toolCalls) quarantineGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		if !c.entry.Held {
 			return next(ctx, c)
@@ -232,7 +238,7 @@ func (p *Proxy) quarantineGate(next callHandler) callHandler {
 // upGate fails a call to a server that does not take requests now: no
 // rate limit token is spent and no person asked about a call that cannot
 // run.
-func (p *Proxy) upGate(next callHandler) callHandler {
+func (p *toolCalls) upGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		if err := p.serverUp(c.entry.Server); err != nil {
 			c.outcome = metrics.OutcomeError
@@ -244,7 +250,7 @@ func (p *Proxy) upGate(next callHandler) callHandler {
 
 // approvalGate asks the person when the agent's autonomy wants it
 // (docs/agents.md#approval, approval.go).
-func (p *Proxy) approvalGate(next callHandler) callHandler {
+func (p *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		refusal, ask := p.approve(ctx, c)
 		if ask != nil {
@@ -261,7 +267,7 @@ func (p *Proxy) approvalGate(next callHandler) callHandler {
 
 // send is the chain's last step: it sends the call upstream and waits for
 // its outcome, or parks it for a stateless HTTP client (mrtr.go).
-func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+func (p *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 	g := p.gen()
 	up, cfg := g.ups[c.entry.Server], g.cfg.Servers[c.entry.Server]
 	if up == nil || cfg == nil {
@@ -299,7 +305,7 @@ func (p *Proxy) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireEr
 }
 
 // runCall sends the call's params upstream and waits for the outcome.
-func (p *Proxy) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
+func (p *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
 	end := p.relay.calls.begin(c.entry.Server, c.r)
 	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
@@ -316,7 +322,7 @@ func (p *Proxy) runCall(ctx context.Context, c *toolCall, up Upstream, timeout t
 }
 
 // classify maps a call's error to its metric outcome and downstream error.
-func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
+func (p *toolCalls) classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
 	var rpcErr *upstream.RPCError
 	switch {
 	case err == nil:
@@ -363,7 +369,7 @@ func unknownTool(name string) *wireError {
 // down without ever having listed its tools, the error says it is down and
 // why instead: "unknown tool" would hide the cause. A server the agent is
 // not granted stays unknown (docs/agents.md#the-policy-rules, rule 1).
-func (p *Proxy) unknownTool(s *session, name string) *wireError {
+func (p *toolCalls) unknownTool(s *session, name string) *wireError {
 	g := p.gen()
 	style := p.style()
 	for _, srv := range g.serverNames() {
@@ -506,40 +512,6 @@ func hopParams(params json.RawMessage) (json.RawMessage, error) {
 func IsErrorResult(result json.RawMessage) bool {
 	v, ok, err := rawjson.Get(result, "isError")
 	return err == nil && ok && string(v) == "true"
-}
-
-// rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
-// files, Unicode TAG characters out of text. Both return the input slice when
-// there is nothing to change, which is the common case.
-func (p *Proxy) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
-	if p.opts.Blobs != nil {
-		out, report, err := p.opts.Blobs.Rewrite(agent, result, linkOK)
-		if err != nil {
-			p.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
-		} else {
-			result = out
-			p.recordBlobs(server, report)
-		}
-	}
-	return stripResultTags(compactLines(result))
-}
-
-// CallTool calls one tool for agent outside any MCP session (the `call`
-// verb). It follows the same path as a tools/call from a client, as a
-// client that can be asked nothing.
-func (p *Proxy) CallTool(ctx context.Context, agent string, perCall []string, name string, args json.RawMessage) (json.RawMessage, error) {
-	a, err := p.resolveAgent(agent)
-	if err != nil {
-		return nil, err
-	}
-	s := newSession("", "cli", a, perCall)
-	defer s.close()
-	r := &request{sess: s, id: json.RawMessage("0"), method: "tools/call", out: noStream{}}
-	result, werr := p.forwardCall(ctx, r, name, args, nil)
-	if werr != nil {
-		return nil, werr
-	}
-	return result, nil
 }
 
 // noStream is the stream of a request with no client to write to.

@@ -1,15 +1,36 @@
 package downstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
-	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/search"
 )
+
+// ownTools are the proxy's own tools (docs/deferred-loading.md,
+// docs/resources.md#resources-and-prompts): tool_search and call_tool of
+// deferred loading and dynamic groups (this file), and mcp_resources and
+// mcp_prompts for hosts that only use tools (owntools_resources.go). It
+// says which a session is offered and runs them; it also renders the
+// session instructions they need (deferred tools, pinned resources).
+type ownTools struct {
+	*env
+	catalog catalogReader
+	views   searchIndexer
+	calls   toolCaller
+}
+
+// searchIndexer gives the tool_search index of a session's view.
+type searchIndexer interface {
+	searchIndex(st *session) (*search.Index, map[string]*search.Doc)
+}
+
+// toolCaller calls a tool by name through the call chain (call_tool).
+type toolCaller interface {
+	forwardCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError)
+}
 
 // The proxy's own tools of deferred loading (docs/deferred-loading.md).
 const (
@@ -51,12 +72,12 @@ func ownTool(st *session, name string) bool {
 // ownOffered reports whether name is one of the proxy's own tools offered
 // to the session: then an upstream tool exposed under the same bare name
 // is not listed for it, nor found by its searches (the own one answers).
-func (p *Proxy) ownOffered(st *session, name string) bool {
+func (p *ownTools) ownOffered(st *session, name string) bool {
 	return ownTool(st, name) || p.seedToolOffered(st, name, nil)
 }
 
 // listedFor reports whether a catalog entry is in the session's tools/list.
-func (p *Proxy) listedFor(st *session, e *ToolEntry) bool {
+func (p *ownTools) listedFor(st *session, e *ToolEntry) bool {
 	t := e.policyTool()
 	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || p.ownOffered(st, e.Exposed) {
 		return false
@@ -72,7 +93,7 @@ func (p *Proxy) listedFor(st *session, e *ToolEntry) bool {
 
 // ownToolsJSON is the own tools the session lists, each followed by a
 // comma; from as for seedServers.
-func (p *Proxy) ownToolsJSON(st *session, from *builtFrom) []byte {
+func (p *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
@@ -88,7 +109,7 @@ func (p *Proxy) ownToolsJSON(st *session, from *builtFrom) []byte {
 // ownCall runs the proxy's own tools. own is false when name is not one
 // the session is offered; a seed tool a policy rule denies is refused by
 // name (docs/agents.md#the-policy-rules: the own tools follow rules 3–5).
-func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
+func (p *ownTools) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
 	st := r.sess
 	switch {
 	case ownTool(st, name) && name == toolSearchName:
@@ -111,69 +132,9 @@ func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta
 	return p.mcpPrompts(ctx, r, args), nil, true
 }
 
-// sessionList is the session's tools/list result, {"tools":[...]}, built
-// in one allocation. A session that lists exactly the catalog's listed
-// tools and own tools gets the catalog's own result, no copy.
-func (p *Proxy) sessionList(st *session) []byte {
-	const head, tail = `{"tools":`, `}`
-	c := p.Catalog()
-	own := p.ownToolsJSON(st, nil)
-	keep := make([]bool, len(c.tools))
-	all := bytes.Equal(own, c.own)
-	n := len(head) + 2 + len(own) + len(tail)
-	for i, e := range c.tools {
-		keep[i] = p.listedFor(st, e)
-		all = all && keep[i] == e.listed()
-		if keep[i] {
-			n += len(e.Raw) + 1
-		}
-	}
-	if all {
-		return c.result // shared, and full: an append copies
-	}
-	out := make([]byte, 0, n)
-	out = append(out, head...)
-	out = append(out, '[')
-	out = append(out, own...) // each followed by a comma
-	for i, e := range c.tools {
-		if keep[i] {
-			out = append(append(out, e.Raw...), ',')
-		}
-	}
-	if out[len(out)-1] == ',' {
-		out = out[:len(out)-1]
-	}
-	out = append(out, ']')
-	out = append(out, tail...)
-	return out[:len(out):len(out)] // views share it: an append must copy
-}
-
-// searchIndex is the index of the tools the session may call: only those
-// are ever indexed or returned (docs/deferred-loading.md). It is built once per agent,
-// per-call list and catalog.
-func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
-	v := p.viewFor(st)
-	v.searchOnce.Do(func() {
-		var docs []search.Doc
-		for _, e := range v.catalog.tools {
-			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || p.ownOffered(st, e.Exposed) {
-				continue
-			}
-			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
-			docs = append(docs, search.Doc{Name: e.Exposed, Server: e.Server, Description: e.Description, Schema: schema, Raw: e.Raw})
-		}
-		v.index = search.Build(docs)
-		v.docs = make(map[string]*search.Doc, len(docs))
-		for i := range docs {
-			v.docs[docs[i].Name] = &docs[i]
-		}
-	})
-	return v.index, v.docs
-}
-
 // toolSearch runs the tool_search tool (docs/deferred-loading.md) and activates what it
 // returns for the session, which then gets one list_changed.
-func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
+func (p *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 	st := r.sess
 	var in struct {
 		Query      string   `json:"query"`
@@ -190,7 +151,7 @@ func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 	if in.MaxResults != nil && *in.MaxResults >= 1 {
 		max = int(min(*in.MaxResults, 1000))
 	}
-	ix, docs := p.searchIndex(st)
+	ix, docs := p.views.searchIndex(st)
 	var found []*search.Doc
 	var text string
 	if names, ok := search.ParseSelect(query); ok {
@@ -228,7 +189,7 @@ func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 
 // callTool runs call_tool: the named tool through the same path as a direct
 // call, so it returns whatever the direct call would.
-func (p *Proxy) callToolTool(ctx context.Context, r *request, args, meta json.RawMessage) (json.RawMessage, *wireError) {
+func (p *ownTools) callToolTool(ctx context.Context, r *request, args, meta json.RawMessage) (json.RawMessage, *wireError) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -244,15 +205,15 @@ func (p *Proxy) callToolTool(ctx context.Context, r *request, args, meta json.Ra
 	case len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{':
 		return textResult("arguments must be an object", true), nil
 	}
-	return p.forwardCall(ctx, r, in.Name, in.Arguments, meta)
+	return p.calls.forwardCall(ctx, r, in.Name, in.Arguments, meta)
 }
 
 // deferredInstructions is the initialize instructions section of deferred
 // mode: what is available and how to load it (docs/deferred-loading.md).
-func (p *Proxy) deferredInstructions(st *session) string {
-	_, docs := p.searchIndex(st)
+func (p *ownTools) deferredInstructions(st *session) string {
+	_, docs := p.views.searchIndex(st)
 	list := make([]*search.Doc, 0, len(docs))
-	for _, e := range p.Catalog().tools {
+	for _, e := range p.catalog.Catalog().tools {
 		if d := docs[e.Exposed]; d != nil && !p.listedFor(st, e) {
 			list = append(list, d)
 		}
@@ -268,4 +229,26 @@ func (p *Proxy) deferredInstructions(st *session) string {
 	b.WriteString(".\n\n")
 	b.WriteString(search.DeferredList(list))
 	return b.String()
+}
+
+// needsInstructions reports whether a session's initialize (or
+// server/discover) result carries instructions of the proxy's own: the
+// deferred tools and the pinned resources. They are the model's only list
+// of deferred tools, so such a session's first answer waits for upstreams
+// (at most startup_wait).
+func (p *ownTools) needsInstructions(s *session) bool {
+	return s.agent.Deferred || p.hasPinned()
+}
+
+// sessionInstructions renders those instructions.
+func (p *ownTools) sessionInstructions(ctx context.Context, r *request) string {
+	s := r.sess
+	var parts []string
+	if s.agent.Deferred {
+		parts = append(parts, p.deferredInstructions(s))
+	}
+	if pinned := p.pinnedInstructions(ctx, r); pinned != "" {
+		parts = append(parts, pinned)
+	}
+	return strings.Join(parts, "\n")
 }

@@ -49,7 +49,7 @@ var (
 // mcp_prompts): a granted server offers and allows resources (prompts), and
 // rules 3–5 let the agent call it (docs/agents.md#the-policy-rules, docs/resources.md#resources-and-prompts). from as for
 // seedServers.
-func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool {
+func (p *ownTools) seedToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
@@ -62,7 +62,7 @@ func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool 
 // seedServers are the granted, connected servers offering resources (or
 // prompts) that the config allows, sorted: as they are now (from nil), or
 // as a catalog build read them.
-func (p *Proxy) seedServers(st *session, resources bool, from *builtFrom) []string {
+func (p *ownTools) seedServers(st *session, resources bool, from *builtFrom) []string {
 	g := p.gen()
 	if from != nil {
 		g = from.g
@@ -103,7 +103,7 @@ type seedArgs struct {
 func errorText(s string) json.RawMessage { return textResult(s, true) }
 
 // mcpResources runs the mcp_resources tool.
-func (p *Proxy) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
+func (p *ownTools) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
@@ -118,7 +118,7 @@ func (p *Proxy) mcpResources(ctx context.Context, r *request, args json.RawMessa
 }
 
 // mcpPrompts runs the mcp_prompts tool.
-func (p *Proxy) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
+func (p *ownTools) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
 	var in seedArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
@@ -134,7 +134,7 @@ func (p *Proxy) mcpPrompts(ctx context.Context, r *request, args json.RawMessage
 
 // seedList lists resources (or prompts): every server's from the catalog,
 // or one server's page through its own cursor.
-func (p *Proxy) seedList(ctx context.Context, r *request, in seedArgs, resources bool) json.RawMessage {
+func (p *ownTools) seedList(ctx context.Context, r *request, in seedArgs, resources bool) json.RawMessage {
 	st := r.sess
 	kind, member, key := "prompts", "prompts", "name"
 	if resources {
@@ -216,7 +216,7 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 // name) only loses TAG characters: it is what the client sends back, and
 // the sanitizer would cut a URI's query. Numbers keep their digits. An item
 // that does not decode is returned as it is (seedItem read it already).
-func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
+func (p *ownTools) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(item))
 	dec.UseNumber()
 	var out []byte
@@ -272,7 +272,7 @@ func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 }
 
 // seedServerCheck validates a server named in the tools' arguments.
-func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string {
+func (p *ownTools) seedServerCheck(st *session, srv string, resources bool) string {
 	g := p.gen()
 	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
@@ -290,7 +290,7 @@ func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string 
 }
 
 // splitSeed splits "<server>__<rest>" for a granted server.
-func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText string) {
+func (p *ownTools) splitSeed(st *session, x string) (srv, rest string, errText string) {
 	srv, rest, ok := namespace.ParseURI(x, p.gen().serverNames())
 	if !ok {
 		if before, _, found := strings.Cut(x, "__"); found && before != "" {
@@ -302,7 +302,7 @@ func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText stri
 }
 
 // seedRead reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedRead(ctx context.Context, r *request, uri string) json.RawMessage {
+func (p *ownTools) seedRead(ctx context.Context, r *request, uri string) json.RawMessage {
 	st := r.sess
 	srv, orig, errText := p.splitSeed(st, uri)
 	if errText != "" {
@@ -320,7 +320,7 @@ func (p *Proxy) seedRead(ctx context.Context, r *request, uri string) json.RawMe
 }
 
 // renderContents wraps a resources/read result's items as untrusted text.
-func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
+func (p *ownTools) renderContents(srv, uri string, res json.RawMessage) string {
 	var r struct {
 		Contents []struct {
 			URI      string  `json:"uri"`
@@ -358,7 +358,7 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 }
 
 // seedGet gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedGet(ctx context.Context, r *request, in seedArgs) json.RawMessage {
+func (p *ownTools) seedGet(ctx context.Context, r *request, in seedArgs) json.RawMessage {
 	st := r.sess
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
@@ -395,7 +395,7 @@ func (p *Proxy) seedGet(ctx context.Context, r *request, in seedArgs) json.RawMe
 }
 
 // messageText renders one prompt message's content.
-func (p *Proxy) messageText(content json.RawMessage) string {
+func (p *ownTools) messageText(content json.RawMessage) string {
 	var c struct {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
@@ -424,7 +424,7 @@ var wrapperTags = regexp.MustCompile(`(?i)<(\s*/?\s*mcp-)`)
 
 // untrusted sanitizes upstream text and cuts it to untrusted_text_limit
 // characters (docs/resources.md#resources-and-prompts).
-func (p *Proxy) untrusted(s string) string {
+func (p *ownTools) untrusted(s string) string {
 	s = wrapperTags.ReplaceAllString(sanitize.StripTags(p.cleanText(s)), "&lt;$1")
 	limit := p.gen().cfg.UntrustedTextLimit
 	if r := []rune(s); limit > 0 && len(r) > limit {
@@ -443,7 +443,7 @@ func attr(s string) string {
 // (docs/configuration.md#servers, pinned_resources). Each is checked as the name <server>__<uri> against the agent's
 // grant, excluded_tools and allowed_tools; failures are skipped with a
 // warning.
-func (p *Proxy) pinnedInstructions(ctx context.Context, r *request) string {
+func (p *ownTools) pinnedInstructions(ctx context.Context, r *request) string {
 	st := r.sess
 	g := p.gen()
 	var parts []string

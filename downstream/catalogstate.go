@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/filter"
@@ -16,9 +17,17 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// catalogState is the catalog part of the proxy: the current catalog and
-// what it was built from, so that a Refresh with nothing new does nothing.
+// catalogState is the catalog part of the proxy: it builds the merged
+// catalog of the upstreams' tools, resources and prompts from their
+// snapshots (catalog.go, surface.go), tells the sessions when their lists
+// changed, and waits for the start (docs/operations.md#startup). It keeps
+// the current catalog and what it was built from, so that a Refresh with
+// nothing new does nothing.
 type catalogState struct {
+	*env
+	sessions *sessionTable
+	own      ownLister
+
 	current atomic.Pointer[Catalog]
 
 	mu        sync.Mutex // serializes builds
@@ -40,7 +49,7 @@ type catalogState struct {
 
 // reviewer is tool integrity's review for the catalog of g, nil when the
 // proxy has no guard.
-func (p *Proxy) reviewer(g *generation) reviewer {
+func (p *catalogState) reviewer(g *generation) reviewer {
 	guard := p.opts.Integrity
 	if guard == nil {
 		return nil
@@ -60,12 +69,25 @@ func (p *Proxy) reviewer(g *generation) reviewer {
 
 // Reevaluate rebuilds the catalog although no upstream changed: tool
 // integrity's verdicts did (an approval made by another process).
-func (p *Proxy) Reevaluate() {
-	c := &p.catalogs
+func (p *catalogState) Reevaluate() {
+	c := p
 	c.mu.Lock()
 	c.builtGen = nil
 	c.mu.Unlock()
 	p.Refresh()
+}
+
+// ownLister is what a catalog build needs of the own tools: the
+// definitions a session lists (the default agent's lead the catalog's
+// result).
+type ownLister interface {
+	ownToolsJSON(st *session, from *builtFrom) []byte
+}
+
+func newCatalogState(e *env, sessions *sessionTable, own ownLister) *catalogState {
+	c := &catalogState{env: e, sessions: sessions, own: own}
+	c.init(e.style())
+	return c
 }
 
 func (c *catalogState) init(style namespace.Style) {
@@ -88,7 +110,7 @@ func (c *catalogState) init(style namespace.Style) {
 // startup_wait over; a snapshot can arrive before its server's Ready
 // closes). A reload's servers build as they connect: their sessions may
 // have listed.
-func (p *Proxy) UpstreamChanged() {
+func (p *catalogState) UpstreamChanged() {
 	g := p.gen()
 	if g.first && p.startupPending() {
 		g.watchStart.Do(func() { go p.waitStartup(context.Background()) })
@@ -105,8 +127,8 @@ func (p *Proxy) UpstreamChanged() {
 // while a build runs are served by one build that starts after all of
 // them. When Refresh returns, a build that began after the call has
 // finished.
-func (p *Proxy) Refresh() {
-	c := &p.catalogs
+func (p *catalogState) Refresh() {
+	c := p
 	call := c.calls.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -197,7 +219,7 @@ type builtFrom struct {
 // build puts at the head of its result so that such sessions share it.
 // The agent is resolved from b.g's config, not the view cache, which a
 // reload resets only after switching generations.
-func (p *Proxy) defaultOwnTools(b *builtFrom) []byte {
+func (p *catalogState) defaultOwnTools(b *builtFrom) []byte {
 	name := config.ImplicitAgent
 	if b.g.cfg.HasAgents() {
 		name = b.g.cfg.DefaultAgent
@@ -206,13 +228,13 @@ func (p *Proxy) defaultOwnTools(b *builtFrom) []byte {
 	if err != nil {
 		return nil
 	}
-	return p.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
+	return p.own.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
 }
 
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
 // when the merged lists changed, to the sessions granted a server whose
 // items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
-func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
+func (p *catalogState) notifySurfaceChanges(old, cur *surface) {
 	if old == nil {
 		return
 	}
@@ -223,5 +245,107 @@ func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
 	}
 	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
 		p.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
+	}
+}
+
+// Catalog returns the current merged catalog.
+func (p *catalogState) Catalog() *Catalog { return p.current.Load() }
+
+// waitStartup blocks until every upstream has connected or failed, at most
+// startup_wait after the proxy started (docs/operations.md#startup); servers that connect
+// later appear through list_changed. Either way it then brings the catalog
+// up to the upstreams' snapshots: the start's builds wait for its end
+// (UpstreamChanged), and the last Ready may have closed before its
+// snapshot arrived. Once a call has seen every upstream of the generation
+// ready, the later ones return at once (every tools/list calls it).
+func (p *catalogState) waitStartup(ctx context.Context) {
+	g := p.gen()
+	if g.startedUp.Load() {
+		return
+	}
+	ready := p.awaitReady(ctx, g) // else startup_wait is over, or ctx
+	switch {
+	case ctx.Err() != nil:
+	case ready:
+		p.Refresh()
+		g.startedUp.Store(true)
+	default:
+		// Later snapshots build at once (startupPending is false now), so
+		// only the first wait that ran out needs to build.
+		g.waitOver.Do(p.Refresh)
+	}
+}
+
+// awaitReady waits until every upstream of g is ready (true), or until
+// startup_wait after the start or ctx's end (false).
+func (p *catalogState) awaitReady(ctx context.Context, g *generation) bool {
+	var timer *time.Timer // made when an upstream is not ready yet
+	for _, name := range g.serverNames() {
+		ready := g.ups[name].Ready()
+		select {
+		case <-ready:
+			continue
+		default:
+		}
+		if timer == nil {
+			wait := time.Until(p.started.Add(g.cfg.StartupWait.D()))
+			if wait <= 0 {
+				return false
+			}
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		select {
+		case <-ready:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return true
+}
+
+// startupPending reports whether some upstream's first connection attempt
+// is still running within startup_wait.
+func (p *catalogState) startupPending() bool {
+	g := p.gen()
+	if time.Since(p.started) >= g.cfg.StartupWait.D() {
+		return false
+	}
+	for _, u := range g.ups {
+		select {
+		case <-u.Ready():
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+// awaitTool makes sure a tool name unknown to the catalog is not unknown
+// only because the catalog lags (catchUp).
+func (p *catalogState) awaitTool(ctx context.Context, name string) {
+	p.catchUp(ctx, func(c *Catalog) bool {
+		_, known := c.Lookup(name)
+		return known
+	})
+}
+
+// catchUp is what a request naming something the catalog does not know
+// (known reports false) does before it answers "unknown": it brings the
+// catalog up to the upstreams' latest snapshots (during the start their
+// builds wait, UpstreamChanged; and an upstream's readiness is signalled
+// before its snapshot arrives), and if the name is still unknown while
+// upstreams are making their first connection (docs/operations.md#startup), it waits for
+// them, at most startup_wait (a host calling a tool or prompt it
+// remembers).
+func (p *catalogState) catchUp(ctx context.Context, known func(*Catalog) bool) {
+	if known(p.Catalog()) {
+		return
+	}
+	p.Refresh()
+	if !known(p.Catalog()) && p.startupPending() {
+		p.waitStartup(ctx)
 	}
 }
