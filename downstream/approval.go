@@ -40,41 +40,41 @@ const approvalStatePrefix = "px-approval-"
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
 // input_required result that asks the question (a multi round-trip).
-func (p *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
+func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
 	r, a := c.r, c.r.sess.agent
 	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
 	}
 	if !r.caps.elicitation {
-		p.opts.Metrics.Approval(a.Name, "unsupported")
+		tc.opts.Metrics.Approval(a.Name, "unsupported")
 		c.approval = "unsupported"
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
 			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
 	}
-	timeout := p.approvalTimeout()
+	timeout := tc.approvalTimeout()
 	if parkable(r) {
-		return p.approveRoundTrip(c, timeout)
+		return tc.approveRoundTrip(c, timeout)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := r.sess.ask(actx, r, "elicitation/create", p.approvalQuestion(c))
+	res, err := r.sess.ask(actx, r, "elicitation/create", tc.approvalQuestion(c))
 	decision := "error"
 	switch {
 	case err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		decision = "timeout"
 	case err != nil:
-		p.log.Warn().Str("tool", c.entry.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
+		tc.log.Warn().Str("tool", c.entry.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
 	default:
 		decision = decisionOf(res)
 	}
-	return p.decided(c, decision, timeout), nil
+	return tc.decided(c, decision, timeout), nil
 }
 
 // decided counts an approval decision and returns the refusal, or nil when
 // the call may run.
-func (p *toolCalls) decided(c *toolCall, decision string, timeout time.Duration) []byte {
-	p.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
+func (tc *toolCalls) decided(c *toolCall, decision string, timeout time.Duration) []byte {
+	tc.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
 	c.approval = decision
 	tool := c.entry.Exposed
 	switch decision {
@@ -119,10 +119,10 @@ func decisionOf(result json.RawMessage) string {
 // approvalQuestion is the elicitation/create params of an approval
 // question: a message naming the tool, its server and its arguments
 // (redacted and cut, docs/agents.md#approval), and the decision form.
-func (p *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
+func (tc *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
 	shown := "{}"
 	if len(c.args) > 0 {
-		shown = p.cleanText(string(withoutApproved(c.args)))
+		shown = tc.cleanText(string(withoutApproved(c.args)))
 	}
 	if r := []rune(shown); len(r) > approvalArgsLimit {
 		shown = string(r[:approvalArgsLimit]) + "…"
@@ -137,12 +137,12 @@ func (p *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
 // good once, bound to the agent, the client, the tool and a digest of the
 // arguments, and only until the approval timeout: an answer cannot be
 // replayed, moved to another call, or used by another client.
-func (p *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
+func (tc *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
 	r := c.r
 	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
-		if err := p.approvals.take(state, key, time.Now()); err != nil {
-			p.opts.Metrics.Approval(r.sess.agent.Name, "error")
+		if err := tc.approvals.take(state, key, time.Now()); err != nil {
+			tc.opts.Metrics.Approval(r.sess.agent.Name, "error")
 			c.approval = "error"
 			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil
 		}
@@ -152,10 +152,10 @@ func (p *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte
 				decision = decisionOf(ans)
 			}
 		}
-		return p.decided(c, decision, timeout), nil
+		return tc.decided(c, decision, timeout), nil
 	}
-	state := p.approvals.issue(key, time.Now().Add(timeout))
-	question := `{"method":"elicitation/create","params":` + string(p.approvalQuestion(c)) + `}`
+	state := tc.approvals.issue(key, time.Now().Add(timeout))
+	question := `{"method":"elicitation/create","params":` + string(tc.approvalQuestion(c)) + `}`
 	return nil, newInputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
 }
 

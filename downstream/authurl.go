@@ -37,16 +37,16 @@ type logins struct {
 // once; a host that has not initialized yet is asked when it does (the
 // question goes once it has sent notifications/initialized, session.ask).
 // It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
-func (p *logins) AskToOpen(server, url string) {
-	p.mu.Lock()
-	if p.pending == nil {
-		p.pending = map[string]string{}
+func (lg *logins) AskToOpen(server, url string) {
+	lg.mu.Lock()
+	if lg.pending == nil {
+		lg.pending = map[string]string{}
 	}
-	p.pending[server] = url
-	p.mu.Unlock()
-	p.sessions.each(func(s *session) {
+	lg.pending[server] = url
+	lg.mu.Unlock()
+	lg.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
-			p.askToOpen(s, server, url)
+			lg.askToOpen(s, server, url)
 		}
 	})
 }
@@ -54,27 +54,27 @@ func (p *logins) AskToOpen(server, url string) {
 // askPendingLogins asks a stdio client that just initialized (its
 // capabilities are known now) to open the pages of the logins still
 // waiting.
-func (p *logins) askPendingLogins(s *session) {
+func (lg *logins) askPendingLogins(s *session) {
 	if s.transport != transportStdio {
 		return
 	}
-	p.mu.Lock()
-	pending := make(map[string]string, len(p.pending))
-	for server, url := range p.pending {
+	lg.mu.Lock()
+	pending := make(map[string]string, len(lg.pending))
+	for server, url := range lg.pending {
 		pending[server] = url
 	}
-	p.mu.Unlock()
-	g := p.gen()
+	lg.mu.Unlock()
+	g := lg.gen()
 	for server, url := range pending {
 		if up := g.ups[server]; up != nil && up.Snapshot().State == upstream.StateNeedsAuth {
-			p.askToOpen(s, server, url)
+			lg.askToOpen(s, server, url)
 		}
 	}
 }
 
 // askToOpen sends one URL-mode elicitation/create to s, off the caller's
 // path, when s's client supports it; the answer is only logged.
-func (p *logins) askToOpen(s *session, server, url string) {
+func (lg *logins) askToOpen(s *session, server, url string) {
 	c := s.state.Client()
 	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
@@ -92,7 +92,7 @@ func (p *logins) askToOpen(s *session, server, url string) {
 		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
 		defer cancel()
 		res, err := s.ask(ctx, nil, "elicitation/create", params)
-		ev := p.log.Info().Str("server", server)
+		ev := lg.log.Info().Str("server", server)
 		if err != nil {
 			ev.Str("error", err.Error()).Msg("the host was not able to open the authorization page")
 			return

@@ -49,8 +49,8 @@ type catalogState struct {
 
 // reviewer is tool integrity's review for the catalog of g, nil when the
 // proxy has no guard.
-func (p *catalogState) reviewer(g *generation) reviewer {
-	guard := p.opts.Integrity
+func (cs *catalogState) reviewer(g *generation) reviewer {
+	guard := cs.opts.Integrity
 	if guard == nil {
 		return nil
 	}
@@ -69,12 +69,12 @@ func (p *catalogState) reviewer(g *generation) reviewer {
 
 // Reevaluate rebuilds the catalog although no upstream changed: tool
 // integrity's verdicts did (an approval made by another process).
-func (p *catalogState) Reevaluate() {
-	c := p
+func (cs *catalogState) Reevaluate() {
+	c := cs
 	c.mu.Lock()
 	c.builtGen = nil
 	c.mu.Unlock()
-	p.Refresh()
+	cs.Refresh()
 }
 
 // ownLister is what a catalog build needs of the own tools: the
@@ -90,11 +90,11 @@ func newCatalogState(e *env, sessions *sessionTable, own ownLister) *catalogStat
 	return c
 }
 
-func (c *catalogState) init(style namespace.Style) {
-	c.lastTools = map[string][]upstream.Tool{}
+func (cs *catalogState) init(style namespace.Style) {
+	cs.lastTools = map[string][]upstream.Tool{}
 	empty := buildCatalog(style, nil)
 	empty.surface, _ = buildSurface(style, nil, nil)
-	c.current.Store(empty)
+	cs.current.Store(empty)
 }
 
 // UpstreamChanged is Refresh for a new upstream snapshot, except while the
@@ -110,13 +110,13 @@ func (c *catalogState) init(style namespace.Style) {
 // startup_wait over; a snapshot can arrive before its server's Ready
 // closes). A reload's servers build as they connect: their sessions may
 // have listed.
-func (p *catalogState) UpstreamChanged() {
-	g := p.gen()
-	if g.first && p.startupPending() {
-		g.watchStart.Do(func() { go p.waitStartup(context.Background()) })
+func (cs *catalogState) UpstreamChanged() {
+	g := cs.gen()
+	if g.first && cs.startupPending() {
+		g.watchStart.Do(func() { go cs.waitStartup(context.Background()) })
 		return
 	}
-	p.Refresh()
+	cs.Refresh()
 }
 
 // Refresh rebuilds the catalog from the upstreams' current snapshots and,
@@ -127,8 +127,8 @@ func (p *catalogState) UpstreamChanged() {
 // while a build runs are served by one build that starts after all of
 // them. When Refresh returns, a build that began after the call has
 // finished.
-func (p *catalogState) Refresh() {
-	c := p
+func (cs *catalogState) Refresh() {
+	c := cs
 	call := c.calls.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -137,7 +137,7 @@ func (p *catalogState) Refresh() {
 	}
 	c.covered = c.calls.Load()
 	old := c.current.Load()
-	g := p.gen()
+	g := cs.gen()
 	names := g.serverNames()
 	snaps := make([]*upstream.Snapshot, len(names))
 	for i, name := range names {
@@ -181,7 +181,7 @@ func (p *catalogState) Refresh() {
 	for i, name := range names {
 		byName[name] = snaps[i]
 	}
-	cat := rebuildCatalog(p.style(), servers, old, p.reviewer(g), p.defaultOwnTools(&builtFrom{g, byName}))
+	cat := rebuildCatalog(cs.style(), servers, old, cs.reviewer(g), cs.defaultOwnTools(&builtFrom{g, byName}))
 	listed := cat.ListedTools()
 	for i, name := range names {
 		up := snaps[i].State == upstream.StateConnected
@@ -189,22 +189,22 @@ func (p *catalogState) Refresh() {
 		if up {
 			n = listed[name]
 		}
-		p.opts.Metrics.UpstreamState(name, up, n)
+		cs.opts.Metrics.UpstreamState(name, up, n)
 	}
 	var sw []string
-	cat.surface, sw = buildSurface(p.style(), surfaces, old.surface)
+	cat.surface, sw = buildSurface(cs.style(), surfaces, old.surface)
 	cat.warnings = append(cat.warnings, sw...)
-	p.notifySurfaceChanges(old.surface, cat.surface)
+	cs.notifySurfaceChanges(old.surface, cat.surface)
 	for _, w := range cat.warnings {
 		if !slices.Contains(old.warnings, w) {
-			p.log.Warn().Msg(w)
+			cs.log.Warn().Msg(w)
 		}
 	}
 	c.current.Store(cat)
 	seedsChanged := c.seeds != string(seeds)
 	c.seeds = string(seeds)
 	if !sameListing(cat, old) || seedsChanged {
-		p.sessions.broadcast("notifications/tools/list_changed", nil, nil)
+		cs.sessions.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }
 
@@ -219,7 +219,7 @@ type builtFrom struct {
 // build puts at the head of its result so that such sessions share it.
 // The agent is resolved from b.g's config, not the view cache, which a
 // reload resets only after switching generations.
-func (p *catalogState) defaultOwnTools(b *builtFrom) []byte {
+func (cs *catalogState) defaultOwnTools(b *builtFrom) []byte {
 	name := config.ImplicitAgent
 	if b.g.cfg.HasAgents() {
 		name = b.g.cfg.DefaultAgent
@@ -228,28 +228,28 @@ func (p *catalogState) defaultOwnTools(b *builtFrom) []byte {
 	if err != nil {
 		return nil
 	}
-	return p.own.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
+	return cs.own.ownToolsJSON(&session{agent: a, state: newMemState()}, b)
 }
 
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
 // when the merged lists changed, to the sessions granted a server whose
 // items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
-func (p *catalogState) notifySurfaceChanges(old, cur *surface) {
+func (cs *catalogState) notifySurfaceChanges(old, cur *surface) {
 	if old == nil {
 		return
 	}
 	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
 		changed := changedServers(old.resources, cur.resources)
 		maps.Copy(changed, changedServers(old.templates, cur.templates))
-		p.sessions.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
+		cs.sessions.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
 	}
 	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
-		p.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
+		cs.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
 	}
 }
 
 // Catalog returns the current merged catalog.
-func (p *catalogState) Catalog() *Catalog { return p.current.Load() }
+func (cs *catalogState) Catalog() *Catalog { return cs.current.Load() }
 
 // waitStartup blocks until every upstream has connected or failed, at most
 // startup_wait after the proxy started (docs/operations.md#startup); servers that connect
@@ -258,27 +258,27 @@ func (p *catalogState) Catalog() *Catalog { return p.current.Load() }
 // (UpstreamChanged), and the last Ready may have closed before its
 // snapshot arrived. Once a call has seen every upstream of the generation
 // ready, the later ones return at once (every tools/list calls it).
-func (p *catalogState) waitStartup(ctx context.Context) {
-	g := p.gen()
+func (cs *catalogState) waitStartup(ctx context.Context) {
+	g := cs.gen()
 	if g.startedUp.Load() {
 		return
 	}
-	ready := p.awaitReady(ctx, g) // else startup_wait is over, or ctx
+	ready := cs.awaitReady(ctx, g) // else startup_wait is over, or ctx
 	switch {
 	case ctx.Err() != nil:
 	case ready:
-		p.Refresh()
+		cs.Refresh()
 		g.startedUp.Store(true)
 	default:
 		// Later snapshots build at once (startupPending is false now), so
 		// only the first wait that ran out needs to build.
-		g.waitOver.Do(p.Refresh)
+		g.waitOver.Do(cs.Refresh)
 	}
 }
 
 // awaitReady waits until every upstream of g is ready (true), or until
 // startup_wait after the start or ctx's end (false).
-func (p *catalogState) awaitReady(ctx context.Context, g *generation) bool {
+func (cs *catalogState) awaitReady(ctx context.Context, g *generation) bool {
 	var timer *time.Timer // made when an upstream is not ready yet
 	for _, name := range g.serverNames() {
 		ready := g.ups[name].Ready()
@@ -288,7 +288,7 @@ func (p *catalogState) awaitReady(ctx context.Context, g *generation) bool {
 		default:
 		}
 		if timer == nil {
-			wait := time.Until(p.started.Add(g.cfg.StartupWait.D()))
+			wait := time.Until(cs.started.Add(g.cfg.StartupWait.D()))
 			if wait <= 0 {
 				return false
 			}
@@ -308,9 +308,9 @@ func (p *catalogState) awaitReady(ctx context.Context, g *generation) bool {
 
 // startupPending reports whether some upstream's first connection attempt
 // is still running within startup_wait.
-func (p *catalogState) startupPending() bool {
-	g := p.gen()
-	if time.Since(p.started) >= g.cfg.StartupWait.D() {
+func (cs *catalogState) startupPending() bool {
+	g := cs.gen()
+	if time.Since(cs.started) >= g.cfg.StartupWait.D() {
 		return false
 	}
 	for _, u := range g.ups {
@@ -325,8 +325,8 @@ func (p *catalogState) startupPending() bool {
 
 // awaitTool makes sure a tool name unknown to the catalog is not unknown
 // only because the catalog lags (catchUp).
-func (p *catalogState) awaitTool(ctx context.Context, name string) {
-	p.catchUp(ctx, func(c *Catalog) bool {
+func (cs *catalogState) awaitTool(ctx context.Context, name string) {
+	cs.catchUp(ctx, func(c *Catalog) bool {
 		_, known := c.Lookup(name)
 		return known
 	})
@@ -340,12 +340,12 @@ func (p *catalogState) awaitTool(ctx context.Context, name string) {
 // upstreams are making their first connection (docs/operations.md#startup), it waits for
 // them, at most startup_wait (a host calling a tool or prompt it
 // remembers).
-func (p *catalogState) catchUp(ctx context.Context, known func(*Catalog) bool) {
-	if known(p.Catalog()) {
+func (cs *catalogState) catchUp(ctx context.Context, known func(*Catalog) bool) {
+	if known(cs.Catalog()) {
 		return
 	}
-	p.Refresh()
-	if !known(p.Catalog()) && p.startupPending() {
-		p.waitStartup(ctx)
+	cs.Refresh()
+	if !known(cs.Catalog()) && cs.startupPending() {
+		cs.waitStartup(ctx)
 	}
 }

@@ -46,11 +46,11 @@ func newEnv(opts Options) *env {
 // swap makes cfg and ups the current generation (a reload). The rate
 // limits that did not change keep their buckets; the old config's secret
 // values stay known to the scrubber: a reply may still quote one.
-func (p *env) swap(cfg *config.Config, ups map[string]Upstream) {
-	prev := p.gen()
+func (e *env) swap(cfg *config.Config, ups map[string]Upstream) {
+	prev := e.gen()
 	old := prev.cfg.Secrets()
-	p.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, p.log), limits: buildLimits(cfg, prev.limits, p.now())})
-	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
+	e.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, e.log), limits: buildLimits(cfg, prev.limits, e.now())})
+	e.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 }
 
 // generation is one config and the upstreams built from it. A reload
@@ -76,7 +76,7 @@ type generation struct {
 	watchStart sync.Once
 }
 
-func (p *env) gen() *generation { return p.cur.Load() }
+func (e *env) gen() *generation { return e.cur.Load() }
 
 func (g *generation) serverNames() []string {
 	names := make([]string, 0, len(g.ups))
@@ -89,16 +89,16 @@ func (g *generation) serverNames() []string {
 
 // cleanText removes the config's secret values and the generic secret
 // patterns from text of upstream origin that goes to a client (docs/protocol.md#fidelity).
-func (p *env) cleanText(s string) string { return p.scrubber.Load().Text(s) }
+func (e *env) cleanText(s string) string { return e.scrubber.Load().Text(s) }
 
 // errText is cleanText for error texts: also cut to 500 characters.
-func (p *env) errText(s string) string { return sanitize.Error(p.cleanText(s)) }
+func (e *env) errText(s string) string { return sanitize.Error(e.cleanText(s)) }
 
-func (p *env) style() namespace.Style { return namespace.Style(p.gen().cfg.Naming) }
+func (e *env) style() namespace.Style { return namespace.Style(e.gen().cfg.Naming) }
 
 // hasPinned reports whether any server has pinned_resources.
-func (p *env) hasPinned() bool {
-	for _, s := range p.gen().cfg.Servers {
+func (e *env) hasPinned() bool {
+	for _, s := range e.gen().cfg.Servers {
 		if len(s.PinnedResources) > 0 {
 			return true
 		}
@@ -109,8 +109,8 @@ func (p *env) hasPinned() bool {
 // defaultAgentName is the agent served when a request names none: the
 // configured default_agent, or the implicit agent when there are no agents.
 // It is "" when agents exist and none is the default.
-func (p *env) defaultAgentName() string {
-	if cfg := p.gen().cfg; cfg.HasAgents() {
+func (e *env) defaultAgentName() string {
+	if cfg := e.gen().cfg; cfg.HasAgents() {
 		return cfg.DefaultAgent
 	}
 	return config.ImplicitAgent
@@ -118,8 +118,8 @@ func (p *env) defaultAgentName() string {
 
 // forward sends one request upstream within the server's timeout and maps
 // its error like a tool call's.
-func (p *env) forward(ctx context.Context, r *request, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
-	cfg := p.gen().cfg.Servers[srv]
+func (e *env) forward(ctx context.Context, r *request, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
+	cfg := e.gen().cfg.Servers[srv]
 	timeout := 120 * time.Second
 	if cfg != nil {
 		timeout = cfg.Timeout.D()
@@ -140,36 +140,36 @@ func (p *env) forward(ctx context.Context, r *request, srv string, up Upstream, 
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
-		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
+		return nil, &wireError{Code: rpc.Code, Message: e.errText(rpc.Message), Data: e.errorData(rpc.Data)}
 	case invalidResult(err):
-		return nil, errorf(codeInternal, "%s", p.errText(err.Error()))
+		return nil, errorf(codeInternal, "%s", e.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
-		return nil, needsAuth(srv, p.errText(err.Error()))
+		return nil, needsAuth(srv, e.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
-		return nil, p.notSent(srv, err)
+		return nil, e.notSent(srv, err)
 	}
-	return nil, &wireError{Code: codeServerError, Message: p.errText("MCP server '" + srv + "': " + err.Error())}
+	return nil, &wireError{Code: codeServerError, Message: e.errText("MCP server '" + srv + "': " + err.Error())}
 }
 
 // serverTimeout is a server's configured timeout (120 s when unknown).
-func (p *env) serverTimeout(srv string) time.Duration {
-	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
+func (e *env) serverTimeout(srv string) time.Duration {
+	if cfg := e.gen().cfg.Servers[srv]; cfg != nil {
 		return cfg.Timeout.D()
 	}
 	return 120 * time.Second
 }
 
 // idleTimeout is listen.session_idle_timeout; 0 keeps idle sessions.
-func (p *env) idleTimeout() time.Duration {
-	if d := p.gen().cfg.Listen.SessionIdleTimeout; d != nil {
+func (e *env) idleTimeout() time.Duration {
+	if d := e.gen().cfg.Listen.SessionIdleTimeout; d != nil {
 		return d.D()
 	}
 	return config.DefaultSessionIdleTimeout
 }
 
-func (p *env) approvalTimeout() time.Duration {
-	if p.opts.ApprovalTimeout > 0 {
-		return p.opts.ApprovalTimeout
+func (e *env) approvalTimeout() time.Duration {
+	if e.opts.ApprovalTimeout > 0 {
+		return e.opts.ApprovalTimeout
 	}
 	return defaultApprovalTimeout
 }
@@ -178,19 +178,19 @@ func (p *env) approvalTimeout() time.Duration {
 // for it waits for its connection: upstream.Snapshot.Available), else the
 // error to send: it needs an OAuth login (naming the command that does it),
 // or it is not connected (saying why and when the next attempt starts).
-func (p *env) serverUp(server string) *wireError {
-	g := p.gen()
+func (e *env) serverUp(server string) *wireError {
+	g := e.gen()
 	up, cfg := g.ups[server], g.cfg.Servers[server]
 	if up == nil || cfg == nil {
-		return p.serverDown(server, up)
+		return e.serverDown(server, up)
 	}
 	switch snap := up.Snapshot(); {
 	case snap.Available():
 		return nil
 	case snap.State == upstream.StateNeedsAuth && snap.Err != nil:
-		return needsAuth(server, p.errText(snap.Err.Error()))
+		return needsAuth(server, e.errText(snap.Err.Error()))
 	}
-	return p.serverDown(server, up)
+	return e.serverDown(server, up)
 }
 
 // needsAuth is the error of a request to a server that needs an OAuth
@@ -215,11 +215,11 @@ const maxErrorData = 64 << 10
 // like every error text (docs/protocol.md#errors); dropped when too large or when
 // sanitizing left it invalid. Clients act on it (URL elicitation, -32042,
 // carries its elicitations there).
-func (p *env) errorData(data json.RawMessage) json.RawMessage {
+func (e *env) errorData(data json.RawMessage) json.RawMessage {
 	if len(data) == 0 || len(data) > maxErrorData {
 		return nil
 	}
-	clean := json.RawMessage(p.cleanText(string(data)))
+	clean := json.RawMessage(e.cleanText(string(data)))
 	if !json.Valid(clean) {
 		return nil
 	}
@@ -233,13 +233,13 @@ func notConnected(server string) *wireError {
 // serverDown is the error of a request for a server whose snapshot says it
 // would be refused at once (upstream.Snapshot.Available): why, and when the
 // next attempt starts.
-func (p *env) serverDown(server string, up Upstream) *wireError {
+func (e *env) serverDown(server string, up Upstream) *wireError {
 	if up == nil {
 		return notConnected(server)
 	}
 	if de := up.Snapshot().DownError(); de != nil {
 		de.Server = server // a fresh value: the snapshot of a fake may not name it
-		return p.notSent(server, de)
+		return e.notSent(server, de)
 	}
 	return notConnected(server)
 }
@@ -247,38 +247,38 @@ func (p *env) serverDown(server string, up Upstream) *wireError {
 // notSent is the error of a request the upstream refused without sending
 // it (err matches upstream.ErrNotConnected): the *upstream.DownError's text,
 // which says why and when the next attempt starts.
-func (p *env) notSent(server string, err error) *wireError {
+func (e *env) notSent(server string, err error) *wireError {
 	var de *upstream.DownError
 	if errors.As(err, &de) {
-		return &wireError{Code: codeServerError, Message: p.errText(de.Error())}
+		return &wireError{Code: codeServerError, Message: e.errText(de.Error())}
 	}
 	return notConnected(server)
 }
 
 // recordBlobs counts a result's blob outcomes.
-func (p *env) recordBlobs(server string, r blobs.Report) {
+func (e *env) recordBlobs(server string, r blobs.Report) {
 	for _, o := range r.Blobs {
-		p.opts.Metrics.Blob(server, o.Result, o.Bytes)
+		e.opts.Metrics.Blob(server, o.Result, o.Bytes)
 	}
 }
 
 // rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
 // files, Unicode TAG characters out of text. Both return the input slice when
 // there is nothing to change, which is the common case.
-func (p *env) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
-	if p.opts.Blobs != nil {
-		out, report, err := p.opts.Blobs.Rewrite(agent, result, linkOK)
+func (e *env) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
+	if e.opts.Blobs != nil {
+		out, report, err := e.opts.Blobs.Rewrite(agent, result, linkOK)
 		if err != nil {
-			p.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
+			e.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
 		} else {
 			result = out
-			p.recordBlobs(server, report)
+			e.recordBlobs(server, report)
 		}
 	}
 	return stripResultTags(compactLines(result))
 }
 
 // serverInfo is the proxy's serverInfo object.
-func (p *env) serverInfo() []byte {
-	return []byte(`{"name":"mcp-proxy","version":` + string(rawjson.String(p.opts.Version)) + `}`)
+func (e *env) serverInfo() []byte {
+	return []byte(`{"name":"mcp-proxy","version":` + string(rawjson.String(e.opts.Version)) + `}`)
 }

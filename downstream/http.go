@@ -193,7 +193,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	first, ferr := rawjson.ParseMessage(msgs[0]) // a parse error is answered with the message's reply below
+	first, ferr := parseMessage(msgs[0]) // a parse error is answered with the message's reply below
 	hv := r.Header.Get(headerProtocolVersion)
 	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
 	if isModern(hv) || isModern(mv) {
@@ -278,7 +278,7 @@ func withHeader(ctx context.Context, h http.Header) context.Context {
 // session; each request carries its own version, capabilities and client
 // info in _meta, and its HTTP headers must agree with its body. A server
 // request an upstream raises during it reaches the client through a multi
-// round-trip (mrtr.go).
+// round-trip (roundtrip.go).
 func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
 		version := hv

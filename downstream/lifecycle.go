@@ -76,7 +76,7 @@ type levelApplier interface {
 // (deferred tools, pinned resources), for which it waits for the upstreams
 // (at most startup_wait). A second initialize on the same session starts
 // it over.
-func (p *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (lc *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	var in struct {
 		ProtocolVersion string          `json:"protocolVersion"`
 		Capabilities    json.RawMessage `json:"capabilities"`
@@ -94,13 +94,13 @@ func (p *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessage
 	first := r.sess.state.SetClient(clientInfo{version: version, caps: parseCaps(in.Capabilities)})
 	r.sess.open.Store(true)
 	if first {
-		p.logins.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
+		lc.logins.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
 	}
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
-		`,"serverInfo":` + string(p.serverInfo()))
-	if p.own.needsInstructions(r.sess) {
-		p.catalog.waitStartup(ctx)
-		if instr := p.own.sessionInstructions(ctx, r); instr != "" {
+		`,"serverInfo":` + string(lc.serverInfo()))
+	if lc.own.needsInstructions(r.sess) {
+		lc.catalog.waitStartup(ctx)
+		if instr := lc.own.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}
@@ -110,33 +110,33 @@ func (p *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessage
 // discover answers a stateless client's server/discover: the versions the
 // proxy serves, its capabilities, identity (decorate adds it to _meta) and
 // the instructions initialize would give.
-func (p *lifecycle) discover(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (lc *lifecycle) discover(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	r.sess.open.Store(true) // on stdio the connection now takes notifications
 	versions, _ := json.Marshal(protocolVersions)
 	out := []byte(`{"supportedVersions":` + string(versions) + `,"capabilities":` + capabilitiesJSON)
-	if p.own.needsInstructions(r.sess) {
-		p.catalog.waitStartup(ctx)
-		if instr := p.own.sessionInstructions(ctx, r); instr != "" {
+	if lc.own.needsInstructions(r.sess) {
+		lc.catalog.waitStartup(ctx)
+		if instr := lc.own.sessionInstructions(ctx, r); instr != "" {
 			out = append(append(out, `,"instructions":`...), rawjson.String(instr)...)
 		}
 	}
 	return append(out, '}'), nil
 }
 
-func (p *lifecycle) ping(context.Context, *request) (json.RawMessage, *wireError) {
+func (lc *lifecycle) ping(context.Context, *request) (json.RawMessage, *wireError) {
 	return json.RawMessage(`{}`), nil
 }
 
 // setLevel sets the session's log level, which filters the upstream log
 // messages it receives, and passes the most verbose level of the sessions
 // granted each server on to that server (docs/protocol.md#requests-from-servers).
-func (p *lifecycle) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
+func (lc *lifecycle) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
 	level, err := stringMember(r.params, "level")
 	i := levelIndex(level)
 	if err != nil || i < 0 {
 		return nil, errorf(codeInvalidParams, "invalid logging level %q", truncate(level, 40))
 	}
 	r.sess.state.SetLevel(i)
-	p.levels.applyLogLevels()
+	lc.levels.applyLogLevels()
 	return json.RawMessage(`{}`), nil
 }

@@ -42,15 +42,15 @@ type connLevel struct {
 // a live session granted its server, or "" (forget it) when none has set
 // one. It returns at once; the sends run behind it, in order per
 // connection. Call it after anything that can change those levels.
-func (p *relay) applyLogLevels() {
-	ls := &p.levels
+func (rl *relay) applyLogLevels() {
+	ls := &rl.levels
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	// Read under ls.mu: the last call to take the lock sees the latest
 	// generation and levels, so its decision is the one that stands.
-	g := p.gen()
+	g := rl.gen()
 	want := make(map[string]int32, len(g.ups))
-	p.sessions.each(func(s *session) {
+	rl.sessions.each(func(s *session) {
 		l := s.state.Level()
 		if l < 0 || s.ended() {
 			return
@@ -79,7 +79,7 @@ func (p *relay) applyLogLevels() {
 		cl.want = level
 		if cl.want != cl.sent && !cl.busy {
 			cl.busy = true
-			go p.passLevels(name, u, cl)
+			go rl.passLevels(name, u, cl)
 		}
 	}
 	for u := range ls.conns {
@@ -91,8 +91,8 @@ func (p *relay) applyLogLevels() {
 
 // passLevels sends cl's wanted level to u until the level sent is the one
 // wanted. It is the only sender for u while cl.busy is set.
-func (p *relay) passLevels(server string, u Upstream, cl *connLevel) {
-	ls := &p.levels
+func (rl *relay) passLevels(server string, u Upstream, cl *connLevel) {
+	ls := &rl.levels
 	for {
 		ls.mu.Lock()
 		level := cl.want
@@ -106,7 +106,7 @@ func (p *relay) passLevels(server string, u Upstream, cl *connLevel) {
 		err := u.SetLogLevel(ctx, level) // keeps the level for later connections too, even when the send fails
 		cancel()
 		if err != nil {
-			p.log.Debug().Str("server", server).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
+			rl.log.Debug().Str("server", server).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
 		}
 		ls.mu.Lock()
 		cl.sent = level

@@ -72,14 +72,14 @@ func ownTool(st *session, name string) bool {
 // ownOffered reports whether name is one of the proxy's own tools offered
 // to the session: then an upstream tool exposed under the same bare name
 // is not listed for it, nor found by its searches (the own one answers).
-func (p *ownTools) ownOffered(st *session, name string) bool {
-	return ownTool(st, name) || p.seedToolOffered(st, name, nil)
+func (o *ownTools) ownOffered(st *session, name string) bool {
+	return ownTool(st, name) || o.seedToolOffered(st, name, nil)
 }
 
 // listedFor reports whether a catalog entry is in the session's tools/list.
-func (p *ownTools) listedFor(st *session, e *ToolEntry) bool {
+func (o *ownTools) listedFor(st *session, e *ToolEntry) bool {
 	t := e.policyTool()
-	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || p.ownOffered(st, e.Exposed) {
+	if !e.listed() || st.agent.Decide(t, st.perCall) != filter.RuleNone || o.ownOffered(st, e.Exposed) {
 		return false
 	}
 	if st.agent.Deferred {
@@ -93,13 +93,13 @@ func (p *ownTools) listedFor(st *session, e *ToolEntry) bool {
 
 // ownToolsJSON is the own tools the session lists, each followed by a
 // comma; from as for seedServers.
-func (p *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
+func (o *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
 		raw  []byte
 	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}, {mcpResourcesName, mcpResourcesDef}, {mcpPromptsName, mcpPromptsDef}} {
-		if ownTool(st, def.name) || p.seedToolOffered(st, def.name, from) {
+		if ownTool(st, def.name) || o.seedToolOffered(st, def.name, from) {
 			out = append(append(out, def.raw...), ',')
 		}
 	}
@@ -109,32 +109,32 @@ func (p *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
 // ownCall runs the proxy's own tools. own is false when name is not one
 // the session is offered; a seed tool a policy rule denies is refused by
 // name (docs/agents.md#the-policy-rules: the own tools follow rules 3–5).
-func (p *ownTools) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
+func (o *ownTools) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
 	st := r.sess
 	switch {
 	case ownTool(st, name) && name == toolSearchName:
-		return p.toolSearch(r, args), nil, true // always auto-approved
+		return o.toolSearch(r, args), nil, true // always auto-approved
 	case ownTool(st, name):
-		res, werr := p.callToolTool(ctx, r, args, meta)
+		res, werr := o.callToolTool(ctx, r, args, meta)
 		return res, werr, true
 	case name != mcpResourcesName && name != mcpPromptsName:
 		return nil, nil, false
-	case len(p.seedServers(st, name == mcpResourcesName, nil)) == 0:
+	case len(o.seedServers(st, name == mcpResourcesName, nil)) == 0:
 		return nil, nil, false
 	}
 	if rule := st.agent.Decide(filter.Tool{Exposed: name}, st.perCall); rule != filter.RuleNone {
-		p.opts.Metrics.PolicyDenial(st.agent.Name, string(rule))
+		o.opts.Metrics.PolicyDenial(st.agent.Name, string(rule))
 		return denied(name, rule), nil, true
 	}
 	if name == mcpResourcesName {
-		return p.mcpResources(ctx, r, args), nil, true
+		return o.mcpResources(ctx, r, args), nil, true
 	}
-	return p.mcpPrompts(ctx, r, args), nil, true
+	return o.mcpPrompts(ctx, r, args), nil, true
 }
 
 // toolSearch runs the tool_search tool (docs/deferred-loading.md) and activates what it
 // returns for the session, which then gets one list_changed.
-func (p *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage {
+func (o *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 	st := r.sess
 	var in struct {
 		Query      string   `json:"query"`
@@ -151,11 +151,11 @@ func (p *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage 
 	if in.MaxResults != nil && *in.MaxResults >= 1 {
 		max = int(min(*in.MaxResults, 1000))
 	}
-	ix, docs := p.views.searchIndex(st)
+	ix, docs := o.views.searchIndex(st)
 	var found []*search.Doc
 	var text string
 	if names, ok := search.ParseSelect(query); ok {
-		p.opts.Metrics.ToolSearch(st.agent.Name, "select")
+		o.opts.Metrics.ToolSearch(st.agent.Name, "select")
 		var missing []string
 		for _, n := range names {
 			if d := docs[n]; d != nil {
@@ -166,7 +166,7 @@ func (p *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage 
 		}
 		text = search.FormatSelect(found, missing)
 	} else {
-		p.opts.Metrics.ToolSearch(st.agent.Name, "keyword")
+		o.opts.Metrics.ToolSearch(st.agent.Name, "keyword")
 		for _, h := range ix.Search(query, max) {
 			found = append(found, h.Doc)
 		}
@@ -189,7 +189,7 @@ func (p *ownTools) toolSearch(r *request, args json.RawMessage) json.RawMessage 
 
 // callTool runs call_tool: the named tool through the same path as a direct
 // call, so it returns whatever the direct call would.
-func (p *ownTools) callToolTool(ctx context.Context, r *request, args, meta json.RawMessage) (json.RawMessage, *wireError) {
+func (o *ownTools) callToolTool(ctx context.Context, r *request, args, meta json.RawMessage) (json.RawMessage, *wireError) {
 	var in struct {
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
@@ -205,16 +205,16 @@ func (p *ownTools) callToolTool(ctx context.Context, r *request, args, meta json
 	case len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{':
 		return textResult("arguments must be an object", true), nil
 	}
-	return p.calls.forwardCall(ctx, r, in.Name, in.Arguments, meta)
+	return o.calls.forwardCall(ctx, r, in.Name, in.Arguments, meta)
 }
 
 // deferredInstructions is the initialize instructions section of deferred
 // mode: what is available and how to load it (docs/deferred-loading.md).
-func (p *ownTools) deferredInstructions(st *session) string {
-	_, docs := p.views.searchIndex(st)
+func (o *ownTools) deferredInstructions(st *session) string {
+	_, docs := o.views.searchIndex(st)
 	list := make([]*search.Doc, 0, len(docs))
-	for _, e := range p.catalog.Catalog().tools {
-		if d := docs[e.Exposed]; d != nil && !p.listedFor(st, e) {
+	for _, e := range o.catalog.Catalog().tools {
+		if d := docs[e.Exposed]; d != nil && !o.listedFor(st, e) {
 			list = append(list, d)
 		}
 	}
@@ -236,18 +236,18 @@ func (p *ownTools) deferredInstructions(st *session) string {
 // deferred tools and the pinned resources. They are the model's only list
 // of deferred tools, so such a session's first answer waits for upstreams
 // (at most startup_wait).
-func (p *ownTools) needsInstructions(s *session) bool {
-	return s.agent.Deferred || p.hasPinned()
+func (o *ownTools) needsInstructions(s *session) bool {
+	return s.agent.Deferred || o.hasPinned()
 }
 
 // sessionInstructions renders those instructions.
-func (p *ownTools) sessionInstructions(ctx context.Context, r *request) string {
+func (o *ownTools) sessionInstructions(ctx context.Context, r *request) string {
 	s := r.sess
 	var parts []string
 	if s.agent.Deferred {
-		parts = append(parts, p.deferredInstructions(s))
+		parts = append(parts, o.deferredInstructions(s))
 	}
-	if pinned := p.pinnedInstructions(ctx, r); pinned != "" {
+	if pinned := o.pinnedInstructions(ctx, r); pinned != "" {
 		parts = append(parts, pinned)
 	}
 	return strings.Join(parts, "\n")

@@ -41,7 +41,7 @@ type progressRoute struct {
 	latest   json.RawMessage // the newest params not yet written
 	sending  bool
 	closed   bool
-	detached bool          // no request is waiting on the call (a parked round trip, mrtr.go)
+	detached bool          // no request is waiting on the call (a parked round trip, roundtrip.go)
 	idle     chan struct{} // closed when the sender has nothing left
 }
 

@@ -211,3 +211,10 @@ func (p *Proxy) UpstreamChanged() { p.catalogs.UpstreamChanged() }
 // Reevaluate rebuilds the catalog although no upstream changed: tool
 // integrity's verdicts did (an approval made by another process).
 func (p *Proxy) Reevaluate() { p.catalogs.Reevaluate() }
+
+// IntegrityTools is what tool integrity reviews of a server's tools, as a
+// catalog build gives them (overrides.go). The `tools` verb reviews
+// through it so that it judges what the proxy serves.
+func (p *Proxy) IntegrityTools(server string, tools []upstream.Tool) []integrity.Tool {
+	return p.integrityTools(server, tools)
+}

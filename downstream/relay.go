@@ -114,21 +114,21 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (p *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
-		r, n = p.calls.only(srv)
+		r, n = rl.calls.only(srv)
 	}
 	if r != nil && r.sess.state.Parked() != nil {
-		return p.dispatch(ctx, srv, method, params, parkedAsker{p, r.sess.state.Parked()})
+		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})
 	}
 	if r == nil {
 		if method == "roots/list" {
-			return p.rootsWithoutCall(ctx, srv)
+			return rl.rootsWithoutCall(ctx, srv)
 		}
 		if method == "sampling/createMessage" {
-			p.opts.Metrics.Sampling(srv, "unroutable")
+			rl.opts.Metrics.Sampling(srv, "unroutable")
 		}
 		if n == 0 {
 			return nil, refuse(codeRefused, "%s from MCP server '%s' refused: no client call to this server is in flight", method, srv)
@@ -141,12 +141,12 @@ func (p *relay) onRequest(ctx context.Context, srv, method string, params json.R
 		// a subscription) has no stream to take a server request on, nor
 		// a result that could carry it.
 		if method == "sampling/createMessage" {
-			p.opts.Metrics.Sampling(srv, "unsupported")
+			rl.opts.Metrics.Sampling(srv, "unsupported")
 		}
 		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless %s protocol "+
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
-	return p.dispatch(ctx, srv, method, params, sessionAsker{r})
+	return rl.dispatch(ctx, srv, method, params, sessionAsker{r})
 }
 
 // asker puts a server's request to the client it is for.
@@ -163,23 +163,23 @@ type asker interface {
 // under the server's governance (relaySampling), elicitation when the
 // client takes its mode, within the server's timeout (a person answers),
 // roots from the client when it has them, else the configured ones.
-func (p *relay) dispatch(ctx context.Context, srv, method string, params json.RawMessage, c asker) (json.RawMessage, error) {
+func (rl *relay) dispatch(ctx context.Context, srv, method string, params json.RawMessage, c asker) (json.RawMessage, error) {
 	caps := c.caps()
 	switch method {
 	case "sampling/createMessage":
-		return p.relaySampling(ctx, srv, caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+		return rl.relaySampling(ctx, srv, caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
 			return c.ask(ctx, method, params, 0) // relaySampling bounds ctx by the server's sampling timeout
 		})
 	case "elicitation/create":
 		if err := elicitationSupported(caps, params); err != nil {
 			return nil, err
 		}
-		return c.ask(ctx, method, params, p.serverTimeout(srv))
+		return c.ask(ctx, method, params, rl.serverTimeout(srv))
 	default: // roots/list
 		if !caps.roots {
-			return p.configuredRoots(srv), nil
+			return rl.configuredRoots(srv), nil
 		}
-		return c.ask(ctx, method, emptyIfNil(params), p.serverTimeout(srv))
+		return c.ask(ctx, method, emptyIfNil(params), rl.serverTimeout(srv))
 	}
 }
 
@@ -220,33 +220,33 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 // when that fails, the server's configured roots, else an empty list,
 // which servers such as server-filesystem take as "keep the directories
 // given on the command line".
-func (p *relay) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
+func (rl *relay) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
 	var stdio *session
-	p.sessions.each(func(s *session) {
+	rl.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
 			stdio = s
 		}
 	})
 	if stdio != nil && stdio.agent.Granted(srv) {
 		if c := stdio.state.Client(); c != nil && c.caps.roots {
-			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
+			tctx, cancel := context.WithTimeout(ctx, rl.serverTimeout(srv))
 			defer cancel()
 			if res, err := stdio.ask(tctx, nil, "roots/list", json.RawMessage(`{}`)); err == nil {
 				return res, nil
 			}
 		}
 	}
-	return p.configuredRoots(srv), nil
+	return rl.configuredRoots(srv), nil
 }
 
 // configuredRoots is a roots/list result of the server's configured roots.
-func (p *relay) configuredRoots(srv string) json.RawMessage {
+func (rl *relay) configuredRoots(srv string) json.RawMessage {
 	type root struct {
 		URI  string `json:"uri"`
 		Name string `json:"name,omitempty"`
 	}
 	list := []root{}
-	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
+	if cfg := rl.gen().cfg.Servers[srv]; cfg != nil {
 		for _, r := range cfg.Roots {
 			list = append(list, root{URI: r.URI, Name: r.Name})
 		}
@@ -257,8 +257,8 @@ func (p *relay) configuredRoots(srv string) json.RawMessage {
 
 // rootsChanged passes a client's notifications/roots/list_changed on to
 // every connected upstream its agent is granted, which then asks again.
-func (p *relay) rootsChanged(s *session) {
-	g := p.gen()
+func (rl *relay) rootsChanged(s *session) {
+	g := rl.gen()
 	for name, u := range g.ups {
 		if !s.agent.Granted(name) || u.Snapshot().State != upstream.StateConnected {
 			continue
@@ -280,14 +280,14 @@ func (p *relay) rootsChanged(s *session) {
 // becomes "none" (the client sees the proxy as one server: another
 // upstream's context must not leak to this one), requested models must be
 // allowed, and the requests of a minute are bounded.
-func (p *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
+func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
 	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	cfg := p.gen().cfg.Servers[srv]
+	cfg := rl.gen().cfg.Servers[srv]
 	if cfg == nil {
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
 	}
 	sc := cfg.Sampling
-	outcome := func(o string) { p.opts.Metrics.Sampling(srv, o) }
+	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
 	if !sc.IsEnabled() {
 		outcome("refused_disabled")
 		return nil, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
@@ -321,7 +321,7 @@ func (p *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, 
 			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
 		}
 	}
-	if !p.sampling.allow(srv, sc.MaxRPM, time.Now()) {
+	if !rl.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
@@ -377,14 +377,14 @@ func (w *rateWindow) allow(srv string, perMinute int, now time.Time) bool {
 // the call it belongs to, log messages to the clients granted the server
 // (with the server's name as logger), resource updates to the subscribers.
 // It is upstream.Options.OnNotification.
-func (p *relay) onNotification(srv, method string, params json.RawMessage) {
+func (rl *relay) onNotification(srv, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
-		p.progress.deliver(srv, params)
+		rl.progress.deliver(srv, params)
 	case "notifications/message":
-		p.forwardLog(srv, params)
+		rl.forwardLog(srv, params)
 	case "notifications/resources/updated":
-		p.watchers.resourceUpdated(srv, params)
+		rl.watchers.resourceUpdated(srv, params)
 	}
 }
 
@@ -394,7 +394,7 @@ func (p *relay) onNotification(srv, method string, params json.RawMessage) {
 // written during a call arrives with the call), else on the session's own
 // stream. A stateless client gets it on its request's stream only when
 // that request asked for logs (its _meta log level).
-func (p *relay) forwardLog(srv string, params json.RawMessage) {
+func (rl *relay) forwardLog(srv string, params json.RawMessage) {
 	level, err := stringMember(params, "level")
 	if err != nil || levelIndex(level) < 0 {
 		return
@@ -405,7 +405,7 @@ func (p *relay) forwardLog(srv string, params json.RawMessage) {
 	}
 	msg := notification("notifications/message", out)
 	served := map[*session]bool{}
-	for _, r := range p.calls.inFlight(srv) {
+	for _, r := range rl.calls.inFlight(srv) {
 		if served[r.sess] {
 			continue
 		}
@@ -420,7 +420,7 @@ func (p *relay) forwardLog(srv string, params json.RawMessage) {
 			_ = r.out.send(msg)
 		}
 	}
-	p.sessions.each(func(s *session) {
+	rl.sessions.each(func(s *session) {
 		if !served[s] && s.open.Load() && s.agent.Granted(srv) && s.wantsLog(level) {
 			s.notify.send(msg)
 		}

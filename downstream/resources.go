@@ -74,31 +74,31 @@ func listPage(member string, items []*itemEntry, st *session, params json.RawMes
 	return out, nil
 }
 
-func (p *resourcesPrompts) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("resources", p.catalog.Catalog().surface.resources, r.sess, r.params)
+func (rp *resourcesPrompts) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("resources", rp.catalog.Catalog().surface.resources, r.sess, r.params)
 }
 
-func (p *resourcesPrompts) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("resourceTemplates", p.catalog.Catalog().surface.templates, r.sess, r.params)
+func (rp *resourcesPrompts) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("resourceTemplates", rp.catalog.Catalog().surface.templates, r.sess, r.params)
 }
 
-func (p *resourcesPrompts) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("prompts", p.catalog.Catalog().surface.prompts, r.sess, r.params)
+func (rp *resourcesPrompts) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("prompts", rp.catalog.Catalog().surface.prompts, r.sess, r.params)
 }
 
 // resourceRoute finds the server of a proxied resource URI (either form,
 // docs/agents.md#names) that the session may read.
-func (p *resourcesPrompts) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
-	g := p.gen()
-	srv, orig, bare, ok := p.routeURI(ctx, uri)
+func (rp *resourcesPrompts) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
+	g := rp.gen()
+	srv, orig, bare, ok := rp.routeURI(ctx, uri)
 	cfg := g.cfg.Servers[srv]
 	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
 		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 	}
-	if werr := p.serverUp(srv); werr != nil {
+	if werr := rp.serverUp(srv); werr != nil {
 		return "", "", 0, nil, werr
 	}
 	up = g.ups[srv]
@@ -143,23 +143,23 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 
 // readResource answers resources/read; a stateless HTTP client's read runs
 // as a parked call, so that a server request it raises reaches the client
-// (mrtr.go).
-func (p *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+// (roundtrip.go).
+func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	if parkable(r) {
-		return p.surfaceRoundTrip(ctx, r, p.readResourceNow)
+		return rp.surfaceRoundTrip(ctx, r, rp.readResourceNow)
 	}
-	return p.readResourceNow(ctx, r)
+	return rp.readResourceNow(ctx, r)
 }
 
-func (p *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
 	}
 	srv := ""
-	defer p.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
-	srv, orig, form, up, werr := p.resourceRoute(ctx, st, uri)
+	defer rp.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
+	srv, orig, form, up, werr := rp.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -169,8 +169,8 @@ func (p *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ j
 	}
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
-	defer p.relay.calls.begin(srv, r)()
-	res, werr := p.forward(ctx, r, srv, up, "resources/read", out)
+	defer rp.relay.calls.begin(srv, r)()
+	res, werr := rp.forward(ctx, r, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
 	}
@@ -189,21 +189,21 @@ type subscriptions struct {
 
 func subKey(srv, orig string) string { return srv + "\x00" + orig }
 
-func (p *resourcesPrompts) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r, r.params, true)
+func (rp *resourcesPrompts) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return rp.subscription(ctx, r, r.params, true)
 }
 
-func (p *resourcesPrompts) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r, r.params, false)
+func (rp *resourcesPrompts) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return rp.subscription(ctx, r, r.params, false)
 }
 
-func (p *resourcesPrompts) subscription(ctx context.Context, r *request, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) subscription(ctx context.Context, r *request, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
 	st := r.sess
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
 	}
-	srv, orig, _, up, werr := p.resourceRoute(ctx, st, uri)
+	srv, orig, _, up, werr := rp.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -213,7 +213,7 @@ func (p *resourcesPrompts) subscription(ctx context.Context, r *request, params 
 	}
 	out, _ := rawjson.Set(params, "uri", rawjson.String(orig))
 	k := subKey(srv, orig)
-	subs := &p.subs
+	subs := &rp.subs
 	if !on {
 		// The upstream holds one subscription for every session watching
 		// the resource: it is ended only when the last of them leaves.
@@ -225,13 +225,13 @@ func (p *resourcesPrompts) subscription(ctx context.Context, r *request, params 
 		}
 		subs.mu.Unlock()
 		if last {
-			if _, werr := p.forward(ctx, r, srv, up, "resources/unsubscribe", out); werr != nil {
+			if _, werr := rp.forward(ctx, r, srv, up, "resources/unsubscribe", out); werr != nil {
 				return nil, werr
 			}
 		}
 		return json.RawMessage(`{}`), nil
 	}
-	if _, werr := p.forward(ctx, r, srv, up, "resources/subscribe", out); werr != nil {
+	if _, werr := rp.forward(ctx, r, srv, up, "resources/subscribe", out); werr != nil {
 		return nil, werr
 	}
 	subs.mu.Lock()
@@ -248,42 +248,42 @@ func (p *resourcesPrompts) subscription(ctx context.Context, r *request, params 
 
 // dropSubscriptions forgets an ended session's subscriptions, and
 // unsubscribes upstream from the resources nobody watches any more.
-func (p *resourcesPrompts) dropSubscriptions(st *session) {
-	p.subs.mu.Lock()
+func (rp *resourcesPrompts) dropSubscriptions(st *session) {
+	rp.subs.mu.Lock()
 	var gone []string
-	for k, subs := range p.subs.m {
+	for k, subs := range rp.subs.m {
 		if _, ok := subs[st]; !ok {
 			continue
 		}
 		delete(subs, st)
 		if len(subs) == 0 {
-			delete(p.subs.m, k)
+			delete(rp.subs.m, k)
 			gone = append(gone, k)
 		}
 	}
-	p.subs.mu.Unlock()
+	rp.subs.mu.Unlock()
 	for _, k := range gone {
 		srv, orig, _ := strings.Cut(k, "\x00")
-		if up := p.gen().ups[srv]; up != nil {
+		if up := rp.gen().ups[srv]; up != nil {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
-			go func() { _, _ = p.forward(context.Background(), nil, srv, up, "resources/unsubscribe", params) }()
+			go func() { _, _ = rp.forward(context.Background(), nil, srv, up, "resources/unsubscribe", params) }()
 		}
 	}
 }
 
 // resourceUpdated forwards an upstream's notifications/resources/updated to
 // the sessions subscribed to that resource.
-func (p *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) {
+func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) {
 	orig, err := stringMember(params, "uri")
 	if err != nil {
 		return
 	}
-	p.subs.mu.Lock()
+	rp.subs.mu.Lock()
 	targets := map[*session]string{}
-	for st, uri := range p.subs.m[subKey(srv, orig)] {
+	for st, uri := range rp.subs.m[subKey(srv, orig)] {
 		targets[st] = uri
 	}
-	p.subs.mu.Unlock()
+	rp.subs.mu.Unlock()
 	for st, uri := range targets {
 		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
@@ -291,46 +291,46 @@ func (p *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) {
 
 // getPrompt answers prompts/get; like readResource, a stateless HTTP
 // client's runs as a parked call.
-func (p *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	if parkable(r) {
-		return p.surfaceRoundTrip(ctx, r, p.getPromptNow)
+		return rp.surfaceRoundTrip(ctx, r, rp.getPromptNow)
 	}
-	return p.getPromptNow(ctx, r)
+	return rp.getPromptNow(ctx, r)
 }
 
-func (p *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.name is required"}
 	}
 	srv := ""
-	defer p.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
-	e := p.promptEntry(ctx, name)
+	defer rp.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
+	e := rp.promptEntry(ctx, name)
 	if e == nil || !st.agent.Granted(e.Server) {
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
 	srv = e.Server
-	if werr := p.serverUp(e.Server); werr != nil {
+	if werr := rp.serverUp(e.Server); werr != nil {
 		return nil, werr
 	}
-	up := p.gen().ups[e.Server]
+	up := rp.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer p.relay.calls.begin(e.Server, r)() // see readResource
-	return p.forward(ctx, r, e.Server, up, "prompts/get", out)
+	defer rp.relay.calls.begin(e.Server, r)() // see readResource
+	return rp.forward(ctx, r, e.Server, up, "prompts/get", out)
 }
 
 // routeURI is surface.route of the current catalog, once it has caught up
 // when the catalog routes uri nowhere (catchUp): a bare URI's server may
 // be unknown only because it is still making its first connection.
-func (p *resourcesPrompts) routeURI(ctx context.Context, uri string) (srv, orig string, bare, ok bool) {
+func (rp *resourcesPrompts) routeURI(ctx context.Context, uri string) (srv, orig string, bare, ok bool) {
 	route := func(c *Catalog) bool {
-		srv, orig, bare, ok = c.surface.route(uri, p.gen().serverNames())
+		srv, orig, bare, ok = c.surface.route(uri, rp.gen().serverNames())
 		return ok
 	}
-	p.catalog.catchUp(ctx, route)
+	rp.catalog.catchUp(ctx, route)
 	if !ok {
-		route(p.catalog.Catalog())
+		route(rp.catalog.Catalog())
 	}
 	return srv, orig, bare, ok
 }
@@ -339,14 +339,14 @@ func (p *resourcesPrompts) routeURI(ctx context.Context, uri string) (srv, orig 
 // catalog does not know is looked up again once the catalog has caught up
 // (catchUp): it may be unknown only because its server is still making its
 // first connection.
-func (p *resourcesPrompts) promptEntry(ctx context.Context, name string) *itemEntry {
-	p.catalog.catchUp(ctx, func(c *Catalog) bool { return c.surface.byPrompt[name] != nil })
-	return p.catalog.Catalog().surface.byPrompt[name]
+func (rp *resourcesPrompts) promptEntry(ctx context.Context, name string) *itemEntry {
+	rp.catalog.catchUp(ctx, func(c *Catalog) bool { return c.surface.byPrompt[name] != nil })
+	return rp.catalog.Catalog().surface.byPrompt[name]
 }
 
 // complete routes completion/complete by its reference: a prompt's exposed
 // name or a resource (template) URI.
-func (p *resourcesPrompts) complete(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) complete(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	st, params := r.sess, r.params
 	ref, ok, err := rawjson.Get(params, "ref")
 	if err != nil || !ok {
@@ -357,32 +357,32 @@ func (p *resourcesPrompts) complete(ctx context.Context, r *request) (json.RawMe
 	switch kind {
 	case "ref/prompt":
 		name, _ := stringMember(ref, "name")
-		e := p.promptEntry(ctx, name)
+		e := rp.promptEntry(ctx, name)
 		if e == nil || !st.agent.Granted(e.Server) {
 			return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 		}
 		srv, member, orig = e.Server, "name", e.Orig
 	case "ref/resource":
 		uri, _ := stringMember(ref, "uri")
-		s, o, _, ok := p.routeURI(ctx, uri)
-		if cfg := p.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
+		s, o, _, ok := rp.routeURI(ctx, uri)
+		if cfg := rp.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
 			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 		}
 		srv, member, orig = s, "uri", o
 	default:
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref.type must be ref/prompt or ref/resource"}
 	}
-	if werr := p.serverUp(srv); werr != nil {
+	if werr := rp.serverUp(srv); werr != nil {
 		return nil, werr
 	}
-	up := p.gen().ups[srv]
+	up := rp.gen().ups[srv]
 	awaitFirstConnection(ctx, up)
 	if !up.Snapshot().Capabilities.Completions {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from
 	}
 	newRef, _ := rawjson.Set(ref, member, rawjson.String(orig))
 	out, _ := rawjson.Set(params, "ref", newRef)
-	return p.forward(ctx, r, srv, up, "completion/complete", out)
+	return rp.forward(ctx, r, srv, up, "completion/complete", out)
 }
 
 // changedServers are the servers whose items differ between a and b.
@@ -422,7 +422,7 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 // prompts/get (h) as a parked call, so that a server request it raises
 // reaches the client through a round trip; a retry with a requestState
 // resumes it.
-func (p *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
 	target := "uri"
 	if r.method == "prompts/get" {
 		target = "name"
@@ -430,26 +430,26 @@ func (p *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h h
 	what, _ := stringMember(r.params, target)
 	key := r.method + " " + what
 	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
-		res, input, werr := p.relay.resumeParked(ctx, r, key, state)
+		res, input, werr := rp.relay.resumeParked(ctx, r, key, state)
 		return input.resultOr(res), werr
 	}
 	// The handler registers the request as in flight to its server, so a
 	// stdio upstream's request finds r, and through it the parked call.
-	res, input, werr := p.relay.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(ctx, r.sess, r.method, what)), nil,
+	res, input, werr := rp.relay.startParked(ctx, r, key, rp.serverTimeout(rp.surfaceServer(ctx, r.sess, r.method, what)), nil,
 		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
 	return input.resultOr(res), werr
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get
 // (by name) goes to, or "" when it routes nowhere (the handler says why).
-func (p *resourcesPrompts) surfaceServer(ctx context.Context, s *session, method, what string) string {
+func (rp *resourcesPrompts) surfaceServer(ctx context.Context, s *session, method, what string) string {
 	if method == "prompts/get" {
-		if e := p.promptEntry(ctx, what); e != nil {
+		if e := rp.promptEntry(ctx, what); e != nil {
 			return e.Server
 		}
 		return ""
 	}
-	srv, _, _, _, werr := p.resourceRoute(ctx, s, what)
+	srv, _, _, _, werr := rp.resourceRoute(ctx, s, what)
 	if werr != nil {
 		return ""
 	}

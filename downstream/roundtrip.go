@@ -166,7 +166,7 @@ func parkable(r *request) bool { return r.modern && r.sess.transport == transpor
 // startParked runs job for r detached from the client's HTTP request and
 // waits for its first round. key names what the client asked for; a retry
 // must name it again.
-func (p *relay) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
+func (rl *relay) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
 	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError) {
 	pc := &parkedCall{
 		agent:    r.sess.agent.Name,
@@ -189,14 +189,14 @@ func (p *relay) startParked(ctx context.Context, r *request, key string, timeout
 			pc.expire.Stop() // the state lives on for parkGrace, not the result for the timeout
 		}
 		pc.mu.Unlock()
-		p.parked.release(pc)
+		rl.parked.release(pc)
 	}()
-	return p.awaitRound(ctx, pc)
+	return rl.awaitRound(ctx, pc)
 }
 
 // awaitRound waits, for one client request, until the call ends or needs
 // the client's answer to a server request.
-func (p *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *inputRequired, *wireError) {
+func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *inputRequired, *wireError) {
 	for {
 		select {
 		case <-pc.done:
@@ -206,7 +206,7 @@ func (p *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			if ask.abandoned.Load() {
 				continue // its upstream request gave up while it waited to be asked
 			}
-			return nil, p.park(pc, ask), nil
+			return nil, rl.park(pc, ask), nil
 		case <-ctx.Done():
 			// The client closed its request: the call is cancelled upstream.
 			pc.cancel()
@@ -222,7 +222,7 @@ func (p *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 
 // park answers the waiting request with ask as an input request and keeps
 // the call for the client's retry.
-func (p *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
+func (rl *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 	pc.progress.detach()
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
@@ -232,15 +232,15 @@ func (p *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 	// The client has as long to answer as the call has to run; then the
 	// call ends and its state is forgotten.
 	pc.expire = time.AfterFunc(pc.timeout, func() {
-		if p.parked.drop(token) { // not when a retry took it first
+		if rl.parked.drop(token) { // not when a retry took it first
 			pc.cancel()
 		}
 	})
 	pc.mu.Unlock()
-	p.parked.put(token, pc)
+	rl.parked.put(token, pc)
 	go func() { // forget the state once the call has ended anyway
 		<-pc.done
-		time.AfterFunc(parkGrace, func() { p.parked.drop(token) })
+		time.AfterFunc(parkGrace, func() { rl.parked.drop(token) })
 	}()
 	return newInputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)
 }
@@ -248,8 +248,8 @@ func (p *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 // resumeParked is a later round of a parked call: it hands the client's
 // answer to the upstream and waits again. key names what the retry asks
 // for (it must be what the first request asked for).
-func (p *relay) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError) {
-	pc := p.parked.take(state, r.sess.agent.Name, key)
+func (rl *relay) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError) {
+	pc := rl.parked.take(state, r.sess.agent.Name, key)
 	if pc == nil {
 		return nil, nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
 			"waited too long for this answer, or ran on another proxy instance; call the tool again")
@@ -274,7 +274,7 @@ func (p *relay) resumeParked(ctx context.Context, r *request, key, state string)
 		}
 		ask.answer <- ans
 	}
-	return p.awaitRound(ctx, pc)
+	return rl.awaitRound(ctx, pc)
 }
 
 // parkedAsker asks a parked call's stateless client through a round trip.
@@ -297,12 +297,12 @@ func (a parkedAsker) ask(ctx context.Context, method string, params json.RawMess
 
 // ask puts one server request to the client of pc and waits for the answer
 // (the client's next round), at most timeout.
-func (p *relay) ask(ctx context.Context, pc *parkedCall, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (rl *relay) ask(ctx context.Context, pc *parkedCall, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	pc.mu.Lock()
 	pc.askSeq++
 	key := "mcp-proxy/" + strings.ReplaceAll(method, "/", "-") + "-" + strconv.Itoa(pc.askSeq)
 	pc.mu.Unlock()
-	if !p.parked.reserve(pc) {
+	if !rl.parked.reserve(pc) {
 		return nil, refuse(codeRefused, "%s not relayed: agent '%s' has %d calls waiting for their clients' answers already",
 			method, pc.agent, maxParkedPerAgent)
 	}

@@ -48,9 +48,9 @@ func newRouter(e *env) *router { return &router{env: e} }
 // span, metrics and logging, the protocol era's checks, the 2026-07-28
 // result decoration. The chain is the same for notifications, whose
 // handlers return nothing (trace and metrics count requests only).
-func (p *router) serve(requests, notices map[string]handler) {
-	chain := []middleware{p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate}
-	p.requests, p.notices = buildRoute(requests, chain...), buildRoute(notices, chain...)
+func (rt *router) serve(requests, notices map[string]handler) {
+	chain := []middleware{rt.recovery, rt.traceRequest, rt.observe, eraCheck, rt.decorate}
+	rt.requests, rt.notices = buildRoute(requests, chain...), buildRoute(notices, chain...)
 }
 
 // methodTable maps each method the proxy serves to its handler.
@@ -115,11 +115,11 @@ func buildRoute(table map[string]handler, chain ...middleware) map[string]handle
 
 // recovery turns a handler's panic into an internal error, logged with its
 // stack: one bad request never takes the proxy down.
-func (p *router) recovery(next handler) handler {
+func (rt *router) recovery(next handler) handler {
 	return func(ctx context.Context, r *request) (res json.RawMessage, werr *wireError) {
 		defer func() {
 			if v := recover(); v != nil {
-				p.log.Error().Str("method", r.method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).Msg("request handler panicked")
+				rt.log.Error().Str("method", r.method).Str("panic", fmt.Sprint(v)).Str("stack", string(debug.Stack())).Msg("request handler panicked")
 				res, werr = nil, errorf(codeInternal, "internal error")
 			}
 		}()
@@ -130,8 +130,8 @@ func (p *router) recovery(next handler) handler {
 // traceRequest gives each request a server span (docs/operations.md#traces) that continues
 // the client's trace (its HTTP headers, or params._meta); with tracing off
 // it is not in the chain at all.
-func (p *router) traceRequest(next handler) handler {
-	t := p.opts.Tracer
+func (rt *router) traceRequest(next handler) handler {
+	t := rt.opts.Tracer
 	if t == nil {
 		return next
 	}
@@ -161,7 +161,7 @@ func (p *router) traceRequest(next handler) handler {
 
 // observe counts every request by agent, method and outcome and logs the
 // failed ones at debug.
-func (p *router) observe(next handler) handler {
+func (rt *router) observe(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		if r.notification() {
 			return next(ctx, r) // not counted: a notification has no outcome
@@ -171,21 +171,21 @@ func (p *router) observe(next handler) handler {
 		outcome := "ok"
 		if werr != nil {
 			outcome = "error"
-			if e := p.log.Debug(); e.Enabled() {
+			if e := rt.log.Debug(); e.Enabled() {
 				e.Str("agent", r.sess.agent.Name).Str("method", r.method).Int("code", werr.Code).
 					Str("error", werr.Message).Dur("duration", time.Since(start)).Msg("request failed")
 			}
 		}
-		p.opts.Metrics.Request(r.sess.agent.Name, r.method, outcome)
+		rt.opts.Metrics.Request(r.sess.agent.Name, r.method, outcome)
 		return res, werr
 	}
 }
 
 // call runs one request through the middleware to its handler.
-func (p *router) call(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	h := p.requests[r.method]
+func (rt *router) call(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	h := rt.requests[r.method]
 	if h == nil {
-		p.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
+		rt.opts.Metrics.Request(r.sess.agent.Name, "unknown", "error")
 		return nil, errorf(codeMethodNotFound, "Method not found: %s", truncate(r.method, 100))
 	}
 	return h(ctx, r)
@@ -193,8 +193,8 @@ func (p *router) call(ctx context.Context, r *request) (json.RawMessage, *wireEr
 
 // answer runs one request through the route and returns its response and
 // the JSON-RPC error code the response carries (0 for a result).
-func (p *router) answer(ctx context.Context, r *request) (reply, int) {
-	res, werr := p.call(ctx, r)
+func (rt *router) answer(ctx context.Context, r *request) (reply, int) {
+	res, werr := rt.call(ctx, r)
 	switch {
 	case werr != nil:
 		return whole(errorResponse(r.id, werr)), werr.Code
@@ -210,7 +210,7 @@ func (p *router) answer(ctx context.Context, r *request) (reply, int) {
 // its read loop. first, when not nil, is msgs[0] already parsed. In a
 // JSON-RPC batch (batch), a request of the stateless protocol, which has
 // no batches, is refused.
-func (p *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
+func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
@@ -219,7 +219,7 @@ func (p *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, fi
 		if i == 0 && first != nil {
 			m = *first
 		} else {
-			m, err = rawjson.ParseMessage(msg)
+			m, err = parseMessage(msg)
 		}
 		if batch && err == nil && m.Kind == rawjson.KindRequest {
 			if v, _ := stringMember(metaOf(m.Params), metaProtocolVersion); isModern(v) {
@@ -227,7 +227,7 @@ func (p *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, fi
 				continue
 			}
 		}
-		refusal, _, run := p.receiveParsed(ctx, s, m, err, out)
+		refusal, _, run := rt.receiveParsed(ctx, s, m, err, out)
 		switch {
 		case refusal != nil:
 			replies = append(replies, whole(refusal))
@@ -269,21 +269,29 @@ func truncate(s string, n int) string {
 	return strings.ToValidUTF8(s[:n], "") + "…"
 }
 
+// parseMessage reads one client message's envelope: the route's one read
+// of it. A transport that must look at the envelope before it hands the
+// message over (HTTP picks the protocol era and the session from the first
+// message of a POST; stdio delivers responses and notifications in order
+// on its read loop) reads it here and hands the result over parsed
+// (receiveParsed, receiveMessage), so that no message is read twice.
+func parseMessage(msg []byte) (rawjson.Message, error) { return rawjson.ParseMessage(msg) }
+
 // receive routes one message of a client, a stdio line or one message of
 // an HTTP POST, as its bytes: a message that is not JSON gets its error
 // reply, the others take receiveMessage.
-func (p *router) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	m, err := rawjson.ParseMessage(msg)
-	return p.receiveParsed(ctx, s, m, err, out)
+func (rt *router) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
+	m, err := parseMessage(msg)
+	return rt.receiveParsed(ctx, s, m, err, out)
 }
 
 // receiveParsed is receive of a message already parsed into m, with err
 // the parse's error.
-func (p *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
-	return p.receiveMessage(ctx, s, m, out)
+	return rt.receiveMessage(ctx, s, m, out)
 }
 
 // receiveMessage routes one parsed message of a client. A response goes
@@ -294,20 +302,20 @@ func (p *router) receiveParsed(ctx context.Context, s *session, m rawjson.Messag
 // caller runs off its read loop; out carries the messages that precede the
 // response. The request is registered before receiveMessage returns, so
 // that a notifications/cancelled read right after it finds it.
-func (p *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
-			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
+			rt.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
 		}
 		return nil, 0, nil
 	case rawjson.KindNotification:
-		p.notify(ctx, s, m, out)
+		rt.notify(ctx, s, m, out)
 		return nil, 0, nil
 	case rawjson.KindInvalid:
 		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
 	}
-	r, werr := p.newRequest(s, m, out)
+	r, werr := rt.newRequest(s, m, out)
 	if werr != nil {
 		return refused(m.ID, werr)
 	}
@@ -320,7 +328,7 @@ func (p *router) receiveMessage(ctx context.Context, s *session, m rawjson.Messa
 	return nil, 0, func() (reply, int) {
 		defer s.inflight.done(r.id)
 		defer cancel()
-		return p.answer(rctx, r)
+		return rt.answer(rctx, r)
 	}
 }
 
@@ -399,7 +407,7 @@ var notUTF8 = errorf(codeInvalidRequest, "invalid request: the message is not va
 // newRequest reads a request's protocol facts: its _meta, and whether it
 // is a stateless 2026-07-28 request (then its capabilities come from its
 // _meta, which must have them) or belongs to the session's handshake.
-func (p *router) newRequest(s *session, m rawjson.Message, out stream) (*request, *wireError) {
+func (rt *router) newRequest(s *session, m rawjson.Message, out stream) (*request, *wireError) {
 	r := &request{sess: s, id: m.ID, method: m.Method, params: m.Params, out: out}
 	if rawjson.IsNull(m.ID) {
 		return nil, errorf(codeInvalidRequest, "invalid request: the id must be a string or a number, not null")
@@ -480,17 +488,17 @@ var ownResults = map[string]bool{
 // the proxy writes itself the server's identity in _meta (an upstream's
 // result keeps its own _meta as it was), and for lists and reads that
 // they are not to be cached.
-func (p *router) decorate(next handler) handler {
+func (rt *router) decorate(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		res, werr := next(ctx, r)
 		if !r.modern || r.decorated || werr != nil {
 			return res, werr
 		}
-		return p.decorateResult(r.method, res), nil
+		return rt.decorateResult(r.method, res), nil
 	}
 }
 
-func (p *router) decorateResult(method string, res json.RawMessage) json.RawMessage {
+func (rt *router) decorateResult(method string, res json.RawMessage) json.RawMessage {
 	if len(res) == 0 || res[0] != '{' {
 		res = json.RawMessage(`{}`)
 	}
@@ -515,7 +523,7 @@ func (p *router) decorateResult(method string, res json.RawMessage) json.RawMess
 		if len(meta) == 0 || meta[0] != '{' {
 			meta = []byte(`{}`)
 		}
-		if m, err := rawjson.Set(meta, metaServerInfo, p.serverInfo()); err == nil {
+		if m, err := rawjson.Set(meta, metaServerInfo, rt.serverInfo()); err == nil {
 			set = append(set, rawjson.KV{Key: "_meta", Value: m})
 		}
 	}
@@ -538,8 +546,8 @@ func (p *router) decorateResult(method string, res json.RawMessage) json.RawMess
 // notify runs a client notification through the middleware to its
 // handler, at once (a notifications/cancelled must find the request it
 // names still running). Unknown ones are ignored, as JSON-RPC asks.
-func (p *router) notify(ctx context.Context, s *session, m rawjson.Message, out stream) {
-	if h := p.notices[m.Method]; h != nil {
+func (rt *router) notify(ctx context.Context, s *session, m rawjson.Message, out stream) {
+	if h := rt.notices[m.Method]; h != nil {
 		_, _ = h(ctx, &request{sess: s, method: m.Method, params: m.Params, out: out})
 	}
 }

@@ -55,8 +55,8 @@ type agentResolver interface {
 // Requests run concurrently, each on a worker; responses are written as
 // they complete. At EOF or when ctx ends, requests in flight get up to
 // stdioDrain to finish, then the rest are cancelled.
-func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
-	a, err := p.agents.resolveAgent(agent)
+func (sf *stdioFront) serve(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
+	a, err := sf.agents.resolveAgent(agent)
 	if err != nil {
 		return err
 	}
@@ -65,8 +65,8 @@ func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, 
 	w := &lineWriter{out: pout, gone: make(chan struct{})}
 	s := newSession("stdio", transportStdio, a, perCall)
 	s.notify.attach(w)
-	p.sessions.add(s)
-	defer p.sessions.remove(s)
+	sf.sessions.add(s)
+	defer sf.sessions.remove(s)
 
 	// Requests run under callCtx, which outlives a signal (ctx) until the
 	// drain is over.
@@ -76,7 +76,7 @@ func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, 
 	readDone := make(chan error, 1)
 	in, restore := pollableInput(in, out)
 	defer restore()
-	go p.readStdio(callCtx, s, in, w, &runs, readDone)
+	go sf.readStdio(callCtx, s, in, w, &runs, readDone)
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
@@ -86,7 +86,7 @@ func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, 
 		// descriptor 1 itself was killed by SIGPIPE here.
 	}
 	s.endInput()
-	p.drain(s, stdioDrain)
+	sf.drain(s, stdioDrain)
 	cancelCalls()
 	runs.closeAndWait()
 	if errors.Is(err, io.EOF) {
@@ -96,7 +96,7 @@ func (p *stdioFront) serve(ctx context.Context, agent string, perCall []string, 
 }
 
 // drain waits until no request of s is in flight, at most d.
-func (p *stdioFront) drain(s *session, d time.Duration) {
+func (sf *stdioFront) drain(s *session, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for s.inflight.count() > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -126,8 +126,8 @@ type stdioReader struct {
 
 // readStdio starts reading and routing client lines; done gets the error
 // that ended reading.
-func (p *stdioFront) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
-	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
+func (sf *stdioFront) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
+	r := &stdioReader{p: sf, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
 	r.read()
 }
 
@@ -193,7 +193,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 			}
 		}
 	case len(trimmed) > 0:
-		m, perr := rawjson.ParseMessage(line)
+		m, perr := parseMessage(line)
 		if perr == nil && (m.Kind == rawjson.KindResponse || m.Kind == rawjson.KindNotification) {
 			_, _, _ = p.route.receiveMessage(ctx, s, m, w) // delivered at once: no run
 			return nil

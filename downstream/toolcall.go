@@ -23,8 +23,8 @@ import (
 //  1. callTool reads the params (name, arguments, _meta) from the request's
 //     bytes; nothing is decoded beyond the name.
 //  2. A later round of a stateless client's parked call resumes it
-//     (mrtr.go). The proxy's own tools (tool_search, call_tool,
-//     mcp_resources, mcp_prompts) run here (deferred.go, seedtools.go).
+//     (roundtrip.go). The proxy's own tools (tool_search, call_tool,
+//     mcp_resources, mcp_prompts) run here (owntools_search.go, owntools_resources.go).
 //  3. The name is resolved in the catalog (waiting for upstreams still
 //     starting); an unknown one is the JSON-RPC error "unknown tool".
 //  4. The call chain, built once in New, runs its steps:
@@ -113,49 +113,49 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 
 // listTools answers tools/list, after the startup wait every session's
 // list gets (docs/operations.md#startup).
-func (p *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.catalogs.waitStartup(ctx)
+func (tc *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	tc.catalogs.waitStartup(ctx)
 	if r.modern && r.sess.state.NothingActivated() {
 		r.decorated = true
-		return p.views.viewFor(r.sess).modernList(p.decorate), nil
+		return tc.views.viewFor(r.sess).modernList(tc.decorate), nil
 	}
-	return p.views.listFor(r.sess), nil
+	return tc.views.listFor(r.sess), nil
 }
 
 // callTool answers tools/call.
-func (p *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	req, werr := readCallParams(r.params)
 	if werr != nil {
 		return nil, werr
 	}
 	if r.modern && len(req.state) > 0 {
 		if state, _ := req.stateString(); isParkToken(state) {
-			res, input, werr := p.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (mrtr.go)
+			res, input, werr := tc.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (roundtrip.go)
 			return input.resultOr(res), werr
 		}
 	}
-	return p.forwardCall(ctx, r, req.name, req.args, req.meta)
+	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
 }
 
 // forwardCall calls one tool by name for r: the proxy's own tools, or an
 // upstream tool through the call chain. call_tool comes here too, so it
 // returns whatever the direct call would.
-func (p *toolCalls) forwardCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError) {
-	p.catalogs.awaitTool(ctx, name) // the own tools too: mcp_resources needs a server that offers resources
-	if res, werr, own := p.own.ownCall(ctx, r, name, args, meta); own {
+func (tc *toolCalls) forwardCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError) {
+	tc.catalogs.awaitTool(ctx, name) // the own tools too: mcp_resources needs a server that offers resources
+	if res, werr, own := tc.own.ownCall(ctx, r, name, args, meta); own {
 		return res, werr
 	}
-	entry, ok := p.catalogs.Catalog().Lookup(name)
+	entry, ok := tc.catalogs.Catalog().Lookup(name)
 	if !ok {
-		return nil, p.unknownTool(r.sess, name)
+		return nil, tc.unknownTool(r.sess, name)
 	}
-	return p.chain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
+	return tc.chain(ctx, &toolCall{r: r, name: name, args: args, meta: meta, entry: entry})
 }
 
 // observeCall records every call once: its metric by the upstream's tool
 // name and outcome, its log line (debug; warn for a failure), its audit
 // line (docs/operations.md#traces) and what its trace span says of it.
-func (p *toolCalls) observeCall(next callHandler) callHandler {
+func (tc *toolCalls) observeCall(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		start := time.Now()
 		res, werr := next(ctx, c)
@@ -168,21 +168,21 @@ func (p *toolCalls) observeCall(next callHandler) callHandler {
 				c.outcome = metrics.OutcomeError
 			}
 		}
-		p.opts.Metrics.ToolCall(c.entry.Server, c.entry.Name, c.outcome, c.elapsed)
+		tc.opts.Metrics.ToolCall(c.entry.Server, c.entry.Name, c.outcome, c.elapsed)
 		code := 0
 		if werr != nil {
 			code = werr.Code
 		}
-		sp := p.opts.Tracer.SpanFromContext(ctx)
+		sp := tc.opts.Tracer.SpanFromContext(ctx)
 		sp.SetServer(c.entry.Server)
 		sp.SetPolicyRule(string(c.rule))
 		sp.SetApproval(c.approval)
 		sp.SetOutcome(c.outcome, code)
-		p.auditDecision(ctx, c.r, auditEvent{target: c.name, server: c.entry.Server, rule: string(c.rule),
+		tc.auditDecision(ctx, c.r, auditEvent{target: c.name, server: c.entry.Server, rule: string(c.rule),
 			approval: c.approval, outcome: c.outcome, args: c.args, start: start}, werr)
-		ev := p.log.Debug()
+		ev := tc.log.Debug()
 		if werr != nil {
-			ev = p.log.Warn()
+			ev = tc.log.Warn()
 		}
 		if ev.Enabled() {
 			ev = callEvent(ev, c.r.sess.agent.Name, c.entry).Str("outcome", c.outcome).Dur("duration", c.elapsed)
@@ -206,7 +206,7 @@ func callEvent(e *zerolog.Event, agent string, entry *ToolEntry) *zerolog.Event 
 
 // policyGate applies docs/agents.md#the-policy-rules, rules 1–6. Rules 1–2 hide the tool: calling it
 // is "unknown tool"; the others answer an isError result naming the rule.
-func (p *toolCalls) policyGate(next callHandler) callHandler {
+func (tc *toolCalls) policyGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		s := c.r.sess
 		rule := s.agent.Decide(c.entry.policyTool(), s.perCall)
@@ -214,7 +214,7 @@ func (p *toolCalls) policyGate(next callHandler) callHandler {
 			return next(ctx, c)
 		}
 		c.outcome, c.rule = metrics.OutcomeDenied, rule
-		p.opts.Metrics.PolicyDenial(s.agent.Name, string(rule))
+		tc.opts.Metrics.PolicyDenial(s.agent.Name, string(rule))
 		if rule.Hidden() {
 			return nil, unknownTool(c.name)
 		}
@@ -224,13 +224,13 @@ func (p *toolCalls) policyGate(next callHandler) callHandler {
 
 // quarantineGate refuses a tool that tool integrity holds (docs/security.md#tool-integrity), with
 // the command that reviews it.
-func (p *toolCalls) quarantineGate(next callHandler) callHandler {
+func (tc *toolCalls) quarantineGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		if !c.entry.Held {
 			return next(ctx, c)
 		}
 		c.outcome, c.rule = metrics.OutcomeDenied, filter.RuleQuarantined
-		p.opts.Metrics.PolicyDenial(c.r.sess.agent.Name, string(filter.RuleQuarantined))
+		tc.opts.Metrics.PolicyDenial(c.r.sess.agent.Name, string(filter.RuleQuarantined))
 		return textResult(c.entry.refusal, true), nil
 	}
 }
@@ -238,9 +238,9 @@ func (p *toolCalls) quarantineGate(next callHandler) callHandler {
 // upGate fails a call to a server that does not take requests now: no
 // rate limit token is spent and no person asked about a call that cannot
 // run.
-func (p *toolCalls) upGate(next callHandler) callHandler {
+func (tc *toolCalls) upGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		if err := p.serverUp(c.entry.Server); err != nil {
+		if err := tc.serverUp(c.entry.Server); err != nil {
 			c.outcome = metrics.OutcomeError
 			return nil, err
 		}
@@ -250,9 +250,9 @@ func (p *toolCalls) upGate(next callHandler) callHandler {
 
 // approvalGate asks the person when the agent's autonomy wants it
 // (docs/agents.md#approval, approval.go).
-func (p *toolCalls) approvalGate(next callHandler) callHandler {
+func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		refusal, ask := p.approve(ctx, c)
+		refusal, ask := tc.approve(ctx, c)
 		if ask != nil {
 			c.input = ask
 			return ask.result, nil
@@ -266,15 +266,15 @@ func (p *toolCalls) approvalGate(next callHandler) callHandler {
 }
 
 // send is the chain's last step: it sends the call upstream and waits for
-// its outcome, or parks it for a stateless HTTP client (mrtr.go).
-func (p *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-	g := p.gen()
+// its outcome, or parks it for a stateless HTTP client (roundtrip.go).
+func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+	g := tc.gen()
 	up, cfg := g.ups[c.entry.Server], g.cfg.Servers[c.entry.Server]
 	if up == nil || cfg == nil {
 		c.outcome = metrics.OutcomeError
 		return nil, notConnected(c.entry.Server)
 	}
-	meta, progress := p.relay.progress.open(c.r, c.entry.Server, c.meta)
+	meta, progress := tc.relay.progress.open(c.r, c.entry.Server, c.meta)
 	args := c.args
 	if c.upArgs != nil {
 		args = c.upArgs
@@ -287,17 +287,17 @@ func (p *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wi
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		slots, refusal, werr := p.holdSlot(ctx, c, cfg.Timeout.D())
+		slots, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
 		if refusal != nil || werr != nil {
 			return refusal, werr
 		}
 		if slots != nil {
 			defer slots.Release()
 		}
-		return p.runCall(ctx, c, up, cfg.Timeout.D(), params)
+		return tc.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
 	if parkable(c.r) {
-		res, input, werr := p.relay.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
+		res, input, werr := tc.relay.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
 		c.input = input
 		return input.resultOr(res), werr
 	}
@@ -305,8 +305,8 @@ func (p *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wi
 }
 
 // runCall sends the call's params upstream and waits for the outcome.
-func (p *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
-	end := p.relay.calls.begin(c.entry.Server, c.r)
+func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
+	end := tc.relay.calls.begin(c.entry.Server, c.r)
 	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -314,15 +314,15 @@ func (p *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeo
 	result, err := up.Request(withRequest(cctx, c.r), "tools/call", params)
 	c.elapsed = time.Since(start)
 	var werr *wireError
-	c.outcome, werr = p.classify(c.entry, result, err, ctx, cctx, timeout)
+	c.outcome, werr = tc.classify(c.entry, result, err, ctx, cctx, timeout)
 	if werr != nil {
 		return nil, werr
 	}
-	return p.rewriteResult(c.r.sess.agent.Name, c.entry.Server, result, c.r.linkOK()), nil
+	return tc.rewriteResult(c.r.sess.agent.Name, c.entry.Server, result, c.r.linkOK()), nil
 }
 
 // classify maps a call's error to its metric outcome and downstream error.
-func (p *toolCalls) classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
+func (tc *toolCalls) classify(entry *ToolEntry, result json.RawMessage, err error, ctx, cctx context.Context, timeout time.Duration) (string, *wireError) {
 	var rpcErr *upstream.RPCError
 	switch {
 	case err == nil:
@@ -335,16 +335,16 @@ func (p *toolCalls) classify(entry *ToolEntry, result json.RawMessage, err error
 	case errors.Is(cctx.Err(), context.DeadlineExceeded):
 		return metrics.OutcomeTimeout, errorf(codeTimeout, "MCP tool call '%s' timed out after %s", entry.Exposed, timeout)
 	case errors.As(err, &rpcErr):
-		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
+		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: tc.errText(rpcErr.Message), Data: tc.errorData(rpcErr.Data)}
 	case invalidResult(err):
-		return metrics.OutcomeError, errorf(codeInternal, "%s", p.errText(err.Error()))
+		return metrics.OutcomeError, errorf(codeInternal, "%s", tc.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
-		return metrics.OutcomeError, needsAuth(entry.Server, p.errText(err.Error()))
+		return metrics.OutcomeError, needsAuth(entry.Server, tc.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
-		return metrics.OutcomeError, p.notSent(entry.Server, err)
+		return metrics.OutcomeError, tc.notSent(entry.Server, err)
 	case errors.Is(err, upstream.ErrConnectionLost):
 		// The call may or may not have run: it is never replayed (docs/operations.md#reconnection).
-		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: p.errText(fmt.Sprintf(
+		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: tc.errText(fmt.Sprintf(
 			"MCP server '%s' was lost during the call; it was not retried and its outcome is unknown (%v)",
 			entry.Server, err))}
 	case errors.Is(err, upstream.ErrResponseTooLarge):
@@ -356,7 +356,7 @@ func (p *toolCalls) classify(entry *ToolEntry, result json.RawMessage, err error
 		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: msg}
 	default:
 		return metrics.OutcomeError, &wireError{Code: codeServerError,
-			Message: p.errText(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
+			Message: tc.errText(fmt.Sprintf("MCP server '%s': %v", entry.Server, err))}
 	}
 }
 
@@ -369,16 +369,16 @@ func unknownTool(name string) *wireError {
 // down without ever having listed its tools, the error says it is down and
 // why instead: "unknown tool" would hide the cause. A server the agent is
 // not granted stays unknown (docs/agents.md#the-policy-rules, rule 1).
-func (p *toolCalls) unknownTool(s *session, name string) *wireError {
-	g := p.gen()
-	style := p.style()
+func (tc *toolCalls) unknownTool(s *session, name string) *wireError {
+	g := tc.gen()
+	style := tc.style()
 	for _, srv := range g.serverNames() {
 		cfg := g.cfg.Servers[srv]
 		prefix := style.NamePrefix(cfg.PrefixValue())
 		if prefix == "" || !strings.HasPrefix(name, prefix) || !s.agent.Granted(srv) {
 			continue
 		}
-		if werr := p.serverUp(srv); werr != nil {
+		if werr := tc.serverUp(srv); werr != nil {
 			return werr
 		}
 	}
@@ -391,7 +391,7 @@ type callRequest struct {
 	name  string
 	args  json.RawMessage
 	meta  json.RawMessage
-	state json.RawMessage // requestState (a stateless client's later round, mrtr.go)
+	state json.RawMessage // requestState (a stateless client's later round, roundtrip.go)
 }
 
 // stateString is the request's requestState when it is a string.

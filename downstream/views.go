@@ -42,11 +42,11 @@ func newViewCache(e *env, catalog catalogReader, own ownOffer) *viewCache {
 }
 
 // reset forgets everything (a reload: the agents may have changed).
-func (v *viewCache) reset() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.agents = map[string]*filter.Agent{}
-	v.views = map[*filter.Agent]*view{}
+func (vc *viewCache) reset() {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	vc.agents = map[string]*filter.Agent{}
+	vc.views = map[*filter.Agent]*view{}
 }
 
 // view is the tools one kind of session sees: its agent and per-call list
@@ -64,17 +64,17 @@ type view struct {
 }
 
 // resolveAgent returns the resolved agent, cached per config.
-func (p *viewCache) resolveAgent(name string) (*filter.Agent, error) {
+func (vc *viewCache) resolveAgent(name string) (*filter.Agent, error) {
 	if name == "" {
-		name = p.defaultAgentName()
+		name = vc.defaultAgentName()
 	}
-	v := p
+	v := vc
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if a := v.agents[name]; a != nil {
 		return a, nil
 	}
-	a, err := filter.Resolve(p.gen().cfg, name)
+	a, err := filter.Resolve(vc.gen().cfg, name)
 	if err != nil {
 		return nil, err
 	}
@@ -85,20 +85,20 @@ func (p *viewCache) resolveAgent(name string) (*filter.Agent, error) {
 // viewFor returns the session's view of the current catalog, computed once
 // per (agent, catalog) and shared by the sessions of the agent that have
 // no per-call list.
-func (p *viewCache) viewFor(s *session) *view {
-	c := p.catalog.Catalog()
+func (vc *viewCache) viewFor(s *session) *view {
+	c := vc.catalog.Catalog()
 	if s.perCall != nil {
 		// Client-chosen lists are not cached: a client could grow the cache
 		// without end by sending a new list each time.
-		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall, state: newMemState()})}
+		return &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, perCall: s.perCall, state: newMemState()})}
 	}
-	v := p
+	v := vc
 	v.mu.Lock()
 	defer v.mu.Unlock()
 	if cached := v.views[s.agent]; cached != nil && cached.catalog == c {
 		return cached
 	}
-	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, state: newMemState()})}
+	out := &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, state: newMemState()})}
 	v.views[s.agent] = out
 	return out
 }
@@ -112,11 +112,11 @@ func (v *view) modernList(decorate func(method string, res json.RawMessage) json
 
 // listFor is the session's tools/list result: the shared view's while the
 // session has activated nothing, else its own.
-func (p *viewCache) listFor(s *session) []byte {
+func (vc *viewCache) listFor(s *session) []byte {
 	if s.state.NothingActivated() {
-		return p.viewFor(s).listJSON
+		return vc.viewFor(s).listJSON
 	}
-	return p.sessionList(s)
+	return vc.sessionList(s)
 }
 
 // PolicyTool describes an entry to the policy: its exposed, base and
@@ -149,15 +149,15 @@ func textResult(text string, isError bool) []byte {
 // sessionList is the session's tools/list result, {"tools":[...]}, built
 // in one allocation. A session that lists exactly the catalog's listed
 // tools and own tools gets the catalog's own result, no copy.
-func (p *viewCache) sessionList(st *session) []byte {
+func (vc *viewCache) sessionList(st *session) []byte {
 	const head, tail = `{"tools":`, `}`
-	c := p.catalog.Catalog()
-	own := p.own.ownToolsJSON(st, nil)
+	c := vc.catalog.Catalog()
+	own := vc.own.ownToolsJSON(st, nil)
 	keep := make([]bool, len(c.tools))
 	all := bytes.Equal(own, c.own)
 	n := len(head) + 2 + len(own) + len(tail)
 	for i, e := range c.tools {
-		keep[i] = p.own.listedFor(st, e)
+		keep[i] = vc.own.listedFor(st, e)
 		all = all && keep[i] == e.listed()
 		if keep[i] {
 			n += len(e.Raw) + 1
@@ -186,12 +186,12 @@ func (p *viewCache) sessionList(st *session) []byte {
 // searchIndex is the index of the tools the session may call: only those
 // are ever indexed or returned (docs/deferred-loading.md). It is built once per agent,
 // per-call list and catalog.
-func (p *viewCache) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
-	v := p.viewFor(st)
+func (vc *viewCache) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
+	v := vc.viewFor(st)
 	v.searchOnce.Do(func() {
 		var docs []search.Doc
 		for _, e := range v.catalog.tools {
-			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || p.own.ownOffered(st, e.Exposed) {
+			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || vc.own.ownOffered(st, e.Exposed) {
 				continue
 			}
 			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
