@@ -304,7 +304,7 @@ func (a *approvalStates) take(state string, key approvalKey, now time.Time) erro
 }
 
 // withoutApproved removes a top-level "approved" argument, so that a model
-// cannot approve its own call (seed). Arguments that are not an object pass,
+// cannot approve its own call. Arguments that are not an object pass,
 // and so do, without a walk, those that cannot hold the key: no "approved"
 // in their bytes and no escape that could spell it.
 func withoutApproved(args json.RawMessage) json.RawMessage {

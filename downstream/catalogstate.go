@@ -41,10 +41,10 @@ type catalogState struct {
 	// number is covered has been served by that build.
 	calls   atomic.Uint64
 	covered uint64
-	// seeds (guarded by mu) says which listed servers offer resources or
+	// resourceTools (guarded by mu) says which listed servers offer resources or
 	// prompts as of the last build: mcp_resources and mcp_prompts are
 	// listed while one does, so a change is a list_changed.
-	seeds string
+	resourceTools string
 }
 
 // reviewer is tool integrity's review for the catalog of g, nil when the
@@ -155,7 +155,7 @@ func (cs *catalogState) Refresh() {
 	}
 	var servers []serverTools
 	var surfaces []surfaceServer
-	var seeds []byte // which listed servers back mcp_resources and mcp_prompts
+	var resourceTools []byte // which listed servers back mcp_resources and mcp_prompts
 	for i, name := range names {
 		cfg := g.cfg.Servers[name]
 		snap := snaps[i]
@@ -174,7 +174,7 @@ func (cs *catalogState) Refresh() {
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,
 		})
 		if s := surfaces[len(surfaces)-1]; s.connected && (s.resources || s.prompts) {
-			seeds = fmt.Appendf(seeds, "%s:%t:%t,", name, s.resources, s.prompts)
+			resourceTools = fmt.Appendf(resourceTools, "%s:%t:%t,", name, s.resources, s.prompts)
 		}
 	}
 	byName := make(map[string]*upstream.Snapshot, len(names))
@@ -201,9 +201,9 @@ func (cs *catalogState) Refresh() {
 		}
 	}
 	c.current.Store(cat)
-	seedsChanged := c.seeds != string(seeds)
-	c.seeds = string(seeds)
-	if !sameListing(cat, old) || seedsChanged {
+	resourceToolsChanged := c.resourceTools != string(resourceTools)
+	c.resourceTools = string(resourceTools)
+	if !sameListing(cat, old) || resourceToolsChanged {
 		cs.sessions.broadcast("notifications/tools/list_changed", nil, nil)
 	}
 }

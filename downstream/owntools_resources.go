@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// The seed's built-in resource and prompt tools (docs/resources.md#resources-and-prompts), for hosts that
+// The own tools mcp_resources and mcp_prompts (docs/resources.md#resources-and-prompts), for hosts that
 // only use tools. Everything they return is untrusted upstream content:
 // wrapped with its provenance, sanitized, and cut per item.
 
@@ -45,24 +45,24 @@ var (
 		`"annotations":{"title":"MCP prompts","readOnlyHint":true}}`)
 )
 
-// seedToolOffered reports whether the session lists mcp_resources (resp.
+// resourceToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
 // rules 3–5 let the agent call it (docs/agents.md#the-policy-rules, docs/resources.md#resources-and-prompts). from as for
-// seedServers.
-func (o *ownTools) seedToolOffered(st *session, name string, from *builtFrom) bool {
+// resourceToolServers.
+func (o *ownTools) resourceToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
 	if st.agent.Decide(filter.Tool{Exposed: name}, st.perCall) != filter.RuleNone {
 		return false
 	}
-	return len(o.seedServers(st, name == mcpResourcesName, from)) > 0
+	return len(o.resourceToolServers(st, name == mcpResourcesName, from)) > 0
 }
 
-// seedServers are the granted, connected servers offering resources (or
+// resourceToolServers are the granted, connected servers offering resources (or
 // prompts) that the config allows, sorted: as they are now (from nil), or
 // as a catalog build read them.
-func (o *ownTools) seedServers(st *session, resources bool, from *builtFrom) []string {
+func (o *ownTools) resourceToolServers(st *session, resources bool, from *builtFrom) []string {
 	g := o.gen()
 	if from != nil {
 		g = from.g
@@ -90,8 +90,8 @@ func (o *ownTools) seedServers(st *session, resources bool, from *builtFrom) []s
 	return out
 }
 
-// seedArgs are the arguments of both tools.
-type seedArgs struct {
+// resourceToolArgs are the arguments of both tools.
+type resourceToolArgs struct {
 	Action    string          `json:"action"`
 	Server    string          `json:"server"`
 	Cursor    string          `json:"cursor"`
@@ -104,37 +104,37 @@ func errorText(s string) json.RawMessage { return textResult(s, true) }
 
 // mcpResources runs the mcp_resources tool.
 func (o *ownTools) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
-	var in seedArgs
+	var in resourceToolArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return o.seedList(ctx, r, in, true)
+		return o.listForTool(ctx, r, in, true)
 	case "read":
-		return o.seedRead(ctx, r, in.URI)
+		return o.readForTool(ctx, r, in.URI)
 	}
 	return errorText("missing required `action` (list|read)")
 }
 
 // mcpPrompts runs the mcp_prompts tool.
 func (o *ownTools) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
-	var in seedArgs
+	var in resourceToolArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return o.seedList(ctx, r, in, false)
+		return o.listForTool(ctx, r, in, false)
 	case "get":
-		return o.seedGet(ctx, r, in)
+		return o.getForTool(ctx, r, in)
 	}
 	return errorText("missing required `action` (list|get)")
 }
 
-// seedList lists resources (or prompts): every server's from the catalog,
+// listForTool lists resources (or prompts): every server's from the catalog,
 // or one server's page through its own cursor.
-func (o *ownTools) seedList(ctx context.Context, r *request, in seedArgs, resources bool) json.RawMessage {
+func (o *ownTools) listForTool(ctx context.Context, r *request, in resourceToolArgs, resources bool) json.RawMessage {
 	st := r.sess
 	kind, member, key := "prompts", "prompts", "name"
 	if resources {
@@ -145,21 +145,21 @@ func (o *ownTools) seedList(ctx context.Context, r *request, in seedArgs, resour
 			return errorText("`cursor` requires a `server` (pagination is per-server); omit `cursor` for an all-server list")
 		}
 		var items []json.RawMessage
-		for _, srv := range o.seedServers(st, resources, nil) {
+		for _, srv := range o.resourceToolServers(st, resources, nil) {
 			snap := o.gen().ups[srv].Snapshot()
 			list := snap.Prompts
 			if resources {
 				list = snap.Resources
 			}
 			for _, raw := range list {
-				if out, ok := seedItem(srv, raw, key, resources); ok {
+				if out, ok := prefixedItem(srv, raw, key, resources); ok {
 					items = append(items, o.untrustedJSON(out, key))
 				}
 			}
 		}
 		return textResult(string(jsonArray(items)), false)
 	}
-	if werr := o.seedServerCheck(st, in.Server, resources); werr != "" {
+	if werr := o.checkToolServer(st, in.Server, resources); werr != "" {
 		return errorText(werr)
 	}
 	params := []byte(`{}`)
@@ -181,7 +181,7 @@ func (o *ownTools) seedList(ctx context.Context, r *request, in seedArgs, resour
 	_ = json.Unmarshal(listRaw, &raws)
 	var items []json.RawMessage
 	for _, raw := range raws {
-		if out, ok := seedItem(in.Server, raw, key, resources); ok {
+		if out, ok := prefixedItem(in.Server, raw, key, resources); ok {
 			items = append(items, o.untrustedJSON(out, key))
 		}
 	}
@@ -195,8 +195,8 @@ func (o *ownTools) seedList(ctx context.Context, r *request, in seedArgs, resour
 	return textResult(string(out), false)
 }
 
-// seedItem rewrites a resource's uri (or a prompt's name) to <server>__x.
-func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json.RawMessage, bool) {
+// prefixedItem rewrites a resource's uri (or a prompt's name) to <server>__x.
+func prefixedItem(srv string, raw json.RawMessage, key string, resources bool) (json.RawMessage, bool) {
 	v, err := stringMember(raw, key)
 	if err != nil {
 		return nil, false
@@ -215,7 +215,7 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 // members in their order. The item's own member id (its uri, or a prompt's
 // name) only loses TAG characters: it is what the client sends back, and
 // the sanitizer would cut a URI's query. Numbers keep their digits. An item
-// that does not decode is returned as it is (seedItem read it already).
+// that does not decode is returned as it is (prefixedItem read it already).
 func (o *ownTools) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(item))
 	dec.UseNumber()
@@ -271,13 +271,13 @@ func (o *ownTools) untrustedJSON(item json.RawMessage, id string) json.RawMessag
 	}
 }
 
-// seedServerCheck validates a server named in the tools' arguments.
-func (o *ownTools) seedServerCheck(st *session, srv string, resources bool) string {
+// checkToolServer validates a server named in the tools' arguments.
+func (o *ownTools) checkToolServer(st *session, srv string, resources bool) string {
 	g := o.gen()
 	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
 	}
-	if !slices.Contains(o.seedServers(st, resources, nil), srv) {
+	if !slices.Contains(o.resourceToolServers(st, resources, nil), srv) {
 		if werr := o.serverUp(srv); werr != nil {
 			return werr.Message
 		}
@@ -289,8 +289,8 @@ func (o *ownTools) seedServerCheck(st *session, srv string, resources bool) stri
 	return ""
 }
 
-// splitSeed splits "<server>__<rest>" for a granted server.
-func (o *ownTools) splitSeed(st *session, x string) (srv, rest string, errText string) {
+// splitPrefixed splits "<server>__<rest>" for a granted server.
+func (o *ownTools) splitPrefixed(st *session, x string) (srv, rest string, errText string) {
 	srv, rest, ok := namespace.ParseURI(x, o.gen().serverNames())
 	if !ok {
 		if before, _, found := strings.Cut(x, "__"); found && before != "" {
@@ -301,14 +301,14 @@ func (o *ownTools) splitSeed(st *session, x string) (srv, rest string, errText s
 	return srv, rest, ""
 }
 
-// seedRead reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
-func (o *ownTools) seedRead(ctx context.Context, r *request, uri string) json.RawMessage {
+// readForTool reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
+func (o *ownTools) readForTool(ctx context.Context, r *request, uri string) json.RawMessage {
 	st := r.sess
-	srv, orig, errText := o.splitSeed(st, uri)
+	srv, orig, errText := o.splitPrefixed(st, uri)
 	if errText != "" {
 		return errorText(errText)
 	}
-	if msg := o.seedServerCheck(st, srv, true); msg != "" {
+	if msg := o.checkToolServer(st, srv, true); msg != "" {
 		return errorText(msg)
 	}
 	params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
@@ -357,17 +357,17 @@ func (o *ownTools) renderContents(srv, uri string, res json.RawMessage) string {
 	return b.String()
 }
 
-// seedGet gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
-func (o *ownTools) seedGet(ctx context.Context, r *request, in seedArgs) json.RawMessage {
+// getForTool gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
+func (o *ownTools) getForTool(ctx context.Context, r *request, in resourceToolArgs) json.RawMessage {
 	st := r.sess
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
 	}
-	srv, name, errText := o.splitSeed(st, in.Name)
+	srv, name, errText := o.splitPrefixed(st, in.Name)
 	if errText != "" {
 		return errorText(errText)
 	}
-	if msg := o.seedServerCheck(st, srv, false); msg != "" {
+	if msg := o.checkToolServer(st, srv, false); msg != "" {
 		return errorText(msg)
 	}
 	params, _ := rawjson.Set([]byte(`{}`), "name", rawjson.String(name))

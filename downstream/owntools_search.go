@@ -38,8 +38,7 @@ const (
 	callToolName   = "call_tool"
 )
 
-// defaultMaxResults is tool_search's max_results when the model gives none
-// (seed).
+// defaultMaxResults is tool_search's max_results when the model gives none.
 const defaultMaxResults = 5
 
 // toolSearchDef and callToolDef are the listed definitions of the own tools.
@@ -73,7 +72,7 @@ func ownTool(st *session, name string) bool {
 // to the session: then an upstream tool exposed under the same bare name
 // is not listed for it, nor found by its searches (the own one answers).
 func (o *ownTools) ownOffered(st *session, name string) bool {
-	return ownTool(st, name) || o.seedToolOffered(st, name, nil)
+	return ownTool(st, name) || o.resourceToolOffered(st, name, nil)
 }
 
 // listedFor reports whether a catalog entry is in the session's tools/list.
@@ -92,14 +91,14 @@ func (o *ownTools) listedFor(st *session, e *ToolEntry) bool {
 }
 
 // ownToolsJSON is the own tools the session lists, each followed by a
-// comma; from as for seedServers.
+// comma; from as for resourceToolServers.
 func (o *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
 	var out []byte
 	for _, def := range []struct {
 		name string
 		raw  []byte
 	}{{toolSearchName, toolSearchDef}, {callToolName, callToolDef}, {mcpResourcesName, mcpResourcesDef}, {mcpPromptsName, mcpPromptsDef}} {
-		if ownTool(st, def.name) || o.seedToolOffered(st, def.name, from) {
+		if ownTool(st, def.name) || o.resourceToolOffered(st, def.name, from) {
 			out = append(append(out, def.raw...), ',')
 		}
 	}
@@ -107,7 +106,7 @@ func (o *ownTools) ownToolsJSON(st *session, from *builtFrom) []byte {
 }
 
 // ownCall runs the proxy's own tools. own is false when name is not one
-// the session is offered; a seed tool a policy rule denies is refused by
+// the session is offered; an own resource tool a policy rule denies is refused by
 // name (docs/agents.md#the-policy-rules: the own tools follow rules 3–5).
 func (o *ownTools) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
 	st := r.sess
@@ -119,7 +118,7 @@ func (o *ownTools) ownCall(ctx context.Context, r *request, name string, args, m
 		return res, werr, true
 	case name != mcpResourcesName && name != mcpPromptsName:
 		return nil, nil, false
-	case len(o.seedServers(st, name == mcpResourcesName, nil)) == 0:
+	case len(o.resourceToolServers(st, name == mcpResourcesName, nil)) == 0:
 		return nil, nil, false
 	}
 	if rule := st.agent.Decide(filter.Tool{Exposed: name}, st.perCall); rule != filter.RuleNone {

@@ -94,7 +94,7 @@ func TestDeferredListsMetaToolsAndAlwaysGroups(t *testing.T) {
 	}
 }
 
-func TestToolSearchSeedBehaviour(t *testing.T) {
+func TestToolSearchBehaviour(t *testing.T) {
 	p, _ := deferredProxy(t)
 	ctx := context.Background()
 	cases := []struct {

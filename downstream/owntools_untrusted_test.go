@@ -16,7 +16,7 @@ import (
 // raw or escaped is gone, a secret is redacted, and the members keep
 // their order. The uri, which the client sends back to read, keeps its
 // query.
-func TestSeedListSanitized(t *testing.T) {
+func TestResourceToolListSanitized(t *testing.T) {
 	fx := &fakeUpstream{}
 	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
 		Resources: []json.RawMessage{json.RawMessage("{\"uri\":\"r://s\U000E0041?id=5\",\"name\":\"n\\udb40\\udc41\",\"description\":\"see sk-abcdefghijklmnopqrstuvwxyz012345 at https://x.y/p?q=1\",\"size\":12.50}")}})

@@ -214,7 +214,7 @@ func (s *session) wantsLog(level string) bool {
 }
 
 // allowedToolsHeader carries an HTTP session's per-call allow-list on its
-// initialize (docs/agents.md#the-policy-rules, rule 5), the seed's caller-supplied allowed_tools.
+// initialize (docs/agents.md#the-policy-rules, rule 5), a caller-supplied allowed_tools.
 const allowedToolsHeader = "X-MCP-Allowed-Tools"
 
 // ParseAllowedTools splits a comma-separated per-call list. An absent list
