@@ -229,11 +229,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	parsed := &first // handed over, not parsed again
-	if ferr != nil {
-		parsed = nil
-	}
-	f.serve(w, r, s, msgs, parsed, batch)
+	f.serve(w, r, s, msgs, first, ferr == nil, batch) // first handed over, not parsed again
 }
 
 // openSession starts the HTTP session an initialize creates, with the
@@ -258,11 +254,11 @@ func perCallHeader(h http.Header) []string {
 // serve routes the messages of one POST of session s and writes what
 // answers them: 202 when nothing does (notifications, the client's
 // answers), else the responses, as JSON or on an SSE stream when other
-// messages (progress, the proxy's questions) precede them. first, when not
-// nil, is msgs[0] already parsed.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
+// messages (progress, the proxy's questions) precede them. When parsed is
+// set, first is msgs[0] already parsed.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.route.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
+	answer := f.route.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, parsed, batch, ps)
 	ps.finish(answer(), batch, http.StatusOK)
 }
 

@@ -207,17 +207,18 @@ func (rt *router) answer(ctx context.Context, r *request) (reply, int) {
 // receiveBatch routes the messages of one stdio line or HTTP POST body in
 // order (receive) and returns what answers them: the replies routing gave
 // at once, and the requests' responses (runAll). The caller runs it off
-// its read loop. first, when not nil, is msgs[0] already parsed. In a
-// JSON-RPC batch (batch), a request of the stateless protocol, which has
-// no batches, is refused.
-func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
+// its read loop. When parsed is set, first is msgs[0] already parsed (a
+// value: a pointer handed through the transports' interface would put it
+// on the heap). In a JSON-RPC batch (batch), a request of the stateless
+// protocol, which has no batches, is refused.
+func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
 		var m rawjson.Message
 		var err error
-		if i == 0 && first != nil {
-			m = *first
+		if i == 0 && parsed {
+			m = first
 		} else {
 			m, err = parseMessage(msg)
 		}

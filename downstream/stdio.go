@@ -36,7 +36,7 @@ type stdioFront struct {
 // messageRoute is what a transport needs of the route: it hands over the
 // messages it framed (route.go).
 type messageRoute interface {
-	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply)
+	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream) (answer func() []reply)
 	receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int))
 	receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int))
 }
@@ -185,7 +185,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.route.receiveBatch(ctx, s, msgs, nil, true, w)
+		answer := p.route.receiveBatch(ctx, s, msgs, rawjson.Message{}, false, true, w)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
