@@ -258,16 +258,8 @@ func perCallHeader(h http.Header) []string {
 // set, first is msgs[0] already parsed.
 func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.route.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, parsed, batch, ps)
+	answer := f.route.receiveBatch(r.Context(), s, msgs, first, parsed, batch, ps, r.Header)
 	ps.finish(answer(), batch, http.StatusOK)
-}
-
-// headerKey carries an HTTP request's header to the requests its body
-// holds.
-type headerKey struct{}
-
-func withHeader(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, headerKey{}, h)
 }
 
 // postStateless answers a POST of the stateless 2026-07-28 protocol: no
@@ -303,7 +295,7 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	refusal, code, run := f.route.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	refusal, code, run := f.route.receiveMessage(r.Context(), s, first, ps, r.Header)
 	rep := whole(refusal)
 	if run != nil {
 		rep, code = run()

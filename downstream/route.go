@@ -211,7 +211,7 @@ func (rt *router) answer(ctx context.Context, r *request) (reply, int) {
 // value: a pointer handed through the transports' interface would put it
 // on the heap). In a JSON-RPC batch (batch), a request of the stateless
 // protocol, which has no batches, is refused.
-func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream) (answer func() []reply) {
+func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, header http.Header) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
@@ -228,7 +228,7 @@ func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, f
 				continue
 			}
 		}
-		refusal, _, run := rt.receiveParsed(ctx, s, m, err, out)
+		refusal, _, run := rt.receiveParsed(ctx, s, m, err, out, header)
 		switch {
 		case refusal != nil:
 			replies = append(replies, whole(refusal))
@@ -283,16 +283,16 @@ func parseMessage(msg []byte) (rawjson.Message, error) { return rawjson.ParseMes
 // reply, the others take receiveMessage.
 func (rt *router) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	m, err := parseMessage(msg)
-	return rt.receiveParsed(ctx, s, m, err, out)
+	return rt.receiveParsed(ctx, s, m, err, out, nil)
 }
 
 // receiveParsed is receive of a message already parsed into m, with err
 // the parse's error.
-func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
+func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
-	return rt.receiveMessage(ctx, s, m, out)
+	return rt.receiveMessage(ctx, s, m, out, header)
 }
 
 // receiveMessage routes one parsed message of a client. A response goes
@@ -301,9 +301,11 @@ func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Messa
 // JSON-RPC error code it carries. For a request it returns the work that
 // answers it (the response and its error code, 0 for a result), which the
 // caller runs off its read loop; out carries the messages that precede the
-// response. The request is registered before receiveMessage returns, so
-// that a notifications/cancelled read right after it finds it.
-func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
+// response, and header is the HTTP request's header (nil on stdio), whose
+// trace context the request's span continues. The request is registered
+// before receiveMessage returns, so that a notifications/cancelled read
+// right after it finds it.
+func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) {
@@ -320,7 +322,7 @@ func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Mess
 	if werr != nil {
 		return refused(m.ID, werr)
 	}
-	r.header, _ = ctx.Value(headerKey{}).(http.Header)
+	r.header = header
 	rctx, cancel := context.WithCancel(ctx)
 	if werr := s.inflight.add(m.ID, cancel); werr != nil {
 		cancel()
