@@ -44,6 +44,17 @@ type relay struct {
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
+// begin registers r as in flight to server until end is called: a
+// server's request without a context of its call finds r's client
+// (callRegistry.only).
+func (rl *relay) begin(server string, r *request) (end func()) { return rl.calls.begin(server, r) }
+
+// openProgress rewrites meta's progress token for the upstream and routes
+// the server's progress to r's stream (progress.go).
+func (rl *relay) openProgress(r *request, server string, meta json.RawMessage) (json.RawMessage, *progressRoute) {
+	return rl.progress.open(r, server, meta)
+}
+
 // resourceWatchers is what the relay needs of the resource subscriptions.
 type resourceWatchers interface {
 	resourceUpdated(srv string, params json.RawMessage)

@@ -22,7 +22,7 @@ import (
 type resourcesPrompts struct {
 	*env
 	catalog catalogWait
-	relay   *relay
+	relay   callRelay
 	// sessions take a stateless client's listen as a listener.
 	sessions *sessionTable
 	// stop is closed when the HTTP side shuts down: listens end.
@@ -169,7 +169,7 @@ func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ 
 	}
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
-	defer rp.relay.calls.begin(srv, r)()
+	defer rp.relay.begin(srv, r)()
 	res, werr := rp.forward(ctx, r, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
@@ -316,7 +316,7 @@ func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ jso
 	}
 	up := rp.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer rp.relay.calls.begin(e.Server, r)() // see readResource
+	defer rp.relay.begin(e.Server, r)() // see readResource
 	return rp.forward(ctx, r, e.Server, up, "prompts/get", out)
 }
 

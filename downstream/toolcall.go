@@ -48,9 +48,9 @@ import (
 type toolCalls struct {
 	*env
 	catalogs  toolCatalog
-	views     *viewCache
+	views     toolViews
 	own       ownRunner
-	relay     *relay
+	relay     callRelay
 	approvals approvalStates // approval states of stateless clients (approval.go)
 	// decorate finishes a 2026-07-28 result the route would (a view's
 	// list is decorated once per view).
@@ -64,12 +64,30 @@ type toolCatalog interface {
 	awaitTool(ctx context.Context, name string)
 }
 
+// toolViews gives the tools/list result of a session's view.
+type toolViews interface {
+	viewFor(s *session) *view
+	listFor(s *session) []byte
+}
+
+// callRelay is what a request sent upstream for a client needs of the
+// relay: to be known in flight to its server (a server's request during it
+// finds its client), its progress carried, and, for a stateless HTTP
+// client, its rounds parked (roundtrip.go).
+type callRelay interface {
+	begin(server string, r *request) (end func())
+	openProgress(r *request, server string, meta json.RawMessage) (json.RawMessage, *progressRoute)
+	startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
+		job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError)
+	resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError)
+}
+
 // ownRunner runs the own tools.
 type ownRunner interface {
 	ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool)
 }
 
-func newToolCalls(e *env, catalogs toolCatalog, views *viewCache, own ownRunner, relay *relay,
+func newToolCalls(e *env, catalogs toolCatalog, views toolViews, own ownRunner, relay callRelay,
 	decorate func(string, json.RawMessage) json.RawMessage) *toolCalls {
 	t := &toolCalls{env: e, catalogs: catalogs, views: views, own: own, relay: relay, decorate: decorate}
 	t.chain = buildCallChain(t.send, t.observeCall, t.policyGate, t.quarantineGate, t.pinnedGate, t.upGate, t.rateGate, t.approvalGate)
@@ -274,7 +292,7 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 		c.outcome = metrics.OutcomeError
 		return nil, notConnected(c.entry.Server)
 	}
-	meta, progress := tc.relay.progress.open(c.r, c.entry.Server, c.meta)
+	meta, progress := tc.relay.openProgress(c.r, c.entry.Server, c.meta)
 	args := c.args
 	if c.upArgs != nil {
 		args = c.upArgs
@@ -306,7 +324,7 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 
 // runCall sends the call's params upstream and waits for the outcome.
 func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
-	end := tc.relay.calls.begin(c.entry.Server, c.r)
+	end := tc.relay.begin(c.entry.Server, c.r)
 	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
