@@ -320,3 +320,12 @@ func withoutApproved(args json.RawMessage) json.RawMessage {
 	}
 	return out
 }
+
+// approvalTimeout bounds an approval question: Options.ApprovalTimeout, else
+// defaultApprovalTimeout.
+func (tc *toolCalls) approvalTimeout() time.Duration {
+	if tc.opts.ApprovalTimeout > 0 {
+		return tc.opts.ApprovalTimeout
+	}
+	return defaultApprovalTimeout
+}

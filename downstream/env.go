@@ -10,7 +10,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -167,13 +166,6 @@ func (e *env) idleTimeout() time.Duration {
 	return config.DefaultSessionIdleTimeout
 }
 
-func (e *env) approvalTimeout() time.Duration {
-	if e.opts.ApprovalTimeout > 0 {
-		return e.opts.ApprovalTimeout
-	}
-	return defaultApprovalTimeout
-}
-
 // serverUp is nil when the server takes requests (connected, or a request
 // for it waits for its connection: upstream.Snapshot.Available), else the
 // error to send: it needs an OAuth login (naming the command that does it),
@@ -253,29 +245,6 @@ func (e *env) notSent(server string, err error) *wireError {
 		return &wireError{Code: codeServerError, Message: e.errText(de.Error())}
 	}
 	return notConnected(server)
-}
-
-// recordBlobs counts a result's blob outcomes.
-func (e *env) recordBlobs(server string, r blobs.Report) {
-	for _, o := range r.Blobs {
-		e.opts.Metrics.Blob(server, o.Result, o.Bytes)
-	}
-}
-
-// rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
-// files, Unicode TAG characters out of text. Both return the input slice when
-// there is nothing to change, which is the common case.
-func (e *env) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
-	if e.opts.Blobs != nil {
-		out, report, err := e.opts.Blobs.Rewrite(agent, result, linkOK)
-		if err != nil {
-			e.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
-		} else {
-			result = out
-			e.recordBlobs(server, report)
-		}
-	}
-	return stripResultTags(compactLines(result))
 }
 
 // serverInfo is the proxy's serverInfo object.
