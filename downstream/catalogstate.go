@@ -70,10 +70,9 @@ func (cs *catalogState) reviewer(g *generation) reviewer {
 // Reevaluate rebuilds the catalog although no upstream changed: tool
 // integrity's verdicts did (an approval made by another process).
 func (cs *catalogState) Reevaluate() {
-	c := cs
-	c.mu.Lock()
-	c.builtGen = nil
-	c.mu.Unlock()
+	cs.mu.Lock()
+	cs.builtGen = nil
+	cs.mu.Unlock()
 	cs.Refresh()
 }
 
@@ -128,15 +127,14 @@ func (cs *catalogState) UpstreamChanged() {
 // them. When Refresh returns, a build that began after the call has
 // finished.
 func (cs *catalogState) Refresh() {
-	c := cs
-	call := c.calls.Add(1)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.covered >= call {
+	call := cs.calls.Add(1)
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	if cs.covered >= call {
 		return
 	}
-	c.covered = c.calls.Load()
-	old := c.current.Load()
+	cs.covered = cs.calls.Load()
+	old := cs.current.Load()
 	g := cs.gen()
 	names := g.serverNames()
 	snaps := make([]*upstream.Snapshot, len(names))
@@ -144,13 +142,13 @@ func (cs *catalogState) Refresh() {
 		snaps[i] = g.ups[name].Snapshot()
 	}
 	// Snapshots are immutable, so the same pointers give the same catalog.
-	if g == c.builtGen && slices.Equal(snaps, c.builtSnaps) {
+	if g == cs.builtGen && slices.Equal(snaps, cs.builtSnaps) {
 		return
 	}
-	c.builtGen, c.builtSnaps = g, snaps
-	for name := range c.lastTools {
+	cs.builtGen, cs.builtSnaps = g, snaps
+	for name := range cs.lastTools {
 		if g.ups[name] == nil {
-			delete(c.lastTools, name) // removed by a reload
+			delete(cs.lastTools, name) // removed by a reload
 		}
 	}
 	var servers []serverTools
@@ -161,11 +159,11 @@ func (cs *catalogState) Refresh() {
 		snap := snaps[i]
 		connected := snap.Listed() // connected, or within reconnect_wait of a drop
 		if connected {
-			c.lastTools[name] = snap.Tools
+			cs.lastTools[name] = snap.Tools
 		}
 		servers = append(servers, serverTools{
 			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
-			connected: connected, tools: c.lastTools[name], overrides: g.overrides[name],
+			connected: connected, tools: cs.lastTools[name], overrides: g.overrides[name],
 		})
 		surfaces = append(surfaces, surfaceServer{
 			name: name, prefix: cfg.PrefixValue(), connected: connected,
@@ -200,9 +198,9 @@ func (cs *catalogState) Refresh() {
 			cs.log.Warn().Msg(w)
 		}
 	}
-	c.current.Store(cat)
-	resourceToolsChanged := c.resourceTools != string(resourceTools)
-	c.resourceTools = string(resourceTools)
+	cs.current.Store(cat)
+	resourceToolsChanged := cs.resourceTools != string(resourceTools)
+	cs.resourceTools = string(resourceTools)
 	if !sameListing(cat, old) || resourceToolsChanged {
 		cs.sessions.broadcast("notifications/tools/list_changed", nil, nil)
 	}

@@ -68,17 +68,16 @@ func (vc *viewCache) resolveAgent(name string) (*filter.Agent, error) {
 	if name == "" {
 		name = vc.defaultAgentName()
 	}
-	v := vc
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if a := v.agents[name]; a != nil {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if a := vc.agents[name]; a != nil {
 		return a, nil
 	}
 	a, err := filter.Resolve(vc.gen().cfg, name)
 	if err != nil {
 		return nil, err
 	}
-	v.agents[name] = a
+	vc.agents[name] = a
 	return a, nil
 }
 
@@ -92,14 +91,13 @@ func (vc *viewCache) viewFor(s *session) *view {
 		// without end by sending a new list each time.
 		return &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, perCall: s.perCall, state: newMemState()})}
 	}
-	v := vc
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if cached := v.views[s.agent]; cached != nil && cached.catalog == c {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if cached := vc.views[s.agent]; cached != nil && cached.catalog == c {
 		return cached
 	}
 	out := &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, state: newMemState()})}
-	v.views[s.agent] = out
+	vc.views[s.agent] = out
 	return out
 }
 
