@@ -39,9 +39,23 @@ func TestMain(m *testing.M) {
 	// Default state (tool pins, blob files) goes to the test's directory,
 	// never to the user's home.
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("HOME", filepath.Join(dir, "home"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// stateEnv is the environment config.Parse sees in tests that parse a
+// config themselves: only XDG_STATE_HOME, a temp dir of the test, so that
+// the default state (pins, blobs) lands there.
+func stateEnv(t *testing.T) func(string) (string, bool) {
+	dir := t.TempDir()
+	return func(k string) (string, bool) {
+		if k == "XDG_STATE_HOME" {
+			return dir, true
+		}
+		return "", false
+	}
 }
 
 // fixtureBin builds the integration fixture (the upstream MCP server of the
@@ -494,7 +508,7 @@ func TestMetricsPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nmetrics: {listen: \""+taken.Addr().String()+"\"}\n"), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nmetrics: {listen: \""+taken.Addr().String()+"\"}\n"), stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

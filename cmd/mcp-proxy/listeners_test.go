@@ -193,7 +193,7 @@ func TestDefaultLimits(t *testing.T) {
 func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 	t.Helper()
 	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nlisten: {transport: http, addr: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\""+extra+"}\n"),
-		func(string) (string, bool) { return "", false })
+		stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
