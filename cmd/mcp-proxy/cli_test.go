@@ -513,12 +513,16 @@ func TestMetricsPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := startRuntime(context.Background(), cfg, &stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.close()
-	stop := rt.serveMetrics(cfg)
+	stop := rt.serveMetrics(cfg, lns.metrics, lns.metricsErr)
 	stop()
 	if !strings.Contains(stderr.String(), "metrics listener not started; the proxy keeps serving") ||
 		!strings.Contains(stderr.String(), `"level":"warn"`) {

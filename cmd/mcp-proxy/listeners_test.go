@@ -198,15 +198,19 @@ func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 		t.Fatal(err)
 	}
 	var stderr syncBuffer
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt, err := startRuntime(ctx, cfg, &stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt.httpLimits = testLimits
-	stopMetrics := rt.serveMetrics(cfg)
+	stopMetrics := rt.serveMetrics(cfg, lns.metrics, lns.metricsErr)
 	done := make(chan error, 1)
-	go func() { done <- rt.serveHTTP(ctx, cfg) }()
+	go func() { done <- rt.serveHTTP(ctx, cfg, lns.mcp) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done
