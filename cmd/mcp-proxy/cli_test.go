@@ -254,7 +254,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown verb", []string{"frobnicate"}, `unknown verb "frobnicate"`},
 		{"unknown flag", []string{"validate", "--nope"}, "nope"},
-		{"validate with arguments", []string{"validate", "--config", good, "extra"}, "usage"},
+		{"validate with two configs", []string{"validate", "--config", good, "extra"}, "two configs"},
+		{"validate with two files", []string{"validate", good, good}, "usage"},
 		{"call without name", []string{"call", "--config", good}, "usage"},
 		{"call with bad JSON", []string{"call", "--config", good, "files__x", "{not json"}, "not valid JSON"},
 		{"import without file", []string{"import"}, "usage"},
