@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
@@ -87,5 +88,55 @@ func TestMetricsPortTakenMessage(t *testing.T) {
 	msg := lns.metricsErr.Error()
 	if strings.Count(msg, taken.Addr().String()) != 1 || !strings.Contains(msg, "--metrics-listen HOST:PORT or metrics.listen") {
 		t.Errorf("metrics bind error %q: want the address once and the way to move it", msg)
+	}
+}
+
+// TestSlowStartIsLogged: servers whose first connection takes longer than
+// the notice's delay are named in one log line saying why that can be.
+func TestSlowStartIsLogged(t *testing.T) {
+	cfg, err := config.Parse([]byte(`
+blobs: {mode: passthrough}
+servers:
+  quiet: {command: sh, args: ["-c", "exec sleep 30"], connect_timeout: 60s}
+  fx: {command: `+fmt.Sprintf("%q", fixtureBin(t))+`, args: ["-name", "fx"], connect_timeout: 30s}
+`), stateEnv(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	rt, err := startRuntime(context.Background(), cfg, &stderr, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rt.close()
+	<-rt.connections()["fx"].Ready()
+	rt.slowStart = time.Nanosecond
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		rt.waitAll(ctx)
+	}()
+	const msg = "servers still starting; a server run by npx or uvx downloads its package on its first run, which can take a minute (connect_timeout bounds it)"
+	for !strings.Contains(stderr.String(), msg) {
+		select {
+		case <-done:
+			t.Fatalf("waitAll returned while quiet was starting:\n%s", stderr.String())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	cancel()
+	<-done
+	var line string
+	for _, l := range strings.Split(stderr.String(), "\n") {
+		if strings.Contains(l, msg) {
+			line = l
+		}
+	}
+	if !strings.Contains(line, `"servers":["quiet"]`) {
+		t.Errorf("the notice names other servers than quiet: %s", line)
+	}
+	if strings.Count(stderr.String(), msg) != 1 {
+		t.Errorf("the notice was logged more than once:\n%s", stderr.String())
 	}
 }
