@@ -68,7 +68,7 @@ type runtime struct {
 	// slowStart is when waitAll says which servers are still starting;
 	// zero means slowStartNotice.
 	slowStart time.Duration
-	reaper *upstream.Reaper // ends what stdio servers leave behind, at close
+	reaper    *upstream.Reaper // ends what stdio servers leave behind, at close
 	// closing is set when close begins: the upstreams' closed snapshots
 	// then rebuild no catalog (with 20 servers of 100 tools those builds
 	// made shutdown take 30-150 ms instead of 15, for a catalog nobody
