@@ -390,7 +390,7 @@ func (rt *runtime) summary() {
 	listed := rt.proxy.Catalog().ListedTools()
 	for _, n := range names {
 		s := conns[n].Snapshot()
-		states = append(states, n+"="+s.State.String())
+		states = append(states, n+"="+s.Status())
 		sc := cfg.Servers[n]
 		if s.State != upstream.StateConnected || sc == nil {
 			continue
