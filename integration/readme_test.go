@@ -21,7 +21,8 @@ import (
 //     is found on PATH (the README says to put it there);
 //   - config.example.yaml is a copy whose metrics port is 0, and port 8080
 //     is 0, so that a proxy the user runs does not collide with the test;
-//   - /path/to/mcp-proxy is the binary's path;
+//   - /path/to/mcp-proxy/mcp-proxy is the built binary and
+//     /path/to/mcp-proxy/config.example.yaml the config's copy;
 //   - npm runs offline with a temp HOME and cache: the example config's
 //     `npx -y @modelcontextprotocol/server-…@2026.8.31` and the README's
 //     `npx @modelcontextprotocol/inspector@2.12.0` resolve from
@@ -294,8 +295,7 @@ func TestReadmeHostJSON(t *testing.T) {
 		t.Fatal(`the README's "Using it from a host" has no JSON block`)
 	}
 	s := newRecipeSetup(t)
-	// The args first: the config path starts with the binary's placeholder.
-	const cfgPlaceholder, binPlaceholder = `"/path/to/mcp-proxy/config.example.yaml"`, `"/path/to/mcp-proxy"`
+	const cfgPlaceholder, binPlaceholder = `"/path/to/mcp-proxy/config.example.yaml"`, `"/path/to/mcp-proxy/mcp-proxy"`
 	if !strings.Contains(hostJSON, cfgPlaceholder) || !strings.Contains(hostJSON, binPlaceholder) {
 		t.Fatalf("the host JSON has no %s or %s:\n%s", binPlaceholder, cfgPlaceholder, hostJSON)
 	}
