@@ -38,7 +38,9 @@ func refScanObject(obj []byte) scanResult {
 				stripNeeded = true
 			}
 		}
-		res.words = refAppendWords(res.words, t.where, norm)
+		if !t.schemaValue {
+			res.words = refAppendWords(res.words, t.where, norm)
+		}
 	}
 	if !stripNeeded {
 		return res

@@ -74,9 +74,13 @@ func scanObject(obj []byte) scanResult {
 				stripNeeded = true
 			}
 		}
-		n := len(res.words)
-		res.words = appendWords(res.words, t.where, norm)
-		keepWords(res.words[n:])
+		// Schema values are identifiers as often as prose (an enum of
+		// tool or field names): they are no cross-server reference.
+		if !t.schemaValue {
+			n := len(res.words)
+			res.words = appendWords(res.words, t.where, norm)
+			keepWords(res.words[n:])
+		}
 	}
 	if !stripNeeded {
 		return res
@@ -117,7 +121,24 @@ func scanDepth(where, s, norm string, depth int) []Finding {
 	if norm != s {
 		out = invisibleFindings(where, s)
 	}
+	out = appendPhraseFindings(out, where, norm)
+	out = append(out, encodedFindings(where, norm, depth)...)
+	// A string has no more runes than bytes: most are not counted.
+	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
+		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
+			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
+				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
+		}
+	}
+	return out
+}
+
+// appendPhraseFindings adds the findings of the phrase rules on norm.
+func appendPhraseFindings(out []Finding, where, norm string) []Finding {
 	found, ascii := findHints(norm)
+	if found == (hintSet{}) {
+		return out // no rule can match (most enum members and titles)
+	}
 	folded := foldedText{norm: norm, ascii: ascii}
 	var matched uint64 // bit i: rules[i] made a finding
 	for i := range rules {
@@ -140,14 +161,6 @@ func scanDepth(where, s, norm string, depth int) []Finding {
 		if ok {
 			matched |= 1 << i
 			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
-		}
-	}
-	out = append(out, encodedFindings(where, norm, depth)...)
-	// A string has no more runes than bytes: most are not counted.
-	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
-		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
-			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
-				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
 		}
 	}
 	return out
