@@ -13,11 +13,12 @@
 // map, the upper-case letter takes the lower-case form's target: TR39 gives
 // Cyrillic 'І' the prototype 'l', which hides the 'i' the reader sees.
 //
-// table.go is generated from Unicode's confusables.txt by gen.go; see the
-// go:generate line below for the command and where to get the file.
+// table.go is generated from Unicode's confusables.txt by the command in
+// ./gen, whose doc says where to get the file; the go:generate line below
+// runs it.
 package confusables
 
-//go:generate go run gen.go -in ${CONFUSABLES_TXT} -out table.go
+//go:generate go run ./gen -in ${CONFUSABLES_TXT} -out table.go
 
 import "slices"
 
