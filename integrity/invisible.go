@@ -169,7 +169,7 @@ func stripInvisible(s string) string {
 // not ASCII compared on its ASCII look-alike, a skeleton in the manner of
 // Unicode TR39: decomposed for compatibility (NFKD: fullwidth "ｉｇｎｏｒｅ"
 // and mathematical "𝐢𝐠𝐧𝐨𝐫𝐞" read "ignore", the long s reads 's'),
-// nonspacing marks dropped ("ïgnörе" reads "ignore"), then each character
+// nonspacing marks dropped ("ïgnöre" reads "ignore"), then each character
 // that Unicode's confusables data gives an ASCII prototype written as that
 // (Cyrillic "іgnore" reads "ignore"; see package confusables). What has no
 // ASCII look-alike (Hebrew, CJK, emoji) stays as it is.
