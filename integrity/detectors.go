@@ -99,12 +99,13 @@ const (
 var phraseRules = []phraseRule{
 	// Hidden markup: text a rendered view hides but the model reads.
 	// An HTML comment hides what it holds; one that holds a word or
-	// three ("<!-- comments -->", "<!-- TODO -->") is how ordinary
-	// descriptions mention or leave comments, so it is a warning, and a
-	// quarantine-level finding needs room for an instruction: four words
-	// or more, or a word that addresses the model or tells it to act.
+	// five ("<!-- comments -->", "<!-- TODO: paging -->",
+	// "<!-- prettier-ignore -->") is how ordinary descriptions mention or
+	// leave comments, so it is a warning, and a quarantine-level finding
+	// needs room for an instruction: six words or more, or a word that
+	// addresses the model or tells it to act.
 	{rule: "html_comment", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<!--"}, strip: true,
-		all: []string{`<!--\s*(?:(?:` + commentWord + `\s+){3}` + commentWord + `|(?:[^-]|-[^-])*?\b` + directiveWord + `\b)`}},
+		all: []string{`<!--(?:\s*(?:` + commentWord + `\s+){5}` + commentWord + `|(?:(?:[^-]|-[^-])*?\s)?` + directiveWord + `\b)`}},
 	{rule: "html_comment_note", kind: KindHiddenMarkup, level: LevelWarn, hints: []string{"<!--"}, strip: true, unless: []string{"html_comment"},
 		all: []string{`<!--\s*[^\s-]`}},
 	{rule: "instruction_tag", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<"}, strip: true,
@@ -123,17 +124,17 @@ var phraseRules = []phraseRule{
 	// word that follows "the above" as a noun ("ignore the above limit")
 	// is a near miss.
 	{rule: "override_context", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
-		all: []string{overrideVerb + `\s+(?:(?:all|everything|anything)\s+)?(?:of\s+)?(?:the\s+|that\s+|what\s+(?:was|is|came|comes)\s+)?` +
-			`(?:above|foregoing|preceding|previous(?:ly)?|prior|before|earlier)(?:\s+(?:text|content|context|conversation|messages?|said|written|stated))?` +
-			`\s*(?:$|[.,;:!]|\band\b|\bthen\b|\binstead\b|—|-)`}},
+		all: []string{contextVerb + `\s+(?:(?:(?:all|everything|anything)\s+(?:of\s+)?(?:the\s+|that\s+|what\s+(?:was|is|came|comes)\s+)?` +
+			`(?:above|foregoing|preceding|previous(?:ly)?|prior|before|earlier))|(?:(?:the\s+|what\s+(?:was|is|came|comes)\s+)?(?:above|foregoing|preceding)))` +
+			`(?:\s+(?:text|content|context|conversation|messages?|said|written|stated))?\s*(?:$|[.,;:!]|\band\b|\bthen\b|\binstead\b|—|-)`}},
 	{rule: "override_told", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
-		all: []string{overrideVerb + `\s+(?:everything|anything|all|what(?:ever)?)\s+(?:that\s+)?(?:you\s*(?:were|are|have\s+been|'ve\s+been|'re)\s+` +
+		all: []string{contextVerb + `\s+(?:everything|anything|all|what(?:ever)?)\s+(?:that\s+)?(?:you\s*(?:were|are|have\s+been|'ve\s+been|'re)\s+` +
 			`(?:told|given|instructed|taught|asked)|you\s+(?:know|learned|read)\s+(?:before|so\s+far|until\s+now)|(?:the\s+)?(?:system|developer|user)\s+(?:said|wrote|asked))`}},
 	{rule: "override_yours", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
 		all: []string{overrideVerb + `\s+(?:all\s+)?(?:of\s+)?your\s+(?:(?:original|previous|prior|current|safety|system)\s+)?` +
 			`(?:instructions?|guidelines|rules|programming|training|system\s+prompt|prompt|directives|guardrails|restrictions|policies)\b`}},
 	{rule: "new_instructions", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"instruction", "task", "role", "objective", "goal", "purpose", "directive", "now"},
-		all: []string{`(?:\b(?:your|the)\s+(?:new|real|actual|true|updated)\s+(?:instructions?|task|role|objective|goal|purpose|directives?)\s*(?:is|are|:|now)|` +
+		all: []string{`(?:\byour\s+(?:new|real|actual|true|updated)\s+(?:instructions?|task|role|objective|goal|purpose|directives?)\s*(?:is|are|:|now)|` +
 			`\bnew\s+(?:system\s+)?instructions?\s*:|` +
 			`\bfrom\s+now\s+on,?\s+(?:ignore|disregard|forget|always\s+respond|respond\s+only|act\s+as|behave\s+as|obey|you\s+(?:are|will|must|shall)\s+(?:act|behave|respond|ignore|obey|follow|pretend))|` +
 			`\byou\s+are\s+now\s+(?:in\s+)?(?:a\s+|an\s+)?(?:developer|dev|admin|god|jailbreak|jailbroken|dan|unrestricted|unfiltered|root)\b)`}},
@@ -208,6 +209,12 @@ var phraseRules = []phraseRule{
 const overrideVerb = `\b(?:ignore|disregard|forget|override|bypass|skip|discard|abandon|set\s+aside|pay\s+no\s+attention\s+to|` +
 	`(?:do\s+not|don't|dont|stop|no\s+longer)\s+(?:follow|obey)(?:ing)?)`
 
+// contextVerb is the part of overrideVerb that sets aside text without
+// naming it instructions ("disregard the above"): "skip", "bypass" and
+// "override" the previous page, step or version are ordinary.
+const contextVerb = `\b(?:ignore|disregard|forget|discard|abandon|set\s+aside|pay\s+no\s+attention\s+to|` +
+	`(?:do\s+not|don't|dont|stop|no\s+longer)\s+(?:follow|obey)(?:ing)?)`
+
 // overrideHints are substrings every overrideVerb match contains.
 var overrideHints = []string{"ignore", "disregard", "forget", "override", "bypass", "skip", "discard", "abandon",
 	"aside", "no attention", "follow", "obey"}
@@ -216,7 +223,7 @@ var overrideHints = []string{"ignore", "disregard", "forget", "override", "bypas
 // "--" inside), and a word that addresses the model or tells it to act.
 const (
 	commentWord   = `(?:[^\s-]|-[^\s-])+`
-	directiveWord = `(?:you|your|assistant|ai|model|llm|agent|claude|gpt|must|always|never|instead|ignore|disregard|forget|send|call|invoke|include|read|tell|do\s+not|don't|then|first|override|secret|hidden|system|important)`
+	directiveWord = `(?:you|your|assistant|ai|model|llm|agent|claude|gpt|must|always|never|instead|ignore|disregard|forget|send|call|invoke|include|tell|do\s+not|don't|override|secret|hidden|system|important)`
 )
 
 // Building blocks of the link rules: the start of an absolute or
