@@ -1,4 +1,4 @@
-// Package audit writes the proxy's audit log (SPEC §14): one JSON line per
+// Package audit writes the proxy's audit log (docs/operations.md#audit-log): one JSON line per
 // decision on a tool call, resource read or prompt get, saying who asked
 // for what, whether policy and approval let it through, and how the
 // upstream answered.
@@ -38,7 +38,10 @@
 // Secrets: every line passes through a sanitize.Scrubber built from the
 // config's secret values, after the package's own secret shapes
 // (sanitize.Text): a token, password or key that reaches an argument, an
-// error text or a URI query is written as [REDACTED], and URL queries are
+// error text or a URI query is written as [REDACTED], so is the credential
+// of any HTTP authentication scheme (Basic, Bearer, Digest, Negotiate,
+// AWS4-HMAC-SHA256...) and the value of a credential-shaped key
+// (authorization, cookie, x-api-key...) at any depth; URL queries are
 // dropped. Arguments are recorded as a digest by default (arguments:
 // digest): the hex SHA-256 of the arguments' JSON as the client sent it
 // with insignificant white space removed (key order, number spelling and

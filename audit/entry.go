@@ -56,7 +56,7 @@ type Entry struct {
 	Server string
 	// Decision is DecisionAllow or DecisionDeny.
 	Decision string
-	// Rule is the policy rule of a denial (SPEC §5: not_granted,
+	// Rule is the policy rule of a denial (docs/agents.md#the-policy-rules: not_granted,
 	// excluded_tools, read_only, ...); "" when allowed.
 	Rule string
 	// Approval is the answer to the approval question (approve, always,

@@ -168,6 +168,40 @@ func TestSecretsNeverWritten(t *testing.T) {
 	}
 }
 
+// TestHTTPCredentialsNeverWritten: with arguments: full, the credentials
+// of every HTTP authentication scheme and the values of credential-shaped
+// keys (any case, at any depth, also as numbers, arrays and objects) are
+// written as [REDACTED]; the scheme's name and every other value stay.
+func TestHTTPCredentialsNeverWritten(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: json.RawMessage(`{
+		"authorization": "Basic dXNlcjpwYXNz",
+		"req": {"headers": {"Proxy-Authorization": "Digest username=\"u\", response=\"6629fae4\"",
+			"COOKIE": "sid=s3ss10n", "Set-Cookie": ["sid=s3ss10n; HttpOnly"], "X-Api-Key": "k-998877"}},
+		"raw": "GET / HTTP/1.1\r\nAuthorization: AWS4-HMAC-SHA256 Credential=AKIAEXAMPLE/x, Signature=f00d\r\n",
+		"note": "Negotiate YIIGhgYGKwYBBQUCoIIGejCC and ntlm TlRMTVNTUAABAAAAB4IIogAAAA",
+		"pin": {"password": 482913}, "limit": 5}`)})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	for _, s := range []string{"dXNlcjpwYXNz", "6629fae4", "s3ss10n", "k-998877", "AKIAEXAMPLE", "f00d", "YIIGhg", "TlRMTVNT", "482913"} {
+		if bytes.Contains(data, []byte(s)) {
+			t.Errorf("the file holds %q:\n%s", s, data)
+		}
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	got, _ := json.Marshal(lines[0]["arguments"])
+	want := `{"authorization":"Basic [REDACTED]","limit":5,"note":"Negotiate [REDACTED] and ntlm [REDACTED]","pin":{"password":"[REDACTED]"},` +
+		`"raw":"GET / HTTP/1.1\nAuthorization: AWS4-HMAC-SHA256 [REDACTED]\n",` + // \r: a control character, dropped
+		`"req":{"headers":{"COOKIE":"[REDACTED]","Proxy-Authorization":"Digest [REDACTED]","Set-Cookie":"[REDACTED]","X-Api-Key":"[REDACTED]"}}}`
+	if string(got) != want {
+		t.Errorf("arguments written:\n got %s\nwant %s", got, want)
+	}
+}
+
 // TestOrderUnderConcurrency: entries appear in the order Record was
 // called, whatever the number of goroutines calling it.
 func TestOrderUnderConcurrency(t *testing.T) {

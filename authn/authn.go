@@ -46,7 +46,7 @@ type Method string
 // Methods of authentication.
 const (
 	// MethodNone: the endpoint's agent needs no credential (it has no
-	// tokens and listen.auth is not set; SPEC §4, loopback setups).
+	// tokens and listen.auth is not set; docs/agents.md#over-http, loopback setups).
 	MethodNone Method = "none"
 	// MethodStatic: one of the agent's configured tokens.
 	MethodStatic Method = "static"
@@ -204,7 +204,7 @@ func (a *Authenticator) Authenticate(r *http.Request, pathAgent string) (*Princi
 	return p, nil
 }
 
-// staticOnly applies SPEC §4 as it stands without listen.auth.
+// staticOnly applies docs/agents.md#over-http as it stands without listen.auth.
 func (a *Authenticator) staticOnly(agent, tok string, ok bool) (*Principal, *Failure) {
 	tokens := a.agentConfig(agent).Tokens
 	if len(tokens) == 0 {
@@ -249,7 +249,7 @@ func (a *Authenticator) count(agent, result string) { a.metrics.Auth(agent, resu
 const unknownAgentText = "Not Found: unknown agent"
 
 // unknownAgent is the 404 of an endpoint without a configured agent. The
-// default endpoint without default_agent lists the agents, as SPEC §5
+// default endpoint without default_agent lists the agents, as docs/agents.md#agents-bundles-and-policy
 // asks (the operator chose to serve no default: the list is the way in);
 // an agent path gets unknownAgentText and the detail goes to the debug
 // log. It is not an authentication outcome and is not counted.

@@ -1,5 +1,5 @@
 // Package authn decides who is calling the MCP endpoints of the HTTP
-// listener (SPEC §4, §12.2): static bearer tokens per agent, and OAuth 2.1
+// listener (docs/agents.md#over-http, docs/security.md#oauth-on-the-http-listener): static bearer tokens per agent, and OAuth 2.1
 // access tokens from one authorization server (listen.auth), whose claims
 // choose the agent.
 //
@@ -13,7 +13,7 @@
 // MetadataHandler serves the protected resource metadata (RFC 9728) of every
 // endpoint at both well-known forms.
 //
-// Without listen.auth the rules are those of SPEC §4 exactly: an agent with
+// Without listen.auth the rules are those of docs/agents.md#over-http exactly: an agent with
 // tokens needs one of them (constant-time compare); an agent without needs
 // none. With listen.auth every request needs a credential: a static token of
 // the endpoint's agent, or an access token — a JWT checked against the
@@ -26,7 +26,7 @@
 // for opaque tokens, the configured introspection endpoint. Authenticate
 // does not modify the request, and neither the Principal nor a Failure nor a
 // log line nor a metric holds the token; the front must not forward the
-// request's Authorization header upstream (no token passthrough, SPEC §12.2).
+// request's Authorization header upstream (no token passthrough, docs/security.md#oauth-on-the-http-listener).
 //
 // An Authenticator belongs to one config generation: build a new one on
 // reload. It starts no goroutine and holds no connection; it is safe for

@@ -11,19 +11,21 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
 // Key set timing.
 const (
 	// refetchInterval is the least time between two fetches of the key set
-	// once keys are cached (SPEC §12.2: an unknown kid refetches at most
+	// once keys are cached (docs/security.md#oauth-on-the-http-listener: an unknown kid refetches at most
 	// once a minute), so a flood of tokens with made-up key ids costs the
 	// issuer one request a minute.
 	refetchInterval = time.Minute
@@ -51,6 +53,9 @@ var (
 	errUnknownKey = errors.New("unknown signing key")
 	// errBadSignature: no key verifies the signature.
 	errBadSignature = errors.New("bad signature")
+	// errInsecureJWKS: the issuer's metadata names a jwks_uri that is not
+	// https (http is accepted for a loopback host only).
+	errInsecureJWKS = errors.New("jwks_uri must be https:// (http:// only for a loopback host)")
 )
 
 // keySet caches the issuer's signing keys (JWKS). It fetches on demand,
@@ -196,8 +201,8 @@ func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (stri
 		case err == nil && meta.JWKSURI == "":
 			return "", errNoJWKS
 		case err == nil:
-			if p, perr := url.Parse(meta.JWKSURI); perr != nil || (p.Scheme != "https" && p.Scheme != "http") {
-				return "", fmt.Errorf("metadata at %s: jwks_uri is not an http(s) URL", u)
+			if err := checkJWKSURI(meta.JWKSURI); err != nil {
+				return "", fmt.Errorf("issuer %s: metadata at %s: %w", issuer, u, err)
 			}
 			return meta.JWKSURI, nil
 		case status >= 400 && status < 500:
@@ -211,6 +216,28 @@ func discoverJWKS(ctx context.Context, client *http.Client, issuer string) (stri
 		firstErr = fmt.Errorf("no authorization server metadata for issuer %s", issuer)
 	}
 	return "", firstErr
+}
+
+// checkJWKSURI applies to a discovered jwks_uri the rule the configuration
+// applies to listen.auth.jwks_url: https, or http for a loopback host only.
+// Keys fetched over plain HTTP from another host could be swapped on the
+// way, and with them every token the proxy accepts. The error names the
+// URI's scheme and host only: its path or query may carry a secret.
+func checkJWKSURI(raw string) error {
+	p, err := url.Parse(raw)
+	if err != nil || p.Host == "" {
+		return errors.New("jwks_uri is not an absolute http(s) URL")
+	}
+	switch strings.ToLower(p.Scheme) {
+	case "https":
+		return nil
+	case "http":
+		if httpguard.IsLoopback(p.Hostname()) {
+			return nil
+		}
+		return fmt.Errorf("%w, got http://%s", errInsecureJWKS, p.Host)
+	}
+	return errors.New("jwks_uri is not an absolute http(s) URL")
 }
 
 // fetchKeySet fetches a JWKS and keeps its public signature keys of types

@@ -50,7 +50,7 @@ func (a *Authenticator) MetadataURL(pathAgent string) string {
 
 // audiences are the aud values a token must name one of to be used at an
 // endpoint: listen.auth.audience when set, else the endpoint's resource or
-// the bare public URL (SPEC §12.2).
+// the bare public URL (docs/security.md#oauth-on-the-http-listener).
 func (a *Authenticator) audiences(pathAgent string) []string {
 	if aud := a.cfg.Listen.Auth.Audience; aud != "" {
 		return []string{aud}

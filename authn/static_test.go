@@ -15,7 +15,7 @@ agents:
 default_agent: ops
 `
 
-// TestStaticTokens: without listen.auth the rules of SPEC §4 hold as they
+// TestStaticTokens: without listen.auth the rules of docs/agents.md#over-http hold as they
 // did before OAuth: an agent with tokens needs one (any of them), an agent
 // without needs none, and the refusal is the same 401 as ever.
 func TestStaticTokens(t *testing.T) {

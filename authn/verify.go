@@ -19,7 +19,7 @@ import (
 )
 
 // clockSkew is how far the proxy's clock may disagree with the issuer's
-// when exp, nbf and iat are checked (SPEC §12.2).
+// when exp, nbf and iat are checked (docs/security.md#oauth-on-the-http-listener).
 const clockSkew = 60 * time.Second
 
 // fetchTimeout bounds one request to the authorization server (metadata,

@@ -1,5 +1,5 @@
 // Package blobs writes the binary blobs embedded in tools/call results to files, so that the
-// model sees a file path instead of megabytes of base64 (SPEC §8).
+// model sees a file path instead of megabytes of base64 (docs/resources.md#blobs).
 //
 // A Materializer rewrites the raw JSON of one result. A content item
 // {type:"resource", resource:{blob, uri, mimeType}} — and, with MaterializeMedia, an image or
@@ -39,7 +39,7 @@
 // <sha256 hex>[.<ext>] are counted or removed; links and other files are never touched.
 //
 // Names: the display name is the last segment of the URI's path, percent-decoded
-// ("upload.bin" when there is none). Unicode TAG characters are dropped (SPEC §9.4). Path
+// ("upload.bin" when there is none). Unicode TAG characters are dropped (docs/protocol.md#fidelity). Path
 // separators ('/' and '\'), NUL and other control characters, other Unicode format characters
 // (bidi controls, zero-width characters), line and paragraph separators and invalid UTF-8
 // become '_'; every dot of a run of two or more

@@ -3,7 +3,7 @@ package blobs
 import "bytes"
 
 // sizeEstimate estimates the decoded size of base64 text fed to it in chunks, without decoding:
-// len/4*3 minus the padding (SPEC §8). Line breaks count toward len, so text wrapped in lines
+// len/4*3 minus the padding (docs/resources.md#blobs). Line breaks count toward len, so text wrapped in lines
 // is over-estimated by up to 3/4 of a byte per break; for valid base64 the estimate is never
 // below the decoded size, and equals it when the text has no line breaks.
 type sizeEstimate struct {

@@ -11,7 +11,7 @@ import (
 	"time"
 )
 
-// Bounds of one agent folder (SPEC §8), the defaults of Options.MaxStoreBytes and
+// Bounds of one agent folder (docs/resources.md#blobs), the defaults of Options.MaxStoreBytes and
 // Options.MaxAge.
 const (
 	// DefaultMaxStoreBytes keeps an upstream that returns 10 MiB a call from filling the disk

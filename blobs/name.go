@@ -14,7 +14,7 @@ const (
 	// maxNameBytes bounds a display name taken from an untrusted URI; it is shown to the model
 	// and sent in resource_link, so a megabyte-long URI must not come through whole.
 	maxNameBytes = 128
-	// maxExtLen is the longest extension kept on a file name (SPEC §8).
+	// maxExtLen is the longest extension kept on a file name (docs/resources.md#blobs).
 	maxExtLen = 16
 	// maxMIMELen bounds a mimeType copied from an untrusted result.
 	maxMIMELen = 255
@@ -54,7 +54,7 @@ func lastSegment(uri string) string {
 }
 
 // sanitizeName makes a name safe to show and to put in a resource_link:
-//   - TAG characters (U+E0000–U+E007F) are dropped, as SPEC §9.4 does for all result text;
+//   - TAG characters (U+E0000–U+E007F) are dropped, as from all result text (docs/protocol.md#fidelity);
 //   - '/', '\\', NUL and every other control character (C0, DEL, C1), other Unicode format
 //     characters (bidi overrides, zero-width characters), line and paragraph separators and
 //     bytes that are not UTF-8 become '_';
@@ -72,7 +72,7 @@ func sanitizeName(s string) string {
 		case r == utf8.RuneError && size <= 1:
 			sb.WriteByte(replacementChar)
 		case isTag(r):
-			// Dropped, as from all upstream result text (SPEC §9.4): they hide instructions.
+			// Dropped, as from all upstream result text (docs/protocol.md#fidelity): they hide instructions.
 		case unsafeRune(r):
 			sb.WriteByte(replacementChar)
 		default:
@@ -204,7 +204,7 @@ func cleanMIME(s string) string {
 }
 
 // mediaExt maps the MIME type of an image or audio content item to the extension of its file
-// (SPEC §8); anything else is "bin".
+// (docs/resources.md#blobs); anything else is "bin".
 func mediaExt(mimeType string) string {
 	mt, _, _ := strings.Cut(mimeType, ";")
 	switch strings.TrimSpace(mt) {

@@ -19,7 +19,7 @@ const (
 )
 
 // Limits on one tools/call result. The result comes from an untrusted server, so they are
-// checked before any blob is decoded (SPEC §8, seed 003).
+// checked before any blob is decoded (docs/resources.md#blobs, seed 003).
 const (
 	// MaxBlobsPerResult bounds per-item work: a result with more blob items than this has every
 	// one of them replaced by an "attachment unavailable" text and nothing is written.

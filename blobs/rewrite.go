@@ -62,7 +62,7 @@ type blobItem struct {
 }
 
 // Rewrite takes the raw JSON of a tools/call result object and returns it with every blob item
-// replaced (SPEC §8): the bytes of a resource blob (and, with MaterializeMedia, of an image or
+// replaced (docs/resources.md#blobs): the bytes of a resource blob (and, with MaterializeMedia, of an image or
 // audio item) go to a file under <Dir>/<agent>/, and the item becomes a text item naming the
 // file, followed by a resource_link to it when linkSupported. Everything else in the result is
 // copied byte for byte from result, which is never modified.

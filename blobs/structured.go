@@ -5,7 +5,7 @@ import "bytes"
 // A tool with an output schema returns its result twice: as content items and as
 // structuredContent (server-filesystem's read_media_file puts the image's base64 in both).
 // Writing the content item's blob to a file is worth little if the structured copy still
-// carries the whole base64 string to the model, so (SPEC §8) every string in structuredContent
+// carries the whole base64 string to the model, so (docs/resources.md#blobs) every string in structuredContent
 // equal to the data of a blob that was written to a file becomes that blob's reference text
 // ("[IMAGE:<path>]" or "[Document: <name>] <path>"): still a string, so the value keeps its
 // JSON type, and nothing else in structuredContent changes.

@@ -11,7 +11,7 @@ import (
 // TestRewriteStructuredContent: a string in structuredContent equal to the data of a blob that
 // was written becomes the blob's reference text, wherever it is nested and however it is
 // escaped; keys, other values, strings equal to a blob that was not written, and everything
-// outside structuredContent stay as they came (SPEC §8).
+// outside structuredContent stay as they came (docs/resources.md#blobs).
 func TestRewriteStructuredContent(t *testing.T) {
 	m, dir := newTestMaterializer(t, true)
 	img := []byte("\xfb\xff\xfe png bytes \xff\xff") // base64 holds "+" and "/"

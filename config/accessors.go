@@ -26,7 +26,7 @@ func (c *Config) DeferredFor(a *Agent) bool {
 
 // HasAgents reports whether agents are defined. Without them the proxy
 // serves one implicit agent, ImplicitAgent, granted every enabled server
-// with autonomy full (SPEC §5); an empty agents map counts as none.
+// with autonomy full (docs/agents.md#agents-bundles-and-policy); an empty agents map counts as none.
 func (c *Config) HasAgents() bool { return len(c.Agents) > 0 }
 
 // ServerNames returns the names of all configured servers, sorted.
@@ -85,11 +85,11 @@ func (s *Server) ResponseLimit() int64 {
 	return s.MaxResponseBytes
 }
 
-// URIPrefix is the prefix of the server's native resource URIs (SPEC §2),
+// URIPrefix is the prefix of the server's native resource URIs (docs/resources.md#resources-and-prompts),
 // written "<prefix>+<original uri>"; see ResourcePrefix.
 func (s *Server) URIPrefix() string { return ResourcePrefix(s.Name) }
 
-// ResourcePrefix maps a server name to its resource URI prefix (SPEC §2):
+// ResourcePrefix maps a server name to its resource URI prefix (docs/resources.md#resources-and-prompts):
 // lowercased, with "_" replaced by "-". Validate refuses two servers with
 // the same prefix.
 func ResourcePrefix(server string) string {

@@ -9,7 +9,7 @@ import (
 // documentAgentOrder returns the agent names in the order the document
 // writes them under agents (keys brought in by a "<<" merge follow the
 // explicit ones, as the merge puts them). YAML mappings decode into a Go
-// map, which forgets this order; SPEC §12.2 needs it ("the first matching
+// map, which forgets this order; docs/security.md#oauth-on-the-http-listener needs it ("the first matching
 // agent in config order").
 func documentAgentOrder(root *yaml.Node) []string {
 	if root == nil {
@@ -37,7 +37,7 @@ func documentAgentOrder(root *yaml.Node) []string {
 // the order in which the document that Parse read lists them, then, sorted
 // by name, any agent the document did not list (a Config built in code has
 // no document, so its order is by name). It is the order in which the HTTP
-// listener tries agents' match rules on its default endpoint (SPEC §12.2).
+// listener tries agents' match rules on its default endpoint (docs/security.md#oauth-on-the-http-listener).
 // Empty when HasAgents is false.
 func (c *Config) AgentsInOrder() []string {
 	out := make([]string, 0, len(c.Agents))

@@ -8,7 +8,7 @@ import (
 )
 
 // Defaults. Values marked (seed) are those of the agent runtimes the
-// proxy's behaviour comes from (SPEC §1); keep them.
+// proxy's behaviour comes from (docs/configuration.md); keep them.
 const (
 	// DefaultNaming is the seed's own style, <server>__<tool>.
 	DefaultNaming = "zeroclaw"
@@ -30,16 +30,16 @@ const (
 	// that long: clients that end without DELETE (most do) would otherwise
 	// be held, and counted as active, for the life of the process.
 	DefaultSessionIdleTimeout = 30 * time.Minute
-	// DefaultListenAuthType is the only type of listen.auth (SPEC §12.2).
+	// DefaultListenAuthType is the only type of listen.auth (docs/security.md#oauth-on-the-http-listener).
 	DefaultListenAuthType = "oauth"
 	// DefaultMetricsPath is the Prometheus convention.
 	DefaultMetricsPath = "/metrics"
 	// DefaultBlobsMode writes embedded blobs to files (seed behaviour).
 	DefaultBlobsMode = "file"
-	// DefaultBlobsMaxBytes bounds each agent's blob folder (SPEC §8), so an
+	// DefaultBlobsMaxBytes bounds each agent's blob folder (docs/resources.md#blobs), so an
 	// upstream returning 10 MiB a call cannot fill the disk.
 	DefaultBlobsMaxBytes = 1 << 30
-	// DefaultBlobsMaxAge keeps blob files a week after their last use (SPEC §8).
+	// DefaultBlobsMaxAge keeps blob files a week after their last use (docs/resources.md#blobs).
 	DefaultBlobsMaxAge = 168 * time.Hour
 	// DefaultLogLevel and DefaultLogFormat suit a service whose logs are
 	// collected by a machine.
@@ -61,7 +61,7 @@ const (
 	// valid near-limit blob still arrives.
 	DefaultMaxResponseBytes = 16078168
 	// DefaultReconnectWait is how long after a dropped connection requests
-	// wait for the reconnection instead of failing (SPEC §3): the first
+	// wait for the reconnection instead of failing (docs/operations.md#reconnection): the first
 	// reconnect attempt starts after about 1 s, so a server that restarts
 	// at once is back well within it.
 	DefaultReconnectWait = 5 * time.Second
@@ -69,13 +69,13 @@ const (
 	// before the next call needs it, rarely enough to cost nothing.
 	DefaultKeepalive = 180 * time.Second
 
-	// Sampling governance defaults (seed, SPEC §10).
+	// Sampling governance defaults (seed, docs/protocol.md#requests-from-servers).
 	DefaultSamplingMaxRPM       = 10
 	DefaultSamplingMaxTokensCap = 4096
 	DefaultSamplingTimeout      = 30 * time.Second
 
 	// DefaultPinning keeps existing setups working: a changed tool is
-	// logged and counted, not held (SPEC §13; the README recommends
+	// logged and counted, not held (docs/security.md#tool-integrity; the README recommends
 	// quarantine).
 	DefaultPinning = "warn"
 	// DefaultNewTools serves tools that appear after a server was pinned
@@ -154,7 +154,7 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 		setString(&a.Autonomy, DefaultAutonomy)
 		for i := range a.Limits {
 			// A bucket holds per_minute calls unless burst says otherwise
-			// (SPEC §15).
+			// (docs/agents.md#overrides-and-rate-limits).
 			l := &a.Limits[i]
 			if l.Burst == 0 && !c.isSet(indexPath(joinPath("agents", pathKey(name))+".limits", i)+".burst") {
 				l.Burst = l.PerMinute
@@ -163,7 +163,7 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	}
 }
 
-// PublicURLFor is the URL clients use for the HTTP listener (SPEC §12.2):
+// PublicURLFor is the URL clients use for the HTTP listener (docs/security.md#oauth-on-the-http-listener):
 // listen.public_url without a trailing "/", else http://<addr>. addr is
 // boundAddr when it is not empty, else listen.addr. The default is computed
 // here rather than stored by applyDefaults because the address is only known

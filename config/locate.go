@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Names of the places Locate looks at (SPEC §1).
+// Names of the places Locate looks at (docs/configuration.md).
 const (
 	// EnvConfigPath names the environment variable holding a config path.
 	EnvConfigPath = "MCP_PROXY_CONFIG"

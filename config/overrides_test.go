@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// TestOverridesAndLimitsParse is a valid config with every key of SPEC §15:
+// TestOverridesAndLimitsParse is a valid config with every key of docs/agents.md#overrides-and-rate-limits:
 // the values arrive as written, burst defaults to per_minute, and the
 // free-form values encode as the JSON the proxy sends.
 func TestOverridesAndLimitsParse(t *testing.T) {

@@ -105,7 +105,7 @@ var invalidConfigs = map[string]string{
 		`servers.b: needs command (a stdio server) or url (an http or sse server)`,
 	),
 	"invalid-env-unterminated.yaml": `servers.files.command: unterminated ${ (write $${ for a literal ${)`,
-	// Every kind at once (SPEC §1: one run reports every problem): the
+	// Every kind at once (docs/configuration.md: one run reports every problem): the
 	// document's own problems first, then the rules on what is left; no
 	// rule judges a value that was refused (remote has no "needs command
 	// or url", alice's token list no "required").
@@ -732,7 +732,7 @@ func TestLoopbackRule(t *testing.T) {
 }
 
 // TestLaterSectionShapes decodes the free-form and one-or-many keys that
-// SPEC §12–15 add: claim values as a string or a list, and tool override
+// docs/security.md and docs/agents.md add: claim values as a string or a list, and tool override
 // annotations and pinned arguments holding any JSON value.
 func TestLaterSectionShapes(t *testing.T) {
 	doc := `servers:

@@ -146,7 +146,7 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}
 }
 
-// TestSecretsOfLaterSections covers the secret fields of SPEC §12–14: an
+// TestSecretsOfLaterSections covers the secret fields of docs/security.md and docs/operations.md: an
 // upstream's auth token and client secret, metrics tokens, tracing header
 // values and the introspection client secret.
 func TestSecretsOfLaterSections(t *testing.T) {

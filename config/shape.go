@@ -24,7 +24,7 @@ var unmarshalerType = reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()
 // into, so that unknown keys, wrong kinds and unparsable scalars are
 // reported with their key path (yaml.v3 itself only gives line numbers).
 //
-// So that one run reports every problem (SPEC §1), what it refuses is then
+// So that one run reports every problem (docs/configuration.md), what it refuses is then
 // cut out of the tree (prune): an unknown, duplicate or unusable key goes
 // with its value, and a value that cannot be decoded (or whose ${VAR} could
 // not be expanded) becomes null. The rest decodes, gets its defaults and is

@@ -2,14 +2,14 @@ package config
 
 import "time"
 
-// Config is the whole mcp-proxy configuration file (SPEC §1). It is decoded
+// Config is the whole mcp-proxy configuration file (docs/configuration.md). It is decoded
 // strictly from YAML: a key that is not a field here is a load error.
 type Config struct {
 	// Enabled false connects to no upstream but keeps the definitions.
 	Enabled *bool `yaml:"enabled"`
 	// Naming is "zeroclaw" (<server>__<tool>) or "hermes" (mcp_<server>_<tool>).
 	Naming string `yaml:"naming"`
-	// DeferredLoading hides tool schemas behind tool_search (SPEC §6).
+	// DeferredLoading hides tool schemas behind tool_search (docs/deferred-loading.md).
 	DeferredLoading bool `yaml:"deferred_loading"`
 	// DeferredCallTool lists call_tool in deferred mode.
 	DeferredCallTool *bool `yaml:"deferred_call_tool"`
@@ -28,17 +28,17 @@ type Config struct {
 	Blobs   Blobs   `yaml:"blobs"`
 	Log     Log     `yaml:"log"`
 
-	// StateDir holds what must survive a restart: tool pins (SPEC §13) and
-	// OAuth tokens and registrations (SPEC §12.1).
+	// StateDir holds what must survive a restart: tool pins (docs/security.md#tool-integrity) and
+	// OAuth tokens and registrations (docs/security.md#oauth-upstreams).
 	StateDir string `yaml:"state_dir"`
 	// Pinning, NewTools and Scan are the defaults of the server fields of
-	// the same names (SPEC §13).
+	// the same names (docs/security.md#tool-integrity).
 	Pinning  string `yaml:"pinning"`
 	NewTools string `yaml:"new_tools"`
 	Scan     string `yaml:"scan"`
-	// Tracing exports OpenTelemetry traces (SPEC §14).
+	// Tracing exports OpenTelemetry traces (docs/operations.md#traces).
 	Tracing Tracing `yaml:"tracing"`
-	// Audit writes one JSON line per decision (SPEC §14).
+	// Audit writes one JSON line per decision (docs/operations.md#audit-log).
 	Audit Audit `yaml:"audit"`
 
 	// doc is what Parse learned from the document itself.
@@ -64,7 +64,7 @@ type docInfo struct {
 	agentOrder []string
 }
 
-// Server is one upstream MCP server (SPEC §1.1).
+// Server is one upstream MCP server (docs/configuration.md#servers).
 type Server struct {
 	// Name is the key of the servers map; filled in by Load, never decoded.
 	Name string `yaml:"-"`
@@ -95,24 +95,24 @@ type Server struct {
 	Sampling         Sampling `yaml:"sampling"`
 
 	// Auth is how the proxy authorizes itself to an http/sse server
-	// (SPEC §12.1); nil means no authorization beyond Headers.
+	// (docs/security.md#oauth-upstreams); nil means no authorization beyond Headers.
 	Auth *ServerAuth `yaml:"auth"`
-	// Pinning, NewTools and Scan govern tool integrity (SPEC §13); empty
+	// Pinning, NewTools and Scan govern tool integrity (docs/security.md#tool-integrity); empty
 	// means the top-level value.
 	Pinning  string `yaml:"pinning"`
 	NewTools string `yaml:"new_tools"`
 	Scan     string `yaml:"scan"`
-	// Limits protect the server from the proxy's clients (SPEC §15).
+	// Limits protect the server from the proxy's clients (docs/agents.md#overrides-and-rate-limits).
 	Limits ServerLimits `yaml:"limits"`
 	// ReconnectWait is how long after a drop requests wait for the
-	// reconnection instead of failing (SPEC §3); nil means the default.
+	// reconnection instead of failing (docs/operations.md#reconnection); nil means the default.
 	ReconnectWait *Duration `yaml:"reconnect_wait"`
 	// Roots answer the server's roots/list when no client can be asked
-	// (SPEC §1.4).
+	// (docs/configuration.md).
 	Roots []Root `yaml:"roots"`
 }
 
-// ServerAuth is a server's auth key (SPEC §12.1). Type is "bearer",
+// ServerAuth is a server's auth key (docs/security.md#oauth-upstreams). Type is "bearer",
 // "oauth" or "client_credentials"; each type uses some of the fields.
 type ServerAuth struct {
 	Type string `yaml:"type"`
@@ -139,7 +139,7 @@ type ServerAuth struct {
 	Alg            string `yaml:"alg"`
 }
 
-// ServerLimits bound the calls the proxy sends one server (SPEC §15).
+// ServerLimits bound the calls the proxy sends one server (docs/agents.md#overrides-and-rate-limits).
 // Zero means no limit.
 type ServerLimits struct {
 	PerMinute     int `yaml:"per_minute"`
@@ -152,7 +152,7 @@ type Root struct {
 	Name string `yaml:"name"`
 }
 
-// ToolOverride changes how clients see one upstream tool (SPEC §15).
+// ToolOverride changes how clients see one upstream tool (docs/agents.md#overrides-and-rate-limits).
 // Every field is optional; the call still goes to the upstream's tool.
 type ToolOverride struct {
 	Name        string `yaml:"name"`
@@ -172,11 +172,11 @@ type ToolFilter struct {
 	Exclude   []string `yaml:"exclude"`
 	Resources *bool    `yaml:"resources"`
 	Prompts   *bool    `yaml:"prompts"`
-	// Overrides are keyed by the upstream's own tool name (SPEC §15).
+	// Overrides are keyed by the upstream's own tool name (docs/agents.md#overrides-and-rate-limits).
 	Overrides map[string]*ToolOverride `yaml:"overrides"`
 }
 
-// Sampling governs a server's sampling/createMessage requests (SPEC §10).
+// Sampling governs a server's sampling/createMessage requests (docs/protocol.md#requests-from-servers).
 type Sampling struct {
 	Enabled       *bool    `yaml:"enabled"`
 	MaxRPM        int      `yaml:"max_rpm"`
@@ -185,13 +185,13 @@ type Sampling struct {
 	AllowedModels []string `yaml:"allowed_models"`
 }
 
-// Bundle grants servers to the agents that name it (SPEC §5).
+// Bundle grants servers to the agents that name it (docs/agents.md#agents-bundles-and-policy).
 type Bundle struct {
 	Servers []string `yaml:"servers"`
 	Exclude []string `yaml:"exclude"`
 }
 
-// Agent is one client identity of the proxy (SPEC §1.3).
+// Agent is one client identity of the proxy (docs/configuration.md#agents).
 type Agent struct {
 	// Name is the key of the agents map; filled in by Load.
 	Name string `yaml:"-"`
@@ -206,9 +206,9 @@ type Agent struct {
 	DeferredLoading  *bool         `yaml:"deferred_loading"`
 	Tokens           []string      `yaml:"tokens"`
 	// Match selects this agent from the claims of an OAuth token
-	// (SPEC §12.2): every claim named must hold one of the values.
+	// (docs/security.md#oauth-on-the-http-listener): every claim named must hold one of the values.
 	Match map[string]StringList `yaml:"match"`
-	// Limits are token buckets over tool patterns (SPEC §15).
+	// Limits are token buckets over tool patterns (docs/agents.md#overrides-and-rate-limits).
 	Limits []AgentLimit `yaml:"limits"`
 }
 
@@ -233,7 +233,7 @@ type Listen struct {
 	Transport string `yaml:"transport"`
 	Addr      string `yaml:"addr"`
 	Path      string `yaml:"path"`
-	// Auth makes the HTTP listener an OAuth protected resource (SPEC §12.2).
+	// Auth makes the HTTP listener an OAuth protected resource (docs/security.md#oauth-on-the-http-listener).
 	Auth *ListenAuth `yaml:"auth"`
 	// PublicURL is the URL clients use; empty means http://<addr>.
 	PublicURL string `yaml:"public_url"`
@@ -269,18 +269,18 @@ type Metrics struct {
 	Tokens []string `yaml:"tokens"`
 }
 
-// Blobs controls how embedded binary blobs in tool results are handled (SPEC §8).
+// Blobs controls how embedded binary blobs in tool results are handled (docs/resources.md#blobs).
 type Blobs struct {
 	Dir              string `yaml:"dir"`
 	Mode             string `yaml:"mode"`
 	MaterializeMedia bool   `yaml:"materialize_media"`
-	// MaxBytes and MaxAge bound each agent's folder (SPEC §8); 0 means the
+	// MaxBytes and MaxAge bound each agent's folder (docs/resources.md#blobs); 0 means the
 	// default.
 	MaxBytes int64    `yaml:"max_bytes"`
 	MaxAge   Duration `yaml:"max_age"`
 }
 
-// Tracing exports OpenTelemetry traces over OTLP (SPEC §14). Header values
+// Tracing exports OpenTelemetry traces over OTLP (docs/operations.md#traces). Header values
 // are secrets.
 type Tracing struct {
 	Endpoint string            `yaml:"endpoint"`
@@ -291,7 +291,7 @@ type Tracing struct {
 	ServiceName string   `yaml:"service_name"`
 }
 
-// Audit writes the audit log (SPEC §14); an empty Path turns it off.
+// Audit writes the audit log (docs/operations.md#audit-log); an empty Path turns it off.
 type Audit struct {
 	Path     string `yaml:"path"`
 	MaxBytes int64  `yaml:"max_bytes"`

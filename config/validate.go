@@ -18,7 +18,7 @@ var (
 	listenTransports = []string{"stdio", "http"}
 	serverTransports = []string{TransportStdio, TransportHTTP, TransportSSE}
 	// protocols the proxy can offer upstream; "auto" tries the stateless
-	// 2026-07-28 server/discover first (SPEC §1.1).
+	// 2026-07-28 server/discover first (docs/configuration.md#servers).
 	protocols     = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05", "auto"}
 	blobModes     = []string{"file", "passthrough"}
 	logFormats    = []string{"json", "console"}
@@ -199,11 +199,11 @@ func (c *Config) validateListen(v *validator) {
 	}
 	checkHTTPPath(v, "metrics.path", c.Metrics.Path)
 
-	// SPEC §4: a listener others can reach must authenticate every agent.
+	// docs/agents.md#over-http: a listener others can reach must authenticate every agent.
 	if c.Listen.Transport != "http" || !addrOK || httpguard.IsLoopback(host) {
 		return
 	}
-	// Under listen.auth (SPEC §12.2) match rules count as credentials too.
+	// Under listen.auth (docs/security.md#oauth-on-the-http-listener) match rules count as credentials too.
 	if !c.HasAgents() {
 		if c.Listen.Auth != nil {
 			return // validateListenAuth reports that no agent can be reached

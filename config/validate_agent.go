@@ -41,7 +41,7 @@ func validateAgent(v *validator, path string, a *Agent) {
 }
 
 // checkPatterns checks tool name patterns: exact names, or globs with at
-// most one "*" (SPEC §5).
+// most one "*" (docs/agents.md#agents-bundles-and-policy).
 func checkPatterns(v *validator, path string, patterns []string) {
 	for i, p := range patterns {
 		switch {

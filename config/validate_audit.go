@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Audit log defaults and bounds (SPEC §14).
+// Audit log defaults and bounds (docs/operations.md#audit-log).
 const (
 	// DefaultAuditMaxBytes rotates the file at 100 MiB: large enough for
 	// about a million lines, small enough to open in an editor.

@@ -7,7 +7,7 @@ import (
 	"strings"
 )
 
-// Auth types of a server's auth key (SPEC §12.1).
+// Auth types of a server's auth key (docs/security.md#oauth-upstreams).
 const (
 	AuthBearer            = "bearer"
 	AuthOAuth             = "oauth"

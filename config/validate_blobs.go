@@ -1,6 +1,6 @@
 package config
 
-// validateBlobs checks the bounds of each agent's blob folder (SPEC §8). A
+// validateBlobs checks the bounds of each agent's blob folder (docs/resources.md#blobs). A
 // zero that the document wrote is refused: there is no unbounded store.
 func (c *Config) validateBlobs(v *validator) {
 	if c.Blobs.MaxBytes <= 0 {

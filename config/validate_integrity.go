@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// Allowed values of the tool integrity keys (SPEC §13).
+// Allowed values of the tool integrity keys (docs/security.md#tool-integrity).
 var (
 	pinningModes  = []string{"quarantine", "warn", "off"}
 	newToolsModes = []string{"allow", "quarantine"}

@@ -1,6 +1,6 @@
 package config
 
-// validateLimits checks the rate limits of SPEC §15. A limit the document
+// validateLimits checks the rate limits of docs/agents.md#overrides-and-rate-limits. A limit the document
 // writes must be greater than 0: no limit is written by leaving the key
 // out, never as a zero that reads like "nothing may pass".
 func (c *Config) validateLimits(v *validator) {

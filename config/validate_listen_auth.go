@@ -9,11 +9,11 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
-// listenAuthTypes are the values of listen.auth.type (SPEC §12.2).
+// listenAuthTypes are the values of listen.auth.type (docs/security.md#oauth-on-the-http-listener).
 var listenAuthTypes = []string{DefaultListenAuthType}
 
 // validateListenAuth checks listen.public_url, listen.auth and the agents'
-// match rules (SPEC §12.2). The rule that a non-loopback listener needs
+// match rules (docs/security.md#oauth-on-the-http-listener). The rule that a non-loopback listener needs
 // credentials for every agent lives with the other listen rules in
 // validateListen.
 func (c *Config) validateListenAuth(v *validator) {

@@ -12,7 +12,7 @@ func (c *Config) validateMetrics(v *validator) {
 }
 
 // metricsWarnings warns about a metrics listener others can reach without a
-// token: /metrics names agents, servers and tools (SPEC §1.4).
+// token: /metrics names agents, servers and tools (docs/configuration.md#metrics).
 func (c *Config) metricsWarnings() []string {
 	if c.Metrics.Listen == "" || len(c.Metrics.Tokens) > 0 {
 		return nil
@@ -22,7 +22,7 @@ func (c *Config) metricsWarnings() []string {
 		return nil
 	}
 	return []string{"metrics.tokens: metrics.listen " + quoteValue(c.Metrics.Listen) +
-		" is not a loopback address and no tokens are set, so anyone who reaches it can read the metrics and the status page (whose actions are then off)"}
+		" is not a loopback address and no tokens are set, so anyone who reaches it can read the metrics and the status page (whose actions need its token)"}
 }
 
 // checkTokens checks a list of bearer tokens: each non-empty, without

@@ -6,7 +6,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 )
 
-// ProxyToolNames are the names of the proxy's own tools (SPEC §5–§7). An
+// ProxyToolNames are the names of the proxy's own tools (docs/deferred-loading.md, docs/resources.md#resources-and-prompts). An
 // override may not take one: where the proxy offers its own tool, a tool
 // of the same name is not listed.
 var ProxyToolNames = []string{"tool_search", "call_tool", "mcp_resources", "mcp_prompts"}
@@ -15,10 +15,10 @@ var ProxyToolNames = []string{"tool_search", "call_tool", "mcp_resources", "mcp_
 var hintAnnotations = []string{"readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"}
 
 // approvedArgument is the argument the proxy removes from every call so
-// that a model cannot approve itself (SPEC §5).
+// that a model cannot approve itself (docs/agents.md#approval).
 const approvedArgument = "approved"
 
-// validateOverrides checks every server's tools.overrides (SPEC §15): names
+// validateOverrides checks every server's tools.overrides (docs/agents.md#overrides-and-rate-limits): names
 // valid and unique across the config, values JSON can hold, hints of the
 // right type, pinned arguments the proxy can send. Whether a pinned
 // parameter is in the tool's schema is only known at discovery, where the
@@ -127,7 +127,7 @@ func isHint(k string) bool {
 }
 
 // overrideWarnings notes the overrides that widen what read_only agents
-// reach (SPEC §15: `validate` says so).
+// reach (docs/agents.md#overrides-and-rate-limits: `validate` says so).
 func (c *Config) overrideWarnings() []string {
 	var out []string
 	for _, server := range sortedKeys(c.Servers) {

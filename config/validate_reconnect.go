@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// validateReconnect checks servers.<s>.reconnect_wait (SPEC §3): 0 turns the
+// validateReconnect checks servers.<s>.reconnect_wait (docs/operations.md#reconnection): 0 turns the
 // wait off; a wait longer than the longest request timeout could never be
 // used whole, since a waiting request ends with its own timeout. Negative
 // durations are refused when the document is decoded.

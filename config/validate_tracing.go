@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// Tracing defaults (SPEC §14). Each applies only when neither the config
+// Tracing defaults (docs/operations.md#traces). Each applies only when neither the config
 // nor the matching OTEL_* variable says otherwise: a key written in the
 // file wins over the environment, the environment wins over these.
 const (

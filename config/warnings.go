@@ -5,12 +5,12 @@ import (
 	"strconv"
 )
 
-// Warnings returns the non-fatal findings of SPEC §5, in a stable order,
+// Warnings returns the non-fatal findings of docs/agents.md#agents-bundles-and-policy, in a stable order,
 // each prefixed by its key path: with no agents, a note that the implicit
 // agent gets every enabled server; with agents, servers that no bundle can
 // grant; bundles naming unknown servers (in servers or exclude: a typo in
 // exclude silently widens a grant); agents naming unknown bundles; tool
-// overrides that mark a tool read-only (SPEC §15: read_only agents then
+// overrides that mark a tool read-only (docs/agents.md#overrides-and-rate-limits: read_only agents then
 // reach it).
 func (c *Config) Warnings() []string {
 	var out []string

@@ -42,7 +42,7 @@ agents:
 		{
 			name: "metrics open to the network without tokens",
 			doc:  "servers:\n  a: {command: x}\nbundles:\n  b: {servers: [a]}\nagents:\n  bot: {mcp_bundles: [b]}\nmetrics: {listen: \"0.0.0.0:9464\"}\n",
-			want: []string{`metrics.tokens: metrics.listen "0.0.0.0:9464" is not a loopback address and no tokens are set, so anyone who reaches it can read the metrics and the status page (whose actions are then off)`},
+			want: []string{`metrics.tokens: metrics.listen "0.0.0.0:9464" is not a loopback address and no tokens are set, so anyone who reaches it can read the metrics and the status page (whose actions need its token)`},
 		},
 		{
 			name: "metrics open to the network with tokens",

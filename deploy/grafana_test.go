@@ -12,7 +12,7 @@ const dashboardPath = "grafana/mcp-proxy.json"
 
 // TestDashboardShape checks the Grafana dashboard as Grafana would import
 // it: unique panel ids, every query on the dashboard's data source
-// variable, and every mcp_proxy_* metric it names listed in the README's
+// variable, and every mcp_proxy_* metric it names listed in docs/operations.md's
 // metrics table. integration/dashboard_test.go checks the names against a
 // live /metrics.
 func TestDashboardShape(t *testing.T) {
@@ -76,15 +76,15 @@ func TestDashboardShape(t *testing.T) {
 			exprs = append(exprs, tg.Expr)
 		}
 	}
-	readme, err := os.ReadFile("../README.md")
+	ops, err := os.ReadFile("../docs/operations.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	suffix := regexp.MustCompile(`_(bucket|sum|count)$`)
 	for _, name := range regexp.MustCompile(`mcp_proxy_[a-z_]+`).FindAllString(strings.Join(exprs, "\n"), -1) {
 		base := suffix.ReplaceAllString(name, "")
-		if !strings.Contains(string(readme), "| `"+base+"` |") {
-			t.Errorf("the dashboard queries %s, which the README's metrics table does not list", name)
+		if !strings.Contains(string(ops), "| `"+base+"` |") {
+			t.Errorf("the dashboard queries %s, which the metrics table of docs/operations.md does not list", name)
 		}
 	}
 }

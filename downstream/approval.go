@@ -20,13 +20,13 @@ import (
 )
 
 // defaultApprovalTimeout bounds how long the proxy waits for a person to
-// answer an approval question (SPEC §5); Options.ApprovalTimeout overrides.
+// answer an approval question (docs/agents.md#approval); Options.ApprovalTimeout overrides.
 const defaultApprovalTimeout = 300 * time.Second
 
 // approvalArgsLimit cuts the arguments shown in an approval question.
 const approvalArgsLimit = 1000
 
-// approvalSchema is the form an approval question asks for (SPEC §5).
+// approvalSchema is the form an approval question asks for (docs/agents.md#approval).
 const approvalSchema = `{"type":"object","properties":{"decision":{"type":"string","enum":["approve","deny","always"]}},"required":["decision"]}`
 
 // approvalInputID keys the approval question among a tools/call's input
@@ -36,7 +36,7 @@ const approvalInputID = "mcp-proxy/approval"
 // approvalStatePrefix marks the request states of approval round trips.
 const approvalStatePrefix = "px-approval-"
 
-// approve runs the approval gate of SPEC §5 for one call. It returns nil
+// approve runs the approval gate of docs/agents.md#approval for one call. It returns nil
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
 // input_required result that asks the question (a multi round-trip).
@@ -125,7 +125,7 @@ func decisionOf(result json.RawMessage) string {
 
 // approvalQuestion is the elicitation/create params of an approval
 // question: a message naming the tool, its server and its arguments
-// (redacted and cut, SPEC §5), and the decision form.
+// (redacted and cut, docs/agents.md#approval), and the decision form.
 func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
 	shown := "{}"
 	if len(c.args) > 0 {

@@ -21,7 +21,7 @@ type auditEvent struct {
 	start          time.Time
 }
 
-// auditDecision writes one audit line (SPEC §14) for r: queued before the
+// auditDecision writes one audit line (docs/operations.md#audit-log) for r: queued before the
 // response goes out, never blocking. werr is the error answered, if any.
 func (p *Proxy) auditDecision(ctx context.Context, r *request, e auditEvent, werr *wireError) {
 	log := p.opts.Audit

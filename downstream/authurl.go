@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// Logins of OAuth upstreams through the host (SPEC §12.1): over stdio the
+// Logins of OAuth upstreams through the host (docs/security.md#oauth-upstreams): over stdio the
 // proxy's one client is the person's own host, so when it supports
 // URL-mode elicitation the proxy asks it to open the authorization page.
 // Never over HTTP, where sessions belong to other people: the token is the

@@ -20,7 +20,7 @@ func BenchmarkStdioCall(b *testing.B) {
 	benchStdioCall(b, oneServerYAML, "fx__echo")
 }
 
-// limitedYAML is oneServerYAML with SPEC §15 configured on the called tool:
+// limitedYAML is oneServerYAML with docs/agents.md#overrides-and-rate-limits configured on the called tool:
 // an override that renames it, replaces its description and pins one
 // argument; server limits (calls a minute, calls in flight) and an agent
 // limit over every tool, all too wide to refuse anything.

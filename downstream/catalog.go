@@ -19,7 +19,7 @@ import (
 type ToolEntry struct {
 	Exposed string // the name hosts see and call
 	Base    string // Exposed before any collision hash suffix: what policy rules also match
-	// Default is, for a tool a tools.overrides name renamed (SPEC §15),
+	// Default is, for a tool a tools.overrides name renamed (docs/agents.md#overrides-and-rate-limits),
 	// the name it would have without the rename; policy rules match it
 	// too. "" for the others.
 	Default     string
@@ -37,14 +37,14 @@ type ToolEntry struct {
 	// they keep their names and routes but are not listed.
 	Connected bool
 	// Filtered is true when the server's tools.include/exclude drop the
-	// tool: it is never listed, and calling it is "unknown tool" (SPEC §5
+	// tool: it is never listed, and calling it is "unknown tool" (docs/agents.md#agents-bundles-and-policy
 	// rule 2), counted as a server_filter denial.
 	Filtered bool
-	// Held is true when tool integrity quarantines the tool (SPEC §13): it
+	// Held is true when tool integrity quarantines the tool (docs/security.md#tool-integrity): it
 	// is never listed nor found by tool_search, and a call gets refusal.
 	Held    bool
 	refusal string
-	// override is the tool's compiled override (SPEC §15), nil for none:
+	// override is the tool's compiled override (docs/agents.md#overrides-and-rate-limits), nil for none:
 	// the call chain reads its pinned arguments.
 	override *override.Tool
 
@@ -87,9 +87,9 @@ type serverTools struct {
 	overrides map[string]*override.Tool // by upstream tool name; nil: none
 }
 
-// reviewer is tool integrity's part in a catalog build (SPEC §13): the
+// reviewer is tool integrity's part in a catalog build (docs/security.md#tool-integrity): the
 // verdict on each tool of a connected server, in order, given what
-// clients would see of each (shown: after the tool's override, SPEC §15)
+// clients would see of each (shown: after the tool's override, docs/agents.md#overrides-and-rate-limits)
 // and every server's exposed names (a description naming another server's
 // tool is a finding). nil reviews nothing.
 type reviewer func(server string, tools []upstream.Tool, shown []shownTool, peers *integrity.Peers) []integrity.Verdict

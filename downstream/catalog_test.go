@@ -782,7 +782,7 @@ func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
 	}
 }
 
-// A tool a server's tools.exclude drops does not exist for clients (SPEC §5
+// A tool a server's tools.exclude drops does not exist for clients (docs/agents.md#agents-bundles-and-policy
 // rule 2), so it takes no bare name from another server's tool: that one
 // stays bare, and a call to the dropped tool's fallback name is still
 // unknown.

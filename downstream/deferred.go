@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/search"
 )
 
-// The proxy's own tools of deferred loading (SPEC §6).
+// The proxy's own tools of deferred loading (docs/deferred-loading.md).
 const (
 	toolSearchName = "tool_search"
 	callToolName   = "call_tool"
@@ -137,7 +137,7 @@ func (p *Proxy) ownToolsJSON(st *session, from *builtFrom) []byte {
 
 // ownCall runs the proxy's own tools. own is false when name is not one
 // the session is offered; a seed tool a policy rule denies is refused by
-// name (SPEC §5: the own tools follow rules 3–5).
+// name (docs/agents.md#the-policy-rules: the own tools follow rules 3–5).
 func (p *Proxy) ownCall(ctx context.Context, r *request, name string, args, meta json.RawMessage) (json.RawMessage, *wireError, bool) {
 	st := r.sess
 	switch {
@@ -199,7 +199,7 @@ func (p *Proxy) sessionList(st *session) []byte {
 }
 
 // searchIndex is the index of the tools the session may call: only those
-// are ever indexed or returned (SPEC §6). It is built once per agent,
+// are ever indexed or returned (docs/deferred-loading.md). It is built once per agent,
 // per-call list and catalog.
 func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
 	v := p.viewFor(st)
@@ -221,7 +221,7 @@ func (p *Proxy) searchIndex(st *session) (*search.Index, map[string]*search.Doc)
 	return v.index, v.docs
 }
 
-// toolSearch runs the tool_search tool (SPEC §6) and activates what it
+// toolSearch runs the tool_search tool (docs/deferred-loading.md) and activates what it
 // returns for the session, which then gets one list_changed.
 func (p *Proxy) toolSearch(r *request, args json.RawMessage) json.RawMessage {
 	st := r.sess
@@ -298,7 +298,7 @@ func (p *Proxy) callToolTool(ctx context.Context, r *request, args, meta json.Ra
 }
 
 // deferredInstructions is the initialize instructions section of deferred
-// mode: what is available and how to load it (SPEC §6).
+// mode: what is available and how to load it (docs/deferred-loading.md).
 func (p *Proxy) deferredInstructions(st *session) string {
 	_, docs := p.searchIndex(st)
 	list := make([]*search.Doc, 0, len(docs))

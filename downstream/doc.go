@@ -20,10 +20,10 @@
 // their streams and the proxy's own requests to clients; toolcall.go is
 // what happens to a tools/call (the call chain), with approval.go,
 // overrides.go, limits.go, deferred.go and seedtools.go for the approval
-// gate, tool overrides (SPEC §15: also in the catalog build), rate limits
+// gate, tool overrides (docs/agents.md#overrides-and-rate-limits: also in the catalog build), rate limits
 // and the proxy's own tools; catalog.go, refresh.go, surface.go and views.go build the merged
 // view; surface_calls.go answers resources, prompts and completions;
 // relay.go, progress.go, mrtr.go and listen.go carry upstream requests and
 // notifications to the right client; loglevel.go tells each upstream the
-// log level its sessions want. See README "Architecture".
+// log level its sessions want. See docs/architecture.md.
 package downstream

@@ -43,7 +43,7 @@ default_agent: dev
 }
 
 // A stateless client's approval answer is good once, for the call it was
-// asked about, and only until the approval timeout (SPEC §5): a replayed
+// asked about, and only until the approval timeout (docs/agents.md#approval): a replayed
 // answer runs nothing.
 func TestStatelessApprovalIsSingleUse(t *testing.T) {
 	fx := connected(echoTool)
@@ -156,7 +156,7 @@ func (r *rootsUpstream) Notify(_ context.Context, method string, _ json.RawMessa
 	return nil
 }
 
-// A roots/list no call owns is answered (SPEC §1.4): over stdio by the one
+// A roots/list no call owns is answered (docs/protocol.md#requests-from-servers): over stdio by the one
 // client when it has roots, else with the server's configured roots, else
 // an empty list. A client's roots/list_changed reaches the servers its
 // agent is granted.
@@ -219,7 +219,7 @@ servers:
 
 // A tool that collides with one a host has seen does not take its name, and
 // a rule naming the tool keeps matching it and the newcomer (both have the
-// name before the suffix): the excluded tool never runs (SPEC §2, §5).
+// name before the suffix): the excluded tool never runs (docs/agents.md#names, docs/agents.md#agents-bundles-and-policy).
 func TestCollisionKeepsNamesAndRules(t *testing.T) {
 	fx := connected(`{"name":"del_file","inputSchema":{"type":"object"}}`)
 	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
@@ -258,7 +258,7 @@ default_agent: dev
 
 // A call to a tool of a granted server that never listed its tools (it is
 // down) says the server is down and why; for an agent not granted the
-// server it stays "unknown tool" (SPEC §5 rule 1).
+// server it stays "unknown tool" (docs/agents.md#the-policy-rules, rule 1).
 func TestUnknownToolOfDownServer(t *testing.T) {
 	mem := &fakeUpstream{}
 	mem.snap.Store(&upstream.Snapshot{State: upstream.StateFailed, Err: errors.New("process exited with status 1; last stderr: npm error 404")})

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -47,7 +48,7 @@ const heartbeatInterval = 25 * time.Second
 // and its stream stays open as long as it runs.
 const writeTimeout = time.Minute
 
-// agentPathPattern serves one agent per path (SPEC §4).
+// agentPathPattern serves one agent per path (docs/agents.md#over-http).
 const agentPathPattern = "/agents/{agent}/mcp"
 
 // httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
@@ -73,7 +74,7 @@ func newHTTPFront(p *Proxy) *httpFront {
 // boundAddr (host:port; it makes the default public URL): the MCP endpoint
 // at listen.path for the default agent and /agents/<alias>/mcp for each
 // agent, their OAuth protected resource metadata when listen.auth is set
-// (SPEC §12.2), plus /healthz and /readyz. It starts the sweep of idle
+// (docs/security.md#oauth-on-the-http-listener), plus /healthz and /readyz. It starts the sweep of idle
 // sessions, which ShutdownHTTP stops.
 func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
 	f := p.front
@@ -101,7 +102,7 @@ func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
 // non-loopback Host on a loopback listener and foreign Origins (403, DNS
 // rebinding), then lets the authenticator decide who the client is: an
 // unknown agent path is 404 with a fixed text (only the default path
-// without a default_agent lists the agents, SPEC §5), a missing or bad
+// without a default_agent lists the agents, docs/agents.md#agents-bundles-and-policy), a missing or bad
 // credential 401, a token of another agent 403 (authn). The client's Authorization
 // header is dropped there: nothing downstream of this can forward it.
 func (f *httpFront) endpoint(fromPath bool) http.Handler {
@@ -173,6 +174,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, codeParseError, "cannot read the request body")
 		return
 	}
+	if !utf8.Valid(body) {
+		jsonError(w, http.StatusBadRequest, nil, notUTF8.Code, notUTF8.Message)
+		return
+	}
 	msgs, batch, werr := splitBody(body)
 	if werr != nil {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
@@ -195,7 +200,12 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		w.Header().Set(headerSessionID, s.id)
 	} else {
 		sid := r.Header.Get(headerSessionID)
-		if sid == "" {
+		switch {
+		case sid == "" && batch:
+			werr := batchRefusal("") // no session: no version negotiated
+			jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+			return
+		case sid == "":
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
@@ -205,6 +215,10 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
+	if werr := batchRefusal(s.version()); batch && werr != nil {
+		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+		return
+	}
 	parsed := &first // handed over, not parsed again
 	if ferr != nil {
 		parsed = nil
@@ -215,7 +229,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // openSession starts the HTTP session an initialize creates, with the
 // initialize begun on it (the caller ends it with s.activity.end()), so
 // the idle sweep cannot close it before it is answered. The per-call
-// allow-list comes from its header (SPEC §4).
+// allow-list comes from its header (docs/agents.md#the-policy-rules, rule 5).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
 	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
@@ -238,7 +252,7 @@ func perCallHeader(h http.Header) []string {
 // nil, is msgs[0] already parsed.
 func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, ps)
+	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
 	ps.finish(answer(), batch, http.StatusOK)
 }
 
@@ -257,7 +271,12 @@ func withHeader(ctx context.Context, h http.Header) context.Context {
 // round-trip (mrtr.go).
 func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
-		jsonError(w, http.StatusBadRequest, nil, codeInvalidRequest, "batches are not supported in protocol version "+modernVersion)
+		version := hv
+		if !isModern(version) {
+			version = mv
+		}
+		werr := batchRefusal(version)
+		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
 	if first.Kind == rawjson.KindNotification {

@@ -263,7 +263,7 @@ func TestHTTPUnknownAgentPath(t *testing.T) {
 
 // A session's id works only on the endpoint of the agent that created it,
 // for POST, GET and DELETE alike; an id never issued is unknown too
-// (SPEC §4). Neither opens a stream nor counts as a session.
+// (docs/agents.md#over-http). Neither opens a stream nor counts as a session.
 func TestHTTPSessionBoundToItsAgent(t *testing.T) {
 	const yaml = `
 startup_wait: 1s

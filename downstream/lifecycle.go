@@ -12,7 +12,7 @@ import (
 
 // Protocol versions the proxy serves downstream, newest first: the
 // session-based revisions up to 2025-11-25, and the stateless 2026-07-28
-// core (SPEC §4).
+// core (docs/protocol.md#downstream-protocol).
 var protocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 const (
@@ -39,6 +39,30 @@ const (
 )
 
 func isModern(version string) bool { return version >= modernVersion }
+
+// batchVersion is the one protocol version that has JSON-RPC batches: MCP
+// added them in 2025-03-26 and removed them in 2025-06-18.
+const batchVersion = "2025-03-26"
+
+// batchRefusal is the error that refuses a JSON-RPC batch from a client
+// at protocol version ("" before one is negotiated), or nil when that
+// version has batches.
+func batchRefusal(version string) *wireError {
+	switch {
+	case version == batchVersion:
+		return nil
+	case version == "":
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported before a protocol version is negotiated "+
+			"(MCP has them only in protocol version %s)", batchVersion)
+	case version < batchVersion:
+		return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (added in %s)", truncate(version, 40), batchVersion)
+	}
+	return errorf(codeInvalidRequest, "JSON-RPC batches are not supported in MCP protocol version %s (removed in 2025-06-18)", truncate(version, 40))
+}
+
+// notUTF8 refuses a client message that is not valid UTF-8: it is not JSON
+// text (RFC 8259 §8.1), so nothing in it is read or echoed, its id neither.
+var notUTF8 = errorf(codeInvalidRequest, "invalid request: the message is not valid UTF-8, as JSON text must be (RFC 8259 section 8.1)")
 
 // capabilitiesJSON is what the proxy offers every client: tools, resources
 // (with subscriptions) and prompts that change, logging and completions.
@@ -194,7 +218,7 @@ func (p *Proxy) decorateResult(method string, res json.RawMessage) json.RawMessa
 
 // initialize answers the handshake of a session-based client: the version
 // it asked for when the proxy serves it, else the default or the latest
-// (SPEC §4); the proxy's capabilities; and the session's instructions
+// (docs/protocol.md#downstream-protocol); the proxy's capabilities; and the session's instructions
 // (deferred tools, pinned resources), for which it waits for the upstreams
 // (at most startup_wait). A second initialize on the same session starts
 // it over.
@@ -251,7 +275,7 @@ func (p *Proxy) ping(context.Context, *request) (json.RawMessage, *wireError) {
 
 // setLevel sets the session's log level, which filters the upstream log
 // messages it receives, and passes the most verbose level of the sessions
-// granted each server on to that server (SPEC §10).
+// granted each server on to that server (docs/protocol.md#requests-from-servers).
 func (p *Proxy) setLevel(_ context.Context, r *request) (json.RawMessage, *wireError) {
 	level, err := stringMember(r.params, "level")
 	i := levelIndex(level)

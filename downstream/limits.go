@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
-// Rate limits (SPEC §15) in the call chain:
+// Rate limits (docs/agents.md#overrides-and-rate-limits) in the call chain:
 //
 //   - rateGate, before approval (nobody is asked about a call the limit
 //     then refuses), takes a token from every bucket the call falls under:
@@ -183,7 +183,7 @@ func patternList(tools []string) string {
 	return sanitize.Text(s)
 }
 
-// rateGate applies the rate limits of SPEC §15 (the comment at the top of
+// rateGate applies the rate limits of docs/agents.md#overrides-and-rate-limits (the comment at the top of
 // this file): nothing when the config has none.
 func (p *Proxy) rateGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {

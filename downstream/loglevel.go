@@ -8,7 +8,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
-// The log levels passed upstream (SPEC §10). Each session sets its own
+// The log levels passed upstream (docs/protocol.md#requests-from-servers). Each session sets its own
 // level with logging/setLevel and receives only the upstream log messages
 // at or above it (forwardLog, session.wantsLog). Each upstream connection
 // is told the most verbose level of the live sessions granted its server,
@@ -29,6 +29,10 @@ const levelSendTimeout = 10 * time.Second
 type levelSync struct {
 	mu    sync.Mutex
 	conns map[Upstream]*connLevel
+	// senders are the goroutines passing levels on, those of connections a
+	// reload closed included: once it is zero, every level wanted so far has
+	// been sent and nothing more will be until the next change.
+	senders sync.WaitGroup
 }
 
 // connLevel is the level one connection should have and the one last
@@ -79,7 +83,7 @@ func (p *Proxy) applyLogLevels() {
 		cl.want = level
 		if cl.want != cl.sent && !cl.busy {
 			cl.busy = true
-			go p.passLevels(name, u, cl)
+			ls.senders.Go(func() { p.passLevels(name, u, cl) })
 		}
 	}
 	for u := range ls.conns {

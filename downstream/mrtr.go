@@ -14,7 +14,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// Server requests to stateless clients (SPEC §10). A client of the stateless
+// Server requests to stateless clients (docs/protocol.md#requests-from-servers). A client of the stateless
 // 2026-07-28 protocol over HTTP has no stream on which the proxy could send
 // it a request. When an upstream asks for sampling, elicitation or roots
 // during such a client's call, the call is parked: it goes on running

@@ -18,7 +18,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// Tool overrides (SPEC §15), in the catalog and the call chain:
+// Tool overrides (docs/agents.md#overrides-and-rate-limits), in the catalog and the call chain:
 //
 //   - A catalog build applies each server's overrides to its tools
 //     (showTools): the overridden bytes are what integrity scans (its
@@ -126,7 +126,7 @@ func (p *Proxy) IntegrityTools(server string, tools []upstream.Tool) []integrity
 	return out
 }
 
-// pinnedGate applies a tool's pinned arguments (SPEC §15): a call that sets
+// pinnedGate applies a tool's pinned arguments (docs/agents.md#overrides-and-rate-limits): a call that sets
 // one is refused with an isError result naming them, before any limit is
 // spent or person asked; otherwise the pinned values go into the arguments
 // sent upstream (toolCall.upArgs).

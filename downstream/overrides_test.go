@@ -210,7 +210,7 @@ func renamedEntry(t *testing.T, p *Proxy, name string) *ToolEntry {
 	return nil
 }
 
-// TestOverrideNameIsReserved is SPEC §15: delete_repo is renamed to
+// TestOverrideNameIsReserved is docs/agents.md#overrides-and-rate-limits: delete_repo is renamed to
 // gh__create_issue, the default name of create_issue; create_issue is
 // renamed too, so here nothing takes a suffix, and a third server's tool
 // whose default name is an override's name does.
@@ -284,7 +284,7 @@ func TestOverridesInDeferredMode(t *testing.T) {
 	}
 }
 
-// TestOverrideReleasesAToolTheScanHeld is SPEC §13 with §15: the scan reads
+// TestOverrideReleasesAToolTheScanHeld is docs/security.md#tool-integrity with docs/agents.md#overrides-and-rate-limits: the scan reads
 // what clients would see, so an override's description releases a tool the
 // scan quarantined; the fingerprint stays the upstream's.
 func TestOverrideReleasesAToolTheScanHeld(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// Progress relay (SPEC §10). A call's progress token is replaced upstream by
+// Progress relay (docs/protocol.md#requests-from-servers). A call's progress token is replaced upstream by
 // one of the proxy's own ("px-progress-<hex>"), so that two sessions using
 // the same token never mix; notifications come back with the client's
 // token, written on the stream of the call's request, ahead of its

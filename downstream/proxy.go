@@ -45,13 +45,13 @@ type Options struct {
 	Blobs *blobs.Materializer
 	// Version is reported as serverInfo.version.
 	Version string
-	// ApprovalTimeout bounds an approval question; 0 means 300 s (SPEC §5).
+	// ApprovalTimeout bounds an approval question; 0 means 300 s (docs/agents.md#approval).
 	ApprovalTimeout time.Duration
-	// Integrity pins and scans tool definitions (SPEC §13); nil: none.
+	// Integrity pins and scans tool definitions (docs/security.md#tool-integrity); nil: none.
 	Integrity *integrity.Guard
-	// Tracer traces requests (SPEC §14); nil: tracing off, at no cost.
+	// Tracer traces requests (docs/operations.md#traces); nil: tracing off, at no cost.
 	Tracer *tracing.Tracer
-	// Audit writes one line per decision (SPEC §14); nil: none.
+	// Audit writes one line per decision (docs/operations.md#audit-log); nil: none.
 	Audit *audit.Log
 }
 
@@ -104,9 +104,9 @@ func New(opts Options) *Proxy {
 type generation struct {
 	cfg *config.Config
 	ups map[string]Upstream
-	// overrides are cfg's tools.overrides, compiled (SPEC §15).
+	// overrides are cfg's tools.overrides, compiled (docs/agents.md#overrides-and-rate-limits).
 	overrides toolOverrides
-	// limits are cfg's rate limits (SPEC §15); nil when it has none.
+	// limits are cfg's rate limits (docs/agents.md#overrides-and-rate-limits); nil when it has none.
 	limits *callLimits
 	// startedUp is set once a waitStartup found every upstream of ups past
 	// its first connection attempt and refreshed the catalog after it: the
@@ -133,7 +133,7 @@ func (g *generation) serverNames() []string {
 	return names
 }
 
-// Reload switches the proxy to a new config and upstream set (SPEC §3:
+// Reload switches the proxy to a new config and upstream set (docs/operations.md#shutdown-and-reload:
 // SIGHUP). Sessions keep the grants they started with (and their log
 // levels, which the new connections are told); new sessions resolve their
 // agent from cfg. The listen settings of the old config stay in force.
@@ -161,7 +161,7 @@ func (p *Proxy) sessionEnded(s *session) {
 }
 
 // cleanText removes the config's secret values and the generic secret
-// patterns from text of upstream origin that goes to a client (SPEC §9.4).
+// patterns from text of upstream origin that goes to a client (docs/protocol.md#fidelity).
 func (p *Proxy) cleanText(s string) string { return p.scrubber.Load().Text(s) }
 
 // errText is cleanText for error texts: also cut to 500 characters.
@@ -173,7 +173,7 @@ func (p *Proxy) style() namespace.Style { return namespace.Style(p.gen().cfg.Nam
 func (p *Proxy) Catalog() *Catalog { return p.catalogs.current.Load() }
 
 // waitStartup blocks until every upstream has connected or failed, at most
-// startup_wait after the proxy started (SPEC §3); servers that connect
+// startup_wait after the proxy started (docs/operations.md#startup); servers that connect
 // later appear through list_changed. Either way it then brings the catalog
 // up to the upstreams' snapshots: the start's builds wait for its end
 // (UpstreamChanged), and the last Ready may have closed before its

@@ -48,7 +48,7 @@ func (p *Proxy) reviewer(g *generation) reviewer {
 		for i, t := range tools {
 			in.Tools[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
 			if shown[i].ov != nil {
-				// The scan reads what clients would see (SPEC §13, §15).
+				// The scan reads what clients would see (docs/security.md#tool-integrity, docs/agents.md#overrides-and-rate-limits).
 				in.Tools[i].Visible = shown[i].raw
 			}
 		}
@@ -77,7 +77,7 @@ func (c *catalogState) init(style namespace.Style) {
 // start is pending (an upstream of the generation the proxy started with
 // is still making its first connection, within startup_wait): then it
 // builds nothing. No session sees the catalog before the start ends (its
-// first tools/list waits for it, SPEC §3), and a request that needs the
+// first tools/list waits for it, docs/operations.md#startup), and a request that needs the
 // catalog sooner builds it (catchUp); so the servers connecting at once
 // make one build when the start ends, not one per handful of snapshots,
 // each of which exposed and reviewed every tool of the servers connected

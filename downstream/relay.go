@@ -12,7 +12,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// Requests from upstream servers to the client (SPEC §10).
+// Requests from upstream servers to the client (docs/protocol.md#requests-from-servers).
 //
 // A request reaches the client whose request to that server is in flight
 // (a tools/call, a resources/read or a prompts/get). Over Streamable HTTP
@@ -22,7 +22,7 @@ import (
 // have a request in flight to that server: exactly one gets it; none or
 // several is a clear error to the upstream, since guessing could show one
 // user another user's prompt. roots/list is answered without a client
-// when none can be asked (SPEC §1.4): the server's configured roots, else
+// when none can be asked (docs/protocol.md#requests-from-servers): the server's configured roots, else
 // an empty list. The request passes as bytes: only the fields the proxy
 // governs (sampling's maxTokens and includeContext) are rewritten.
 
@@ -234,7 +234,7 @@ func (p *Proxy) rootsChanged(s *session) {
 	}
 }
 
-// relaySampling applies the server's sampling governance (SPEC §10), then
+// relaySampling applies the server's sampling governance (docs/protocol.md#requests-from-servers), then
 // asks the client through send: maxTokens is capped, includeContext
 // becomes "none" (the client sees the proxy as one server: another
 // upstream's context must not leak to this one), requested models must be

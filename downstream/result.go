@@ -22,7 +22,7 @@ func compactLines(raw json.RawMessage) json.RawMessage {
 	return buf.Bytes()
 }
 
-// stripResultTags removes Unicode TAG characters (SPEC §9.4) from the text of
+// stripResultTags removes Unicode TAG characters (docs/protocol.md#fidelity) from the text of
 // a result's text items and embedded text resources. A result without any
 // is returned as it is after one scan.
 func stripResultTags(result json.RawMessage) json.RawMessage {

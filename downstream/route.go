@@ -76,7 +76,7 @@ func (p *Proxy) recovery(next handler) handler {
 	}
 }
 
-// traceRequest gives each request a server span (SPEC §14) that continues
+// traceRequest gives each request a server span (docs/operations.md#traces) that continues
 // the client's trace (its HTTP headers, or params._meta); with tracing off
 // it is not in the chain at all.
 func (p *Proxy) traceRequest(next handler) handler {
@@ -147,18 +147,27 @@ func (p *Proxy) answer(ctx context.Context, r *request) (reply, int) {
 // receiveBatch routes the messages of one stdio line or HTTP POST body in
 // order (receive) and returns what answers them: the replies routing gave
 // at once, and the requests' responses (runAll). The caller runs it off
-// its read loop. first, when not nil, is msgs[0] already parsed.
-func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, out stream) (answer func() []reply) {
+// its read loop. first, when not nil, is msgs[0] already parsed. In a
+// JSON-RPC batch (batch), a request of the stateless protocol, which has
+// no batches, is refused.
+func (p *Proxy) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first *rawjson.Message, batch bool, out stream) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
-		var refusal []byte
-		var run func() (reply, int)
+		var m rawjson.Message
+		var err error
 		if i == 0 && first != nil {
-			refusal, _, run = p.receiveMessage(ctx, s, *first, out)
+			m = *first
 		} else {
-			refusal, _, run = p.receive(ctx, s, msg, out)
+			m, err = rawjson.ParseMessage(msg)
 		}
+		if batch && err == nil && m.Kind == rawjson.KindRequest {
+			if v, _ := stringMember(metaOf(m.Params), metaProtocolVersion); isModern(v) {
+				replies = append(replies, whole(errorResponse(m.ID, batchRefusal(truncate(v, 40)))))
+				continue
+			}
+		}
+		refusal, _, run := p.receiveParsed(ctx, s, m, err, out)
 		switch {
 		case refusal != nil:
 			replies = append(replies, whole(refusal))

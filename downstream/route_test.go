@@ -60,7 +60,11 @@ func TestRouteWire(t *testing.T) {
 		{"discover needs the stateless protocol", `{"jsonrpc":"2.0","id":9,"method":"server/discover"}`, `9`,
 			`{"jsonrpc":"2.0","id":9,"error":{"code":-32601,"message":"\"server/discover\" requires protocol version 2026-07-28 or later"}}`},
 		{"batch", `[{"jsonrpc":"2.0","id":10,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":11,"method":"ping"}]`, ``,
-			`[{"jsonrpc":"2.0","id":10,"result":{}},{"jsonrpc":"2.0","id":11,"result":{}}]`},
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"JSON-RPC batches are not supported in MCP protocol version 2025-11-25 (removed in 2025-06-18)"}}`},
+		{"invalid UTF-8 in the id", "{\"jsonrpc\":\"2.0\",\"id\":\"a\xffb\",\"method\":\"ping\"}", `null`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the message is not valid UTF-8, as JSON text must be (RFC 8259 section 8.1)"}}`},
+		{"invalid UTF-8 in params", "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"tools/call\",\"params\":{\"name\":\"fx__echo\",\"arguments\":{\"text\":\"\xc3\"}}}", `null`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"invalid request: the message is not valid UTF-8, as JSON text must be (RFC 8259 section 8.1)"}}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// The seed's built-in resource and prompt tools (SPEC §7.2), for hosts that
+// The seed's built-in resource and prompt tools (docs/resources.md#resources-and-prompts), for hosts that
 // only use tools. Everything they return is untrusted upstream content:
 // wrapped with its provenance, sanitized, and cut per item.
 
@@ -47,7 +47,7 @@ var (
 
 // seedToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
-// rules 3–5 let the agent call it (SPEC §5, §7.2). from as for
+// rules 3–5 let the agent call it (docs/agents.md#the-policy-rules, docs/resources.md#resources-and-prompts). from as for
 // seedServers.
 func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
@@ -209,7 +209,7 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 }
 
 // untrustedJSON is an upstream item of a list with every string, keys
-// included, sanitized as untrusted text is (SPEC §7.2, §9.4: secrets
+// included, sanitized as untrusted text is (docs/resources.md#resources-and-prompts, docs/protocol.md#errors: secrets
 // redacted, TAG characters stripped, whether written raw or escaped), its
 // members in their order. The item's own member id (its uri, or a prompt's
 // name) only loses TAG characters: it is what the client sends back, and
@@ -300,7 +300,7 @@ func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText stri
 	return srv, rest, ""
 }
 
-// seedRead reads one resource and wraps each content item (SPEC §7.2).
+// seedRead reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
 func (p *Proxy) seedRead(ctx context.Context, st *session, uri string) json.RawMessage {
 	srv, orig, errText := p.splitSeed(st, uri)
 	if errText != "" {
@@ -355,7 +355,7 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 	return b.String()
 }
 
-// seedGet gets one prompt and renders its messages (SPEC §7.2).
+// seedGet gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
 func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawMessage {
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
@@ -420,7 +420,7 @@ func (p *Proxy) messageText(content json.RawMessage) string {
 var wrapperTags = regexp.MustCompile(`(?i)<(\s*/?\s*mcp-)`)
 
 // untrusted sanitizes upstream text and cuts it to untrusted_text_limit
-// characters (SPEC §7.2).
+// characters (docs/resources.md#resources-and-prompts).
 func (p *Proxy) untrusted(s string) string {
 	s = wrapperTags.ReplaceAllString(sanitize.StripTags(p.cleanText(s)), "&lt;$1")
 	limit := p.gen().cfg.UntrustedTextLimit
@@ -436,8 +436,8 @@ func attr(s string) string {
 }
 
 // pinnedInstructions reads the granted servers' pinned_resources once, when
-// a session starts, and renders them for the initialize instructions (SPEC
-// §7.3). Each is checked as the name <server>__<uri> against the agent's
+// a session starts, and renders them for the initialize instructions
+// (docs/configuration.md#servers, pinned_resources). Each is checked as the name <server>__<uri> against the agent's
 // grant, excluded_tools and allowed_tools; failures are skipped with a
 // warning.
 func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {

@@ -12,7 +12,7 @@ import (
 )
 
 // mcp_resources list returns the upstream's items with their strings
-// sanitized (SPEC §7.2: the content is untrusted, §9.4): a TAG character
+// sanitized (docs/resources.md#resources-and-prompts: the content is untrusted, docs/protocol.md#fidelity): a TAG character
 // raw or escaped is gone, a secret is redacted, and the members keep
 // their order. The uri, which the client sends back to read, keeps its
 // query.

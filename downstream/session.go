@@ -20,7 +20,7 @@ const (
 
 // session is one downstream client: the stdio connection, one HTTP session
 // (Mcp-Session-Id), or the single request of a stateless 2026-07-28 HTTP
-// client. Its grants are fixed when it starts (SPEC §5): the agent is
+// client. Its grants are fixed when it starts (docs/agents.md#agents-bundles-and-policy): the agent is
 // resolved once. Its methods are safe for concurrent use.
 type session struct {
 	id        string // the Mcp-Session-Id; "stdio"; "" for a stateless request
@@ -61,6 +61,15 @@ type session struct {
 	done      chan struct{} // closed when the session ends
 	inputOnce sync.Once
 	inputDone chan struct{} // closed when the client's input has ended (stdio EOF or shutdown)
+}
+
+// version is the protocol version the session's initialize negotiated, ""
+// before one did.
+func (s *session) version() string {
+	if c := s.client.Load(); c != nil {
+		return c.version
+	}
+	return ""
 }
 
 // clientInfo is what a session-based client declared in initialize.
@@ -233,7 +242,7 @@ func (s *session) wantsLog(level string) bool {
 }
 
 // allowedToolsHeader carries an HTTP session's per-call allow-list on its
-// initialize (SPEC §4), the seed's caller-supplied allowed_tools.
+// initialize (docs/agents.md#the-policy-rules, rule 5), the seed's caller-supplied allowed_tools.
 const allowedToolsHeader = "X-MCP-Allowed-Tools"
 
 // ParseAllowedTools splits a comma-separated per-call list. An absent list

@@ -83,7 +83,7 @@ func (st *sessionStore) ended(s *session, live bool) {
 // lookup returns the HTTP session id of client c, or nil: an id that was
 // never issued, has ended, or belongs to another agent's endpoint or
 // another user of it (another token subject or static token) is unknown
-// there (SPEC §4).
+// there (docs/agents.md#over-http).
 func (st *sessionStore) lookup(c client, id string) *session {
 	st.mu.Lock()
 	defer st.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 	"os"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
@@ -22,7 +23,7 @@ import (
 const maxRequestBytes = 32 << 20
 
 // stdioDrain is how long in-flight requests may run after stdin reaches EOF
-// or a shutdown signal (SPEC §3: in-flight calls get up to 10 s).
+// or a shutdown signal (docs/operations.md#shutdown-and-reload: in-flight calls get up to 10 s).
 const stdioDrain = 10 * time.Second
 
 // ServeStdio serves one session for agent ("" = the default agent) on
@@ -147,8 +148,15 @@ func (r *stdioReader) route(line []byte, err error) func() {
 	switch {
 	case errors.Is(err, errLineTooLong):
 		_ = w.send(errorResponse(nil, errorf(codeInvalidRequest, "request exceeds the %d-byte limit", maxRequestBytes)))
+	case !utf8.Valid(trimmed):
+		_ = w.send(errorResponse(nil, notUTF8))
 	case len(trimmed) > 0 && trimmed[0] == '[':
-		// A batch: its replies go out together, as one array.
+		// A batch: its replies go out together, as one array, when the
+		// session's protocol version has batches.
+		if werr := batchRefusal(s.version()); werr != nil {
+			_ = w.send(errorResponse(nil, werr))
+			return nil
+		}
 		msgs, _, werr := splitBody(line)
 		if werr != nil {
 			_ = w.send(errorResponse(nil, werr))
@@ -157,7 +165,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.receiveBatch(ctx, s, msgs, nil, w)
+		answer := p.receiveBatch(ctx, s, msgs, nil, true, w)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {

@@ -11,7 +11,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// The rest of the MCP surface (SPEC §7.1): resources, resource templates and
+// The rest of the MCP surface (docs/resources.md#resources-and-prompts): resources, resource templates and
 // prompts of every server, merged under namespaced names and URIs. Like
 // tools, they keep the upstream's bytes; only the name or URI changes.
 
@@ -55,12 +55,12 @@ type surfaceServer struct {
 
 // buildSurface merges the servers' resources, templates and prompts.
 // Prompt names follow the tools' scheme and keep the names prev (nil:
-// none) gave them, as tools do (SPEC §2).
+// none) gave them, as tools do (docs/agents.md#names).
 func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface) (*surface, []string) {
 	s := &surface{byPrompt: map[string]*itemEntry{}, bare: map[string]string{}}
 	// A `prefix: ""` server's resource URIs stay bare, like its tool names,
 	// unless another such server lists the same URI: then both fall back
-	// to <server>+<uri> (SPEC §2's rule for bare names).
+	// to <server>+<uri> (the rule for bare names, docs/resources.md#resources-and-prompts).
 	bareCount := map[string]int{}
 	for _, sv := range servers {
 		if sv.connected && sv.resources && sv.prefix == "" {
@@ -146,7 +146,7 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 }
 
 // route finds the server of a URI a client sent: the prefixed forms of
-// SPEC §2 (either), a bare URI a `prefix: ""` server listed, or a bare URI
+// docs/resources.md#resources-and-prompts (either), a bare URI a `prefix: ""` server listed, or a bare URI
 // one of its templates describes (the text before the template's first
 // '{' must start it); with several such servers matching, none.
 func (s *surface) route(uri string, servers []string) (srv, orig string, bare, ok bool) {
@@ -176,7 +176,7 @@ func (s *surface) route(uri string, servers []string) (srv, orig string, bare, o
 }
 
 // wrapItem rewrites a resource's "uri" or a template's "uriTemplate" to
-// the native proxied form <server>+<uri> (SPEC §2).
+// the native proxied form <server>+<uri> (docs/resources.md#resources-and-prompts).
 func wrapItem(server string, raw json.RawMessage, member string) (*itemEntry, error) {
 	orig, err := stringMember(raw, member)
 	if err != nil {
@@ -216,7 +216,7 @@ func joinItems(items []*itemEntry, keep func(*itemEntry) bool) []byte {
 }
 
 // wrapContentsURIs rewrites the "uri" of each item of a resources/read
-// result's contents to the prefixed form the client asked with (SPEC §7.1).
+// result's contents to the prefixed form the client asked with (docs/resources.md#resources-and-prompts).
 func wrapContentsURIs(result json.RawMessage, server string, seedForm bool) json.RawMessage {
 	contents, ok, err := rawjson.Get(result, "contents")
 	if err != nil || !ok {

@@ -27,7 +27,7 @@ const (
 )
 
 // listPage answers one page of a merged list with the proxy's own cursors
-// (SPEC §7.1): the session's items, listPageSize at a time.
+// (docs/resources.md#resources-and-prompts): the session's items, listPageSize at a time.
 func listPage(member string, items []*itemEntry, st *session, params json.RawMessage) (json.RawMessage, *wireError) {
 	var mine []*itemEntry
 	for _, e := range items {
@@ -52,22 +52,22 @@ func listPage(member string, items []*itemEntry, st *session, params json.RawMes
 }
 
 func (p *Proxy) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
 	return listPage("resources", p.Catalog().surface.resources, r.sess, r.params)
 }
 
 func (p *Proxy) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
 	return listPage("resourceTemplates", p.Catalog().surface.templates, r.sess, r.params)
 }
 
 func (p *Proxy) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (SPEC §3)
+	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
 	return listPage("prompts", p.Catalog().surface.prompts, r.sess, r.params)
 }
 
 // resourceRoute finds the server of a proxied resource URI (either form,
-// SPEC §2) that the session may read.
+// docs/agents.md#names) that the session may read.
 func (p *Proxy) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
 	g := p.gen()
 	srv, orig, bare, ok := p.routeURI(ctx, uri)
@@ -182,6 +182,8 @@ func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method str
 		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
 	case errors.As(err, &rpc):
 		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
+	case invalidResult(err):
+		return nil, errorf(codeInternal, "%s", p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return nil, needsAuth(srv, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
@@ -404,7 +406,7 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
 // when the merged lists changed, to the sessions granted a server whose
-// items changed: the others' lists did not (SPEC §3).
+// items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
 func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
 	if old == nil {
 		return

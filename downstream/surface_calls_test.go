@@ -12,7 +12,7 @@ import (
 
 // A prompt of a server still making its first connection is not unknown:
 // prompts/get and completion/complete naming it wait for the connection
-// (at most startup_wait, SPEC §3) and reach the server.
+// (at most startup_wait, docs/operations.md#startup) and reach the server.
 func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 	for _, tt := range []struct {
 		method, params, upstreamAnswer string
@@ -49,7 +49,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 }
 
 // A session's first tools/list waits for the servers still making their
-// first connection (SPEC §3). Once a list has seen every server of the
+// first connection (docs/operations.md#startup). Once a list has seen every server of the
 // config ready, later lists do not wait or refresh the catalog again; a
 // reload's servers get that check once more.
 func TestWaitStartupOncePerGeneration(t *testing.T) {

@@ -29,15 +29,15 @@ import (
 //     starting); an unknown one is the JSON-RPC error "unknown tool".
 //  4. The call chain, built once in New, runs its steps:
 //     observeCall (metrics and the log line, once per call) →
-//     policyGate (SPEC §5 rules 1–6) → quarantineGate (SPEC §13) →
-//     pinnedGate (SPEC §15: a client value for a pinned argument is
+//     policyGate (docs/agents.md#the-policy-rules, rules 1–6) → quarantineGate (docs/security.md#tool-integrity) →
+//     pinnedGate (docs/agents.md#overrides-and-rate-limits: a client value for a pinned argument is
 //     refused, the pinned values are set, overrides.go) →
 //     upGate (the server takes requests: nothing below is spent on a call
 //     that cannot run) →
-//     rateGate (SPEC §15 per_minute buckets of the agent and the server,
+//     rateGate (docs/agents.md#overrides-and-rate-limits per_minute buckets of the agent and the server,
 //     limits.go; before approval, so nobody is asked about a call the
 //     limit then refuses) →
-//     approvalGate (SPEC §5 approval) →
+//     approvalGate (docs/agents.md#approval) →
 //     send (the upstream request: argument cleanup, progress,
 //     cancellation, a max_concurrent slot held while it runs upstream,
 //     timeout; parked for stateless HTTP clients) →
@@ -76,7 +76,7 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 }
 
 // listTools answers tools/list, after the startup wait every session's
-// list gets (SPEC §3).
+// list gets (docs/operations.md#startup).
 func (p *Proxy) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	p.waitStartup(ctx)
 	if r.modern && r.sess.deferred.empty() {
@@ -129,7 +129,7 @@ func (p *Proxy) awaitTool(ctx context.Context, name string) {
 // catalog up to the upstreams' latest snapshots (during the start their
 // builds wait, UpstreamChanged; and an upstream's readiness is signalled
 // before its snapshot arrives), and if the name is still unknown while
-// upstreams are making their first connection (SPEC §3), it waits for
+// upstreams are making their first connection (docs/operations.md#startup), it waits for
 // them, at most startup_wait (a host calling a tool or prompt it
 // remembers).
 func (p *Proxy) catchUp(ctx context.Context, known func(*Catalog) bool) {
@@ -144,7 +144,7 @@ func (p *Proxy) catchUp(ctx context.Context, known func(*Catalog) bool) {
 
 // observeCall records every call once: its metric by the upstream's tool
 // name and outcome, its log line (debug; warn for a failure), its audit
-// line (SPEC §14) and what its trace span says of it.
+// line (docs/operations.md#traces) and what its trace span says of it.
 func (p *Proxy) observeCall(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		start := time.Now()
@@ -194,7 +194,7 @@ func callEvent(e *zerolog.Event, agent string, entry *ToolEntry) *zerolog.Event 
 	return e.Str("agent", agent).Str("server", entry.Server).Str("tool", entry.Name)
 }
 
-// policyGate applies SPEC §5 rules 1–6. Rules 1–2 hide the tool: calling it
+// policyGate applies docs/agents.md#the-policy-rules, rules 1–6. Rules 1–2 hide the tool: calling it
 // is "unknown tool"; the others answer an isError result naming the rule.
 func (p *Proxy) policyGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
@@ -212,7 +212,7 @@ func (p *Proxy) policyGate(next callHandler) callHandler {
 	}
 }
 
-// quarantineGate refuses a tool that tool integrity holds (SPEC §13), with
+// quarantineGate refuses a tool that tool integrity holds (docs/security.md#tool-integrity), with
 // the command that reviews it.
 func (p *Proxy) quarantineGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
@@ -238,8 +238,8 @@ func (p *Proxy) upGate(next callHandler) callHandler {
 	}
 }
 
-// approvalGate asks the person when the agent's autonomy wants it (SPEC
-// §5, approval.go).
+// approvalGate asks the person when the agent's autonomy wants it
+// (docs/agents.md#approval, approval.go).
 func (p *Proxy) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		refusal, ask := p.approve(ctx, c)
@@ -348,12 +348,14 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 		return metrics.OutcomeTimeout, errorf(codeTimeout, "MCP tool call '%s' timed out after %s", entry.Exposed, timeout)
 	case errors.As(err, &rpcErr):
 		return metrics.OutcomeError, &wireError{Code: rpcErr.Code, Message: p.errText(rpcErr.Message), Data: p.errorData(rpcErr.Data)}
+	case invalidResult(err):
+		return metrics.OutcomeError, errorf(codeInternal, "%s", p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNeedsAuth):
 		return metrics.OutcomeError, needsAuth(entry.Server, p.errText(err.Error()))
 	case errors.Is(err, upstream.ErrNotConnected):
 		return metrics.OutcomeError, p.notSent(entry.Server, err)
 	case errors.Is(err, upstream.ErrConnectionLost):
-		// The call may or may not have run: it is never replayed (SPEC §3).
+		// The call may or may not have run: it is never replayed (docs/operations.md#reconnection).
 		return metrics.OutcomeError, &wireError{Code: codeServerError, Message: p.errText(fmt.Sprintf(
 			"MCP server '%s' was lost during the call; it was not retried and its outcome is unknown (%v)",
 			entry.Server, err))}
@@ -370,11 +372,20 @@ func (p *Proxy) classify(entry *ToolEntry, result json.RawMessage, err error, ct
 	}
 }
 
+// invalidResult reports whether err is an upstream's answer with a result
+// that is not a JSON object: what the upstream broke is the proxy's
+// internal error to its client (-32603), which names the server, never a
+// result a strict client would refuse.
+func invalidResult(err error) bool {
+	var invalid *upstream.InvalidResultError
+	return errors.As(err, &invalid)
+}
+
 // maxErrorData bounds the upstream error data passed downstream.
 const maxErrorData = 64 << 10
 
 // errorData is an upstream error's data as it may go downstream: sanitized
-// like every error text (SPEC §9.4); dropped when too large or when
+// like every error text (docs/protocol.md#errors); dropped when too large or when
 // sanitizing left it invalid. Clients act on it (URL elicitation, -32042,
 // carries its elicitations there).
 func (p *Proxy) errorData(data json.RawMessage) json.RawMessage {
@@ -396,7 +407,7 @@ func unknownTool(name string) *wireError {
 // prefix of a server the session's agent is granted and that server is
 // down without ever having listed its tools, the error says it is down and
 // why instead: "unknown tool" would hide the cause. A server the agent is
-// not granted stays unknown (SPEC §5 rule 1).
+// not granted stays unknown (docs/agents.md#the-policy-rules, rule 1).
 func (p *Proxy) unknownTool(s *session, name string) *wireError {
 	g := p.gen()
 	style := p.style()
@@ -571,7 +582,7 @@ func IsErrorResult(result json.RawMessage) bool {
 	return err == nil && ok && string(v) == "true"
 }
 
-// rewriteResult applies the result rewrites of SPEC §8 and §9.4: blobs to
+// rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
 // files, Unicode TAG characters out of text. Both return the input slice when
 // there is nothing to change, which is the common case.
 func (p *Proxy) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {

@@ -104,7 +104,7 @@ func (e *ToolEntry) policyTool() filter.Tool {
 	return filter.Tool{Exposed: e.Exposed, Base: e.Base, Default: e.Default, Server: e.Server, ReadOnly: e.ReadOnly, Filtered: e.Filtered}
 }
 
-// denied is the isError result of a tool a policy rule 3–6 denies (SPEC §5).
+// denied is the isError result of a tool a policy rule 3–6 denies (docs/agents.md#the-policy-rules).
 func denied(exposed string, rule filter.Rule) []byte {
 	return textResult("tool '"+exposed+"' is denied by "+string(rule), true)
 }

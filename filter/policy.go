@@ -10,11 +10,11 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
 
-// Rule names why a tool is denied; the values are SPEC §5's, used in denial
+// Rule names why a tool is denied; the values are those of docs/agents.md#the-policy-rules, used in denial
 // texts and as the metric label `rule`.
 type Rule string
 
-// The rules of SPEC §5, in the order they are applied.
+// The rules of docs/agents.md#the-policy-rules, in the order they are applied.
 const (
 	RuleNone                Rule = ""
 	RuleNotGranted          Rule = "not_granted"
@@ -24,7 +24,7 @@ const (
 	RulePerCallAllowedTools Rule = "per_call_allowed_tools"
 	RuleReadOnly            Rule = "read_only"
 	// RuleQuarantined and RuleRateLimited are not decided here: tool
-	// integrity (SPEC §13) and the rate limits (SPEC §15) refuse calls
+	// integrity (docs/security.md#tool-integrity) and the rate limits (docs/agents.md#overrides-and-rate-limits) refuse calls
 	// under these names in the call path.
 	RuleQuarantined Rule = "quarantined"
 	RuleRateLimited Rule = "rate_limited"
@@ -35,7 +35,7 @@ const (
 // not granted. The other rules answer a call with a result naming the rule.
 func (r Rule) Hidden() bool { return r == RuleNotGranted || r == RuleServerFilter }
 
-// Autonomy levels of SPEC §5.
+// Autonomy levels of docs/agents.md#agents-bundles-and-policy.
 const (
 	AutonomyFull       = "full"
 	AutonomySupervised = "supervised"
@@ -51,9 +51,9 @@ type Tool struct {
 	// Base is the exposed name before any hash suffix a name collision
 	// added (namespace.Entry.Base, downstream.ToolEntry.Base); "" means
 	// Exposed. Every rule that matches names matches Exposed or Base, so a
-	// suffix never moves a tool out of a rule (SPEC §2).
+	// suffix never moves a tool out of a rule (docs/agents.md#names).
 	Base string
-	// Default is, for a tool an override renamed (SPEC §15), the name it
+	// Default is, for a tool an override renamed (docs/agents.md#overrides-and-rate-limits), the name it
 	// would have been exposed under without the rename
 	// (namespace.Entry.Default); "" otherwise. Rules match it too, so a
 	// rename never moves a tool out of a rule written for its old name.
@@ -91,10 +91,10 @@ func (t Tool) listed(list []string) bool {
 
 // Agent is one agent's resolved grants and settings. It is immutable: a
 // session resolves its agent once, when it starts, so that a config reload
-// applies to new sessions only (SPEC §3, §5).
+// applies to new sessions only (docs/operations.md#shutdown-and-reload, docs/agents.md#agents-bundles-and-policy).
 type Agent struct {
 	Name string
-	// Deferred is true when the agent runs in deferred mode (SPEC §6).
+	// Deferred is true when the agent runs in deferred mode (docs/deferred-loading.md).
 	Deferred bool
 	// CallTool is true when deferred mode lists call_tool.
 	CallTool bool
@@ -185,7 +185,7 @@ func (a *Agent) Servers() []string {
 // Granted reports whether the agent reaches server.
 func (a *Agent) Granted(server string) bool { return a.granted[server] }
 
-// Decide applies SPEC §5's rules 1–6 in order to t for this agent, with the
+// Decide applies docs/agents.md#the-policy-rules, rules 1–6 in order to t for this agent, with the
 // session's per-call list (nil when none was given; an empty non-nil list
 // allows nothing). It returns RuleNone when the agent may call the tool.
 func (a *Agent) Decide(t Tool, perCall []string) Rule {
@@ -229,7 +229,7 @@ func (a *Agent) Visible(t Tool, active func(group int) bool) bool {
 }
 
 // HasDynamicGroups reports whether any tool_filter_group is dynamic; then
-// tool_search is listed in eager mode too (SPEC §5).
+// tool_search is listed in eager mode too (docs/agents.md#agents-bundles-and-policy).
 func (a *Agent) HasDynamicGroups() bool {
 	for _, g := range a.groups {
 		if g.Mode == "dynamic" {
@@ -279,13 +279,13 @@ const (
 	ApprovalAsk                 // ask the user through the client
 )
 
-// ApprovalOf applies the seed's order (SPEC §5) to t: autonomy full → run;
+// ApprovalOf applies the seed's order (docs/agents.md#approval) to t: autonomy full → run;
 // always_ask match → ask; auto_approve match → run; approved "always"
 // earlier in this session → run; else ask. It judges upstream tools: the
 // proxy's own tool_search is always run without asking it, and an upstream
 // tool that happens to be exposed as "tool_search" is judged like any
 // other. always_ask and auto_approve match t's exposed name or its base
-// (the name before a collision suffix, SPEC §2).
+// (the name before a collision suffix, docs/agents.md#names).
 func (a *Agent) ApprovalOf(t Tool, approvedAlways bool) Approval {
 	switch {
 	case a.autonomy == AutonomyFull:

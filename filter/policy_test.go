@@ -279,7 +279,7 @@ func TestRulesMatchBase(t *testing.T) {
 	}
 }
 
-// TestRulesMatchDefaultName is SPEC §15: a tool an override renamed is
+// TestRulesMatchDefaultName is docs/agents.md#overrides-and-rate-limits: a tool an override renamed is
 // still matched by every rule written for its default name (and by its new
 // name), so a rename never moves a tool out of a deny rule.
 func TestRulesMatchDefaultName(t *testing.T) {

@@ -1,7 +1,7 @@
 package filter
 
 // ServerTool reports whether a server's own tool name passes that server's
-// tools.include / tools.exclude globs (SPEC §5 rule 2). With include set,
+// tools.include / tools.exclude globs (docs/agents.md#the-policy-rules, rule 2). With include set,
 // only matching tools pass and exclude is not consulted (the seed's "include
 // wins"); with only exclude set, matching tools are dropped; with neither,
 // every tool passes. The globs are the policy patterns' (matchPattern): '*'

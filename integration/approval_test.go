@@ -200,7 +200,7 @@ func TestApproval(t *testing.T) {
 				// always: asked once for the session. A client of the
 				// stateless 2026-07-28 protocol over HTTP has no session, so
 				// there "always" approves the call it answers and every call
-				// is asked (README, Decisions).
+				// is asked (docs/agents.md#approval).
 				stateless := cell == "http-sdkdefault"
 				ap.next(polAccept("always"))
 				if stateless {

@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/internal/testoidc"
 )
 
-// The HTTP listener as an OAuth protected resource (SPEC §12.2), through
+// The HTTP listener as an OAuth protected resource (docs/security.md#oauth-on-the-http-listener), through
 // the real binary: an in-process OpenID provider (internal/testoidc), the
 // official Go SDK client's OAuth flow, agents chosen by the groups claim,
 // a static-token agent beside them, and an HTTP fixture upstream that

@@ -99,8 +99,8 @@ func TestMergedToolsAndCalls(t *testing.T) {
 }
 
 // proxyOwnTool names the proxy's own tools: mcp_resources and mcp_prompts
-// are listed whenever a granted server offers resources or prompts (SPEC
-// §7.2); tool_search and call_tool in deferred mode.
+// are listed whenever a granted server offers resources or prompts
+// (docs/resources.md#resources-and-prompts); tool_search and call_tool in deferred mode.
 var proxyOwnTool = map[string]bool{"mcp_resources": true, "mcp_prompts": true, "tool_search": true, "call_tool": true}
 
 func checkMergedList(t *testing.T, merged []*mcp.Tool, direct map[string][]*mcp.Tool) {

@@ -13,7 +13,7 @@ import (
 	"time"
 )
 
-// Logins of OAuth upstreams through the host (SPEC §12.1): over stdio the
+// Logins of OAuth upstreams through the host (docs/security.md#oauth-upstreams): over stdio the
 // proxy asks a host that declares elicitation.url to open the
 // authorization page; over HTTP, whose sessions belong to other people, it
 // never does, and the page is only logged.

@@ -16,7 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Tool overrides and rate limits (SPEC §15), end to end. Helpers of this
+// Tool overrides and rate limits (docs/agents.md#overrides-and-rate-limits), end to end. Helpers of this
 // file start with ovr.
 
 // ovrTools lists the session's tools by name.

@@ -294,7 +294,7 @@ func TestPolicyHTTPAgents(t *testing.T) {
 
 // TestPolicyHTTPNoDefaultAgent: with agents and no default_agent, an HTTP
 // proxy serves every agent on its own path, and the default path answers
-// 404 listing the agents (SPEC §5).
+// 404 listing the agents (docs/agents.md#agents-bundles-and-policy).
 func TestPolicyHTTPNoDefaultAgent(t *testing.T) {
 	t.Parallel()
 	mcpURL, _ := startHTTPProxy(t, polConfig(t, ""))

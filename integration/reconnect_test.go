@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Calls ride out a short upstream restart (issue 20, SPEC §3 reconnect_wait):
+// Calls ride out a short upstream restart (issue 20, docs/operations.md#reconnection reconnect_wait):
 // many HTTP sessions call a tool of a stdio upstream in a loop while the
 // upstream process exits once, then while it crash-loops.
 

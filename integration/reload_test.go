@@ -12,7 +12,7 @@ import (
 )
 
 // TestReloadOnSIGHUP: SIGHUP applies an edited config without a restart
-// (SPEC §3): an added server connects and a removed one closes, and a
+// (docs/operations.md#shutdown-and-reload): an added server connects and a removed one closes, and a
 // config that does not load leaves the running one in force.
 func TestReloadOnSIGHUP(t *testing.T) {
 	t.Parallel()

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// rsShutdownBound is SPEC §3's bound on the whole shutdown (seed: 15 s).
+// rsShutdownBound is the bound of docs/operations.md#shutdown-and-reload on the whole shutdown (seed: 15 s).
 const rsShutdownBound = 15 * time.Second
 
 // rsShutdownConfig has two stdio upstreams: fx runs the fixture through

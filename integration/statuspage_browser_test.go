@@ -154,7 +154,7 @@ func TestStatusPageBrowser(t *testing.T) {
 
 	// Sign in with the token.
 	step(t, ctx, "opening the page", chromedp.Navigate(s.pageURL), chromedp.WaitVisible(chromedp.ID("token")))
-	if got := seen(ctx, "#message"); got != "Enter a token of metrics.tokens to see the status page." {
+	if got := seen(ctx, "#message"); got != "Enter a token of metrics.tokens, or the status page's own token (mcp-proxy status token), to see the status page." {
 		t.Errorf("before signing in the page says %q", got)
 	}
 	step(t, ctx, "typing the token", chromedp.SendKeys(chromedp.ID("token"), statusPageToken))

@@ -32,11 +32,13 @@ const (
 // default agent over HTTP; up is secure's server when the scenario started
 // it.
 type statusScenario struct {
-	proxy    *proc
-	pageURL  string // http://127.0.0.1:<port>/
-	descFile string
-	up       *oauthUpstream
-	cs       *mcp.ClientSession
+	proxy     *proc
+	cfg       string // the config file
+	pageURL   string // http://127.0.0.1:<port>/
+	signInURL string // the page's address with the status token; "" with metrics.tokens
+	descFile  string
+	up        *oauthUpstream
+	cs        *mcp.ClientSession
 }
 
 // startStatusScenario starts the proxy with secure at a newOAuthUpstream;
@@ -68,7 +70,10 @@ func startStatusScenarioAt(t *testing.T, secureURL string, tokens ...string) *st
 		httpServer("secure", secureURL, "auth: {type: oauth, open: none}"))
 	var mcpURL string
 	mcpURL, s.proxy = startHTTPProxy(t, cfg)
-	s.pageURL, _ = waitLogLine(t, s.proxy.stderr, statusPageLine)["url"].(string)
+	s.cfg = cfg
+	line := waitLogLine(t, s.proxy.stderr, statusPageLine)
+	s.pageURL, _ = line["url"].(string)
+	s.signInURL, _ = line["sign_in_url"].(string)
 	if !strings.HasPrefix(s.pageURL, "http://127.0.0.1:") {
 		t.Fatalf("status page URL %q", s.pageURL)
 	}
@@ -100,9 +105,12 @@ func (s *statusScenario) callsAndRugPull(t *testing.T) {
 
 // TestStatusPageOverHTTP drives the status page of the real binary with
 // an HTTP client, as a browser would submit its forms: the servers' states,
-// the five-minute figures, the quarantined tool with its diff; Log in
-// through the OAuth server's authorization back to /auth/callback, after
-// which the server connects; Approve, after which echo is listed again.
+// the five-minute figures, the quarantined tool with its diff; approving
+// with the page's own CSRF cookie and token but without signing in is
+// refused (issue 35, item 1); signing in with the address the proxy logged
+// (whose token `mcp-proxy status token` prints too); Log in through the
+// OAuth server's authorization back to /auth/callback, after which the
+// server connects; Approve, after which echo is listed again.
 // (TestStatusPageBrowser, build tag chromium, does the same in Chromium.)
 func TestStatusPageOverHTTP(t *testing.T) {
 	t.Parallel()
@@ -139,8 +147,8 @@ func TestStatusPageOverHTTP(t *testing.T) {
 	if row := statusRow(page, "broken"); !strings.Contains(row, "last error: process exited with status 1; last stderr: fixture: exit requested by -exit-at-start stdio") {
 		t.Errorf("broken row: %q", row)
 	}
-	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login Log in http") {
-		t.Errorf("secure row: %q", row)
+	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login http") {
+		t.Errorf("secure row before signing in (no Log in): %q", row)
 	}
 	if !strings.Contains(page, `+  "description": "`+poisonedEcho+`",`) || !strings.Contains(page, "hidden_markup") {
 		t.Errorf("the quarantined echo's diff or findings are missing:\n%s", page)
@@ -149,9 +157,42 @@ func TestStatusPageOverHTTP(t *testing.T) {
 		t.Errorf("agents section: %q", agents)
 	}
 
+	// Reading the page gives no right to act: its CSRF cookie and token
+	// (in the sign-in form) do not approve.
+	if strings.Contains(page, `action="/tools/approve"`) || !strings.Contains(page, "read-only until you sign in") {
+		t.Errorf("the page offers Approve before signing in:\n%s", page)
+	}
+	resp, err := hc.PostForm(s.pageURL+"tools/approve", url.Values{"server": {"fx"}, "tool": {"echo"},
+		"fingerprint": {"sha256:any"}, "csrf": {formField(t, page, "/login", "csrf")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden || hasName(toolNames(listTools(t, s.cs)), "fx__echo") {
+		t.Fatalf("approve without signing in: %d", resp.StatusCode)
+	}
+	// The address the proxy logged signs in; `mcp-proxy status token`
+	// prints its token.
+	tok, _, code := runCLI(t, "status", "token", "--config", s.cfg)
+	if code != 0 || s.signInURL != s.pageURL+"?token="+strings.TrimSpace(tok) {
+		t.Fatalf("sign-in address %q; status token printed %q (exit %d)", s.signInURL, tok, code)
+	}
+	resp, err = hc.Get(s.signInURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || resp.Request.URL.String() != s.pageURL {
+		t.Fatalf("opening the sign-in address ended at %s with %d", resp.Request.URL, resp.StatusCode)
+	}
+	page = get()
+	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login Log in http") {
+		t.Errorf("secure row signed in: %q", row)
+	}
+
 	// Log in: the form's POST goes to the authorization server, which
 	// approves and sends the browser back to the page's /auth/callback.
-	resp, err := hc.PostForm(s.pageURL+"auth/login", url.Values{"server": {"secure"}, "csrf": {formField(t, page, "/auth/login", "csrf")}})
+	resp, err = hc.PostForm(s.pageURL+"auth/login", url.Values{"server": {"secure"}, "csrf": {formField(t, page, "/auth/login", "csrf")}})
 	if err != nil {
 		t.Fatal(err)
 	}

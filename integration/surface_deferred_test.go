@@ -406,7 +406,7 @@ func TestSurfaceDeferredModernClient(t *testing.T) {
 
 // TestSurfaceHTTPAgentsWithoutDefault: over HTTP, agents without a
 // default_agent is a valid setup: /agents/<alias>/mcp serves each agent and
-// the default path answers 404 listing the agents (SPEC §5; README, Agents).
+// the default path answers 404 listing the agents (docs/agents.md#agents-bundles-and-policy).
 func TestSurfaceHTTPAgentsWithoutDefault(t *testing.T) {
 	t.Parallel()
 	cfg := writeConfig(t, "bundles: {all: {servers: [fx]}}\nagents:\n  lazy: {mcp_bundles: [all], deferred_loading: true}\n",

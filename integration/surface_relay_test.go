@@ -134,7 +134,7 @@ func (l *sfLogLog) get(logger string) []string {
 // progress notifications arrive with the client's own token, in order, up
 // to the total; its log messages arrive with the server's name as logger.
 // On 2026-07-28 (the go-sdk default) server-to-client requests have to use
-// that revision's multi-round-trip mechanism (SPEC §4); the outcome the
+// that revision's multi-round-trip mechanism (docs/protocol.md#downstream-protocol); the outcome the
 // host sees must be the same.
 func TestSurfaceRelays(t *testing.T) {
 	t.Parallel()

@@ -139,7 +139,7 @@ func TestSurfaceEverythingResources(t *testing.T) {
 			})
 
 			// A 2026-07-28 client subscribes through subscriptions/listen,
-			// which the proxy does not relay yet (README, Decisions): only
+			// which the proxy does not relay yet (docs/protocol.md#requests-from-servers): only
 			// session-based clients run this subtest.
 			subscribe := t.Run
 			if cs.InitializeResult().ProtocolVersion >= "2026" {
@@ -270,7 +270,7 @@ var sfSeedText = "Build token " + sfToken + " is private.\n" + strings.Repeat("0
 // TestSurfaceSeedTools: the seed's mcp_resources and mcp_prompts tools:
 // their listings in the <server>__ form, the <mcp-resource> and
 // <mcp-prompt> wrappers, blob rendering, redaction of a token in resource
-// text, the untrusted_text_limit cut, and every error text of SPEC §7.2.
+// text, the untrusted_text_limit cut, and every error text of docs/resources.md#resources-and-prompts.
 func TestSurfaceSeedTools(t *testing.T) {
 	t.Parallel()
 	const limit = 100

@@ -17,7 +17,7 @@ import (
 )
 
 // fingerprintFields are the members of a tool object that its fingerprint
-// covers (SPEC §13). Everything else (icons, _meta, unknown fields) may
+// covers (docs/security.md#tool-integrity). Everything else (icons, _meta, unknown fields) may
 // change without a rug pull being reported.
 var fingerprintFields = []string{"name", "title", "description", "inputSchema", "outputSchema", "annotations"}
 

@@ -34,7 +34,7 @@ type Options struct {
 	Now func() time.Time
 }
 
-// Guard applies tool integrity (SPEC §13) to catalog builds: it
+// Guard applies tool integrity (docs/security.md#tool-integrity) to catalog builds: it
 // fingerprints each upstream tool, pins it on first sight, holds changed
 // and (optionally) new tools, scans what clients would see, and keeps the
 // pin files of its state directory up to date. All methods are safe for
@@ -128,8 +128,8 @@ type Tool struct {
 	// modified; it must not change after the call.
 	Upstream json.RawMessage
 	// Visible is the tool object as clients would see it: after the
-	// server's tools.overrides (SPEC §15), before the proxy's own TAG
-	// stripping (SPEC §9.4), with or without the exposed name (names are
+	// server's tools.overrides (docs/agents.md#overrides-and-rate-limits), before the proxy's own TAG
+	// stripping (docs/protocol.md#fidelity), with or without the exposed name (names are
 	// not scanned). nil means Upstream. The scan reads it, so an override's
 	// description can release a tool the scan held.
 	Visible json.RawMessage

@@ -2,7 +2,7 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// BlobStore is the gauge of the blob files each agent folder holds (SPEC §8).
+// BlobStore is the gauge of the blob files each agent folder holds (docs/resources.md#blobs).
 // A nil *BlobStore records nothing. Safe for concurrent use.
 type BlobStore struct {
 	bytes *prometheus.GaugeVec

@@ -46,6 +46,7 @@ type Metrics struct {
 	toolsQuarantined *prometheus.GaugeVec
 	toolFindings     *prometheus.CounterVec
 	rateLimited      *prometheus.CounterVec // ratelimit.go
+	statusSignIns    *prometheus.CounterVec // status.go
 	waits            *waitMetrics           // waits.go
 }
 
@@ -120,11 +121,12 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 			Name: "mcp_proxy_tool_findings_total",
 			Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool.",
 		}, []string{"server", "kind"}),
-		rateLimited: newRateLimited(),
+		rateLimited:   newRateLimited(),
+		statusSignIns: newStatusSignIns(),
 	}
 	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited} {
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited, m.statusSignIns} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -10,7 +10,7 @@ import (
 )
 
 // TestExposition records one sample of every metric and checks the names
-// and label sets Prometheus exposes (SPEC §11), and that the Go and process
+// and label sets Prometheus exposes (docs/operations.md#metrics), and that the Go and process
 // collectors are on the base registry.
 func TestExposition(t *testing.T) {
 	reg := NewRegistry()

@@ -2,7 +2,7 @@ package metrics
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The limits of SPEC §15, the values of the limit label of
+// The limits of docs/agents.md#overrides-and-rate-limits, the values of the limit label of
 // mcp_proxy_rate_limited_total.
 const (
 	LimitServerRate       = "server_rate"

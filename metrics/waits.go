@@ -7,7 +7,7 @@ import (
 )
 
 // Requests that found their upstream not connected and waited for it: its
-// first connection, or its reconnection within reconnect_wait (SPEC §3).
+// first connection, or its reconnection within reconnect_wait (docs/operations.md#reconnection).
 
 // waitBuckets span a request released at once to the longest wait allowed
 // (reconnect_wait is at most 600 s; the default is 5 s).

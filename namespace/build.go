@@ -35,7 +35,7 @@ func Build(style Style, inputs []Input) (*Table, []string) {
 // Rebuild is Build for a catalog that already has names: every item of
 // inputs that prev (nil: none) holds keeps its exposed name, hash suffix
 // included, so that a tool that appears later never renames one a host has
-// seen (SPEC §2). An item holds its name when its base in prev is the name
+// seen (docs/agents.md#names). An item holds its name when its base in prev is the name
 // it gets now before any suffix (same style, prefix and fallback); the bare
 // fallback itself is decided over the whole input as in Build (every bare
 // collider falls back). A newcomer whose name is held, or collides with
@@ -58,7 +58,7 @@ func Rebuild(style Style, inputs []Input, prev *Table) (*Table, []string) {
 			it.name = style.prefixedName(it.prefix, it.route.Name)
 		}
 		if it.rename != "" {
-			// Reserved: never bare, so it never falls back (SPEC §15).
+			// Reserved: never bare, so it never falls back (docs/agents.md#overrides-and-rate-limits).
 			it.deflt, it.name, it.bare = it.name, fit(sanitize(it.rename, false)), false
 		}
 	}
@@ -139,7 +139,7 @@ func (it *item) hold(prev *Table) {
 }
 
 // reserve gives every renamed item its name, ahead of any holder: a name
-// an operator chose is reserved (SPEC §15), so an item that held it, or
+// an operator chose is reserved (docs/agents.md#overrides-and-rate-limits), so an item that held it, or
 // has it as its own, gets the hash suffix (a reload that adds a rename may
 // thus rename a tool a host has seen: the operator asked for the name). Renamed items that share one
 // name (config validation refuses that) are left to addSuffixes like any

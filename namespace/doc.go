@@ -1,6 +1,6 @@
 // Package namespace gives every upstream tool and prompt the name the
 // downstream host sees, and every upstream resource URI its proxied form
-// (SPEC §2).
+// (docs/agents.md#names).
 //
 // A Table, built once per catalog change by Build, maps each exposed name to
 // the (server, original name) it stands for and back. Routing uses the table
@@ -45,11 +45,11 @@
 // input as in Build: every bare collider falls back, the older one too.
 // Each entry records its Base, the exposed name before any collision
 // suffix; policy rules match it, so no suffix moves a tool out of a rule
-// (SPEC §2, §5).
+// (docs/agents.md#names, docs/agents.md#agents-bundles-and-policy).
 //
 // # Renames
 //
-// An operator may rename a tool (servers.<s>.tools.overrides, SPEC §15;
+// An operator may rename a tool (servers.<s>.tools.overrides, docs/agents.md#overrides-and-rate-limits;
 // Input.Renames). The rename is the exposed name as written (sanitized and
 // cut like any name if it is not valid), never prefixed and never moved by
 // the bare fallback. It is reserved: it goes before every other claim on

@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// TestRenames is SPEC §15's names: an override's name replaces the exposed
+// TestRenames is the names of docs/agents.md#overrides-and-rate-limits: an override's name replaces the exposed
 // name, is reserved (a tool whose own name equals it gets the hash suffix,
 // a bare one falls back), and the table keeps the default name for policy.
 func TestRenames(t *testing.T) {

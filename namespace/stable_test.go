@@ -42,7 +42,7 @@ func TestRebuildKeepsHeldNames(t *testing.T) {
 			},
 		},
 		{
-			name:   "bare colliders both fall back, the holder too (SPEC §2's fallback rule)",
+			name:   "bare colliders both fall back, the holder too (the fallback rule of docs/agents.md#names)",
 			style:  StyleZeroclaw,
 			before: []Input{{Server: "a", Prefix: "", Names: []string{"search"}}},
 			after: []Input{

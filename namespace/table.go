@@ -18,13 +18,13 @@ type Input struct {
 	// Names are the upstream's own item names, any bytes.
 	Names []string
 	// Renames gives some of Names the exposed name an operator chose
-	// (servers.<s>.tools.overrides.<name>.name, SPEC §15), by original
+	// (servers.<s>.tools.overrides.<name>.name, docs/agents.md#overrides-and-rate-limits), by original
 	// name. Such a name is reserved: it is not prefixed, never falls back,
 	// and an item whose own name equals it gets the hash suffix instead.
 	// A rename that is not a valid exposed name is sanitized like any name.
 	Renames map[string]string
 	// Hidden are the names of Names that are never exposed (dropped by the
-	// server's tools.include/exclude, SPEC §5 rule 2). They still get a
+	// server's tools.include/exclude, docs/agents.md#the-policy-rules, rule 2). They still get a
 	// name, but a bare one yields: where it collides with one exposed
 	// item, it falls back and the exposed one keeps the bare name.
 	Hidden map[string]bool
@@ -41,8 +41,8 @@ type Route struct {
 // Entry is one row of a Table.
 type Entry struct {
 	Exposed string
-	// Base is Exposed before any hash suffix that a collision added (SPEC
-	// §2); policy rules that name Base match the entry (filter.Tool.Base).
+	// Base is Exposed before any hash suffix that a collision added
+	// (docs/agents.md#names); policy rules that name Base match the entry (filter.Tool.Base).
 	// It equals Exposed for an entry that never collided.
 	Base string
 	// Default is, for a renamed entry (Input.Renames), the name it would

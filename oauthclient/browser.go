@@ -36,7 +36,7 @@ type BrowserLogin struct {
 	over atomic.Bool
 }
 
-// BeginLogin prepares a login of an oauth server (SPEC §12.1) whose
+// BeginLogin prepares a login of an oauth server (docs/security.md#oauth-upstreams) whose
 // browser comes back to redirectURI, an absolute http or https URL the
 // caller serves: discovery from the server's latest challenge, the
 // authorization server's checks (PKCE S256), the client identity

@@ -1,6 +1,6 @@
 // Package oauthclient makes mcp-proxy an OAuth 2.1 client of its HTTP and
 // SSE upstreams, as the MCP authorization specification (2025-11-25, back to
-// 2025-03-26) describes it and SPEC §12.1 configures it.
+// 2025-03-26) describes it and docs/security.md#oauth-upstreams configures it.
 //
 // One Client serves one configured server. Its Transport (an
 // http.RoundTripper decorator) puts the server's access token on every

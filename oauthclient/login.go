@@ -353,7 +353,7 @@ const (
 )
 
 // identity settles the client identity at md's authorization server, in
-// SPEC order: the configured client_id, a Client ID Metadata Document, a
+// The documented order (docs/security.md#oauth-upstreams): the configured client_id, a Client ID Metadata Document, a
 // registration (a stored one for the same redirect URI, else a new one).
 // It returns the identity and the entry to store the tokens in.
 func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, prev *Entry) (identity, Entry, error) {

@@ -26,7 +26,7 @@ const (
 	maxStoreFile = 1 << 20
 )
 
-// storeNameOK is the server name rule of the config (SPEC §1.1), checked
+// storeNameOK is the server name rule of the config (docs/configuration.md#servers), checked
 // again here because the name becomes a file name.
 var storeNameOK = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 

@@ -8,7 +8,7 @@ import (
 )
 
 // MaxTries bounds how many times one request is sent while its token is
-// renewed or stepped up (SPEC §12.1: at most 3 tries per call).
+// renewed or stepped up (docs/security.md#oauth-upstreams: at most 3 tries per call).
 const MaxTries = 3
 
 // Transport authorizes the requests of one server: an http.RoundTripper

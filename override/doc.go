@@ -1,4 +1,4 @@
-// Package override applies an operator's tool overrides (SPEC §15) to what
+// Package override applies an operator's tool overrides (docs/agents.md#overrides-and-rate-limits) to what
 // clients see of an upstream tool and to the calls they make: a title and
 // a description that replace the upstream's, annotations merged over the
 // upstream's (a null removes one), and pinned arguments, which are cut out

@@ -18,8 +18,9 @@ var (
 	leakedToken = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:sk-|xoxb-|xoxp-|ghp_|gho_|ghu_|github_pat_|AIza)[A-Za-z0-9_-]{6,}`)
 	bearerValue = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])bearer[ \t]+([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
 	keyValueEq  = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)[ \t]*=[ \t]*([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
-	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")([^"'\\\n]*)`)
-	urlLike     = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
+	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|passphrase|secret|authorization|cookie|credentials?)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")` +
+		`(?:(?:bearer|basic|digest|negotiate|ntlm|dpop|aws4-hmac-sha256|hoba|mutual|scram-sha-1|scram-sha-256|vapid|privatetoken)[ \t]+)?([^"'\\\n]*)`)
+	urlLike = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
 )
 
 func FuzzText(f *testing.F) {
@@ -28,6 +29,9 @@ func FuzzText(f *testing.F) {
 		"https://u:p@h/p?q=1#f", "sk-abcdefghij", "\x1b[31mx", "\U000E0041", "a\xffb",
 		"(https://h/(a?b))x?y", "token=[REDACTED]x", "key='a\"b'", "https://a(b@h/x)y?q",
 		"github_pat_0123456789", "AIza0123456789", "x://h?a=1 token : \"v\"",
+		`{"authorization":"Basic dXNlcjpwYXNz"}`, "Cookie: a=1; b=2", `{"password":[1,{"a":"]"}]}`,
+		`"h":"Digest username=\"M\", response=\"66\""`, "AWS4-HMAC-SHA256 Credential=A/1, Signature=f",
+		`\nSet-Cookie: sid=1\n`, "Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag", "authorization\":1Cookie: a=1Cookie: [REDACTED]\x1b[",
 	} {
 		f.Add(s)
 	}
@@ -42,6 +46,11 @@ func FuzzText(f *testing.F) {
 		}
 		if s := StripTags(in); strings.ContainsFunc(s, isTag) {
 			t.Fatalf("StripTags(%q) = %q keeps a TAG character", in, s)
+		}
+		if s := TerminalLine(in); !utf8.ValidString(s) || strings.ContainsFunc(s, func(r rune) bool {
+			return r < 0x20 || r == 0x7F || isC1(r) || isBidiControl(r) || r == '\u2028' || r == '\u2029'
+		}) {
+			t.Fatalf("TerminalLine(%q) = %q keeps a control character", in, s)
 		}
 	})
 }

@@ -21,13 +21,29 @@ var tokenPrefixes = []string{
 }
 
 // secretKeys are the keys whose values are redacted (compared
-// case-insensitively, at a word start, so "access_token" matches "token").
-var secretKeys = []string{"token", "key", "apikey", "api_key", "password", "passwd", "secret"}
+// case-insensitively, at a word start, so "access_token" matches "token",
+// "x-api-key" matches "key", "proxy-authorization" matches
+// "authorization" and "set-cookie" matches "cookie").
+var secretKeys = []string{
+	"token", "key", "apikey", "api_key", "password", "passwd", "passphrase", "secret",
+	"authorization", "cookie", "credential", "credentials",
+}
+
+// headerKeys are the secret keys that are also HTTP header names: in a
+// header line ("Cookie: a=1; b=2", at the start of a line or of a quoted
+// string) their whole unquoted value is redacted. A value that starts with
+// an authentication scheme keeps the scheme's name (see authSchemes).
+var headerKeys = []string{"authorization", "cookie"}
+
+// headerPrefixes may come before a header key in a header name.
+var headerPrefixes = []string{"proxy-", "set-"}
 
 // candidate marks the bytes that can start a pattern, so that the scan skips
 // every other byte at once.
 var candidate = func() (t [256]bool) {
-	t['b'], t['B'] = true, true // bearer
+	for _, sc := range authSchemes {
+		t[sc.name[0]], t[sc.name[0]-'a'+'A'] = true, true
+	}
 	for _, p := range tokenPrefixes {
 		t[p[0]] = true
 	}
@@ -41,12 +57,16 @@ var candidate = func() (t [256]bool) {
 func redactSecrets(s string) string {
 	var out []byte
 	last := 0
+	// Once an array or object after a secret key runs to the end of s
+	// unclosed (s is no valid JSON), no later one is looked for: each
+	// would be scanned to the end again, a quadratic cost.
+	closed := true
 	for i := 0; i < len(s); {
-		if !candidate[s[i]] || (i > 0 && isAlnum(s[i-1])) {
+		if !candidate[s[i]] || !wordStart(s, i) {
 			i++
 			continue
 		}
-		start, end, resume := matchSecret(s, i)
+		start, end, resume, quote := matchSecret(s, i, &closed)
 		if resume <= i {
 			i++
 			continue
@@ -56,7 +76,13 @@ func redactSecrets(s string) string {
 				out = make([]byte, 0, len(s)+len(Redacted))
 			}
 			out = append(out, s[last:start]...)
-			out = append(out, Redacted...)
+			if quote {
+				out = append(out, '"')
+				out = append(out, Redacted...)
+				out = append(out, '"')
+			} else {
+				out = append(out, Redacted...)
+			}
 			last = end
 		}
 		i = resume
@@ -67,10 +93,24 @@ func redactSecrets(s string) string {
 	return string(append(out, s[last:]...))
 }
 
+// wordStart reports whether a pattern may start at i: at the start of s,
+// after a byte that is no letter or digit, or after a JSON escape of a
+// line end or tab (`\nCookie:` inside a JSON string).
+func wordStart(s string, i int) bool {
+	if i == 0 || !isAlnum(s[i-1]) {
+		return true
+	}
+	c := s[i-1]
+	return (c == 'n' || c == 'r' || c == 't') && i >= 2 && s[i-2] == '\\'
+}
+
 // matchSecret tries every pattern at i. It returns the range to replace
-// (empty when the value is already Redacted) and where to resume scanning;
-// resume <= i means no pattern matched.
-func matchSecret(s string, i int) (start, end, resume int) {
+// (empty when the value is already Redacted), where to resume scanning
+// (resume <= i means no pattern matched) and whether the marker replaces
+// a JSON value that is not a string, so that it must be quoted. *closed
+// is cleared when an array or object value is found unclosed, and no such
+// value is looked for while it is clear.
+func matchSecret(s string, i int, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
 	for _, p := range tokenPrefixes {
 		if strings.HasPrefix(rest, p) {
@@ -79,37 +119,137 @@ func matchSecret(s string, i int) (start, end, resume int) {
 				e++
 			}
 			if e-i-len(p) >= minTokenBody {
-				return i, e, e
+				return i, e, e, false
 			}
-			return 0, 0, 0
+			return 0, 0, 0, false
 		}
 	}
-	if hasPrefixFold(rest, "bearer") {
-		j := i + len("bearer")
-		k := skipBlanks(s, j)
-		if k == j {
-			return 0, 0, 0
-		}
-		return unquotedValue(s, k)
+	if start, end, resume = matchScheme(s, i); resume > i {
+		return start, end, resume, false
 	}
 	for _, key := range secretKeys {
-		if hasPrefixFold(rest, key) {
-			if start, end, resume = keyValue(s, i+len(key)); resume > i {
-				return start, end, resume
+		if !hasPrefixFold(rest, key) {
+			continue
+		}
+		j := i + len(key)
+		if start, end, resume = keyValue(s, j, key); resume > i {
+			return start, end, resume, false
+		}
+		if start, end, resume = headerLine(s, i, key); resume > i {
+			return start, end, resume, false
+		}
+		if key != "key" && *closed {
+			start, end, ok := structuredValue(s, j)
+			if end > start {
+				return start, end, end, true
+			}
+			*closed = ok
+		}
+	}
+	return 0, 0, 0, false
+}
+
+// headerLine matches a header line of one of headerKeys at i ("Cookie:
+// a=1"): the whole value is replaced, up to the end of the line or of the
+// JSON string that holds it. The header name must start a line or a
+// quoted string, so that prose such as "needs authorization: the token
+// expired" keeps its words. A leading authentication scheme's name stays.
+func headerLine(s string, i int, key string) (start, end, resume int) {
+	if !isHeaderKey(key) {
+		return 0, 0, 0
+	}
+	j := i + len(key)
+	if j >= len(s) || s[j] != ':' || !startsHeaderName(s, i) {
+		return 0, 0, 0
+	}
+	k := skipBlanks(s, j+1)
+	if k == j+1 || k >= len(s) || quoteAt(s, k) != "" {
+		return 0, 0, 0
+	}
+	if strings.HasPrefix(s[k:], Redacted) {
+		e := k + len(Redacted)
+		return e, e, e
+	}
+	if a := afterScheme(s, k); a > k {
+		k = a
+		if strings.HasPrefix(s[k:], Redacted) {
+			e := k + len(Redacted)
+			return e, e, e
+		}
+	}
+	e := headerValueEnd(s, k)
+	if e == k {
+		return 0, 0, 0
+	}
+	return k, e, e
+}
+
+// afterScheme returns where the credential starts when an authentication
+// scheme's name and blanks are at k, else k.
+func afterScheme(s string, k int) int {
+	for _, sc := range authSchemes {
+		if hasPrefixFold(s[k:], sc.name) {
+			n := k + len(sc.name)
+			if e := skipBlanks(s, n); e > n {
+				return e
 			}
 		}
 	}
-	return 0, 0, 0
+	return k
+}
+
+func isHeaderKey(key string) bool {
+	for _, h := range headerKeys {
+		if h == key {
+			return true
+		}
+	}
+	return false
+}
+
+// startsHeaderName reports whether the header key at i, with any of
+// headerPrefixes before it, begins the text, a line (also a JSON-escaped
+// \n) or a quoted string.
+func startsHeaderName(s string, i int) bool {
+	for _, p := range headerPrefixes {
+		if i >= len(p) && hasPrefixFold(s[i-len(p):], p) {
+			i -= len(p)
+			break
+		}
+	}
+	if i == 0 {
+		return true
+	}
+	switch s[i-1] {
+	case '\n', '"', '\'':
+		return true
+	case 'n':
+		return i >= 2 && s[i-2] == '\\'
+	}
+	return false
 }
 
 // keyValue matches what may follow a secret key at j: `=value`, `="value"`,
 // `": "value"` (the key was quoted, also JSON-escaped) or `: "value"`.
-func keyValue(s string, j int) (start, end, resume int) {
+// The quoted value of a header key keeps a leading authentication
+// scheme's name ("Basic [REDACTED]"), whatever follows it.
+func keyValue(s string, j int, key string) (start, end, resume int) {
+	header := isHeaderKey(key)
+	quoted := func(vs int, q string) (start, end, resume int) {
+		start, end, resume = quotedValue(s, vs, q)
+		if end > start && header {
+			start = min(afterScheme(s, start), end)
+		}
+		return start, end, resume
+	}
 	k := skipBlanks(s, j)
 	if k < len(s) && s[k] == '=' {
 		k = skipBlanks(s, k+1)
 		if q := quoteAt(s, k); q != "" {
-			return quotedValue(s, k+len(q), q)
+			return quoted(k+len(q), q)
+		}
+		if header {
+			k = afterScheme(s, k)
 		}
 		return unquotedValue(s, k)
 	}
@@ -122,9 +262,73 @@ func keyValue(s string, j int) (start, end, resume int) {
 	}
 	k = skipBlanks(s, k+1)
 	if q := quoteAt(s, k); q != "" {
-		return quotedValue(s, k+len(q), q)
+		return quoted(k+len(q), q)
 	}
 	return 0, 0, 0
+}
+
+// structuredValue matches, after a secret key at j, the end of a JSON
+// member name and a value that is a number, an array or an object
+// (`": 123`, `": [...]`, `": {...}`); it returns the value's range, empty
+// when there is none. The whole value becomes the string "[REDACTED]", so
+// that JSON stays valid. matchSecret leaves out the key "key", too common
+// a word in ordinary arguments. ok is false when an array or object there
+// is not closed before the end of s.
+func structuredValue(s string, j int) (start, end int, ok bool) {
+	if j >= len(s) || s[j] != '"' {
+		return 0, 0, true
+	}
+	k := skipBlanks(s, j+1)
+	if k >= len(s) || s[k] != ':' {
+		return 0, 0, true
+	}
+	k = skipBlanks(s, k+1)
+	e := jsonValueEnd(s, k)
+	if e > k && !endsJSONValue(s, e) {
+		return 0, 0, true // "password": 12abc is no JSON: left to the other patterns
+	}
+	return k, e, e > k || k >= len(s) || (s[k] != '[' && s[k] != '{')
+}
+
+// endsJSONValue reports whether a JSON value may end at e: what follows
+// is, after blanks, the end of s or of a line, or a ',', '}' or ']'.
+func endsJSONValue(s string, e int) bool {
+	e = skipBlanks(s, e)
+	return e == len(s) || strings.IndexByte(",}]\n\r", s[e]) >= 0
+}
+
+// jsonValueEnd returns the end of the JSON number, array or object at k,
+// or k when there is none or it is not closed. Strings inside are skipped
+// with their escapes, so a bracket in a string does not count.
+func jsonValueEnd(s string, k int) int {
+	if k >= len(s) {
+		return k
+	}
+	if c := s[k]; c == '-' || isDigit(c) {
+		e := k + 1
+		for e < len(s) && (isDigit(s[e]) || strings.IndexByte(".eE+-", s[e]) >= 0) {
+			e++
+		}
+		return e
+	}
+	if s[k] != '[' && s[k] != '{' {
+		return k
+	}
+	depth := 0
+	for e := k; e < len(s); e++ {
+		switch s[e] {
+		case '[', '{':
+			depth++
+		case ']', '}':
+			depth--
+			if depth == 0 {
+				return e + 1
+			}
+		case '"':
+			e = jsonStringEnd(s, e+1)
+		}
+	}
+	return k
 }
 
 // quoteAt returns the quote that opens at k: `"`, `'`, `\"` or "".
@@ -207,15 +411,18 @@ func skipBlanks(s string, k int) int {
 	return k
 }
 
-// hasPrefixFold is strings.HasPrefix ignoring ASCII case. prefix holds only
-// lower-case letters and '_'; c|0x20 lower-cases a letter and can never
-// produce '_' (0x5F lacks the 0x20 bit), so no other byte matches.
+// hasPrefixFold is strings.HasPrefix ignoring ASCII case; prefix is lower
+// case.
 func hasPrefixFold(s, prefix string) bool {
 	if len(s) < len(prefix) {
 		return false
 	}
 	for i := 0; i < len(prefix); i++ {
-		if s[i] != prefix[i] && s[i]|0x20 != prefix[i] {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != prefix[i] {
 			return false
 		}
 	}

@@ -25,11 +25,17 @@ const ellipsis = "…"
 //     user:password part becomes [Redacted]; scheme, host and path stay;
 //   - well-known secret shapes become [Redacted]: tokens starting with sk-,
 //     xoxb-, xoxp-, ghp_, gho_, ghu_, github_pat_ or AIza (at a word start,
-//     followed by at least 6 token characters), the value after "Bearer ", and
-//     the value of the keys token, key, apikey, api_key, password, passwd and
-//     secret (case-insensitive, also as the end of a longer key such as
-//     access_token or client_secret) in the forms key=value, key="value",
-//     "key":"value", key: "value" and the JSON-escaped \"key\":\"value\".
+//     followed by at least 6 token characters); the credential after an
+//     HTTP authentication scheme's name (see authSchemes: Bearer, Basic,
+//     Digest, Negotiate, NTLM, AWS4-HMAC-SHA256...; the name stays); the
+//     value of the keys token, key, apikey, api_key, password, passwd,
+//     passphrase, secret, authorization, cookie, credential and credentials
+//     (case-insensitive, also as the end of a longer key such as
+//     access_token, x-api-key, proxy-authorization or set-cookie) in the
+//     forms key=value, key="value", "key":"value", key: "value" and the
+//     JSON-escaped \"key\":\"value\"; a JSON number, array or object
+//     under such a key (but "key") becomes the string "[REDACTED]"; and the
+//     whole value of an Authorization or Cookie header line.
 //
 // Text is idempotent: Text(Text(s)) == Text(s). It never returns a string
 // longer than len(s) plus the markers it inserted, and it returns s itself

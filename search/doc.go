@@ -1,5 +1,5 @@
 // Package search is the ranking index behind the proxy's tool_search tool in
-// deferred mode (SPEC §6), and the seed's output format for its results.
+// deferred mode (docs/deferred-loading.md), and the seed's output format for its results.
 //
 // Build indexes the tools one agent may call; Search ranks them against the
 // model's keywords. The index is immutable after Build and safe for
@@ -24,7 +24,7 @@
 // On the benchmark in testdata (193 tools captured from real MCP servers or
 // written after well-known ones, 147 user queries) the expected tool is in
 // the top 5 for 92.5% of queries, against 67% for the seed's scoring (count
-// of query words found as substrings of "name description"). README.md has
+// of query words found as substrings of "name description"). docs/deferred-loading.md has
 // the figures, the scale measurements and the commands.
 //
 // # Output

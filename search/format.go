@@ -7,7 +7,7 @@ import (
 	"unicode/utf8"
 )
 
-// Texts of the seed's tool_search tool (SPEC §6).
+// Texts of the seed's tool_search tool (docs/deferred-loading.md).
 const (
 	// QueryRequired is the error text for an empty query.
 	QueryRequired = "query parameter is required"
@@ -96,7 +96,7 @@ func FormatSelect(found []*Doc, notFound []string) string {
 const maxListingLine = 200
 
 // DeferredList renders the <available-deferred-tools> block of the deferred
-// mode's instructions (SPEC §6): one "<name> - <first line of description>"
+// mode's instructions (docs/deferred-loading.md): one "<name> - <first line of description>"
 // line per tool (just "<name>" when the description is empty), the line cut
 // to maxListingLine characters with "..." appended when longer.
 func DeferredList(docs []*Doc) string {

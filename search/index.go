@@ -52,7 +52,7 @@ const (
 // descriptions are long and noisy). b is BM25's length normalization per
 // field: short fields (names) hardly need it. k1 is BM25's term-frequency
 // saturation. On the benchmark (TestRetrieval) recall@5 moves by at most 2
-// of 147 queries over a wide range of these values (README.md).
+// of 147 queries over a wide range of these values (docs/deferred-loading.md).
 var (
 	fieldWeight = [numFields]float64{3.0, 1.0, 1.0, 0.5, 0.25}
 	fieldB      = [numFields]float64{0.3, 0.0, 0.75, 0.5, 0.75}

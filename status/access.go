@@ -4,12 +4,12 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/hex"
 	"net/http"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
-	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 // Cookies of the page. Both are HttpOnly (no script reads them) and
@@ -17,11 +17,11 @@ import (
 // cookies per host, not per port, so neither holds anything of use
 // elsewhere: not the token itself, only values keyed by this process.
 const (
-	// sessionCookie proves, when metrics.tokens is set, that the browser
-	// gave one of the tokens: it holds an HMAC of the token under the
-	// process's key, so it authorizes this process's page and actions (as
-	// the Authorization header authorizes /metrics) and nothing else, and a
-	// restart asks for the token again.
+	// sessionCookie proves that the browser gave a token that signs in
+	// (one of metrics.tokens or the status token): it holds an HMAC of the
+	// token under the process's key, so it authorizes this process's page
+	// and actions (as the Authorization header authorizes /metrics) and
+	// nothing else, and a restart asks for the token again.
 	sessionCookie = "mcp_proxy_status_session"
 	// csrfCookie holds a random seed; the actions' forms carry its HMAC
 	// under the process's key (a signed double-submit token).
@@ -34,37 +34,67 @@ const (
 
 // access is who may see the page and act on it.
 type access struct {
-	tokens []string
-	key    []byte // the process's CSRF key: forms of an earlier process do not validate
+	tokens    []string // metrics.tokens: each opens the page and its actions
+	pageToken string   // the status token; "" when there is none
+	key       []byte   // the process's key: cookies and forms of an earlier process do not validate
 }
 
-func newAccess(tokens []string) access {
+func newAccess(tokens []string, pageToken string) access {
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand never fails (Go 1.24)
-	return access{tokens: tokens, key: key}
+	return access{tokens: tokens, pageToken: pageToken, key: key}
 }
 
-// authorized reports whether r may see the page: no tokens are configured,
-// or r carries one in the Authorization header (compared as /metrics
-// compares it, in constant time) or the session cookie of one.
-func (a access) authorized(r *http.Request) bool {
-	if len(a.tokens) == 0 || authn.StaticBearer(r.Header.Get("Authorization"), a.tokens) {
-		return true
+// secrets are the tokens that sign in: metrics.tokens and the status token.
+func (a access) secrets() []string {
+	if a.pageToken == "" {
+		return a.tokens
 	}
+	return append(append([]string(nil), a.tokens...), a.pageToken)
+}
+
+// canSignIn reports whether any token signs in.
+func (a access) canSignIn() bool { return len(a.tokens) > 0 || a.pageToken != "" }
+
+// signedIn reports whether r carries a token that signs in: in the
+// Authorization header (compared as /metrics compares it, in constant time)
+// or as the session cookie of one.
+func (a access) signedIn(r *http.Request) bool {
+	s := a.secrets()
+	if len(s) == 0 {
+		return false
+	}
+	return authn.StaticBearer(r.Header.Get("Authorization"), s) || a.hasSession(r)
+}
+
+// hasSession reports whether r carries the session cookie of a token.
+func (a access) hasSession(r *http.Request) bool {
 	c, err := r.Cookie(sessionCookie)
 	if err != nil {
 		return false
 	}
 	ok := false
-	for _, tok := range a.tokens {
+	for _, tok := range a.secrets() {
 		ok = hmac.Equal([]byte(c.Value), []byte(a.mac("session", tok))) || ok
 	}
 	return ok
 }
 
-// validToken reports whether tok is one of metrics.tokens.
+// authorized reports whether r may see the page: no metrics.tokens are
+// configured, or r is signed in.
+func (a access) authorized(r *http.Request) bool {
+	return len(a.tokens) == 0 || a.signedIn(r)
+}
+
+// validToken reports whether tok signs in: one of metrics.tokens or the
+// status token, compared in constant time.
 func (a access) validToken(tok string) bool {
-	return tok != "" && authn.StaticBearer("Bearer "+tok, a.tokens)
+	return tok != "" && authn.StaticBearer("Bearer "+tok, a.secrets())
+}
+
+// isPageToken reports whether tok is the status token, in constant time.
+func (a access) isPageToken(tok string) bool {
+	return a.pageToken != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.pageToken)) == 1
 }
 
 // mac is the HMAC of value for purpose under the process's key, base64url.
@@ -74,19 +104,10 @@ func (a access) mac(purpose, value string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// actionsAllowed reports whether r may act (log in, approve): it may see
-// the page, and either tokens are configured or the request reached a
-// loopback listener. Without tokens, a listener others can reach shows the
-// page read-only, since nothing would tell the operator from anyone else.
-func (a access) actionsAllowed(r *http.Request) bool {
-	if !a.authorized(r) {
-		return false
-	}
-	if len(a.tokens) > 0 {
-		return true
-	}
-	return httpguard.ReachedLoopback(r)
-}
+// actionsAllowed reports whether r may act (log in, approve, keep): it is
+// signed in with a token. Reading the page gives no token (only the CSRF
+// seed), so another local user who can open the page still cannot act.
+func (a access) actionsAllowed(r *http.Request) bool { return a.signedIn(r) }
 
 // seed returns the request's CSRF seed, setting a new cookie when it has
 // none (or not one of ours).

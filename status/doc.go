@@ -3,8 +3,8 @@
 // again, transport, protocol, tools exposed, excluded and quarantined,
 // calls, errors and p95 latency over the last five minutes), the agents'
 // sessions and policy denials, a "Log in" button for OAuth servers waiting
-// for a login (SPEC §12.1), and the quarantined tools with their diffs and
-// scan findings, to approve or keep quarantined (SPEC §13).
+// for a login (docs/security.md#oauth-upstreams), and the quarantined tools with their diffs and
+// scan findings, to approve or keep quarantined (docs/security.md#tool-integrity).
 //
 // The page is HTML rendered by html/template from embedded templates; a
 // few lines of script reload it every SampleInterval while no diff is
@@ -17,7 +17,8 @@
 // the page):
 //
 //	GET  /               the page (401 and a token form when metrics.tokens is set and the browser has no session)
-//	POST /login          the token form: a valid token sets the session cookie
+//	GET  /?token=T       signs in with T as the form does, then 303 to / (the address keeps no token)
+//	POST /login          the token form: a token that signs in sets the session cookie
 //	POST /logout         ends the session
 //	POST /auth/login     server=S: 303 to S's authorization server, redirect URI <page origin>/auth/callback
 //	GET  /auth/callback  the authorization server's redirect: state checked, code exchanged, token stored
@@ -25,19 +26,25 @@
 //	POST /tools/keep     server, tool, fingerprint: marks it reviewed and kept quarantined (in memory)
 //
 // Security, as on the MCP endpoint: the caller puts the listener's Host
-// and Origin checks in front (internal/httpguard). With metrics.tokens the
-// page needs a token, from the Authorization header or from the session
-// cookie that the token form sets (HttpOnly, SameSite=Strict, an HMAC of
-// the token under a per-process key, never the token). Every action
-// carries a CSRF token, the HMAC of a random seed cookie under that key,
-// and is refused when the browser says it came from another site
-// (Sec-Fetch-Site). Without tokens the actions are offered only on a
-// loopback listener; elsewhere the page is read-only. The OAuth callback
-// needs no session (browsers do not send SameSite=Strict cookies on
-// another site's redirect): the state, unguessable and good once, and
-// PKCE stand for it. Every text from an upstream or the config is cleaned
-// of the config's secrets and of secret-shaped values before it is
-// rendered; tokens, client secrets and environment values are never
-// rendered. Responses carry a nonce-based Content-Security-Policy and are
-// never framed or cached.
+// and Origin checks in front (internal/httpguard). Reading the page gives
+// no right to act: every action needs the browser signed in with a token,
+// either the status token (LoadToken: 256 random bits kept 0600 in
+// <state_dir>/status/token, printed in the page's address at start and by
+// `mcp-proxy status url`) or one of metrics.tokens, from the Authorization
+// header or from the session cookie that the token form or the address
+// sets (HttpOnly, SameSite=Strict, an HMAC of the token under a
+// per-process key, never the token). Without metrics.tokens anyone who
+// reaches the listener may read the page; with them, reading needs a
+// token too. Tokens are compared in constant time; wrong ones go through
+// one throttle for the page (throttle.go), and are counted (OnSignIn).
+// Every action carries a CSRF token, the HMAC of a random seed cookie
+// under that key, and is refused when the browser says it came from
+// another site (Sec-Fetch-Site). The OAuth callback needs no session
+// (browsers do not send SameSite=Strict cookies on another site's
+// redirect): the state, unguessable and good once, and PKCE stand for it.
+// Every text from an upstream or the config is cleaned of the config's
+// secrets and of secret-shaped values before it is rendered; tokens,
+// client secrets and environment values are never rendered, nor logged.
+// Responses carry a nonce-based Content-Security-Policy and are never
+// framed or cached.
 package status

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
+	"github.com/mcp-proxy/mcp-proxy/ratelimit"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
@@ -60,9 +61,16 @@ type Options struct {
 	// BeginLogin, the Client the server's connection waits on. nil: no Log
 	// in button.
 	BeginLogin func(ctx context.Context, server, redirectURI string) (*oauthclient.BrowserLogin, error)
-	// Tokens are metrics.tokens; empty leaves the page open (on a loopback
-	// listener with its actions, on another one read-only).
+	// Tokens are metrics.tokens: when set, the page and its actions need
+	// one of them or PageToken; empty leaves the page open to read.
 	Tokens []string
+	// PageToken is the status token (LoadToken): it signs in to the page
+	// and its actions, whatever Tokens holds. Without it and without
+	// Tokens, the page is read-only.
+	PageToken string
+	// OnSignIn is called with the outcome of each token entered
+	// (SignInOK, SignInWrongToken, SignInThrottled); nil: not counted.
+	OnSignIn func(result string)
 	// Secrets returns the config's secret values (the running config's,
 	// after a reload too): every text the page shows is cleaned of them,
 	// and of the generic secret shapes (sanitize). nil: the generic shapes
@@ -84,6 +92,8 @@ type Handler struct {
 	tmpl   *template.Template
 	mux    *http.ServeMux
 
+	signIns *ratelimit.Bucket // the sign-in throttle (throttle.go)
+
 	mu      sync.Mutex
 	logins  map[string]*oauthclient.BrowserLogin // by state, until the browser comes back
 	kept    map[string]string                    // server/tool -> fingerprint kept quarantined
@@ -99,11 +109,12 @@ func New(opts Options) *Handler {
 		opts.Now = time.Now
 	}
 	h := &Handler{
-		opts:   opts,
-		access: newAccess(opts.Tokens),
-		tmpl:   template.Must(template.New("").Funcs(funcs(opts.Now)).ParseFS(templateFS, "templates/*.html")),
-		logins: map[string]*oauthclient.BrowserLogin{},
-		kept:   map[string]string{},
+		opts:    opts,
+		access:  newAccess(opts.Tokens, opts.PageToken),
+		signIns: newSignInBucket(opts.Now()),
+		tmpl:    template.Must(template.New("").Funcs(funcs(opts.Now)).ParseFS(templateFS, "templates/*.html")),
+		logins:  map[string]*oauthclient.BrowserLogin{},
+		kept:    map[string]string{},
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+pathPage+"{$}", h.servePage)
@@ -179,8 +190,8 @@ type messageData struct {
 	Back, Refresh bool
 }
 
-// refuse answers a request that may not see the page: the token form
-// (401) when tokens are configured.
+// refuse answers a request that may not see the page (metrics.tokens is
+// set) or whose token was wrong: 401 and the token form.
 func (h *Handler) refuse(w http.ResponseWriter, r *http.Request, msg string) {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="mcp-proxy status"`)
 	h.render(w, http.StatusUnauthorized, "message.html", messageData{Nonce: nonceOf(r), Title: "Sign in", Message: msg,
@@ -191,21 +202,40 @@ func (h *Handler) message(w http.ResponseWriter, r *http.Request, code int, titl
 	h.render(w, code, "message.html", messageData{Nonce: nonceOf(r), Title: title, Message: msg, Back: true})
 }
 
-// signIn takes the token form: a valid token sets the session cookie and
-// goes to the page (303); another gets the form again (401).
+// Texts of the sign-in answers.
+const (
+	msgSignInToSee = "Enter a token of metrics.tokens, or the status page's own token (mcp-proxy status token), to see the status page."
+	msgWrongToken  = "That is neither the status page's token nor one of metrics.tokens."
+)
+
+// signIn takes the token form: a token that signs in sets the session
+// cookie and goes to the page (303); another gets the form again (401),
+// or 429 while the throttle holds.
 func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
-	switch {
-	case len(h.opts.Tokens) == 0:
+	if !h.access.canSignIn() {
 		http.Redirect(w, r, pathPage, http.StatusSeeOther)
-	case !h.access.checkCSRF(r):
+		return
+	}
+	if !h.access.checkCSRF(r) {
 		h.refuse(w, r, "The form expired or did not come from this page; enter the token again.")
-	case !h.access.validToken(r.PostFormValue("token")):
-		h.opts.Logger.Warn().Str("remote", r.RemoteAddr).Msg("status page: a wrong token was entered")
-		h.refuse(w, r, "That is not one of the tokens of metrics.tokens.")
-	default:
-		h.access.startSession(w, r, r.PostFormValue("token"))
+		return
+	}
+	h.signInWith(w, r, r.PostFormValue("token"))
+}
+
+// signInWith signs in with tok (from the form or the page's address): the
+// session cookie and 303 to the page, whose address then holds no token.
+func (h *Handler) signInWith(w http.ResponseWriter, r *http.Request, tok string) {
+	ok, wait := h.checkToken(r, tok)
+	switch {
+	case ok:
+		h.access.startSession(w, r, tok)
 		http.Redirect(w, r, pathPage, http.StatusSeeOther)
+	case wait > 0:
+		h.throttled(w, r, wait)
+	default:
+		h.refuse(w, r, msgWrongToken)
 	}
 }
 
@@ -221,15 +251,16 @@ func (h *Handler) signOut(w http.ResponseWriter, r *http.Request) {
 }
 
 // action wraps an action's handler: the form is bounded, the request must
-// be allowed to act and carry the CSRF token of its seed cookie.
+// be signed in and carry the CSRF token of its seed cookie.
 func (h *Handler) action(next func(http.ResponseWriter, *http.Request)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
 		switch {
 		case !h.access.authorized(r):
-			h.refuse(w, r, "Enter a token of metrics.tokens to use the status page.")
+			h.refuse(w, r, msgSignInToSee)
 		case !h.access.actionsAllowed(r):
-			h.message(w, r, http.StatusForbidden, "Read-only", readOnlyReason)
+			h.render(w, http.StatusForbidden, "message.html", messageData{Nonce: nonceOf(r), Title: "Read-only",
+				Message: h.readOnlyReason(), SignIn: h.access.canSignIn(), CSRF: h.access.csrf(h.access.seed(w, r)), Back: true})
 		case !h.access.checkCSRF(r):
 			h.message(w, r, http.StatusForbidden, "Refused", "The form expired or did not come from this page; reload the page and try again.")
 		default:
@@ -238,10 +269,16 @@ func (h *Handler) action(next func(http.ResponseWriter, *http.Request)) http.Han
 	}
 }
 
-// readOnlyReason is why a page without tokens on a non-loopback listener
-// offers no actions.
-const readOnlyReason = "This status page is read-only: it is served on an address other machines can reach and metrics.tokens is not set. " +
-	"Set metrics.tokens to log in to servers and approve tools here, or use the mcp-proxy auth and tools commands."
+// readOnlyReason is why the page offers no actions to a browser that is
+// not signed in (metrics.tokens is not set, or it would not see the page).
+func (h *Handler) readOnlyReason() string {
+	if !h.access.canSignIn() {
+		return "This status page is read-only: it has no token (the status token could not be kept in state_dir; the proxy's log says why) and metrics.tokens is not set. " +
+			"Use the mcp-proxy auth and tools commands."
+	}
+	return "This status page is read-only until you sign in with its token: open the address the proxy printed when it started " +
+		"(the log line \"serving the status page\"), or the one `mcp-proxy status url` prints, or enter the token (`mcp-proxy status token`) here."
+}
 
 // isHTTPS reports whether the page is served over TLS.
 func isHTTPS(r *http.Request) bool { return r.TLS != nil }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -22,8 +23,9 @@ import (
 )
 
 const (
-	testToken    = "status-token-4b9f1c2e7a"
-	configSecret = "cfg-secret-9d8e7f6a5b"
+	testToken     = "status-token-4b9f1c2e7a"
+	configSecret  = "cfg-secret-9d8e7f6a5b"
+	testPageToken = "page-token-k3Xq9Zr7Wm2Lp5Vd8Hs1Nf4Tb6Yc0Ga"
 )
 
 var testNow = time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
@@ -97,12 +99,26 @@ func newPage(t *testing.T, opts Options) *page {
 	if opts.Now == nil {
 		opts.Now = func() time.Time { return testNow }
 	}
+	if opts.PageToken == "" {
+		opts.PageToken = testPageToken
+	}
 	opts.Version = "mcp-proxy test"
 	p.h = New(opts)
 	srv := httptest.NewServer(httpguard.Rebinding(p.h))
 	t.Cleanup(srv.Close)
 	p.base = srv.URL
 	return p
+}
+
+// signedIn is a browser signed in with the status token, as by the
+// address the proxy prints at start.
+func (p *page) signedIn(t *testing.T) *browser {
+	t.Helper()
+	b := newBrowser(t, p.base)
+	if a := b.get("/?token=" + testPageToken); a.code != http.StatusSeeOther || a.header.Get("Location") != "/" {
+		t.Fatalf("signing in with the status token: %d %v\n%s", a.code, a.header, a.body)
+	}
+	return b
 }
 
 func (p *page) approvals() []string {
@@ -129,7 +145,7 @@ func TestPageShowsStates(t *testing.T) {
 	p := newPage(t, Options{Window: w, BeginLogin: func(context.Context, string, string) (*oauthclient.BrowserLogin, error) {
 		return nil, errors.New("not called here")
 	}})
-	a := newBrowser(t, p.base).get("/")
+	a := p.signedIn(t).get("/")
 	if a.code != http.StatusOK {
 		t.Fatalf("GET / = %d\n%s", a.code, a.body)
 	}
@@ -171,7 +187,7 @@ func TestPageShowsStates(t *testing.T) {
 	if got := a.text("findings"); !strings.Contains(got, "fx__read (fx/read) Kind Level Where Excerpt credential_access warn description mentions ~/.ssh") {
 		t.Errorf("findings section: %q", got)
 	}
-	want := []string{"Log in: docs", "Approve: fx/echo", "Keep quarantined: fx/echo"}
+	want := []string{"Sign out", "Log in: docs", "Approve: fx/echo", "Keep quarantined: fx/echo"}
 	if got := a.buttons(); !slices.Equal(got, want) {
 		t.Errorf("buttons %q, want %q", got, want)
 	}
@@ -210,7 +226,7 @@ func TestTokenCookie(t *testing.T) {
 		t.Fatalf("GET / without a token: %d\n%s", a.code, a.body)
 	}
 	if got := b.submit(a, "/login", nil, url.Values{"token": {"wrong-token"}}); got.code != http.StatusUnauthorized ||
-		got.text("message") != "That is not one of the tokens of metrics.tokens." {
+		got.text("message") != "That is neither the status page's token nor one of metrics.tokens." {
 		t.Errorf("wrong token: %d %q", got.code, got.text("message"))
 	}
 	if got := b.post("/login", url.Values{"token": {testToken}, "csrf": {"forged"}}, nil); got.code != http.StatusUnauthorized ||
@@ -335,7 +351,7 @@ func TestActionsCSRF(t *testing.T) {
 // nothing is approved.
 func TestKeepQuarantined(t *testing.T) {
 	p := newPage(t, Options{})
-	b := newBrowser(t, p.base)
+	b := p.signedIn(t)
 	if got := b.submit(b.get("/"), "/tools/keep", map[string]string{"tool": "echo"}, nil); got.code != http.StatusSeeOther {
 		t.Fatalf("keep: %d", got.code)
 	}
@@ -364,10 +380,11 @@ func TestKeepQuarantined(t *testing.T) {
 }
 
 // TestReadOnlyOffLoopback: without tokens, a page reached on an address
-// other machines can reach shows no buttons and refuses actions.
+// other machines can reach is read-only like any other until the browser
+// signs in: no action button, only the token form, and actions refused.
+// The status token opens it there too.
 func TestReadOnlyOffLoopback(t *testing.T) {
 	p := newPage(t, Options{BeginLogin: func(context.Context, string, string) (*oauthclient.BrowserLogin, error) {
-		t.Error("BeginLogin called")
 		return nil, errors.New("no")
 	}})
 	remote := func(r *http.Request) *http.Request {
@@ -375,20 +392,53 @@ func TestReadOnlyOffLoopback(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	p.h.ServeHTTP(rec, remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/", nil)))
-	if rec.Code != http.StatusOK || strings.Contains(rec.Body.String(), "<button") || !strings.Contains(rec.Body.String(), "read-only") {
-		t.Errorf("GET / off loopback: %d\n%s", rec.Code, rec.Body.String())
+	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Count(body, "<button") != 1 || !strings.Contains(body, ">Sign in</button>") ||
+		!strings.Contains(body, "read-only until you sign in") {
+		t.Errorf("GET / off loopback: %d\n%s", rec.Code, body)
+	}
+	post := func(path string, cookies ...*http.Cookie) *httptest.ResponseRecorder {
+		rec := httptest.NewRecorder()
+		req := httptest.NewRequest(http.MethodPost, "http://10.1.2.3:9464"+path, strings.NewReader("server=fx&tool=echo&fingerprint=sha256:81c38bc47a74aaaa"))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		for _, c := range cookies {
+			req.AddCookie(c)
+		}
+		p.h.ServeHTTP(rec, remote(req))
+		return rec
 	}
 	for _, path := range []string{"/tools/approve", "/tools/keep", "/auth/login"} {
-		rec := httptest.NewRecorder()
-		req := httptest.NewRequest(http.MethodPost, "http://10.1.2.3:9464"+path, strings.NewReader("server=fx&tool=echo&fingerprint=sha256:81c38bc47a74aaaa&server=docs"))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		p.h.ServeHTTP(rec, remote(req))
-		if rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "read-only") {
+		if rec := post(path); rec.Code != http.StatusForbidden || !strings.Contains(rec.Body.String(), "read-only") {
 			t.Errorf("POST %s off loopback: %d", path, rec.Code)
 		}
 	}
 	if len(p.approvals()) != 0 {
 		t.Error("approved off loopback")
+	}
+
+	rec = httptest.NewRecorder()
+	p.h.ServeHTTP(rec, remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/?token="+testPageToken, nil)))
+	cookies := rec.Result().Cookies()
+	rec = httptest.NewRecorder()
+	req := remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/", nil))
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	p.h.ServeHTTP(rec, req)
+	cookies = append(cookies, rec.Result().Cookies()...) // the CSRF seed
+	csrf := regexp.MustCompile(`name="csrf" value="([^"]+)"`).FindStringSubmatch(rec.Body.String())
+	if csrf == nil || !strings.Contains(rec.Body.String(), `aria-label="Approve: fx/echo"`) {
+		t.Fatalf("signed in off loopback: %d\n%s", rec.Code, rec.Body.String())
+	}
+	rec = httptest.NewRecorder()
+	req = httptest.NewRequest(http.MethodPost, "http://10.1.2.3:9464/tools/approve",
+		strings.NewReader("server=fx&tool=echo&fingerprint=sha256:81c38bc47a74aaaa&csrf="+url.QueryEscape(csrf[1])))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	for _, c := range cookies {
+		req.AddCookie(c)
+	}
+	p.h.ServeHTTP(rec, remote(req))
+	if rec.Code != http.StatusSeeOther || !slices.Equal(p.approvals(), []string{"fx/echo@sha256:81c38bc47a74aaaa"}) {
+		t.Errorf("approve signed in off loopback: %d, approvals %v", rec.Code, p.approvals())
 	}
 }
 
@@ -396,7 +446,7 @@ func TestReadOnlyOffLoopback(t *testing.T) {
 // a foreign Origin never reach the page or an action.
 func TestHostOriginRefusals(t *testing.T) {
 	p := newPage(t, Options{})
-	b := newBrowser(t, p.base)
+	b := p.signedIn(t)
 	req, _ := http.NewRequest(http.MethodGet, p.base+"/", nil)
 	req.Host = "attacker.example"
 	if a := b.do(req); a.code != http.StatusForbidden || strings.Contains(a.body, "fx__echo") {
@@ -443,9 +493,10 @@ func formValue(t *testing.T, a answer, action, field string) string {
 }
 
 // TestNoSecretInAnyResponse: across every kind of answer (the token form,
-// a wrong token, the page, actions that fail, an unknown callback, a 404),
-// no header or body holds a metrics token, a config secret or a bearer
-// token from an upstream's error.
+// a wrong token, signing in by address, the page, actions that fail, an
+// unknown callback, a 404), no header or body holds a metrics token, the
+// status token, a config secret or a bearer token from an upstream's
+// error.
 func TestNoSecretInAnyResponse(t *testing.T) {
 	p := newPage(t, Options{Tokens: []string{testToken}, BeginLogin: func(context.Context, string, string) (*oauthclient.BrowserLogin, error) {
 		return nil, errors.New("token endpoint said: access_token=" + configSecret)
@@ -454,6 +505,7 @@ func TestNoSecretInAnyResponse(t *testing.T) {
 	var seen []answer
 	seen = append(seen, b.get("/"))
 	seen = append(seen, b.submit(seen[0], "/login", nil, url.Values{"token": {testToken + "x"}}))
+	seen = append(seen, b.get("/?token="+testPageToken+"x"), newBrowser(t, p.base).get("/?token="+testPageToken))
 	seen = append(seen, b.submit(seen[0], "/login", nil, url.Values{"token": {testToken}}))
 	page := b.get("/")
 	seen = append(seen, page,
@@ -469,7 +521,7 @@ func TestNoSecretInAnyResponse(t *testing.T) {
 		for k, vs := range a.header {
 			all.WriteString(k + ": " + strings.Join(vs, ",") + "\n")
 		}
-		for _, secret := range []string{testToken, configSecret, "abcdefghijklmnop"} {
+		for _, secret := range []string{testToken, testPageToken, configSecret, "abcdefghijklmnop"} {
 			if strings.Contains(all.String(), secret) {
 				t.Errorf("answer %d (%d) holds %q", i, a.code, secret)
 			}

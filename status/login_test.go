@@ -159,7 +159,7 @@ func loginPage(t *testing.T, as *authServer, beginErr error) (*page, *oauthclien
 func TestLogin(t *testing.T) {
 	as := newAuthServer(t)
 	p, c := loginPage(t, as, nil)
-	b := newBrowser(t, p.base)
+	b := p.signedIn(t)
 	start := b.submit(b.get("/"), "/auth/login", map[string]string{"server": "docs"}, nil)
 	if start.code != http.StatusSeeOther {
 		t.Fatalf("Log in: %d\n%s", start.code, start.body)
@@ -227,7 +227,7 @@ func TestLoginRefusals(t *testing.T) {
 	as := newAuthServer(t)
 	as.deny = true
 	p, c := loginPage(t, as, nil)
-	b := newBrowser(t, p.base)
+	b := p.signedIn(t)
 	start := b.submit(b.get("/"), "/auth/login", map[string]string{"server": "docs"}, nil)
 	back := newBrowser(t, as.srv.URL).get(strings.TrimPrefix(start.header.Get("Location"), as.srv.URL))
 	failed := b.get(strings.TrimPrefix(back.header.Get("Location"), p.base))
@@ -246,7 +246,7 @@ func TestLoginRefusals(t *testing.T) {
 	}
 
 	p2, _ := loginPage(t, as, fmt.Errorf("discovery: GET https://as.example/x?client_secret=%s: refused %s", configSecret, configSecret))
-	b2 := newBrowser(t, p2.base)
+	b2 := p2.signedIn(t)
 	if got := b2.submit(b2.get("/"), "/auth/login", map[string]string{"server": "docs"}, nil); got.code != http.StatusSeeOther || got.header.Get("Location") != "/#servers" {
 		t.Fatalf("failed begin: %d %q", got.code, got.header.Get("Location"))
 	}

@@ -14,7 +14,7 @@ type State struct {
 	// Servers are every configured server, sorted by name.
 	Servers []Server
 	// Held are the tools tool integrity quarantines, sorted by server and
-	// tool (SPEC §13).
+	// tool (docs/security.md#tool-integrity).
 	Held []HeldTool
 	// Findings are the served tools with description scan findings
 	// (scan: warn or strip), sorted by server and tool.
@@ -39,7 +39,7 @@ type Server struct {
 	// NextRetry is when the next connect attempt starts (failed, parked).
 	NextRetry time.Time
 	// ReconnectUntil is the end of the reconnect window after a drop, while
-	// the server's tools stay listed (SPEC §3); zero outside it.
+	// the server's tools stay listed (docs/operations.md#startup); zero outside it.
 	ReconnectUntil time.Time
 	// Protocol is the negotiated MCP protocol version; "" before any.
 	Protocol string
@@ -52,7 +52,7 @@ type Server struct {
 	Auth *Auth
 }
 
-// Auth is an OAuth server's standing (SPEC §12.1), never a token.
+// Auth is an OAuth server's standing (docs/security.md#oauth-upstreams), never a token.
 type Auth struct {
 	// Kind is oauth or client_credentials.
 	Kind string

@@ -18,10 +18,12 @@ type pageData struct {
 	Now     time.Time
 	Refresh int // seconds
 	CSRF    string
-	// Actions: buttons are shown; otherwise ReadOnly says why not.
+	// Actions: buttons are shown; otherwise ReadOnly says why not, and
+	// SignIn shows the token form.
 	Actions  bool
 	ReadOnly string
-	// SignedIn: the page was opened with the session cookie (Log out).
+	SignIn   bool
+	// SignedIn: the page was opened with the session cookie (Sign out).
 	SignedIn bool
 
 	Span     time.Duration // of the window figures; 0: none yet
@@ -47,8 +49,12 @@ type heldView struct {
 }
 
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
+	if q := r.URL.Query(); q.Has(TokenParam) {
+		h.signInWith(w, r, q.Get(TokenParam))
+		return
+	}
 	if !h.access.authorized(r) {
-		h.refuse(w, r, "Enter a token of metrics.tokens to see the status page.")
+		h.refuse(w, r, msgSignInToSee)
 		return
 	}
 	st := h.opts.State()
@@ -56,14 +62,13 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	d := pageData{
 		Nonce: nonceOf(r), Version: h.opts.Version, Now: h.opts.Now(), Refresh: refreshSeconds,
 		Actions:  h.access.actionsAllowed(r),
-		SignedIn: len(h.opts.Tokens) > 0 && r.Header.Get("Authorization") == "",
+		SignedIn: h.access.hasSession(r),
+		CSRF:     h.access.csrf(h.access.seed(w, r)),
 		Findings: cleanFindings(sc, st.Findings),
 		Notices:  h.recentNotices(),
 	}
-	if d.Actions {
-		d.CSRF = h.access.csrf(h.access.seed(w, r))
-	} else {
-		d.ReadOnly = readOnlyReason
+	if !d.Actions {
+		d.ReadOnly, d.SignIn = h.readOnlyReason(), h.access.canSignIn()
 	}
 	var fig Figures
 	if h.opts.Window != nil {

@@ -91,7 +91,7 @@ func (w *Window) Sample() error {
 		sessions: map[pair]float64{}, denials: map[pair]float64{}}
 	for _, f := range families {
 		for _, m := range f.GetMetric() {
-			switch f.GetName() { // the metrics of SPEC §11 the page shows
+			switch f.GetName() { // the metrics of docs/operations.md#metrics the page shows
 			case metrics.NameToolCalls:
 				s.calls[pair{label(m, "server"), label(m, "outcome")}] += m.GetCounter().GetValue()
 			case metrics.NameToolCallDuration:

@@ -1,4 +1,4 @@
-// Package tracing exports the proxy's OpenTelemetry traces (SPEC §14): a
+// Package tracing exports the proxy's OpenTelemetry traces (docs/operations.md#traces): a
 // server span per downstream request, a client span per upstream request,
 // and W3C trace context carried across both hops.
 //

@@ -16,7 +16,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// The proxy's own attributes (SPEC §14).
+// The proxy's own attributes (docs/operations.md#traces).
 const (
 	AttrAgent      = attribute.Key("mcp_proxy.agent")
 	AttrServer     = attribute.Key("mcp_proxy.server")
@@ -123,7 +123,7 @@ func (s Span) SetServer(server string) {
 }
 
 // SetPolicyRule records the policy rule that refused the request (the
-// rule names of SPEC §5: excluded_tools, read_only, ...).
+// rule names of docs/agents.md#the-policy-rules: excluded_tools, read_only, ...).
 func (s Span) SetPolicyRule(rule string) {
 	if s.IsRecording() && rule != "" {
 		s.st.s.SetAttributes(AttrPolicyRule.String(rule))

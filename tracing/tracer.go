@@ -27,7 +27,7 @@ import (
 const instrumentationName = "github.com/mcp-proxy/mcp-proxy"
 
 // ShutdownBudget bounds Shutdown's flush when the caller's ctx has no
-// earlier deadline: the SPEC's shutdown (§3) must end within 15 s, of
+// earlier deadline: the shutdown (docs/operations.md#shutdown-and-reload) must end within 15 s, of
 // which in-flight calls take 10.
 const ShutdownBudget = 3 * time.Second
 

@@ -13,7 +13,7 @@ import (
 )
 
 // AuthOptions configure how the servers with an oauth or client_credentials
-// auth key are authorized (SPEC §12.1). The zero value keeps tokens in
+// auth key are authorized (docs/security.md#oauth-upstreams). The zero value keeps tokens in
 // memory only and never starts a login by itself.
 type AuthOptions struct {
 	// Client are the token client's options: Store (the token store under
@@ -28,7 +28,7 @@ type AuthOptions struct {
 	// OnAuthorizationURL, if set, is called with the authorization URL of
 	// every login the proxy starts by itself (Interactive), right after the
 	// URL is logged and handed to auth.open. It is the hook for asking a
-	// stdio host to open the URL by URL-mode elicitation (SPEC §12.1; never
+	// stdio host to open the URL by URL-mode elicitation (docs/security.md#oauth-upstreams; never
 	// for HTTP sessions, which belong to other people). It runs on the
 	// login's goroutine and must not block: the login waits for the
 	// browser's callback, not for this function.

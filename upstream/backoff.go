@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// The reconnect schedule (SPEC §3, seed): after a dropped connection, or a
+// The reconnect schedule (docs/operations.md#reconnection, seed): after a dropped connection, or a
 // first connection that failed, reconnectAttempts attempts follow, waiting
 // backoffBase doubled per attempt (1, 2, 4, 8, 16 s), each wait jittered by
 // ±backoffJitter and never above backoffCap; then the server is parked and
@@ -18,7 +18,7 @@ const (
 	defaultProbeInterval = 300 * time.Second
 )
 
-// specBackoff is the SPEC's wait before reconnect attempt n (n >= 1), with
+// specBackoff is the documented wait (docs/operations.md#reconnection) before reconnect attempt n (n >= 1), with
 // a random jitter.
 func specBackoff(n int) time.Duration { return jitteredBackoff(n, rand.Float64()) }
 
@@ -46,7 +46,7 @@ type schedule struct {
 }
 
 // scheduleOf builds the schedule from the Options: nil Backoff is the
-// SPEC's, a ProbeInterval <= 0 is 300 s.
+// documented one, a ProbeInterval <= 0 is 300 s.
 func scheduleOf(o Options) schedule {
 	s := schedule{backoff: o.Backoff, probe: o.ProbeInterval}
 	if s.backoff == nil {

@@ -86,7 +86,7 @@ func TestScheduleAttemptsAndPark(t *testing.T) {
 		}
 	}
 
-	// Defaults: the SPEC schedule and a 300 s probe; a negative wait is 0.
+	// Defaults: the documented schedule and a 300 s probe; a negative wait is 0.
 	def := scheduleOf(Options{})
 	if wait, parked := def.after(0); parked || wait < 800*time.Millisecond || wait > 1200*time.Millisecond {
 		t.Errorf("default first wait %s (parked %v), want 1s ±20%%", wait, parked)

@@ -54,7 +54,7 @@ var groups = struct {
 
 // KillGroups sends SIGKILL to the process group of every stdio server still
 // being closed, at once. A shutdown calls it when its budget for closing
-// the upstreams ran out (SPEC §3): a server that ignores its stdin's end
+// the upstreams ran out (docs/operations.md#child-processes-linux): a server that ignores its stdin's end
 // and SIGTERM would otherwise meet its SIGKILL only after the proxy has
 // exited, and what it started in its group (npx's real server) would
 // survive it.

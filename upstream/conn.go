@@ -51,7 +51,7 @@ type Options struct {
 	Environ func() []string
 	// Backoff returns the wait before reconnect attempt n, where n = 1 is
 	// the first attempt after a dropped connection or a failed first
-	// connection. nil is the SPEC schedule: 1 s doubled per attempt (1, 2,
+	// connection. nil is the documented schedule (docs/operations.md#reconnection): 1 s doubled per attempt (1, 2,
 	// 4, 8, 16 s), capped at 60 s, jittered by ±20 %. After 5 failed
 	// reconnect attempts the server is parked whatever Backoff says. A
 	// negative wait counts as 0.
@@ -72,7 +72,7 @@ type Options struct {
 	// Auth configures OAuth authorization (auth.go).
 	Auth AuthOptions
 	// StartupDeadline bounds how long requests wait for the first
-	// connection (the proxy's start plus startup_wait, SPEC §3); zero means
+	// connection (the proxy's start plus startup_wait, docs/operations.md#startup); zero means
 	// Start plus config.DefaultStartupWait. A deadline already past when
 	// Start is called means requests never wait for the first connection.
 	StartupDeadline time.Time

@@ -10,7 +10,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// maxPages bounds how many pages one list is read for (SPEC §3); an upstream
+// maxPages bounds how many pages one list is read for (docs/operations.md#startup); an upstream
 // that keeps returning cursors is cut off there, with a warning.
 const maxPages = 50
 

@@ -16,7 +16,10 @@
 // with Last-Event-ID when cut off), keeps the session id and protocol
 // version headers, listens on the GET stream and ends the session with a
 // DELETE; the legacy SSE wire (ssewire.go) reads its one event stream and
-// POSTs to the endpoint it names. mcp-go's client is not used: only its
+// POSTs to the endpoint it names. Every message is read by readMessage
+// (wire.go), which replaces ill-formed UTF-8 with U+FFFD first (a valid
+// message passes untouched), and a result that is not a JSON object fails
+// its request with an *InvalidResultError (request.go). mcp-go's client is not used: only its
 // mcp types, for the handshake's and discovery's decoding.
 //
 // Lifecycle: Start connects in the background (connect, bounded by
@@ -29,7 +32,7 @@
 // reconnection, as they wait for the first connection (wait.go); otherwise
 // they get a *DownError (ErrNotConnected) at once, saying why and when the
 // next attempt starts. The supervisor (Conn.run, supervise.go) then
-// reconnects on the SPEC schedule:
+// reconnects on the schedule of docs/operations.md#reconnection:
 // waits of 1, 2, 4, 8, 16 s (±20 % jitter, capped at 60 s) before 5
 // attempts, publishing StateConnecting during each and StateFailed (with
 // Attempt and NextRetry) between them; then StateParked, with a full connect
@@ -54,7 +57,7 @@
 // new publishes nothing. A new session's first discovery runs before it is
 // published, and notifications that arrive meanwhile become one run after.
 //
-// Authorization (auth.go, SPEC §12.1): a server with auth type bearer gets
+// Authorization (auth.go, docs/security.md#oauth-upstreams): a server with auth type bearer gets
 // its static token as a header; oauth and client_credentials servers send
 // every HTTP request through an oauthclient.Transport. When a request finds
 // that a login is needed (no token, a refused refresh), the session dies

@@ -9,7 +9,7 @@ import (
 )
 
 // passedEnv are the variables of the proxy's environment a stdio child gets
-// by default (SPEC §9.1); XDG_* variables are passed too.
+// by default (docs/configuration.md#servers); XDG_* variables are passed too.
 var passedEnv = []string{"PATH", "HOME", "USER", "LANG", "LC_ALL", "TERM", "SHELL", "TMPDIR"}
 
 // childEnv builds a stdio child's environment: the filtered (or, with

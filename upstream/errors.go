@@ -3,15 +3,17 @@ package upstream
 import (
 	"errors"
 	"strconv"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
 // ErrResponseTooLarge is matched (errors.Is) by every *ResponseTooLargeError.
 var ErrResponseTooLarge = errors.New("MCP response body exceeds the byte limit")
 
 // ResponseTooLargeError reports an upstream message longer than the
-// configured max_response_bytes (SPEC §9.2). Its text is the one the host
+// configured max_response_bytes (docs/configuration.md#servers). Its text is the one the host
 // sees.
 type ResponseTooLargeError struct {
 	Limit int64 // the limit in bytes
@@ -23,6 +25,33 @@ func (e *ResponseTooLargeError) Error() string {
 
 // Unwrap makes errors.Is(err, ErrResponseTooLarge) true.
 func (e *ResponseTooLargeError) Unwrap() error { return ErrResponseTooLarge }
+
+// InvalidResultError reports a response whose result is not a JSON
+// object: every MCP result is one (an empty result is {}), so a null, a
+// string or an array is passed on to no client. It matches ErrBadResponse.
+type InvalidResultError struct {
+	Server, Method string
+	// Result is the start of the result as the server wrote it.
+	Result string
+}
+
+// maxResultQuote bounds the part of an invalid result an error quotes.
+const maxResultQuote = 40
+
+func newInvalidResultError(server, method string, result []byte) *InvalidResultError {
+	quote := string(result)
+	if len(quote) > maxResultQuote {
+		quote = strings.ToValidUTF8(quote[:maxResultQuote], "") + "…"
+	}
+	return &InvalidResultError{Server: server, Method: method, Result: quote}
+}
+
+func (e *InvalidResultError) Error() string {
+	return sanitize.Error("upstream " + strconv.Quote(e.Server) + " returned an invalid " + e.Method + " result: " + e.Result)
+}
+
+// Unwrap makes errors.Is(err, ErrBadResponse) true.
+func (e *InvalidResultError) Unwrap() error { return ErrBadResponse }
 
 // Sentinels of the connection core (conn.go, session.go, request.go).
 var (

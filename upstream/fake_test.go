@@ -89,6 +89,11 @@ func runFake(mode []string) {
 				args = json.RawMessage("null")
 			}
 			reply(id, fmt.Sprintf(echoResult, args))
+		case "raw":
+			// Answers with the result given, as its JSON text.
+			var a struct{ Result string }
+			_ = json.Unmarshal(p.Arguments, &a)
+			reply(id, a.Result)
 		case "fail":
 			replyErr(id, -32042, "boom", `{"why":"because"}`)
 		case "fail_big":

@@ -234,7 +234,7 @@ func (w *httpWire) answer(ctx context.Context, resp *http.Response, to replyTo, 
 	if !isJSON(resp.Header.Get("Content-Type")) {
 		return rpcReply{}, fmt.Errorf("%w: content type %q", ErrBadResponse, resp.Header.Get("Content-Type"))
 	}
-	e, err := rawjson.ParseMessage(body)
+	e, _, err := readMessage(body)
 	switch {
 	case err != nil:
 		return rpcReply{}, fmt.Errorf("%w: invalid JSON: %w", ErrBadResponse, err)

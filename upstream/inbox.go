@@ -46,7 +46,7 @@ type incoming struct {
 // notification goes to the handler; a response is returned for the caller
 // to match. Anything else is dropped with a warning.
 func (b *inbox) take(ctx context.Context, data []byte, send func(reply []byte)) incoming {
-	e, err := rawjson.ParseMessage(data)
+	e, _, err := readMessage(data)
 	switch {
 	case err == nil && e.Kind == rawjson.KindResponse:
 		return incoming{msg: e, response: true}
@@ -141,7 +141,7 @@ func errorAnswer(resp *http.Response, key string) (rpcReply, error) {
 	if key == "" || !isJSON(resp.Header.Get("Content-Type")) {
 		return rpcReply{}, serr
 	}
-	e, err := rawjson.ParseMessage(bytes.TrimSpace(body))
+	e, _, err := readMessage(bytes.TrimSpace(body))
 	if err != nil || e.Kind != rawjson.KindResponse || e.Error == nil || rawjson.IDKey(e.ID) != key {
 		return rpcReply{}, serr
 	}

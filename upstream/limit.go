@@ -13,7 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
-// Every wrapper in this file enforces max_response_bytes (SPEC §9.2) on one
+// Every wrapper in this file enforces max_response_bytes (docs/configuration.md#servers) on one
 // transport: stdio per line, plain JSON per body, SSE per event. A limit <= 0
 // disables the check (callers pass the resolved config value, which is
 // always positive). None of them is safe for concurrent use, as for any

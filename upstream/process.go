@@ -20,7 +20,7 @@ import (
 	"github.com/rs/zerolog"
 )
 
-// Shutdown of a stdio child (SPEC §3): close its stdin, give it stdinGrace
+// Shutdown of a stdio child (docs/operations.md#child-processes-linux): close its stdin, give it stdinGrace
 // to exit, SIGTERM its whole process group, give it termGrace, SIGKILL the
 // group. Worst case Close of a stdio server takes about
 // stdinGrace+termGrace+killWait+drainWait.

@@ -274,12 +274,12 @@ func TestListChangedBurstCoalesced(t *testing.T) {
 	}
 }
 
-// TestReconnectTimingSPECSchedule measures a kill -9 of the stdio child
-// with the SPEC schedule: StateFailed at once, StateConnected again after
+// TestReconnectTimingDocumentedSchedule measures a kill -9 of the stdio child
+// with the documented schedule: StateFailed at once, StateConnected again after
 // 1 s ±20 % plus the connect time. It bounds when each snapshot was
 // published from both sides, by polling c.Snapshot (waitPublished) and by
 // OnSnapshot's delivery, which may lag the publication on a loaded machine.
-func TestReconnectTimingSPECSchedule(t *testing.T) {
+func TestReconnectTimingDocumentedSchedule(t *testing.T) {
 	t.Parallel()
 	var seen snapshots
 	c := start(t, fakeServer(t, "timed"), Options{OnSnapshot: seen.add, Backoff: specBackoff})

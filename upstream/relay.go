@@ -25,7 +25,7 @@ import (
 
 // Bounds on the requests an upstream sends the proxy (sampling, elicitation,
 // roots, ping): a server that floods them, or stops reading the answers,
-// must not grow the proxy (SPEC §9).
+// must not grow the proxy (docs/protocol.md#requests-from-servers).
 const (
 	// maxServerRequests is how many requests of one upstream session are
 	// answered at once; more is refused at once with tooManyServerRequests.
@@ -78,7 +78,8 @@ type inbound struct {
 // pick its own. Such a request gets an invalid-request error (-32600), as the
 // proxy's own clients get for theirs, and such a notification is dropped.
 func readServerRequest(msg []byte) inbound {
-	return inboundOf(rawjson.ParseMessage(msg))
+	m, _, err := readMessage(msg)
+	return inboundOf(m, err)
 }
 
 // inboundOf is readServerRequest for a message already parsed: m and err

@@ -204,7 +204,11 @@ func await[T any](s *session, ctx context.Context, send func() (T, error)) (T, e
 }
 
 // request is Request on this session; discovery uses it too. Each request
-// has its own client span (trace.go) when tracing is on.
+// has its own client span (trace.go) when tracing is on. Its result is the
+// one place an upstream's results come back to the proxy's clients: one
+// that is not a JSON object is an *InvalidResultError, whatever the method
+// (the handshake and keepalive pings, which keep their results to
+// themselves, do not take this way).
 func (s *session) request(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := "px-" + strconv.FormatUint(s.c.ids.Add(1), 10)
 	if len(params) > 0 && !isObject(params) {
@@ -212,6 +216,9 @@ func (s *session) request(ctx context.Context, method string, params json.RawMes
 	}
 	ctx, span, params := s.startSpan(ctx, method, id, params)
 	raw, err := s.send(ctx, method, id, params)
+	if err == nil && (len(raw) == 0 || raw[0] != '{') {
+		raw, err = nil, newInvalidResultError(s.c.name, method, raw)
+	}
 	endSpan(span, method, raw, err)
 	return raw, err
 }

@@ -17,7 +17,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
-// The retry policy of HTTP upstreams (SPEC §9.2).
+// The retry policy of HTTP upstreams (docs/operations.md#reconnection).
 const (
 	// retryMax: at most 2 retries (3 attempts) per request.
 	retryMax = 2

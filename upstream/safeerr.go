@@ -2,7 +2,7 @@ package upstream
 
 import "github.com/mcp-proxy/mcp-proxy/sanitize"
 
-// safeError carries an error whose text has been sanitized (SPEC §9.4) while
+// safeError carries an error whose text has been sanitized (docs/protocol.md#errors) while
 // errors.Is and errors.As still see the original chain.
 type safeError struct {
 	msg string
@@ -18,7 +18,7 @@ func safe(err error) error {
 	switch err.(type) {
 	case nil:
 		return nil
-	case *safeError, *RPCError:
+	case *safeError, *RPCError, *InvalidResultError:
 		return err
 	}
 	return &safeError{msg: sanitize.Error(err.Error()), err: err}

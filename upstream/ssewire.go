@@ -138,7 +138,7 @@ func (w *sseWire) read(ctx context.Context, body io.ReadCloser) {
 }
 
 // tooLarge fails the request whose answer was cut off for being longer
-// than max_response_bytes with that error (SPEC §9.2), when err is that and
+// than max_response_bytes with that error (docs/configuration.md#servers), when err is that and
 // the head of the event names the request; the stream cannot go on after
 // it, and the other requests fail as lost.
 func (w *sseWire) tooLarge(r *sseReader, err error) {
@@ -154,7 +154,7 @@ func (w *sseWire) tooLarge(r *sseReader, err error) {
 
 // setEndpoint takes the endpoint event's URL (relative to the stream's):
 // it must be on the stream's host, and https when a CA is configured
-// (SPEC §9.3). A bad first one ends the stream (the connect fails saying
+// (docs/configuration.md#servers). A bad first one ends the stream (the connect fails saying
 // why); a bad later one is logged and ignored.
 func (w *sseWire) setEndpoint(raw string) {
 	ep, err := w.url.Parse(raw)

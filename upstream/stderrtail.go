@@ -19,7 +19,7 @@ const (
 	// stderrTailLineRunes cuts each kept line.
 	stderrTailLineRunes = 200
 	// stderrTailRunes bounds the joined tail; its end (the latest text) is
-	// kept. The whole error text is cut at 500 characters (SPEC §9.4), and
+	// kept. The whole error text is cut at 500 characters (docs/protocol.md#errors), and
 	// this leaves room for the status and the wrapping.
 	stderrTailRunes = 300
 	// stderrTailGrace is how long a session whose child exited waits for the

@@ -369,9 +369,9 @@ func (t *stdioTransport) handleLine(line []byte, owned bool) {
 	if len(line) == 0 {
 		return
 	}
-	e, err := rawjson.ParseMessage(line)
+	e, fresh, err := readMessage(line)
 	if err == nil && e.Kind == rawjson.KindResponse {
-		t.deliver(e, owned)
+		t.deliver(e, owned || fresh)
 		return
 	}
 	if err == nil && e.Kind == rawjson.KindNotification {

@@ -24,8 +24,8 @@ const maxCAFileBytes = 1 << 20
 // default does.
 const maxRedirects = 10
 
-// LoadCAPool reads the PEM certificates at path (tls_ca_cert_path, SPEC
-// §9.3) and returns the system roots plus them (an empty pool plus them
+// LoadCAPool reads the PEM certificates at path (tls_ca_cert_path,
+// docs/configuration.md#servers) and returns the system roots plus them (an empty pool plus them
 // where the system has none). path must be absolute. Symbolic links are
 // followed and the opened file is checked: it must be a regular file (a
 // directory, device, FIFO or socket is refused; opening never blocks on a

@@ -48,7 +48,7 @@ func (s *session) newTransport(ctx context.Context) (wire, error) {
 		if kind == config.TransportHTTP {
 			// A server that cannot be reached has dropped the connection,
 			// as a stdio child that exited has: the reconnect schedule
-			// takes over (SPEC §3).
+			// takes over (docs/operations.md#reconnection).
 			unreachable := func(err error) { s.die(fmt.Errorf("the server cannot be reached: %w", err)) }
 			return &httpWire{url: cfg.URL, client: hc, in: in, unreachable: unreachable}, nil
 		}

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Waiting for a connection (SPEC §3, reconnect_wait; issue 12 item 15). A
+// Waiting for a connection (docs/operations.md#reconnection, reconnect_wait; issue 12 item 15). A
 // request that finds no live session is not refused at once when the server
 // is about to be there:
 //

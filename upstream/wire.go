@@ -170,6 +170,20 @@ func accepted(resp *http.Response, err error) error {
 	return nil
 }
 
+// readMessage reads one message of the server from the bytes it came in
+// (a stdio line, an HTTP body, an event's data): the one way every message
+// of an upstream enters the proxy. Text that is not valid UTF-8 is
+// repaired first (rawjson.ValidUTF8: each ill-formed sequence becomes
+// U+FFFD and nothing else changes), so that a server's broken bytes never
+// reach a client, whose decoder may refuse the whole message; a valid
+// message costs one utf8.Valid pass and stays byte for byte. fresh
+// reports that the message's bytes are a new copy, nobody else's.
+func readMessage(msg []byte) (m rawjson.Message, fresh bool, err error) {
+	msg, fresh = rawjson.ValidUTF8(msg)
+	m, err = rawjson.ParseMessage(msg)
+	return m, fresh, err
+}
+
 // rpcReply is what a request gets: its response's result or error member,
 // or why no response can be read (err).
 type rpcReply struct {

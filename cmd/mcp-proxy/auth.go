@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"os"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -26,7 +25,7 @@ const probeTimeout = 30 * time.Second
 
 const authUsage = "usage: mcp-proxy auth login SERVER | auth status [--json] | auth logout SERVER"
 
-// runAuth runs `mcp-proxy auth <sub> ...` (SPEC §12.1). Exit codes: 0 done,
+// runAuth runs `mcp-proxy auth <sub> ...` (docs/security.md#oauth-upstreams). Exit codes: 0 done,
 // 1 the login or the store failed, 2 usage or config error (unknown
 // server, a server without OAuth).
 func runAuth(ctx context.Context, cfg *config.Config, o options, rest []string, stdout, stderr io.Writer) error {
@@ -106,7 +105,7 @@ func authLogin(ctx context.Context, cfg *config.Config, store *oauthclient.Store
 		fmt.Fprintf(stderr, "mcp-proxy: could not ask %s for its challenge (%v); discovering through the well-known URIs\n", name, sanitize.Error(probeErr.Error()))
 	}
 	prompt := func(p oauthclient.LoginPrompt) {
-		fmt.Fprintf(stdout, "To authorize mcp-proxy for server %q, open this URL in a browser:\n\n  %s\n\n", p.Server, p.URL)
+		fmt.Fprintf(stdout, "To authorize mcp-proxy for server %q, open this URL in a browser:\n\n  %s\n\n", p.Server, sanitize.TerminalLine(p.URL))
 		fmt.Fprintf(stdout, "Waiting for the browser to come back to %scallback (at most %s)...\n", p.LocalURL, oauthclient.DefaultLoginTimeout)
 	}
 	if err := c.Login(ctx, ch, prompt); err != nil {
@@ -226,16 +225,16 @@ func authStatus(cfg *config.Config, store *oauthclient.Store, asJSON bool, stdou
 		fmt.Fprintln(stdout, "no server has an auth key")
 		return nil
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SERVER\tTYPE\tSTATE\tEXPIRES\tISSUER\tSCOPES")
+	var t table // the issuer, its scopes and errors are the upstream's words
+	t.add(0, "", "SERVER", "TYPE", "STATE", "EXPIRES", "ISSUER", "SCOPES")
 	for _, r := range rows {
 		state := r.State
 		if r.Error != "" {
 			state += ": " + r.Error
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.Server, r.Type, state, dash(r.Expires), dash(r.Issuer), dash(strings.Join(r.Scopes, " ")))
+		t.add(0, "", r.Server, r.Type, state, dash(r.Expires), dash(r.Issuer), dash(strings.Join(r.Scopes, " ")))
 	}
-	return tw.Flush()
+	return t.write(stdout)
 }
 
 func dash(s string) string {

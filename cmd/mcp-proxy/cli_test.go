@@ -502,7 +502,7 @@ func TestServeStdio(t *testing.T) {
 }
 
 // TestMetricsPortTaken: a metrics listener that cannot bind is a warning;
-// the proxy keeps serving (SPEC §11).
+// the proxy keeps serving (docs/operations.md#shutdown-and-reload).
 func TestMetricsPortTaken(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -2,7 +2,7 @@ package main
 
 import "fmt"
 
-// Exit codes (SPEC §11).
+// Exit codes (docs/cli.md#verbs).
 const (
 	exitRuntime = 1
 	exitUsage   = 2

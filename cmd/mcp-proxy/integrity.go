@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -79,7 +80,9 @@ func runToolsDiff(cfg *config.Config, server string, stdout io.Writer) error {
 		return nil
 	}
 	for _, c := range changes {
-		if _, err := io.WriteString(stdout, c.Diff()); err != nil {
+		// The diff shows strings JSON-escaped; the characters JSON
+		// leaves as they are (C1 and bidi controls) are escaped too.
+		if _, err := io.WriteString(stdout, sanitize.Terminal(c.Diff())); err != nil {
 			return err
 		}
 	}
@@ -87,7 +90,7 @@ func runToolsDiff(cfg *config.Config, server string, stdout io.Writer) error {
 	if len(changes) == 1 {
 		what = "tool definition is"
 	}
-	fmt.Fprintf(stdout, "\n%d %s pending; approve with: mcp-proxy tools approve %s\n", len(changes), what, approveHint(changes))
+	fmt.Fprintf(stdout, "\n%d %s pending; approve with: mcp-proxy tools approve %s\n", len(changes), what, sanitize.TerminalLine(approveHint(changes)))
 	return nil
 }
 
@@ -150,7 +153,7 @@ func runToolsApprove(cfg *config.Config, names []string, server string, all bool
 			if c.Pinned != nil {
 				from = integrity.ShortFingerprint(c.Pinned.Fingerprint)
 			}
-			fmt.Fprintf(stdout, "approved %s/%s (%s -> %s)\n", c.Server, c.Tool, from, integrity.ShortFingerprint(c.Pending.Fingerprint))
+			fmt.Fprintf(stdout, "approved %s/%s (%s -> %s)\n", c.Server, sanitize.TerminalLine(c.Tool), from, integrity.ShortFingerprint(c.Pending.Fingerprint))
 		}
 		count += len(approved)
 	}

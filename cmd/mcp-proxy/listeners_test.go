@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -192,18 +193,27 @@ func TestDefaultLimits(t *testing.T) {
 // URLs.
 func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 	t.Helper()
-	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nlisten: {transport: http, addr: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\""+extra+"}\n"),
+	mcpURL, metricsURL, _, _ = startServeHTTPLog(t, extra)
+	return mcpURL, metricsURL
+}
+
+// startServeHTTPLog is startServeHTTP that also gives the proxy's log and
+// its state_dir (a temporary folder).
+func startServeHTTPLog(t *testing.T, extra string) (mcpURL, metricsURL string, log *syncBuffer, stateDir string) {
+	t.Helper()
+	stateDir = t.TempDir()
+	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nstate_dir: "+strconv.Quote(stateDir)+"\nlisten: {transport: http, addr: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\""+extra+"}\n"),
 		stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuffer
+	stderr := &syncBuffer{}
 	lns, err := bindListeners(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	rt, err := startRuntime(ctx, cfg, &stderr, false)
+	rt, err := startRuntime(ctx, cfg, stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +243,7 @@ func startServeHTTP(t *testing.T, extra string) (mcpURL, metricsURL string) {
 	if mcpURL == "" || metricsURL == "" {
 		t.Fatalf("listeners not logged:\n%s", stderr.String())
 	}
-	return mcpURL, metricsURL
+	return mcpURL, metricsURL, stderr, stateDir
 }
 
 // TestListenersCloseIdleConnections: both listeners of a running proxy close

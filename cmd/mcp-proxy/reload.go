@@ -16,7 +16,7 @@ import (
 )
 
 // reloadOnHUP reloads the config on every SIGHUP until ctx ends or stop is
-// called (SPEC §3).
+// called (docs/operations.md#shutdown-and-reload).
 func (rt *runtime) reloadOnHUP(ctx context.Context, o options) (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)

@@ -30,6 +30,8 @@ Verbs:
   auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
   auth status      every OAuth server's state and token expiry [--json]
   auth logout SERVER  forget a server's tokens and registration
+  status url       print the status page's address with its token (signs the browser in to act)
+  status token     print the status page's token alone
   version          print the version
 
 Flags:
@@ -102,12 +104,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("usage: mcp-proxy import FILE")
 		}
 		return runImport(rest[0], stdout)
-	case "serve", "validate", "tools", "call", "auth":
+	case "serve", "validate", "tools", "call", "auth", "status":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, version)", verb)
 	}
 	if verb == "validate" {
 		// validate FILE checks FILE, as validate --config FILE does.
@@ -124,9 +126,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if err != nil {
 		return err
 	}
+	if verb != "validate" {
+		if err := checkPrivateDirs(cfg); err != nil {
+			return err
+		}
+	}
 	switch verb {
 	case "auth":
 		return runAuth(ctx, cfg, o, rest, stdout, stderr)
+	case "status":
+		return runStatus(cfg, rest, stdout)
 	case "validate":
 		return runValidate(cfg, path, stdout)
 	case "tools":

@@ -31,7 +31,7 @@ import (
 )
 
 // closeBudget bounds closing every upstream and ending what their processes
-// left behind at shutdown (SPEC §3: all within 15 s, of which in-flight
+// left behind at shutdown (docs/operations.md#shutdown-and-reload: all within 15 s, of which in-flight
 // calls may take 10).
 const closeBudget = 5 * time.Second
 
@@ -59,7 +59,7 @@ type runtime struct {
 	// <state_dir>/auth (fixed at start), and whether logins start by
 	// themselves (serve).
 	auth upstream.AuthOptions
-	// integrity pins tool definitions and scans them (SPEC §13).
+	// integrity pins tool definitions and scans them (docs/security.md#tool-integrity).
 	integrity *integrity.Guard
 	// tracer and audit are nil when off; both are closed after the
 	// upstreams, since calls finishing at shutdown still use them.
@@ -106,6 +106,19 @@ func (o *scrubbedOutput) Write(b []byte) (int, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	return o.w.Write(b)
+}
+
+// unscrubbed is stderr past the scrubber, in turn with the scrubbed lines:
+// only for the one line that prints the status token on purpose (the
+// status page's sign-in address), a token every other line has scrubbed.
+func (o *scrubbedOutput) unscrubbed() io.Writer { return unscrubbedOutput{o} }
+
+type unscrubbedOutput struct{ o *scrubbedOutput }
+
+func (u unscrubbedOutput) Write(b []byte) (int, error) {
+	u.o.mu.Lock()
+	defer u.o.mu.Unlock()
+	return u.o.stderr.Write(b)
 }
 
 // Every duration field of the log ("duration", "retry_in") is written as
@@ -160,7 +173,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	if interactive && cfg.Listen.Transport != config.TransportHTTP {
 		// Over stdio the host is the person's own: it may open the
 		// authorization page too (URL-mode elicitation). Never over HTTP,
-		// where sessions belong to other people (SPEC §12.1). The hook runs
+		// where sessions belong to other people (docs/security.md#oauth-upstreams). The hook runs
 		// after the proxy exists: connections start after it is built.
 		rt.auth.OnAuthorizationURL = func(server, url string) { rt.proxy.AskToOpen(server, url) }
 	}
@@ -215,7 +228,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity, Tracer: rt.tracer, Audit: rt.audit,
 	})
 	// Connections live until close, not until the signal: at shutdown the
-	// in-flight calls must still reach their upstreams (SPEC §3).
+	// in-flight calls must still reach their upstreams (docs/operations.md#shutdown-and-reload).
 	rt.connCtx = context.WithoutCancel(ctx)
 	for _, c := range rt.conns {
 		c.Start(rt.connCtx)
@@ -224,7 +237,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 }
 
 // openBlobs builds the blob materializer (nil in passthrough mode) and applies
-// the folder bounds to what earlier runs left (SPEC §8: at startup too).
+// the folder bounds to what earlier runs left (docs/resources.md#blobs: at startup too).
 func (rt *runtime) openBlobs(cfg *config.Config) (*blobs.Materializer, error) {
 	if cfg.Blobs.Mode == "passthrough" {
 		return nil, nil
@@ -253,7 +266,7 @@ func (z zlogLine) Write(b []byte) (int, error) {
 }
 
 // newConn builds the connection of one server (not started). Requests wait
-// for its first connection at most startupWait from now (SPEC §3: the
+// for its first connection at most startupWait from now (docs/operations.md#startup: the
 // proxy's start, or the reload that added the server).
 func (rt *runtime) newConn(name string, s *config.Server, startupWait time.Duration) *upstream.Conn {
 	return upstream.New(s, upstream.Options{

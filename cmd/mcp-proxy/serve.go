@@ -19,13 +19,13 @@ import (
 )
 
 // httpShutdownGrace is how long in-flight HTTP requests (tool calls) may run
-// after a signal (SPEC §3: up to 10 s).
+// after a signal (docs/operations.md#shutdown-and-reload: up to 10 s).
 const httpShutdownGrace = 10 * time.Second
 
 func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reader, stdout, stderr io.Writer) error {
 	// An HTTP server with no --agent serves every agent on its own path;
 	// its default path answers 404 listing the agents when none is the
-	// default (SPEC §5). stdio serves one agent, which must exist.
+	// default (docs/agents.md#agents-bundles-and-policy). stdio serves one agent, which must exist.
 	// The listeners are bound before any server starts: a port already
 	// taken ends the start at once, with nothing spawned.
 	lns, err := bindListeners(cfg)
@@ -156,7 +156,7 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config, ln net.Lis
 // ln, the metrics.listen listener bound by bindListeners, and samples the
 // proxy's metrics for the page's window until stop. A port that could not
 // be bound (ln nil, bindErr set) is a warning: the proxy keeps serving
-// (docs/operations.md).
+// (docs/operations.md#shutdown-and-reload).
 func (rt *runtime) serveMetrics(cfg *config.Config, ln net.Listener, bindErr error) (stop func()) {
 	if bindErr != nil {
 		rt.log.Warn().Err(bindErr).Msg("metrics listener not started; the proxy keeps serving")
@@ -172,14 +172,40 @@ func (rt *runtime) serveMetrics(cfg *config.Config, ln net.Listener, bindErr err
 		defer close(sampled)
 		win.Run(ctx)
 	}()
+	pageToken, err := status.LoadToken(cfg.StateDir)
+	if err != nil {
+		rt.log.Warn().Err(err).Msg("status page: no status token; without metrics.tokens the page is read-only")
+	} else {
+		rt.logOut.addSecrets([]string{pageToken}) // in no line but pageLine's
+	}
 	healthz, readyz := rt.proxy.Health()
-	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz, rt.statusPage(cfg, win)), rt.httpLimits)
+	srv := newHTTPServer(metricsHandler(cfg, rt.registry, healthz, readyz, rt.statusPage(cfg, win, pageToken)), rt.httpLimits)
 	go func() { _ = srv.Serve(ln) }()
 	rt.log.Info().Str("url", "http://"+ln.Addr().String()+cfg.Metrics.Path).Msg("serving metrics")
-	rt.log.Info().Str("url", "http://"+ln.Addr().String()+"/").Msg("serving the status page")
+	rt.pageLine(cfg, ln.Addr().String(), pageToken)
 	return func() {
 		_ = srv.Close()
 		cancel()
 		<-sampled
 	}
+}
+
+// pageLine logs where the status page is. Without metrics.tokens it also
+// gives sign_in_url, the address with the status token that lets a
+// browser act (as Jupyter prints its token): the one deliberate print of
+// the token. With metrics.tokens it does not (their holders sign in with
+// them, and such logs are often collected where others read them);
+// `mcp-proxy status url` prints it.
+//
+// Every log line goes through the scrubber, which drops URL queries and
+// has the token among its secrets; this one is written past it, so it
+// carries nothing else from outside (an address and a token).
+func (rt *runtime) pageLine(cfg *config.Config, addr, pageToken string) {
+	base, err := pageBase(addr)
+	if err != nil || pageToken == "" || len(cfg.Metrics.Tokens) > 0 {
+		rt.log.Info().Str("url", "http://"+addr+"/").Msg("serving the status page")
+		return
+	}
+	page := newLogger(cfg, rt.logOut.unscrubbed())
+	page.Info().Str("url", "http://"+addr+"/").Str("sign_in_url", signInURL(base, pageToken)).Msg("serving the status page")
 }

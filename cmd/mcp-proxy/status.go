@@ -14,14 +14,17 @@ import (
 )
 
 // statusPage builds the status page of the running proxy (package status)
-// over win, its window of the proxy's own metrics.
-func (rt *runtime) statusPage(cfg *config.Config, win *status.Window) *status.Handler {
+// over win, its window of the proxy's own metrics; pageToken is the status
+// token ("" when there is none).
+func (rt *runtime) statusPage(cfg *config.Config, win *status.Window, pageToken string) *status.Handler {
 	return status.New(status.Options{
 		State:      rt.statusState,
 		Window:     win,
 		Approve:    rt.approveTool,
 		BeginLogin: rt.beginLogin,
 		Tokens:     cfg.Metrics.Tokens,
+		PageToken:  pageToken,
+		OnSignIn:   rt.metrics.StatusSignIn,
 		Secrets: func() []string {
 			return rt.config().Secrets()
 		},

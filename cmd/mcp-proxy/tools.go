@@ -8,7 +8,6 @@ import (
 	"io"
 	"sort"
 	"strings"
-	"text/tabwriter"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/downstream"
@@ -30,7 +29,7 @@ type serverReport struct {
 	State string       `json:"state"`
 	Error string       `json:"error,omitempty"`
 	Tools []toolReport `json:"tools"`
-	// Quarantined are the tools held by tool integrity (SPEC §13): not
+	// Quarantined are the tools held by tool integrity (docs/security.md#tool-integrity): not
 	// listed, calls refused.
 	Quarantined []quarantinedReport `json:"quarantined,omitempty"`
 	// PinError says why the server's pin file cannot be used.
@@ -41,7 +40,7 @@ type toolReport struct {
 	Name        string `json:"name"`
 	Original    string `json:"original"`
 	Description string `json:"description"`
-	// Findings are the description scan's findings (SPEC §13).
+	// Findings are the description scan's findings (docs/security.md#tool-integrity).
 	Findings []integrity.Finding `json:"findings,omitempty"`
 	// Changed: the definition differs from its pin (served under
 	// pinning: warn).
@@ -99,30 +98,40 @@ func printToolsReport(rep toolsReport, asJSON bool, stdout io.Writer) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(rep)
 	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+	// Two groups of columns: the server lines, and the tool lines under
+	// them (held tools and the pin error included).
+	const servers, tools = 0, 1
+	var t table
 	for _, s := range rep.Servers {
-		line := fmt.Sprintf("%s\t%s\t%d tools", s.Name, s.State, len(s.Tools))
+		cells := []string{s.Name, s.State, fmt.Sprintf("%d tools", len(s.Tools))}
 		if s.Error != "" {
-			line += "\t" + s.Error
+			cells = append(cells, s.Error)
 		}
-		fmt.Fprintln(tw, line)
-		for _, t := range s.Tools {
-			fmt.Fprintf(tw, "  %s\t%s\n", t.Name, firstLine(t.Description, 80))
-			for _, f := range t.Findings {
-				fmt.Fprintf(tw, "    %s finding\t%s: %s (%s)\n", f.Level, f.Kind, f.Excerpt, f.Where)
-			}
+		t.add(servers, "", cells...)
+		for _, tool := range s.Tools {
+			t.add(tools, "  ", tool.Name, cutWidth(tool.Description, maxDescriptionWidth))
+			addFindings(&t, tool.Findings)
 		}
 		for _, q := range s.Quarantined {
-			fmt.Fprintf(tw, "  ! %s\tquarantined (%s): %s\n", q.Name, joinReasons(q.Reasons), q.Review)
-			for _, f := range q.Findings {
-				fmt.Fprintf(tw, "    %s finding\t%s: %s (%s)\n", f.Level, f.Kind, f.Excerpt, f.Where)
-			}
+			t.add(tools, "  ", "! "+q.Name, "quarantined ("+joinReasons(q.Reasons)+"): "+q.Review)
+			addFindings(&t, q.Findings)
 		}
 		if s.PinError != "" {
-			fmt.Fprintf(tw, "  pins unusable\t%s\n", s.PinError)
+			t.add(tools, "  ", "pins unusable", s.PinError)
 		}
 	}
-	return tw.Flush()
+	return t.write(stdout)
+}
+
+// maxDescriptionWidth bounds the first line of a description in the tools
+// table (terminal cells), so that a line fits a wide terminal.
+const maxDescriptionWidth = 80
+
+// addFindings adds the scan findings of a tool, one line each, under it.
+func addFindings(t *table, fs []integrity.Finding) {
+	for _, f := range fs {
+		t.add(-1, "    ", fmt.Sprintf("%s finding: %s: %s (%s)", f.Level, f.Kind, f.Excerpt, f.Where))
+	}
 }
 
 func joinReasons(rs []integrity.Reason) string {
@@ -197,20 +206,6 @@ func reviewCommand(v *integrity.Verdict) string {
 		return "re-describe it under servers." + v.Server + ".tools.overrides, or set servers." + v.Server + ".scan: warn"
 	}
 	return "repair or delete the pin file named in pin_error"
-}
-
-// firstLine returns the first line of s, cut to max runes.
-func firstLine(s string, max int) string {
-	for i, r := range s {
-		if r == '\n' {
-			s = s[:i]
-			break
-		}
-	}
-	if r := []rune(s); len(r) > max {
-		return string(r[:max-1]) + "…"
-	}
-	return s
 }
 
 func runCall(ctx context.Context, cfg *config.Config, o options, name, arguments string, stdout, stderr io.Writer) error {

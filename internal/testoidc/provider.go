@@ -1,5 +1,5 @@
 // Package testoidc runs a real OpenID provider in-process for tests of the
-// HTTP listener's OAuth (SPEC §12.2), and plays the MCP client's side of its
+// HTTP listener's OAuth (docs/security.md#oauth-on-the-http-listener), and plays the MCP client's side of its
 // login: the official Go SDK client's OAuth flow (Connect), or a plain
 // authorization code + PKCE flow for a chosen resource (Provider.Token).
 //
