@@ -147,10 +147,10 @@ func tokenErr(ctx context.Context, tokenURL string, err error) error {
 		}
 		return fmt.Errorf("token endpoint %s: %w", redactURL(tokenURL), ue.Err)
 	}
-	if strings.Contains(err.Error(), "cannot parse json") || strings.Contains(err.Error(), "server response missing access_token") {
-		return fmt.Errorf("token endpoint %s answered without a usable access token", redactURL(tokenURL))
-	}
-	return fmt.Errorf("token endpoint %s: %s", redactURL(tokenURL), cut(err.Error(), 200))
+	// What is left comes after an answer of the endpoint: x/oauth2 could not
+	// read or parse its body, or found no access_token in it. Its texts may
+	// quote the body, so none is shown.
+	return fmt.Errorf("token endpoint %s %w", redactURL(tokenURL), ErrNoAccessToken)
 }
 
 // grantedScopes are the scopes of a token response, or requested when it

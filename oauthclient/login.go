@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -385,15 +384,16 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 		e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, prev.SecretExpiresAt
 		return e.identity(nil), e, nil
 	}
+	hc, answer := recordStatus(c.hc)
 	resp, err := oauthex.RegisterClient(ctx, md.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:            []string{redirect},
 		TokenEndpointAuthMethod: pickMethod(md.TokenAuthMethods, false),
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
 		ClientName:              "mcp-proxy (" + c.server + ")",
-	}, c.hc)
+	}, hc)
 	if err != nil {
-		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err))
+		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err, answer()))
 	}
 	method := resp.TokenEndpointAuthMethod
 	if method == "" {
@@ -409,28 +409,63 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 
 // registrationErr describes a failed registration without quoting a
 // response body: oauthex quotes bodies, and a successful registration's
-// body holds the client secret. Only what is known to carry no body is
-// shown: the server's error code and description, a transport error, the
-// HTTP status of oauthex's known messages; anything else gets a fixed text,
-// so that a reworded oauthex message cannot put a secret in the log.
-func registrationErr(err error) string {
+// body holds the client secret. It goes by what is known to carry no body:
+// the server's RFC 7591 error code and description, a transport error, and
+// status, the endpoint's last answer (nil: none came), never by oauthex's
+// wording.
+func registrationErr(err error, status *httpStatus) string {
 	var re *oauthex.ClientRegistrationError
 	var ue *url.Error
-	switch msg := unwrapURLError(err).Error(); {
+	switch {
 	case errors.As(err, &re):
 		return "refused: " + cut(re.ErrorCode, 100) + " (" + cut(re.ErrorDescription, 200) + ")"
-	case strings.Contains(msg, "decode successful registration response"):
-		return "the registration response is not valid JSON"
-	case strings.Contains(msg, "decode registration error response"):
-		return "refused, with an error response that is not valid JSON"
-	case strings.HasPrefix(msg, "registration failed with status "):
-		status, _, _ := strings.Cut(strings.TrimPrefix(msg, "registration failed with status "), ":")
-		return "answered HTTP " + cut(status, 40)
-	case errors.As(err, &ue):
+	case status == nil && errors.As(err, &ue):
 		return "the request failed: " + cut(ue.Err.Error(), 300)
-	default:
+	case status == nil:
 		return "failed (the response is not shown: it may hold a client secret)"
+	case status.code == http.StatusOK || status.code == http.StatusCreated:
+		return "the registration response is unusable (not JSON, no client_id, or an invalid URL in it; it is not shown: it may hold a client secret)"
+	default:
+		return "answered HTTP " + cut(status.line, 40)
 	}
+}
+
+// httpStatus is the status of an HTTP answer: 201 and "201 Created".
+type httpStatus struct {
+	code int
+	line string
+}
+
+// recordStatus returns a copy of hc that remembers the status of the last
+// answer it got, for answer (nil until one came).
+func recordStatus(hc *http.Client) (*http.Client, func() *httpStatus) {
+	rec := &statusRecorder{next: hc.Transport}
+	if rec.next == nil {
+		rec.next = http.DefaultTransport
+	}
+	cp := *hc
+	cp.Transport = rec
+	return &cp, func() *httpStatus {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.last
+	}
+}
+
+type statusRecorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	last *httpStatus
+}
+
+func (r *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if resp != nil {
+		r.mu.Lock()
+		r.last = &httpStatus{code: resp.StatusCode, line: resp.Status}
+		r.mu.Unlock()
+	}
+	return resp, err
 }
 
 // pickMethod chooses a token endpoint authentication method among the
