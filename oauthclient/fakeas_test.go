@@ -36,6 +36,7 @@ type fakeAS struct {
 	authorizeQ  []url.Values // every authorize request
 	tokenForms  []url.Values // every token request
 	registers   int
+	registered  []map[string]any // every registration request's metadata
 	expiresIn   int
 	issued      int
 	mcpAuthSeen []string // Authorization headers /mcp got
@@ -75,6 +76,7 @@ func newFakeAS(t *testing.T) *fakeAS {
 		_ = json.NewDecoder(r.Body).Decode(&meta)
 		f.mu.Lock()
 		f.registers++
+		f.registered = append(f.registered, meta)
 		f.mu.Unlock()
 		writeJSONStatus(w, http.StatusCreated, map[string]any{"client_id": "reg-client", "client_secret": "reg-secret-value", "token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta["redirect_uris"]})
 	})

@@ -16,6 +16,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 const (
@@ -391,6 +393,7 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
 		ClientName:              "mcp-proxy (" + c.server + ")",
+		ApplicationType:         applicationType(redirect),
 	}, hc)
 	if err != nil {
 		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err, answer()))
@@ -405,6 +408,21 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 	e.ClientID, e.ClientSecret, e.TokenEndpointAuth = resp.ClientID, resp.ClientSecret, method
 	e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, resp.ClientSecretExpiresAt
 	return e.identity(nil), e, nil
+}
+
+// applicationType is the application_type a registration declares
+// (OpenID Connect Dynamic Client Registration §2, which the MCP
+// authorization specification asks clients to send): "native" for a
+// redirect URI on a loopback host (the login's own listener, or a status
+// page served on loopback), where the proxy runs on the user's machine;
+// "web" for any other host, a status page reached over the network, which
+// an authorization server may then hold to the rules of web clients
+// (https redirect URIs).
+func applicationType(redirect string) string {
+	if u, err := url.Parse(redirect); err == nil && httpguard.IsLoopback(u.Hostname()) {
+		return "native"
+	}
+	return "web"
 }
 
 // registrationErr describes a failed registration without quoting a
