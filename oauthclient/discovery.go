@@ -27,7 +27,15 @@ type Metadata struct {
 	ScopesSupported []string
 	// Issuer and the endpoints come from the authorization server's
 	// metadata, or from the 2025-03-26 defaults (Legacy).
-	Issuer                string
+	Issuer string
+	// ResponseIssuer is the issuer an authorization response's iss must
+	// name, exactly (RFC 9207 §2.4): the metadata's issuer as written, or
+	// Issuer when the metadata names none (2025-03-26 defaults).
+	ResponseIssuer string
+	// ResponseIssRequired is the metadata's
+	// authorization_response_iss_parameter_supported: a response without
+	// iss is refused.
+	ResponseIssRequired   bool
 	AuthorizationEndpoint string
 	TokenEndpoint         string
 	RegistrationEndpoint  string
@@ -125,6 +133,7 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 		return nil, err
 	}
 	md.Issuer = issuer
+	md.ResponseIssuer = asm.Issuer
 	return md, nil
 }
 
@@ -217,7 +226,7 @@ func legacyMetadata(ctx context.Context, hc *http.Client, serverURL string, md *
 	}
 	if !found {
 		md.Legacy = "default-endpoints"
-		md.Issuer = origin
+		md.Issuer, md.ResponseIssuer = origin, origin
 		md.AuthorizationEndpoint = origin + "/authorize"
 		md.TokenEndpoint = origin + "/token"
 		md.RegistrationEndpoint = origin + "/register"
@@ -238,6 +247,7 @@ func legacyMetadata(ctx context.Context, hc *http.Client, serverURL string, md *
 	if err := fill(md, serverURL, &asm); err != nil {
 		return nil, err
 	}
+	md.ResponseIssuer = md.Issuer
 	return md, nil
 }
 
@@ -267,6 +277,7 @@ func fill(md *Metadata, serverURL string, asm *oauthex.AuthServerMeta) error {
 	md.ASScopesSupported = splitScopes(strings.Join(asm.ScopesSupported, " "))
 	md.TokenAuthMethods = asm.TokenEndpointAuthMethodsSupported
 	md.CIMDSupported = asm.ClientIDMetadataDocumentSupported
+	md.ResponseIssRequired = asm.AuthorizationResponseIssParameterSupported
 	return nil
 }
 

@@ -37,6 +37,7 @@ type fakeAS struct {
 	tokenForms  []url.Values // every token request
 	registers   int
 	registered  []map[string]any // every registration request's metadata
+	redirectIss []string         // iss values of the authorization response; nil: none
 	expiresIn   int
 	issued      int
 	mcpAuthSeen []string // Authorization headers /mcp got
@@ -147,6 +148,7 @@ func (f *fakeAS) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	f.authorizeQ = append(f.authorizeQ, q)
 	code := fmt.Sprintf("code-%d", len(f.authorizeQ))
 	f.codes[code] = codeInfo{challenge: q.Get("code_challenge"), resource: q.Get("resource"), scopes: strings.Fields(q.Get("scope"))}
+	iss := f.redirectIss
 	f.mu.Unlock()
 	u, err := url.Parse(q.Get("redirect_uri"))
 	if err != nil {
@@ -156,6 +158,9 @@ func (f *fakeAS) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	back := u.Query()
 	back.Set("code", code)
 	back.Set("state", q.Get("state"))
+	for _, v := range iss {
+		back.Add("iss", v)
+	}
 	u.RawQuery = back.Encode()
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -160,7 +161,7 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 		return err
 	}
 
-	cb := newCallback(c.server, req.state, req.url)
+	cb := newCallback(c.server, req)
 	srv := &http.Server{Handler: cb, ReadHeaderTimeout: callbackHeaderTimeout}
 	served := make(chan struct{})
 	go func() {
@@ -258,12 +259,20 @@ func (c *Client) finish(ctx context.Context, req *authRequest, code string) erro
 }
 
 // callbackCode reads the query of a redirect back from the authorization
-// server: the code, or why there is none (another login's state, the
-// server's refusal, no code).
-func callbackCode(q url.Values, state string) (string, error) {
-	switch {
-	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1:
+// server of req: the code, or why there is none (another login's state, an
+// iss that does not name req's authorization server, the server's refusal,
+// no code). The iss check is RFC 9207's: a response that carries iss must
+// name the issuer of req's metadata exactly, and one without it is refused
+// when the metadata says authorization_response_iss_parameter_supported; it
+// applies to refusals too, which are then not shown as the server's.
+func callbackCode(q url.Values, req *authRequest) (string, error) {
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(req.state)) != 1 {
 		return "", ErrStateMismatch
+	}
+	if err := checkResponseIssuer(q, req.md); err != nil {
+		return "", err
+	}
+	switch {
 	case q.Get("error") != "":
 		msg := cut(q.Get("error"), 100)
 		if d := q.Get("error_description"); d != "" {
@@ -274,6 +283,19 @@ func callbackCode(q url.Values, state string) (string, error) {
 		return "", errors.New("the callback carries no authorization code")
 	}
 	return q.Get("code"), nil
+}
+
+// checkResponseIssuer is RFC 9207's check of an authorization response's
+// iss against md.
+func checkResponseIssuer(q url.Values, md *Metadata) error {
+	iss, has := q["iss"]
+	switch {
+	case has && (len(iss) != 1 || iss[0] != md.ResponseIssuer):
+		return fmt.Errorf("%w: it names %q, the login went to %s", ErrResponseIssuer, cut(strings.Join(iss, " "), 200), md.ResponseIssuer)
+	case !has && md.ResponseIssRequired:
+		return fmt.Errorf("%w: it names none, though %s says it always does (authorization_response_iss_parameter_supported)", ErrResponseIssuer, md.ResponseIssuer)
+	}
+	return nil
 }
 
 // open runs the auth.open command with url, if there is one, in the
@@ -527,9 +549,10 @@ func setToken(e *Entry, tok *oauth2.Token, requested []string) {
 // callback serves the loopback redirect of one login: /callback takes the
 // first answer, / redirects to the authorization URL.
 type callback struct {
-	server, state, authURL string
-	result                 chan callbackResult
-	once                   sync.Once
+	server string
+	req    *authRequest
+	result chan callbackResult
+	once   sync.Once
 }
 
 type callbackResult struct {
@@ -537,8 +560,8 @@ type callbackResult struct {
 	err  error
 }
 
-func newCallback(server, state, authURL string) *callback {
-	return &callback{server: server, state: state, authURL: authURL, result: make(chan callbackResult, 1)}
+func newCallback(server string, req *authRequest) *callback {
+	return &callback{server: server, req: req, result: make(chan callbackResult, 1)}
 }
 
 func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -546,7 +569,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	switch r.URL.Path {
 	case "/":
-		http.Redirect(w, r, cb.authURL, http.StatusFound)
+		http.Redirect(w, r, cb.req.url, http.StatusFound)
 		return
 	case callbackPath:
 	default:
@@ -554,7 +577,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res callbackResult
-	res.code, res.err = callbackCode(r.URL.Query(), cb.state)
+	res.code, res.err = callbackCode(r.URL.Query(), cb.req)
 	first := false
 	cb.once.Do(func() {
 		first = true

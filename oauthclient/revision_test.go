@@ -2,6 +2,8 @@ package oauthclient
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -48,5 +50,73 @@ func TestRegistrationApplicationType(t *testing.T) {
 				}
 			})
 		})
+	}
+}
+
+// TestResponseIssuer: the authorization response's iss is checked as RFC
+// 9207 says, on both ways back from the browser (the login's loopback
+// listener and a page of the caller's, BrowserLogin.Complete): required when
+// the metadata says authorization_response_iss_parameter_supported,
+// compared exactly with the metadata's issuer whenever present; a code that
+// fails the check is never redeemed.
+func TestResponseIssuer(t *testing.T) {
+	tests := []struct {
+		name      string
+		supported bool
+		iss       func(f *fakeAS) []string
+		want      string // "" means the login succeeds
+	}{
+		{"advertised, right iss", true, func(f *fakeAS) []string { return []string{f.url("/as")} }, ""},
+		{"not advertised, no iss", false, nil, ""},
+		{"not advertised, right iss", false, func(f *fakeAS) []string { return []string{f.url("/as")} }, ""},
+		{"advertised, no iss", true, nil, "it names none, though %AS% says it always does (authorization_response_iss_parameter_supported)"},
+		{"advertised, wrong iss", true, func(*fakeAS) []string { return []string{"https://evil.example.com"} }, `it names "https://evil.example.com", the login went to %AS%`},
+		{"not advertised, wrong iss", false, func(*fakeAS) []string { return []string{"https://evil.example.com"} }, `it names "https://evil.example.com", the login went to %AS%`},
+		{"advertised, iss with a trailing slash", true, func(f *fakeAS) []string { return []string{f.url("/as/")} }, `it names "%AS%/", the login went to %AS%`},
+		{"advertised, empty iss", true, func(*fakeAS) []string { return []string{""} }, `it names "", the login went to %AS%`},
+		{"advertised, two iss", true, func(f *fakeAS) []string { return []string{f.url("/as"), f.url("/as")} }, `it names "%AS% %AS%", the login went to %AS%`},
+	}
+	for _, tt := range tests {
+		for _, way := range []string{"loopback", "page"} {
+			t.Run(tt.name+"/"+way, func(t *testing.T) {
+				f := newFakeAS(t)
+				f.set(func(f *fakeAS) {
+					if tt.supported {
+						f.asMeta = func() any { m := f.defaultMeta(); m["authorization_response_iss_parameter_supported"] = true; return m }
+					}
+					if tt.iss != nil {
+						f.redirectIss = tt.iss(f)
+					}
+				})
+				c, _ := newClient(t, f, config.ServerAuth{}, Options{})
+				var err error
+				if way == "loopback" {
+					err = login(t, c, Challenge{})
+				} else {
+					ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+					defer cancel()
+					l, berr := c.BeginLogin(ctx, "http://127.0.0.1:9464/auth/callback")
+					if berr != nil {
+						t.Fatal(berr)
+					}
+					err = l.Complete(ctx, authorizeRedirect(t, l.URL))
+				}
+				var tokenRequests int
+				f.snapshot(func(f *fakeAS) { tokenRequests = len(f.tokenForms) })
+				if tt.want == "" {
+					if err != nil || tokenRequests != 1 || !c.HasToken() {
+						t.Fatalf("login: %v, %d token requests, token %v; want a token", err, tokenRequests, c.HasToken())
+					}
+					return
+				}
+				want := strings.ReplaceAll(tt.want, "%AS%", f.url("/as"))
+				if !errors.Is(err, ErrResponseIssuer) || !strings.Contains(err.Error(), want) {
+					t.Errorf("login: %v, want %v: …%s", err, ErrResponseIssuer, want)
+				}
+				if tokenRequests != 0 || c.HasToken() {
+					t.Errorf("%d token requests, token %v: the code was redeemed", tokenRequests, c.HasToken())
+				}
+			})
+		}
 	}
 }
