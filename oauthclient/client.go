@@ -467,7 +467,7 @@ func (c *Client) fetchClientCredentials(ctx context.Context, ch Challenge, used 
 		if err != nil {
 			return fmt.Errorf("discovery: %w", err)
 		}
-		e.ServerURL, e.Issuer, e.TokenEndpoint = c.url, md.Issuer, md.TokenEndpoint
+		e.ServerURL, e.Issuer, e.Resource, e.TokenEndpoint = c.url, md.Issuer, md.Resource, md.TokenEndpoint
 		e.ClientID, e.ClientKind = c.cfg.ClientID, clientConfigured
 		e.TokenEndpointAuth = pickMethod(md.TokenAuthMethods, true)
 	}

@@ -21,7 +21,9 @@ const maxMetadataBytes = 1 << 20
 
 // Metadata is what discovery learned about a server's authorization.
 type Metadata struct {
-	// Resource is the RFC 8707 resource indicator: the canonical server URL.
+	// Resource is the RFC 8707 resource indicator: the protected resource
+	// metadata's resource exactly as written when it has one (it passed
+	// resourceCovers), else the canonical server URL.
 	Resource string
 	// ScopesSupported are the protected resource metadata's scopes.
 	ScopesSupported []string
@@ -111,6 +113,9 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 	if prm == nil {
 		return legacyMetadata(ctx, hc, serverURL, md)
 	}
+	if prm.Resource != "" {
+		md.Resource = prm.Resource
+	}
 	md.ScopesSupported = splitScopes(strings.Join(prm.ScopesSupported, " "))
 	if len(prm.AuthorizationServers) == 0 {
 		return nil, errors.New("protected resource metadata names no authorization server")
@@ -139,7 +144,9 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 
 // fetchResourceMetadata tries the challenge's resource_metadata URL, then
 // the well-known URI at the server's path, then at its root. nil, nil
-// means none answered (a 2025-03-26 server).
+// means none answered (a 2025-03-26 server). A document whose resource
+// does not cover the server is refused (RFC 9728 §3.3: its content must
+// not be used); one without a resource stands for the server's URL.
 func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) (*oauthex.ProtectedResourceMetadata, error) {
 	su, err := url.Parse(serverURL)
 	if err != nil {
@@ -166,7 +173,7 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL strin
 		if !found {
 			continue
 		}
-		if !resourceCovers(prm.Resource, serverURL) {
+		if prm.Resource != "" && !resourceCovers(prm.Resource, serverURL) {
 			return nil, fmt.Errorf("%w: %s says resource %q, the server is %s", ErrResourceMismatch, redactURL(c), cut(prm.Resource, 200), serverURL)
 		}
 		return &prm, nil

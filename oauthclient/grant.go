@@ -108,7 +108,7 @@ func endpointGrant(ctx context.Context, hc *http.Client, tokenURL, audience stri
 
 // clientCredentials fetches a token with the client_credentials grant.
 func clientCredentials(ctx context.Context, hc *http.Client, e *Entry, id identity, scopes []string) (*oauth2.Token, error) {
-	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, scopes, url.Values{"resource": {e.ServerURL}})
+	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, scopes, url.Values{"resource": {e.resource()}})
 }
 
 // refreshGrant trades e's refresh token for new tokens. x/oauth2's
@@ -119,7 +119,7 @@ func refreshGrant(ctx context.Context, hc *http.Client, e *Entry, id identity) (
 	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, nil, url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {e.RefreshToken},
-		"resource":      {e.ServerURL},
+		"resource":      {e.resource()},
 	})
 }
 

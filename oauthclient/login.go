@@ -381,7 +381,7 @@ const (
 // It returns the identity and the entry to store the tokens in.
 func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, prev *Entry) (identity, Entry, error) {
 	e := Entry{
-		ServerURL: c.url, Issuer: md.Issuer,
+		ServerURL: c.url, Issuer: md.Issuer, Resource: md.Resource,
 		AuthorizationEndpoint: md.AuthorizationEndpoint, TokenEndpoint: md.TokenEndpoint,
 	}
 	switch {

@@ -120,3 +120,86 @@ func TestResponseIssuer(t *testing.T) {
 		}
 	}
 }
+
+// TestResourceIndicator: the RFC 8707 resource of the authorization, token
+// and refresh requests (and of a client_credentials grant) is the
+// protected resource metadata's resource exactly as written, when it
+// covers the server (same origin, a whole-segment prefix of its path);
+// without one it is the canonical server URL; a resource that does not
+// cover the server is refused before any authorization request.
+func TestResourceIndicator(t *testing.T) {
+	tests := []struct {
+		name     string
+		resource func(f *fakeAS) any // the PRM's resource; nil: absent
+		want     func(f *fakeAS) string
+	}{
+		{"the server's URL", func(f *fakeAS) any { return f.url("/mcp") }, func(f *fakeAS) string { return f.url("/mcp") }},
+		{"the origin with a slash", func(f *fakeAS) any { return f.url("/") }, func(f *fakeAS) string { return f.url("/") }},
+		{"the origin", func(f *fakeAS) any { return f.url("") }, func(f *fakeAS) string { return f.url("") }},
+		{"the server's URL with a slash", func(f *fakeAS) any { return f.url("/mcp/") }, func(f *fakeAS) string { return f.url("/mcp/") }},
+		{"no resource", nil, func(f *fakeAS) string { return f.url("/mcp") }},
+		{"another origin", func(*fakeAS) any { return "https://evil.example.com/mcp" }, nil},
+		{"not a whole-segment prefix", func(f *fakeAS) any { return f.url("/m") }, nil},
+		{"another path", func(f *fakeAS) any { return f.url("/other") }, nil},
+		{"a fragment", func(f *fakeAS) any { return f.url("/mcp#x") }, nil},
+	}
+	for _, tt := range tests {
+		for _, kind := range []string{KindOAuth, KindClientCredentials} {
+			t.Run(tt.name+"/"+kind, func(t *testing.T) {
+				f := newFakeAS(t)
+				f.set(func(f *fakeAS) {
+					f.expiresIn = 30 // inside refreshMargin: the next request refreshes
+					f.prm = func() any {
+						doc := map[string]any{"authorization_servers": []string{f.url("/as")}, "scopes_supported": []string{"read"}}
+						if tt.resource != nil {
+							doc["resource"] = tt.resource(f)
+						}
+						return doc
+					}
+				})
+				auth := config.ServerAuth{}
+				if kind == KindClientCredentials {
+					auth = config.ServerAuth{Type: KindClientCredentials, ClientID: "svc", ClientSecret: "svc-secret-value"}
+				}
+				c, _ := newClient(t, f, auth, Options{})
+				err := login(t, c, Challenge{})
+				if tt.want == nil {
+					if !errors.Is(err, ErrResourceMismatch) {
+						t.Errorf("login: %v, want %v", err, ErrResourceMismatch)
+					}
+					f.snapshot(func(f *fakeAS) {
+						if len(f.authorizeQ)+len(f.tokenForms) != 0 {
+							t.Errorf("%d authorization and %d token requests were sent", len(f.authorizeQ), len(f.tokenForms))
+						}
+					})
+					return
+				}
+				if err != nil {
+					t.Fatalf("login: %v", err)
+				}
+				if kind == KindOAuth {
+					if code, err := get(t, c, nil); err != nil || code != 200 {
+						t.Fatalf("request: %d, %v", code, err)
+					}
+				}
+				want := tt.want(f)
+				f.snapshot(func(f *fakeAS) {
+					var got []string
+					for _, q := range f.authorizeQ {
+						got = append(got, "authorize "+q.Get("resource"))
+					}
+					for _, form := range f.tokenForms {
+						got = append(got, form.Get("grant_type")+" "+form.Get("resource"))
+					}
+					wantAll := []string{"client_credentials " + want}
+					if kind == KindOAuth {
+						wantAll = []string{"authorize " + want, "authorization_code " + want, "refresh_token " + want}
+					}
+					if strings.Join(got, "\n") != strings.Join(wantAll, "\n") {
+						t.Errorf("resource sent:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(wantAll, "\n"))
+					}
+				})
+			})
+		}
+	}
+}
