@@ -346,9 +346,11 @@ func (c *Client) listen(prev *Entry) (net.Listener, error) {
 
 // loginScopes chooses the scopes to ask for: the configured ones, else the
 // challenge's, else the resource metadata's scopes_supported, else none;
-// then those granted before (step-up keeps what it had) and offline_access
-// when the authorization server lists it (SEP-2207: the proxy keeps
-// refresh tokens, safely).
+// then those granted before (step-up keeps what it had). offline_access
+// is asked for exactly when the authorization server lists it in its
+// scopes_supported (SEP-2207: the proxy keeps refresh tokens, safely),
+// whichever of those named it: a server that does not list it would
+// refuse the scope or ignore it.
 func (c *Client) loginScopes(ch Challenge, md *Metadata, prev *Entry) []string {
 	var scopes []string
 	switch {
@@ -362,10 +364,16 @@ func (c *Client) loginScopes(ch Challenge, md *Metadata, prev *Entry) []string {
 	if prev != nil && prev.hasToken() {
 		scopes = union(scopes, prev.Scopes)
 	}
-	if contains(md.ASScopesSupported, offlineAccess) && !contains(scopes, offlineAccess) {
-		scopes = append(append([]string(nil), scopes...), offlineAccess)
+	out := make([]string, 0, len(scopes)+1)
+	for _, s := range scopes {
+		if s != offlineAccess {
+			out = append(out, s)
+		}
 	}
-	return scopes
+	if contains(md.ASScopesSupported, offlineAccess) {
+		out = append(out, offlineAccess)
+	}
+	return out
 }
 
 // Kinds of client identity kept in Entry.ClientKind.

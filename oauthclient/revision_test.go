@@ -203,3 +203,51 @@ func TestResourceIndicator(t *testing.T) {
 		}
 	}
 }
+
+// TestOfflineAccess: offline_access is asked for exactly when the
+// authorization server's scopes_supported lists it, whichever source of
+// scopes (configuration, challenge, resource metadata) names it.
+func TestOfflineAccess(t *testing.T) {
+	tests := []struct {
+		name       string
+		asScopes   []string // nil: the metadata has no scopes_supported
+		prmScopes  []string
+		challenge  []string
+		configured []string
+		want       string
+	}{
+		{"listed by the AS", []string{"read", "offline_access"}, []string{"read"}, nil, nil, "read offline_access"},
+		{"listed by the AS and asked by the challenge", []string{"read", "offline_access"}, []string{"read"}, []string{"offline_access", "read"}, nil, "read offline_access"},
+		{"in the resource metadata only", []string{"read"}, []string{"read", "offline_access"}, nil, nil, "read"},
+		{"in the challenge only", []string{"read"}, []string{"read"}, []string{"read", "offline_access"}, nil, "read"},
+		{"configured, not listed by the AS", []string{"read"}, []string{"read"}, nil, []string{"offline_access", "read"}, "read"},
+		{"the AS lists no scopes", nil, []string{"read", "offline_access"}, nil, nil, "read"},
+		{"the AS lists it, nothing else asked", []string{"offline_access"}, nil, nil, nil, "offline_access"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFakeAS(t)
+			f.set(func(f *fakeAS) {
+				f.asMeta = func() any {
+					m := f.defaultMeta()
+					if tt.asScopes != nil {
+						m["scopes_supported"] = tt.asScopes
+					}
+					return m
+				}
+				f.prm = func() any {
+					return map[string]any{"resource": f.url("/mcp"), "authorization_servers": []string{f.url("/as")}, "scopes_supported": tt.prmScopes}
+				}
+			})
+			c, _ := newClient(t, f, config.ServerAuth{Scopes: tt.configured}, Options{})
+			if err := login(t, c, Challenge{Scopes: tt.challenge}); err != nil {
+				t.Fatal(err)
+			}
+			f.snapshot(func(f *fakeAS) {
+				if got := f.authorizeQ[0].Get("scope"); got != tt.want {
+					t.Errorf("scope = %q, want %q", got, tt.want)
+				}
+			})
+		})
+	}
+}
