@@ -3,6 +3,7 @@ package oauthclient
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -250,4 +251,120 @@ func TestOfflineAccess(t *testing.T) {
 			})
 		})
 	}
+}
+
+// TestAuthorizationServerMoves: when the server's protected resource
+// metadata names another authorization server than the one of the token
+// it refuses, the proxy needs a login, as a first login: no refresh at the
+// old authorization server (which may be gone), and the new one gets a
+// registration of its own, never the old one's client id; the new token
+// then works, without a new Client (no restart).
+func TestAuthorizationServerMoves(t *testing.T) {
+	for _, oldAS := range []string{"still up", "retired"} {
+		t.Run(oldAS, func(t *testing.T) {
+			f := newFakeAS(t) // the MCP server and its first authorization server
+			f.set(func(f *fakeAS) { f.clientID = "as1-client" })
+			as2 := newFakeAS(t)
+			as2.set(func(f *fakeAS) { f.clientID = "as2-client" })
+			c, st := newClient(t, f, config.ServerAuth{}, Options{})
+			if err := login(t, c, Challenge{}); err != nil {
+				t.Fatal(err)
+			}
+			if code, err := get(t, c, nil); err != nil || code != 200 {
+				t.Fatalf("request before the move: %d, %v", code, err)
+			}
+
+			f.set(func(f *fakeAS) {
+				f.prm = func() any {
+					return map[string]any{"resource": f.url("/mcp"), "authorization_servers": []string{as2.url("/as")}}
+				}
+				f.accept = func(tok string) ([]string, bool) {
+					as2.mu.Lock()
+					defer as2.mu.Unlock()
+					scopes, ok := as2.valid[tok]
+					return scopes, ok
+				}
+				if oldAS == "retired" {
+					f.token = func(w http.ResponseWriter, r *http.Request) { http.Error(w, "gone", http.StatusServiceUnavailable) }
+				}
+			})
+			var before int
+			f.snapshot(func(f *fakeAS) { before = len(f.tokenForms) })
+			_, err := get(t, c, nil)
+			var na *NeedsAuthError
+			want := "its authorization server changed from " + f.url("/as") + " to " + as2.url("/as")
+			if !errors.As(err, &na) || !strings.Contains(err.Error(), want) {
+				t.Fatalf("request after the move: %v, want a *NeedsAuthError: %s", err, want)
+			}
+			f.snapshot(func(f *fakeAS) {
+				if n := len(f.tokenForms) - before; n != 0 {
+					t.Errorf("%d token requests to the old authorization server after the move", n)
+				}
+			})
+			if c.HasToken() {
+				t.Error("the old authorization server's token is still in use")
+			}
+
+			if err := login(t, c, na.Challenge); err != nil {
+				t.Fatalf("login at the new authorization server: %v", err)
+			}
+			as2.snapshot(func(as2 *fakeAS) {
+				if as2.registers != 1 {
+					t.Errorf("%d registrations at the new authorization server, want 1", as2.registers)
+				}
+				for _, q := range as2.authorizeQ {
+					if q.Get("client_id") != "as2-client" {
+						t.Errorf("authorization request at the new authorization server with client_id %q", q.Get("client_id"))
+					}
+				}
+				if strings.Join(as2.tokenClient, " ") != "as2-client" {
+					t.Errorf("token requests at the new authorization server by %q, want as2-client once", as2.tokenClient)
+				}
+			})
+			if code, err := get(t, c, nil); err != nil || code != 200 {
+				t.Fatalf("request after the new login: %d, %v", code, err)
+			}
+			entries, err := st.Load("web")
+			if err != nil || len(entries) != 2 || entries[0].Issuer != as2.url("/as") || !entries[0].hasToken() ||
+				entries[1].Issuer != f.url("/as") || entries[1].hasToken() || entries[1].ClientID != "as1-client" {
+				t.Errorf("stored entries %+v, %v; want the new issuer's tokens, and the old one's registration without tokens", entries, err)
+			}
+		})
+	}
+}
+
+// TestClientCredentialsFollowAMove: a client_credentials server whose
+// authorization server changes gets its next token from the new one at
+// the first 401, with no user and no new Client.
+func TestClientCredentialsFollowAMove(t *testing.T) {
+	f := newFakeAS(t)
+	as2 := newFakeAS(t)
+	c, _ := newClient(t, f, config.ServerAuth{Type: KindClientCredentials, ClientID: "svc", ClientSecret: "svc-secret-value"}, Options{})
+	if code, err := get(t, c, nil); err != nil || code != 200 {
+		t.Fatalf("request before the move: %d, %v", code, err)
+	}
+	f.set(func(f *fakeAS) {
+		f.prm = func() any {
+			return map[string]any{"resource": f.url("/mcp"), "authorization_servers": []string{as2.url("/as")}}
+		}
+		f.accept = func(tok string) ([]string, bool) {
+			as2.mu.Lock()
+			defer as2.mu.Unlock()
+			scopes, ok := as2.valid[tok]
+			return scopes, ok
+		}
+	})
+	if code, err := get(t, c, nil); err != nil || code != 200 {
+		t.Fatalf("request after the move: %d, %v", code, err)
+	}
+	as2.snapshot(func(as2 *fakeAS) {
+		if len(as2.tokenForms) != 1 || as2.tokenForms[0].Get("grant_type") != "client_credentials" {
+			t.Errorf("token requests at the new authorization server: %v", as2.tokenForms)
+		}
+	})
+	f.snapshot(func(f *fakeAS) {
+		if len(f.tokenForms) != 1 {
+			t.Errorf("%d token requests at the old authorization server, want only the first", len(f.tokenForms))
+		}
+	})
 }
