@@ -32,9 +32,10 @@
 // http://127.0.0.1:<port>/callback served for this one login, the state
 // and iss (RFC 9207) checks of the response, and the exchange with the RFC
 // 8707 resource parameter (the protected resource metadata's resource as
-// written, else the canonical server URL). BeginLogin and BrowserLogin.Complete run the same login for a
-// browser that comes back to a page the caller serves (the status page's
-// /auth/callback on the metrics listener) instead of the loopback listener.
+// written, else the canonical server URL). BeginLogin and
+// BrowserLogin.Complete run the same login for a browser that comes back to
+// a page the caller serves (the status page's /auth/callback on the metrics
+// listener) instead of the loopback listener.
 // client_credentials servers get their tokens without a user,
 // with client_secret_basic, client_secret_post or a private_key_jwt
 // assertion signed with a PEM key.
