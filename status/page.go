@@ -61,15 +61,13 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	sc := h.scrubber()
 	d := pageData{
 		Nonce: nonceOf(r), Version: h.opts.Version, Now: h.opts.Now(), Refresh: refreshSeconds,
-		Actions:  h.access.actionsAllowed(r),
+		Actions:  h.access.canSignIn(),
 		SignedIn: h.access.hasSession(r),
 		CSRF:     h.access.csrf(h.access.seed(w, r)),
 		Findings: cleanFindings(sc, st.Findings),
 		Notices:  h.recentNotices(),
 	}
-	if !d.Actions {
-		d.ReadOnly, d.SignIn = h.readOnlyReason(), h.access.canSignIn()
-	}
+	d.ReadOnly, d.SignIn = h.readOnlyReason(), h.access.canSignIn()
 	var fig Figures
 	if h.opts.Window != nil {
 		fig = h.opts.Window.Figures()
