@@ -17,7 +17,7 @@
 // the page):
 //
 //	GET  /               the page (401 and a token form when metrics.tokens is set and the browser has no session)
-//	GET  /?token=T       signs in with T as the form does, then 303 to /#act=K (the address keeps no token)
+//	GET  /?token=T       signs in with T as the form does, then 303 to /#act=K (the address keeps no token); refused unopened when another site's page asks for it
 //	POST /login          the token form: a token that signs in sets the session cookie and answers 303 to /#act=K
 //	POST /logout         ends the session
 //	POST /auth/login     server=S: 303 to S's authorization server, redirect URI <page origin>/auth/callback
@@ -43,7 +43,10 @@
 // script the page is read-only. Without metrics.tokens anyone who reaches
 // the listener may read the page; with them, reading needs a token too.
 // Tokens are compared in constant time; wrong ones go through one throttle
-// for the page (throttle.go), and are counted (OnSignIn). Every action carries a CSRF token, the HMAC of a
+// for the page (throttle.go), and are counted (OnSignIn); a sign-in
+// address that another site's page requests (Sec-Fetch-Site cross-site or
+// same-site) is refused before its token is checked, so that no page can
+// empty the throttle. Every action carries a CSRF token, the HMAC of a
 // random seed cookie under that key, and is refused when the browser says
 // it came from another site (Sec-Fetch-Site). The OAuth callback needs no
 // session (browsers do not send SameSite=Strict cookies on another site's

@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -295,5 +296,47 @@ func TestCookiesAloneDoNotAct(t *testing.T) {
 			!slices.Equal(p.approvals(), []string{"fx/echo@sha256:81c38bc47a74aaaa"}) {
 			t.Errorf("tokens %v: approve by the browser that signed in: %d %v", opts.Tokens, got.code, p.approvals())
 		}
+	}
+}
+
+// TestSignInAddressFromAnotherSite: a sign-in address that another site's
+// page asks for (an <img> in a loop; another port of the host is the same
+// site) is refused before its token is checked: it takes nothing from the
+// throttle and is not counted, so the holder of a metrics token still
+// signs in at once. Opened directly (Sec-Fetch-Site none, or none at all
+// as from curl) it signs in.
+func TestSignInAddressFromAnotherSite(t *testing.T) {
+	var mu sync.Mutex
+	var counted []string
+	p := newPage(t, Options{Tokens: []string{testToken}, OnSignIn: func(r string) { mu.Lock(); defer mu.Unlock(); counted = append(counted, r) }})
+	b := newBrowser(t, p.base)
+	for i := range 3 * signInBurst {
+		for _, site := range []string{"cross-site", "same-site"} {
+			req, _ := http.NewRequest(http.MethodGet, p.base+"/?token=wrong-"+strconv.Itoa(i), nil)
+			req.Header.Set("Sec-Fetch-Site", site)
+			if got := b.do(req); got.code != http.StatusForbidden || got.text("message") != msgNotDirect {
+				t.Fatalf("sign-in address from a %s page: %d %q", site, got.code, got.text("message"))
+			}
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.base+"/?token="+testPageToken, nil)
+	req.Header.Set("Sec-Fetch-Site", "same-site")
+	if got := b.do(req); got.code != http.StatusForbidden || b.act != "" {
+		t.Errorf("the status token in an address from a same-site page: %d", got.code)
+	}
+	if got := b.submit(b.get("/"), "/login", nil, url.Values{"token": {testToken}}); got.code != http.StatusSeeOther {
+		t.Errorf("the metrics token after the flood: %d", got.code)
+	}
+	for _, site := range []string{"none", "same-origin"} {
+		req, _ := http.NewRequest(http.MethodGet, p.base+"/?token="+testToken, nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		if got := newBrowser(t, p.base).do(req); got.code != http.StatusSeeOther || !toPageWithKey(got.header) {
+			t.Errorf("sign-in address with Sec-Fetch-Site %s: %d", site, got.code)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{SignInOK, SignInOK, SignInOK}; !slices.Equal(counted, want) {
+		t.Errorf("counted %q, want %q", counted, want)
 	}
 }
