@@ -213,7 +213,7 @@ func TestMaxConcurrent(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	b := call()
-	for slots.Waiting() != 1 {
+	for !slots.Queued() {
 		time.Sleep(time.Millisecond)
 	}
 	c := call()
@@ -265,7 +265,7 @@ func TestMaxConcurrentWaitEndsWithTheClient(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { _, err := p.CallTool(ctx, "other", nil, "slow__sleep", nil); done <- err }()
 	slots := p.gen().limits.servers["slow"].slots
-	for slots.Waiting() != 1 {
+	for !slots.Queued() {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()

@@ -29,6 +29,10 @@ const levelSendTimeout = 10 * time.Second
 type levelSync struct {
 	mu    sync.Mutex
 	conns map[Upstream]*connLevel
+	// senders are the goroutines passing levels on, those of connections a
+	// reload closed included: once it is zero, every level wanted so far has
+	// been sent and nothing more will be until the next change.
+	senders sync.WaitGroup
 }
 
 // connLevel is the level one connection should have and the one last
@@ -79,7 +83,7 @@ func (rl *relay) applyLogLevels() {
 		cl.want = level
 		if cl.want != cl.sent && !cl.busy {
 			cl.busy = true
-			go rl.passLevels(name, u, cl)
+			ls.senders.Go(func() { rl.passLevels(name, u, cl) })
 		}
 	}
 	for u := range ls.conns {

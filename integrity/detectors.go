@@ -2,6 +2,7 @@ package integrity
 
 import (
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -62,6 +63,10 @@ type phraseRule struct {
 	all   []string
 	// strip: the strip step removes what this rule finds (hidden markup).
 	strip bool
+	// unless names rules, earlier in phraseRules, whose finding on the
+	// same text makes this one's redundant (a warning that a
+	// quarantine-level rule says more precisely).
+	unless []string
 }
 
 // Building blocks of the patterns.
@@ -93,7 +98,15 @@ const (
 // attack it catches and a near miss it must not flag (detectors_test.go).
 var phraseRules = []phraseRule{
 	// Hidden markup: text a rendered view hides but the model reads.
+	// An HTML comment hides what it holds; one that holds a word or
+	// five ("<!-- comments -->", "<!-- TODO: paging -->",
+	// "<!-- prettier-ignore -->") is how ordinary descriptions mention or
+	// leave comments, so it is a warning, and a quarantine-level finding
+	// needs room for an instruction: six words or more, or a word that
+	// addresses the model or tells it to act.
 	{rule: "html_comment", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<!--"}, strip: true,
+		all: []string{`<!--(?:\s*(?:` + commentWord + `\s+){5}` + commentWord + `|(?:(?:[^-]|-[^-])*?\s)?` + directiveWord + `\b)`}},
+	{rule: "html_comment_note", kind: KindHiddenMarkup, level: LevelWarn, hints: []string{"<!--"}, strip: true, unless: []string{"html_comment"},
 		all: []string{`<!--\s*[^\s-]`}},
 	{rule: "instruction_tag", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<"}, strip: true,
 		all: []string{`<\s*/?\s*` + instructionTagNames + `\b[^<>]*>`}},
@@ -102,10 +115,34 @@ var phraseRules = []phraseRule{
 
 	// Instructions aimed at the model: ignore what it was told, keep the
 	// person in the dark.
-	{rule: "override_instructions", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"ignore", "disregard", "forget", "override", "bypass", "skip"},
-		all: []string{`\b(?:ignore|disregard|forget|override|bypass|skip)\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|these\s+|those\s+|my\s+|its\s+)?` +
+	{rule: "override_instructions", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
+		all: []string{overrideVerb + `\s+(?:all\s+|any\s+|every\s+)?(?:of\s+)?(?:the\s+|your\s+|these\s+|those\s+|my\s+|its\s+)?` +
 			`(?:previous|prior|above|earlier|preceding|former|original|system|safety|security|other|existing)\s+` +
 			`(?:instructions?|prompts?|rules|guidelines|directives|messages|constraints|policies|guardrails)\b`}},
+	// "Disregard the above and ...", "Forget everything you were told":
+	// the earlier text as the object, without naming it instructions. A
+	// word that follows "the above" as a noun ("ignore the above limit")
+	// is a near miss.
+	{rule: "override_context", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
+		all: []string{contextVerb + `\s+(?:(?:(?:all|everything|anything)\s+(?:of\s+)?(?:the\s+|that\s+|what\s+(?:was|is|came|comes)\s+)?` +
+			`(?:above|foregoing|preceding|previous(?:ly)?|prior|before|earlier))|(?:(?:the\s+|what\s+(?:was|is|came|comes)\s+)?(?:above|foregoing|preceding)))` +
+			`(?:\s+(?:text|content|context|conversation|messages?|said|written|stated))?\s*(?:$|[.,;:!]|\band\b|\bthen\b|\binstead\b|—|-)`}},
+	{rule: "override_told", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
+		all: []string{contextVerb + `\s+(?:everything|anything|all|what(?:ever)?)\s+(?:that\s+)?(?:you\s*(?:were|are|have\s+been|'ve\s+been|'re)\s+` +
+			`(?:told|given|instructed|taught|asked)|you\s+(?:know|learned|read)\s+(?:before|so\s+far|until\s+now)|(?:the\s+)?(?:system|developer|user)\s+(?:said|wrote|asked))`}},
+	{rule: "override_yours", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
+		all: []string{overrideVerb + `\s+(?:all\s+)?(?:of\s+)?your\s+(?:(?:original|previous|prior|current|safety|system)\s+)?` +
+			`(?:instructions?|guidelines|rules|programming|training|system\s+prompt|prompt|directives|guardrails|restrictions|policies)\b`}},
+	{rule: "new_instructions", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"instruction", "task", "role", "objective", "goal", "purpose", "directive", "now"},
+		all: []string{`(?:\byour\s+(?:new|real|actual|true|updated)\s+(?:instructions?|task|role|objective|goal|purpose|directives?)\s*(?:is|are|:|now)|` +
+			`\bnew\s+(?:system\s+)?instructions?\s*:|` +
+			`\bfrom\s+now\s+on,?\s+(?:ignore|disregard|forget|always\s+respond|respond\s+only|act\s+as|behave\s+as|obey|you\s+(?:are|will|must|shall)\s+(?:act|behave|respond|ignore|obey|follow|pretend))|` +
+			`\byou\s+are\s+now\s+(?:in\s+)?(?:a\s+|an\s+)?(?:developer|dev|admin|god|jailbreak|jailbroken|dan|unrestricted|unfiltered|root)\b)`}},
+	{rule: "decode_and_follow", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"decode"},
+		all: []string{`\bdecode\b` + inSentence + `{0,40}?\b(?:and|then)\s+(?:follow|execute|obey|carry\s+out|act\s+on)` +
+			`(?:\s+(?:it|them|this|that|these|the\s+(?:result|instructions?|text|contents?|output|decoded\s+\w+)))?\s*(?:$|[.:;,!])`}},
+	{rule: "chat_template_tokens", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>"},
+		all: []string{`<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>|\[/?inst\]|<</?sys>>`}},
 	{rule: "hide_from_user", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"user"},
 		all: []string{`\b(?:do not|don't|dont|never|must not|should not|shouldn't)\s+(?:tell|inform|mention|notify|reveal|disclose|alert|show|explain|report|let)\b` +
 			`(?:\s+\S+){0,5}?\s+(?:to\s+|with\s+)?` + theUser}},
@@ -119,6 +156,18 @@ var phraseRules = []phraseRule{
 		all: []string{`\b(?:secretly|covertly|quietly|silently|discreetly|invisibly)\s+(?:send|read|include|pass|forward|upload|copy|call|invoke|run|execute|exfiltrate|collect|add|append|attach|post|share|transmit)\b`}},
 	{rule: "instruction_label", kind: KindModelInstruction, level: LevelWarn, hints: []string{"["},
 		all: []string{`\[\s*(?:(?-i:IMPORTANT|SYSTEM|INSTRUCTIONS?|ADMIN|SECRET|HIDDEN)\s*[:\]]|(?:important|system|instructions?|admin|secret|hidden|note to (?:the )?(?:assistant|ai|model))\s*:)`}},
+
+	// Markdown and HTML images are fetched when the client renders them,
+	// links when the person clicks: a URL with a placeholder the model
+	// fills in ({conversation}, <summary>, $SECRET) or a query that names
+	// conversation data carries it to whoever runs the host. Ordinary
+	// links (docs, repositories) have neither.
+	{rule: "markdown_image_exfiltration", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"![", "<img"},
+		all: []string{`(?:!\[[^\]]*\]\(\s*<?|<img\b[^>]*\bsrc\s*=\s*["']?)` + urlStart + `[^\s)"'>]*?(?:` + urlPlaceholder + `|` + urlData + `)`}},
+	{rule: "markdown_link_exfiltration", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"]("},
+		all: []string{`\]\(\s*<?` + urlStart + `[^\s)]*?` + urlData}},
+	{rule: "markdown_link_placeholder", kind: KindModelInstruction, level: LevelWarn, hints: []string{"]("},
+		unless: []string{"markdown_image_exfiltration", "markdown_link_exfiltration"}, all: []string{`\]\(\s*<?` + urlStart + `[^\s)]*?` + urlPlaceholder}},
 
 	// Credentials and dotfiles.
 	{rule: "credential_exfiltration", kind: KindCredentialAccess, level: LevelQuarantine, hints: sensitivePathHints,
@@ -156,6 +205,37 @@ var phraseRules = []phraseRule{
 		all: []string{`\b(?:instead\s+of|rather\s+than)\s+(?:using|calling|invoking)\s+(?:the\s+|any\s+)?[\w.-]+\s+tool`}},
 }
 
+// overrideVerb is a verb that sets aside what the model was told.
+const overrideVerb = `\b(?:ignore|disregard|forget|override|bypass|skip|discard|abandon|set\s+aside|pay\s+no\s+attention\s+to|` +
+	`(?:do\s+not|don't|dont|stop|no\s+longer)\s+(?:follow|obey)(?:ing)?)`
+
+// contextVerb is the part of overrideVerb that sets aside text without
+// naming it instructions ("disregard the above"): "skip", "bypass" and
+// "override" the previous page, step or version are ordinary.
+const contextVerb = `\b(?:ignore|disregard|forget|discard|abandon|set\s+aside|pay\s+no\s+attention\s+to|` +
+	`(?:do\s+not|don't|dont|stop|no\s+longer)\s+(?:follow|obey)(?:ing)?)`
+
+// overrideHints are substrings every overrideVerb match contains.
+var overrideHints = []string{"ignore", "disregard", "forget", "override", "bypass", "skip", "discard", "abandon",
+	"aside", "no attention", "follow", "obey"}
+
+// Building blocks of the HTML comment rules: a word of a comment (no
+// "--" inside), and a word that addresses the model or tells it to act.
+const (
+	commentWord   = `(?:[^\s-]|-[^\s-])+`
+	directiveWord = `(?:you|your|assistant|ai|model|llm|agent|claude|gpt|must|always|never|instead|ignore|disregard|forget|send|call|invoke|include|tell|do\s+not|don't|override|secret|hidden|system|important)`
+)
+
+// Building blocks of the link rules: the start of an absolute or
+// scheme-relative URL, a placeholder in it, and a query or fragment (or a
+// placeholder) that names conversation data.
+const (
+	urlStart       = `(?:[a-z][a-z0-9+.-]*:)?//`
+	urlPlaceholder = `(?:\{[^{}\s)]*\}|\$\{[^}\s)]*\}|\$(?-i:[A-Z][A-Z0-9_]{2,})|%s|<[^<>\s)]+>|\[[^\]\s)]+\])`
+	urlData        = `[?&={<$\[][^\s)]*?(?:conversation|chat|history|transcript|messages|context|prompt|memory|memories|summary|summari[sz]e|` +
+		`secret|password|passwd|credential|api[_-]?key|token|cookie|session|previous)`
+)
+
 // instructionTagNames are the pseudo-tags that mark an instruction block
 // for the model (<IMPORTANT>, <SYSTEM>, ...).
 const instructionTagNames = `(?:important|system|instructions?|secret|hidden|admin|assistant|critical|urgent|override|sys|inst|system[-_\s]*(?:prompt|reminder|message))`
@@ -176,6 +256,8 @@ type compiledRule struct {
 	// (needLiterals), derived on first use too.
 	needs    func() [][]string
 	hintMask hintSet
+	// unlessMask has bit i set when rules[i] is one of unless.
+	unlessMask uint64
 }
 
 // rules are phraseRules compiled once; allHints are their hints without
@@ -183,11 +265,21 @@ type compiledRule struct {
 var rules, allHints = compileRules(phraseRules)
 
 func compileRules(src []phraseRule) ([]compiledRule, []string) {
+	if len(src) > 64 {
+		panic("integrity: more than 64 phrase rules")
+	}
 	out := make([]compiledRule, len(src))
 	var hints []string
 	index := map[string]int{}
 	for i, r := range src {
 		out[i].phraseRule = r
+		for _, u := range r.unless {
+			j := slices.IndexFunc(src[:i], func(x phraseRule) bool { return x.rule == u })
+			if j < 0 {
+				panic("integrity: rule " + r.rule + ": unless names no earlier rule " + strconv.Quote(u))
+			}
+			out[i].unlessMask |= 1 << j
+		}
 		out[i].res = sync.OnceValue(func() []*regexp.Regexp {
 			res := make([]*regexp.Regexp, len(r.all))
 			for j, p := range r.all {

@@ -29,12 +29,28 @@ const (
 	stderrTailGrace = 50 * time.Millisecond
 )
 
-// stderrTail keeps a child's last stderr lines, already sanitized. Safe for
-// concurrent use; the zero value is ready.
+// stderrTailCauses is how many of the child's first error lines (see
+// looksLikeError) are kept apart from the last lines. A child that fails at
+// start usually names its cause first and then writes more: npx writes
+// `npm error code E404` and `npm error 404 Not Found - GET <url of the
+// package>`, then eleven lines of help, notices and a log path, which
+// would push the cause out of the last lines.
+const stderrTailCauses = 2
+
+// stderrTailCauseRunes bounds the cause lines in the joined text, so that
+// the last lines keep at least the rest of stderrTailRunes.
+const stderrTailCauseRunes = 160
+
+// stderrTail keeps a child's first error lines and its last stderr lines,
+// already sanitized. Safe for concurrent use; the zero value is ready.
 type stderrTail struct {
 	mu    sync.Mutex
 	lines [stderrTailLines]string
 	n     int // lines added so far
+	// causes are the first stderrTailCauses lines that look like an
+	// error, and causeAt their numbers among all lines added.
+	causes  []string
+	causeAt []int
 }
 
 // add records one sanitized, non-empty line.
@@ -44,12 +60,35 @@ func (t *stderrTail) add(line string) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if len(t.causes) < stderrTailCauses && looksLikeError(line) {
+		t.causes = append(t.causes, line)
+		t.causeAt = append(t.causeAt, t.n)
+	}
 	t.lines[t.n%stderrTailLines] = line
 	t.n++
 }
 
-// text is the kept lines, oldest first, joined by " | " and cut at the
-// front to stderrTailRunes; "" when the child wrote nothing.
+// errorWords mark a line that states a failure, in the words of the tools
+// that start MCP servers (npm's "npm error", "npm ERR!", Python's
+// "Traceback" and "...Error:", Go's "panic:", Node's "Error:").
+var errorWords = []string{"error", "err!", "fatal", "panic:", "traceback", "exception", "not found"}
+
+// looksLikeError reports whether line states a failure (case-insensitive).
+func looksLikeError(line string) bool {
+	l := strings.ToLower(line)
+	for _, w := range errorWords {
+		if strings.Contains(l, w) {
+			return true
+		}
+	}
+	return false
+}
+
+// text is what the child's stderr says of its end, at most stderrTailRunes:
+// the first lines that look like an error (when they are no longer among
+// the last lines; cut to stderrTailCauseRunes), then " | … | ", then the
+// last lines, oldest first, cut at the front. Lines are joined by " | ";
+// "" when the child wrote nothing.
 func (t *stderrTail) text() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -58,9 +97,39 @@ func (t *stderrTail) text() string {
 	for i := first; i < t.n; i++ {
 		parts = append(parts, t.lines[i%stderrTailLines])
 	}
-	s := strings.Join(parts, " | ")
-	if r := []rune(s); len(r) > stderrTailRunes {
-		s = "…" + string(r[len(r)-stderrTailRunes+1:])
+	var causes []string
+	for i, at := range t.causeAt {
+		if at < first {
+			causes = append(causes, t.causes[i])
+		}
+	}
+	budget := stderrTailRunes
+	head := ""
+	if len(causes) > 0 {
+		head = cutEnd(strings.Join(causes, " | "), stderrTailCauseRunes)
+		if t.causeAt[len(causes)-1] < first-1 {
+			head += " | … | " // lines were left out between
+		} else {
+			head += " | "
+		}
+		budget -= utf8.RuneCountInString(head)
+	}
+	return head + cutFront(strings.Join(parts, " | "), budget)
+}
+
+// cutEnd cuts s to n runes, the last being "…" when anything went.
+func cutEnd(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return string(r[:n-1]) + "…"
+	}
+	return s
+}
+
+// cutFront cuts s to n runes, keeping its end, the first being "…" when
+// anything went.
+func cutFront(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return "…" + string(r[len(r)-n+1:])
 	}
 	return s
 }

@@ -15,11 +15,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usageText = `Usage: mcp-proxy [verb] [flags]
+const usageText = `Usage: mcp-proxy [verb] [arguments and flags, in any order]
 
 Verbs:
   serve            run the proxy (the default)
-  validate         check the config and print its warnings
+  validate [FILE]  check the config (FILE, else --config or the usual places) and print its warnings
   tools            connect and print each server's state and the agent's tools [--json]
   tools diff [SERVER]
                    show tool definitions that changed since they were pinned (or are new)
@@ -87,22 +87,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
 	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
 	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
-	// Flags may follow the names of tools approve and the arguments of
-	// auth (`auth login github --config f`): parse around them.
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return &exitError{code: exitUsage, err: err}
+	rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
 		}
-		args = fs.Args()
-		if (sub == "" && verb != "auth" && verb != "status") || len(args) == 0 {
-			rest = append(rest, args...)
-			break
-		}
-		rest, args = append(rest, args[0]), args[1:]
+		return &exitError{code: exitUsage, err: err}
 	}
 
 	switch verb {
@@ -121,6 +111,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, version)", verb)
 	}
+	if verb == "validate" {
+		// validate FILE checks FILE, as validate --config FILE does.
+		switch {
+		case len(rest) > 1:
+			return usageErr("usage: mcp-proxy validate [FILE | --config FILE]")
+		case len(rest) == 1 && o.configPath != "" && o.configPath != rest[0]:
+			return usageErr("validate was given two configs, %s and --config %s: give one", rest[0], o.configPath)
+		case len(rest) == 1:
+			o.configPath, rest = rest[0], nil
+		}
+	}
 	cfg, path, err := loadConfig(o)
 	if err != nil {
 		return err
@@ -136,9 +137,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "status":
 		return runStatus(cfg, rest, stdout)
 	case "validate":
-		if len(rest) != 0 {
-			return usageErr("usage: mcp-proxy validate [--config FILE]")
-		}
 		return runValidate(cfg, path, stdout)
 	case "tools":
 		switch {
@@ -244,4 +242,26 @@ func runValidate(cfg *config.Config, path string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: config OK: %d servers (%d enabled)\n", path, len(cfg.Servers), enabled)
 	return nil
+}
+
+// parseInterleaved parses fs's flags wherever they stand among the
+// positional arguments (`call T '{}' --config f`, `auth login github
+// --config f`) and returns the positional arguments in order. Everything
+// after "--" is positional, so an argument that starts with "-" can be
+// given there.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var rest []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		left := fs.Args()
+		if len(left) == 0 {
+			return rest, nil
+		}
+		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
+			return append(rest, left...), nil
+		}
+		rest, args = append(rest, left[0]), left[1:]
+	}
 }
