@@ -264,7 +264,8 @@ const (
 // NAME_HERE). It carries data (urlDataPlaceholder) when its name ends in
 // a data word (urlDataWord, possibly plural, after any qualifiers and
 // before any filler such as _here, _log, _text): {conversation},
-// {{messages}}, {previous_messages}, <chat history>, $SUMMARY,
+// {{messages}}, {{ .Messages }}, {{ conversation | urlencode }},
+// {previous_messages}, <chat history>, $SUMMARY,
 // CONVERSATION_HERE, CHAT_LOG, YOUR_API_KEY. A name that ends in
 // something else names a resource, not its content: {conversation_id},
 // {message.id}, {secret_name}, {name=spaces/*/messages/*}.
@@ -281,7 +282,7 @@ const (
 	urlPlaceholder     = `(?:\{[^{}\s)]*\}|\$\{[^}\s)]*\}|\$(?-i:[A-Z][A-Z0-9_]{2,})|%s|<[^<>\s)]+>|\[[^\]\s)]+\]|` + urlCapsMarker + `)`
 	urlCapsMarker      = `(?-i:\b(?:YOUR|INSERT|PUT|ADD|ENTER)(?:_[A-Z0-9]+)+\b|\b(?:[A-Z0-9]+_)+(?:HERE|PLACEHOLDER)\b)`
 	urlPlaceholderName = `(?:[a-z0-9]+[_.\s-]+)*?` + urlDataWord + `(?:[_.\s-]+` + urlFiller + `)*`
-	urlDataPlaceholder = `(?:\{\{?\s*` + urlPlaceholderName + `\s*\}|<\s*` + urlPlaceholderName + `\s*>|\[\s*` + urlPlaceholderName + `\s*\]|` + urlCapsData + `)`
+	urlDataPlaceholder = `(?:\{\{?\s*[.$]?` + urlPlaceholderName + `\s*(?:\|[^{}]*)?\}|<\s*` + urlPlaceholderName + `\s*>|\[\s*` + urlPlaceholderName + `\s*\]|` + urlCapsData + `)`
 	// urlCapsData is a placeholder in capitals that carries data:
 	// $SUMMARY, ${CHAT_HISTORY}, CONVERSATION_HERE, CHAT_LOG, YOUR_API_KEY.
 	// A single word (HISTORY.md, SESSION) is not one.
