@@ -236,6 +236,32 @@ func TestCamelCaseKeysAndProseInArguments(t *testing.T) {
 	}
 }
 
+// TestBidiControlsEscapedInFile: a bidi control in an argument is written
+// as a JSON escape, so that the file shown on a terminal is not reordered,
+// and the line still decodes to the arguments as sent.
+func TestBidiControlsEscapedInFile(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow,
+		Arguments: json.RawMessage("{\"path\":\"invoice\u202egpj.exe\",\"dir\":\"\u2066a\u2069\"}")})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	if bytes.Contains(data, []byte("\u202e")) || bytes.Contains(data, []byte("\u2066")) {
+		t.Errorf("the file holds a raw bidi control:\n%q", data)
+	}
+	if !bytes.Contains(data, []byte(`invoice\u202egpj.exe`)) {
+		t.Errorf("the file does not hold the escaped control:\n%s", data)
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	args, _ := lines[0]["arguments"].(map[string]any)
+	if args["path"] != "invoice\u202egpj.exe" || args["dir"] != "\u2066a\u2069" {
+		t.Errorf("arguments decode to %q", args)
+	}
+}
+
 // TestOrderUnderConcurrency: entries appear in the order Record was
 // called, whatever the number of goroutines calling it.
 func TestOrderUnderConcurrency(t *testing.T) {

@@ -107,6 +107,7 @@ func FuzzScrubber(f *testing.F) {
 	f.Add("line\nbreak", `quo"te\`, `{"a":"line\nbreak"} quo"te\`)
 	f.Add("8080443", "ACTED][REDACTED", "port 8080443 [REDACTED]")
 	f.Add("abc def", "xyzxyz", "https://h/abc?q def")
+	f.Add("rtl\u202esecret", "\u2066iso", "say \u202e rtl\u202esecret \u2028")
 	f.Fuzz(func(t *testing.T, s1, s2, text string) {
 		secrets := []string{s1, s2}
 		sc := NewScrubber(secrets)
@@ -123,6 +124,9 @@ func FuzzScrubber(f *testing.F) {
 		line := buf.String()
 		if !json.Valid([]byte(line)) {
 			t.Fatalf("log line is not valid JSON: %q", line)
+		}
+		if strings.ContainsFunc(line, isLogEscape) {
+			t.Fatalf("log line keeps a bidi control: %q", line)
 		}
 		var fields map[string]any
 		if err := json.Unmarshal([]byte(line), &fields); err != nil {
