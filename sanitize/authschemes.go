@@ -156,7 +156,8 @@ func authParams(s string, k int, params []string) (end int, ok bool) {
 }
 
 // paramValueEnd returns the end of the auth-param value at v: a quoted
-// string ("..." or, JSON-escaped, \"...\"), or a run of bytes up to a
+// string ("...", with quoted-pairs such as \", or, JSON-escaped, \"...\"),
+// or a run of bytes up to a
 // blank, a comma, a semicolon, a quote, a backslash or a line end (a
 // token68 or AWS's Credential=AKIA.../aws4_request). It returns -1 for a
 // quoted string that is not closed on its line. A '"' followed by JSON
@@ -166,14 +167,23 @@ func authParams(s string, k int, params []string) (end int, ok bool) {
 func paramValueEnd(s string, v int) int {
 	switch {
 	case v < len(s) && s[v] == '"':
-		q := strings.IndexAny(s[v+1:], "\"\n\r\\")
-		if q < 0 || s[v+1+q] != '"' {
-			return -1
-		}
 		if c := skipBlanks(s, v+1); c < len(s) && strings.IndexByte(",:]}", s[c]) >= 0 {
 			return -1
 		}
-		return v + 1 + q + 1
+		for e := v + 1; e < len(s); e++ {
+			switch s[e] {
+			case '"':
+				return e + 1
+			case '\n', '\r':
+				return -1
+			case '\\':
+				if e+1 < len(s) && (s[e+1] == '\n' || s[e+1] == '\r') {
+					return -1
+				}
+				e++ // a quoted-pair ("\"") is kept whole
+			}
+		}
+		return -1
 	case strings.HasPrefix(s[v:], `\"`):
 		for e := v + 2; e < len(s); e++ {
 			switch s[e] {

@@ -136,6 +136,7 @@ func TestText(t *testing.T) {
 		{"digest challenge stays", `WWW-Authenticate: Digest realm="x@h", nonce="dcd98b", qop="auth"`, `WWW-Authenticate: Digest realm="x@h", nonce="dcd98b", qop="auth"`},
 		{"digest credential, prose after it stays", `sent Digest username="M", nonce="dcd98b", response="6629fae4" to the host; see the docs`,
 			"sent Digest [REDACTED] to the host; see the docs"},
+		{"digest quoted-pair before the response", `Digest username="Mu\"fasa", response="6629fae4" ok`, "Digest [REDACTED] ok"},
 		{"digest unquoted response", "Digest username=M, response=6629fae4 then", "Digest [REDACTED] then"},
 		{"digest empty response stays", `Digest username="M", response=""`, `Digest username="M", response=""`},
 		{"aws sigv4, prose after it stays", "AWS4-HMAC-SHA256 Credential=AKIA/20130524/us-east-1/s3/aws4_request, SignedHeaders=host, Signature=fe5f80f7 was refused",
