@@ -123,14 +123,14 @@ func camelStart(s string, i int) bool {
 func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 
-// matchSecret tries every pattern at i; token prefixes and scheme names
+// matchSecret tries every pattern at i: token prefixes and scheme names
 // only at a word start (word), secret keys also at a camelCase boundary.
-// It returns the range to replace
-// (empty when the value is already Redacted), where to resume scanning
-// (resume <= i means no pattern matched) and whether the marker replaces
-// a JSON value that is not a string, so that it must be quoted. *closed
-// is cleared when an array or object value is found unclosed, and no such
-// value is looked for while it is clear.
+// It returns the range to replace (empty when the value is already
+// Redacted), where to resume scanning (resume <= i means no pattern
+// matched) and whether the marker replaces a JSON value that is not a
+// string, so that it must be quoted. *closed is cleared when an array or
+// object value is found unclosed, and no such value is looked for while
+// it is clear.
 func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
 	for _, p := range tokenPrefixes {
