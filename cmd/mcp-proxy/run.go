@@ -15,7 +15,7 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usageText = `Usage: mcp-proxy [verb] [arguments and flags, in any order]
+const usageText = `Usage: mcp-proxy [verb] [arguments and flags, in any order; flags may also come before the verb]
 
 Verbs:
   serve            run the proxy (the default)
@@ -57,17 +57,8 @@ type options struct {
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	verb := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
-	// tools diff and tools approve are sub-verbs of tools.
-	sub := ""
-	if verb == "tools" && len(args) > 0 && (args[0] == "diff" || args[0] == "approve") {
-		sub, args = args[0], args[1:]
-	}
-	o := options{verb: verb}
-	fs := flag.NewFlagSet(strings.TrimSpace("mcp-proxy "+verb+" "+sub), flag.ContinueOnError)
+	var o options
+	fs := flag.NewFlagSet("mcp-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -87,13 +78,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
 	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
 	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
-	rest, err := parseInterleaved(fs, args)
+	rest, verbs, err := parseArgs(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil
 		}
 		return &exitError{code: exitUsage, err: err}
 	}
+	// The verb is the first argument that is not a flag, wherever the
+	// flags stand (`--config f validate` is `validate --config f`); with
+	// none, or only arguments after "--", it is serve.
+	verb := "serve"
+	if verbs > 0 {
+		verb, rest, verbs = rest[0], rest[1:], verbs-1
+	}
+	// tools diff and tools approve are sub-verbs of tools.
+	sub := ""
+	if verb == "tools" && verbs > 0 && (rest[0] == "diff" || rest[0] == "approve") {
+		sub, rest = rest[0], rest[1:]
+	}
+	o.verb = verb
 
 	switch verb {
 	case "version":
@@ -250,18 +254,58 @@ func runValidate(cfg *config.Config, path string, stdout io.Writer) error {
 // after "--" is positional, so an argument that starts with "-" can be
 // given there.
 func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
+	rest, _, err := parseArgs(fs, args)
+	return rest, err
+}
+
+// parseArgs is parseInterleaved that also says how many of the positional
+// arguments stood before the "--" that ends the flags (all of them when
+// there is none): only those can be a verb. A "--" that is the value of a
+// flag (`--config --`) is that value, not the end of the flags.
+func parseArgs(fs *flag.FlagSet, args []string) (rest []string, beforeDashes int, err error) {
+	var flags []string
+	beforeDashes = -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			beforeDashes = len(rest)
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			rest = append(rest, a) // "-" too: the flag package reads it as an argument
+		default:
+			flags = append(flags, a)
+			if takesNextArg(fs, a) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
 		}
-		left := fs.Args()
-		if len(left) == 0 {
-			return rest, nil
-		}
-		if n := len(args) - len(left); n > 0 && args[n-1] == "--" {
-			return append(rest, left...), nil
-		}
-		rest, args = append(rest, left[0]), left[1:]
 	}
+	if beforeDashes < 0 {
+		beforeDashes = len(rest)
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, 0, err
+	}
+	return rest, beforeDashes, nil
+}
+
+// takesNextArg reports whether the flag argument a (-name or --name) is a
+// defined flag whose value is the next argument: not a boolean flag and
+// no "=value" of its own. The flag package then takes the next argument as
+// the value whatever it is ("--" and "-x" included).
+func takesNextArg(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false // fs.Parse refuses it
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
 }
