@@ -29,28 +29,53 @@ const (
 	stderrTailGrace = 50 * time.Millisecond
 )
 
-// stderrTailCauses is how many of the child's first error lines (see
-// looksLikeError) are kept apart from the last lines. A child that fails at
-// start usually names its cause first and then writes more: npx writes
-// `npm error code E404` and `npm error 404 Not Found - GET <url of the
-// package>`, then eleven lines of help, notices and a log path, which
+// stderrTailCauses is how many error lines (see looksLikeError) of the
+// child's last moments are kept apart from the last lines: the first ones
+// written within stderrTailCauseWindow before its last line. A child that
+// fails at start usually names its cause first and then writes more: npx
+// writes `npm error code E404` and `npm error 404 Not Found - GET <url of
+// the package>`, then eleven lines of help, notices and a log path, which
 // would push the cause out of the last lines.
 const stderrTailCauses = 2
+
+// stderrTailCauseWindow bounds how long before the child's last stderr
+// line a cause line may have been written. A failure at start writes its
+// cause and its end within a moment; a server that logged `Error: rate
+// limited` an hour ago and then crashed did not end of that error, and its
+// end is told by its last lines (and the first error lines of its crash).
+const stderrTailCauseWindow = 10 * time.Second
+
+// stderrTailErrLines is how many of the latest error lines are kept to find
+// the causes among them: enough for npx's output (nine error lines) and a
+// short burst before it.
+const stderrTailErrLines = 16
 
 // stderrTailCauseRunes bounds the cause lines in the joined text, so that
 // the last lines keep at least the rest of stderrTailRunes.
 const stderrTailCauseRunes = 160
 
-// stderrTail keeps a child's first error lines and its last stderr lines,
+// stderrTail keeps a child's last stderr lines and its latest error lines,
 // already sanitized. Safe for concurrent use; the zero value is ready.
 type stderrTail struct {
+	// now is the clock (nil: time.Now); tests set it.
+	now func() time.Time
+
 	mu    sync.Mutex
 	lines [stderrTailLines]string
-	n     int // lines added so far
-	// causes are the first stderrTailCauses lines that look like an
-	// error, and causeAt their numbers among all lines added.
-	causes  []string
-	causeAt []int
+	n     int       // lines added so far
+	last  time.Time // when the last line was added
+	// errs are the latest stderrTailErrLines lines that look like an
+	// error, in a ring; nErr is how many were added.
+	errs [stderrTailErrLines]errLine
+	nErr int
+}
+
+// errLine is one stderr line that looks like an error, with its number
+// among all the lines and when it was added.
+type errLine struct {
+	text string
+	at   int
+	when time.Time
 }
 
 // add records one sanitized, non-empty line.
@@ -58,14 +83,20 @@ func (t *stderrTail) add(line string) {
 	if utf8.RuneCountInString(line) > stderrTailLineRunes {
 		line = string([]rune(line)[:stderrTailLineRunes-1]) + "…"
 	}
+	now := time.Now
+	if t.now != nil {
+		now = t.now
+	}
+	when := now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if len(t.causes) < stderrTailCauses && looksLikeError(line) {
-		t.causes = append(t.causes, line)
-		t.causeAt = append(t.causeAt, t.n)
+	if looksLikeError(line) {
+		t.errs[t.nErr%stderrTailErrLines] = errLine{text: line, at: t.n, when: when}
+		t.nErr++
 	}
 	t.lines[t.n%stderrTailLines] = line
 	t.n++
+	t.last = when
 }
 
 // errorWords mark a line that states a failure, in the words of the tools
@@ -85,10 +116,11 @@ func looksLikeError(line string) bool {
 }
 
 // text is what the child's stderr says of its end, at most stderrTailRunes:
-// the first lines that look like an error (when they are no longer among
-// the last lines; cut to stderrTailCauseRunes), then " | … | ", then the
-// last lines, oldest first, cut at the front. Lines are joined by " | ";
-// "" when the child wrote nothing.
+// the causes, the first lines that look like an error among those written
+// within stderrTailCauseWindow before the last line (when they are no
+// longer among the last lines; cut to stderrTailCauseRunes), then " | … | ",
+// then the last lines, oldest first, cut at the front. Lines are joined by
+// " | "; "" when the child wrote nothing.
 func (t *stderrTail) text() string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -98,16 +130,20 @@ func (t *stderrTail) text() string {
 		parts = append(parts, t.lines[i%stderrTailLines])
 	}
 	var causes []string
-	for i, at := range t.causeAt {
-		if at < first {
-			causes = append(causes, t.causes[i])
+	lastCause := 0
+	since := t.last.Add(-stderrTailCauseWindow)
+	for i := max(0, t.nErr-stderrTailErrLines); i < t.nErr && len(causes) < stderrTailCauses; i++ {
+		e := t.errs[i%stderrTailErrLines]
+		if e.at < first && !e.when.Before(since) {
+			causes = append(causes, e.text)
+			lastCause = e.at
 		}
 	}
 	budget := stderrTailRunes
 	head := ""
 	if len(causes) > 0 {
 		head = cutEnd(strings.Join(causes, " | "), stderrTailCauseRunes)
-		if t.causeAt[len(causes)-1] < first-1 {
+		if lastCause < first-1 {
 			head += " | … | " // lines were left out between
 		} else {
 			head += " | "

@@ -1,10 +1,13 @@
 package upstream
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -71,6 +74,72 @@ func TestStderrTailCauses(t *testing.T) {
 			}
 			if got := tail.text(); got != tt.want {
 				t.Errorf("text = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestStderrTailCauseWindow: the causes are the first error lines of the
+// child's last moments (stderrTailCauseWindow before its last line), so a
+// failure at start keeps npm's cause while a server that logged an error
+// long ago and crashed later shows its crash, not the old error.
+func TestStderrTailCauseWindow(t *testing.T) {
+	t0 := time.Date(2026, 12, 7, 5, 0, 0, 0, time.UTC)
+	type line struct {
+		after time.Duration // since t0
+		text  string
+	}
+	at := func(d time.Duration, texts ...string) []line {
+		var ls []line
+		for _, s := range texts {
+			ls = append(ls, line{d, s})
+		}
+		return ls
+	}
+	npx, err := os.ReadFile(npx404)
+	if err != nil {
+		t.Fatal(err)
+	}
+	npxLines := strings.Split(strings.TrimSpace(string(npx)), "\n")
+	var twenty []string
+	for i := range 20 {
+		twenty = append(twenty, fmt.Sprintf("Error: retry %d", i))
+	}
+	tests := []struct {
+		name  string
+		lines []line
+		want  string
+	}{
+		{"start failure over three seconds: npm's cause kept",
+			slices.Concat(at(0, npxLines[:2]...), at(3*time.Second, npxLines[2:]...)),
+			strings.Join(npx404Cause, " | ") + " | … | …"},
+		{"long run, then a silent end: the last lines only",
+			slices.Concat(at(0, "Error: rate limited", "retrying"), at(time.Hour, "ok 1", "ok 2", "ok 3", "ok 4", "ok 5", "ok 6")),
+			"ok 2 | ok 3 | ok 4 | ok 5 | ok 6"},
+		{"long run, then a crash: the crash's first error line",
+			slices.Concat(at(0, "Error: rate limited", "retrying"),
+				at(time.Hour, "serving", "Traceback (most recent call last):", "  File a", "  File b", "  File c", "  File d", "ValueError: boom")),
+			"Traceback (most recent call last): |   File a |   File b |   File c |   File d | ValueError: boom"},
+		{"a cause the window's length before the last line is kept",
+			slices.Concat(at(0, "Error: bad token"), at(stderrTailCauseWindow, "1", "2", "3", "4", "5")),
+			"Error: bad token | 1 | 2 | 3 | 4 | 5"},
+		{"a cause just older than the window is not",
+			slices.Concat(at(0, "Error: bad token"), at(stderrTailCauseWindow+time.Millisecond, "1", "2", "3", "4", "5")),
+			"1 | 2 | 3 | 4 | 5"},
+		{"more error lines than are kept: the first of the latest",
+			slices.Concat(at(0, twenty...), at(time.Second, "1", "2", "3", "4", "5")),
+			"Error: retry 4 | Error: retry 5 | … | 1 | 2 | 3 | 4 | 5"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var now time.Time
+			tail := stderrTail{now: func() time.Time { return now }}
+			for _, l := range tt.lines {
+				now = t0.Add(l.after)
+				tail.add(l.text)
+			}
+			if got := tail.text(); !strings.HasPrefix(got, tt.want) || !strings.HasSuffix(tt.want, "…") && got != tt.want {
+				t.Errorf("text =\n%q\nwant\n%q", got, tt.want)
 			}
 		})
 	}
