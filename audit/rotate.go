@@ -27,6 +27,16 @@ const bufferBytes = 64 << 10
 
 // fileSink appends lines to path, rotating by size (see the package doc).
 // It is used by the writer goroutine only.
+//
+// It is ours rather than gopkg.in/natefinch/lumberjack.v2's Logger, which
+// does not keep what docs/operations.md#audit-log documents: lumberjack
+// names a rotated file by its time (audit-2026-11-30T08-15-02.123.log),
+// not audit.log.1 … audit.log.<max_files-1>; its size limit is in whole
+// megabytes where max_bytes is bytes (from 1024); it refuses a line
+// longer than the limit where we write it to a file of its own; it
+// deletes old files from a goroutine of its own after the rotation; and it
+// neither fsyncs at a rotation nor buffers writes into one write(2) per
+// batch.
 type fileSink struct {
 	path     string
 	maxBytes int64

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"flag"
 	"os"
@@ -89,6 +90,25 @@ func TestImportJSONErrors(t *testing.T) {
 	}
 	if _, err := ImportJSON(make([]byte, maxImportBytes+1)); err == nil || !errors.Is(err, ErrImport) {
 		t.Errorf("oversized input: %v", err)
+	}
+}
+
+// TestImportJSONDeepNesting: a file nested as deep as its size allows is
+// refused with an error, not a crash of the process (the reason
+// stripJSONC is not a recursive parser), and comments on its last line,
+// with or without a final newline, are no error.
+func TestImportJSONDeepNesting(t *testing.T) {
+	for _, open := range []string{"[", `{"a":`} {
+		deep := bytes.Repeat([]byte(open), maxImportBytes/len(open))
+		_, err := ImportJSON(deep)
+		if want := "exceeded max depth"; err == nil || !errors.Is(err, ErrImport) || !strings.HasSuffix(err.Error(), want) {
+			t.Errorf("%d bytes of %q: %v, want an import error ending %q", len(deep), open, err, want)
+		}
+	}
+	for _, tail := range []string{"// last", "// last\n", "/* last */"} {
+		if _, err := ImportJSON([]byte(`{"servers": {"a": {"command": "x"}}}` + tail)); err != nil {
+			t.Errorf("a file ending in %q: %v", tail, err)
+		}
 	}
 }
 

@@ -5,6 +5,15 @@ package config
 // spaces, and a comma followed only by whitespace before } or ] is
 // dropped. Anything else, valid or not, is passed on for encoding/json to
 // judge.
+//
+// It is ours rather than github.com/tailscale/hujson's Standardize, which
+// reads the same dialect (comments and trailing commas) but parses by
+// recursion: a file of a few MiB of "[" (ImportJSON takes up to 4 MiB)
+// overflows the goroutine stack, a fatal error that no recover catches,
+// where encoding/json after this pass stops at its depth limit with an
+// error (TestImportJSONDeepNesting). It also refuses a // comment on the
+// last line of a file that does not end in a newline. This pass keeps no
+// stack, so it needs no depth limit of its own.
 func stripJSONC(data []byte) []byte {
 	out := make([]byte, 0, len(data))
 	var str stringTracker

@@ -56,15 +56,33 @@ agents:
 	p.sessions.add(sa)
 	p.sessions.add(sb)
 	setLevelOf(t, p, sb, "debug")
-	waitLevels(t, "gx", gxLevels, "debug")
+	levelsSent(p)
+	wantLevels(t, "gx", gxLevels, "debug")
+	wantLevels(t, "fx (not granted to b)", fxLevels)
 	setLevelOf(t, p, sa, "warning")
-	waitLevels(t, "fx", fxLevels, "warning")
-	waitLevels(t, "gx (untouched by a's level)", gxLevels, "debug")
+	levelsSent(p)
+	wantLevels(t, "fx", fxLevels, "warning")
+	wantLevels(t, "gx (untouched by a's level)", gxLevels, "debug")
 	sa2, _ := testSession(p, "a", nil)
 	p.sessions.add(sa2)
 	setLevelOf(t, p, sa2, "error") // less verbose than a's other session: fx keeps warning
-	time.Sleep(50 * time.Millisecond)
-	waitLevels(t, "fx", fxLevels, "warning")
+	levelsSent(p)
+	wantLevels(t, "fx", fxLevels, "warning")
+	wantLevels(t, "gx", gxLevels, "debug")
+}
+
+// levelsSent waits until every level wanted so far has been passed on and
+// no goroutine is left to pass on another: after it, what the upstreams
+// got is final until the next change.
+func levelsSent(p *Proxy) { p.relay.levels.senders.Wait() }
+
+// wantLevels checks the logging/setLevel requests an upstream received,
+// in order, now: call it after levelsSent.
+func wantLevels(t *testing.T, what string, got func() []string, want ...string) {
+	t.Helper()
+	if g := got(); !slices.Equal(g, want) {
+		t.Errorf("%s got levels %v, want %v", what, g, want)
+	}
 }
 
 // waitLevels waits until got returns want (the logging/setLevel requests an
@@ -83,7 +101,7 @@ func waitLevels(t *testing.T, what string, got func() []string, want ...string) 
 // setLevelOf sends a session's logging/setLevel through the proxy.
 func setLevelOf(t *testing.T, p *Proxy, s *session, level string) {
 	t.Helper()
-	if _, werr := p.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
+	if _, werr := p.lifecycle.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
 		t.Fatal(werr)
 	}
 }
@@ -105,14 +123,16 @@ func TestReloadedServerGetsTheLevel(t *testing.T) {
 
 	fx2, fx2Levels := logLevelUpstream()
 	p.Reload(parseConfig(t, after), map[string]Upstream{"fx": fx2, "gx": gx})
-	waitLevels(t, "the restarted fx", fx2Levels, "debug")
-	time.Sleep(50 * time.Millisecond) // nothing more may come
-	waitLevels(t, "the old fx", fxLevels, "debug")
-	waitLevels(t, "gx (kept by the reload)", gxLevels, "debug")
+	levelsSent(p)
+	wantLevels(t, "the restarted fx", fx2Levels, "debug")
+	wantLevels(t, "the old fx", fxLevels, "debug")
+	wantLevels(t, "gx (kept by the reload)", gxLevels, "debug")
 
 	setLevelOf(t, p, s, "warning")
-	waitLevels(t, "the restarted fx", fx2Levels, "debug", "warning")
-	waitLevels(t, "the old fx (closed by the reload)", fxLevels, "debug")
+	levelsSent(p)
+	wantLevels(t, "the restarted fx", fx2Levels, "debug", "warning")
+	wantLevels(t, "the old fx (closed by the reload)", fxLevels, "debug")
+	wantLevels(t, "gx", gxLevels, "debug", "warning")
 }
 
 // When a session ends, its level no longer counts: the server gets the

@@ -13,8 +13,8 @@ import (
 // one byte over fails with the documented error, on a stdio upstream and on
 // Streamable HTTP upstreams (JSON and event-stream answers); a result at the
 // limit passes, the proxy stays up and the same connection answers the next
-// call. A malformed line (bad_json) gives the valid result or a clear error,
-// never a hang.
+// call. A message that is not JSON before the answer (bad_json) is
+// dropped: the call gets its result.
 func TestResilienceMaxResponseBytes(t *testing.T) {
 	t.Parallel()
 	const limit = "max_response_bytes: 100000"
@@ -46,18 +46,10 @@ func TestResilienceMaxResponseBytes(t *testing.T) {
 				t.Errorf("%s__echo after the oversized answer: %q", server, got)
 			}
 
-			start := time.Now()
+			// The line that is not JSON is dropped and the call is answered.
 			res, err = rsCall(cs, server+"__bad_json", map[string]any{}, 15*time.Second)
-			took := time.Since(start)
-			switch {
-			case took >= 15*time.Second:
-				t.Errorf("%s__bad_json: no answer within 15s", server)
-			case err == nil && !res.IsError && contentText(res) == "after bad json":
-				t.Logf("%s__bad_json: the valid result after %s", server, took.Round(time.Millisecond))
-			case err != nil && rsRPCError(err) != nil && rsRPCError(err).Message != "":
-				t.Logf("%s__bad_json: error after %s: %v", server, took.Round(time.Millisecond), err)
-			default:
-				t.Errorf("%s__bad_json: err %v result %s, want the result \"after bad json\" or a clear JSON-RPC error", server, err, rsJSON(res))
+			if err != nil || res.IsError || contentText(res) != "after bad json" {
+				t.Errorf("%s__bad_json: err %v result %s, want the result \"after bad json\"", server, err, rsJSON(res))
 			}
 			if got := contentText(callTool(t, cs, server+"__echo", map[string]any{"text": "after bad"})); got != "after bad" {
 				t.Errorf("%s__echo after bad_json: %q", server, got)

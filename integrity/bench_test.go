@@ -60,6 +60,20 @@ func BenchmarkScan2000(b *testing.B) {
 	}
 }
 
+// BenchmarkScanCorpus is the description scan of the ordinary corpus
+// (testdata/scan/ordinary.json and the tool_search benchmark's catalog):
+// real servers' tools, and descriptions in other scripts, with schema
+// values, links and base64, which take the scan's slower paths.
+func BenchmarkScanCorpus(b *testing.B) {
+	corpus := ordinaryCorpus(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, c := range corpus {
+			scanObject(c.raw)
+		}
+	}
+}
+
 // BenchmarkCheckPins2000 is what a proxy with 2,000 pinned tools (20
 // servers of 100) does before it starts serving: read and verify every
 // pin file (Store.Check).

@@ -35,10 +35,18 @@
 // The scan reads what clients would see (Tool.Visible: after tool
 // overrides), so an operator's re-description releases a tool the scan
 // held, while the fingerprint stays that of the upstream's own definition.
-// It reads the tool's description and title, annotations.title, and every
-// description and title inside inputSchema and outputSchema. Detectors are
-// data (invisibleClasses, phraseRules, plus the cross-server and length
-// checks), each finding has a Kind (the metric label) and a Level: warn
+// It reads the tool's description and title, annotations.title, every
+// description and title inside inputSchema and outputSchema, and every
+// string under their enum, const, default and examples keywords at any
+// depth (values a model reads as well; strip never changes them). Before
+// the phrase detectors run, a text is normalized: invisible characters
+// dropped, white space collapsed, and each other character compared on
+// its ASCII look-alike (compatibility decomposition, nonspacing marks
+// dropped, then Unicode's confusables data: package confusables), so
+// homoglyph and fullwidth spellings read as what they look like. Runs of
+// base64 that decode to text are scanned again as text. Detectors are
+// data (invisibleClasses, phraseRules, plus the base64, cross-server and
+// length checks), each finding has a Kind (the metric label) and a Level: warn
 // findings are only logged and counted; under scan: quarantine a
 // quarantine-level finding holds the tool; scan: strip removes invisible
 // characters and hidden markup from what clients see (Verdict.Visible) and

@@ -3,7 +3,12 @@ package integrity
 import (
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
+
+	"golang.org/x/text/unicode/norm"
+
+	"github.com/mcp-proxy/mcp-proxy/integrity/internal/confusables"
 )
 
 // invisibleClass is one family of characters that render as nothing, or
@@ -158,11 +163,16 @@ func stripInvisible(s string) string {
 	return b.String()
 }
 
-// normalize prepares s for the phrase detectors: every invisible
-// character removed (so "ig\u200bnore" reads "ignore"), every run of white
-// space one space, and the two non-ASCII letters that case folding maps to
-// ASCII ones (long s, Kelvin sign) written as those, since the patterns'
-// word boundaries are ASCII ("\u017fecretly" reads "secretly").
+// normalize prepares s for the phrase detectors, whose patterns are ASCII:
+// every invisible character removed (so "ig\u200bnore" reads "ignore"),
+// every run of white space one space, and every other character that is
+// not ASCII compared on its ASCII look-alike, a skeleton in the manner of
+// Unicode TR39: decomposed for compatibility (NFKD: fullwidth "ｉｇｎｏｒｅ"
+// and mathematical "𝐢𝐠𝐧𝐨𝐫𝐞" read "ignore", the long s reads 's'),
+// nonspacing marks dropped ("ïgnöre" reads "ignore"), then each character
+// that Unicode's confusables data gives an ASCII prototype written as that
+// (Cyrillic "іgnore" reads "ignore"; see package confusables). What has no
+// ASCII look-alike (Hebrew, CJK, emoji) stays as it is.
 func normalize(s string) string {
 	if isPlainASCII(s) {
 		return s
@@ -175,27 +185,57 @@ func normalizeRunes(s string) string {
 	var b strings.Builder
 	b.Grow(len(s))
 	space := false
-	for _, r := range s {
-		if isSpace(r) {
-			space = true
+	var decomposed []byte
+	for i, r := range s {
+		if r < 0x80 {
+			space = writeFolded(&b, r, space)
 			continue
 		}
 		if invisibleClassOf(r) >= 0 {
 			continue
 		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
+		if r == utf8.RuneError {
+			space = writeFolded(&b, r, space) // or a byte of invalid UTF-8
+			continue
 		}
-		space = false
-		switch r {
-		case 0x017F:
-			r = 's'
-		case 0x212A:
-			r = 'K'
+		// Each character decomposed on its own: the marks a
+		// decomposition reorders are dropped anyway.
+		decomposed = norm.NFKD.AppendString(decomposed[:0], s[i:i+utf8.RuneLen(r)])
+		for _, d := range string(decomposed) {
+			switch {
+			case d < 0x80:
+				space = writeFolded(&b, d, space)
+			case unicode.Is(unicode.Mn, d) || invisibleClassOf(d) >= 0:
+			default:
+				if a, ok := confusables.ASCII(d); ok {
+					for k := 0; k < len(a); k++ {
+						space = writeFolded(&b, rune(a[k]), space)
+					}
+					continue
+				}
+				space = writeFolded(&b, d, space)
+			}
 		}
-		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// writeFolded writes r to b as normalize does: white space is held back
+// (space says one is pending) and written as one ' ' before the next
+// character, none at either end; invisible characters are dropped. It
+// returns whether a space is pending.
+func writeFolded(b *strings.Builder, r rune, space bool) bool {
+	if isSpace(r) {
+		return true
+	}
+	if invisibleClassOf(r) >= 0 {
+		return space
+	}
+	if space && b.Len() > 0 {
+		b.WriteByte(' ')
+	}
+	b.WriteRune(r)
+	return false
 }
 
 // isPlainASCII reports whether normalize(s) is s: printable ASCII with

@@ -11,6 +11,7 @@ package integrity
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -37,7 +38,9 @@ func refScanObject(obj []byte) scanResult {
 				stripNeeded = true
 			}
 		}
-		res.words = refAppendWords(res.words, t.where, norm)
+		if !t.schemaValue {
+			res.words = refAppendWords(res.words, t.where, norm)
+		}
 	}
 	if !stripNeeded {
 		return res
@@ -55,9 +58,10 @@ func refScanText(where, s string) []Finding {
 func refScanNormalized(where, s, norm string) []Finding {
 	out := invisibleFindings(where, s)
 	hints := refFindHints(strings.ToLower(norm))
+	matched := map[string]bool{}
 	for i := range rules {
 		r := &rules[i]
-		if !hints.any(refHintIdx[i]) {
+		if !hints.any(refHintIdx[i]) || slices.ContainsFunc(r.unless, func(u string) bool { return matched[u] }) {
 			continue
 		}
 		var first []int
@@ -73,9 +77,11 @@ func refScanNormalized(where, s, norm string) []Finding {
 			}
 		}
 		if ok {
+			matched[r.rule] = true
 			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
 		}
 	}
+	out = append(out, encodedFindings(where, norm, 0)...)
 	if strings.HasSuffix(where, "description") {
 		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
 			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
@@ -92,7 +98,10 @@ func refStripObject(obj []byte, texts []text) ([]byte, []Finding) {
 	last := 0
 	var findings []Finding
 	for _, t := range texts {
-		clean := stripMarkup(stripInvisible(t.value))
+		clean := t.value
+		if !t.schemaValue {
+			clean = stripMarkup(stripInvisible(t.value))
+		}
 		findings = append(findings, refScanText(t.where, clean)...)
 		if clean == t.value {
 			continue
@@ -161,6 +170,34 @@ func refScannedMember(path []string) bool {
 	return false
 }
 
+// refScanned reports whether the scan reads the string at path, and
+// whether as a schema value: a string at any depth under enum, const,
+// default or examples inside inputSchema or outputSchema, unless that key
+// is a name under properties, patternProperties, $defs, definitions or
+// dependentSchemas.
+func refScanned(path []string) (scanned, schemaValue bool) {
+	if len(path) == 0 {
+		return false, false
+	}
+	if refScannedMember(path) {
+		return true, false
+	}
+	if path[0] != "inputSchema" && path[0] != "outputSchema" {
+		return false, false
+	}
+	for k := 1; k < len(path); k++ {
+		switch path[k] {
+		case "enum", "const", "default", "examples":
+			switch path[k-1] {
+			case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
+			default:
+				return true, true
+			}
+		}
+	}
+	return false, false
+}
+
 // refCollectTexts returns the scanned strings of one tool object, in document
 // order. The object must be valid JSON (the upstream package read it so):
 // the refWalker checks strings and structure but skips other values without
@@ -216,12 +253,12 @@ func (w *refWalker) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		if len(w.path) > 0 && refScannedMember(w.path) {
+		if scanned, schemaValue := refScanned(w.path); scanned {
 			s, err := decodeString(w.b[start:end])
 			if err != nil {
 				return err
 			}
-			w.out = append(w.out, text{where: strings.Join(w.path, "."), value: s, start: start, end: end})
+			w.out = append(w.out, text{where: strings.Join(w.path, "."), value: s, start: start, end: end, schemaValue: schemaValue})
 		}
 		return nil
 	default:

@@ -74,9 +74,13 @@ func scanObject(obj []byte) scanResult {
 				stripNeeded = true
 			}
 		}
-		n := len(res.words)
-		res.words = appendWords(res.words, t.where, norm)
-		keepWords(res.words[n:])
+		// Schema values are identifiers as often as prose (an enum of
+		// tool or field names): they are no cross-server reference.
+		if !t.schemaValue {
+			n := len(res.words)
+			res.words = appendWords(res.words, t.where, norm)
+			keepWords(res.words[n:])
+		}
 	}
 	if !stripNeeded {
 		return res
@@ -105,17 +109,41 @@ func scanText(where, s string) []Finding {
 
 // scanNormalized is scanText of s whose normalize is norm.
 func scanNormalized(where, s, norm string) []Finding {
+	return scanDepth(where, s, norm, 0)
+}
+
+// scanDepth is scanNormalized of a text found inside depth levels of
+// encoding (see encodedFindings).
+func scanDepth(where, s, norm string, depth int) []Finding {
 	var out []Finding
 	// normalize drops or rewrites every invisible character (those that
 	// are white space become ' '): a text it leaves as it is has none.
 	if norm != s {
 		out = invisibleFindings(where, s)
 	}
+	out = appendPhraseFindings(out, where, norm)
+	out = append(out, encodedFindings(where, norm, depth)...)
+	// A string has no more runes than bytes: most are not counted.
+	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
+		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
+			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
+				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
+		}
+	}
+	return out
+}
+
+// appendPhraseFindings adds the findings of the phrase rules on norm.
+func appendPhraseFindings(out []Finding, where, norm string) []Finding {
 	found, ascii := findHints(norm)
+	if found == (hintSet{}) {
+		return out // no rule can match (most enum members and titles)
+	}
 	folded := foldedText{norm: norm, ascii: ascii}
+	var matched uint64 // bit i: rules[i] made a finding
 	for i := range rules {
 		r := &rules[i]
-		if !found.anyOf(&r.hintMask) || !folded.containsNeeds(r.needs()) {
+		if r.unlessMask&matched != 0 || !found.anyOf(&r.hintMask) || !folded.containsNeeds(r.needs()) {
 			continue
 		}
 		var first []int
@@ -131,14 +159,8 @@ func scanNormalized(where, s, norm string) []Finding {
 			}
 		}
 		if ok {
+			matched |= 1 << i
 			out = append(out, Finding{Kind: r.kind, Level: r.level, Rule: r.rule, Where: where, Excerpt: excerpt(norm, first)})
-		}
-	}
-	// A string has no more runes than bytes: most are not counted.
-	if len(s) > maxDescriptionRunes && strings.HasSuffix(where, "description") {
-		if n := utf8.RuneCountInString(s); n > maxDescriptionRunes {
-			out = append(out, Finding{Kind: KindLongDescription, Level: LevelWarn, Rule: "long_description", Where: where,
-				Excerpt: strconv.Itoa(n) + " characters (limit " + strconv.Itoa(maxDescriptionRunes) + ")"})
 		}
 	}
 	return out
@@ -151,7 +173,10 @@ func stripObject(obj []byte, texts []text) ([]byte, []Finding) {
 	last := 0
 	var findings []Finding
 	for _, t := range texts {
-		clean := stripMarkup(stripInvisible(t.value))
+		clean := t.value
+		if !t.schemaValue {
+			clean = stripMarkup(stripInvisible(t.value))
+		}
 		findings = append(findings, scanText(t.where, clean)...)
 		if clean == t.value {
 			continue

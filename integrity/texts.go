@@ -21,17 +21,20 @@ var errTooDeep = errors.New("nested deeper than " + strconv.Itoa(maxTextDepth) +
 
 // text is one string of a tool object that the scan reads: where it is,
 // its value, and the byte range of its JSON string (quotes included) in the
-// object, for strip to replace.
+// object, for strip to replace. schemaValue marks a value of a schema
+// keyword (enum, const, default, examples): a value the tool accepts or
+// returns, which strip must not change.
 type text struct {
-	where      string
-	value      string
-	start, end int
+	where       string
+	value       string
+	start, end  int
+	schemaValue bool
 }
 
 // scannedMember reports whether the string at a path of n elements, the
-// first being first and the last last, is one the scan reads: the tool's
-// description and title, annotations.title, and every description and
-// title inside inputSchema and outputSchema (parameter and property
+// first being first and the last last, is one the scan reads as prose: the
+// tool's description and title, annotations.title, and every description
+// and title inside inputSchema and outputSchema (parameter and property
 // descriptions at any depth).
 func scannedMember(n int, first, last []byte) bool {
 	if string(last) != "description" && string(last) != "title" {
@@ -45,6 +48,29 @@ func scannedMember(n int, first, last []byte) bool {
 	case string(first) == "inputSchema" || string(first) == "outputSchema":
 		// A property named "description" is an object under
 		// properties; only string values reach here.
+		return true
+	}
+	return false
+}
+
+// isValueKeyword reports whether a schema member holds values rather than
+// schemas: every string in it, at any depth, is a value a model reads (an
+// enum member, a default, an example) and can carry an instruction as
+// well as a description can.
+func isValueKeyword(key []byte) bool {
+	switch string(key) {
+	case "enum", "const", "default", "examples":
+		return true
+	}
+	return false
+}
+
+// isNameMap reports whether a schema member maps property names (or
+// definition names) to schemas: a key under it is a name, not a keyword,
+// so a property called "default" is not a default value.
+func isNameMap(key []byte) bool {
+	switch string(key) {
+	case "properties", "patternProperties", "$defs", "definitions", "dependentSchemas":
 		return true
 	}
 	return false
@@ -112,6 +138,33 @@ const (
 	maxWalkerTexts = 256
 )
 
+// maxWhere bounds the bytes of a text's where that a walker keeps, and
+// maxScannedTexts the texts of one tool: each text keeps its own copy of
+// its path, so without them a small hostile tool (an enum of 40,000
+// members under 20 keys of 1,000 bytes: 176 KB, or 20,000 nested
+// descriptions) made the walker copy gigabytes. With both, what a walk
+// keeps is linear in its input. A tool with more scanned strings than any
+// real one has is unreadable, which holds it under scan: quarantine rather
+// than let an instruction hide past the limit.
+const (
+	maxWhere        = 160
+	maxScannedTexts = 10000
+	whereEllipsis   = "..."
+	whereHeadLength = (maxWhere - len(whereEllipsis)) / 2
+)
+
+// appendWhere appends path to dst, or, when it is longer than maxWhere,
+// its start and its end around an ellipsis, in maxWhere bytes. The cut
+// may split a multi-byte character: where is only shown, sanitized.
+func appendWhere(dst, path []byte) []byte {
+	if len(path) <= maxWhere {
+		return append(dst, path...)
+	}
+	dst = append(dst, path[:whereHeadLength]...)
+	dst = append(dst, whereEllipsis...)
+	return append(dst, path[len(path)-(maxWhere-whereHeadLength-len(whereEllipsis)):]...)
+}
+
 // release returns w to walkers; its texts are not to be used after.
 func (w *walker) release() {
 	clear(w.out[:cap(w.out)]) // the strings of this tool
@@ -140,17 +193,40 @@ func (w *walker) pop() {
 	w.elems = w.elems[:len(w.elems)-1]
 }
 
-// scanned reports whether the scan reads a string at the current path.
-func (w *walker) scanned() bool {
+// scanned reports whether the scan reads a string at the current path,
+// and whether it reads it as a schema value (see text).
+func (w *walker) scanned() (scanned, schemaValue bool) {
 	n := len(w.elems)
 	if n == 0 {
-		return false
+		return false, false
 	}
 	first := w.path
 	if n > 1 {
 		first = w.path[:w.elems[1]-1]
 	}
-	return scannedMember(n, first, w.path[w.elems[n-1]:])
+	if scannedMember(n, first, w.path[w.elems[n-1]:]) {
+		return true, false
+	}
+	if string(first) != "inputSchema" && string(first) != "outputSchema" {
+		return false, false
+	}
+	// A value keyword anywhere below the schema root, unless it is a
+	// name under properties and the like.
+	for k := 1; k < n; k++ {
+		if isValueKeyword(w.elem(k)) && !isNameMap(w.elem(k-1)) {
+			return true, true
+		}
+	}
+	return false, false
+}
+
+// elem returns the k-th element of the path.
+func (w *walker) elem(k int) []byte {
+	end := len(w.path)
+	if k+1 < len(w.elems) {
+		end = w.elems[k+1] - 1
+	}
+	return w.path[w.elems[k]:end]
 }
 
 func (w *walker) skipSpace() { w.i = rawjson.SkipSpace(w.b, w.i) }
@@ -178,13 +254,18 @@ func (w *walker) value(depth int) error {
 		if err != nil {
 			return err
 		}
-		if w.scanned() {
+		if scanned, schemaValue := w.scanned(); scanned {
+			if len(w.out) == maxScannedTexts {
+				return fmt.Errorf("more than %d strings to scan", maxScannedTexts)
+			}
 			n := len(w.strs)
-			if w.strs, err = appendString(append(w.strs, w.path...), w.b[start:end]); err != nil {
+			w.strs = appendWhere(w.strs, w.path)
+			where := len(w.strs) - n
+			if w.strs, err = appendString(w.strs, w.b[start:end]); err != nil {
 				return err
 			}
-			w.sizes = append(w.sizes, len(w.path), len(w.strs)-n-len(w.path))
-			w.out = append(w.out, text{start: start, end: end})
+			w.sizes = append(w.sizes, where, len(w.strs)-n-where)
+			w.out = append(w.out, text{start: start, end: end, schemaValue: schemaValue})
 		}
 		return nil
 	default:

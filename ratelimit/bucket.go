@@ -12,6 +12,26 @@ const slack = 1e-9
 
 // Bucket is a token bucket: it holds up to Capacity tokens, starts full,
 // and gains PerMinute/60 tokens a second; a call takes one.
+//
+// It is ours rather than golang.org/x/time/rate's Limiter, which has the
+// same refill and burst but cannot keep a promise of the docs
+// (docs/agents.md#overrides-and-rate-limits) nor one of Take's:
+//   - A call gives back what it took when a later bucket refuses it, or
+//     when a stateless client's approval question goes out (the retry
+//     takes the tokens again), possibly seconds after taking them. A
+//     Limiter gives tokens back only by Reservation.CancelAt, which does
+//     nothing once the reservation's time to act has passed (so not at a
+//     later now), and CancelAt at the taking time moves the Limiter's clock
+//     back, so the time in between would be refilled twice (Give;
+//     TestBucket).
+//   - A refused call is told when to retry, and a retry at that moment
+//     passes. The Limiter truncates the delay it computes to the
+//     nanosecond, so a retry then can find 0.999… tokens and be refused
+//     again (147 of 154,000 delays tried at per_minute 1 to 600; slack
+//     below absorbs that, TestBucketSlowRate).
+//
+// A clock that goes back also moves a Limiter's clock back (the same
+// double refill); here it earns nothing.
 type Bucket struct {
 	capacity float64
 	rate     float64 // tokens a second

@@ -79,10 +79,9 @@ func TestSlotsFIFO(t *testing.T) {
 	if err := s.Acquire(ctx); err != nil {
 		t.Fatal(err)
 	}
-	const n = 8
-	order := make(chan int, n)
+	order := make(chan int, 2)
 	var wg sync.WaitGroup
-	for i := range n {
+	wait := func(i int) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -93,10 +92,15 @@ func TestSlotsFIFO(t *testing.T) {
 			order <- i
 			s.Release()
 		}()
-		// The next waiter arrives only once this one waits.
-		for s.Waiting() != i+1 {
-			time.Sleep(time.Millisecond)
-		}
+	}
+	// The second call arrives once the first has its place in line.
+	wait(0)
+	for !s.Queued() {
+		time.Sleep(time.Millisecond)
+	}
+	wait(1)
+	for s.Waiting() != 2 {
+		time.Sleep(time.Millisecond)
 	}
 	s.Release()
 	wg.Wait()
@@ -107,6 +111,9 @@ func TestSlotsFIFO(t *testing.T) {
 			t.Fatalf("waiter %d got the slot in place %d", got, want)
 		}
 		want++
+	}
+	if want != 2 {
+		t.Fatalf("%d waiters got the slot, want 2", want)
 	}
 }
 
@@ -120,7 +127,7 @@ func TestSlotsTryAcquire(t *testing.T) {
 		_ = s.Acquire(context.Background())
 		close(got)
 	}()
-	for s.Waiting() != 1 {
+	for !s.Queued() {
 		time.Sleep(time.Millisecond)
 	}
 	// A released slot goes to the waiting call, not to a later TryAcquire.
@@ -143,14 +150,14 @@ func TestSlotsCancel(t *testing.T) {
 	cctx, cancel := context.WithCancel(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- s.Acquire(cctx) }()
-	for s.Waiting() != 1 {
+	for !s.Queued() {
 		time.Sleep(time.Millisecond)
 	}
 	cancel()
 	if err := <-errc; !errors.Is(err, context.Canceled) {
 		t.Fatalf("cancelled wait: %v", err)
 	}
-	if s.Waiting() != 0 {
+	if s.Waiting() != 0 || s.Queued() {
 		t.Fatal("a cancelled call still waits")
 	}
 	// Both slots come back; nothing leaked to the cancelled call.
@@ -204,7 +211,7 @@ func TestSlotsRace(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if s.Waiting() != 0 || s.free != 0 {
-		t.Fatalf("slots after the storm: free %d, waiting %d", s.free, s.Waiting())
+	if fourth := s.TryAcquire(); fourth || s.Waiting() != 0 || s.Queued() {
+		t.Fatalf("slots after the storm: a fourth free %v, %d waiting", fourth, s.Waiting())
 	}
 }

@@ -1,88 +1,61 @@
 package ratelimit
 
 import (
-	"container/list"
 	"context"
-	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 )
 
 // Slots bound how many calls run at once. A call that finds every slot
 // taken waits, and slots come free to the waiting calls in the order they
 // arrived (FIFO): a call that arrives later never overtakes one that
-// waits.
+// waits. golang.org/x/sync/semaphore's Weighted does the work: with a
+// weight of one a call, its queue is that order, TryAcquire never takes a
+// slot while a call waits, and a call that gives up as it is handed a slot
+// passes the slot on.
 type Slots struct {
-	mu      sync.Mutex
-	free    int
-	waiting list.List // of chan struct{}, closed when its call gets a slot
+	sem     *semaphore.Weighted
+	waiting atomic.Int64 // calls inside Acquire
 }
 
 // NewSlots returns n free slots (n < 1 is taken as 1).
 func NewSlots(n int) *Slots {
-	return &Slots{free: max(n, 1)}
+	return &Slots{sem: semaphore.NewWeighted(int64(max(n, 1)))}
 }
 
 // TryAcquire takes a free slot if there is one and no call waits for one;
 // it never waits. A true return must be followed by one Release.
 func (s *Slots) TryAcquire() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.free > 0 && s.waiting.Len() == 0 {
-		s.free--
-		return true
-	}
-	return false
+	return s.sem.TryAcquire(1)
 }
 
 // Acquire takes a slot, waiting for one in arrival order while ctx lasts.
-// It returns nil with the slot taken, or ctx's error without one. Every nil
-// return must be followed by one Release.
+// It returns nil with the slot taken, or ctx's error without one (also when
+// ctx had ended before the call, even with a slot free). Every nil return
+// must be followed by one Release.
 func (s *Slots) Acquire(ctx context.Context) error {
-	s.mu.Lock()
-	if s.free > 0 && s.waiting.Len() == 0 {
-		s.free--
-		s.mu.Unlock()
-		return nil
-	}
-	granted := make(chan struct{})
-	at := s.waiting.PushBack(granted)
-	s.mu.Unlock()
-	select {
-	case <-granted:
-		return nil
-	case <-ctx.Done():
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	select {
-	case <-granted:
-		// Release handed this call the slot as ctx ended: pass it on.
-		s.releaseLocked()
-	default:
-		s.waiting.Remove(at)
-	}
-	return ctx.Err()
+	s.waiting.Add(1)
+	defer s.waiting.Add(-1)
+	return s.sem.Acquire(ctx, 1)
 }
 
 // Release gives a slot back: to the call that has waited longest, else to
 // the free pool.
 func (s *Slots) Release() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.releaseLocked()
+	s.sem.Release(1)
 }
 
-func (s *Slots) releaseLocked() {
-	if first := s.waiting.Front(); first != nil {
-		s.waiting.Remove(first)
-		close(first.Value.(chan struct{}))
-		return
-	}
-	s.free++
-}
-
-// Waiting is the number of calls waiting for a slot.
+// Waiting is the number of calls inside Acquire: those that wait for a
+// slot, and for a moment those about to take one or to join the line.
 func (s *Slots) Waiting() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.waiting.Len()
+	return int(s.waiting.Load())
+}
+
+// Queued reports whether a call waits in line for a slot. Unlike Waiting,
+// it is true only once the call has its place in the line, so a test that
+// needs one call to arrive after another waits for it.
+func (s *Slots) Queued() bool {
+	// A weight of zero is granted whenever nobody waits, and takes nothing.
+	return !s.sem.TryAcquire(0)
 }

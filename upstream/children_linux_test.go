@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -73,9 +74,9 @@ func TestAwaitExit(t *testing.T) {
 			}
 		})
 	}
-	// Every child started and every wait began: give the waits time to
-	// settle where they wait.
-	time.Sleep(200 * time.Millisecond)
+	// Every child started: count the threads once every wait has settled
+	// where it waits.
+	waitBlockedIn(t, "upstream.awaiting.func1(", n)
 	during := threads(t)
 	close(release)
 	wg.Wait()
@@ -96,6 +97,39 @@ func TestAwaitExit(t *testing.T) {
 	case <-awaiting(cmd.Process.Pid):
 	case <-time.After(5 * time.Second):
 		t.Error("awaitExit on a reaped child did not return in 5 s")
+	}
+}
+
+// waitBlockedIn waits until n goroutines with fn on their stack are
+// blocked in awaitExit (in the poller, a channel, a system call...:
+// anything but running or runnable), failing the test if they are not
+// within 10 s.
+func waitBlockedIn(t *testing.T, fn string, n int) {
+	t.Helper()
+	buf := make([]byte, 1<<20)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		blocked, states := 0, map[string]int{}
+		for g := range strings.SplitSeq(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+			if !strings.Contains(g, fn) || !strings.Contains(g, "upstream.awaitExit(") {
+				continue
+			}
+			// "goroutine 7 [IO wait]:" or "goroutine 7 [syscall, 2 minutes]:"
+			_, state, _ := strings.Cut(g, "[")
+			state, _, _ = strings.Cut(state, "]")
+			state, _, _ = strings.Cut(state, ",")
+			states[state]++
+			if state != "running" && state != "runnable" {
+				blocked++
+			}
+		}
+		if blocked == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d goroutines in %s blocked after 10 s, want %d; their states: %v", blocked, fn, n, states)
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -575,19 +576,27 @@ func (refusingTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 // FuzzStreamAnswer feeds arbitrary bytes to the reading of a call's event
-// stream, as an upstream could send them: it must return, with the answer
-// as the server wrote it (one JSON value) or an error, and never panic.
+// stream, as an upstream could send them: other events (noise), then the
+// response to the call with a result of arbitrary bytes. It must return,
+// never panic, and an answer is one JSON value. When the noise cannot carry
+// a response to the call itself (it has no "px-1" and no escapes) and the
+// result is one JSON value on one line, the answer is that result byte for
+// byte, as the server wrote it.
 func FuzzStreamAnswer(f *testing.F) {
-	for _, s := range []string{
-		"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":{}}\n\n",
-		"id: 1\nretry: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"p\":1}}\n\n",
-		"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"error\":{\"code\":-1,\"message\":\"x\",\"data\":[1]}}\n\n",
-		"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"res",
-		"data: [1,2]\r\rdata: {\"id\":\"px-1\"}\r\n\r\n",
+	for _, s := range []struct{ noise, result string }{
+		{"", "{}"},
+		{"", ` {"content":[{"type":"text","text":"caf\u00e9 \"q\""}],"n":2.50e1, "big":12345678901234567890} `},
+		{"id: 1\nretry: 5\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",\"params\":{\"p\":1}}\n\n", "[1,\t2]"},
+		{"data: {\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}\n\n: comment\n", `"text"`},
+		{"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"error\":{\"code\":-1,\"message\":\"x\",\"data\":[1]}}\n\n", "{}"},
+		{"data: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"res", "null"},
+		{"data: [1,2]\r\rdata: {\"id\":\"px-1\"}\r\n\r\n", "{}"},
+		{"", "{\"a\":1,}"},
+		{"", "1 2"},
 	} {
-		f.Add([]byte(s))
+		f.Add([]byte(s.noise), []byte(s.result))
 	}
-	f.Fuzz(func(t *testing.T, stream []byte) {
+	f.Fuzz(func(t *testing.T, noise, result []byte) {
 		in := inbox{
 			log: zerolog.Nop(), requests: newRequestServer(zerolog.Nop()), life: context.Background(), timeout: time.Second,
 			onNote: func(string, json.RawMessage) {},
@@ -595,11 +604,33 @@ func FuzzStreamAnswer(f *testing.F) {
 			spawn:  func(fn func()) bool { fn(); return true },
 		}
 		w := &httpWire{url: "http://upstream.invalid/mcp", client: &http.Client{Transport: refusingTransport{}}, in: in}
-		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+		stream := slices.Concat(noise, []byte("\n\ndata: {\"jsonrpc\":\"2.0\",\"id\":\"px-1\",\"result\":"), result, []byte("}\n\n"))
+		quiet := !bytes.Contains(noise, []byte("px-1")) && !bytes.Contains(noise, []byte(`\`))
+		exact := quiet && json.Valid(result) && !bytes.ContainsAny(result, "\r\n")
+		// An answer that is due comes at once; the short wait bounds the
+		// resumes of a stream that has none.
+		wait := 50 * time.Millisecond
+		if exact {
+			wait = 10 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), wait)
 		defer cancel()
 		r, err := w.streamAnswer(ctx, io.NopCloser(bytes.NewReader(stream)), replyTo{}, rawjson.IDKey(json.RawMessage(`"px-1"`)))
-		if err == nil && r.err == nil && r.rpcErr == nil && !json.Valid(r.result) {
+		answered := err == nil && r.err == nil && r.rpcErr == nil
+		if answered && !json.Valid(r.result) {
 			t.Fatalf("answer %q is not one JSON value", r.result)
+		}
+		if !exact {
+			return
+		}
+		var tl *ResponseTooLargeError
+		switch {
+		case errors.As(err, &tl):
+			// the noise or the answer is over the limit of one event
+		case !answered:
+			t.Fatalf("no answer for the result %q: err %v, reply error %v, JSON-RPC error %v", result, err, r.err, r.rpcErr)
+		case !bytes.Equal(r.result, bytes.TrimSpace(result)):
+			t.Fatalf("answer %q, want the result as written: %q", r.result, bytes.TrimSpace(result))
 		}
 	})
 }
