@@ -60,32 +60,10 @@ var scenarios = []string{
 	"json-schema-2020-12-preservation",
 }
 
-// expectedFailures are the scenarios that do not pass yet, with why (issue
-// 31's items still open). A listed scenario that passes fails the test too:
-// take it off the list.
-var expectedFailures = map[string]string{
-	"auth/metadata-default":               "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/metadata-var1":                  "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/metadata-var2":                  "OAuth client: no application_type in DCR; resource is not the protected resource metadata's (issue 31 item 5)",
-	"auth/metadata-var3":                  "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/scope-from-www-authenticate":    "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/scope-from-scopes-supported":    "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/scope-omitted-when-undefined":   "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/scope-step-up":                  "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/scope-retry-limit":              "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/token-endpoint-auth-basic":      "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/token-endpoint-auth-post":       "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/token-endpoint-auth-none":       "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/offline-access-scope":           "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/offline-access-not-supported":   "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/authorization-server-migration": "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/iss-supported":                  "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/iss-not-advertised":             "OAuth client: Dynamic Client Registration sends no application_type (SEP-837; issue 31 item 5)",
-	"auth/iss-supported-missing":          "OAuth client: no application_type in DCR, and the authorization response's iss is not checked as RFC 9207 says (SEP-2468; issue 31 item 5)",
-	"auth/iss-wrong-issuer":               "OAuth client: no application_type in DCR, and the authorization response's iss is not checked as RFC 9207 says (SEP-2468; issue 31 item 5)",
-	"auth/iss-unexpected":                 "OAuth client: no application_type in DCR, and the authorization response's iss is not checked as RFC 9207 says (SEP-2468; issue 31 item 5)",
-	"auth/iss-normalized":                 "OAuth client: no application_type in DCR, and the authorization response's iss is not checked as RFC 9207 says (SEP-2468; issue 31 item 5)",
-}
+// expectedFailures are the scenarios that do not pass yet, with why. A
+// listed scenario that passes fails the test too: take it off the list.
+// Every scenario of the set passes now.
+var expectedFailures = map[string]string{}
 
 // TestConformance2026Client runs every scenario of the set, one at a time,
 // with mcp-proxy as the client, and requires each to pass (no FAILURE or
