@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -86,4 +87,59 @@ func Unquote(quoted []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(quoted, &s)
 	return s, err
+}
+
+// Equal reports whether the JSON string literal quoted (quotes included,
+// as Fields gives a member name) decodes to s, as Unquote decodes it. A
+// literal without escapes is compared as it is; one with escapes is
+// decoded only when its length could spell s.
+func Equal(quoted []byte, s string) bool {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return false
+	}
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		if string(inner) == s {
+			return utf8.ValidString(s)
+		}
+		if utf8.Valid(inner) {
+			return false
+		}
+	} else if len(inner) > 6*len(s) { // an escape is at most six bytes a byte of s
+		return false
+	}
+	got, err := Unquote(quoted)
+	return err == nil && got == s
+}
+
+// AppendUnquoted appends the value of the JSON string literal quoted to
+// dst, decoded as Unquote decodes it: a plain literal (no escape, no
+// control character, valid UTF-8) is copied without decoding. On an error
+// dst is returned as it was.
+func AppendUnquoted(dst, quoted []byte) ([]byte, error) {
+	if len(quoted) >= 2 && quoted[0] == '"' && quoted[len(quoted)-1] == '"' {
+		if inner := quoted[1 : len(quoted)-1]; plain(inner) {
+			return append(dst, inner...), nil
+		}
+	}
+	s, err := Unquote(quoted)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
+}
+
+// plain reports whether the content of a JSON string literal is its value:
+// no escape, no control character, valid UTF-8.
+func plain(inner []byte) bool {
+	high := false
+	for _, c := range inner {
+		switch {
+		case c == '\\' || c < 0x20 || c == '"':
+			return false
+		case c >= utf8.RuneSelf:
+			high = true
+		}
+	}
+	return !high || utf8.Valid(inner)
 }
