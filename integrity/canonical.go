@@ -3,6 +3,7 @@ package integrity
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -404,12 +405,24 @@ func canonKey(lit []byte) (key []byte, plain bool) {
 	return []byte(s), false
 }
 
-// canonPlain reports whether the content of a string literal is only
-// printable ASCII other than the backslash (and so, in a valid literal,
-// other than the quote): its own value, and its own canonical form.
+// canonPlain reports whether the content of a valid string literal is only
+// printable ASCII other than the backslash (the reader has refused control
+// characters, and a quote is escaped): its own value, and its own
+// canonical form. Eight bytes are tested at a time: a byte is 0x80 or more
+// when its high bit is set, and zero in x^'\\'-words when subtracting one
+// borrows into a high bit that was clear.
 func canonPlain(inner []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(inner) >= 8 {
+		x := binary.LittleEndian.Uint64(inner)
+		bs := x ^ ('\\' * ones)
+		if (x|(bs-ones)&^bs)&highs != 0 {
+			return false
+		}
+		inner = inner[8:]
+	}
 	for _, b := range inner {
-		if b < 0x20 || b >= utf8.RuneSelf || b == '\\' {
+		if b >= utf8.RuneSelf || b == '\\' {
 			return false
 		}
 	}

@@ -38,36 +38,36 @@ func (r *Reader) Bytes() []byte { return r.b }
 // offset just after the object's closing brace. A value that is not an
 // object is ErrNotObject.
 func (r *Reader) Object(i int, fn func(key string, start, vs int) (int, error)) (int, error) {
-	return r.object(i, func(start, end, vs int) (int, error) {
-		key, err := memberKey(r.b[start:end])
-		if err != nil {
-			return 0, fmt.Errorf("rawjson: member name: %w", err)
-		}
-		return fn(key, start, vs)
-	})
+	return r.object(i, fn, nil)
 }
 
 // Fields is Object for a decoder that compares member names (Equal) or
 // copies them (AppendUnquoted) without a string per member: fn gets each
 // name as its JSON string literal, quotes included, undecoded.
 func (r *Reader) Fields(i int, fn func(name []byte, vs int) (int, error)) (int, error) {
-	return r.object(i, func(start, end, vs int) (int, error) {
-		return fn(r.b[start:end], vs)
-	})
+	return r.object(i, nil, fn)
 }
 
-// object is Object with the name as the offsets of its literal.
-func (r *Reader) object(i int, fn func(start, end, vs int) (int, error)) (int, error) {
+// object is Object when byKey is set, else Fields with byName.
+func (r *Reader) object(i int, byKey func(key string, start, vs int) (int, error), byName func(name []byte, vs int) (int, error)) (int, error) {
 	b := r.b
 	i = SkipSpace(b, i)
 	if i >= len(b) || b[i] != '{' {
 		return 0, ErrNotObject
 	}
-	if r.depth++; r.depth > maxDepth {
+	if r.depth >= maxDepth {
 		return 0, errDepth
 	}
-	defer func() { r.depth-- }()
-	i = SkipSpace(b, i+1)
+	r.depth++
+	end, err := r.members(SkipSpace(b, i+1), byKey, byName)
+	r.depth--
+	return end, err
+}
+
+// members reads the members of an object from offset i, just after its
+// opening brace and the white space after it, to its closing brace.
+func (r *Reader) members(i int, byKey func(key string, start, vs int) (int, error), byName func(name []byte, vs int) (int, error)) (int, error) {
+	b := r.b
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -84,7 +84,17 @@ func (r *Reader) object(i int, fn func(start, end, vs int) (int, error)) (int, e
 		if i >= len(b) || b[i] != ':' {
 			return 0, syntaxError(i, "expected ':'")
 		}
-		if i, err = fn(start, end, SkipSpace(b, i+1)); err != nil {
+		vs := SkipSpace(b, i+1)
+		if byKey != nil {
+			key, kerr := memberKey(b[start:end])
+			if kerr != nil {
+				return 0, fmt.Errorf("rawjson: member name: %w", kerr)
+			}
+			i, err = byKey(key, start, vs)
+		} else {
+			i, err = byName(b[start:end], vs)
+		}
+		if err != nil {
 			return 0, err
 		}
 		i = SkipSpace(b, i)
@@ -111,11 +121,19 @@ func (r *Reader) Array(i int, fn func(vs int) (int, error)) (int, error) {
 	if i >= len(b) || b[i] != '[' {
 		return 0, ErrNotArray
 	}
-	if r.depth++; r.depth > maxDepth {
+	if r.depth >= maxDepth {
 		return 0, errDepth
 	}
-	defer func() { r.depth-- }()
-	i = SkipSpace(b, i+1)
+	r.depth++
+	end, err := r.elements(SkipSpace(b, i+1), fn)
+	r.depth--
+	return end, err
+}
+
+// elements reads the elements of an array from offset i, just after its
+// opening bracket and the white space after it, to its closing bracket.
+func (r *Reader) elements(i int, fn func(vs int) (int, error)) (int, error) {
+	b := r.b
 	if i < len(b) && b[i] == ']' {
 		return i + 1, nil
 	}

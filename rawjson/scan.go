@@ -123,23 +123,32 @@ func scanArray(b []byte, i, depth int, lax bool) (int, error) {
 }
 
 // scanString validates a string starting at its opening quote and returns
-// the offset after the closing one. The next quote is found with
-// bytes.IndexByte (vectorized) and the run before it checked for
-// backslashes and control characters eight bytes at a time (plainPrefix),
-// so a long string without escapes costs little more than finding its end;
-// the byte-wise loop sees only the escapes, and says where the first
-// invalid byte is.
+// the offset after the closing one. The bytes are read a word (eight) at a
+// time, which ends most strings within a few words; past 64 plain bytes the
+// closing quote is searched for with bytes.IndexByte (vectorized) and the
+// run before it checked eight bytes at a time (plainPrefix), so a long
+// string costs little more than finding its end. The byte-wise steps see
+// only the escapes, and say where the first invalid byte is.
 func scanString(b []byte, i int) (int, error) {
 	j := i + 1
 	q := -1 // the next quote at or after j, once known (q >= j); len(b) when none
 	for {
-		if q < j {
-			q = len(b)
-			if k := bytes.IndexByte(b[j:], '"'); k >= 0 {
-				q = j + k
+		k := 0
+		for ; k < 8 && j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])); k++ {
+			j += 8
+		}
+		if k == 8 {
+			if q < j {
+				q = len(b)
+				if n := bytes.IndexByte(b[j:], '"'); n >= 0 {
+					q = j + n
+				}
+			}
+			j += plainPrefix(b[j:q])
+		} else {
+			for end := min(j+8, len(b)); j < end && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\'; j++ {
 			}
 		}
-		j += plainPrefix(b[j:q])
 		if j >= len(b) {
 			return 0, syntaxError(len(b), "unterminated string")
 		}
@@ -163,6 +172,8 @@ func scanString(b []byte, i int) (int, error) {
 			}
 		case c < 0x20:
 			return 0, syntaxError(j, "control character in string")
+		default:
+			continue // eight plain bytes read one by one after a word special8 flagged
 		}
 		j++
 	}
@@ -230,6 +241,13 @@ func plainPrefix(s []byte) int {
 func escapeOrControl8(x uint64) uint64 {
 	backslash := x ^ ('\\' * ones)
 	return ((backslash-ones)&^backslash | (x-0x20*ones)&^x) & highs
+}
+
+// special8 reports whether any of the eight bytes of x (read little-endian)
+// may be a '"', a '\\' or a control character, with no false negatives.
+func special8(x uint64) bool {
+	quote := x ^ ('"' * ones)
+	return (quote-ones)&^quote&highs|escapeOrControl8(x) != 0
 }
 
 const (

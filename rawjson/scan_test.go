@@ -8,14 +8,14 @@ import (
 	"testing"
 )
 
-// escapeOrControl8 may report a word with no backslash or control
-// character (that only costs the slow path) but must never miss one.
-func TestEscapeOrControl8NoFalseNegatives(t *testing.T) {
+// special8 and escapeOrControl8 may report a word with no special byte
+// (that only costs the slow path) but must never miss one.
+func TestSpecial8NoFalseNegatives(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	interesting := []byte{0, 0x1f, 0x20, 0x21, '"', 0x23, '\\', 0x5b, 0x5d, 0x7f, 0x80, 0x9f, 0xa0, 0xff}
 	var w [8]byte
 	for n := 0; n < 200000; n++ {
-		want := false
+		want, quote := false, false
 		for k := range w {
 			if r.IntN(3) == 0 {
 				w[k] = interesting[r.IntN(len(interesting))]
@@ -23,6 +23,10 @@ func TestEscapeOrControl8NoFalseNegatives(t *testing.T) {
 				w[k] = byte(r.IntN(256))
 			}
 			want = want || w[k] < 0x20 || w[k] == '\\'
+			quote = quote || w[k] == '"'
+		}
+		if (want || quote) && !special8(binary.LittleEndian.Uint64(w[:])) {
+			t.Fatalf("special8 missed a special byte in % x", w)
 		}
 		if want && escapeOrControl8(binary.LittleEndian.Uint64(w[:])) == 0 {
 			t.Fatalf("escapeOrControl8 missed a special byte in % x", w)
