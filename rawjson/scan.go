@@ -190,15 +190,13 @@ func stringEnd(b []byte, i int, lax bool) (int, error) {
 // laxString returns the offset after the closing quote of the string
 // starting at b[i], checking nothing between the quotes: the closing quote
 // is the first one after an even number of backslashes. On a valid
-// document it is where scanString ends, at the cost of finding a quote
-// (bytes.IndexByte).
+// document it is where scanString ends, at the cost of finding quotes.
 func laxString(b []byte, i int) (int, error) {
 	for j := i + 1; ; {
-		k := bytes.IndexByte(b[j:], '"')
-		if k < 0 {
+		q := nextQuote(b, j)
+		if q < 0 {
 			return 0, syntaxError(len(b), "unterminated string")
 		}
-		q := j + k
 		n := 0 // backslashes before the quote
 		for p := q - 1; p > i && b[p] == '\\'; p-- {
 			n++
@@ -208,6 +206,27 @@ func laxString(b []byte, i int) (int, error) {
 		}
 		j = q + 1
 	}
+}
+
+// nextQuote returns the offset of the first '"' at or after j, or -1: a
+// word at a time for 64 bytes, which is where most strings end, then
+// bytes.IndexByte.
+func nextQuote(b []byte, j int) int {
+	for end := min(j+64, len(b)); j+8 <= end; j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:]) ^ ('"' * ones)
+		if (x-ones)&^x&highs != 0 {
+			break
+		}
+	}
+	for end := min(j+8, len(b)); j < end; j++ {
+		if b[j] == '"' {
+			return j
+		}
+	}
+	if n := bytes.IndexByte(b[j:], '"'); n >= 0 {
+		return j + n
+	}
+	return -1
 }
 
 // plainPrefix returns the length of the longest prefix of s holding no

@@ -2,6 +2,7 @@ package rawjson
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"unicode/utf8"
@@ -130,16 +131,23 @@ func AppendUnquoted(dst, quoted []byte) ([]byte, error) {
 }
 
 // plain reports whether the content of a JSON string literal is its value:
-// no escape, no control character, valid UTF-8.
+// no escape, no control character, valid UTF-8. It reads eight bytes at a
+// time, and checks the UTF-8 only of content with a byte of 0x80 or more.
 func plain(inner []byte) bool {
-	high := false
-	for _, c := range inner {
-		switch {
-		case c == '\\' || c < 0x20 || c == '"':
+	var high uint64
+	i := 0
+	for ; i+8 <= len(inner); i += 8 {
+		x := binary.LittleEndian.Uint64(inner[i:])
+		if special8(x) {
 			return false
-		case c >= utf8.RuneSelf:
-			high = true
 		}
+		high |= x
 	}
-	return !high || utf8.Valid(inner)
+	for _, c := range inner[i:] {
+		if c == '\\' || c < 0x20 || c == '"' {
+			return false
+		}
+		high |= uint64(c)
+	}
+	return high&highs == 0 || utf8.Valid(inner)
 }
