@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -100,8 +101,8 @@ func Equal(quoted []byte, s string) bool {
 	}
 	inner := quoted[1 : len(quoted)-1]
 	if bytes.IndexByte(inner, '\\') < 0 {
-		if string(inner) == s {
-			return utf8.ValidString(s)
+		if string(inner) == s { // the literal is valid if s has no quote or control character
+			return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == '"' }) < 0
 		}
 		if utf8.Valid(inner) {
 			return false
