@@ -202,6 +202,66 @@ func TestHTTPCredentialsNeverWritten(t *testing.T) {
 	}
 }
 
+// TestCamelCaseKeysAndProseInArguments: with arguments: full, camelCase
+// credential keys and a credential after a JSON-escaped tab are redacted,
+// while prose that names an authentication scheme is written whole.
+func TestCamelCaseKeysAndProseInArguments(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: json.RawMessage(`{
+		"accessToken": "at-771122", "clientSecret": "cs-443355", "refreshToken": "rt-990088",
+		"privateKey": "pk-665544", "apiKey": "ak-221100", "sessionCookie": "sc-118822",
+		"note": "Basic\tdXNlcjpwYXNz",
+		"doc": "Digest algorithm=SHA-256 is the default; see the docs",
+		"why": "Negotiate authentication-required by the server",
+		"keyboard": "us", "tokenizer": "bpe"}`)})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	for _, s := range []string{"at-771122", "cs-443355", "rt-990088", "pk-665544", "ak-221100", "sc-118822", "dXNlcjpwYXNz"} {
+		if bytes.Contains(data, []byte(s)) {
+			t.Errorf("the file holds %q:\n%s", s, data)
+		}
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	got, _ := json.Marshal(lines[0]["arguments"])
+	want := `{"accessToken":"[REDACTED]","apiKey":"[REDACTED]","clientSecret":"[REDACTED]",` +
+		`"doc":"Digest algorithm=SHA-256 is the default; see the docs","keyboard":"us",` +
+		`"note":"Basic\t[REDACTED]","privateKey":"[REDACTED]","refreshToken":"[REDACTED]","sessionCookie":"[REDACTED]",` +
+		`"tokenizer":"bpe","why":"Negotiate authentication-required by the server"}`
+	if string(got) != want {
+		t.Errorf("arguments written:\n got %s\nwant %s", got, want)
+	}
+}
+
+// TestBidiControlsEscapedInFile: a bidi control in an argument is written
+// as a JSON escape, so that the file shown on a terminal is not reordered,
+// and the line still decodes to the arguments as sent.
+func TestBidiControlsEscapedInFile(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow,
+		Arguments: json.RawMessage("{\"path\":\"invoice\u202egpj.exe\",\"dir\":\"\u2066a\u2069\"}")})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	if bytes.Contains(data, []byte("\u202e")) || bytes.Contains(data, []byte("\u2066")) {
+		t.Errorf("the file holds a raw bidi control:\n%q", data)
+	}
+	if !bytes.Contains(data, []byte(`invoice\u202egpj.exe`)) {
+		t.Errorf("the file does not hold the escaped control:\n%s", data)
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	args, _ := lines[0]["arguments"].(map[string]any)
+	if args["path"] != "invoice\u202egpj.exe" || args["dir"] != "\u2066a\u2069" {
+		t.Errorf("arguments decode to %q", args)
+	}
+}
+
 // TestOrderUnderConcurrency: entries appear in the order Record was
 // called, whatever the number of goroutines calling it.
 func TestOrderUnderConcurrency(t *testing.T) {

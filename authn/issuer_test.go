@@ -177,6 +177,9 @@ var testSecrets = map[string]string{"OPS_TOKEN": "ops-static-token-1", "OPS_TOKE
 func parseWithMetrics(t testing.TB, doc string) (*config.Config, *prometheus.Registry, *metrics.Metrics) {
 	t.Helper()
 	cfg, err := config.Parse([]byte(doc), func(k string) (string, bool) {
+		if k == "HOME" {
+			return "/nonexistent-home", true // default state dirs, never written here
+		}
 		v, ok := testSecrets[k]
 		return v, ok
 	})

@@ -1,8 +1,8 @@
 package config
 
 import (
-	"os"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
 	"time"
 )
@@ -263,13 +263,16 @@ func defaultStateDir(lookupEnv func(string) (string, bool)) string {
 	return filepath.Join(home, ".local", "state", "mcp-proxy")
 }
 
-// homeDir is $HOME from lookupEnv, else os.UserHomeDir, else "".
+// homeDir is the home directory that lookupEnv names ($HOME; on Windows
+// %USERPROFILE%), else "". It never asks the process environment past
+// lookupEnv: a caller that hides HOME (a test) must not get the real home.
 func homeDir(lookupEnv func(string) (string, bool)) string {
-	if v, ok := lookupEnv("HOME"); ok && v != "" {
-		return v
+	key := "HOME"
+	if goruntime.GOOS == "windows" {
+		key = "USERPROFILE"
 	}
-	if h, err := os.UserHomeDir(); err == nil {
-		return h
+	if v, ok := lookupEnv(key); ok && v != "" {
+		return v
 	}
 	return ""
 }

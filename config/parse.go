@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -99,14 +100,14 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 		if errors.Is(err, io.EOF) {
 			return nil, nil
 		}
-		return nil, syntaxError(err)
+		return nil, syntaxError(data, err)
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
 	case err == nil:
 		return nil, problem("", fmt.Sprintf("line %d: a second YAML document starts here; a config is one document", next.Line))
 	case !errors.Is(err, io.EOF):
-		return nil, syntaxError(err)
+		return nil, syntaxError(data, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
 		return nil, nil
@@ -122,9 +123,64 @@ func parseDocument(data []byte) (*yaml.Node, error) {
 }
 
 // syntaxError turns a yaml.v3 parse error into a *FieldError.
-func syntaxError(err error) error {
+func syntaxError(data []byte, err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		what := msg[len(m[0]):]
+		if line := failingLine(data, what); line > 0 {
+			msg = fmt.Sprintf("line %d: %s", line, what)
+		}
+	}
 	return problem("", "invalid YAML: "+msg)
+}
+
+// yamlLine matches the "line N: " yaml.v3 puts before a syntax error.
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// syntaxSearchLines bounds the documents failingLine searches: it parses
+// every run of first lines, which is quick for a config of a few hundred
+// lines and would not be for a megabyte of them.
+const syntaxSearchLines = 2000
+
+// failingLine is the line where the text went wrong for a syntax error
+// whose message (without its line) is what: the last line of the shortest
+// run of first lines that fails with the same message. yaml.v3 reports some
+// errors at the line where the enclosing block starts instead: a key
+// indented to match no mapping ("did not find expected key") is reported at
+// line 1 when its mapping starts there. 0 when no run fails so (or the
+// document has more than syntaxSearchLines lines).
+func failingLine(data []byte, what string) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	if len(lines) > syntaxSearchLines {
+		return 0
+	}
+	end := 0
+	for i, l := range lines {
+		end += len(l)
+		err := decodeAll(data[:end])
+		if err == nil {
+			continue
+		}
+		msg := strings.TrimPrefix(err.Error(), "yaml: ")
+		if m := yamlLine.FindStringSubmatch(msg); m != nil && msg[len(m[0]):] == what {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// decodeAll decodes every document of data, returning the first error.
+func decodeAll(data []byte) error {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var n yaml.Node
+		if err := dec.Decode(&n); err != nil {
+			if errors.Is(err, io.EOF) {
+				return nil
+			}
+			return err
+		}
+	}
 }
 
 // decodeStrict decodes the checked, expanded tree with KnownFields, the

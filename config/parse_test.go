@@ -249,7 +249,9 @@ var invalidConfigs = map[string]string{
 		`servers.remote.env: only for stdio servers`,
 		`servers.remote.inherit_env: only for stdio servers`,
 	),
-	"invalid-syntax.yaml": `invalid YAML: line 1: did not find expected key`,
+	// yaml.v3 says line 1 for both (where the enclosing mapping starts).
+	"invalid-syntax.yaml": `invalid YAML: line 4: did not find expected key`,
+	"invalid-indent.yaml": `invalid YAML: line 3: did not find expected key`,
 	"invalid-timeouts.yaml": lines(
 		`servers.slow.connect_timeout: must be greater than 0`,
 		`servers.slow.timeout: must be at most 600s`,

@@ -377,18 +377,26 @@ func quoteValue(s string) string {
 func yamlFields(t reflect.Type) map[string]reflect.Type {
 	out := make(map[string]reflect.Type, t.NumField())
 	for i := 0; i < t.NumField(); i++ {
-		f := t.Field(i)
-		if !f.IsExported() {
-			continue
+		if name, ok := fieldKey(t.Field(i)); ok {
+			out[name] = t.Field(i).Type
 		}
-		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
-		if name == "-" {
-			continue
-		}
-		if name == "" {
-			name = strings.ToLower(f.Name)
-		}
-		out[name] = f.Type
 	}
 	return out
+}
+
+// fieldKey is the yaml key of struct field f as yaml.v3 reads it (the tag's
+// name, else the lower-cased field name); ok is false for a field that is
+// not decoded (unexported, or tagged "-").
+func fieldKey(f reflect.StructField) (string, bool) {
+	if !f.IsExported() {
+		return "", false
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+	if name == "-" {
+		return "", false
+	}
+	if name == "" {
+		name = strings.ToLower(f.Name)
+	}
+	return name, true
 }

@@ -40,55 +40,48 @@ const approvalStatePrefix = "px-approval-"
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
 // input_required result that asks the question (a multi round-trip).
-func (p *Proxy) approve(ctx context.Context, c *toolCall) (refusal []byte, ask json.RawMessage) {
+func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
 	r, a := c.r, c.r.sess.agent
-	if a.ApprovalOf(c.entry.policyTool(), r.sess.approvals.approvedAlways(c.entry.Exposed)) == filter.ApprovalRun {
+	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
 		return nil, nil
 	}
 	if !r.caps.elicitation {
-		p.opts.Metrics.Approval(a.Name, "unsupported")
+		tc.opts.Metrics.Approval(a.Name, "unsupported")
 		c.approval = "unsupported"
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
 			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
 	}
-	timeout := p.approvalTimeout()
+	timeout := tc.approvalTimeout()
 	if parkable(r) {
-		return p.approveRoundTrip(c, timeout)
+		return tc.approveRoundTrip(c, timeout)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	res, err := r.sess.ask(actx, r, "elicitation/create", p.approvalQuestion(c))
+	res, err := r.sess.ask(actx, r, "elicitation/create", tc.approvalQuestion(c))
 	decision := "error"
 	switch {
 	case err != nil && errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil:
 		decision = "timeout"
 	case err != nil:
-		p.log.Warn().Str("tool", c.entry.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
+		tc.log.Warn().Str("tool", c.entry.Exposed).Str("error", sanitize.Error(err.Error())).Msg("approval request failed")
 	default:
 		decision = decisionOf(res)
 	}
-	return p.decided(c, decision, timeout), nil
-}
-
-func (p *Proxy) approvalTimeout() time.Duration {
-	if p.opts.ApprovalTimeout > 0 {
-		return p.opts.ApprovalTimeout
-	}
-	return defaultApprovalTimeout
+	return tc.decided(c, decision, timeout), nil
 }
 
 // decided counts an approval decision and returns the refusal, or nil when
 // the call may run.
-func (p *Proxy) decided(c *toolCall, decision string, timeout time.Duration) []byte {
-	p.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
+func (tc *toolCalls) decided(c *toolCall, decision string, timeout time.Duration) []byte {
+	tc.opts.Metrics.Approval(c.r.sess.agent.Name, decision)
 	c.approval = decision
 	tool := c.entry.Exposed
 	switch decision {
 	case "approve":
 		return nil
 	case "always":
-		c.r.sess.approvals.approveAlways(tool)
+		c.r.sess.state.ApproveAlways(tool)
 		return nil
 	case "timeout":
 		return textResult(fmt.Sprintf("tool '%s' was not run: nobody answered the approval request within %s", tool, timeout), true)
@@ -126,10 +119,10 @@ func decisionOf(result json.RawMessage) string {
 // approvalQuestion is the elicitation/create params of an approval
 // question: a message naming the tool, its server and its arguments
 // (redacted and cut, docs/agents.md#approval), and the decision form.
-func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
+func (tc *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
 	shown := "{}"
 	if len(c.args) > 0 {
-		shown = p.cleanText(string(withoutApproved(c.args)))
+		shown = tc.cleanText(string(withoutApproved(c.args)))
 	}
 	if r := []rune(shown); len(r) > approvalArgsLimit {
 		shown = string(r[:approvalArgsLimit]) + "…"
@@ -144,12 +137,12 @@ func (p *Proxy) approvalQuestion(c *toolCall) json.RawMessage {
 // good once, bound to the agent, the client, the tool and a digest of the
 // arguments, and only until the approval timeout: an answer cannot be
 // replayed, moved to another call, or used by another client.
-func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, json.RawMessage) {
+func (tc *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
 	r := c.r
 	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
-		if err := p.approvals.take(state, key, time.Now()); err != nil {
-			p.opts.Metrics.Approval(r.sess.agent.Name, "error")
+		if err := tc.approvals.take(state, key, time.Now()); err != nil {
+			tc.opts.Metrics.Approval(r.sess.agent.Name, "error")
 			c.approval = "error"
 			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil
 		}
@@ -159,22 +152,38 @@ func (p *Proxy) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, js
 				decision = decisionOf(ans)
 			}
 		}
-		return p.decided(c, decision, timeout), nil
+		return tc.decided(c, decision, timeout), nil
 	}
-	state := p.approvals.issue(key, time.Now().Add(timeout))
-	question := `{"method":"elicitation/create","params":` + string(p.approvalQuestion(c)) + `}`
-	return nil, inputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
+	state := tc.approvals.issue(key, time.Now().Add(timeout))
+	question := `{"method":"elicitation/create","params":` + string(tc.approvalQuestion(c)) + `}`
+	return nil, newInputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
 }
 
-// inputRequired is an input_required result asking the client for the
+// inputRequired is a 2026-07-28 input_required result: the request needs
+// the client's answers to input requests first (a multi round-trip,
+// docs/protocol.md#requests-from-servers), and its retry carries them with
+// the request state. It is not an error. To the route it is a result like
+// any other; the call chain tells it apart (toolCall.input): a call that
+// asked is not over.
+type inputRequired struct{ result json.RawMessage }
+
+// resultOr is the input_required result when there is one, else res.
+func (in *inputRequired) resultOr(res json.RawMessage) json.RawMessage {
+	if in != nil {
+		return in.result
+	}
+	return res
+}
+
+// newInputRequired is an input_required result asking the client for the
 // given input requests, with the state its retry must carry.
-func inputRequired(reqs map[string]json.RawMessage, state string) json.RawMessage {
+func newInputRequired(reqs map[string]json.RawMessage, state string) *inputRequired {
 	b, _ := json.Marshal(reqs) // raw values, valid JSON: never fails
 	out := []byte(`{"content":[],"inputRequests":`)
 	out = append(out, b...)
 	out = append(out, `,"requestState":`...)
 	out = append(out, rawjson.String(state)...)
-	return append(out, `,"resultType":"input_required"}`...)
+	return &inputRequired{result: append(out, `,"resultType":"input_required"}`...)}
 }
 
 // argsDigest is the SHA-256 of a call's arguments without the "approved"
@@ -295,7 +304,7 @@ func (a *approvalStates) take(state string, key approvalKey, now time.Time) erro
 }
 
 // withoutApproved removes a top-level "approved" argument, so that a model
-// cannot approve its own call (seed). Arguments that are not an object pass,
+// cannot approve its own call. Arguments that are not an object pass,
 // and so do, without a walk, those that cannot hold the key: no "approved"
 // in their bytes and no escape that could spell it.
 func withoutApproved(args json.RawMessage) json.RawMessage {
@@ -310,4 +319,13 @@ func withoutApproved(args json.RawMessage) json.RawMessage {
 		return args
 	}
 	return out
+}
+
+// approvalTimeout bounds an approval question: Options.ApprovalTimeout, else
+// defaultApprovalTimeout.
+func (tc *toolCalls) approvalTimeout() time.Duration {
+	if tc.opts.ApprovalTimeout > 0 {
+		return tc.opts.ApprovalTimeout
+	}
+	return defaultApprovalTimeout
 }

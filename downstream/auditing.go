@@ -23,24 +23,24 @@ type auditEvent struct {
 
 // auditDecision writes one audit line (docs/operations.md#audit-log) for r: queued before the
 // response goes out, never blocking. werr is the error answered, if any.
-func (p *Proxy) auditDecision(ctx context.Context, r *request, e auditEvent, werr *wireError) {
-	log := p.opts.Audit
+func (e *env) auditDecision(ctx context.Context, r *request, ev auditEvent, werr *wireError) {
+	log := e.opts.Audit
 	if log == nil {
 		return
 	}
 	entry := audit.Entry{
-		Time: e.start, Agent: r.sess.agent.Name, Session: r.sess.id,
+		Time: ev.start, Agent: r.sess.agent.Name, Session: r.sess.id,
 		Subject: r.sess.principal.subject, Token: r.sess.principal.token,
-		Method: r.method, Target: e.target, Server: e.server,
-		Decision: audit.DecisionAllow, Rule: e.rule, Approval: e.approval,
-		Duration: time.Since(e.start), Arguments: e.args, RequestID: r.id,
-		TraceID: p.opts.Tracer.TraceID(ctx),
+		Method: r.method, Target: ev.target, Server: ev.server,
+		Decision: audit.DecisionAllow, Rule: ev.rule, Approval: ev.approval,
+		Duration: time.Since(ev.start), Arguments: ev.args, RequestID: r.id,
+		TraceID: e.opts.Tracer.TraceID(ctx),
 	}
 	switch {
-	case e.rule != "" || e.outcome == metrics.OutcomeDenied:
+	case ev.rule != "" || ev.outcome == metrics.OutcomeDenied:
 		entry.Decision = audit.DecisionDeny
 	default:
-		entry.Outcome = e.outcome
+		entry.Outcome = ev.outcome
 	}
 	if werr != nil {
 		entry.Error = werr.Message
@@ -53,19 +53,19 @@ func (p *Proxy) auditDecision(ctx context.Context, r *request, e auditEvent, wer
 // reach (the client cannot tell a missing resource from a hidden one, and
 // the line does not either), else allowed, with the upstream's outcome.
 // Its prompt arguments are the line's arguments.
-func (p *Proxy) auditSurface(ctx context.Context, r *request, target string, srv *string, start time.Time, werr **wireError) {
-	if p.opts.Audit == nil {
+func (e *env) auditSurface(ctx context.Context, r *request, target string, srv *string, start time.Time, werr **wireError) {
+	if e.opts.Audit == nil {
 		return
 	}
-	e := auditEvent{target: target, server: *srv, start: start, outcome: metrics.OutcomeOK}
+	ev := auditEvent{target: target, server: *srv, start: start, outcome: metrics.OutcomeOK}
 	if r.method == "prompts/get" {
-		e.args, _, _ = rawjson.Get(r.params, "arguments")
+		ev.args, _, _ = rawjson.Get(r.params, "arguments")
 	}
 	switch {
 	case *srv == "":
-		e.outcome = metrics.OutcomeDenied
+		ev.outcome = metrics.OutcomeDenied
 	case *werr != nil:
-		e.outcome = metrics.OutcomeError
+		ev.outcome = metrics.OutcomeError
 	}
-	p.auditDecision(ctx, r, e, *werr)
+	e.auditDecision(ctx, r, ev, *werr)
 }

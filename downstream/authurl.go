@@ -25,6 +25,9 @@ const loginWait = 10 * time.Minute
 // logins holds the authorization URLs of servers waiting for a login, so
 // that a host that connects after the login started is asked too.
 type logins struct {
+	*env
+	sessions *sessionTable
+
 	mu      sync.Mutex
 	pending map[string]string // server -> authorization URL
 }
@@ -34,16 +37,16 @@ type logins struct {
 // once; a host that has not initialized yet is asked when it does (the
 // question goes once it has sent notifications/initialized, session.ask).
 // It is upstream.AuthOptions.OnAuthorizationURL, for stdio only.
-func (p *Proxy) AskToOpen(server, url string) {
-	p.logins.mu.Lock()
-	if p.logins.pending == nil {
-		p.logins.pending = map[string]string{}
+func (lg *logins) AskToOpen(server, url string) {
+	lg.mu.Lock()
+	if lg.pending == nil {
+		lg.pending = map[string]string{}
 	}
-	p.logins.pending[server] = url
-	p.logins.mu.Unlock()
-	p.sessions.each(func(s *session) {
+	lg.pending[server] = url
+	lg.mu.Unlock()
+	lg.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
-			p.askToOpen(s, server, url)
+			lg.askToOpen(s, server, url)
 		}
 	})
 }
@@ -51,28 +54,28 @@ func (p *Proxy) AskToOpen(server, url string) {
 // askPendingLogins asks a stdio client that just initialized (its
 // capabilities are known now) to open the pages of the logins still
 // waiting.
-func (p *Proxy) askPendingLogins(s *session) {
+func (lg *logins) askPendingLogins(s *session) {
 	if s.transport != transportStdio {
 		return
 	}
-	p.logins.mu.Lock()
-	pending := make(map[string]string, len(p.logins.pending))
-	for server, url := range p.logins.pending {
+	lg.mu.Lock()
+	pending := make(map[string]string, len(lg.pending))
+	for server, url := range lg.pending {
 		pending[server] = url
 	}
-	p.logins.mu.Unlock()
-	g := p.gen()
+	lg.mu.Unlock()
+	g := lg.gen()
 	for server, url := range pending {
 		if up := g.ups[server]; up != nil && up.Snapshot().State == upstream.StateNeedsAuth {
-			p.askToOpen(s, server, url)
+			lg.askToOpen(s, server, url)
 		}
 	}
 }
 
 // askToOpen sends one URL-mode elicitation/create to s, off the caller's
 // path, when s's client supports it; the answer is only logged.
-func (p *Proxy) askToOpen(s *session, server, url string) {
-	c := s.client.Load()
+func (lg *logins) askToOpen(s *session, server, url string) {
+	c := s.state.Client()
 	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
 	}
@@ -89,7 +92,7 @@ func (p *Proxy) askToOpen(s *session, server, url string) {
 		ctx, cancel := context.WithTimeout(context.Background(), loginWait)
 		defer cancel()
 		res, err := s.ask(ctx, nil, "elicitation/create", params)
-		ev := p.log.Info().Str("server", server)
+		ev := lg.log.Info().Str("server", server)
 		if err != nil {
 			ev.Str("error", err.Error()).Msg("the host was not able to open the authorization page")
 			return

@@ -69,7 +69,7 @@ func TestClassify(t *testing.T) {
 			if cctx == nil {
 				cctx = bg
 			}
-			outcome, werr := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()}).classify(entry, json.RawMessage(tt.result), tt.err, ctx, cctx, 2*time.Minute)
+			outcome, werr := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()}).calls.classify(entry, json.RawMessage(tt.result), tt.err, ctx, cctx, 2*time.Minute)
 			if outcome != tt.outcome {
 				t.Errorf("outcome = %q, want %q", outcome, tt.outcome)
 			}

@@ -63,7 +63,7 @@ func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered && !e.Held
 // lists the proxy's own tools own, then every listed entry, each entry's
 // Raw a slice of it. own is what the default agent's sessions are offered
 // when the catalog is built, so that their view serves result itself
-// (sessionList, deferred.go); a view with other own tools or fewer entries
+// (sessionList, views.go); a view with other own tools or fewer entries
 // makes its own.
 type Catalog struct {
 	tools    []*ToolEntry // sorted by exposed name

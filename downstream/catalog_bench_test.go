@@ -35,14 +35,14 @@ func BenchmarkCatalogBuild2000(b *testing.B) {
 		cfg := yaml.String()
 		p := New(Options{Config: parseConfig(b, cfg), Logger: testLogger(), Version: "test"})
 		p.opts.Integrity = guard(b)
-		rebuildCatalog(p.style(), servers, nil, p.reviewer(p.gen()), nil) // a guard that keeps what it saw has seen it
+		rebuildCatalog(p.style(), servers, nil, p.catalogs.reviewer(p.gen()), nil) // a guard that keeps what it saw has seen it
 		b.ReportAllocs()
 		b.ResetTimer()
 		for b.Loop() {
 			b.StopTimer()
 			p.opts.Integrity = guard(b)
 			b.StartTimer()
-			cat := rebuildCatalog(p.style(), servers, nil, p.reviewer(p.gen()), nil)
+			cat := rebuildCatalog(p.style(), servers, nil, p.catalogs.reviewer(p.gen()), nil)
 			if len(cat.tools) != 2000 {
 				b.Fatalf("%d tools", len(cat.tools))
 			}

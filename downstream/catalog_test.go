@@ -462,7 +462,7 @@ default_agent: all
 `
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": connected(`{"name":"read_file"}`, `{"name":"write_file"}`)})
 	list := listJSON(p.Catalog())
-	if got, again := p.listFor(agentSession(t, p, "all")), p.listFor(agentSession(t, p, "all")); &got[0] != &again[0] {
+	if got, again := p.views.listFor(agentSession(t, p, "all")), p.views.listFor(agentSession(t, p, "all")); &got[0] != &again[0] {
 		t.Errorf("all: the result was built twice: %s", got)
 	}
 	for agent, want := range map[string]string{
@@ -470,7 +470,7 @@ default_agent: all
 		"some": `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`,
 		"none": `{"tools":[]}`,
 	} {
-		if got := string(p.listFor(agentSession(t, p, agent))); got != want {
+		if got := string(p.views.listFor(agentSession(t, p, agent))); got != want {
 			t.Errorf("%s: list = %s, want %s", agent, got, want)
 		}
 	}
@@ -502,11 +502,11 @@ default_agent: main
 	fs.snap.Store(snap)
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fs": fs})
 	c := p.Catalog()
-	main := p.listFor(agentSession(t, p, "main"))
+	main := p.views.listFor(agentSession(t, p, "main"))
 	if &main[0] != &c.result[0] || !bytes.HasPrefix(main, append([]byte(`{"tools":[`), mcpResourcesDef...)) {
 		t.Fatalf("main's list is not the catalog's result led by mcp_resources: %.120s", main)
 	}
-	bare := p.listFor(agentSession(t, p, "bare"))
+	bare := p.views.listFor(agentSession(t, p, "bare"))
 	if want := `{"tools":[{"name":"fs__read_file","description":"MCP tool read_file from fs"}]}`; string(bare) != want {
 		t.Errorf("bare: %s, want %s", bare, want)
 	}
@@ -568,7 +568,7 @@ servers:
 	// A server with resources and no tools: the list gains mcp_resources.
 	r.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}})
 	step("r with resources connected", "a__x b__w b__z")
-	if got := p.listFor(testState(t, p)); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
+	if got := p.views.listFor(testState(t, p)); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
 		t.Errorf("the list after r connected: %s", got)
 	}
 	// It offers prompts as well now: mcp_prompts is listed too.
@@ -609,7 +609,7 @@ default_agent: %s
 	if len(c.own) != 0 {
 		t.Fatalf("own tools after the reload: %s", c.own)
 	}
-	if got := p.listFor(testState(t, p)); &got[0] != &c.result[0] {
+	if got := p.views.listFor(testState(t, p)); &got[0] != &c.result[0] {
 		t.Errorf("the new default agent's list is not the catalog's result: %.100s", got)
 	}
 }
@@ -647,7 +647,7 @@ default_agent: main
 	if !bytes.Equal(c.own, old.own) || !sameListing(c, old) {
 		t.Fatalf("the default agent's list changed: own %q -> %q", old.own, c.own)
 	}
-	if got := p.listFor(agentSession(t, p, "other")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
+	if got := p.views.listFor(agentSession(t, p, "other")); !bytes.Contains(got, []byte(`"name":"mcp_resources"`)) {
 		t.Errorf("other's list: %s", got)
 	}
 }
@@ -725,12 +725,12 @@ func TestRebuildCatalogKeepsHeldNames(t *testing.T) {
 func TestViewSharesCatalogResult(t *testing.T) {
 	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n",
 		map[string]*fakeUpstream{"fx": connected(`{"name":"a"}`, `{"name":"b"}`)})
-	a, err := p.resolveAgent("")
+	a, err := p.views.resolveAgent("")
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := p.Catalog()
-	got := p.viewFor(&session{agent: a}).listJSON
+	got := p.views.viewFor(&session{agent: a, state: newMemState()}).listJSON
 	if want := `{"tools":` + string(listJSON(c)) + `}`; string(got) != want {
 		t.Fatalf("view's list %s, want %s", got, want)
 	}
@@ -759,7 +759,7 @@ func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
 		var v struct {
 			Tools []struct{ Name, Description string }
 		}
-		if err := json.Unmarshal(p.listFor(testState(t, p)), &v); err != nil {
+		if err := json.Unmarshal(p.views.listFor(testState(t, p)), &v); err != nil {
 			t.Fatal(err)
 		}
 		var out []string
@@ -771,7 +771,7 @@ func TestBareToolNamedLikeAnOwnTool(t *testing.T) {
 	if got := names(); len(got) != 2 || !strings.HasPrefix(got[0], "mcp_resources=") || strings.Contains(got[0], "upstream one") || got[1] != "echo=MCP tool echo from bare" {
 		t.Errorf("tools/list = %q; want the own mcp_resources once, then echo", got)
 	}
-	if _, docs := p.searchIndex(testState(t, p)); docs["mcp_resources"] != nil || docs["echo"] == nil {
+	if _, docs := p.views.searchIndex(testState(t, p)); docs["mcp_resources"] != nil || docs["echo"] == nil {
 		t.Error("the tool_search index holds the upstream's mcp_resources, or lacks echo")
 	}
 
@@ -796,7 +796,7 @@ servers:
 	var v struct {
 		Tools []struct{ Name string }
 	}
-	if err := json.Unmarshal(p.listFor(testState(t, p)), &v); err != nil {
+	if err := json.Unmarshal(p.views.listFor(testState(t, p)), &v); err != nil {
 		t.Fatal(err)
 	}
 	var names []string

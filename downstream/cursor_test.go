@@ -63,7 +63,7 @@ func TestMergedResourcePages(t *testing.T) {
 	params := json.RawMessage(`{}`)
 	pages := 0
 	for {
-		res, werr := p.listResources(context.Background(), reqFor(st, "resources/list", params))
+		res, werr := p.surface.listResources(context.Background(), reqFor(st, "resources/list", params))
 		if werr != nil {
 			t.Fatal(werr)
 		}
@@ -93,7 +93,7 @@ func TestMergedResourcePages(t *testing.T) {
 	}
 	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true}, Resources: mk("b", 10)})
 	p.Refresh()
-	if _, werr := p.listResources(context.Background(), reqFor(st, "resources/list", params)); werr == nil || !strings.Contains(werr.Message, "invalid or expired cursor") {
+	if _, werr := p.surface.listResources(context.Background(), reqFor(st, "resources/list", params)); werr == nil || !strings.Contains(werr.Message, "invalid or expired cursor") {
 		t.Fatalf("stale cursor: %v", werr)
 	}
 }
@@ -117,7 +117,7 @@ func TestBareURIsWithEmptyPrefix(t *testing.T) {
 	c.snap.Store(snap("test://shared"))
 	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  a: {command: a, prefix: \"\"}\n  b: {command: b, prefix: \"\"}\n  c: {command: c}\n",
 		map[string]*fakeUpstream{"a": a, "b": b, "c": c})
-	res, _ := p.listResources(context.Background(), reqFor(testState(t, p), "resources/list", json.RawMessage(`{}`)))
+	res, _ := p.surface.listResources(context.Background(), reqFor(testState(t, p), "resources/list", json.RawMessage(`{}`)))
 	for _, want := range []string{`"test://only-a"`, `"a+test://shared"`, `"b+test://shared"`, `"c+test://shared"`} {
 		if !strings.Contains(string(res), want) {
 			t.Errorf("resources/list lacks %s: %s", want, res)

@@ -14,16 +14,21 @@
 // result decoration). Upstream bytes pass through: tool objects and
 // results, resources and prompts are never decoded into typed structs.
 //
-// Files, by concern: route.go, rpc.go and lifecycle.go are the route, the
-// JSON-RPC messages and the handshake (initialize, server/discover,
-// logging/setLevel); session.go, sessions.go and peer.go hold sessions,
-// their streams and the proxy's own requests to clients; toolcall.go is
-// what happens to a tools/call (the call chain), with approval.go,
-// overrides.go, limits.go, deferred.go and seedtools.go for the approval
-// gate, tool overrides (docs/agents.md#overrides-and-rate-limits: also in the catalog build), rate limits
-// and the proxy's own tools; catalog.go, refresh.go, surface.go and views.go build the merged
-// view; surface_calls.go answers resources, prompts and completions;
-// relay.go, progress.go, mrtr.go and listen.go carry upstream requests and
-// notifications to the right client; loglevel.go tells each upstream the
-// log level its sessions want. See docs/architecture.md.
+// Proxy (proxy.go) is the composition root: it builds the parts and wires
+// them; each part owns its state and behaviour, in files named after it,
+// and reaches the others through small interfaces it declares. env.go is
+// what they all read (options, log, the current config generation); the
+// transports stdio.go and http.go (httpstream.go) only frame bytes; the
+// route (route.go, with rpc.go and reply.go) reads every message and
+// dispatches it; sessiontable.go holds the sessions, session.go and
+// peer.go their streams and the proxy's requests to clients, and
+// sessionstate.go what a session keeps between requests; lifecycle.go is
+// the handshake; toolcall.go is the tool-call chain, with its steps in
+// approval.go, overrides.go and limits.go; resources.go and listen.go
+// serve resources, prompts, completions and subscriptions;
+// owntools_search.go and owntools_resources.go are the proxy's own tools;
+// views.go the tools each agent sees; relay.go, roundtrip.go,
+// progress.go and loglevel.go carry upstream requests and notifications
+// to the right client; catalogstate.go, catalog.go and surface.go build
+// the merged catalog. See docs/architecture.md.
 package downstream

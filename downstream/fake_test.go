@@ -173,7 +173,7 @@ func agentSession(t testing.TB, p *Proxy, agent string) *session {
 
 // testSession starts a stdio-like session of agent with a per-call list.
 func testSession(p *Proxy, agent string, perCall []string) (*session, error) {
-	a, err := p.resolveAgent(agent)
+	a, err := p.views.resolveAgent(agent)
 	if err != nil {
 		return nil, err
 	}

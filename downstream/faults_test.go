@@ -126,15 +126,15 @@ agents:
 default_agent: dev
 `, map[string]*fakeUpstream{"fx": fx})
 	st, _ := testSession(p, "dev", nil)
-	before := listedNames(t, p.listFor(st))
+	before := listedNames(t, p.views.listFor(st))
 	if slices.Contains(before, "fx__note_a") {
 		t.Fatalf("listed before any query: %v", before)
 	}
-	if _, werr := p.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search",
+	if _, werr := p.calls.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search",
 		json.RawMessage(`{"query":"show my notes","max_results":1}`), nil); werr != nil {
 		t.Fatal(werr)
 	}
-	after := listedNames(t, p.listFor(st))
+	after := listedNames(t, p.views.listFor(st))
 	for _, n := range []string{"a", "b", "c", "d", "e", "f"} {
 		if !slices.Contains(after, "fx__note_"+n) {
 			t.Errorf("fx__note_%s not listed after a query naming the group's keyword: %v", n, after)

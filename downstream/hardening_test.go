@@ -18,7 +18,7 @@ func TestDuplicateMembersRefused(t *testing.T) {
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","_meta":{},"_meta":{"progressToken":"b"}}}`,
 		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo"},"params":{"name":"x"}}`,
 	} {
-		reply, code, run := p.receive(context.Background(), st, []byte(msg), noStream{})
+		reply, code, run := p.route.receive(context.Background(), st, []byte(msg), noStream{})
 		if run != nil || !strings.Contains(string(reply), `"code":-32600`) || code != -32600 {
 			t.Fatalf("%s: reply %s (code %d), work %v; want a -32600 refusal", msg, reply, code, run != nil)
 		}
@@ -57,7 +57,7 @@ func TestPerCallViewsNotCached(t *testing.T) {
 	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected(`{"name":"echo","inputSchema":{"type":"object"}}`)})
 	for i := 0; i < 100; i++ {
 		st, _ := testSession(p, "", []string{"fx__echo", itoa(i)})
-		if !strings.Contains(string(p.listFor(st)), `"fx__echo"`) {
+		if !strings.Contains(string(p.views.listFor(st)), `"fx__echo"`) {
 			t.Fatal("per-call list lost the tool")
 		}
 	}

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -54,7 +53,11 @@ const agentPathPattern = "/agents/{agent}/mcp"
 // httpFront is the HTTP side of the proxy: the endpoints, the idle sweep of
 // sessions, and the count of requests being answered (for shutdown).
 type httpFront struct {
-	p      *Proxy
+	*env
+	route    messageRoute
+	sessions *sessionTable
+	agents   agentResolver
+
 	active atomic.Int64 // POSTs being answered
 	// bound is the address the listener bound (the default public URL);
 	// auth authenticates requests for the current config.
@@ -66,8 +69,8 @@ type httpFront struct {
 	swept     chan struct{} // closed when the sweeper has ended
 }
 
-func newHTTPFront(p *Proxy) *httpFront {
-	return &httpFront{p: p, stop: make(chan struct{}), swept: make(chan struct{})}
+func newHTTPFront(e *env, route messageRoute, sessions *sessionTable, agents agentResolver) *httpFront {
+	return &httpFront{env: e, route: route, sessions: sessions, agents: agents, stop: make(chan struct{}), swept: make(chan struct{})}
 }
 
 // HTTPHandler returns the Streamable HTTP handler of a listener bound to
@@ -76,25 +79,32 @@ func newHTTPFront(p *Proxy) *httpFront {
 // agent, their OAuth protected resource metadata when listen.auth is set
 // (docs/security.md#oauth-on-the-http-listener), plus /healthz and /readyz. It starts the sweep of idle
 // sessions, which ShutdownHTTP stops.
-func (p *Proxy) HTTPHandler(boundAddr string) http.Handler {
-	f := p.front
+func (f *httpFront) handler(boundAddr string) http.Handler {
 	f.bound = boundAddr
-	f.auth.Store(p.newAuthenticator(p.gen().cfg))
+	f.auth.Store(f.newAuthenticator(f.gen().cfg))
 	f.sweepOnce.Do(func() { go f.sweep() })
 	mux := http.NewServeMux()
-	mux.Handle(p.gen().cfg.Listen.Path, f.endpoint(false))
+	mux.Handle(f.gen().cfg.Listen.Path, f.endpoint(false))
 	mux.Handle(agentPathPattern, f.endpoint(true))
 	meta := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { f.auth.Load().MetadataHandler().ServeHTTP(w, r) })
 	mux.Handle(authn.WellKnownPath, meta)
 	mux.Handle(authn.WellKnownPath+"/", meta)
-	mux.HandleFunc("/healthz", p.healthz)
-	mux.HandleFunc("/readyz", p.readyz)
+	mux.HandleFunc("/healthz", f.healthz)
+	mux.HandleFunc("/readyz", f.readyz)
 	return mux
 }
 
 // newAuthenticator authenticates the HTTP requests of cfg's agents.
-func (p *Proxy) newAuthenticator(cfg *config.Config) *authn.Authenticator {
-	return authn.New(cfg, authn.Options{BoundAddr: p.front.bound, Metrics: p.opts.Metrics, Log: p.log})
+func (f *httpFront) newAuthenticator(cfg *config.Config) *authn.Authenticator {
+	return authn.New(cfg, authn.Options{BoundAddr: f.bound, Metrics: f.opts.Metrics, Log: f.log})
+}
+
+// reload makes the authenticator of a new config serve new requests (new
+// tokens and match rules), once the handler is made.
+func (f *httpFront) reload(cfg *config.Config) {
+	if f.auth.Load() != nil {
+		f.auth.Store(f.newAuthenticator(cfg))
+	}
 }
 
 // endpoint serves the MCP endpoint of one agent: the default agent, or the
@@ -183,7 +193,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	first, ferr := rawjson.ParseMessage(msgs[0]) // a parse error is answered with the message's reply below
+	first, ferr := parseMessage(msgs[0]) // a parse error is answered with the message's reply below
 	hv := r.Header.Get(headerProtocolVersion)
 	mv, _ := stringMember(metaOf(first.Params), metaProtocolVersion)
 	if isModern(hv) || isModern(mv) {
@@ -209,7 +219,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
-		if s = f.p.sessions.acquire(c, sid); s == nil {
+		if s = f.sessions.acquire(c, sid); s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
 		}
@@ -219,11 +229,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	parsed := &first // handed over, not parsed again
-	if ferr != nil {
-		parsed = nil
-	}
-	f.serve(w, r, s, msgs, parsed, batch)
+	f.serve(w, r, s, msgs, first, ferr == nil, batch) // first handed over, not parsed again
 }
 
 // openSession starts the HTTP session an initialize creates, with the
@@ -231,11 +237,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // the idle sweep cannot close it before it is answered. The per-call
 // allow-list comes from its header (docs/agents.md#the-policy-rules, rule 5).
 func (f *httpFront) openSession(r *http.Request, c client) *session {
-	a, _ := f.p.resolveAgent(c.agent) // authn checked it exists
+	a, _ := f.agents.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
 	s.activity.begin()
-	f.p.sessions.add(s)
+	f.sessions.add(s)
 	return s
 }
 
@@ -248,27 +254,19 @@ func perCallHeader(h http.Header) []string {
 // serve routes the messages of one POST of session s and writes what
 // answers them: 202 when nothing does (notifications, the client's
 // answers), else the responses, as JSON or on an SSE stream when other
-// messages (progress, the proxy's questions) precede them. first, when not
-// nil, is msgs[0] already parsed.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first *rawjson.Message, batch bool) {
+// messages (progress, the proxy's questions) precede them. When parsed is
+// set, first is msgs[0] already parsed.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool) {
 	ps := newPostStream(w, r)
-	answer := f.p.receiveBatch(withHeader(r.Context(), r.Header), s, msgs, first, batch, ps)
+	answer := f.route.receiveBatch(r.Context(), s, msgs, first, parsed, batch, ps, r.Header)
 	ps.finish(answer(), batch, http.StatusOK)
-}
-
-// headerKey carries an HTTP request's header to the requests its body
-// holds.
-type headerKey struct{}
-
-func withHeader(ctx context.Context, h http.Header) context.Context {
-	return context.WithValue(ctx, headerKey{}, h)
 }
 
 // postStateless answers a POST of the stateless 2026-07-28 protocol: no
 // session; each request carries its own version, capabilities and client
 // info in _meta, and its HTTP headers must agree with its body. A server
 // request an upstream raises during it reaches the client through a multi
-// round-trip (mrtr.go).
+// round-trip (roundtrip.go).
 func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c client, batch bool, first rawjson.Message, hv, mv string) {
 	if batch {
 		version := hv
@@ -290,14 +288,14 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 		jsonError(w, status, first.ID, werr.Code, werr.Message, werr.Data)
 		return
 	}
-	a, _ := f.p.resolveAgent(c.agent)
+	a, _ := f.agents.resolveAgent(c.agent)
 	s := newSession("", transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
 	defer s.close()
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	refusal, code, run := f.p.receiveMessage(withHeader(r.Context(), r.Header), s, first, ps)
+	refusal, code, run := f.route.receiveMessage(r.Context(), s, first, ps, r.Header)
 	rep := whole(refusal)
 	if run != nil {
 		rep, code = run()
@@ -398,7 +396,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.p.sessions.acquire(c, sid)
+	s := f.sessions.acquire(c, sid)
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
@@ -436,19 +434,19 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "DELETE is not supported in protocol version "+modernVersion+": there are no sessions", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.p.sessions.lookup(c, r.Header.Get(headerSessionID))
+	s := f.sessions.lookup(c, r.Header.Get(headerSessionID))
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
 	}
-	f.p.sessions.remove(s)
+	f.sessions.remove(s)
 	w.WriteHeader(http.StatusOK)
 }
 
 // sweep closes idle sessions until ShutdownHTTP.
 func (f *httpFront) sweep() {
 	defer close(f.swept)
-	idle := f.p.idleTimeout()
+	idle := f.idleTimeout()
 	if idle <= 0 {
 		<-f.stop
 		return
@@ -460,19 +458,11 @@ func (f *httpFront) sweep() {
 		case <-f.stop:
 			return
 		case <-t.C:
-			if n := f.p.sessions.closeIdle(idle); n > 0 {
-				f.p.log.Debug().Int("sessions", n).Dur("idle", idle).Msg("idle HTTP sessions closed")
+			if n := f.sessions.closeIdle(idle); n > 0 {
+				f.log.Debug().Int("sessions", n).Dur("idle", idle).Msg("idle HTTP sessions closed")
 			}
 		}
 	}
-}
-
-// idleTimeout is listen.session_idle_timeout; 0 keeps idle sessions.
-func (p *Proxy) idleTimeout() time.Duration {
-	if d := p.gen().cfg.Listen.SessionIdleTimeout; d != nil {
-		return d.D()
-	}
-	return config.DefaultSessionIdleTimeout
 }
 
 // ShutdownHTTP ends the HTTP side gracefully: it waits until no POST is
@@ -480,8 +470,7 @@ func (p *Proxy) idleTimeout() time.Duration {
 // the long-lived GET streams that would otherwise keep
 // http.Server.Shutdown waiting. Call it after http.Server.Shutdown has
 // stopped new requests.
-func (p *Proxy) ShutdownHTTP(ctx context.Context) {
-	f := p.front
+func (f *httpFront) shutdown(ctx context.Context) {
 	select {
 	case <-f.stop:
 	default:
@@ -493,42 +482,9 @@ func (p *Proxy) ShutdownHTTP(ctx context.Context) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	p.sessions.closeHTTP()
+	f.sessions.closeHTTP()
 	f.sweepOnce.Do(func() { close(f.swept) }) // never started: nothing to wait for
 	<-f.swept
-}
-
-// splitBody reads a POST body or a stdio line: one message, or a batch (a
-// JSON array of them, which 2025-03-26 allows).
-func splitBody(body []byte) (msgs [][]byte, batch bool, werr *wireError) {
-	t := bytes.TrimSpace(body)
-	if len(t) == 0 {
-		return nil, false, errorf(codeParseError, "Parse error: empty message")
-	}
-	if t[0] != '[' {
-		return [][]byte{t}, false, nil
-	}
-	var raw []json.RawMessage
-	if err := json.Unmarshal(t, &raw); err != nil {
-		return nil, true, errorf(codeParseError, "Parse error")
-	}
-	if len(raw) == 0 {
-		return nil, true, errorf(codeInvalidRequest, "invalid request: an empty batch")
-	}
-	msgs = make([][]byte, len(raw))
-	for i, m := range raw {
-		msgs[i] = m
-	}
-	return msgs, true, nil
-}
-
-// metaOf is params._meta, or nil.
-func metaOf(params json.RawMessage) json.RawMessage {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	meta, _, _ := rawjson.Get(params, "_meta")
-	return meta
 }
 
 // jsonError answers a request the transport refuses with a JSON-RPC error
@@ -550,16 +506,16 @@ func jsonError(w http.ResponseWriter, status int, id json.RawMessage, code int, 
 }
 
 // healthz answers 200 while the process serves.
-func (p *Proxy) healthz(w http.ResponseWriter, _ *http.Request) {
+func (f *httpFront) healthz(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	_, _ = io.WriteString(w, "ok\n")
 }
 
 // readyz answers 200 once every `required` server is connected, else 503
 // naming those that are not.
-func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
+func (f *httpFront) readyz(w http.ResponseWriter, _ *http.Request) {
 	var missing []string
-	g := p.gen()
+	g := f.gen()
 	for _, name := range g.serverNames() {
 		if g.cfg.Servers[name].Required && g.ups[name].Snapshot().State != upstream.StateConnected {
 			missing = append(missing, name)
@@ -573,6 +529,3 @@ func (p *Proxy) readyz(w http.ResponseWriter, _ *http.Request) {
 	}
 	_, _ = io.WriteString(w, "ready\n")
 }
-
-// Health returns the /healthz and /readyz handlers for the metrics listener.
-func (p *Proxy) Health() (healthz, readyz http.HandlerFunc) { return p.healthz, p.readyz }

@@ -185,31 +185,31 @@ func patternList(tools []string) string {
 
 // rateGate applies the rate limits of docs/agents.md#overrides-and-rate-limits (the comment at the top of
 // this file): nothing when the config has none.
-func (p *Proxy) rateGate(next callHandler) callHandler {
+func (tc *toolCalls) rateGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		l := p.gen().limits
+		l := tc.gen().limits
 		if l == nil {
 			return next(ctx, c)
 		}
 		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
-		if refusal := l.take(agent, t, p.now()); refusal != nil {
-			return p.rateLimited(c, refusal), nil
+		if refusal := l.take(agent, t, tc.now()); refusal != nil {
+			return tc.rateLimited(c, refusal), nil
 		}
 		res, werr := next(ctx, c)
-		if werr != nil && werr.input != nil {
+		if c.input != nil {
 			// Asked the client for input: the retry takes them again.
-			l.give(l.agents[agent], l.servers[t.Server], t, p.now())
+			l.give(l.agents[agent], l.servers[t.Server], t, tc.now())
 		}
 		return res, werr
 	}
 }
 
 // rateLimited counts a refusal and returns the isError result that says it.
-func (p *Proxy) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
+func (tc *toolCalls) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 	agent := c.r.sess.agent.Name
 	c.outcome, c.rule = metrics.OutcomeDenied, filter.RuleRateLimited
-	p.opts.Metrics.RateLimited(agent, c.entry.Server, r.limit)
-	p.opts.Metrics.PolicyDenial(agent, string(filter.RuleRateLimited))
+	tc.opts.Metrics.RateLimited(agent, c.entry.Server, r.limit)
+	tc.opts.Metrics.PolicyDenial(agent, string(filter.RuleRateLimited))
 	return textResult("tool '"+c.name+"' is denied by "+string(filter.RuleRateLimited)+": "+r.text, true)
 }
 
@@ -219,8 +219,8 @@ func (p *Proxy) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 // which costs one map lookup). Without a slot it returns the refusal (no
 // slot came free in time) or the error (the client cancelled the call
 // while it waited).
-func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
-	l := p.gen().limits
+func (tc *toolCalls) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
+	l := tc.gen().limits
 	if l == nil {
 		return nil, nil, nil
 	}
@@ -235,7 +235,7 @@ func (p *Proxy) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration
 			c.outcome = metrics.OutcomeCanceled
 			return nil, nil, errorf(codeServerError, "request cancelled")
 		}
-		return nil, p.rateLimited(c, &limitRefusal{limit: metrics.LimitServerConcurrent, text: fmt.Sprintf(
+		return nil, tc.rateLimited(c, &limitRefusal{limit: metrics.LimitServerConcurrent, text: fmt.Sprintf(
 			"server '%s' takes %s at a time, and none of those in flight ended within %s; retry once they have",
 			c.entry.Server, calls(sl.maxConcurrent), timeout)}), nil
 	}

@@ -164,10 +164,10 @@ func TestAgentLimitIsSharedBySessions(t *testing.T) {
 	a, _ := testSession(p, "bot", nil)
 	b, _ := testSession(p, "bot", nil)
 	ctx := context.Background()
-	if res, _ := p.forwardCall(ctx, reqFor(a, "tools/call", nil), "fx__alpha", nil, nil); IsErrorResult(res) {
+	if res, _ := p.calls.forwardCall(ctx, reqFor(a, "tools/call", nil), "fx__alpha", nil, nil); IsErrorResult(res) {
 		t.Fatalf("session a: %s", res)
 	}
-	res, _ := p.forwardCall(ctx, reqFor(b, "tools/call", nil), "fx__alpha", nil, nil)
+	res, _ := p.calls.forwardCall(ctx, reqFor(b, "tools/call", nil), "fx__alpha", nil, nil)
 	if text, _ := resultText(t, res); !strings.Contains(text, "denied by rate_limited: agent 'bot'") {
 		t.Fatalf("session b = %q", text)
 	}
@@ -289,12 +289,14 @@ func TestRateGateGivesBackForAQuestion(t *testing.T) {
 	p, _, _, _ := limitsProxy(t, limitsYAML)
 	st, _ := testSession(p, "bot", nil)
 	e, _ := p.Catalog().Lookup("fx__alpha")
-	asks := p.rateGate(func(context.Context, *toolCall) (json.RawMessage, *wireError) {
-		return nil, &wireError{input: json.RawMessage(`{}`)}
+	asks := p.calls.rateGate(func(_ context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		c.input = &inputRequired{result: json.RawMessage(`{"resultType":"input_required"}`)}
+		return c.input.result, nil
 	})
 	for i := range 3 {
-		if _, werr := asks(context.Background(), &toolCall{r: reqFor(st, "tools/call", nil), name: "fx__alpha", entry: e}); werr == nil || werr.input == nil {
-			t.Fatalf("question %d refused: %+v", i+1, werr)
+		c := &toolCall{r: reqFor(st, "tools/call", nil), name: "fx__alpha", entry: e}
+		if res, werr := asks(context.Background(), c); werr != nil || c.input == nil || string(res) != `{"resultType":"input_required"}` {
+			t.Fatalf("question %d refused: %s %+v", i+1, res, werr)
 		}
 	}
 	if text, isErr := callText(t, p, "bot", "fx__alpha"); isErr {

@@ -75,7 +75,7 @@ func withSubscriptionID(params json.RawMessage, id json.RawMessage) []byte {
 }
 
 // listen serves subscriptions/listen until the client ends it.
-func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) listen(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	var in struct {
 		Notifications listenFilter `json:"notifications"`
 	}
@@ -93,25 +93,25 @@ func (p *Proxy) listen(ctx context.Context, r *request) (json.RawMessage, *wireE
 		// it takes broadcasts, tagged and filtered, on the listen's stream.
 		s.notify.attach(&listenStream{out: r.out, id: r.id, filter: &f})
 		s.open.Store(true)
-		p.sessions.addListener(s)
-		defer p.sessions.removeListener(s)
+		rp.sessions.addListener(s)
+		defer rp.sessions.removeListener(s)
 	} // on stdio the connection takes every notification already, as it comes
 	for _, uri := range f.ResourceSubscriptions {
 		params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-		if _, werr := p.subscription(ctx, s, params, true); werr != nil {
-			p.log.Debug().Str("agent", s.agent.Name).Str("error", werr.Message).Msg("a listen's resource subscription was not made")
+		if _, werr := rp.subscription(ctx, r, params, true); werr != nil {
+			rp.log.Debug().Str("agent", s.agent.Name).Str("error", werr.Message).Msg("a listen's resource subscription was not made")
 		}
 	}
 	select {
 	case <-ctx.Done():
-	case <-p.front.stop:
+	case <-rp.stop:
 	case <-s.done:
 	case <-s.inputDone:
 	}
 	if s.transport != transportHTTP {
 		for _, uri := range f.ResourceSubscriptions {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-			_, _ = p.subscription(context.WithoutCancel(ctx), s, params, false)
+			_, _ = rp.subscription(context.WithoutCancel(ctx), r, params, false)
 		}
 	}
 	return json.RawMessage(`{"_meta":{` + string(rawjson.String(metaSubscriptionID)) + `:` + string(r.id) + `}}`), nil

@@ -46,16 +46,16 @@ type connLevel struct {
 // a live session granted its server, or "" (forget it) when none has set
 // one. It returns at once; the sends run behind it, in order per
 // connection. Call it after anything that can change those levels.
-func (p *Proxy) applyLogLevels() {
-	ls := &p.relay.levels
+func (rl *relay) applyLogLevels() {
+	ls := &rl.levels
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
 	// Read under ls.mu: the last call to take the lock sees the latest
 	// generation and levels, so its decision is the one that stands.
-	g := p.gen()
+	g := rl.gen()
 	want := make(map[string]int32, len(g.ups))
-	p.sessions.each(func(s *session) {
-		l := s.level.Load()
+	rl.sessions.each(func(s *session) {
+		l := s.state.Level()
 		if l < 0 || s.ended() {
 			return
 		}
@@ -83,7 +83,7 @@ func (p *Proxy) applyLogLevels() {
 		cl.want = level
 		if cl.want != cl.sent && !cl.busy {
 			cl.busy = true
-			ls.senders.Go(func() { p.passLevels(name, u, cl) })
+			ls.senders.Go(func() { rl.passLevels(name, u, cl) })
 		}
 	}
 	for u := range ls.conns {
@@ -95,8 +95,8 @@ func (p *Proxy) applyLogLevels() {
 
 // passLevels sends cl's wanted level to u until the level sent is the one
 // wanted. It is the only sender for u while cl.busy is set.
-func (p *Proxy) passLevels(server string, u Upstream, cl *connLevel) {
-	ls := &p.relay.levels
+func (rl *relay) passLevels(server string, u Upstream, cl *connLevel) {
+	ls := &rl.levels
 	for {
 		ls.mu.Lock()
 		level := cl.want
@@ -110,7 +110,7 @@ func (p *Proxy) passLevels(server string, u Upstream, cl *connLevel) {
 		err := u.SetLogLevel(ctx, level) // keeps the level for later connections too, even when the send fails
 		cancel()
 		if err != nil {
-			p.log.Debug().Str("server", server).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
+			rl.log.Debug().Str("server", server).Str("error", sanitize.Error(err.Error())).Msg("logging/setLevel not passed on")
 		}
 		ls.mu.Lock()
 		cl.sent = level

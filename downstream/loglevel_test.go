@@ -101,7 +101,7 @@ func waitLevels(t *testing.T, what string, got func() []string, want ...string) 
 // setLevelOf sends a session's logging/setLevel through the proxy.
 func setLevelOf(t *testing.T, p *Proxy, s *session, level string) {
 	t.Helper()
-	if _, werr := p.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
+	if _, werr := p.lifecycle.setLevel(context.Background(), reqFor(s, "logging/setLevel", json.RawMessage(`{"level":"`+level+`"}`))); werr != nil {
 		t.Fatal(werr)
 	}
 }

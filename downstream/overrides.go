@@ -110,27 +110,11 @@ func showTools(server string, ovs map[string]*override.Tool, tools []upstream.To
 	return out, warns
 }
 
-// IntegrityTools is what tool integrity reviews of a server's tools: each
-// upstream definition (the fingerprint's) and, for an overridden tool, the
-// bytes clients would see (the scan's), as a catalog build gives them. The
-// `tools` verb reviews through it so that it judges what the proxy serves.
-func (p *Proxy) IntegrityTools(server string, tools []upstream.Tool) []integrity.Tool {
-	shown, _ := showTools(server, p.gen().overrides[server], tools, false)
-	out := make([]integrity.Tool, len(tools))
-	for i, t := range tools {
-		out[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
-		if shown[i].ov != nil {
-			out[i].Visible = shown[i].raw
-		}
-	}
-	return out
-}
-
 // pinnedGate applies a tool's pinned arguments (docs/agents.md#overrides-and-rate-limits): a call that sets
 // one is refused with an isError result naming them, before any limit is
 // spent or person asked; otherwise the pinned values go into the arguments
 // sent upstream (toolCall.upArgs).
-func (p *Proxy) pinnedGate(next callHandler) callHandler {
+func (tc *toolCalls) pinnedGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
 		ov := c.entry.override
 		if ov == nil || len(ov.Pinned()) == 0 {
@@ -162,4 +146,20 @@ func pinnedRefusal(tool string, sent []string) string {
 	}
 	return fmt.Sprintf("tool '%s' was not run: %s fixed by the proxy's configuration and may not be sent; call the tool without %s",
 		tool, what, them)
+}
+
+// integrityTools is what tool integrity reviews of a server's tools: each
+// upstream definition (the fingerprint's) and, for an overridden tool, the
+// bytes clients would see (the scan's), as a catalog build gives them. The
+// `tools` verb reviews through it so that it judges what the proxy serves.
+func (e *env) integrityTools(server string, tools []upstream.Tool) []integrity.Tool {
+	shown, _ := showTools(server, e.gen().overrides[server], tools, false)
+	out := make([]integrity.Tool, len(tools))
+	for i, t := range tools {
+		out[i] = integrity.Tool{Name: t.Name, Upstream: t.Raw}
+		if shown[i].ov != nil {
+			out[i].Visible = shown[i].raw
+		}
+	}
+	return out
 }

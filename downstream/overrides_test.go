@@ -92,7 +92,7 @@ func listedTool(t *testing.T, result []byte, name string) map[string]any {
 func TestOverridesInToolsList(t *testing.T) {
 	p, _ := overridesProxy(t, nil)
 	st, _ := testSession(p, "writer", nil)
-	list := p.listFor(st)
+	list := p.views.listFor(st)
 	names := listedNames(t, list)
 	// delete_repo takes create_issue's default name, which is free: its
 	// own override renames create_issue.
@@ -168,7 +168,7 @@ func TestOverridesAndPolicy(t *testing.T) {
 	// read_only: list_issues, marked read-only by its override, is listed
 	// and callable; the others are not.
 	st, _ := testSession(p, "reader", nil)
-	if names := listedNames(t, p.listFor(st)); !slices.Equal(names, []string{"gh__list_issues"}) {
+	if names := listedNames(t, p.views.listFor(st)); !slices.Equal(names, []string{"gh__list_issues"}) {
 		t.Errorf("read_only agent lists %v, want [gh__list_issues]", names)
 	}
 	if res, _ := p.CallTool(ctx, "reader", nil, "gh__list_issues", nil); IsErrorResult(res) {
@@ -181,7 +181,7 @@ func TestOverridesAndPolicy(t *testing.T) {
 	// excluded_tools written for delete_repo's default name still holds
 	// after its rename.
 	careful, _ := testSession(p, "careful", nil)
-	for _, n := range listedNames(t, p.listFor(careful)) {
+	for _, n := range listedNames(t, p.views.listFor(careful)) {
 		if e, _ := p.Catalog().Lookup(n); e != nil && e.Name == "delete_repo" {
 			t.Errorf("the renamed delete_repo is listed as %s for an agent that excludes it", n)
 		}
@@ -262,12 +262,12 @@ func TestOverridesInDeferredMode(t *testing.T) {
 		return newProxy(t, yaml, map[string]*fakeUpstream{"gh": gh}), gh
 	}()
 	st, _ := testSession(p, "writer", nil)
-	instr := p.deferredInstructions(st)
+	instr := p.own.deferredInstructions(st)
 	if !strings.Contains(instr, "new_issue - Open an issue in the proxy's own repository.") || strings.Contains(instr, "Create an issue.") {
 		t.Errorf("deferred instructions:\n%s", instr)
 	}
 	ctx := context.Background()
-	res, _ := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"own repository"}`), nil)
+	res, _ := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"own repository"}`), nil)
 	text, _ := resultText(t, res)
 	if !strings.Contains(text, `"name": "new_issue"`) && !strings.Contains(text, `"name":"new_issue"`) {
 		t.Errorf("tool_search did not find the overridden description: %s", text)
@@ -275,7 +275,7 @@ func TestOverridesInDeferredMode(t *testing.T) {
 	if strings.Contains(text, `"owner"`) {
 		t.Errorf("tool_search shows a pinned parameter: %s", text)
 	}
-	res, werr := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"new_issue","arguments":{"title":"t"}}`), nil)
+	res, werr := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"new_issue","arguments":{"title":"t"}}`), nil)
 	if werr != nil || IsErrorResult(res) {
 		t.Fatalf("call_tool new_issue: %s %v", res, werr)
 	}
@@ -322,7 +322,7 @@ servers:
 		t.Fatalf("the overridden tool: %+v", e)
 	}
 	st := testState(t, p)
-	if names := listedNames(t, p.listFor(st)); !slices.Equal(names, []string{"fx__read"}) {
+	if names := listedNames(t, p.views.listFor(st)); !slices.Equal(names, []string{"fx__read"}) {
 		t.Errorf("listed %v", names)
 	}
 	res, _ := p.CallTool(context.Background(), "", nil, "fx__read", nil)

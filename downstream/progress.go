@@ -25,7 +25,6 @@ import (
 const progressFlushLimit = 2 * time.Second
 
 type progressRelay struct {
-	p      *Proxy
 	mu     sync.Mutex
 	routes map[string]*progressRoute
 }
@@ -42,7 +41,7 @@ type progressRoute struct {
 	latest   json.RawMessage // the newest params not yet written
 	sending  bool
 	closed   bool
-	detached bool          // no request is waiting on the call (a parked round trip, mrtr.go)
+	detached bool          // no request is waiting on the call (a parked round trip, roundtrip.go)
 	idle     chan struct{} // closed when the sender has nothing left
 }
 

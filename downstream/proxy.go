@@ -3,10 +3,8 @@ package downstream
 import (
 	"context"
 	"encoding/json"
-	"slices"
-	"strings"
-	"sync"
-	"sync/atomic"
+	"io"
+	"net/http"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -16,8 +14,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
-	"github.com/mcp-proxy/mcp-proxy/namespace"
-	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -55,82 +51,78 @@ type Options struct {
 	Audit *audit.Log
 }
 
-// Proxy is the downstream MCP server. Its methods are safe for concurrent
-// use. Its state lives in parts that own it: the catalog (catalog.go,
-// refresh.go), the sessions (sessions.go), the HTTP front (http.go), the
-// views per agent (views.go), the relay of upstream requests and
-// notifications (relay.go, progress.go, mrtr.go) and the approval states
-// of stateless clients (approval.go).
+// Proxy is the downstream MCP server, and the composition root of its
+// parts: New builds them and wires them together, and its methods hand
+// each call to the part that serves it. Each part owns its state and its
+// behaviour, and reaches the others through small interfaces it declares
+// (docs/architecture.md has the picture):
+//
+//   - env (env.go): the options, the log, the current generation (config
+//     and upstreams) and the questions every part asks of it;
+//   - the transports, which only frame bytes: stdioFront (stdio.go) and
+//     httpFront (http.go, httpstream.go);
+//   - the route, router (route.go): receive, split, parse, the method and
+//     notification tables behind one middleware chain;
+//   - the session table, sessionTable (sessiontable.go), and each
+//     session's state behind sessionState (sessionstate.go);
+//   - the handshake, lifecycle (lifecycle.go);
+//   - the tool calls, toolCalls (toolcall.go, with its steps in
+//     approval.go, limits.go, overrides.go);
+//   - the resources and prompts, resourcesPrompts (resources.go, listen.go);
+//   - the own tools, ownTools (owntools_search.go, owntools_resources.go);
+//   - the views per agent, viewCache (views.go);
+//   - the relay of servers' requests and notifications, relay (relay.go,
+//     roundtrip.go, progress.go, loglevel.go);
+//   - the catalog, catalogState (catalogstate.go, catalog.go, surface.go);
+//   - the OAuth logins through the host, logins (authurl.go).
+//
+// Its methods are safe for concurrent use.
 type Proxy struct {
-	opts    Options
-	log     zerolog.Logger
-	started time.Time
-	now     func() time.Time // the rate limits' clock: time.Now, or a test's
+	*env
 
-	cur      atomic.Pointer[generation]
-	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values
-
-	route     map[string]handler // the method table behind its middleware
-	callChain callHandler        // the steps of a tools/call (toolcall.go)
-	catalogs  catalogState
-	views     viewCache
-	sessions  *sessionStore
+	route     *router
+	sessions  *sessionTable
+	catalogs  *catalogState
+	views     *viewCache
+	own       *ownTools
+	relay     *relay
+	surface   *resourcesPrompts
+	calls     *toolCalls
+	lifecycle *lifecycle
+	logins    *logins
+	stdio     *stdioFront
 	front     *httpFront
-	relay     relay
-	approvals approvalStates
-	logins    logins
 }
 
 // New builds the proxy. It does not start serving; see ServeStdio and
 // HTTPHandler.
 func New(opts Options) *Proxy {
-	p := &Proxy{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
-	p.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
-		limits: buildLimits(opts.Config, nil, p.now())})
-	p.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
-	p.catalogs.init(p.style())
-	p.views.reset()
-	p.relay.init(p)
-	p.sessions = newSessionStore(opts.Metrics)
-	p.sessions.onRemove = p.sessionEnded
-	p.front = newHTTPFront(p)
-	p.route = buildRoute(p.methodTable(), p.recovery, p.traceRequest, p.observe, eraCheck, p.decorate)
-	p.callChain = buildCallChain(p.send, p.observeCall, p.policyGate, p.quarantineGate, p.pinnedGate, p.upGate, p.rateGate, p.approvalGate)
-	return p
-}
-
-// generation is one config and the upstreams built from it. A reload
-// (SIGHUP) swaps it whole, so a reader never mixes two configs.
-type generation struct {
-	cfg *config.Config
-	ups map[string]Upstream
-	// overrides are cfg's tools.overrides, compiled (docs/agents.md#overrides-and-rate-limits).
-	overrides toolOverrides
-	// limits are cfg's rate limits (docs/agents.md#overrides-and-rate-limits); nil when it has none.
-	limits *callLimits
-	// startedUp is set once a waitStartup found every upstream of ups past
-	// its first connection attempt and refreshed the catalog after it: the
-	// waits of later lists return at once. A reload's generation starts
-	// without it. waitOver refreshes the catalog once when startup_wait
-	// ran out before that.
-	startedUp atomic.Bool
-	waitOver  sync.Once
-	// first is the generation the proxy started with: only its snapshots
-	// wait for the start to end before they build (UpstreamChanged), and
-	// watchStart starts the wait that builds when it ends.
-	first      bool
-	watchStart sync.Once
-}
-
-func (p *Proxy) gen() *generation { return p.cur.Load() }
-
-func (g *generation) serverNames() []string {
-	names := make([]string, 0, len(g.ups))
-	for name := range g.ups {
-		names = append(names, name)
+	e := newEnv(opts)
+	p := &Proxy{env: e}
+	p.sessions = newSessionTable(opts.Metrics)
+	p.route = newRouter(e)
+	p.own = &ownTools{env: e}
+	p.catalogs = newCatalogState(e, p.sessions, p.own)
+	p.views = newViewCache(e, p.catalogs, p.own)
+	p.logins = &logins{env: e, sessions: p.sessions}
+	p.front = newHTTPFront(e, p.route, p.sessions, p.views)
+	p.stdio = &stdioFront{route: p.route, sessions: p.sessions, agents: p.views}
+	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}
+	p.relay = newRelay(e, p.sessions, p.surface)
+	p.surface.relay = p.relay
+	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
+	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
+	p.lifecycle = &lifecycle{env: e, catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
+	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))
+	// When a session ends, its subscriptions go, and the upstreams' log
+	// levels no longer count its own.
+	p.sessions.onRemove = func(s *session) {
+		p.surface.dropSubscriptions(s)
+		if s.state.Level() >= 0 {
+			p.relay.applyLogLevels()
+		}
 	}
-	slices.Sort(names)
-	return names
+	return p
 }
 
 // Reload switches the proxy to a new config and upstream set (docs/operations.md#shutdown-and-reload:
@@ -138,162 +130,91 @@ func (g *generation) serverNames() []string {
 // levels, which the new connections are told); new sessions resolve their
 // agent from cfg. The listen settings of the old config stay in force.
 func (p *Proxy) Reload(cfg *config.Config, ups map[string]Upstream) {
-	prev := p.gen()
-	old := prev.cfg.Secrets()
-	p.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, p.log), limits: buildLimits(cfg, prev.limits, p.now())})
-	// The old values stay known: a reply may still quote one.
-	p.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
+	p.swap(cfg, ups)
 	p.views.reset()
-	if p.front.auth.Load() != nil {
-		p.front.auth.Store(p.newAuthenticator(cfg)) // new tokens and match rules serve new requests
-	}
-	p.applyLogLevels() // an added or restarted server's connection has no level yet
-	p.Refresh()
+	p.front.reload(cfg)
+	p.relay.applyLogLevels() // an added or restarted server's connection has no level yet
+	p.catalogs.Refresh()
 }
 
-// sessionEnded is what the proxy does when a session ends: its
-// subscriptions go, and the upstreams' log levels no longer count its own.
-func (p *Proxy) sessionEnded(s *session) {
-	p.dropSubscriptions(s)
-	if s.level.Load() >= 0 {
-		p.applyLogLevels()
-	}
+// ServeStdio serves one session for agent ("" = the default agent) on
+// in/out until in reaches EOF or ctx ends, with the session's per-call
+// allow-list perCall (nil = none). Only protocol messages are written to
+// out. An unknown agent is an error wrapping filter.ErrUnknownAgent
+// (stdio.go).
+func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
+	return p.stdio.serve(ctx, agent, perCall, in, out)
 }
 
-// cleanText removes the config's secret values and the generic secret
-// patterns from text of upstream origin that goes to a client (docs/protocol.md#fidelity).
-func (p *Proxy) cleanText(s string) string { return p.scrubber.Load().Text(s) }
+// HTTPHandler returns the Streamable HTTP handler of a listener bound to
+// boundAddr (host:port; it makes the default public URL), and starts the
+// sweep of idle sessions, which ShutdownHTTP stops (http.go).
+func (p *Proxy) HTTPHandler(boundAddr string) http.Handler { return p.front.handler(boundAddr) }
 
-// errText is cleanText for error texts: also cut to 500 characters.
-func (p *Proxy) errText(s string) string { return sanitize.Error(p.cleanText(s)) }
+// ShutdownHTTP ends the HTTP side gracefully (http.go). Call it after
+// http.Server.Shutdown has stopped new requests.
+func (p *Proxy) ShutdownHTTP(ctx context.Context) { p.front.shutdown(ctx) }
 
-func (p *Proxy) style() namespace.Style { return namespace.Style(p.gen().cfg.Naming) }
+// Health returns the /healthz and /readyz handlers for the metrics listener.
+func (p *Proxy) Health() (healthz, readyz http.HandlerFunc) { return p.front.healthz, p.front.readyz }
+
+// CallTool calls one tool for agent outside any MCP session (the `call`
+// verb). It takes the route of a tools/call from a client, middleware and
+// all, as a client that can be asked nothing.
+func (p *Proxy) CallTool(ctx context.Context, agent string, perCall []string, name string, args json.RawMessage) (json.RawMessage, error) {
+	a, err := p.views.resolveAgent(agent)
+	if err != nil {
+		return nil, err
+	}
+	params, err := callParams(name, args, nil)
+	if err != nil {
+		return nil, err
+	}
+	s := newSession("", "cli", a, perCall)
+	defer s.close()
+	r := &request{sess: s, id: json.RawMessage("0"), method: "tools/call", params: params, out: noStream{}}
+	result, werr := p.route.call(ctx, r)
+	if werr != nil {
+		return nil, werr
+	}
+	return result, nil
+}
+
+// OnUpstreamRequest answers an upstream's sampling/createMessage,
+// elicitation/create or roots/list by asking the client of the request it
+// belongs to (relay.go). It is upstream.Options.OnRequest.
+func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+	return p.relay.onRequest(ctx, srv, method, params)
+}
+
+// OnUpstreamNotification relays an upstream's notifications (relay.go). It
+// is upstream.Options.OnNotification.
+func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
+	p.relay.onNotification(srv, method, params)
+}
+
+// AskToOpen asks the stdio client to open the authorization page of
+// server's login at url (authurl.go). It is
+// upstream.AuthOptions.OnAuthorizationURL, for stdio only.
+func (p *Proxy) AskToOpen(server, url string) { p.logins.AskToOpen(server, url) }
 
 // Catalog returns the current merged catalog.
-func (p *Proxy) Catalog() *Catalog { return p.catalogs.current.Load() }
+func (p *Proxy) Catalog() *Catalog { return p.catalogs.Catalog() }
 
-// waitStartup blocks until every upstream has connected or failed, at most
-// startup_wait after the proxy started (docs/operations.md#startup); servers that connect
-// later appear through list_changed. Either way it then brings the catalog
-// up to the upstreams' snapshots: the start's builds wait for its end
-// (UpstreamChanged), and the last Ready may have closed before its
-// snapshot arrived. Once a call has seen every upstream of the generation
-// ready, the later ones return at once (every tools/list calls it).
-func (p *Proxy) waitStartup(ctx context.Context) {
-	g := p.gen()
-	if g.startedUp.Load() {
-		return
-	}
-	ready := p.awaitReady(ctx, g) // else startup_wait is over, or ctx
-	switch {
-	case ctx.Err() != nil:
-	case ready:
-		p.Refresh()
-		g.startedUp.Store(true)
-	default:
-		// Later snapshots build at once (startupPending is false now), so
-		// only the first wait that ran out needs to build.
-		g.waitOver.Do(p.Refresh)
-	}
-}
+// Refresh rebuilds the catalog from the upstreams' snapshots and tells the
+// sessions what changed (catalogstate.go).
+func (p *Proxy) Refresh() { p.catalogs.Refresh() }
 
-// awaitReady waits until every upstream of g is ready (true), or until
-// startup_wait after the start or ctx's end (false).
-func (p *Proxy) awaitReady(ctx context.Context, g *generation) bool {
-	var timer *time.Timer // made when an upstream is not ready yet
-	for _, name := range g.serverNames() {
-		ready := g.ups[name].Ready()
-		select {
-		case <-ready:
-			continue
-		default:
-		}
-		if timer == nil {
-			wait := time.Until(p.started.Add(g.cfg.StartupWait.D()))
-			if wait <= 0 {
-				return false
-			}
-			timer = time.NewTimer(wait)
-			defer timer.Stop()
-		}
-		select {
-		case <-ready:
-		case <-timer.C:
-			return false
-		case <-ctx.Done():
-			return false
-		}
-	}
-	return true
-}
+// UpstreamChanged is Refresh for a new upstream snapshot (catalogstate.go).
+func (p *Proxy) UpstreamChanged() { p.catalogs.UpstreamChanged() }
 
-// startupPending reports whether some upstream's first connection attempt
-// is still running within startup_wait.
-func (p *Proxy) startupPending() bool {
-	g := p.gen()
-	if time.Since(p.started) >= g.cfg.StartupWait.D() {
-		return false
-	}
-	for _, u := range g.ups {
-		select {
-		case <-u.Ready():
-		default:
-			return true
-		}
-	}
-	return false
-}
+// Reevaluate rebuilds the catalog although no upstream changed: tool
+// integrity's verdicts did (an approval made by another process).
+func (p *Proxy) Reevaluate() { p.catalogs.Reevaluate() }
 
-// needsInstructions reports whether a session's initialize (or
-// server/discover) result carries instructions of the proxy's own: the
-// deferred tools and the pinned resources. They are the model's only list
-// of deferred tools, so such a session's first answer waits for upstreams
-// (at most startup_wait).
-func (p *Proxy) needsInstructions(s *session) bool {
-	return s.agent.Deferred || p.hasPinned()
-}
-
-// sessionInstructions renders those instructions.
-func (p *Proxy) sessionInstructions(ctx context.Context, s *session) string {
-	var parts []string
-	if s.agent.Deferred {
-		parts = append(parts, p.deferredInstructions(s))
-	}
-	if pinned := p.pinnedInstructions(ctx, s); pinned != "" {
-		parts = append(parts, pinned)
-	}
-	return strings.Join(parts, "\n")
-}
-
-// hasPinned reports whether any server has pinned_resources.
-func (p *Proxy) hasPinned() bool {
-	for _, s := range p.gen().cfg.Servers {
-		if len(s.PinnedResources) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-// defaultAgentName is the agent served when a request names none: the
-// configured default_agent, or the implicit agent when there are no agents.
-// It is "" when agents exist and none is the default.
-func (p *Proxy) defaultAgentName() string {
-	if cfg := p.gen().cfg; cfg.HasAgents() {
-		return cfg.DefaultAgent
-	}
-	return config.ImplicitAgent
-}
-
-// broadcast sends a notification to every initialized session on its own
-// stream (stdio, or the HTTP session's GET stream). keep, when not nil,
-// picks the sessions.
-func (p *Proxy) broadcast(method string, params []byte, keep func(*session) bool) {
-	msg := notification(method, params)
-	p.sessions.each(func(s *session) {
-		if !s.open.Load() || keep != nil && !keep(s) {
-			return
-		}
-		s.notify.send(msg)
-	})
+// IntegrityTools is what tool integrity reviews of a server's tools, as a
+// catalog build gives them (overrides.go). The `tools` verb reviews
+// through it so that it judges what the proxy serves.
+func (p *Proxy) IntegrityTools(server string, tools []upstream.Tool) []integrity.Tool {
+	return p.integrityTools(server, tools)
 }

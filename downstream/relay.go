@@ -26,21 +26,42 @@ import (
 // an empty list. The request passes as bytes: only the fields the proxy
 // governs (sampling's maxTokens and includeContext) are rewritten.
 
-// relay is the part of the proxy that carries upstream requests and
-// notifications to the right client.
+// relay carries upstream servers' requests and notifications to the right
+// client: it knows the client requests in flight to each server, the
+// progress tokens of calls, the calls of stateless clients parked between
+// round trips (roundtrip.go), and the log level each upstream is told
+// (loglevel.go).
 type relay struct {
-	p        *Proxy
+	*env
+	sessions *sessionTable
+	// watchers take the resource updates (the resources part's subscriptions).
+	watchers resourceWatchers
+
 	calls    callRegistry  // requests in flight, per server
 	progress progressRelay // progress tokens of calls in flight
 	sampling rateWindow    // sampling requests per server, last minute
-	parked   parkTable     // calls of stateless clients between round trips (mrtr.go)
-	subs     subscriptions // resource subscriptions (surface_calls.go)
+	parked   parkTable     // calls of stateless clients between round trips (roundtrip.go)
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
-func (r *relay) init(p *Proxy) {
-	r.p = p
-	r.progress.p = p
+// begin registers r as in flight to server until end is called: a
+// server's request without a context of its call finds r's client
+// (callRegistry.only).
+func (rl *relay) begin(server string, r *request) (end func()) { return rl.calls.begin(server, r) }
+
+// openProgress rewrites meta's progress token for the upstream and routes
+// the server's progress to r's stream (progress.go).
+func (rl *relay) openProgress(r *request, server string, meta json.RawMessage) (json.RawMessage, *progressRoute) {
+	return rl.progress.open(r, server, meta)
+}
+
+// resourceWatchers is what the relay needs of the resource subscriptions.
+type resourceWatchers interface {
+	resourceUpdated(srv string, params json.RawMessage)
+}
+
+func newRelay(e *env, sessions *sessionTable, watchers resourceWatchers) *relay {
+	return &relay{env: e, sessions: sessions, watchers: watchers}
 }
 
 // callRegistry holds, per server, the client requests in flight to it.
@@ -104,21 +125,21 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
-		r, n = p.relay.calls.only(srv)
+		r, n = rl.calls.only(srv)
 	}
-	if r != nil && r.sess.parked.Load() != nil {
-		return p.relayParked(ctx, r.sess.parked.Load(), srv, method, params)
+	if r != nil && r.sess.state.Parked() != nil {
+		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})
 	}
 	if r == nil {
 		if method == "roots/list" {
-			return p.rootsWithoutCall(ctx, srv)
+			return rl.rootsWithoutCall(ctx, srv)
 		}
 		if method == "sampling/createMessage" {
-			p.opts.Metrics.Sampling(srv, "unroutable")
+			rl.opts.Metrics.Sampling(srv, "unroutable")
 		}
 		if n == 0 {
 			return nil, refuse(codeRefused, "%s from MCP server '%s' refused: no client call to this server is in flight", method, srv)
@@ -131,34 +152,65 @@ func (p *Proxy) OnUpstreamRequest(ctx context.Context, srv, method string, param
 		// a subscription) has no stream to take a server request on, nor
 		// a result that could carry it.
 		if method == "sampling/createMessage" {
-			p.opts.Metrics.Sampling(srv, "unsupported")
+			rl.opts.Metrics.Sampling(srv, "unsupported")
 		}
 		return nil, refuse(codeMethodNotFound, "%s from MCP server '%s' refused: the client uses the stateless %s protocol "+
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
-	ask := func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-		res, err := r.sess.ask(ctx, r, method, params)
-		if err != nil {
-			return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
-		}
-		return res, nil
-	}
+	return rl.dispatch(ctx, srv, method, params, sessionAsker{r})
+}
+
+// asker puts a server's request to the client it is for.
+type asker interface {
+	// caps are the capabilities the client declared.
+	caps() clientCaps
+	// ask puts the request to the client and waits for its answer, at most
+	// within (0: as long as ctx allows).
+	ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error)
+}
+
+// dispatch is the one place a server's request to a client is decided,
+// whichever way the client is asked (sessionAsker, parkedAsker): sampling
+// under the server's governance (relaySampling), elicitation when the
+// client takes its mode, within the server's timeout (a person answers),
+// roots from the client when it has them, else the configured ones.
+func (rl *relay) dispatch(ctx context.Context, srv, method string, params json.RawMessage, c asker) (json.RawMessage, error) {
+	caps := c.caps()
 	switch method {
 	case "sampling/createMessage":
-		return p.relaySampling(ctx, srv, r.caps, params, ask)
+		return rl.relaySampling(ctx, srv, caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
+			return c.ask(ctx, method, params, 0) // relaySampling bounds ctx by the server's sampling timeout
+		})
 	case "elicitation/create":
-		if err := elicitationSupported(r.caps, params); err != nil {
+		if err := elicitationSupported(caps, params); err != nil {
 			return nil, err
 		}
-		ectx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv)) // a person answers: the call's own bound
-		defer cancel()
-		return ask(ectx, params)
+		return c.ask(ctx, method, params, rl.serverTimeout(srv))
 	default: // roots/list
-		if !r.caps.roots {
-			return p.configuredRoots(srv), nil
+		if !caps.roots {
+			return rl.configuredRoots(srv), nil
 		}
-		return ask(ctx, emptyIfNil(params))
+		return c.ask(ctx, method, emptyIfNil(params), rl.serverTimeout(srv))
 	}
+}
+
+// sessionAsker asks the client of a session-based request (or of a
+// stateless request over stdio) on its own stream.
+type sessionAsker struct{ r *request }
+
+func (a sessionAsker) caps() clientCaps { return a.r.caps }
+
+func (a sessionAsker) ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error) {
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	res, err := a.r.sess.ask(ctx, a.r, method, params)
+	if err != nil {
+		return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
+	}
+	return res, nil
 }
 
 // elicitationSupported checks that the client takes the elicitation's mode.
@@ -179,33 +231,33 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 // when that fails, the server's configured roots, else an empty list,
 // which servers such as server-filesystem take as "keep the directories
 // given on the command line".
-func (p *Proxy) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
+func (rl *relay) rootsWithoutCall(ctx context.Context, srv string) (json.RawMessage, error) {
 	var stdio *session
-	p.sessions.each(func(s *session) {
+	rl.sessions.each(func(s *session) {
 		if s.transport == transportStdio {
 			stdio = s
 		}
 	})
 	if stdio != nil && stdio.agent.Granted(srv) {
-		if c := stdio.client.Load(); c != nil && c.caps.roots {
-			tctx, cancel := context.WithTimeout(ctx, p.serverTimeout(srv))
+		if c := stdio.state.Client(); c != nil && c.caps.roots {
+			tctx, cancel := context.WithTimeout(ctx, rl.serverTimeout(srv))
 			defer cancel()
 			if res, err := stdio.ask(tctx, nil, "roots/list", json.RawMessage(`{}`)); err == nil {
 				return res, nil
 			}
 		}
 	}
-	return p.configuredRoots(srv), nil
+	return rl.configuredRoots(srv), nil
 }
 
 // configuredRoots is a roots/list result of the server's configured roots.
-func (p *Proxy) configuredRoots(srv string) json.RawMessage {
+func (rl *relay) configuredRoots(srv string) json.RawMessage {
 	type root struct {
 		URI  string `json:"uri"`
 		Name string `json:"name,omitempty"`
 	}
 	list := []root{}
-	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
+	if cfg := rl.gen().cfg.Servers[srv]; cfg != nil {
 		for _, r := range cfg.Roots {
 			list = append(list, root{URI: r.URI, Name: r.Name})
 		}
@@ -216,8 +268,8 @@ func (p *Proxy) configuredRoots(srv string) json.RawMessage {
 
 // rootsChanged passes a client's notifications/roots/list_changed on to
 // every connected upstream its agent is granted, which then asks again.
-func (p *Proxy) rootsChanged(s *session) {
-	g := p.gen()
+func (rl *relay) rootsChanged(s *session) {
+	g := rl.gen()
 	for name, u := range g.ups {
 		if !s.agent.Granted(name) || u.Snapshot().State != upstream.StateConnected {
 			continue
@@ -239,14 +291,14 @@ func (p *Proxy) rootsChanged(s *session) {
 // becomes "none" (the client sees the proxy as one server: another
 // upstream's context must not leak to this one), requested models must be
 // allowed, and the requests of a minute are bounded.
-func (p *Proxy) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
+func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
 	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
-	cfg := p.gen().cfg.Servers[srv]
+	cfg := rl.gen().cfg.Servers[srv]
 	if cfg == nil {
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
 	}
 	sc := cfg.Sampling
-	outcome := func(o string) { p.opts.Metrics.Sampling(srv, o) }
+	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
 	if !sc.IsEnabled() {
 		outcome("refused_disabled")
 		return nil, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
@@ -280,7 +332,7 @@ func (p *Proxy) relaySampling(ctx context.Context, srv string, caps clientCaps, 
 			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
 		}
 	}
-	if !p.relay.sampling.allow(srv, sc.MaxRPM, time.Now()) {
+	if !rl.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
 		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
@@ -336,14 +388,14 @@ func (w *rateWindow) allow(srv string, perMinute int, now time.Time) bool {
 // the call it belongs to, log messages to the clients granted the server
 // (with the server's name as logger), resource updates to the subscribers.
 // It is upstream.Options.OnNotification.
-func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessage) {
+func (rl *relay) onNotification(srv, method string, params json.RawMessage) {
 	switch method {
 	case "notifications/progress":
-		p.relay.progress.deliver(srv, params)
+		rl.progress.deliver(srv, params)
 	case "notifications/message":
-		p.forwardLog(srv, params)
+		rl.forwardLog(srv, params)
 	case "notifications/resources/updated":
-		p.resourceUpdated(srv, params)
+		rl.watchers.resourceUpdated(srv, params)
 	}
 }
 
@@ -353,7 +405,7 @@ func (p *Proxy) OnUpstreamNotification(srv, method string, params json.RawMessag
 // written during a call arrives with the call), else on the session's own
 // stream. A stateless client gets it on its request's stream only when
 // that request asked for logs (its _meta log level).
-func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
+func (rl *relay) forwardLog(srv string, params json.RawMessage) {
 	level, err := stringMember(params, "level")
 	if err != nil || levelIndex(level) < 0 {
 		return
@@ -364,7 +416,7 @@ func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
 	}
 	msg := notification("notifications/message", out)
 	served := map[*session]bool{}
-	for _, r := range p.relay.calls.inFlight(srv) {
+	for _, r := range rl.calls.inFlight(srv) {
 		if served[r.sess] {
 			continue
 		}
@@ -379,7 +431,7 @@ func (p *Proxy) forwardLog(srv string, params json.RawMessage) {
 			_ = r.out.send(msg)
 		}
 	}
-	p.sessions.each(func(s *session) {
+	rl.sessions.each(func(s *session) {
 		if !served[s] && s.open.Load() && s.agent.Granted(srv) && s.wantsLog(level) {
 			s.notify.send(msg)
 		}

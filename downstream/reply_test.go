@@ -105,8 +105,8 @@ func manyToolsProxy(t testing.TB, n int) *Proxy {
 func TestToolsListIsNotCopied(t *testing.T) {
 	p := manyToolsProxy(t, 2000)
 	st := testState(t, p)
-	resp, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
-	view := p.viewFor(st).listJSON
+	resp, _ := p.route.answer(context.Background(), reqFor(st, "tools/list", nil))
+	view := p.views.viewFor(st).listJSON
 	if len(resp.body) == 0 || &resp.body[0] != &view[0] || len(resp.body) != len(view) {
 		t.Fatalf("the response's value (%d bytes) is not the view's result (%d bytes)", len(resp.body), len(view))
 	}
@@ -132,7 +132,7 @@ func BenchmarkToolsList2000(b *testing.B) {
 		w := &lineWriter{out: io.Discard}
 		b.ReportAllocs()
 		for b.Loop() {
-			resp, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
+			resp, _ := p.route.answer(context.Background(), reqFor(st, "tools/list", nil))
 			if err := w.sendReply(resp); err != nil {
 				b.Fatal(err)
 			}
@@ -146,7 +146,7 @@ func BenchmarkToolsList2000(b *testing.B) {
 		for b.Loop() {
 			r := reqFor(st, "tools/list", nil)
 			r.modern, r.version = true, modernVersion
-			resp, _ := p.answer(context.Background(), r)
+			resp, _ := p.route.answer(context.Background(), r)
 			if err := w.sendReply(resp); err != nil {
 				b.Fatal(err)
 			}
@@ -158,7 +158,7 @@ func BenchmarkToolsList2000(b *testing.B) {
 		for b.Loop() {
 			rec := httptest.NewRecorder()
 			rec.Body = nil // keep nothing
-			resp, _ := p.answer(context.Background(), reqFor(st, "tools/list", nil))
+			resp, _ := p.route.answer(context.Background(), reqFor(st, "tools/list", nil))
 			newPostStream(rec, req).finish([]reply{resp}, false, http.StatusOK)
 		}
 	})
@@ -172,7 +172,7 @@ func TestStatelessListDecorated(t *testing.T) {
 	st := testState(t, p)
 	r := reqFor(st, "tools/list", nil)
 	r.modern, r.version = true, modernVersion
-	resp, _ := p.answer(context.Background(), r)
+	resp, _ := p.route.answer(context.Background(), r)
 	var got struct {
 		Tools      []json.RawMessage          `json:"tools"`
 		Meta       map[string]json.RawMessage `json:"_meta"`
@@ -193,12 +193,12 @@ func TestStatelessListDecorated(t *testing.T) {
 	if len(got.Tools) != 2000 || got.Meta[metaServerInfo] == nil || got.ResultType != "complete" || got.TTL == nil || *got.TTL != 0 || got.Scope != "private" {
 		t.Fatalf("decorated list: %d tools, _meta %v, resultType %q, ttlMs %v, cacheScope %q", len(got.Tools), got.Meta, got.ResultType, got.TTL, got.Scope)
 	}
-	view := p.viewFor(st).listJSON
+	view := p.views.viewFor(st).listJSON
 	if !bytes.Contains(m.Result, view[:len(view)-1]) {
 		t.Fatal("the tools are not the view's list as it was")
 	}
 	// A second list is the same result, decorated once per view.
-	again, _ := p.answer(context.Background(), r)
+	again, _ := p.route.answer(context.Background(), r)
 	if len(again.body) == 0 || &again.body[0] != &resp.body[0] {
 		t.Error("the second stateless list was decorated again")
 	}

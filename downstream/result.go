@@ -106,8 +106,24 @@ func mayHaveTags(b []byte) bool {
 }
 
 // recordBlobs counts a result's blob outcomes.
-func (p *Proxy) recordBlobs(server string, r blobs.Report) {
+func (tc *toolCalls) recordBlobs(server string, r blobs.Report) {
 	for _, o := range r.Blobs {
-		p.opts.Metrics.Blob(server, o.Result, o.Bytes)
+		tc.opts.Metrics.Blob(server, o.Result, o.Bytes)
 	}
+}
+
+// rewriteResult applies the result rewrites of docs/resources.md#blobs and docs/protocol.md#fidelity: blobs to
+// files, Unicode TAG characters out of text. Both return the input slice when
+// there is nothing to change, which is the common case.
+func (tc *toolCalls) rewriteResult(agent, server string, result json.RawMessage, linkOK bool) json.RawMessage {
+	if tc.opts.Blobs != nil {
+		out, report, err := tc.opts.Blobs.Rewrite(agent, result, linkOK)
+		if err != nil {
+			tc.log.Warn().Str("server", server).Err(err).Msg("blob rewrite failed; result passed through")
+		} else {
+			result = out
+			tc.recordBlobs(server, report)
+		}
+	}
+	return stripResultTags(compactLines(result))
 }

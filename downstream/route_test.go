@@ -6,7 +6,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/rs/zerolog"
 )
 
 // echoTool is an upstream tool with members a typed encoder would drop or
@@ -149,11 +154,11 @@ func FuzzReceive(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	p := newProxy(f, oneServerYAML, map[string]*fakeUpstream{"fx": echoUpstream()})
-	a, _ := p.resolveAgent("")
+	a, _ := p.views.resolveAgent("")
 	f.Fuzz(func(t *testing.T, line []byte) {
 		s := newSession("fuzz", transportStdio, a, nil)
 		defer s.close()
-		msg, code, run := p.receive(context.Background(), s, line, noStream{})
+		msg, code, run := p.route.receive(context.Background(), s, line, noStream{})
 		if run != nil {
 			if msg != nil {
 				t.Fatal("both a reply and work for one message")
@@ -190,4 +195,68 @@ func FuzzReceive(f *testing.F) {
 // sameBytes reports whether a and b are the same slice (not just equal).
 func sameBytes(a, b []byte) bool {
 	return len(a) == len(b) && (len(a) == 0 || &a[0] == &b[0])
+}
+
+// TestCallToolTakesTheRoute: the `call` verb's tools/call passes the
+// route's middleware like a client's: it is counted among the requests.
+func TestCallToolTakesTheRoute(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := New(Options{Config: parseConfig(t, oneServerYAML), Upstreams: map[string]Upstream{"fx": echoUpstream()},
+		Logger: zerolog.Nop(), Version: "test", Metrics: m})
+	p.Refresh()
+	if _, err := p.CallTool(context.Background(), "", nil, "fx__echo", json.RawMessage(`{"text":"hi"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, err = p.CallTool(context.Background(), "", nil, "fx__nope", nil)
+	if err == nil || err.Error() != "unknown tool: fx__nope" {
+		t.Fatalf("unknown tool: %v", err)
+	}
+	for outcome, want := range map[string]float64{"ok": 1, "error": 1} {
+		labels := map[string]string{"method": "tools/call", "outcome": outcome}
+		if got := counterValue(t, reg, "mcp_proxy_requests_total", labels); got != want {
+			t.Errorf("requests %v = %v, want %v", labels, got, want)
+		}
+	}
+}
+
+// TestNotificationTakesTheMiddleware: a client notification passes the
+// route's middleware: a handler that panics is recovered and logged, and
+// the route goes on serving; notifications are not counted as requests.
+func TestNotificationTakesTheMiddleware(t *testing.T) {
+	var logs strings.Builder
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := newRouter(newEnv(Options{Config: parseConfig(t, oneServerYAML), Logger: zerolog.New(&logs), Metrics: m}))
+	rt.serve(map[string]handler{"ping": func(context.Context, *request) (json.RawMessage, *wireError) {
+		return json.RawMessage(`{}`), nil
+	}}, map[string]handler{"notifications/boom": func(context.Context, *request) (json.RawMessage, *wireError) {
+		panic("boom")
+	}})
+	a, err := filter.Resolve(parseConfig(t, oneServerYAML), config.ImplicitAgent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession("test", transportStdio, a, nil)
+	out := &recordStream{}
+	refusal, _, run := rt.receive(context.Background(), s, []byte(`{"jsonrpc":"2.0","method":"notifications/boom"}`), out)
+	if refusal != nil || run != nil {
+		t.Fatalf("notification: refusal %s, run %v", refusal, run != nil)
+	}
+	if !strings.Contains(logs.String(), `"method":"notifications/boom","panic":"boom"`) {
+		t.Errorf("the panic was not logged: %s", logs.String())
+	}
+	_, _, run = rt.receive(context.Background(), s, []byte(`{"jsonrpc":"2.0","id":1,"method":"ping"}`), out)
+	if resp, code := run(); code != 0 || string(resp.bytes()) != `{"jsonrpc":"2.0","id":1,"result":{}}` {
+		t.Errorf("ping after the panic = %s (%d)", resp.bytes(), code)
+	}
+	if got := counterValue(t, reg, "mcp_proxy_requests_total", map[string]string{"method": "notifications/boom"}); got != 0 {
+		t.Errorf("the notification was counted as a request: %v", got)
+	}
 }

@@ -40,10 +40,6 @@ type wireError struct {
 	Code    int             `json:"code"`
 	Message string          `json:"message"`
 	Data    json.RawMessage `json:"data,omitempty"`
-	// input, when set, is not an error: the request needs the client's
-	// input first (a 2026-07-28 multi round-trip, mrtr.go) and input is
-	// the input_required result to answer with.
-	input json.RawMessage
 }
 
 func (e *wireError) Error() string { return e.Message }

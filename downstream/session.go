@@ -32,7 +32,6 @@ type session struct {
 	// lines are bound to it.
 	principal principal
 
-	client atomic.Pointer[clientInfo] // set by initialize
 	// initialized is closed when notifications/initialized arrives: the
 	// proxy's requests to the client wait for it (ask).
 	initialized chan struct{}
@@ -40,23 +39,18 @@ type session struct {
 	// open is set once the client has introduced itself (initialize, or
 	// a 2026-07-28 server/discover or listen): from then on it takes the
 	// notifications no request owns.
-	open  atomic.Bool
-	level atomic.Int32 // the client's log level (logLevels index), -1: none set
+	open atomic.Bool
+	// state is what the session keeps between its requests (sessionstate.go).
+	state sessionState
 
-	approvals approvals
-	deferred  deferredState
-	asks      asks
-	inflight  inflight
+	asks     asks
+	inflight inflight
 	// notify carries messages no request owns (list_changed, log messages,
 	// resource updates): the stdio connection, or the session's GET stream.
 	notify notifyTarget
 	// activity tracks an HTTP session's requests and streams for the idle
 	// timeout.
-	activity activity
-	// parked is the call of a stateless request that may span round trips
-	// (mrtr.go); a stateless session serves one request.
-	parked atomic.Pointer[parkedCall]
-
+	activity  activity
 	closeOnce sync.Once
 	done      chan struct{} // closed when the session ends
 	inputOnce sync.Once
@@ -66,7 +60,7 @@ type session struct {
 // version is the protocol version the session's initialize negotiated, ""
 // before one did.
 func (s *session) version() string {
-	if c := s.client.Load(); c != nil {
+	if c := s.state.Client(); c != nil {
 		return c.version
 	}
 	return ""
@@ -79,9 +73,8 @@ type clientInfo struct {
 }
 
 func newSession(id, transport string, a *filter.Agent, perCall []string) *session {
-	s := &session{id: id, transport: transport, agent: a, perCall: perCall,
+	s := &session{id: id, transport: transport, agent: a, perCall: perCall, state: newMemState(),
 		initialized: make(chan struct{}), done: make(chan struct{}), inputDone: make(chan struct{})}
-	s.level.Store(-1)
 	s.activity.touch()
 	return s
 }
@@ -111,27 +104,6 @@ func (s *session) ended() bool {
 	default:
 		return false
 	}
-}
-
-// approvals holds the tools a person approved "always" in this session.
-type approvals struct {
-	mu     sync.Mutex
-	always map[string]bool
-}
-
-func (a *approvals) approvedAlways(tool string) bool {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	return a.always[tool]
-}
-
-func (a *approvals) approveAlways(tool string) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.always == nil {
-		a.always = map[string]bool{}
-	}
-	a.always[tool] = true
 }
 
 // notifyTarget is where a session's unowned messages go. On stdio it is
@@ -237,12 +209,12 @@ func levelIndex(level string) int32 {
 // client that set no level gets them all (as before logging/setLevel
 // existed, and as mcp-go did).
 func (s *session) wantsLog(level string) bool {
-	min := s.level.Load()
+	min := s.state.Level()
 	return min < 0 || levelIndex(level) >= min
 }
 
 // allowedToolsHeader carries an HTTP session's per-call allow-list on its
-// initialize (docs/agents.md#the-policy-rules, rule 5), the seed's caller-supplied allowed_tools.
+// initialize (docs/agents.md#the-policy-rules, rule 5), a caller-supplied allowed_tools.
 const allowedToolsHeader = "X-MCP-Allowed-Tools"
 
 // ParseAllowedTools splits a comma-separated per-call list. An absent list
@@ -269,7 +241,8 @@ type principal struct {
 	token   int
 }
 
-// requestKey carries the request being answered in its context.
+// requestKey tags the context of a request the proxy sends upstream on
+// behalf of a client's request (withRequest).
 type requestKey struct{}
 
 // request is one client request being answered.
@@ -295,15 +268,28 @@ type request struct {
 	header http.Header
 }
 
+// withRequest tags ctx, the context of a request sent upstream for client
+// request r, with r. Within the proxy a request is passed as a value; this
+// tag is only for the way through an upstream package and back: a
+// Streamable HTTP upstream hands the call's context back with a server
+// request that arrives on the call's stream, and OnUpstreamRequest reads
+// the tag to find the client to ask (relay.go). r may be nil.
 func withRequest(ctx context.Context, r *request) context.Context {
+	if r == nil {
+		return ctx
+	}
 	return context.WithValue(ctx, requestKey{}, r)
 }
 
-// requestFrom is the request ctx was made for, or nil.
+// requestFrom is the client request ctx was sent upstream for, or nil.
 func requestFrom(ctx context.Context) *request {
 	r, _ := ctx.Value(requestKey{}).(*request)
 	return r
 }
+
+// notification reports whether r is a client notification (it has no id)
+// on its way through the route's middleware.
+func (r *request) notification() bool { return r.id == nil }
 
 // linkOK reports whether the client's protocol has the resource_link
 // content type (2025-06-18 and later).

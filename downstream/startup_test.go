@@ -65,7 +65,7 @@ func TestCallDuringStartBuildsTheCatalog(t *testing.T) {
 	p.UpstreamChanged()
 	done := make(chan string, 1)
 	go func() {
-		got, _ := p.answer(context.Background(), reqFor(testState(t, p), "tools/call", json.RawMessage(`{"name":"fx__alpha","arguments":{}}`)))
+		got, _ := p.route.answer(context.Background(), reqFor(testState(t, p), "tools/call", json.RawMessage(`{"name":"fx__alpha","arguments":{}}`)))
 		done <- string(got.bytes())
 	}()
 	select {
@@ -91,7 +91,7 @@ func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	p.waitStartup(ctx)
+	p.catalogs.waitStartup(ctx)
 	if ctx.Err() != nil {
 		t.Fatal("WaitStartup did not return when startup_wait was over")
 	}
@@ -101,7 +101,7 @@ func TestWaitStartupBuildsAtStartupWait(t *testing.T) {
 	// Only the first wait that ran out builds: the lists that follow while
 	// gx is still connecting do not queue behind the build lock.
 	calls := p.catalogs.calls.Load()
-	p.waitStartup(ctx)
+	p.catalogs.waitStartup(ctx)
 	if n := p.catalogs.calls.Load() - calls; n != 0 {
 		t.Errorf("a second wait after startup_wait refreshed the catalog %d times; want 0", n)
 	}
@@ -135,7 +135,7 @@ func TestBareResourceReadWaitsForFirstConnection(t *testing.T) {
 		close(ready)
 	})
 	defer connected.Stop()
-	got, _ := p.answer(context.Background(), reqFor(testState(t, p), "resources/read", json.RawMessage(`{"uri":"file:///a.txt"}`)))
+	got, _ := p.route.answer(context.Background(), reqFor(testState(t, p), "resources/read", json.RawMessage(`{"uri":"file:///a.txt"}`)))
 	if !strings.Contains(string(got.bytes()), `"text":"A"`) {
 		t.Fatalf("resources/read of a bare URI right after start = %s", got.bytes())
 	}
@@ -179,7 +179,7 @@ func TestUnsubscribeKeepsOtherSessionsSubscription(t *testing.T) {
 	a, b := testState(t, p), testState(t, p)
 	send := func(s *session, method string) {
 		t.Helper()
-		got, _ := p.answer(context.Background(), reqFor(s, method, json.RawMessage(`{"uri":"fx+mem://x"}`)))
+		got, _ := p.route.answer(context.Background(), reqFor(s, method, json.RawMessage(`{"uri":"fx+mem://x"}`)))
 		if !strings.Contains(string(got.bytes()), `"result":{}`) {
 			t.Fatalf("%s = %s", method, got.bytes())
 		}

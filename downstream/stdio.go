@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -14,6 +13,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -26,6 +26,27 @@ const maxRequestBytes = 32 << 20
 // or a shutdown signal (docs/operations.md#shutdown-and-reload: in-flight calls get up to 10 s).
 const stdioDrain = 10 * time.Second
 
+// stdioFront is the stdio transport: it frames a client's lines into
+// messages for the route and writes what answers them, one line each.
+type stdioFront struct {
+	route    messageRoute
+	sessions *sessionTable
+	agents   agentResolver
+}
+
+// messageRoute is what a transport needs of the route: it hands over the
+// messages it framed (route.go).
+type messageRoute interface {
+	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, header http.Header) (answer func() []reply)
+	receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int))
+	receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int))
+}
+
+// agentResolver resolves the agent a session serves.
+type agentResolver interface {
+	resolveAgent(name string) (*filter.Agent, error)
+}
+
 // ServeStdio serves one session for agent ("" = the default agent) on
 // in/out until in reaches EOF or ctx ends, with the session's per-call
 // allow-list perCall (nil = none). Only protocol messages are written to
@@ -35,8 +56,8 @@ const stdioDrain = 10 * time.Second
 // Requests run concurrently, each on a worker; responses are written as
 // they complete. At EOF or when ctx ends, requests in flight get up to
 // stdioDrain to finish, then the rest are cancelled.
-func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
-	a, err := p.resolveAgent(agent)
+func (sf *stdioFront) serve(ctx context.Context, agent string, perCall []string, in io.Reader, out io.Writer) error {
+	a, err := sf.agents.resolveAgent(agent)
 	if err != nil {
 		return err
 	}
@@ -45,8 +66,8 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	w := &lineWriter{out: pout, gone: make(chan struct{})}
 	s := newSession("stdio", transportStdio, a, perCall)
 	s.notify.attach(w)
-	p.sessions.add(s)
-	defer p.sessions.remove(s)
+	sf.sessions.add(s)
+	defer sf.sessions.remove(s)
 
 	// Requests run under callCtx, which outlives a signal (ctx) until the
 	// drain is over.
@@ -56,7 +77,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 	readDone := make(chan error, 1)
 	in, restore := pollableInput(in, out)
 	defer restore()
-	go p.readStdio(callCtx, s, in, w, &runs, readDone)
+	go sf.readStdio(callCtx, s, in, w, &runs, readDone)
 	select {
 	case err = <-readDone:
 	case <-ctx.Done():
@@ -66,7 +87,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 		// descriptor 1 itself was killed by SIGPIPE here.
 	}
 	s.endInput()
-	p.drain(s, stdioDrain)
+	sf.drain(s, stdioDrain)
 	cancelCalls()
 	runs.closeAndWait()
 	if errors.Is(err, io.EOF) {
@@ -76,7 +97,7 @@ func (p *Proxy) ServeStdio(ctx context.Context, agent string, perCall []string, 
 }
 
 // drain waits until no request of s is in flight, at most d.
-func (p *Proxy) drain(s *session, d time.Duration) {
+func (sf *stdioFront) drain(s *session, d time.Duration) {
 	deadline := time.Now().Add(d)
 	for s.inflight.count() > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
@@ -94,7 +115,7 @@ func (p *Proxy) drain(s *session, d time.Duration) {
 // responses of the client are handled by the holder in the order they
 // come, as before.
 type stdioReader struct {
-	p    *Proxy
+	p    *stdioFront
 	ctx  context.Context
 	s    *session
 	br   *bufio.Reader
@@ -106,8 +127,8 @@ type stdioReader struct {
 
 // readStdio starts reading and routing client lines; done gets the error
 // that ended reading.
-func (p *Proxy) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
-	r := &stdioReader{p: p, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
+func (sf *stdioFront) readStdio(ctx context.Context, s *session, in io.Reader, w *lineWriter, runs *requestRuns, done chan<- error) {
+	r := &stdioReader{p: sf, ctx: ctx, s: s, br: bufio.NewReaderSize(in, 64<<10), w: w, pool: newWorkers(), runs: runs, done: done}
 	r.read()
 }
 
@@ -165,7 +186,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.receiveBatch(ctx, s, msgs, nil, true, w)
+		answer := p.route.receiveBatch(ctx, s, msgs, rawjson.Message{}, false, true, w, nil)
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
@@ -173,15 +194,15 @@ func (r *stdioReader) route(line []byte, err error) func() {
 			}
 		}
 	case len(trimmed) > 0:
-		m, perr := rawjson.ParseMessage(line)
+		m, perr := parseMessage(line)
 		if perr == nil && (m.Kind == rawjson.KindResponse || m.Kind == rawjson.KindNotification) {
-			_, _, _ = p.receiveMessage(ctx, s, m, w) // delivered at once: no run
+			_, _, _ = p.route.receiveMessage(ctx, s, m, w, nil) // delivered at once: no run
 			return nil
 		}
 		if !r.runs.start() {
 			return nil
 		}
-		refusal, _, run := p.receiveParsed(ctx, s, m, perr, w)
+		refusal, _, run := p.route.receiveParsed(ctx, s, m, perr, w, nil)
 		if refusal != nil {
 			_ = w.send(refusal)
 		}
@@ -228,76 +249,6 @@ func (rr *requestRuns) closeAndWait() {
 	rr.closed = true
 	rr.mu.Unlock()
 	rr.wg.Wait()
-}
-
-// receive routes one message of a client, a stdio line or one message of
-// an HTTP POST, as its bytes: a message that is not JSON gets its error
-// reply, the others take receiveMessage.
-func (p *Proxy) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	m, err := rawjson.ParseMessage(msg)
-	return p.receiveParsed(ctx, s, m, err, out)
-}
-
-// receiveParsed is receive of a message already parsed into m, with err
-// the parse's error.
-func (p *Proxy) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	if err != nil {
-		return refused(nil, parseError(err))
-	}
-	return p.receiveMessage(ctx, s, m, out)
-}
-
-// receiveMessage routes one parsed message of a client. A response goes
-// to the question it answers and a notification to its handler at once. A
-// message that cannot be served gets its error reply, with code the
-// JSON-RPC error code it carries. For a request it returns the work that
-// answers it (the response and its error code, 0 for a result), which the
-// caller runs off its read loop; out carries the messages that precede the
-// response. The request is registered before receiveMessage returns, so
-// that a notifications/cancelled read right after it finds it.
-func (p *Proxy) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream) (refusal []byte, code int, run func() (reply, int)) {
-	switch m.Kind {
-	case rawjson.KindResponse:
-		if !s.asks.deliver(m) {
-			p.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
-		}
-		return nil, 0, nil
-	case rawjson.KindNotification:
-		p.notified(s, m)
-		return nil, 0, nil
-	case rawjson.KindInvalid:
-		return refused(m.ID, errorf(codeInvalidRequest, "invalid request: %s", m.Invalid))
-	}
-	r, werr := p.newRequest(s, m, out)
-	if werr != nil {
-		return refused(m.ID, werr)
-	}
-	r.header, _ = ctx.Value(headerKey{}).(http.Header)
-	rctx, cancel := context.WithCancel(ctx)
-	if werr := s.inflight.add(m.ID, cancel); werr != nil {
-		cancel()
-		return refused(m.ID, werr)
-	}
-	return nil, 0, func() (reply, int) {
-		defer s.inflight.done(r.id)
-		defer cancel()
-		return p.answer(rctx, r)
-	}
-}
-
-// refused is receiveMessage's answer to a message it cannot serve: the
-// error reply and its code, no work.
-func refused(id json.RawMessage, werr *wireError) ([]byte, int, func() (reply, int)) {
-	return errorResponse(id, werr), werr.Code, nil
-}
-
-// parseError is the error of a message that is not JSON (JSON-RPC's parse
-// error, answered with id null).
-func parseError(err error) *wireError {
-	if errors.Is(err, rawjson.ErrDuplicateMember) {
-		return errorf(codeInvalidRequest, "invalid request: a member name appears twice")
-	}
-	return errorf(codeParseError, "Parse error")
 }
 
 var errLineTooLong = errors.New("line too long")

@@ -2,6 +2,7 @@ package downstream
 
 import (
 	"bytes"
+	"encoding/json"
 	"sync"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
@@ -12,17 +13,40 @@ import (
 // viewCache holds the resolved agents of the current config and the views
 // computed from them, shared by the sessions alike.
 type viewCache struct {
+	*env
+	catalog catalogReader
+	own     ownOffer
+
 	mu     sync.Mutex
 	agents map[string]*filter.Agent
 	views  map[*filter.Agent]*view // by the agent of sessions with no per-call list
 }
 
+// catalogReader reads the current catalog.
+type catalogReader interface {
+	Catalog() *Catalog
+}
+
+// ownOffer is what a view needs of the own tools: which the session is
+// offered, and so which catalog entries it lists.
+type ownOffer interface {
+	ownOffered(st *session, name string) bool
+	listedFor(st *session, e *ToolEntry) bool
+	ownToolsJSON(st *session, from *builtFrom) []byte
+}
+
+func newViewCache(e *env, catalog catalogReader, own ownOffer) *viewCache {
+	v := &viewCache{env: e, catalog: catalog, own: own}
+	v.reset()
+	return v
+}
+
 // reset forgets everything (a reload: the agents may have changed).
-func (v *viewCache) reset() {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	v.agents = map[string]*filter.Agent{}
-	v.views = map[*filter.Agent]*view{}
+func (vc *viewCache) reset() {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	vc.agents = map[string]*filter.Agent{}
+	vc.views = map[*filter.Agent]*view{}
 }
 
 // view is the tools one kind of session sees: its agent and per-call list
@@ -40,59 +64,57 @@ type view struct {
 }
 
 // resolveAgent returns the resolved agent, cached per config.
-func (p *Proxy) resolveAgent(name string) (*filter.Agent, error) {
+func (vc *viewCache) resolveAgent(name string) (*filter.Agent, error) {
 	if name == "" {
-		name = p.defaultAgentName()
+		name = vc.defaultAgentName()
 	}
-	v := &p.views
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if a := v.agents[name]; a != nil {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if a := vc.agents[name]; a != nil {
 		return a, nil
 	}
-	a, err := filter.Resolve(p.gen().cfg, name)
+	a, err := filter.Resolve(vc.gen().cfg, name)
 	if err != nil {
 		return nil, err
 	}
-	v.agents[name] = a
+	vc.agents[name] = a
 	return a, nil
 }
 
 // viewFor returns the session's view of the current catalog, computed once
 // per (agent, catalog) and shared by the sessions of the agent that have
 // no per-call list.
-func (p *Proxy) viewFor(s *session) *view {
-	c := p.Catalog()
+func (vc *viewCache) viewFor(s *session) *view {
+	c := vc.catalog.Catalog()
 	if s.perCall != nil {
 		// Client-chosen lists are not cached: a client could grow the cache
 		// without end by sending a new list each time.
-		return &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent, perCall: s.perCall})}
+		return &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, perCall: s.perCall, state: newMemState()})}
 	}
-	v := &p.views
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if cached := v.views[s.agent]; cached != nil && cached.catalog == c {
+	vc.mu.Lock()
+	defer vc.mu.Unlock()
+	if cached := vc.views[s.agent]; cached != nil && cached.catalog == c {
 		return cached
 	}
-	out := &view{catalog: c, listJSON: p.sessionList(&session{agent: s.agent})}
-	v.views[s.agent] = out
+	out := &view{catalog: c, listJSON: vc.sessionList(&session{agent: s.agent, state: newMemState()})}
+	vc.views[s.agent] = out
 	return out
 }
 
 // modernList is listJSON as a 2026-07-28 result (decorateResult), made
 // once per view: the stateless protocol lists on every request.
-func (v *view) modernList(p *Proxy) []byte {
-	v.modernOnce.Do(func() { v.modern = p.decorateResult("tools/list", v.listJSON) })
+func (v *view) modernList(decorate func(method string, res json.RawMessage) json.RawMessage) []byte {
+	v.modernOnce.Do(func() { v.modern = decorate("tools/list", v.listJSON) })
 	return v.modern
 }
 
 // listFor is the session's tools/list result: the shared view's while the
 // session has activated nothing, else its own.
-func (p *Proxy) listFor(s *session) []byte {
-	if s.deferred.empty() {
-		return p.viewFor(s).listJSON
+func (vc *viewCache) listFor(s *session) []byte {
+	if s.state.NothingActivated() {
+		return vc.viewFor(s).listJSON
 	}
-	return p.sessionList(s)
+	return vc.sessionList(s)
 }
 
 // PolicyTool describes an entry to the policy: its exposed, base and
@@ -120,4 +142,64 @@ func textResult(text string, isError bool) []byte {
 	}
 	buf.WriteByte('}')
 	return buf.Bytes()
+}
+
+// sessionList is the session's tools/list result, {"tools":[...]}, built
+// in one allocation. A session that lists exactly the catalog's listed
+// tools and own tools gets the catalog's own result, no copy.
+func (vc *viewCache) sessionList(st *session) []byte {
+	const head, tail = `{"tools":`, `}`
+	c := vc.catalog.Catalog()
+	own := vc.own.ownToolsJSON(st, nil)
+	keep := make([]bool, len(c.tools))
+	all := bytes.Equal(own, c.own)
+	n := len(head) + 2 + len(own) + len(tail)
+	for i, e := range c.tools {
+		keep[i] = vc.own.listedFor(st, e)
+		all = all && keep[i] == e.listed()
+		if keep[i] {
+			n += len(e.Raw) + 1
+		}
+	}
+	if all {
+		return c.result // shared, and full: an append copies
+	}
+	out := make([]byte, 0, n)
+	out = append(out, head...)
+	out = append(out, '[')
+	out = append(out, own...) // each followed by a comma
+	for i, e := range c.tools {
+		if keep[i] {
+			out = append(append(out, e.Raw...), ',')
+		}
+	}
+	if out[len(out)-1] == ',' {
+		out = out[:len(out)-1]
+	}
+	out = append(out, ']')
+	out = append(out, tail...)
+	return out[:len(out):len(out)] // views share it: an append must copy
+}
+
+// searchIndex is the index of the tools the session may call: only those
+// are ever indexed or returned (docs/deferred-loading.md). It is built once per agent,
+// per-call list and catalog.
+func (vc *viewCache) searchIndex(st *session) (*search.Index, map[string]*search.Doc) {
+	v := vc.viewFor(st)
+	v.searchOnce.Do(func() {
+		var docs []search.Doc
+		for _, e := range v.catalog.tools {
+			if !e.listed() || st.agent.Decide(e.policyTool(), st.perCall) != filter.RuleNone || vc.own.ownOffered(st, e.Exposed) {
+				continue
+			}
+			schema, _, _ := rawjson.Get(e.Raw, "inputSchema")
+			docs = append(docs, search.Doc{Name: e.Exposed, Server: e.Server, Description: e.Description, Schema: schema, Raw: e.Raw})
+		}
+		v.index = search.Build(docs)
+		v.docs = make(map[string]*search.Doc, len(docs))
+		for i := range docs {
+			v.docs[docs[i].Name] = &docs[i]
+		}
+	})
+	return v.index, v.docs
 }

@@ -51,7 +51,7 @@ var catalog = []Tool{
 
 func loadPolicy(t *testing.T) *config.Config {
 	t.Helper()
-	cfg, err := config.Parse([]byte(policyConfig), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte(policyConfig), func(string) (string, bool) { return "/nonexistent-home", true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +138,7 @@ func TestResolveDefaultsAndUnknown(t *testing.T) {
 }
 
 func TestImplicitAgent(t *testing.T) {
-	cfg, err := config.Parse([]byte("servers:\n  a: {command: x}\n  b: {command: y, enabled: false}\n"), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte("servers:\n  a: {command: x}\n  b: {command: y, enabled: false}\n"), func(string) (string, bool) { return "/nonexistent-home", true })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +231,7 @@ agents:
 // fx1Agent resolves one agent of fx1Agents.
 func fx1Agent(t *testing.T, name string) *Agent {
 	t.Helper()
-	cfg, err := config.Parse([]byte(fx1Agents), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte(fx1Agents), func(string) (string, bool) { return "/nonexistent-home", true })
 	if err != nil {
 		t.Fatal(err)
 	}

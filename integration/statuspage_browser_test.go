@@ -133,7 +133,8 @@ func waitSeen(t *testing.T, ctx context.Context, url, sel, what string, ok func(
 
 // TestStatusPageBrowser uses the status page as a person would, in
 // headless Chromium, against the real binary: it signs in with the metrics
-// token, sees a connected, a failed and a needs_auth server with the calls
+// token (the action forms appear once the page's script has the action
+// key of the sign-in's redirect), sees a connected, a failed and a needs_auth server with the calls
 // of the last minutes and a quarantined tool, takes a screenshot, reads the
 // tool's diff, logs in to the OAuth server and sees it connect, then
 // approves the tool and sees it leave the quarantine and come back to
@@ -164,6 +165,12 @@ func TestStatusPageBrowser(t *testing.T) {
 		t.Fatalf("signing in ended at %s showing %q", loc, msg)
 	}
 	step(t, ctx, "seeing the page", chromedp.WaitVisible(chromedp.ID("servers")))
+	// The sign-in answered 303 to /#act=<action key>: the page's script
+	// kept the key in the tab's sessionStorage, took it off the address,
+	// and showed the action forms (Log in and Approve, clicked below).
+	if loc, _ := chromedp.Run(ctx, chromedp.Location()); loc != s.pageURL {
+		t.Errorf("after signing in the address is %q, want %q", loc, s.pageURL)
+	}
 	// The page reloads itself (its few lines of script): the time in its
 	// header moves on without the test navigating.
 	asOf := seen(ctx, "header")

@@ -147,8 +147,8 @@ func TestStatusPageOverHTTP(t *testing.T) {
 	if row := statusRow(page, "broken"); !strings.Contains(row, "last error: process exited with status 1; last stderr: fixture: exit requested by -exit-at-start stdio") {
 		t.Errorf("broken row: %q", row)
 	}
-	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login http") {
-		t.Errorf("secure row before signing in (no Log in): %q", row)
+	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login") {
+		t.Errorf("secure row: %q", row)
 	}
 	if !strings.Contains(page, `+  "description": "`+poisonedEcho+`",`) || !strings.Contains(page, "hidden_markup") {
 		t.Errorf("the quarantined echo's diff or findings are missing:\n%s", page)
@@ -157,10 +157,12 @@ func TestStatusPageOverHTTP(t *testing.T) {
 		t.Errorf("agents section: %q", agents)
 	}
 
-	// Reading the page gives no right to act: its CSRF cookie and token
-	// (in the sign-in form) do not approve.
-	if strings.Contains(page, `action="/tools/approve"`) || !strings.Contains(page, "read-only until you sign in") {
-		t.Errorf("the page offers Approve before signing in:\n%s", page)
+	// Reading the page gives no right to act: its action forms are hidden
+	// and hold no action key (the page's script would fill them from the
+	// tab's sessionStorage), and its CSRF cookie and token do not approve.
+	if !strings.Contains(page, `<div class="act" hidden>`) || !strings.Contains(page, `<form class="inline act" hidden method="post" action="/auth/login">`) ||
+		strings.Count(page, `name="act" value=""`) != strings.Count(page, `name="act"`) || !strings.Contains(page, "read-only until you sign in") {
+		t.Errorf("the page offers actions before signing in:\n%s", page)
 	}
 	resp, err := hc.PostForm(s.pageURL+"tools/approve", url.Values{"server": {"fx"}, "tool": {"echo"},
 		"fingerprint": {"sha256:any"}, "csrf": {formField(t, page, "/login", "csrf")}})
@@ -182,17 +184,29 @@ func TestStatusPageOverHTTP(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || resp.Request.URL.String() != s.pageURL {
+	// It ends on the page with the action key in the fragment, which the
+	// page's script keeps in sessionStorage and puts in the action forms
+	// (this client does the script's part). No cookie holds the key.
+	key, haveKey := strings.CutPrefix(resp.Request.URL.Fragment, "act=")
+	end := *resp.Request.URL
+	end.Fragment = ""
+	if resp.StatusCode != http.StatusOK || end.String() != s.pageURL || !haveKey || key == "" {
 		t.Fatalf("opening the sign-in address ended at %s with %d", resp.Request.URL, resp.StatusCode)
 	}
+	pageURL, _ := url.Parse(s.pageURL)
+	for _, c := range jar.Cookies(pageURL) {
+		if c.Value == key || strings.Contains(c.Value, strings.TrimSpace(tok)) {
+			t.Errorf("cookie %s holds the action key or the token", c.Name)
+		}
+	}
 	page = get()
-	if row := statusRow(page, "secure"); !strings.Contains(row, "OAuth (oauth): needs_login Log in http") {
-		t.Errorf("secure row signed in: %q", row)
+	if strings.Contains(page, key) {
+		t.Error("the page holds the action key")
 	}
 
 	// Log in: the form's POST goes to the authorization server, which
 	// approves and sends the browser back to the page's /auth/callback.
-	resp, err = hc.PostForm(s.pageURL+"auth/login", url.Values{"server": {"secure"}, "csrf": {formField(t, page, "/auth/login", "csrf")}})
+	resp, err = hc.PostForm(s.pageURL+"auth/login", url.Values{"server": {"secure"}, "csrf": {formField(t, page, "/auth/login", "csrf")}, "act": {key}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +225,7 @@ func TestStatusPageOverHTTP(t *testing.T) {
 	// Approve the reviewed definition: echo is listed again at once.
 	page = get()
 	resp, err = hc.PostForm(s.pageURL+"tools/approve", url.Values{"server": {"fx"}, "tool": {"echo"},
-		"fingerprint": {formField(t, page, "/tools/approve", "fingerprint")}, "csrf": {formField(t, page, "/tools/approve", "csrf")}})
+		"fingerprint": {formField(t, page, "/tools/approve", "fingerprint")}, "csrf": {formField(t, page, "/tools/approve", "csrf")}, "act": {key}})
 	if err != nil {
 		t.Fatal(err)
 	}

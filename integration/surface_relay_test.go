@@ -165,7 +165,7 @@ func TestSurfaceRelays(t *testing.T) {
 					t.Fatalf("logging/setLevel: %v", levelErr)
 				}
 				// A stateless 2026-07-28 client over HTTP is asked through
-				// input_required results and its retries (mrtr.go): the
+				// input_required results and its retries (roundtrip.go): the
 				// handlers run once and the results are the same.
 				for _, srv := range []string{"everything", "evhttp", "evsse"} {
 					t.Run(srv+"/sampling", func(t *testing.T) {

@@ -102,10 +102,11 @@ var phraseRules = []phraseRule{
 	// five ("<!-- comments -->", "<!-- TODO: paging -->",
 	// "<!-- prettier-ignore -->") is how ordinary descriptions mention or
 	// leave comments, so it is a warning, and a quarantine-level finding
-	// needs room for an instruction: six words or more, or a word that
-	// addresses the model or tells it to act.
+	// needs room for an instruction (six words or more) or a directive
+	// (see directive): "<!-- TODO: call the API -->", "<!-- DO NOT EDIT
+	// -->" and "<!-- your changes here -->" are developers' notes.
 	{rule: "html_comment", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<!--"}, strip: true,
-		all: []string{`<!--(?:\s*(?:` + commentWord + `\s+){5}` + commentWord + `|(?:(?:[^-]|-[^-])*?\s)?` + directiveWord + `\b)`}},
+		all: []string{`<!--(?:\s*(?:` + commentWord + `\s+){5}` + commentWord + `|(?:(?:[^-]|-[^-])*?\s)?` + directive + `)`}},
 	{rule: "html_comment_note", kind: KindHiddenMarkup, level: LevelWarn, hints: []string{"<!--"}, strip: true, unless: []string{"html_comment"},
 		all: []string{`<!--\s*[^\s-]`}},
 	{rule: "instruction_tag", kind: KindHiddenMarkup, level: LevelQuarantine, hints: []string{"<"}, strip: true,
@@ -124,8 +125,8 @@ var phraseRules = []phraseRule{
 	// word that follows "the above" as a noun ("ignore the above limit")
 	// is a near miss.
 	{rule: "override_context", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
-		all: []string{contextVerb + `\s+(?:(?:(?:all|everything|anything)\s+(?:of\s+)?(?:the\s+|that\s+|what\s+(?:was|is|came|comes)\s+)?` +
-			`(?:above|foregoing|preceding|previous(?:ly)?|prior|before|earlier))|(?:(?:the\s+|what\s+(?:was|is|came|comes)\s+)?(?:above|foregoing|preceding)))` +
+		all: []string{contextVerb + `\s+(?:(?:(?:all|everything|anything)\s+(?:of\s+)?(?:the\s+|` + earlierClause + `)?` +
+			`(?:above|foregoing|preceding|previous(?:ly)?|prior|before|earlier))|(?:(?:the\s+|what\s+` + earlierVerb + `)?(?:above|foregoing|preceding)))` +
 			`(?:\s+(?:text|content|context|conversation|messages?|said|written|stated))?\s*(?:$|[.,;:!]|\band\b|\bthen\b|\binstead\b|—|-)`}},
 	{rule: "override_told", kind: KindModelInstruction, level: LevelQuarantine, hints: overrideHints,
 		all: []string{contextVerb + `\s+(?:everything|anything|all|what(?:ever)?)\s+(?:that\s+)?(?:you\s*(?:were|are|have\s+been|'ve\s+been|'re)\s+` +
@@ -158,16 +159,24 @@ var phraseRules = []phraseRule{
 		all: []string{`\[\s*(?:(?-i:IMPORTANT|SYSTEM|INSTRUCTIONS?|ADMIN|SECRET|HIDDEN)\s*[:\]]|(?:important|system|instructions?|admin|secret|hidden|note to (?:the )?(?:assistant|ai|model))\s*:)`}},
 
 	// Markdown and HTML images are fetched when the client renders them,
-	// links when the person clicks: a URL with a placeholder the model
-	// fills in ({conversation}, <summary>, $SECRET) or a query that names
-	// conversation data carries it to whoever runs the host. Ordinary
-	// links (docs, repositories) have neither.
+	// links when the person clicks: a URL that the model is to fill in
+	// with conversation data carries it to whoever runs the host. See
+	// urlDataPlaceholder and urlQueryData for what counts as data; a
+	// fragment (after '#') is never sent, so the URL ends there. Ordinary
+	// documentation links (paths such as /actions/secrets or
+	// /channels/{channel_id}/messages, queries such as ?q=session) have
+	// neither. An image is fetched without a click, so for images any
+	// placeholder (urlPlaceholder) and a query parameter named after
+	// conversation data (?session=1) are enough.
 	{rule: "markdown_image_exfiltration", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"![", "<img"},
-		all: []string{`(?:!\[[^\]]*\]\(\s*<?|<img\b[^>]*\bsrc\s*=\s*["']?)` + urlStart + `[^\s)"'>]*?(?:` + urlPlaceholder + `|` + urlData + `)`}},
+		all: []string{`(?:!\[[^\]]*\]\(\s*<?|<img\b[^>]*\bsrc\s*=\s*["']?)` + urlStart + `[^\s)"'>#]*?(?:` + urlPlaceholder + `|` +
+			urlDataPlaceholder + `|` + urlQueryData + `|` + urlDataParam + `)`}},
+	// One image is one finding: "![x](...)" holds a link's "](" too.
 	{rule: "markdown_link_exfiltration", kind: KindModelInstruction, level: LevelQuarantine, hints: []string{"]("},
-		all: []string{`\]\(\s*<?` + urlStart + `[^\s)]*?` + urlData}},
+		unless: []string{"markdown_image_exfiltration"},
+		all:    []string{`\]\(\s*<?` + urlStart + `[^\s)#]*?(?:` + urlDataPlaceholder + `|` + urlQueryData + `)`}},
 	{rule: "markdown_link_placeholder", kind: KindModelInstruction, level: LevelWarn, hints: []string{"]("},
-		unless: []string{"markdown_image_exfiltration", "markdown_link_exfiltration"}, all: []string{`\]\(\s*<?` + urlStart + `[^\s)]*?` + urlPlaceholder}},
+		unless: []string{"markdown_image_exfiltration", "markdown_link_exfiltration"}, all: []string{`\]\(\s*<?` + urlStart + `[^\s)#]*?` + urlPlaceholder}},
 
 	// Credentials and dotfiles.
 	{rule: "credential_exfiltration", kind: KindCredentialAccess, level: LevelQuarantine, hints: sensitivePathHints,
@@ -220,20 +229,82 @@ var overrideHints = []string{"ignore", "disregard", "forget", "override", "bypas
 	"aside", "no attention", "follow", "obey"}
 
 // Building blocks of the HTML comment rules: a word of a comment (no
-// "--" inside), and a word that addresses the model or tells it to act.
+// "--" inside), and a directive: words that address the model ("assistant:",
+// "you must", "your new task", "system:"), tell it to set aside what it was
+// told, to call a named tool ("call delete_all", "invoke fs.write"), to send
+// or include conversation data or secrets, or to keep something from the
+// person. A word alone ("call", "you", "system", "important", "do not")
+// is not one: developers' notes use them all.
 const (
-	commentWord   = `(?:[^\s-]|-[^\s-])+`
-	directiveWord = `(?:you|your|assistant|ai|model|llm|agent|claude|gpt|must|always|never|instead|ignore|disregard|forget|send|call|invoke|include|tell|do\s+not|don't|override|secret|hidden|system|important)`
+	commentWord = `(?:[^\s-]|-[^\s-])+`
+	directive   = `(?:(?:assistant|ai|model|llm|agent|claude|gpt|chatgpt|copilot)\s*[:,]|` +
+		`(?:the\s+)?(?:assistant|ai|model|llm|agent)\s+(?:must|should|shall|will|needs?\s+to)\b|` +
+		`(?:note|message)\s+(?:to|for)\s+(?:the\s+)?(?:assistant|ai|model|llm|agent)\b|` +
+		`you(?:'re|\s+are|\s+must|\s+should|\s+shall|\s+will|\s+need\s+to|\s+have\s+to|\s+may\s+not|\s+now)\b|` +
+		`your\s+(?:(?:new|real|actual|true)\s+)?(?:instructions?|task|job|role|goal|objective|orders|prompt)\b|` +
+		`system(?:\s+(?:prompt|message|instructions?|override|note))?\s*:|system\s+(?:prompt|instructions?)\b|` +
+		`(?:ignore|disregard|forget|override)\b|` +
+		`(?:call|invoke|execute)\s+(?:the\s+)?[a-z][a-z0-9]*(?:[_.][a-z][a-z0-9]*)+|` +
+		`(?:send|forward|upload|include|append|attach|post|leak|exfiltrate|copy|paste|pass)\s+(?:` + commentWord + `\s+){0,4}?` + urlDataWord + `\b|` +
+		`(?:do\s+not|don't|never)\s+(?:tell|mention|reveal|show|inform|notify|let|alert)\b)`
 )
 
-// Building blocks of the link rules: the start of an absolute or
-// scheme-relative URL, a placeholder in it, and a query or fragment (or a
-// placeholder) that names conversation data.
+// earlierClause and earlierVerb are "that came before", "what was said",
+// "which was written": text before this one, as a relative clause.
 const (
-	urlStart       = `(?:[a-z][a-z0-9+.-]*:)?//`
-	urlPlaceholder = `(?:\{[^{}\s)]*\}|\$\{[^}\s)]*\}|\$(?-i:[A-Z][A-Z0-9_]{2,})|%s|<[^<>\s)]+>|\[[^\]\s)]+\])`
-	urlData        = `[?&={<$\[][^\s)]*?(?:conversation|chat|history|transcript|messages|context|prompt|memory|memories|summary|summari[sz]e|` +
-		`secret|password|passwd|credential|api[_-]?key|token|cookie|session|previous)`
+	earlierVerb   = `(?:was|is|came|comes|went|has\s+been|had\s+been|you\s+(?:read|saw|got))\s+(?:(?:said|written|stated|given|sent|shown)\s+)?`
+	earlierClause = `(?:that|what|which)\s+` + earlierVerb
+)
+
+// Building blocks of the link rules.
+//
+// A placeholder is what the model is to replace: {name}, {{name}},
+// ${name}, $NAME (capitals), <name>, [name], %s, and a run of capitals
+// joined by '_' that asks to be replaced (YOUR_NAME, INSERT_TEXT,
+// NAME_HERE). It carries data (urlDataPlaceholder) when its name ends in
+// a data word (urlDataWord, possibly plural, after any qualifiers and
+// before any filler such as _here, _log, _text): {conversation},
+// {{messages}}, {{ .Messages }}, {{ conversation | urlencode }},
+// {previous_messages}, <chat history>, $SUMMARY,
+// CONVERSATION_HERE, CHAT_LOG, YOUR_API_KEY. A name that ends in
+// something else names a resource, not its content: {conversation_id},
+// {message.id}, {secret_name}, {name=spaces/*/messages/*}.
+const (
+	urlStart = `(?:[a-z][a-z0-9+.-]*:)?//`
+	// urlDataWord is conversation data and secrets.
+	urlDataWord = `(?:conversations?|chats?|histor(?:y|ies)|transcripts?|messages?|msgs|context|prompts?|memor(?:y|ies)|summary|summari[sz]ed?|` +
+		`dialog(?:ue)?s?|previous|secrets?|passwords?|passwd|credentials?|api[_-]?keys?|tokens?|cookies?|sessions?)`
+	// urlConversationWord is the conversation part of urlDataWord: a
+	// query value such as ?data=chat_history names it.
+	urlConversationWord = `(?:conversations?|chats?|chat[_-]?logs?|histor(?:y|ies)|transcripts?|messages?|context|prompts?|memor(?:y|ies)|summary|dialog(?:ue)?s?)`
+	// urlFiller is what may follow the data word in a placeholder's name.
+	urlFiller          = `(?:here|so[_\s-]?far|log|logs|text|content|contents|data|body|dump|full|all|json|b64|base64|encoded|raw)`
+	urlPlaceholder     = `(?:\{[^{}\s)]*\}|\$\{[^}\s)]*\}|\$(?-i:[A-Z][A-Z0-9_]{2,})|%s|<[^<>\s)]+>|\[[^\]\s)]+\]|` + urlCapsMarker + `)`
+	urlCapsMarker      = `(?-i:\b(?:YOUR|INSERT|PUT|ADD|ENTER)(?:_[A-Z0-9]+)+\b|\b(?:[A-Z0-9]+_)+(?:HERE|PLACEHOLDER)\b)`
+	urlPlaceholderName = `(?:[a-z0-9]+[_.\s-]+)*?` + urlDataWord + `(?:[_.\s-]+` + urlFiller + `)*`
+	urlDataPlaceholder = `(?:\{\{?\s*[.$]?` + urlPlaceholderName + `\s*(?:\|[^{}]*)?\}|<\s*` + urlPlaceholderName + `\s*>|\[\s*` + urlPlaceholderName + `\s*\]|` + urlCapsData + `)`
+	// urlCapsData is a placeholder in capitals that carries data:
+	// $SUMMARY, ${CHAT_HISTORY}, CONVERSATION_HERE, CHAT_LOG, YOUR_API_KEY.
+	// A single word (HISTORY.md, SESSION) is not one.
+	urlCapsData = `(?-i:\$\{?(?:[A-Z0-9]+_)*` + urlCapsDataWord + `(?:_` + urlCapsFiller + `)*\b|\b(?:[A-Z0-9]+_)*` + urlCapsDataWord + `(?:_` + urlCapsFiller + `)+\b|` +
+		`\b(?:[A-Z0-9]+_)+` + urlCapsDataWord + `(?:_` + urlCapsFiller + `)*\b)`
+	// urlCapsDataWord and urlCapsFiller are urlDataWord and urlFiller in
+	// capitals.
+	urlCapsDataWord = `(?-i:CONVERSATIONS?|CHATS?|HISTOR(?:Y|IES)|TRANSCRIPTS?|MESSAGES?|MSGS|CONTEXT|PROMPTS?|MEMOR(?:Y|IES)|SUMMARY|SUMMARI[SZ]ED?|` +
+		`DIALOG(?:UE)?S?|PREVIOUS|SECRETS?|PASSWORDS?|PASSWD|CREDENTIALS?|API_?KEYS?|TOKENS?|COOKIES?|SESSIONS?)`
+	urlCapsFiller = `(?-i:HERE|SO_FAR|LOGS?|TEXT|CONTENTS?|DATA|BODY|DUMP|FULL|ALL|JSON|B64|BASE64|ENCODED|RAW)`
+	// urlQueryData is a whole query value that names conversation data:
+	// words joined by '_' or '-' whose last is a conversation word, but
+	// for filler (?data=chat_history, ?d=full-transcript, ?log=CHAT_LOG),
+	// or a data word in capitals (?d=CONVERSATION). One lower-case word
+	// (?q=session, ?action=history, ?prompt=consent) is an ordinary
+	// query, and so is a name that ends in something else
+	// (?sort=message_count).
+	urlQueryData = `[?&;][^=&#\s)]*=(?:(?:[a-z0-9]+[_-])+` + urlConversationWord + `(?:[_-]` + urlFiller + `)*|` +
+		urlConversationWord + `(?:[_-]` + urlFiller + `)+|` + urlCapsDataWord + `)(?:$|[&;#)\s"'>])`
+	// urlDataParam is a query parameter named after conversation data
+	// (?session=1, ?chat_history=): enough for an image.
+	urlDataParam = `[?&;](?:[a-z0-9]+[_-])*` + urlDataWord + `(?:[_-][a-z0-9]+)*=`
 )
 
 // instructionTagNames are the pseudo-tags that mark an instruction block

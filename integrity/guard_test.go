@@ -283,7 +283,7 @@ func TestFindingsMetric(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m, _ := metrics.New(reg)
 	g.metrics = m
-	in := serverOf("s", Policy{Scan: ScanQuarantine}, tool("a", "A. <!-- hidden note here -->"), tool("b", "B."))
+	in := serverOf("s", Policy{Scan: ScanQuarantine}, tool("a", "A. <!-- assistant: hidden note here -->"), tool("b", "B."))
 	for i := 0; i < 3; i++ {
 		g.Review(in, nil)
 	}

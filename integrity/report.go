@@ -53,6 +53,11 @@ func (g *Guard) report(st *serverState, server string, pol Policy, v *Verdict, p
 		switch {
 		case slices.Contains(v.Reasons, ReasonScan):
 			action = "quarantined (scan: quarantine)"
+		case v.Held:
+			// Held for another reason (pinning, new_tools, the pin
+			// store): the scan's own mode did not decide, and the log
+			// must not say the tool is served.
+			action = "held in quarantine (" + joinReasons(v.Reasons) + "); the scan alone would not hold it (scan: " + string(pol.Scan) + ")"
 		case pol.Scan == ScanStrip && anyStripped(v.Findings):
 			action = "served with invisible characters and hidden markup removed (scan: strip)"
 		}
@@ -130,4 +135,23 @@ func (g *Guard) reportFirstSight(server string, pins []pinState) {
 		g.log.Info().Str("server", server).Int("tools", n).Str("file", g.store.Path(server)).
 			Msg("pinned the tools of a server seen for the first time (trust on first use)")
 	}
+}
+
+// joinReasons says why a tool is held, each reason with the setting that
+// holds it.
+func joinReasons(rs []Reason) string {
+	parts := make([]string, len(rs))
+	for i, r := range rs {
+		switch r {
+		case ReasonChanged:
+			parts[i] = "definition changed since pinned, pinning: quarantine"
+		case ReasonNew:
+			parts[i] = "new tool, new_tools: quarantine"
+		case ReasonStoreError:
+			parts[i] = "the pin file cannot be used, pinning: quarantine"
+		default:
+			parts[i] = string(r)
+		}
+	}
+	return strings.Join(parts, "; ")
 }

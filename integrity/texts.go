@@ -134,6 +134,33 @@ const (
 	maxWalkerTexts = 256
 )
 
+// maxWhere bounds the bytes of a text's where that a walker keeps, and
+// maxScannedTexts the texts of one tool: each text keeps its own copy of
+// its path, so without them a small hostile tool (an enum of 40,000
+// members under 20 keys of 1,000 bytes: 176 KB, or 20,000 nested
+// descriptions) made the walker copy gigabytes. With both, what a walk
+// keeps is linear in its input. A tool with more scanned strings than any
+// real one has is unreadable, which holds it under scan: quarantine rather
+// than let an instruction hide past the limit.
+const (
+	maxWhere        = 160
+	maxScannedTexts = 10000
+	whereEllipsis   = "..."
+	whereHeadLength = (maxWhere - len(whereEllipsis)) / 2
+)
+
+// appendWhere appends path to dst, or, when it is longer than maxWhere,
+// its start and its end around an ellipsis, in maxWhere bytes. The cut
+// may split a multi-byte character: where is only shown, sanitized.
+func appendWhere(dst, path []byte) []byte {
+	if len(path) <= maxWhere {
+		return append(dst, path...)
+	}
+	dst = append(dst, path[:whereHeadLength]...)
+	dst = append(dst, whereEllipsis...)
+	return append(dst, path[len(path)-(maxWhere-whereHeadLength-len(whereEllipsis)):]...)
+}
+
 // release returns w to walkers; its texts are not to be used after.
 func (w *walker) release() {
 	clear(w.out[:cap(w.out)]) // the strings of this tool
@@ -235,11 +262,16 @@ func (w *walker) value(i, depth int) (int, error) {
 		return end, err
 	}
 	if scanned, schemaValue := w.scanned(); scanned {
+		if len(w.out) == maxScannedTexts {
+			return 0, fmt.Errorf("more than %d strings to scan", maxScannedTexts)
+		}
 		n := len(w.strs)
-		if w.strs, err = appendString(append(w.strs, w.path...), b[i:end]); err != nil {
+		w.strs = appendWhere(w.strs, w.path)
+		where := len(w.strs) - n
+		if w.strs, err = appendString(w.strs, b[i:end]); err != nil {
 			return 0, err
 		}
-		w.sizes = append(w.sizes, len(w.path), len(w.strs)-n-len(w.path))
+		w.sizes = append(w.sizes, where, len(w.strs)-n-where)
 		w.out = append(w.out, text{start: i, end: end, schemaValue: schemaValue})
 	}
 	return end, nil

@@ -66,17 +66,17 @@ func (c *Client) BeginLogin(ctx context.Context, redirectURI string) (*BrowserLo
 }
 
 // Complete ends the login with the query of the redirect to its redirect
-// URI: it checks the state, takes the code (or the authorization server's
-// refusal), redeems it with the PKCE verifier and the resource, and stores
-// the tokens, where the server's connection picks them up at once (same
-// Client) or within PollInterval (another Client on the same store). A
-// login completes once: a second call, or a call after Expires, fails with
-// ErrLoginOver.
+// URI: it checks the state and the iss (RFC 9207), takes the code (or the
+// authorization server's refusal), redeems it with the PKCE verifier and
+// the resource, and stores the tokens, where the server's connection picks
+// them up at once (same Client) or within PollInterval (another Client on
+// the same store). A login completes once: a second call, or a call after
+// Expires, fails with ErrLoginOver.
 func (l *BrowserLogin) Complete(ctx context.Context, query url.Values) error {
 	if time.Now().After(l.Expires) || !l.over.CompareAndSwap(false, true) {
 		return ErrLoginOver
 	}
-	code, err := callbackCode(query, l.State)
+	code, err := callbackCode(query, l.req)
 	if err != nil {
 		return err
 	}

@@ -51,10 +51,16 @@ func originOf(u *url.URL) string {
 }
 
 // resourceCovers reports whether the protected resource metadata's
-// resource identifier applies to the server: the same canonical URL, or
-// the same origin with a path that is a whole-segment prefix of the
-// server's (metadata at the root describing the whole host).
+// resource identifier applies to the server (the check of RFC 9728 §3.3
+// as the MCP authorization specification relaxes it): the same canonical
+// URL, or the same origin with a path that is a whole-segment prefix of the
+// server's (metadata at the root describing the whole host). An identifier
+// with a fragment never applies: it cannot be sent as an RFC 8707 resource
+// indicator.
 func resourceCovers(resource, server string) bool {
+	if strings.Contains(resource, "#") {
+		return false // RFC 8707 §2: a resource indicator has no fragment
+	}
 	r, err := CanonicalURL(resource)
 	if err != nil {
 		return false

@@ -326,7 +326,47 @@ func (c *Client) recover401(ctx context.Context, ch Challenge, used string) erro
 		}
 		return c.needsAuth("no token yet", ch)
 	}
+	if err := c.checkAuthorizationServer(ctx, ch, used); err != nil {
+		return err
+	}
 	return c.renew(ctx, used)
+}
+
+// checkAuthorizationServer answers a 401 to the token used: when the
+// server's protected resource metadata no longer names the authorization
+// server that issued it (the server moved to another one), the tokens are
+// forgotten (the old issuer's registration stays, under its issuer) and a
+// login is needed, as a first login: nothing of the old authorization
+// server (refresh token, client id) is sent anywhere, and the login
+// discovers and registers at the new one. nil when the metadata still names
+// it, names none, or cannot be read: the refresh goes on as before.
+func (c *Client) checkAuthorizationServer(ctx context.Context, ch Challenge, used string) error {
+	e := c.current()
+	if e == nil || e.AccessToken != used {
+		return nil
+	}
+	prm, err := fetchResourceMetadata(ctx, c.hc, c.url, ch)
+	if err != nil || prm == nil || len(prm.AuthorizationServers) == 0 {
+		if err != nil {
+			c.log.Debug().Err(err).Msg("protected resource metadata unreadable after a 401; refreshing the token")
+		}
+		return nil
+	}
+	for _, as := range prm.AuthorizationServers {
+		if SameIssuer(as, e.Issuer) {
+			return nil
+		}
+	}
+	if err := c.updateEntry(func(x *Entry) *Entry {
+		if x == nil || x.AccessToken != used {
+			return nil
+		}
+		return forget(x)
+	}); err != nil {
+		return err
+	}
+	reason := fmt.Sprintf("its authorization server changed from %s to %s", redactURL(e.Issuer), redactURL(prm.AuthorizationServers[0]))
+	return c.needsAuth(reason, ch)
 }
 
 // needsAuth builds the error a request gets when a login is needed.
@@ -467,7 +507,7 @@ func (c *Client) fetchClientCredentials(ctx context.Context, ch Challenge, used 
 		if err != nil {
 			return fmt.Errorf("discovery: %w", err)
 		}
-		e.ServerURL, e.Issuer, e.TokenEndpoint = c.url, md.Issuer, md.TokenEndpoint
+		e.ServerURL, e.Issuer, e.Resource, e.TokenEndpoint = c.url, md.Issuer, md.Resource, md.TokenEndpoint
 		e.ClientID, e.ClientKind = c.cfg.ClientID, clientConfigured
 		e.TokenEndpointAuth = pickMethod(md.TokenAuthMethods, true)
 	}

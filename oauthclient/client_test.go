@@ -194,6 +194,27 @@ func TestLoginFailures(t *testing.T) {
 			want: "token endpoint answered HTTP 500",
 		},
 		{
+			name: "token endpoint answers 200 without a token",
+			setup: func(f *fakeAS, _ *config.ServerAuth, _ *Options) {
+				f.token = func(w http.ResponseWriter, r *http.Request) {
+					writeJSON(w, map[string]string{"token_type": "Bearer", "echo": "reg-secret-value"})
+				}
+			},
+			is:   ErrNoAccessToken,
+			want: "exchanging the authorization code: token endpoint " + "%AS%/as/token answered without a usable access token",
+		},
+		{
+			name: "token endpoint answers 200 with a form that does not parse",
+			setup: func(f *fakeAS, _ *config.ServerAuth, _ *Options) {
+				f.token = func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/plain")
+					_, _ = io.WriteString(w, "access_token=%zz&x=reg-secret-value")
+				}
+			},
+			is:   ErrNoAccessToken,
+			want: "exchanging the authorization code: token endpoint " + "%AS%/as/token answered without a usable access token",
+		},
+		{
 			name: "token endpoint never answers",
 			setup: func(f *fakeAS, _ *config.ServerAuth, opts *Options) {
 				f.token = func(w http.ResponseWriter, r *http.Request) {
@@ -240,8 +261,8 @@ func TestLoginFailures(t *testing.T) {
 			if tt.is != nil && !errors.Is(err, tt.is) {
 				t.Errorf("err = %v, want %v", err, tt.is)
 			}
-			if !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("err = %q, want it to contain %q", err, tt.want)
+			if want := strings.ReplaceAll(tt.want, "%AS%", f.url("")); !strings.Contains(err.Error(), want) {
+				t.Errorf("err = %q, want it to contain %q", err, want)
 			}
 			if strings.Contains(err.Error(), "reg-secret-value") {
 				t.Errorf("error shows the client secret: %q", err)
@@ -457,28 +478,39 @@ func TestPickUp(t *testing.T) {
 	}
 }
 
-// TestRegistrationErrors: a failed registration is described without the
-// response body, which may hold a secret.
+// TestRegistrationErrors: a failed registration is described by what
+// happened on the wire, without the response body, which may hold a secret.
 func TestRegistrationErrors(t *testing.T) {
-	for name, h := range map[string]http.HandlerFunc{
-		"not JSON": func(w http.ResponseWriter, r *http.Request) {
+	tests := []struct {
+		name string
+		h    http.HandlerFunc
+		want string
+	}{
+		{"not JSON", func(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusCreated)
 			_, _ = io.WriteString(w, `{"client_id":"x","client_secret":"reg-secret-value",`)
-		},
-		"refused": func(w http.ResponseWriter, r *http.Request) {
+		}, "the registration response is unusable (not JSON, no client_id, or an invalid URL in it; it is not shown: it may hold a client secret)"},
+		{"no client_id", func(w http.ResponseWriter, r *http.Request) {
+			writeJSONStatus(w, http.StatusCreated, map[string]string{"client_secret": "reg-secret-value"})
+		}, "the registration response is unusable"},
+		{"refused", func(w http.ResponseWriter, r *http.Request) {
 			writeJSONStatus(w, http.StatusBadRequest, map[string]string{"error": "invalid_redirect_uri", "error_description": "no loopback", "client_secret": "reg-secret-value"})
-		},
-		"server error": func(w http.ResponseWriter, r *http.Request) {
+		}, "refused: invalid_redirect_uri (no loopback)"},
+		{"refused, not JSON", func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, "reg-secret-value", http.StatusBadRequest)
+		}, "answered HTTP 400 Bad Request"},
+		{"server error", func(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, "reg-secret-value", http.StatusBadGateway)
-		},
-	} {
-		t.Run(name, func(t *testing.T) {
+		}, "answered HTTP 502 Bad Gateway"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeAS(t)
 			f.set(func(f *fakeAS) {
 				next := f.mux
 				f.srv.Config.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 					if r.URL.Path == "/as/register" {
-						h(w, r)
+						tt.h(w, r)
 						return
 					}
 					next.ServeHTTP(w, r)
@@ -486,30 +518,33 @@ func TestRegistrationErrors(t *testing.T) {
 			})
 			c, _ := newClient(t, f, config.ServerAuth{}, Options{})
 			err := login(t, c, Challenge{})
-			if err == nil || !strings.Contains(err.Error(), "dynamic client registration") || strings.Contains(err.Error(), "reg-secret-value") {
-				t.Errorf("err = %v", err)
+			want := "dynamic client registration at " + f.url("/as/register") + ": " + tt.want
+			if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "reg-secret-value") {
+				t.Errorf("err = %v, want it to contain %q", err, want)
 			}
-			t.Log(err)
 		})
 	}
 }
 
 // A registration error is described only by what carries no response body:
-// an error oauthex might word differently (and quote a successful
-// registration's body in, client secret included) gets a fixed text.
+// an error of oauthex (whose texts quote bodies, client secret included) is
+// never shown, whatever its wording.
 func TestRegistrationErrShowsNoBody(t *testing.T) {
 	const secret = "s3cr3t-client-secret"
+	quoting := fmt.Errorf("register: unexpected body %s", `{"client_id":"c","client_secret":"`+secret+`"}`)
 	for _, c := range []struct {
-		name string
-		err  error
-		want string
+		name   string
+		err    error
+		status *httpStatus
+		want   string
 	}{
-		{"refused", &oauthex.ClientRegistrationError{ErrorCode: "invalid_redirect_uri", ErrorDescription: "no"}, "refused: invalid_redirect_uri (no)"},
-		{"status", errors.New(`registration failed with status 500 Internal Server Error: {"client_secret":"` + secret + `"}`), "answered HTTP 500 Internal Server Error"},
-		{"transport", &url.Error{Op: "Post", URL: "https://as.example/register", Err: errors.New("connection refused")}, "the request failed: connection refused"},
-		{"unknown wording", fmt.Errorf("register: unexpected body %s", `{"client_id":"c","client_secret":"`+secret+`"}`), "failed (the response is not shown: it may hold a client secret)"},
+		{"refused", &oauthex.ClientRegistrationError{ErrorCode: "invalid_redirect_uri", ErrorDescription: "no"}, &httpStatus{400, "400 Bad Request"}, "refused: invalid_redirect_uri (no)"},
+		{"status", quoting, &httpStatus{500, "500 Internal Server Error"}, "answered HTTP 500 Internal Server Error"},
+		{"success unusable", quoting, &httpStatus{201, "201 Created"}, "the registration response is unusable (not JSON, no client_id, or an invalid URL in it; it is not shown: it may hold a client secret)"},
+		{"transport", fmt.Errorf("registration request failed: %w", &url.Error{Op: "Post", URL: "https://as.example/register", Err: errors.New("connection refused")}), nil, "the request failed: connection refused"},
+		{"no answer, unknown error", quoting, nil, "failed (the response is not shown: it may hold a client secret)"},
 	} {
-		if got := registrationErr(c.err); got != c.want || strings.Contains(got, secret) {
+		if got := registrationErr(c.err, c.status); got != c.want || strings.Contains(got, secret) {
 			t.Errorf("%s: registrationErr = %q, want %q", c.name, got, c.want)
 		}
 	}

@@ -21,13 +21,23 @@ const maxMetadataBytes = 1 << 20
 
 // Metadata is what discovery learned about a server's authorization.
 type Metadata struct {
-	// Resource is the RFC 8707 resource indicator: the canonical server URL.
+	// Resource is the RFC 8707 resource indicator: the protected resource
+	// metadata's resource exactly as written when it has one (it passed
+	// resourceCovers), else the canonical server URL.
 	Resource string
 	// ScopesSupported are the protected resource metadata's scopes.
 	ScopesSupported []string
 	// Issuer and the endpoints come from the authorization server's
 	// metadata, or from the 2025-03-26 defaults (Legacy).
-	Issuer                string
+	Issuer string
+	// ResponseIssuer is the issuer an authorization response's iss must
+	// name, exactly (RFC 9207 §2.4): the metadata's issuer as written, or
+	// Issuer when the metadata names none (2025-03-26 defaults).
+	ResponseIssuer string
+	// ResponseIssRequired is the metadata's
+	// authorization_response_iss_parameter_supported: a response without
+	// iss is refused.
+	ResponseIssRequired   bool
 	AuthorizationEndpoint string
 	TokenEndpoint         string
 	RegistrationEndpoint  string
@@ -103,6 +113,9 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 	if prm == nil {
 		return legacyMetadata(ctx, hc, serverURL, md)
 	}
+	if prm.Resource != "" {
+		md.Resource = prm.Resource
+	}
 	md.ScopesSupported = splitScopes(strings.Join(prm.ScopesSupported, " "))
 	if len(prm.AuthorizationServers) == 0 {
 		return nil, errors.New("protected resource metadata names no authorization server")
@@ -125,12 +138,15 @@ func discover(ctx context.Context, hc *http.Client, serverURL string, ch Challen
 		return nil, err
 	}
 	md.Issuer = issuer
+	md.ResponseIssuer = asm.Issuer
 	return md, nil
 }
 
 // fetchResourceMetadata tries the challenge's resource_metadata URL, then
 // the well-known URI at the server's path, then at its root. nil, nil
-// means none answered (a 2025-03-26 server).
+// means none answered (a 2025-03-26 server). A document whose resource
+// does not cover the server is refused (RFC 9728 §3.3: its content must
+// not be used); one without a resource stands for the server's URL.
 func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL string, ch Challenge) (*oauthex.ProtectedResourceMetadata, error) {
 	su, err := url.Parse(serverURL)
 	if err != nil {
@@ -157,7 +173,7 @@ func fetchResourceMetadata(ctx context.Context, hc *http.Client, serverURL strin
 		if !found {
 			continue
 		}
-		if !resourceCovers(prm.Resource, serverURL) {
+		if prm.Resource != "" && !resourceCovers(prm.Resource, serverURL) {
 			return nil, fmt.Errorf("%w: %s says resource %q, the server is %s", ErrResourceMismatch, redactURL(c), cut(prm.Resource, 200), serverURL)
 		}
 		return &prm, nil
@@ -217,7 +233,7 @@ func legacyMetadata(ctx context.Context, hc *http.Client, serverURL string, md *
 	}
 	if !found {
 		md.Legacy = "default-endpoints"
-		md.Issuer = origin
+		md.Issuer, md.ResponseIssuer = origin, origin
 		md.AuthorizationEndpoint = origin + "/authorize"
 		md.TokenEndpoint = origin + "/token"
 		md.RegistrationEndpoint = origin + "/register"
@@ -238,6 +254,7 @@ func legacyMetadata(ctx context.Context, hc *http.Client, serverURL string, md *
 	if err := fill(md, serverURL, &asm); err != nil {
 		return nil, err
 	}
+	md.ResponseIssuer = md.Issuer
 	return md, nil
 }
 
@@ -267,6 +284,7 @@ func fill(md *Metadata, serverURL string, asm *oauthex.AuthServerMeta) error {
 	md.ASScopesSupported = splitScopes(strings.Join(asm.ScopesSupported, " "))
 	md.TokenAuthMethods = asm.TokenEndpointAuthMethodsSupported
 	md.CIMDSupported = asm.ClientIDMetadataDocumentSupported
+	md.ResponseIssRequired = asm.AuthorizationResponseIssParameterSupported
 	return nil
 }
 

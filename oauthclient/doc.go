@@ -7,9 +7,12 @@
 // request to the server's own origin, refreshes it shortly before it
 // expires, and answers the server's refusals:
 //
-//   - 401 with a token: refresh once (or, for client_credentials, fetch a new
-//     token) and re-send once; when that is impossible or refused, the
-//     request fails with a *NeedsAuthError.
+//   - 401 with a token: when the server's protected resource metadata no
+//     longer names the token's authorization server (the server moved), a
+//     *NeedsAuthError: a login at the new one, as a first login. Else
+//     refresh once (or, for client_credentials, fetch a new token) and
+//     re-send once; when that is impossible or refused, the request fails
+//     with a *NeedsAuthError.
 //   - 401 without a token: a *NeedsAuthError carrying the parsed
 //     WWW-Authenticate challenge, which the login starts from.
 //   - 403 with error="insufficient_scope": a new authorization with the union
@@ -24,12 +27,15 @@
 // for 2025-03-26 servers without resource metadata the metadata at the
 // server's origin, else the default /authorize, /token and /register
 // endpoints), the issuer check, client identity (configured client_id, else
-// a Client ID Metadata Document, else Dynamic Client Registration), a
-// loopback redirect http://127.0.0.1:<port>/callback served for this one
-// login, the state check, and the exchange with the RFC 8707 resource
-// parameter. BeginLogin and BrowserLogin.Complete run the same login for a
-// browser that comes back to a page the caller serves (the status page's
-// /auth/callback on the metrics listener) instead of the loopback listener.
+// a Client ID Metadata Document, else Dynamic Client Registration with
+// application_type native), a loopback redirect
+// http://127.0.0.1:<port>/callback served for this one login, the state
+// and iss (RFC 9207) checks of the response, and the exchange with the RFC
+// 8707 resource parameter (the protected resource metadata's resource as
+// written, else the canonical server URL). BeginLogin and
+// BrowserLogin.Complete run the same login for a browser that comes back to
+// a page the caller serves (the status page's /auth/callback on the metrics
+// listener) instead of the loopback listener.
 // client_credentials servers get their tokens without a user,
 // with client_secret_basic, client_secret_post or a private_key_jwt
 // assertion signed with a PEM key.

@@ -28,6 +28,14 @@ var (
 	ErrResourceMismatch = errors.New("protected resource metadata is for another resource")
 	// ErrIssuerMismatch: authorization server metadata names another issuer.
 	ErrIssuerMismatch = errors.New("authorization server metadata names another issuer")
+	// ErrResponseIssuer: the authorization response's iss parameter (RFC
+	// 9207) is missing where the authorization server promised it, or
+	// names another issuer; its code is never redeemed.
+	ErrResponseIssuer = errors.New("the authorization response does not come from the authorization server of this login (RFC 9207 iss)")
+	// ErrNoAccessToken: the token endpoint answered with success but
+	// without a usable access token (a body that does not parse, or no
+	// access_token in it).
+	ErrNoAccessToken = errors.New("answered without a usable access token")
 )
 
 // LoginCommand is the command a user runs to authorize server.

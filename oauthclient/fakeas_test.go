@@ -36,6 +36,13 @@ type fakeAS struct {
 	authorizeQ  []url.Values // every authorize request
 	tokenForms  []url.Values // every token request
 	registers   int
+	registered  []map[string]any // every registration request's metadata
+	redirectIss []string         // iss values of the authorization response; nil: none
+	clientID    string           // the client_id registrations get
+	tokenClient []string         // the client id of every token request (form or Basic)
+	// accept, if set, decides which bearer tokens /mcp takes (with their
+	// scopes) instead of valid: a server trusting another fake's tokens.
+	accept      func(tok string) ([]string, bool)
 	expiresIn   int
 	issued      int
 	mcpAuthSeen []string // Authorization headers /mcp got
@@ -47,7 +54,7 @@ type codeInfo struct {
 }
 
 func newFakeAS(t *testing.T) *fakeAS {
-	f := &fakeAS{t: t, valid: map[string][]string{}, refreshes: map[string]bool{}, codes: map[string]codeInfo{}, expiresIn: 3600}
+	f := &fakeAS{t: t, valid: map[string][]string{}, refreshes: map[string]bool{}, codes: map[string]codeInfo{}, expiresIn: 3600, clientID: "reg-client"}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/mcp", f.serveMCP)
 	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
@@ -75,8 +82,10 @@ func newFakeAS(t *testing.T) *fakeAS {
 		_ = json.NewDecoder(r.Body).Decode(&meta)
 		f.mu.Lock()
 		f.registers++
+		f.registered = append(f.registered, meta)
+		id := f.clientID
 		f.mu.Unlock()
-		writeJSONStatus(w, http.StatusCreated, map[string]any{"client_id": "reg-client", "client_secret": "reg-secret-value", "token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta["redirect_uris"]})
+		writeJSONStatus(w, http.StatusCreated, map[string]any{"client_id": id, "client_secret": "reg-secret-value", "token_endpoint_auth_method": "client_secret_basic", "redirect_uris": meta["redirect_uris"]})
 	})
 	mux.HandleFunc("/as/authorize", f.serveAuthorize)
 	mux.HandleFunc("/as/token", func(w http.ResponseWriter, r *http.Request) {
@@ -122,6 +131,9 @@ func (f *fakeAS) serveMCP(w http.ResponseWriter, r *http.Request) {
 	f.mcpAuthSeen = append(f.mcpAuthSeen, h)
 	tok, ok := strings.CutPrefix(h, "Bearer ")
 	scopes, known := f.valid[tok]
+	if f.accept != nil {
+		scopes, known = f.accept(tok)
+	}
 	if !ok || !known {
 		ch := f.challenge
 		if ch == "" {
@@ -145,6 +157,7 @@ func (f *fakeAS) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	f.authorizeQ = append(f.authorizeQ, q)
 	code := fmt.Sprintf("code-%d", len(f.authorizeQ))
 	f.codes[code] = codeInfo{challenge: q.Get("code_challenge"), resource: q.Get("resource"), scopes: strings.Fields(q.Get("scope"))}
+	iss := f.redirectIss
 	f.mu.Unlock()
 	u, err := url.Parse(q.Get("redirect_uri"))
 	if err != nil {
@@ -154,6 +167,9 @@ func (f *fakeAS) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	back := u.Query()
 	back.Set("code", code)
 	back.Set("state", q.Get("state"))
+	for _, v := range iss {
+		back.Add("iss", v)
+	}
 	u.RawQuery = back.Encode()
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
@@ -166,6 +182,11 @@ func (f *fakeAS) serveToken(w http.ResponseWriter, r *http.Request) {
 	defer f.mu.Unlock()
 	form := r.PostForm
 	f.tokenForms = append(f.tokenForms, form)
+	client := form.Get("client_id")
+	if user, _, ok := r.BasicAuth(); ok {
+		client = user
+	}
+	f.tokenClient = append(f.tokenClient, client)
 	var scopes []string
 	switch form.Get("grant_type") {
 	case "authorization_code":

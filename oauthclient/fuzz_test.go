@@ -109,12 +109,15 @@ func (d docTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // FuzzMetadataDocuments: any protected resource and authorization server
 // metadata documents give an error or metadata whose endpoints are http(s)
-// URLs, a resource that is the server's, and never a panic.
+// URLs, a resource that is the server's URL or covers it (and has no
+// fragment), and never a panic.
 func FuzzMetadataDocuments(f *testing.F) {
 	f.Add([]byte(`{"resource":"https://mcp.example.com/mcp","authorization_servers":["https://as.example.com"],"scopes_supported":["a"]}`),
 		[]byte(`{"issuer":"https://as.example.com","authorization_endpoint":"https://as.example.com/a","token_endpoint":"https://as.example.com/t","code_challenge_methods_supported":["S256"]}`))
 	f.Add([]byte(`{"resource":"https://mcp.example.com","authorization_servers":["https://as.example.com/t1"]}`),
 		[]byte(`{"issuer":"https://as.example.com/t1","authorization_endpoint":"javascript:alert(1)","token_endpoint":"http://as.example.com/t"}`))
+	f.Add([]byte(`{"resource":"https://MCP.example.com/","authorization_servers":["https://as.example.com"]}`),
+		[]byte(`{"issuer":"https://as.example.com","authorization_endpoint":"https://as.example.com/a","token_endpoint":"https://as.example.com/t","code_challenge_methods_supported":["S256"]}`))
 	f.Add([]byte(`[]`), []byte(`{"issuer":1}`))
 	f.Add([]byte(`{"resource":null,"authorization_servers":[""]}`), []byte(`not json`))
 	f.Fuzz(func(t *testing.T, prm, asm []byte) {
@@ -129,7 +132,7 @@ func FuzzMetadataDocuments(f *testing.F) {
 			}
 			return
 		}
-		if md.Resource != server {
+		if md.Resource != server && (!resourceCovers(md.Resource, server) || strings.Contains(md.Resource, "#")) {
 			t.Fatalf("resource %q", md.Resource)
 		}
 		for _, e := range []string{md.TokenEndpoint, md.AuthorizationEndpoint} {
@@ -140,6 +143,48 @@ func FuzzMetadataDocuments(f *testing.F) {
 			if err != nil || u.Host == "" || (u.Scheme != "https" && !(u.Scheme == "http" && httpguard.IsLoopback(u.Hostname()))) {
 				t.Fatalf("endpoint %q accepted for an https server", e)
 			}
+		}
+	})
+}
+
+// FuzzCallbackQuery: whatever query the browser brings back, a code is
+// taken only with the login's state and, when the response names an
+// issuer or the metadata promises one, exactly the metadata's issuer; the
+// error texts are UTF-8 when the query is; never a panic.
+func FuzzCallbackQuery(f *testing.F) {
+	const issuer = "https://as.example.com"
+	f.Add("code=c&state=s", false)
+	f.Add("code=c&state=s&iss=https%3A%2F%2Fas.example.com", true)
+	f.Add("code=c&state=s&iss=https%3A%2F%2Fas.example.com%2F", true)
+	f.Add("error=access_denied&error_description=no&state=s&iss=x", false)
+	f.Add("code=c&state=s&iss=&iss=", false)
+	f.Add("state=s", true)
+	f.Fuzz(func(t *testing.T, query string, required bool) {
+		q, err := url.ParseQuery(query)
+		if err != nil {
+			return
+		}
+		req := &authRequest{state: "s", md: &Metadata{ResponseIssuer: issuer, ResponseIssRequired: required}}
+		code, err := callbackCode(q, req)
+		if err != nil {
+			if code != "" {
+				t.Fatalf("code %q with error %v", code, err)
+			}
+			if !utf8.ValidString(err.Error()) && utf8.ValidString(query) {
+				t.Fatalf("error text is not UTF-8: %q", err)
+			}
+			return
+		}
+		iss, has := q["iss"]
+		switch {
+		case q.Get("state") != "s":
+			t.Fatalf("code taken with state %q", q.Get("state"))
+		case has && (len(iss) != 1 || iss[0] != issuer):
+			t.Fatalf("code taken with iss %q", iss)
+		case !has && required:
+			t.Fatal("code taken without the promised iss")
+		case code == "" || code != q.Get("code"):
+			t.Fatalf("code %q from query %q", code, query)
 		}
 	})
 }

@@ -108,7 +108,7 @@ func endpointGrant(ctx context.Context, hc *http.Client, tokenURL, audience stri
 
 // clientCredentials fetches a token with the client_credentials grant.
 func clientCredentials(ctx context.Context, hc *http.Client, e *Entry, id identity, scopes []string) (*oauth2.Token, error) {
-	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, scopes, url.Values{"resource": {e.ServerURL}})
+	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, scopes, url.Values{"resource": {e.resource()}})
 }
 
 // refreshGrant trades e's refresh token for new tokens. x/oauth2's
@@ -119,7 +119,7 @@ func refreshGrant(ctx context.Context, hc *http.Client, e *Entry, id identity) (
 	return endpointGrant(ctx, hc, e.TokenEndpoint, e.Issuer, id, nil, url.Values{
 		"grant_type":    {"refresh_token"},
 		"refresh_token": {e.RefreshToken},
-		"resource":      {e.ServerURL},
+		"resource":      {e.resource()},
 	})
 }
 
@@ -147,10 +147,10 @@ func tokenErr(ctx context.Context, tokenURL string, err error) error {
 		}
 		return fmt.Errorf("token endpoint %s: %w", redactURL(tokenURL), ue.Err)
 	}
-	if strings.Contains(err.Error(), "cannot parse json") || strings.Contains(err.Error(), "server response missing access_token") {
-		return fmt.Errorf("token endpoint %s answered without a usable access token", redactURL(tokenURL))
-	}
-	return fmt.Errorf("token endpoint %s: %s", redactURL(tokenURL), cut(err.Error(), 200))
+	// What is left comes after an answer of the endpoint: x/oauth2 could not
+	// read or parse its body, or found no access_token in it. Its texts may
+	// quote the body, so none is shown.
+	return fmt.Errorf("token endpoint %s %w", redactURL(tokenURL), ErrNoAccessToken)
 }
 
 // grantedScopes are the scopes of a token response, or requested when it

@@ -17,6 +17,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"golang.org/x/oauth2"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
 )
 
 const (
@@ -159,7 +161,7 @@ func (c *Client) doLogin(ctx context.Context, ch Challenge, prompt Prompt) error
 		return err
 	}
 
-	cb := newCallback(c.server, req.state, req.url)
+	cb := newCallback(c.server, req)
 	srv := &http.Server{Handler: cb, ReadHeaderTimeout: callbackHeaderTimeout}
 	served := make(chan struct{})
 	go func() {
@@ -257,12 +259,20 @@ func (c *Client) finish(ctx context.Context, req *authRequest, code string) erro
 }
 
 // callbackCode reads the query of a redirect back from the authorization
-// server: the code, or why there is none (another login's state, the
-// server's refusal, no code).
-func callbackCode(q url.Values, state string) (string, error) {
-	switch {
-	case subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(state)) != 1:
+// server of req: the code, or why there is none (another login's state, an
+// iss that does not name req's authorization server, the server's refusal,
+// no code). The iss check is RFC 9207's: a response that carries iss must
+// name the issuer of req's metadata exactly, and one without it is refused
+// when the metadata says authorization_response_iss_parameter_supported; it
+// applies to refusals too, which are then not shown as the server's.
+func callbackCode(q url.Values, req *authRequest) (string, error) {
+	if subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(req.state)) != 1 {
 		return "", ErrStateMismatch
+	}
+	if err := checkResponseIssuer(q, req.md); err != nil {
+		return "", err
+	}
+	switch {
 	case q.Get("error") != "":
 		msg := cut(q.Get("error"), 100)
 		if d := q.Get("error_description"); d != "" {
@@ -273,6 +283,19 @@ func callbackCode(q url.Values, state string) (string, error) {
 		return "", errors.New("the callback carries no authorization code")
 	}
 	return q.Get("code"), nil
+}
+
+// checkResponseIssuer is RFC 9207's check of an authorization response's
+// iss against md.
+func checkResponseIssuer(q url.Values, md *Metadata) error {
+	iss, has := q["iss"]
+	switch {
+	case has && (len(iss) != 1 || iss[0] != md.ResponseIssuer):
+		return fmt.Errorf("%w: it names %q, the login went to %s", ErrResponseIssuer, cut(strings.Join(iss, " "), 200), md.ResponseIssuer)
+	case !has && md.ResponseIssRequired:
+		return fmt.Errorf("%w: it names none, though %s says it always does (authorization_response_iss_parameter_supported)", ErrResponseIssuer, md.ResponseIssuer)
+	}
+	return nil
 }
 
 // open runs the auth.open command with url, if there is one, in the
@@ -323,9 +346,11 @@ func (c *Client) listen(prev *Entry) (net.Listener, error) {
 
 // loginScopes chooses the scopes to ask for: the configured ones, else the
 // challenge's, else the resource metadata's scopes_supported, else none;
-// then those granted before (step-up keeps what it had) and offline_access
-// when the authorization server lists it (SEP-2207: the proxy keeps
-// refresh tokens, safely).
+// then those granted before (step-up keeps what it had). offline_access
+// is asked for exactly when the authorization server lists it in its
+// scopes_supported (SEP-2207: the proxy keeps refresh tokens, safely),
+// whichever of those named it: a server that does not list it would
+// refuse the scope or ignore it.
 func (c *Client) loginScopes(ch Challenge, md *Metadata, prev *Entry) []string {
 	var scopes []string
 	switch {
@@ -339,10 +364,16 @@ func (c *Client) loginScopes(ch Challenge, md *Metadata, prev *Entry) []string {
 	if prev != nil && prev.hasToken() {
 		scopes = union(scopes, prev.Scopes)
 	}
-	if contains(md.ASScopesSupported, offlineAccess) && !contains(scopes, offlineAccess) {
-		scopes = append(append([]string(nil), scopes...), offlineAccess)
+	out := make([]string, 0, len(scopes)+1)
+	for _, s := range scopes {
+		if s != offlineAccess {
+			out = append(out, s)
+		}
 	}
-	return scopes
+	if contains(md.ASScopesSupported, offlineAccess) {
+		out = append(out, offlineAccess)
+	}
+	return out
 }
 
 // Kinds of client identity kept in Entry.ClientKind.
@@ -358,7 +389,7 @@ const (
 // It returns the identity and the entry to store the tokens in.
 func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, prev *Entry) (identity, Entry, error) {
 	e := Entry{
-		ServerURL: c.url, Issuer: md.Issuer,
+		ServerURL: c.url, Issuer: md.Issuer, Resource: md.Resource,
 		AuthorizationEndpoint: md.AuthorizationEndpoint, TokenEndpoint: md.TokenEndpoint,
 	}
 	switch {
@@ -385,15 +416,17 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 		e.ClientKind, e.RedirectURI, e.SecretExpiresAt = clientRegistered, redirect, prev.SecretExpiresAt
 		return e.identity(nil), e, nil
 	}
+	hc, answer := recordStatus(c.hc)
 	resp, err := oauthex.RegisterClient(ctx, md.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
 		RedirectURIs:            []string{redirect},
 		TokenEndpointAuthMethod: pickMethod(md.TokenAuthMethods, false),
 		GrantTypes:              []string{"authorization_code", "refresh_token"},
 		ResponseTypes:           []string{"code"},
 		ClientName:              "mcp-proxy (" + c.server + ")",
-	}, c.hc)
+		ApplicationType:         applicationType(redirect),
+	}, hc)
 	if err != nil {
-		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err))
+		return identity{}, e, fmt.Errorf("dynamic client registration at %s: %s", redactURL(md.RegistrationEndpoint), registrationErr(err, answer()))
 	}
 	method := resp.TokenEndpointAuthMethod
 	if method == "" {
@@ -407,30 +440,80 @@ func (c *Client) identity(ctx context.Context, md *Metadata, redirect string, pr
 	return e.identity(nil), e, nil
 }
 
+// applicationType is the application_type a registration declares
+// (OpenID Connect Dynamic Client Registration §2, which the MCP
+// authorization specification asks clients to send): "native" for a
+// redirect URI on a loopback host (the login's own listener, or a status
+// page served on loopback), where the proxy runs on the user's machine;
+// "web" for any other host, a status page reached over the network, which
+// an authorization server may then hold to the rules of web clients
+// (https redirect URIs).
+func applicationType(redirect string) string {
+	if u, err := url.Parse(redirect); err == nil && httpguard.IsLoopback(u.Hostname()) {
+		return "native"
+	}
+	return "web"
+}
+
 // registrationErr describes a failed registration without quoting a
 // response body: oauthex quotes bodies, and a successful registration's
-// body holds the client secret. Only what is known to carry no body is
-// shown: the server's error code and description, a transport error, the
-// HTTP status of oauthex's known messages; anything else gets a fixed text,
-// so that a reworded oauthex message cannot put a secret in the log.
-func registrationErr(err error) string {
+// body holds the client secret. It goes by what is known to carry no body:
+// the server's RFC 7591 error code and description, a transport error, and
+// status, the endpoint's last answer (nil: none came), never by oauthex's
+// wording.
+func registrationErr(err error, status *httpStatus) string {
 	var re *oauthex.ClientRegistrationError
 	var ue *url.Error
-	switch msg := unwrapURLError(err).Error(); {
+	switch {
 	case errors.As(err, &re):
 		return "refused: " + cut(re.ErrorCode, 100) + " (" + cut(re.ErrorDescription, 200) + ")"
-	case strings.Contains(msg, "decode successful registration response"):
-		return "the registration response is not valid JSON"
-	case strings.Contains(msg, "decode registration error response"):
-		return "refused, with an error response that is not valid JSON"
-	case strings.HasPrefix(msg, "registration failed with status "):
-		status, _, _ := strings.Cut(strings.TrimPrefix(msg, "registration failed with status "), ":")
-		return "answered HTTP " + cut(status, 40)
-	case errors.As(err, &ue):
+	case status == nil && errors.As(err, &ue):
 		return "the request failed: " + cut(ue.Err.Error(), 300)
-	default:
+	case status == nil:
 		return "failed (the response is not shown: it may hold a client secret)"
+	case status.code == http.StatusOK || status.code == http.StatusCreated:
+		return "the registration response is unusable (not JSON, no client_id, or an invalid URL in it; it is not shown: it may hold a client secret)"
+	default:
+		return "answered HTTP " + cut(status.line, 40)
 	}
+}
+
+// httpStatus is the status of an HTTP answer: 201 and "201 Created".
+type httpStatus struct {
+	code int
+	line string
+}
+
+// recordStatus returns a copy of hc that remembers the status of the last
+// answer it got, for answer (nil until one came).
+func recordStatus(hc *http.Client) (*http.Client, func() *httpStatus) {
+	rec := &statusRecorder{next: hc.Transport}
+	if rec.next == nil {
+		rec.next = http.DefaultTransport
+	}
+	cp := *hc
+	cp.Transport = rec
+	return &cp, func() *httpStatus {
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		return rec.last
+	}
+}
+
+type statusRecorder struct {
+	next http.RoundTripper
+	mu   sync.Mutex
+	last *httpStatus
+}
+
+func (r *statusRecorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := r.next.RoundTrip(req)
+	if resp != nil {
+		r.mu.Lock()
+		r.last = &httpStatus{code: resp.StatusCode, line: resp.Status}
+		r.mu.Unlock()
+	}
+	return resp, err
 }
 
 // pickMethod chooses a token endpoint authentication method among the
@@ -474,9 +557,10 @@ func setToken(e *Entry, tok *oauth2.Token, requested []string) {
 // callback serves the loopback redirect of one login: /callback takes the
 // first answer, / redirects to the authorization URL.
 type callback struct {
-	server, state, authURL string
-	result                 chan callbackResult
-	once                   sync.Once
+	server string
+	req    *authRequest
+	result chan callbackResult
+	once   sync.Once
 }
 
 type callbackResult struct {
@@ -484,8 +568,8 @@ type callbackResult struct {
 	err  error
 }
 
-func newCallback(server, state, authURL string) *callback {
-	return &callback{server: server, state: state, authURL: authURL, result: make(chan callbackResult, 1)}
+func newCallback(server string, req *authRequest) *callback {
+	return &callback{server: server, req: req, result: make(chan callbackResult, 1)}
 }
 
 func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -493,7 +577,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	switch r.URL.Path {
 	case "/":
-		http.Redirect(w, r, cb.authURL, http.StatusFound)
+		http.Redirect(w, r, cb.req.url, http.StatusFound)
 		return
 	case callbackPath:
 	default:
@@ -501,7 +585,7 @@ func (cb *callback) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var res callbackResult
-	res.code, res.err = callbackCode(r.URL.Query(), cb.state)
+	res.code, res.err = callbackCode(r.URL.Query(), cb.req)
 	first := false
 	cb.once.Do(func() {
 		first = true

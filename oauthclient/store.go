@@ -36,6 +36,10 @@ var storeNameOK = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 type Entry struct {
 	ServerURL string `json:"server_url"` // canonical
 	Issuer    string `json:"issuer"`
+	// Resource is the RFC 8707 resource indicator the tokens were asked
+	// for, sent again with every refresh; "" (entries of older versions)
+	// means ServerURL.
+	Resource string `json:"resource,omitempty"`
 
 	AuthorizationEndpoint string `json:"authorization_endpoint,omitempty"`
 	TokenEndpoint         string `json:"token_endpoint"`
@@ -59,6 +63,14 @@ type Entry struct {
 	Scopes []string `json:"scopes,omitempty"`
 
 	Updated time.Time `json:"updated"`
+}
+
+// resource is the RFC 8707 resource indicator of e's grants.
+func (e *Entry) resource() string {
+	if e.Resource != "" {
+		return e.Resource
+	}
+	return e.ServerURL
 }
 
 // hasToken reports whether the entry holds an access token.

@@ -7,8 +7,8 @@ import (
 
 // minOpaqueCredential is the shortest token68 taken for the credential of
 // an opaque scheme (Negotiate, NTLM, DPoP). Real ones are 40 characters
-// or more; 16 keeps ordinary words after the scheme name ("Negotiate
-// authentication") as they are.
+// or more; 16 keeps short words after the scheme name as they are, and a
+// longer one that has the shape of a word is kept too (see wordShaped).
 const minOpaqueCredential = 16
 
 // credentialShape says what follows an HTTP authentication scheme's name
@@ -20,11 +20,12 @@ const (
 	shapeAny credentialShape = iota
 	// shapeBasic: a token68 that decodes to user:password (RFC 7617).
 	shapeBasic
-	// shapeOpaque: a token68 of at least minOpaqueCredential characters.
+	// shapeOpaque: a token68 of at least minOpaqueCredential characters
+	// that is not shaped like a word.
 	shapeOpaque
-	// shapeParams: auth-params (name=value, ...): the rest of the header
-	// value is replaced, quoted parameters included (Digest's response,
-	// AWS Signature Version 4's Credential and Signature).
+	// shapeParams: a list of auth-params (name=value, ...) that holds one
+	// of the scheme's credential parameters; the list is replaced, quoted
+	// values included, and what follows it stays.
 	shapeParams
 )
 
@@ -35,20 +36,24 @@ const (
 var authSchemes = []struct {
 	name  string // lower case
 	shape credentialShape
+	// params are, for shapeParams, the parameters (lower case) that carry
+	// the credential: a parameter list without any of them (a challenge,
+	// "Digest algorithm=SHA-256 is the default") is no credential.
+	params []string
 }{
-	{"bearer", shapeAny},
-	{"basic", shapeBasic},
-	{"digest", shapeParams},
-	{"negotiate", shapeOpaque},
-	{"ntlm", shapeOpaque},
-	{"dpop", shapeOpaque},
-	{"aws4-hmac-sha256", shapeParams},
-	{"hoba", shapeParams},
-	{"mutual", shapeParams},
-	{"scram-sha-1", shapeParams},
-	{"scram-sha-256", shapeParams},
-	{"vapid", shapeParams},
-	{"privatetoken", shapeParams},
+	{"bearer", shapeAny, nil},
+	{"basic", shapeBasic, nil},
+	{"digest", shapeParams, []string{"response"}},                          // RFC 7616
+	{"negotiate", shapeOpaque, nil},                                        // RFC 4559
+	{"ntlm", shapeOpaque, nil},                                             // RFC 4559
+	{"dpop", shapeOpaque, nil},                                             // RFC 9449
+	{"aws4-hmac-sha256", shapeParams, []string{"credential", "signature"}}, // AWS Signature Version 4
+	{"hoba", shapeParams, []string{"result"}},                              // RFC 7486
+	{"mutual", shapeParams, []string{"kc1", "ks1", "vkc", "vks"}},          // RFC 8120
+	{"scram-sha-1", shapeParams, []string{"data"}},                         // RFC 7804
+	{"scram-sha-256", shapeParams, []string{"data"}},                       // RFC 7804
+	{"vapid", shapeParams, []string{"t", "k"}},                             // RFC 8292
+	{"privatetoken", shapeParams, []string{"token"}},                       // RFC 9577
 }
 
 // matchScheme matches an authentication scheme's name at i followed by
@@ -79,18 +84,125 @@ func matchScheme(s string, i int) (start, end, resume int) {
 			}
 			return k, e, e
 		case shapeOpaque:
-			if e := token68End(s, k); e-k >= minOpaqueCredential {
+			if e := token68End(s, k); e-k >= minOpaqueCredential && !wordShaped(s[k:e]) {
 				return k, e, e
 			}
 		case shapeParams:
-			if e := tokenEnd(s, k); e > k && e < len(s) && s[e] == '=' {
-				e = headerValueEnd(s, k)
+			if e, ok := authParams(s, k, sc.params); ok {
 				return k, e, e
 			}
 		}
 		return 0, 0, 0
 	}
 	return 0, 0, 0
+}
+
+// wordShaped reports whether t reads as words joined by '-', '.', '_' or
+// '~' ("authentication-required", "Mutual-Auth"), each all lower case,
+// capitalized or all upper case, with no digit: no base64 credential of
+// minOpaqueCredential characters looks like that.
+func wordShaped(t string) bool {
+	for w := range strings.FieldsFuncSeq(t, func(r rune) bool { return strings.ContainsRune("-._~", r) }) {
+		rest := w
+		if isUpper(w[0]) {
+			rest = w[1:]
+		}
+		lower, upper := true, true
+		for i := 0; i < len(rest); i++ {
+			lower = lower && isLower(rest[i])
+			upper = upper && isUpper(rest[i])
+		}
+		if !lower && !upper {
+			return false
+		}
+	}
+	return true
+}
+
+// authParams reads the auth-param list at k (RFC 9110 §11.2: name=value or
+// name="quoted value", also with JSON-escaped quotes, separated by commas
+// and blanks). It returns the end of the list and whether it holds a
+// non-empty value of one of params.
+func authParams(s string, k int, params []string) (end int, ok bool) {
+	for {
+		ne := tokenEnd(s, k)
+		if ne == k {
+			return end, ok
+		}
+		name := s[k:ne]
+		v := skipBlanks(s, ne)
+		if v >= len(s) || s[v] != '=' {
+			return end, ok
+		}
+		v = skipBlanks(s, v+1)
+		ve := paramValueEnd(s, v)
+		if ve < 0 {
+			return end, ok
+		}
+		if val := s[v:ve]; !ok && val != "" && val != `""` && val != `\"\"` {
+			for _, p := range params {
+				if strings.EqualFold(name, p) {
+					ok = true
+				}
+			}
+		}
+		end = ve
+		c := skipBlanks(s, ve)
+		if c >= len(s) || s[c] != ',' {
+			return end, ok
+		}
+		k = skipBlanks(s, c+1)
+	}
+}
+
+// paramValueEnd returns the end of the auth-param value at v: a quoted
+// string ("...", with quoted-pairs such as \", or, JSON-escaped, \"...\"),
+// or a run of bytes up to a
+// blank, a comma, a semicolon, a quote, a backslash or a line end (a
+// token68 or AWS's Credential=AKIA.../aws4_request). It returns -1 for a
+// quoted string that is not closed on its line. A '"' followed by JSON
+// punctuation (`response=","b":1`) ends a JSON string rather than opening
+// a value, and a JSON-escaped value never runs past the end of the JSON
+// string that holds it, so that a replacement keeps JSON valid.
+func paramValueEnd(s string, v int) int {
+	switch {
+	case v < len(s) && s[v] == '"':
+		if c := skipBlanks(s, v+1); c < len(s) && strings.IndexByte(",:]}", s[c]) >= 0 {
+			return -1
+		}
+		for e := v + 1; e < len(s); e++ {
+			switch s[e] {
+			case '"':
+				return e + 1
+			case '\n', '\r':
+				return -1
+			case '\\':
+				if e+1 < len(s) && (s[e+1] == '\n' || s[e+1] == '\r') {
+					return -1
+				}
+				e++ // a quoted-pair ("\"") is kept whole
+			}
+		}
+		return -1
+	case strings.HasPrefix(s[v:], `\"`):
+		for e := v + 2; e < len(s); e++ {
+			switch s[e] {
+			case '"', '\n', '\r':
+				return -1
+			case '\\':
+				if e+1 < len(s) && s[e+1] == '"' {
+					return e + 2
+				}
+				e++ // an escape is kept whole
+			}
+		}
+		return -1
+	}
+	e := v
+	for e < len(s) && strings.IndexByte(" \t,;\"'\\\n\r", s[e]) < 0 {
+		e++
+	}
+	return e
 }
 
 // token68End returns the end of the token68 (RFC 9110 §11.2) at k: letters,

@@ -12,14 +12,21 @@ import (
 	"github.com/rs/zerolog"
 )
 
+// quotedAfterKey is what follows a secret key in the quoted forms, up to
+// the value (submatch 1).
+const quotedAfterKey = `(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")` +
+	`(?:(?:bearer|basic|digest|negotiate|ntlm|dpop|aws4-hmac-sha256|hoba|mutual|scram-sha-1|scram-sha-256|vapid|privatetoken)[ \t]+)?([^"'\\\n]*)`
+
 // These expressions restate the patterns independently of the scanner, to
 // check its output.
 var (
 	leakedToken = regexp.MustCompile(`(?:^|[^A-Za-z0-9])(?:sk-|xoxb-|xoxp-|ghp_|gho_|ghu_|github_pat_|AIza)[A-Za-z0-9_-]{6,}`)
 	bearerValue = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])bearer[ \t]+([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
 	keyValueEq  = regexp.MustCompile("(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|secret)[ \t]*=[ \t]*([^ \t\n\r\"'\\\\,;&)\\]}<>`]+)")
-	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|passphrase|secret|authorization|cookie|credentials?)(?:"|'|\\")?[ \t]*:[ \t]*(?:"|'|\\")` +
-		`(?:(?:bearer|basic|digest|negotiate|ntlm|dpop|aws4-hmac-sha256|hoba|mutual|scram-sha-1|scram-sha-256|vapid|privatetoken)[ \t]+)?([^"'\\\n]*)`)
+	keyValueQ   = regexp.MustCompile(`(?i)(?:^|[^A-Za-z0-9])(?:token|key|apikey|api_key|password|passwd|passphrase|secret|authorization|cookie|credentials?)` + quotedAfterKey)
+	// camelKeyQ is keyValueQ for a key that starts at a camelCase boundary.
+	camelKeyQ = regexp.MustCompile(`[a-z0-9](?:T(?i:oken)|K(?i:ey)|A(?i:pikey|pi_key|uthorization)|P(?i:assword|asswd|assphrase)|S(?i:ecret)|C(?i:ookie|redentials?))` +
+		`(?i:` + quotedAfterKey + `)`)
 	urlLike = regexp.MustCompile("[A-Za-z][A-Za-z0-9+.-]*://[^\\x00-\\x20\"'\\\\<>`{}|^\\x7f]*")
 )
 
@@ -31,7 +38,9 @@ func FuzzText(f *testing.F) {
 		"github_pat_0123456789", "AIza0123456789", "x://h?a=1 token : \"v\"",
 		`{"authorization":"Basic dXNlcjpwYXNz"}`, "Cookie: a=1; b=2", `{"password":[1,{"a":"]"}]}`,
 		`"h":"Digest username=\"M\", response=\"66\""`, "AWS4-HMAC-SHA256 Credential=A/1, Signature=f",
-		`\nSet-Cookie: sid=1\n`, "Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag", "authorization\":1Cookie: a=1Cookie: [REDACTED]\x1b[",
+		`\nSet-Cookie: sid=1\n`, "Negotiate YIIGhgYGKwYBBQUCoIIGejCCBnag", `{"accessToken":"a","sessionCookie":["x"]}`,
+		`{"n":"Basic\tdXNlcjpwYXNz"}`, "Bearer\\u0020abc", "Digest response=6629, x=1 and prose", `"Digest response=","b":"c"`,
+		"Negotiate authentication-required by the server", "authorization\":1Cookie: a=1Cookie: [REDACTED]\x1b[",
 	} {
 		f.Add(s)
 	}
@@ -77,7 +86,7 @@ func checkClean(t *testing.T, in, out string) {
 			}
 		}
 	}
-	for _, m := range keyValueQ.FindAllStringSubmatch(out, -1) {
+	for _, m := range append(keyValueQ.FindAllStringSubmatch(out, -1), camelKeyQ.FindAllStringSubmatch(out, -1)...) {
 		if m[1] != "" && !strings.HasPrefix(m[1], Redacted) {
 			t.Fatalf("Text(%q) = %q keeps value %q", in, out, m[0])
 		}
@@ -98,6 +107,7 @@ func FuzzScrubber(f *testing.F) {
 	f.Add("line\nbreak", `quo"te\`, `{"a":"line\nbreak"} quo"te\`)
 	f.Add("8080443", "ACTED][REDACTED", "port 8080443 [REDACTED]")
 	f.Add("abc def", "xyzxyz", "https://h/abc?q def")
+	f.Add("rtl\u202esecret", "\u2066iso", "say \u202e rtl\u202esecret \u2028")
 	f.Fuzz(func(t *testing.T, s1, s2, text string) {
 		secrets := []string{s1, s2}
 		sc := NewScrubber(secrets)
@@ -114,6 +124,9 @@ func FuzzScrubber(f *testing.F) {
 		line := buf.String()
 		if !json.Valid([]byte(line)) {
 			t.Fatalf("log line is not valid JSON: %q", line)
+		}
+		if strings.ContainsFunc(line, isLogEscape) {
+			t.Fatalf("log line keeps a bidi control: %q", line)
 		}
 		var fields map[string]any
 		if err := json.Unmarshal([]byte(line), &fields); err != nil {

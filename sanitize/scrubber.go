@@ -113,7 +113,8 @@ func (sc *Scrubber) Text(s string) string {
 // scrubbed whole. A Write that is one JSON object (zerolog's format) stays
 // valid JSON: secrets inside strings become the marker, a secret that is a
 // bare number or literal becomes the string "[REDACTED]". Other text gets
-// Scrubber.Text. Write reports len(p) on success so callers see no short
+// Scrubber.Text. In both, the bidirectional controls and U+2028, U+2029
+// are written as \u escapes (in JSON, the same string). Write reports len(p) on success so callers see no short
 // write. The returned writer is as safe for concurrent use as w is.
 func (sc *Scrubber) Writer(w io.Writer) io.Writer {
 	return &scrubWriter{sc: sc, w: w}
@@ -131,16 +132,24 @@ func (sw *scrubWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// logLine scrubs one log line. Unlike Text, which keeps them for the text
+// that reaches MCP clients, it also escapes the bidirectional controls
+// (see escapeLogControls): a log line is read on a terminal, where one
+// would reorder what follows it.
 func (sc *Scrubber) logLine(s string) string {
 	if !strings.HasPrefix(strings.TrimLeft(s, " \t\r\n"), "{") {
-		return sc.Text(s)
+		x := sc.Text(s)
+		if t := escapeLogControls(x); t != x {
+			return sc.Text(t) // so that no escape completes a secret
+		}
+		return x
 	}
 	x := sc.scrubJSON(s)
 	y := Text(x)
 	if y != x {
 		y = sc.scrubJSON(y)
 	}
-	return y
+	return escapeLogControls(y)
 }
 
 // scrubJSON cleans the strings of a JSON text: escaped control characters

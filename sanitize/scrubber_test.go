@@ -130,6 +130,39 @@ func TestScrubberWriterPlainText(t *testing.T) {
 
 type failWriter struct{}
 
+// TestScrubberWriterEscapesBidiControls: a log line, console or JSON,
+// carries no bidirectional control nor line separator that could reorder
+// a terminal line; the JSON line decodes to the text logged, and Text,
+// which makes what MCP clients receive, keeps them as they are.
+func TestScrubberWriterEscapesBidiControls(t *testing.T) {
+	const msg = "child said: \u202eevil\u202c and \u2066isolate\u2069 \u200f\u061c\u2028end"
+	sc := NewScrubber([]string{"hunter2-pass"})
+
+	var console bytes.Buffer
+	clog := zerolog.New(zerolog.ConsoleWriter{Out: sc.Writer(&console), NoColor: true, PartsExclude: []string{zerolog.TimestampFieldName}})
+	clog.Info().Str("stream", "stderr").Msg(msg + " hunter2-pass")
+	want := `INF child said: \u202eevil\u202c and \u2066isolate\u2069 \u200f\u061c\u2028end [REDACTED] stream=stderr` + "\n"
+	if got := console.String(); got != want {
+		t.Errorf("console line\n got %q\nwant %q", got, want)
+	}
+
+	var js bytes.Buffer
+	jlog := zerolog.New(sc.Writer(&js))
+	jlog.Info().Str("stream", "stderr").Msg(msg)
+	line := js.String()
+	if strings.ContainsFunc(line, isLogEscape) {
+		t.Errorf("JSON line keeps a bidi control: %q", line)
+	}
+	var fields map[string]string
+	if err := json.Unmarshal([]byte(line), &fields); err != nil || fields["message"] != msg {
+		t.Errorf("JSON line %q decodes to %q (%v), want %q", line, fields["message"], err, msg)
+	}
+
+	if got := Text(msg); got != msg {
+		t.Errorf("Text(%q) = %q; it must keep bidi controls", msg, got)
+	}
+}
+
 func (failWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
 
 func TestScrubberWriterError(t *testing.T) {

@@ -23,7 +23,10 @@ var tokenPrefixes = []string{
 // secretKeys are the keys whose values are redacted (compared
 // case-insensitively, at a word start, so "access_token" matches "token",
 // "x-api-key" matches "key", "proxy-authorization" matches
-// "authorization" and "set-cookie" matches "cookie").
+// "authorization" and "set-cookie" matches "cookie"; a word of a camelCase
+// name starts one too, so "accessToken" and "sessionCookie" match). The
+// key must end where the name ends: "tokenizer", "keyboard" and
+// "passwordless" are other words, and so is "monkey" (no word start).
 var secretKeys = []string{
 	"token", "key", "apikey", "api_key", "password", "passwd", "passphrase", "secret",
 	"authorization", "cookie", "credential", "credentials",
@@ -62,11 +65,16 @@ func redactSecrets(s string) string {
 	// would be scanned to the end again, a quadratic cost.
 	closed := true
 	for i := 0; i < len(s); {
-		if !candidate[s[i]] || !wordStart(s, i) {
+		if !candidate[s[i]] {
 			i++
 			continue
 		}
-		start, end, resume, quote := matchSecret(s, i, &closed)
+		word := wordStart(s, i)
+		if !word && !camelStart(s, i) {
+			i++
+			continue
+		}
+		start, end, resume, quote := matchSecret(s, i, word, &closed)
 		if resume <= i {
 			i++
 			continue
@@ -104,16 +112,29 @@ func wordStart(s string, i int) bool {
 	return (c == 'n' || c == 'r' || c == 't') && i >= 2 && s[i-2] == '\\'
 }
 
-// matchSecret tries every pattern at i. It returns the range to replace
-// (empty when the value is already Redacted), where to resume scanning
-// (resume <= i means no pattern matched) and whether the marker replaces
-// a JSON value that is not a string, so that it must be quoted. *closed
-// is cleared when an array or object value is found unclosed, and no such
-// value is looked for while it is clear.
-func matchSecret(s string, i int, closed *bool) (start, end, resume int, quote bool) {
+// camelStart reports whether i starts a word of a camelCase name: an upper
+// case letter after a lower case letter or a digit ("accessToken",
+// "sessionCookie", "v2Key"). Only secret keys are looked for there, not
+// token prefixes or scheme names.
+func camelStart(s string, i int) bool {
+	return i > 0 && isUpper(s[i]) && (isLower(s[i-1]) || isDigit(s[i-1]))
+}
+
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
+func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
+
+// matchSecret tries every pattern at i: token prefixes and scheme names
+// only at a word start (word), secret keys also at a camelCase boundary.
+// It returns the range to replace (empty when the value is already
+// Redacted), where to resume scanning (resume <= i means no pattern
+// matched) and whether the marker replaces a JSON value that is not a
+// string, so that it must be quoted. *closed is cleared when an array or
+// object value is found unclosed, and no such value is looked for while
+// it is clear.
+func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
 	for _, p := range tokenPrefixes {
-		if strings.HasPrefix(rest, p) {
+		if word && strings.HasPrefix(rest, p) {
 			e := i + len(p)
 			for e < len(s) && isTokenByte(s[e]) {
 				e++
@@ -124,8 +145,10 @@ func matchSecret(s string, i int, closed *bool) (start, end, resume int, quote b
 			return 0, 0, 0, false
 		}
 	}
-	if start, end, resume = matchScheme(s, i); resume > i {
-		return start, end, resume, false
+	if word {
+		if start, end, resume = matchScheme(s, i); resume > i {
+			return start, end, resume, false
+		}
 	}
 	for _, key := range secretKeys {
 		if !hasPrefixFold(rest, key) {
@@ -404,9 +427,22 @@ func isValueDelim(c byte) bool {
 
 func isTokenByte(c byte) bool { return isAlnum(c) || c == '_' || c == '-' }
 
+// skipBlanks returns the end of the run of spaces and tabs at k, raw or
+// JSON-escaped ("\t", "\u0020", "\u0009"), so that a credential in a JSON
+// string is found whichever way its blank was written. Line ends, raw or
+// escaped, are no blanks: what follows one is another line.
 func skipBlanks(s string, k int) int {
-	for k < len(s) && (s[k] == ' ' || s[k] == '\t') {
-		k++
+	for k < len(s) {
+		switch {
+		case s[k] == ' ' || s[k] == '\t':
+			k++
+		case strings.HasPrefix(s[k:], `\t`):
+			k += 2
+		case hasPrefixFold(s[k:], `\u0020`) || hasPrefixFold(s[k:], `\u0009`):
+			k += 6
+		default:
+			return k
+		}
 	}
 	return k
 }

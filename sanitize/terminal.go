@@ -34,7 +34,6 @@ func terminal(s string, oneLine bool) string {
 	if i == len(s) {
 		return s
 	}
-	const hex = "0123456789abcdef"
 	var b strings.Builder
 	b.Grow(len(s) + 16)
 	b.WriteString(s[:i])
@@ -53,11 +52,7 @@ func terminal(s string, oneLine bool) string {
 		case r == '\r':
 			b.WriteString(`\r`)
 		default:
-			b.WriteString(`\u`)
-			b.WriteByte(hex[r>>12&0xF])
-			b.WriteByte(hex[r>>8&0xF])
-			b.WriteByte(hex[r>>4&0xF])
-			b.WriteByte(hex[r&0xF])
+			writeUEscape(&b, r)
 		}
 	}
 	return b.String()
@@ -81,4 +76,42 @@ func terminalEscape(r rune, size int, oneLine bool) bool {
 // text around them (Unicode's Bidi_Control property).
 func isBidiControl(r rune) bool {
 	return r == 0x061C || r == 0x200E || r == 0x200F || (r >= 0x202A && r <= 0x202E) || (r >= 0x2066 && r <= 0x2069)
+}
+
+// escapeLogControls writes the bidirectional formatting characters and the
+// line and paragraph separators of s as the escapes Terminal uses
+// ("\u202e"), so that a log line read on a terminal cannot be reordered.
+// In a JSON text these characters can only stand inside strings, where
+// the escape is the same string to every JSON reader. It returns s itself
+// when s holds none of them.
+func escapeLogControls(s string) string {
+	// Each of them is encoded starting with 0xD8 (U+061C) or 0xE2.
+	if strings.IndexByte(s, 0xE2) < 0 && strings.IndexByte(s, 0xD8) < 0 {
+		return s
+	}
+	if !strings.ContainsFunc(s, isLogEscape) {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for _, r := range s {
+		if isLogEscape(r) {
+			writeUEscape(&b, r)
+		} else {
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
+}
+
+func isLogEscape(r rune) bool { return isBidiControl(r) || r == '\u2028' || r == '\u2029' }
+
+// writeUEscape writes r, a rune of the Basic Multilingual Plane, as \uXXXX.
+func writeUEscape(b *strings.Builder, r rune) {
+	const hex = "0123456789abcdef"
+	b.WriteString(`\u`)
+	b.WriteByte(hex[r>>12&0xF])
+	b.WriteByte(hex[r>>8&0xF])
+	b.WriteByte(hex[r>>4&0xF])
+	b.WriteByte(hex[r&0xF])
 }

@@ -30,8 +30,9 @@ const ellipsis = "…"
 //     Digest, Negotiate, NTLM, AWS4-HMAC-SHA256...; the name stays); the
 //     value of the keys token, key, apikey, api_key, password, passwd,
 //     passphrase, secret, authorization, cookie, credential and credentials
-//     (case-insensitive, also as the end of a longer key such as
-//     access_token, x-api-key, proxy-authorization or set-cookie) in the
+//     (case-insensitive, also as the last word of a longer key such as
+//     access_token, x-api-key, proxy-authorization, set-cookie or the
+//     camelCase accessToken and sessionCookie) in the
 //     forms key=value, key="value", "key":"value", key: "value" and the
 //     JSON-escaped \"key\":\"value\"; a JSON number, array or object
 //     under such a key (but "key") becomes the string "[REDACTED]"; and the

@@ -13,21 +13,32 @@ import (
 )
 
 // Cookies of the page. Both are HttpOnly (no script reads them) and
-// SameSite=Strict (no other site's page or link sends them). Browsers keep
-// cookies per host, not per port, so neither holds anything of use
-// elsewhere: not the token itself, only values keyed by this process.
+// SameSite=Strict (no other site's page or link sends them). Neither
+// authorizes an action: browsers keep cookies per host, not per port
+// (RFC 6265 §8.5), and 127.0.0.1:8000 is the same site as 127.0.0.1:9464,
+// so the browser sends them to every server on the host, another local
+// user's too, which may replay them.
 const (
-	// sessionCookie proves that the browser gave a token that signs in
-	// (one of metrics.tokens or the status token): it holds an HMAC of the
-	// token under the process's key, so it authorizes this process's page
-	// and actions (as the Authorization header authorizes /metrics) and
-	// nothing else, and a restart asks for the token again.
+	// sessionCookie lets the browser read the page when metrics.tokens is
+	// set: it holds an HMAC of the token that signed in under the
+	// process's key (never the token), so a restart asks for the token
+	// again. It opens no action (actionField does).
 	sessionCookie = "mcp_proxy_status_session"
 	// csrfCookie holds a random seed; the actions' forms carry its HMAC
 	// under the process's key (a signed double-submit token).
 	csrfCookie = "mcp_proxy_status_csrf"
 	// csrfField is the form field of that HMAC.
 	csrfField = "csrf"
+	// actionField is the form field of the action key: the HMAC of the
+	// token that signed in under the process's key, for actions. The sign-in
+	// answer hands it to the page in the fragment of its redirect
+	// (/#act=K), which browsers never send to a server; the page's script
+	// keeps it in sessionStorage, which is per origin (scheme, host and
+	// port), and puts it in the action forms. No cookie holds it, so a
+	// server on another port of the host never receives it.
+	actionField = "act"
+	// actionFragment starts the fragment of the sign-in redirect.
+	actionFragment = "#" + actionField + "="
 	// seedBytes is the size of a CSRF seed.
 	seedBytes = 32
 )
@@ -104,10 +115,30 @@ func (a access) mac(purpose, value string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 
-// actionsAllowed reports whether r may act (log in, approve, keep): it is
-// signed in with a token. Reading the page gives no token (only the CSRF
-// seed), so another local user who can open the page still cannot act.
-func (a access) actionsAllowed(r *http.Request) bool { return a.signedIn(r) }
+// actionKey is the action key of tok (a token that signs in).
+func (a access) actionKey(tok string) string { return a.mac("action", tok) }
+
+// actionsAllowed reports whether r may act (log in, approve, keep): it
+// carries a token in the Authorization header (a script or curl), or the
+// action key of one in its form (the page, after signing in). The
+// cookies do not suffice: other servers of the host receive them.
+// Reading the page gives no token (only the CSRF seed), so another local
+// user who can open the page still cannot act.
+func (a access) actionsAllowed(r *http.Request) bool {
+	s := a.secrets()
+	if len(s) == 0 {
+		return false
+	}
+	if authn.StaticBearer(r.Header.Get("Authorization"), s) {
+		return true
+	}
+	got := []byte(r.PostFormValue(actionField))
+	ok := false
+	for _, tok := range s {
+		ok = hmac.Equal(got, []byte(a.actionKey(tok))) || ok
+	}
+	return ok && len(got) > 0
+}
 
 // seed returns the request's CSRF seed, setting a new cookie when it has
 // none (or not one of ours).

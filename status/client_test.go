@@ -4,7 +4,9 @@ import (
 	"io"
 	"net/http"
 	"net/http/cookiejar"
+	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,11 +15,16 @@ import (
 
 // browser is a test client that behaves like one for the page: it keeps
 // cookies, does not follow redirects by itself (tests look at each
-// answer), and submits the page's forms with their hidden fields.
+// answer), and submits the page's forms with their hidden fields. It does
+// what the page's script does with the action key: it keeps the key of a
+// sign-in redirect's fragment (/#act=K) as the tab's sessionStorage does,
+// puts it in the forms' act fields, shows the elements of class act and
+// hides those of class no-act; signing out forgets it.
 type browser struct {
 	t    *testing.T
 	base string
 	hc   *http.Client
+	act  string // the tab's sessionStorage
 }
 
 func newBrowser(t *testing.T, base string) *browser {
@@ -53,7 +60,40 @@ func (b *browser) do(req *http.Request) answer {
 	if err != nil {
 		b.t.Fatal(err)
 	}
+	if k, ok := strings.CutPrefix(resp.Header.Get("Location"), "/"+actionFragment); ok {
+		b.act = k
+	}
+	if req.URL.Path == pathSignOut && resp.StatusCode == http.StatusSeeOther {
+		b.act = ""
+	}
+	if b.act != "" {
+		runScript(doc, b.act)
+	}
 	return answer{code: resp.StatusCode, header: resp.Header, body: string(body), doc: doc}
+}
+
+// runScript does to doc what the page's script does with the action key.
+func runScript(doc *html.Node, key string) {
+	hasClass := func(n *html.Node, c string) bool { return slices.Contains(strings.Fields(attr(n, "class")), c) }
+	for _, n := range findAll(doc, func(n *html.Node) bool { return n.Data == "input" && attr(n, "name") == actionField }) {
+		setAttr(n, "value", key)
+	}
+	for _, n := range findAll(doc, func(n *html.Node) bool { return hasClass(n, "act") }) {
+		n.Attr = slices.DeleteFunc(n.Attr, func(a html.Attribute) bool { return a.Key == "hidden" })
+	}
+	for _, n := range findAll(doc, func(n *html.Node) bool { return hasClass(n, "no-act") }) {
+		setAttr(n, "hidden", "")
+	}
+}
+
+func setAttr(n *html.Node, key, val string) {
+	for i := range n.Attr {
+		if n.Attr[i].Key == key {
+			n.Attr[i].Val = val
+			return
+		}
+	}
+	n.Attr = append(n.Attr, html.Attribute{Key: key, Val: val})
 }
 
 func (b *browser) get(path string) answer {
@@ -115,6 +155,10 @@ func attr(n *html.Node, key string) string {
 	return ""
 }
 
+func isHidden(n *html.Node) bool {
+	return slices.ContainsFunc(n.Attr, func(a html.Attribute) bool { return a.Key == "hidden" })
+}
+
 func findAll(root *html.Node, match func(*html.Node) bool) []*html.Node {
 	var out []*html.Node
 	var walk func(*html.Node)
@@ -147,7 +191,7 @@ func textOf(n *html.Node) string {
 		if n.Type == html.TextNode {
 			b.WriteString(n.Data + " ")
 		}
-		if n.Type == html.ElementNode && (n.Data == "script" || n.Data == "style") {
+		if n.Type == html.ElementNode && (n.Data == "script" || n.Data == "style" || isHidden(n)) {
 			return
 		}
 		for c := n.FirstChild; c != nil; c = c.NextSibling {
@@ -158,10 +202,11 @@ func textOf(n *html.Node) string {
 	return strings.Join(strings.Fields(b.String()), " ")
 }
 
-// buttons lists the labels of the page's buttons (their accessible names).
+// buttons lists the labels of the page's visible buttons (their
+// accessible names).
 func (a answer) buttons() []string {
 	var out []string
-	for _, n := range findAll(a.doc, func(n *html.Node) bool { return n.Data == "button" }) {
+	for _, n := range findAll(a.doc, func(n *html.Node) bool { return n.Data == "button" && visible(n) }) {
 		label := attr(n, "aria-label")
 		if label == "" {
 			label = textOf(n)
@@ -169,4 +214,31 @@ func (a answer) buttons() []string {
 		out = append(out, label)
 	}
 	return out
+}
+
+// visible reports whether neither n nor an ancestor is hidden.
+func visible(n *html.Node) bool {
+	for ; n != nil; n = n.Parent {
+		if n.Type == html.ElementNode && isHidden(n) {
+			return false
+		}
+	}
+	return true
+}
+
+// toPageWithKey reports whether a sign-in answer's Location is the page
+// with the action key in its fragment.
+func toPageWithKey(h http.Header) bool {
+	k, ok := strings.CutPrefix(h.Get("Location"), "/"+actionFragment)
+	return ok && len(k) == 43
+}
+
+// parseAnswer is the answer of a recorded response.
+func parseAnswer(t *testing.T, rec *httptest.ResponseRecorder) answer {
+	t.Helper()
+	doc, err := html.Parse(strings.NewReader(rec.Body.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return answer{code: rec.Code, header: rec.Header(), body: rec.Body.String(), doc: doc}
 }

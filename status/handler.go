@@ -225,13 +225,15 @@ func (h *Handler) signIn(w http.ResponseWriter, r *http.Request) {
 }
 
 // signInWith signs in with tok (from the form or the page's address): the
-// session cookie and 303 to the page, whose address then holds no token.
+// session cookie and 303 to the page, whose address then holds no token,
+// only the action key in its fragment (/#act=K), which the page's script
+// keeps and removes from the address bar.
 func (h *Handler) signInWith(w http.ResponseWriter, r *http.Request, tok string) {
 	ok, wait := h.checkToken(r, tok)
 	switch {
 	case ok:
 		h.access.startSession(w, r, tok)
-		http.Redirect(w, r, pathPage, http.StatusSeeOther)
+		http.Redirect(w, r, pathPage+actionFragment+h.access.actionKey(tok), http.StatusSeeOther)
 	case wait > 0:
 		h.throttled(w, r, wait)
 	default:
@@ -276,7 +278,7 @@ func (h *Handler) readOnlyReason() string {
 		return "This status page is read-only: it has no token (the status token could not be kept in state_dir; the proxy's log says why) and metrics.tokens is not set. " +
 			"Use the mcp-proxy auth and tools commands."
 	}
-	return "This status page is read-only until you sign in with its token: open the address the proxy printed when it started " +
+	return "This status page is read-only until you sign in with its token in this tab (with JavaScript on): open the address the proxy printed when it started " +
 		"(the log line \"serving the status page\"), or the one `mcp-proxy status url` prints, or enter the token (`mcp-proxy status token`) here."
 }
 

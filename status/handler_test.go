@@ -115,7 +115,7 @@ func newPage(t *testing.T, opts Options) *page {
 func (p *page) signedIn(t *testing.T) *browser {
 	t.Helper()
 	b := newBrowser(t, p.base)
-	if a := b.get("/?token=" + testPageToken); a.code != http.StatusSeeOther || a.header.Get("Location") != "/" {
+	if a := b.get("/?token=" + testPageToken); a.code != http.StatusSeeOther || !toPageWithKey(a.header) {
 		t.Fatalf("signing in with the status token: %d %v\n%s", a.code, a.header, a.body)
 	}
 	return b
@@ -234,7 +234,7 @@ func TestTokenCookie(t *testing.T) {
 		t.Errorf("forged form: %d %q", got.code, got.text("message"))
 	}
 	in := b.submit(b.get("/"), "/login", nil, url.Values{"token": {testToken}})
-	if in.code != http.StatusSeeOther || in.header.Get("Location") != "/" {
+	if in.code != http.StatusSeeOther || !toPageWithKey(in.header) {
 		t.Fatalf("sign in: %d %v", in.code, in.header)
 	}
 	var session *http.Cookie
@@ -286,7 +286,7 @@ func TestActionsCSRF(t *testing.T) {
 	a := b.get("/")
 	echo := map[string]string{"tool": "echo"}
 
-	fields := url.Values{"server": {"fx"}, "tool": {"echo"}, "fingerprint": {"sha256:81c38bc47a74aaaa"}}
+	fields := url.Values{"server": {"fx"}, "tool": {"echo"}, "fingerprint": {"sha256:81c38bc47a74aaaa"}, actionField: {b.act}}
 	refusals := []struct {
 		name   string
 		send   func() answer
@@ -392,7 +392,7 @@ func TestReadOnlyOffLoopback(t *testing.T) {
 	}
 	rec := httptest.NewRecorder()
 	p.h.ServeHTTP(rec, remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/", nil)))
-	if body := rec.Body.String(); rec.Code != http.StatusOK || strings.Count(body, "<button") != 1 || !strings.Contains(body, ">Sign in</button>") ||
+	if body := rec.Body.String(); rec.Code != http.StatusOK || !slices.Equal(parseAnswer(t, rec).buttons(), []string{"Sign in"}) ||
 		!strings.Contains(body, "read-only until you sign in") {
 		t.Errorf("GET / off loopback: %d\n%s", rec.Code, body)
 	}
@@ -418,6 +418,7 @@ func TestReadOnlyOffLoopback(t *testing.T) {
 	rec = httptest.NewRecorder()
 	p.h.ServeHTTP(rec, remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/?token="+testPageToken, nil)))
 	cookies := rec.Result().Cookies()
+	key, _ := strings.CutPrefix(rec.Header().Get("Location"), "/"+actionFragment)
 	rec = httptest.NewRecorder()
 	req := remote(httptest.NewRequest(http.MethodGet, "http://10.1.2.3:9464/", nil))
 	for _, c := range cookies {
@@ -431,7 +432,7 @@ func TestReadOnlyOffLoopback(t *testing.T) {
 	}
 	rec = httptest.NewRecorder()
 	req = httptest.NewRequest(http.MethodPost, "http://10.1.2.3:9464/tools/approve",
-		strings.NewReader("server=fx&tool=echo&fingerprint=sha256:81c38bc47a74aaaa&csrf="+url.QueryEscape(csrf[1])))
+		strings.NewReader("server=fx&tool=echo&fingerprint=sha256:81c38bc47a74aaaa&csrf="+url.QueryEscape(csrf[1])+"&act="+key))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	for _, c := range cookies {
 		req.AddCookie(c)

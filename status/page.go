@@ -50,6 +50,11 @@ type heldView struct {
 
 func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	if q := r.URL.Query(); q.Has(TokenParam) {
+		if !directNavigation(r) {
+			h.render(w, http.StatusForbidden, "message.html", messageData{Nonce: nonceOf(r), Title: "Sign in", Message: msgNotDirect,
+				SignIn: h.access.canSignIn(), CSRF: h.access.csrf(h.access.seed(w, r)), Back: true})
+			return
+		}
 		h.signInWith(w, r, q.Get(TokenParam))
 		return
 	}
@@ -61,15 +66,13 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 	sc := h.scrubber()
 	d := pageData{
 		Nonce: nonceOf(r), Version: h.opts.Version, Now: h.opts.Now(), Refresh: refreshSeconds,
-		Actions:  h.access.actionsAllowed(r),
+		Actions:  h.access.canSignIn(),
 		SignedIn: h.access.hasSession(r),
 		CSRF:     h.access.csrf(h.access.seed(w, r)),
 		Findings: cleanFindings(sc, st.Findings),
 		Notices:  h.recentNotices(),
 	}
-	if !d.Actions {
-		d.ReadOnly, d.SignIn = h.readOnlyReason(), h.access.canSignIn()
-	}
+	d.ReadOnly, d.SignIn = h.readOnlyReason(), h.access.canSignIn()
 	var fig Figures
 	if h.opts.Window != nil {
 		fig = h.opts.Window.Figures()
@@ -101,6 +104,26 @@ func (h *Handler) servePage(w http.ResponseWriter, r *http.Request) {
 		d.Held = append(d.Held, v)
 	}
 	h.render(w, http.StatusOK, "page.html", d)
+}
+
+// msgNotDirect answers a sign-in address that another site's page asked
+// for (a link, an image, a script).
+const msgNotDirect = "A sign-in address works only when it is opened directly (pasted into the address bar or opened from a terminal), " +
+	"not from another site's page; its token was not checked."
+
+// directNavigation reports whether r was not made by another site's page,
+// as far as the browser says (Sec-Fetch-Site: none or same-origin; tools
+// such as curl send none). The sign-in address is refused otherwise
+// before its token is checked, so that another page (an <img> in a loop)
+// cannot empty the sign-in throttle and lock the holders of
+// metrics.tokens out; another port of the host is the same site but not
+// the same origin, and is refused too.
+func directNavigation(r *http.Request) bool {
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "none", "same-origin":
+		return true
+	}
+	return false
 }
 
 // cutDiff bounds a diff to maxDiffBytes, on a line boundary.

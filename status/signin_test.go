@@ -6,6 +6,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -64,7 +65,7 @@ func TestReadingGivesNoAction(t *testing.T) {
 	}
 
 	in := b.submit(a, "/login", nil, url.Values{"token": {testPageToken}})
-	if in.code != http.StatusSeeOther || in.header.Get("Location") != "/" {
+	if in.code != http.StatusSeeOther || !toPageWithKey(in.header) {
 		t.Fatalf("signing in with the form: %d %v", in.code, in.header)
 	}
 	a = b.get("/")
@@ -91,7 +92,7 @@ func TestSignInByAddress(t *testing.T) {
 	p := newPage(t, Options{Tokens: []string{testToken}})
 	b := newBrowser(t, p.base)
 	in := b.get("/?token=" + testPageToken)
-	if in.code != http.StatusSeeOther || in.header.Get("Location") != "/" {
+	if in.code != http.StatusSeeOther || !toPageWithKey(in.header) {
 		t.Fatalf("GET /?token=: %d %v", in.code, in.header)
 	}
 	var session *http.Cookie
@@ -116,11 +117,19 @@ func TestSignInByAddress(t *testing.T) {
 	if wrong.code != http.StatusUnauthorized || wrong.text("message") != msgWrongToken || strings.Contains(wrong.body, "not-the-token") {
 		t.Errorf("wrong token in the address: %d %q", wrong.code, wrong.text("message"))
 	}
-	// The status token in the Authorization header, as a metrics token.
+	// The status token in the Authorization header, as a metrics token,
+	// opens the page and its actions (a script, not a browser).
+	bearer := newBrowser(t, p.base)
 	req, _ := http.NewRequest(http.MethodGet, p.base+"/", nil)
 	req.Header.Set("Authorization", "Bearer "+testPageToken)
-	if a := newBrowser(t, p.base).do(req); a.code != http.StatusOK || !slices.Contains(a.buttons(), "Approve: fx/echo") {
-		t.Errorf("GET / with the status token as bearer: %d %q", a.code, a.buttons())
+	a = bearer.do(req)
+	if a.code != http.StatusOK || !strings.HasPrefix(a.text("server-fx"), "fx connected") {
+		t.Fatalf("GET / with the status token as bearer: %d %q", a.code, a.text("server-fx"))
+	}
+	got := bearer.post("/tools/keep", url.Values{"server": {"fx"}, "tool": {"echo"}, "fingerprint": {"sha256:81c38bc47a74aaaa"}, csrfField: {anyCSRF(t, a)}},
+		map[string]string{"Authorization": "Bearer " + testPageToken})
+	if got.code != http.StatusSeeOther || got.header.Get("Location") != "/#quarantine" {
+		t.Errorf("keep with the status token as bearer: %d %v", got.code, got.header)
 	}
 }
 
@@ -241,4 +250,93 @@ func anyCSRFOrEmpty(a answer) string {
 		return attr(in, "value")
 	}
 	return ""
+}
+
+// TestCookiesAloneDoNotAct: browsers send a host's cookies to every port
+// of it, so another local user's server on 127.0.0.1:8000 receives the
+// page's session and CSRF cookies when the signed-in browser opens one of
+// its pages. Replayed, with the CSRF token of the page they open, they
+// read the page but approve nothing: actions need the action key, which
+// no cookie and no page holds. The browser that signed in still approves.
+func TestCookiesAloneDoNotAct(t *testing.T) {
+	for _, opts := range []Options{{}, {Tokens: []string{testToken}}} {
+		p := newPage(t, opts)
+		b := p.signedIn(t)
+		a := b.get("/")
+		if b.act == "" || !slices.Contains(a.buttons(), "Approve: fx/echo") {
+			t.Fatalf("signed in: key %q, buttons %q", b.act, a.buttons())
+		}
+		u, _ := url.Parse(p.base)
+		stolen := b.hc.Jar.Cookies(u) // what a server on another port of the host receives
+		for _, c := range stolen {
+			if strings.Contains(c.Value, b.act) || strings.Contains(c.Value, testPageToken) {
+				t.Fatalf("cookie %s holds the action key or the token", c.Name)
+			}
+		}
+		thief := newBrowser(t, p.base)
+		thief.hc.Jar.SetCookies(u, stolen)
+		page := thief.get("/")
+		if page.code != http.StatusOK || strings.Contains(page.body, b.act) {
+			t.Fatalf("the page read with the stolen cookies: %d, holds the action key: %v", page.code, strings.Contains(page.body, b.act))
+		}
+		for _, path := range []string{"/tools/approve", "/tools/keep"} {
+			got := thief.submit(page, path, map[string]string{"tool": "echo"}, nil)
+			if got.code != http.StatusForbidden || !strings.Contains(got.text("message"), "read-only until you sign in") {
+				t.Errorf("tokens %v: POST %s with the stolen cookies: %d %q", opts.Tokens, path, got.code, got.text("message"))
+			}
+			got = thief.submit(page, path, map[string]string{"tool": "echo"}, url.Values{actionField: {"forged"}})
+			if got.code != http.StatusForbidden {
+				t.Errorf("tokens %v: POST %s with a forged key: %d", opts.Tokens, path, got.code)
+			}
+		}
+		if got := p.approvals(); len(got) != 0 {
+			t.Fatalf("tokens %v: approved with the stolen cookies: %v", opts.Tokens, got)
+		}
+		if got := b.submit(b.get("/"), "/tools/approve", map[string]string{"tool": "echo"}, nil); got.code != http.StatusSeeOther ||
+			!slices.Equal(p.approvals(), []string{"fx/echo@sha256:81c38bc47a74aaaa"}) {
+			t.Errorf("tokens %v: approve by the browser that signed in: %d %v", opts.Tokens, got.code, p.approvals())
+		}
+	}
+}
+
+// TestSignInAddressFromAnotherSite: a sign-in address that another site's
+// page asks for (an <img> in a loop; another port of the host is the same
+// site) is refused before its token is checked: it takes nothing from the
+// throttle and is not counted, so the holder of a metrics token still
+// signs in at once. Opened directly (Sec-Fetch-Site none, or none at all
+// as from curl) it signs in.
+func TestSignInAddressFromAnotherSite(t *testing.T) {
+	var mu sync.Mutex
+	var counted []string
+	p := newPage(t, Options{Tokens: []string{testToken}, OnSignIn: func(r string) { mu.Lock(); defer mu.Unlock(); counted = append(counted, r) }})
+	b := newBrowser(t, p.base)
+	for i := range 3 * signInBurst {
+		for _, site := range []string{"cross-site", "same-site"} {
+			req, _ := http.NewRequest(http.MethodGet, p.base+"/?token=wrong-"+strconv.Itoa(i), nil)
+			req.Header.Set("Sec-Fetch-Site", site)
+			if got := b.do(req); got.code != http.StatusForbidden || got.text("message") != msgNotDirect {
+				t.Fatalf("sign-in address from a %s page: %d %q", site, got.code, got.text("message"))
+			}
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, p.base+"/?token="+testPageToken, nil)
+	req.Header.Set("Sec-Fetch-Site", "same-site")
+	if got := b.do(req); got.code != http.StatusForbidden || b.act != "" {
+		t.Errorf("the status token in an address from a same-site page: %d", got.code)
+	}
+	if got := b.submit(b.get("/"), "/login", nil, url.Values{"token": {testToken}}); got.code != http.StatusSeeOther {
+		t.Errorf("the metrics token after the flood: %d", got.code)
+	}
+	for _, site := range []string{"none", "same-origin"} {
+		req, _ := http.NewRequest(http.MethodGet, p.base+"/?token="+testToken, nil)
+		req.Header.Set("Sec-Fetch-Site", site)
+		if got := newBrowser(t, p.base).do(req); got.code != http.StatusSeeOther || !toPageWithKey(got.header) {
+			t.Errorf("sign-in address with Sec-Fetch-Site %s: %d", site, got.code)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{SignInOK, SignInOK, SignInOK}; !slices.Equal(counted, want) {
+		t.Errorf("counted %q, want %q", counted, want)
+	}
 }

@@ -57,6 +57,20 @@ func (s State) String() string {
 	}
 }
 
+// Status is the word for where the server stands, the same wherever a
+// person reads it: the tools verb, the status page, the startup summary
+// and the logs. It is State's word, except that a reconnect attempt after
+// a failure (StateConnecting with Err set) reads "failed": the server is
+// down and its last error stands until an attempt succeeds, so a server
+// that keeps failing does not read "connecting" in one place and "failed"
+// in another depending on the moment. Attempt says it is being retried.
+func (s *Snapshot) Status() string {
+	if s.State == StateConnecting && s.Err != nil {
+		return StateFailed.String()
+	}
+	return s.State.String()
+}
+
 // Tool is one tool of an upstream, as the upstream listed it.
 type Tool struct {
 	// Name is the upstream's own tool name.

@@ -696,11 +696,13 @@ func TestStdioStdoutClosed(t *testing.T) {
 
 // TestStdioExitErrorCarriesStderrTail: a child that fails at start (an npx
 // package that does not exist) says why on stderr; the connection's error
-// carries its last lines, sanitized and bounded, and the first ones go.
+// carries its last lines, sanitized and bounded, and the first ones go
+// (they are no error: an error line among the first is kept, see
+// TestStdioMistypedNpxPackage).
 func TestStdioExitErrorCarriesStderrTail(t *testing.T) {
 	t.Parallel()
 	cfg := fakeServer(t, "npxlike")
-	script := `for i in 1 2 3 4 5 6 7; do echo "npm error line $i" >&2; done
+	script := `for i in 1 2 3 4 5 6 7; do echo "npm notice line $i" >&2; done
 echo "npm error 404 Not Found - GET https://registry.example/pkg?access_token=abcdef123456 token=hunter2secret" >&2
 echo "" >&2
 printf 'npm error %0300d\n' 0 >&2
@@ -716,7 +718,7 @@ exit 1`
 		t.Fatalf("err %q", msg)
 	}
 	tail := strings.TrimPrefix(msg, "process exited with status 1; last stderr: ")
-	for _, want := range []string{"npm error line 7", "npm error 404 Not Found - GET https://registry.example/pkg", "token=[REDACTED]", "npm error 000"} {
+	for _, want := range []string{"npm notice line 7", "npm error 404 Not Found - GET https://registry.example/pkg", "token=[REDACTED]", "npm error 000"} {
 		if !strings.Contains(tail, want) {
 			t.Errorf("tail lacks %q: %q", want, tail)
 		}

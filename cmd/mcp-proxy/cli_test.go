@@ -39,9 +39,23 @@ func TestMain(m *testing.M) {
 	// Default state (tool pins, blob files) goes to the test's directory,
 	// never to the user's home.
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("HOME", filepath.Join(dir, "home"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// stateEnv is the environment config.Parse sees in tests that parse a
+// config themselves: only XDG_STATE_HOME, a temp dir of the test, so that
+// the default state (pins, blobs) lands there.
+func stateEnv(t *testing.T) func(string) (string, bool) {
+	dir := t.TempDir()
+	return func(k string) (string, bool) {
+		if k == "XDG_STATE_HOME" {
+			return dir, true
+		}
+		return "", false
+	}
 }
 
 // fixtureBin builds the integration fixture (the upstream MCP server of the
@@ -240,7 +254,8 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown verb", []string{"frobnicate"}, `unknown verb "frobnicate"`},
 		{"unknown flag", []string{"validate", "--nope"}, "nope"},
-		{"validate with arguments", []string{"validate", "--config", good, "extra"}, "usage"},
+		{"validate with two configs", []string{"validate", "--config", good, "extra"}, "two configs"},
+		{"validate with two files", []string{"validate", good, good}, "usage"},
 		{"call without name", []string{"call", "--config", good}, "usage"},
 		{"call with bad JSON", []string{"call", "--config", good, "files__x", "{not json"}, "not valid JSON"},
 		{"import without file", []string{"import"}, "usage"},
@@ -494,17 +509,21 @@ func TestMetricsPortTaken(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer taken.Close()
-	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nmetrics: {listen: \""+taken.Addr().String()+"\"}\n"), func(string) (string, bool) { return "", false })
+	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nmetrics: {listen: \""+taken.Addr().String()+"\"}\n"), stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	var stderr bytes.Buffer
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	rt, err := startRuntime(context.Background(), cfg, &stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer rt.close()
-	stop := rt.serveMetrics(cfg)
+	stop := rt.serveMetrics(cfg, lns.metrics, lns.metricsErr)
 	stop()
 	if !strings.Contains(stderr.String(), "metrics listener not started; the proxy keeps serving") ||
 		!strings.Contains(stderr.String(), `"level":"warn"`) {

@@ -203,20 +203,24 @@ func startServeHTTPLog(t *testing.T, extra string) (mcpURL, metricsURL string, l
 	t.Helper()
 	stateDir = t.TempDir()
 	cfg, err := config.Parse([]byte("blobs: {mode: passthrough}\nstate_dir: "+strconv.Quote(stateDir)+"\nlisten: {transport: http, addr: \"127.0.0.1:0\"}\nmetrics: {listen: \"127.0.0.1:0\""+extra+"}\n"),
-		func(string) (string, bool) { return "", false })
+		stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	stderr := &syncBuffer{}
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	rt, err := startRuntime(ctx, cfg, stderr, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rt.httpLimits = testLimits
-	stopMetrics := rt.serveMetrics(cfg)
+	stopMetrics := rt.serveMetrics(cfg, lns.metrics, lns.metricsErr)
 	done := make(chan error, 1)
-	go func() { done <- rt.serveHTTP(ctx, cfg) }()
+	go func() { done <- rt.serveHTTP(ctx, cfg, lns.mcp) }()
 	t.Cleanup(func() {
 		cancel()
 		<-done

@@ -15,11 +15,11 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usageText = `Usage: mcp-proxy [verb] [flags]
+const usageText = `Usage: mcp-proxy [verb] [arguments and flags, in any order; flags may also come before the verb]
 
 Verbs:
   serve            run the proxy (the default)
-  validate         check the config and print its warnings
+  validate [FILE]  check the config (FILE, else --config or the usual places) and print its warnings
   tools            connect and print each server's state and the agent's tools [--json]
   tools diff [SERVER]
                    show tool definitions that changed since they were pinned (or are new)
@@ -57,17 +57,8 @@ type options struct {
 
 // run is the whole program; main only wires it to the process.
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
-	verb := "serve"
-	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
-		verb, args = args[0], args[1:]
-	}
-	// tools diff and tools approve are sub-verbs of tools.
-	sub := ""
-	if verb == "tools" && len(args) > 0 && (args[0] == "diff" || args[0] == "approve") {
-		sub, args = args[0], args[1:]
-	}
-	o := options{verb: verb}
-	fs := flag.NewFlagSet(strings.TrimSpace("mcp-proxy "+verb+" "+sub), flag.ContinueOnError)
+	var o options
+	fs := flag.NewFlagSet("mcp-proxy", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, usageText)
@@ -87,23 +78,26 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
 	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
 	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
-	// Flags may follow the names of tools approve and the arguments of
-	// auth (`auth login github --config f`): parse around them.
-	var rest []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return nil
-			}
-			return &exitError{code: exitUsage, err: err}
+	rest, verbs, err := parseArgs(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
 		}
-		args = fs.Args()
-		if (sub == "" && verb != "auth" && verb != "status") || len(args) == 0 {
-			rest = append(rest, args...)
-			break
-		}
-		rest, args = append(rest, args[0]), args[1:]
+		return &exitError{code: exitUsage, err: err}
 	}
+	// The verb is the first argument that is not a flag, wherever the
+	// flags stand (`--config f validate` is `validate --config f`); with
+	// none, or only arguments after "--", it is serve.
+	verb := "serve"
+	if verbs > 0 {
+		verb, rest, verbs = rest[0], rest[1:], verbs-1
+	}
+	// tools diff and tools approve are sub-verbs of tools.
+	sub := ""
+	if verb == "tools" && verbs > 0 && (rest[0] == "diff" || rest[0] == "approve") {
+		sub, rest = rest[0], rest[1:]
+	}
+	o.verb = verb
 
 	switch verb {
 	case "version":
@@ -121,6 +115,17 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	default:
 		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, version)", verb)
 	}
+	if verb == "validate" {
+		// validate FILE checks FILE, as validate --config FILE does.
+		switch {
+		case len(rest) > 1:
+			return usageErr("usage: mcp-proxy validate [FILE | --config FILE]")
+		case len(rest) == 1 && o.configPath != "" && o.configPath != rest[0]:
+			return usageErr("validate was given two configs, %s and --config %s: give one", rest[0], o.configPath)
+		case len(rest) == 1:
+			o.configPath, rest = rest[0], nil
+		}
+	}
 	cfg, path, err := loadConfig(o)
 	if err != nil {
 		return err
@@ -136,9 +141,6 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	case "status":
 		return runStatus(cfg, rest, stdout)
 	case "validate":
-		if len(rest) != 0 {
-			return usageErr("usage: mcp-proxy validate [--config FILE]")
-		}
 		return runValidate(cfg, path, stdout)
 	case "tools":
 		switch {
@@ -244,4 +246,66 @@ func runValidate(cfg *config.Config, path string, stdout io.Writer) error {
 	}
 	fmt.Fprintf(stdout, "%s: config OK: %d servers (%d enabled)\n", path, len(cfg.Servers), enabled)
 	return nil
+}
+
+// parseInterleaved parses fs's flags wherever they stand among the
+// positional arguments (`call T '{}' --config f`, `auth login github
+// --config f`) and returns the positional arguments in order. Everything
+// after "--" is positional, so an argument that starts with "-" can be
+// given there.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	rest, _, err := parseArgs(fs, args)
+	return rest, err
+}
+
+// parseArgs is parseInterleaved that also says how many of the positional
+// arguments stood before the "--" that ends the flags (all of them when
+// there is none): only those can be a verb. A "--" that is the value of a
+// flag (`--config --`) is that value, not the end of the flags.
+func parseArgs(fs *flag.FlagSet, args []string) (rest []string, beforeDashes int, err error) {
+	var flags []string
+	beforeDashes = -1
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			beforeDashes = len(rest)
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case len(a) < 2 || a[0] != '-':
+			rest = append(rest, a) // "-" too: the flag package reads it as an argument
+		default:
+			flags = append(flags, a)
+			if takesNextArg(fs, a) && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		}
+	}
+	if beforeDashes < 0 {
+		beforeDashes = len(rest)
+	}
+	if err := fs.Parse(flags); err != nil {
+		return nil, 0, err
+	}
+	return rest, beforeDashes, nil
+}
+
+// takesNextArg reports whether the flag argument a (-name or --name) is a
+// defined flag whose value is the next argument: not a boolean flag and
+// no "=value" of its own. The flag package then takes the next argument as
+// the value whatever it is ("--" and "-x" included).
+func takesNextArg(fs *flag.FlagSet, a string) bool {
+	name := strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+	if strings.Contains(name, "=") {
+		return false
+	}
+	f := fs.Lookup(name)
+	if f == nil {
+		return false // fs.Parse refuses it
+	}
+	if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+		return false
+	}
+	return true
 }

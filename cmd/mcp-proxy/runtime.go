@@ -35,6 +35,13 @@ import (
 // calls may take 10).
 const closeBudget = 5 * time.Second
 
+// slowStartNotice is how long the first connections may take before the
+// proxy says which servers are still starting and why that can be: a
+// server that `npx` or `uvx` starts downloads its package on its first run,
+// which takes tens of seconds, while a started one connects within a
+// second or two. 10 s is the default startup_wait.
+const slowStartNotice = 10 * time.Second
+
 // runtime is one running set of upstream connections and the proxy in
 // front of them.
 type runtime struct {
@@ -58,7 +65,10 @@ type runtime struct {
 	// upstreams, since calls finishing at shutdown still use them.
 	tracer *tracing.Tracer
 	audit  *audit.Log
-	reaper *upstream.Reaper // ends what stdio servers leave behind, at close
+	// slowStart is when waitAll says which servers are still starting;
+	// zero means slowStartNotice.
+	slowStart time.Duration
+	reaper    *upstream.Reaper // ends what stdio servers leave behind, at close
 	// closing is set when close begins: the upstreams' closed snapshots
 	// then rebuild no catalog (with 20 servers of 100 tools those builds
 	// made shutdown take 30-150 ms instead of 15, for a catalog nobody
@@ -331,15 +341,45 @@ func (rt *runtime) connections() map[string]*upstream.Conn {
 }
 
 // waitAll waits until every upstream's first connection attempt ended.
+// When that takes longer than slowStart, it logs once which servers are
+// still starting.
 func (rt *runtime) waitAll(ctx context.Context) {
-	for _, c := range rt.connections() {
-		select {
-		case <-c.Ready():
-		case <-ctx.Done():
-			return
+	after := rt.slowStart
+	if after == 0 {
+		after = slowStartNotice
+	}
+	slow := time.NewTimer(after)
+	defer slow.Stop()
+	conns := rt.connections()
+	for _, c := range conns {
+		for waiting := true; waiting; {
+			select {
+			case <-c.Ready():
+				waiting = false
+			case <-ctx.Done():
+				return
+			case <-slow.C:
+				rt.logStillStarting(conns, after)
+			}
 		}
 	}
 	rt.proxy.Refresh()
+}
+
+// logStillStarting logs the servers of conns whose first connection
+// attempt has not ended after the time given.
+func (rt *runtime) logStillStarting(conns map[string]*upstream.Conn, after time.Duration) {
+	var names []string
+	for n, c := range conns {
+		select {
+		case <-c.Ready():
+		default:
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	rt.log.Info().Strs("servers", names).Dur("after", after).
+		Msg("servers still starting; a server run by npx or uvx downloads its package on its first run, which can take a minute (connect_timeout bounds it)")
 }
 
 // summary logs the operator's view of what the proxy serves: each server's
@@ -363,7 +403,7 @@ func (rt *runtime) summary() {
 	listed := rt.proxy.Catalog().ListedTools()
 	for _, n := range names {
 		s := conns[n].Snapshot()
-		states = append(states, n+"="+s.State.String())
+		states = append(states, n+"="+s.Status())
 		sc := cfg.Servers[n]
 		if s.State != upstream.StateConnected || sc == nil {
 			continue

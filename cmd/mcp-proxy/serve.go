@@ -26,15 +26,22 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	// An HTTP server with no --agent serves every agent on its own path;
 	// its default path answers 404 listing the agents when none is the
 	// default (docs/agents.md#agents-bundles-and-policy). stdio serves one agent, which must exist.
+	// The listeners are bound before any server starts: a port already
+	// taken ends the start at once, with nothing spawned.
+	lns, err := bindListeners(cfg)
+	if err != nil {
+		return err
+	}
 	rt, _, err := startFor(ctx, cfg, o, stderr, o.agent != "" || cfg.Listen.Transport != "http")
 	if err != nil {
+		lns.close()
 		return err
 	}
 	defer rt.close()
 	for _, w := range cfg.Warnings() {
 		rt.log.Info().Msg(w)
 	}
-	stopMetrics := rt.serveMetrics(cfg)
+	stopMetrics := rt.serveMetrics(cfg, lns.metrics, lns.metricsErr)
 	defer stopMetrics()
 	stopReload := rt.reloadOnHUP(ctx, o)
 	defer stopReload()
@@ -53,7 +60,7 @@ func runServe(ctx context.Context, cfg *config.Config, o options, stdin io.Reade
 	}()
 
 	if !stdio {
-		return rt.serveHTTP(ctx, cfg)
+		return rt.serveHTTP(ctx, cfg, lns.mcp)
 	}
 	rt.log.Info().Str("agent", agentName(cfg, o.agent)).Msg("serving MCP on stdio")
 	return rt.proxy.ServeStdio(ctx, o.agent, o.perCall(), stdin, stdout)
@@ -107,12 +114,9 @@ func (o options) perCall() []string {
 	return downstream.ParseAllowedTools(o.allowedTools, o.allowedSet)
 }
 
-// serveHTTP serves the Streamable HTTP endpoint until ctx ends.
-func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
-	ln, err := net.Listen("tcp", cfg.Listen.Addr)
-	if err != nil {
-		return fmt.Errorf("listen %s: %w", cfg.Listen.Addr, err)
-	}
+// serveHTTP serves the Streamable HTTP endpoint on ln until ctx ends, and
+// closes ln.
+func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config, ln net.Listener) error {
 	rt.mu.Lock()
 	rt.bound = ln.Addr().String()
 	rt.mu.Unlock()
@@ -149,16 +153,16 @@ func (rt *runtime) serveHTTP(ctx context.Context, cfg *config.Config) error {
 }
 
 // serveMetrics serves /metrics, /healthz, /readyz and the status page on
-// metrics.listen, and samples the proxy's metrics for the page's window
-// until stop. A port that cannot be bound is a warning: the proxy keeps
-// serving (docs/operations.md#shutdown-and-reload).
-func (rt *runtime) serveMetrics(cfg *config.Config) (stop func()) {
-	if cfg.Metrics.Listen == "" {
+// ln, the metrics.listen listener bound by bindListeners, and samples the
+// proxy's metrics for the page's window until stop. A port that could not
+// be bound (ln nil, bindErr set) is a warning: the proxy keeps serving
+// (docs/operations.md#shutdown-and-reload).
+func (rt *runtime) serveMetrics(cfg *config.Config, ln net.Listener, bindErr error) (stop func()) {
+	if bindErr != nil {
+		rt.log.Warn().Err(bindErr).Msg("metrics listener not started; the proxy keeps serving")
 		return func() {}
 	}
-	ln, err := net.Listen("tcp", cfg.Metrics.Listen)
-	if err != nil {
-		rt.log.Warn().Err(err).Str("addr", cfg.Metrics.Listen).Msg("metrics listener not started; the proxy keeps serving")
+	if ln == nil {
 		return func() {}
 	}
 	ctx, cancel := context.WithCancel(context.Background())

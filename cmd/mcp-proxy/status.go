@@ -81,7 +81,7 @@ func (rt *runtime) statusState() status.State {
 			continue
 		}
 		snap := c.Snapshot()
-		row.State, row.NextRetry, row.ReconnectUntil, row.Protocol = snap.State.String(), snap.NextRetry, snap.ReconnectUntil, snap.ProtocolVersion
+		row.State, row.NextRetry, row.ReconnectUntil, row.Protocol = snap.Status(), snap.NextRetry, snap.ReconnectUntil, snap.ProtocolVersion
 		if snap.Err != nil && snap.State != upstream.StateConnected {
 			row.Error = snap.Err.Error()
 		}

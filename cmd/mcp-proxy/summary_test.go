@@ -271,7 +271,7 @@ blobs: {mode: passthrough}
 servers:
   a: {command: %[1]q, args: ["-name", "a"], connect_timeout: 30s}
   b: {command: %[1]q, args: ["-name", "b"], connect_timeout: 30s}
-`, fixtureBin(t))), func(string) (string, bool) { return "", false })
+`, fixtureBin(t))), stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}

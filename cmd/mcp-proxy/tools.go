@@ -174,7 +174,7 @@ func buildToolsReport(rt *runtime, a *filter.Agent, perCall []string, reviews ma
 			continue
 		}
 		s := c.Snapshot()
-		sr := serverReport{Name: name, State: s.State.String(), Tools: byServer[name], Quarantined: held[name]}
+		sr := serverReport{Name: name, State: s.Status(), Tools: byServer[name], Quarantined: held[name]}
 		if rev := reviews[name]; rev != nil && rev.Err != nil {
 			sr.PinError = rev.Err.Error()
 		}

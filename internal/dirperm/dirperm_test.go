@@ -2,6 +2,7 @@ package dirperm
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
@@ -65,5 +66,90 @@ func TestCheck(t *testing.T) {
 	}
 	if err := Check(Dir{"a", world, false}, Dir{"b", private, false}, Dir{"c", group, false}); err == nil || len(err.(interface{ Unwrap() []error }).Unwrap()) != 2 {
 		t.Errorf("two bad directories: %v", err)
+	}
+}
+
+// TestCheckOwner: a directory that belongs to another user than the
+// proxy's is refused whatever its mode, as its owner may delete pins in
+// it; one of the proxy's user or of root is accepted. The owner comes from
+// an injected lookup, so that every case runs without privileges.
+func TestCheckOwner(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "state")
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	quoted := filepath.Join(base, "a b")
+	if err := os.Mkdir(quoted, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		euid  int
+		owner int
+		known bool
+		path  string
+		want  string // "" accepted
+	}{
+		{"the proxy's user", 1000, 1000, true, dir, ""},
+		{"root", 1000, 0, true, dir, ""},
+		{"root for root", 0, 0, true, dir, ""},
+		{"owner unknown to the system", 1000, 65534, false, dir, ""},
+		{"another user", 1000, 65534, true, dir,
+			"state_dir " + dir + " is owned by another user (uid 65534, not uid 1000 or root): that user could replace or delete its files; choose a directory of your own, or have root run: chown 1000 " + dir},
+		{"another user, for root", 0, 1000, true, dir,
+			"state_dir " + dir + " is owned by another user (uid 1000, not root): that user could replace or delete its files; choose a directory of your own, or have root run: chown 0 " + dir},
+		{"path quoted for the shell", 1000, 65534, true, quoted,
+			"state_dir " + quoted + " is owned by another user (uid 65534, not uid 1000 or root): that user could replace or delete its files; choose a directory of your own, or have root run: chown 1000 '" + quoted + "'"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := checker{euid: tt.euid, owner: func(fs.FileInfo) (int, bool) { return tt.owner, tt.known }}
+			err := c.check([]Dir{{"state_dir", tt.path, false}})
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tt.want {
+				t.Errorf("check:\n got %q\nwant %q", got, tt.want)
+			}
+			if tt.want != "" && !errors.Is(err, ErrNotOwned) {
+				t.Errorf("%v is not ErrNotOwned", err)
+			}
+		})
+	}
+}
+
+// TestCheckRealOwner runs the owner check on the system's own answer: as
+// root (the test sessions' user) it gives a temporary directory to uid
+// 65534 and expects a refusal; otherwise it expects the lookup to find the
+// test's own user and accept the directory.
+func TestCheckRealOwner(t *testing.T) {
+	dir := t.TempDir()
+	if os.Geteuid() != 0 {
+		fi, err := os.Stat(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if uid, ok := fileOwner(fi); !ok || uid != os.Geteuid() {
+			t.Errorf("fileOwner of a directory of ours = %d, %v; want %d, true", uid, ok, os.Geteuid())
+		}
+		if err := Check(Dir{"state_dir", dir, false}); err != nil {
+			t.Errorf("a directory of ours: %v", err)
+		}
+		return
+	}
+	if err := Check(Dir{"state_dir", dir, false}); err != nil {
+		t.Errorf("a directory of root: %v", err)
+	}
+	if err := os.Chown(dir, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	want := "state_dir " + dir + " is owned by another user (uid 65534, not root): that user could replace or delete its files; choose a directory of your own, or have root run: chown 0 " + dir
+	if err := Check(Dir{"state_dir", dir, false}); err == nil || err.Error() != want || !errors.Is(err, ErrNotOwned) {
+		t.Errorf("a directory of uid 65534:\n got %v\nwant %s", err, want)
 	}
 }

@@ -9,11 +9,11 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
-// sessionStore holds the live sessions: the stdio session and every HTTP
+// sessionTable holds the live sessions: the stdio session and every HTTP
 // session. It issues HTTP session ids, binds each to the agent whose
 // endpoint created it, closes the ones idle too long, and keeps the
 // sessions_active gauge. Its methods are safe for concurrent use.
-type sessionStore struct {
+type sessionTable struct {
 	metrics *metrics.Metrics
 	// onRemove runs once for every session that ends (its subscriptions
 	// go); nil: nothing.
@@ -27,8 +27,8 @@ type sessionStore struct {
 	listeners map[*session]struct{}
 }
 
-func newSessionStore(m *metrics.Metrics) *sessionStore {
-	return &sessionStore{metrics: m, all: map[*session]struct{}{}, byID: map[string]*session{}, listeners: map[*session]struct{}{}}
+func newSessionTable(m *metrics.Metrics) *sessionTable {
+	return &sessionTable{metrics: m, all: map[*session]struct{}{}, byID: map[string]*session{}, listeners: map[*session]struct{}{}}
 }
 
 // newID returns a fresh, unguessable HTTP session id.
@@ -39,7 +39,7 @@ func newID() string {
 }
 
 // add registers a started session.
-func (st *sessionStore) add(s *session) {
+func (st *sessionTable) add(s *session) {
 	st.mu.Lock()
 	st.all[s] = struct{}{}
 	if s.id != "" && s.transport == transportHTTP {
@@ -50,7 +50,7 @@ func (st *sessionStore) add(s *session) {
 }
 
 // remove ends s and forgets it; a second call does nothing.
-func (st *sessionStore) remove(s *session) {
+func (st *sessionTable) remove(s *session) {
 	st.mu.Lock()
 	live := st.unlink(s)
 	st.mu.Unlock()
@@ -59,7 +59,7 @@ func (st *sessionStore) remove(s *session) {
 
 // unlink forgets s and reports whether it was live. st.mu must be held:
 // from then on neither lookup nor acquire finds it.
-func (st *sessionStore) unlink(s *session) bool {
+func (st *sessionTable) unlink(s *session) bool {
 	_, live := st.all[s]
 	delete(st.all, s)
 	if st.byID[s.id] == s {
@@ -70,7 +70,7 @@ func (st *sessionStore) unlink(s *session) bool {
 
 // ended closes an unlinked session and, when it was live, counts it gone
 // and runs onRemove. st.mu must not be held.
-func (st *sessionStore) ended(s *session, live bool) {
+func (st *sessionTable) ended(s *session, live bool) {
 	s.close()
 	if live {
 		st.metrics.SessionClosed(s.agent.Name, s.transport)
@@ -84,7 +84,7 @@ func (st *sessionStore) ended(s *session, live bool) {
 // never issued, has ended, or belongs to another agent's endpoint or
 // another user of it (another token subject or static token) is unknown
 // there (docs/agents.md#over-http).
-func (st *sessionStore) lookup(c client, id string) *session {
+func (st *sessionTable) lookup(c client, id string) *session {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.find(c, id)
@@ -96,7 +96,7 @@ func (st *sessionStore) lookup(c client, id string) *session {
 // under the same lock: the sweep never closes a session a request has
 // begun on, and a request never begins on a session the sweep closed (it
 // finds none, like any unknown id).
-func (st *sessionStore) acquire(c client, id string) *session {
+func (st *sessionTable) acquire(c client, id string) *session {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.find(c, id)
@@ -107,7 +107,7 @@ func (st *sessionStore) acquire(c client, id string) *session {
 }
 
 // find is lookup with st.mu held.
-func (st *sessionStore) find(c client, id string) *session {
+func (st *sessionTable) find(c client, id string) *session {
 	s := st.byID[id]
 	if s == nil || s.agent.Name != c.agent || s.principal != c.principal {
 		return nil
@@ -117,13 +117,13 @@ func (st *sessionStore) find(c client, id string) *session {
 
 // addListener registers a listen's session; removeListener forgets it and
 // drops what it subscribed to.
-func (st *sessionStore) addListener(s *session) {
+func (st *sessionTable) addListener(s *session) {
 	st.mu.Lock()
 	st.listeners[s] = struct{}{}
 	st.mu.Unlock()
 }
 
-func (st *sessionStore) removeListener(s *session) {
+func (st *sessionTable) removeListener(s *session) {
 	st.mu.Lock()
 	delete(st.listeners, s)
 	st.mu.Unlock()
@@ -134,7 +134,7 @@ func (st *sessionStore) removeListener(s *session) {
 
 // each calls fn for every live session and listener; fn must not call the
 // store.
-func (st *sessionStore) each(fn func(*session)) {
+func (st *sessionTable) each(fn func(*session)) {
 	st.mu.Lock()
 	list := make([]*session, 0, len(st.all)+len(st.listeners))
 	for s := range st.all {
@@ -152,7 +152,7 @@ func (st *sessionStore) each(fn func(*session)) {
 // closeIdle ends the HTTP sessions with nothing open and no activity for
 // idle, and returns how many it closed. Each is found idle and unlinked in
 // one step under st.mu (see acquire).
-func (st *sessionStore) closeIdle(idle time.Duration) int {
+func (st *sessionTable) closeIdle(idle time.Duration) int {
 	cutoff := time.Now().Add(-idle)
 	var gone []*session
 	st.mu.Lock()
@@ -170,7 +170,7 @@ func (st *sessionStore) closeIdle(idle time.Duration) int {
 }
 
 // closeHTTP ends every HTTP session (shutdown).
-func (st *sessionStore) closeHTTP() {
+func (st *sessionTable) closeHTTP() {
 	st.mu.Lock()
 	list := make([]*session, 0, len(st.byID))
 	for _, s := range st.byID {
@@ -180,4 +180,17 @@ func (st *sessionStore) closeHTTP() {
 	for _, s := range list {
 		st.remove(s)
 	}
+}
+
+// broadcast sends a notification to every initialized session on its own
+// stream (stdio, or the HTTP session's GET stream). keep, when not nil,
+// picks the sessions.
+func (st *sessionTable) broadcast(method string, params []byte, keep func(*session) bool) {
+	msg := notification(method, params)
+	st.each(func(s *session) {
+		if !s.open.Load() || keep != nil && !keep(s) {
+			return
+		}
+		s.notify.send(msg)
+	})
 }

@@ -166,8 +166,8 @@ func parkable(r *request) bool { return r.modern && r.sess.transport == transpor
 // startParked runs job for r detached from the client's HTTP request and
 // waits for its first round. key names what the client asked for; a retry
 // must name it again.
-func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
-	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *wireError) {
+func (rl *relay) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
+	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError) {
 	pc := &parkedCall{
 		agent:    r.sess.agent.Name,
 		key:      key,
@@ -177,7 +177,7 @@ func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout
 		asks:     make(chan *inputAsk, 1),
 		done:     make(chan struct{}),
 	}
-	r.sess.parked.Store(pc)
+	r.sess.state.Park(pc)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	pc.cancel = cancel
 	go func() {
@@ -189,24 +189,24 @@ func (p *Proxy) startParked(ctx context.Context, r *request, key string, timeout
 			pc.expire.Stop() // the state lives on for parkGrace, not the result for the timeout
 		}
 		pc.mu.Unlock()
-		p.relay.parked.release(pc)
+		rl.parked.release(pc)
 	}()
-	return p.awaitRound(ctx, pc)
+	return rl.awaitRound(ctx, pc)
 }
 
 // awaitRound waits, for one client request, until the call ends or needs
 // the client's answer to a server request.
-func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *wireError) {
+func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *inputRequired, *wireError) {
 	for {
 		select {
 		case <-pc.done:
 			pc.progress.detach() // nothing more reaches this request once it answers
-			return pc.result, pc.werr
+			return pc.result, nil, pc.werr
 		case ask := <-pc.asks:
 			if ask.abandoned.Load() {
 				continue // its upstream request gave up while it waited to be asked
 			}
-			return nil, p.park(pc, ask)
+			return nil, rl.park(pc, ask), nil
 		case <-ctx.Done():
 			// The client closed its request: the call is cancelled upstream.
 			pc.cancel()
@@ -215,14 +215,14 @@ func (p *Proxy) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage
 			case <-time.After(progressFlushLimit):
 			}
 			pc.progress.detach()
-			return nil, errorf(codeServerError, "request cancelled")
+			return nil, nil, errorf(codeServerError, "request cancelled")
 		}
 	}
 }
 
 // park answers the waiting request with ask as an input request and keeps
 // the call for the client's retry.
-func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *wireError {
+func (rl *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 	pc.progress.detach()
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
@@ -232,26 +232,26 @@ func (p *Proxy) park(pc *parkedCall, ask *inputAsk) *wireError {
 	// The client has as long to answer as the call has to run; then the
 	// call ends and its state is forgotten.
 	pc.expire = time.AfterFunc(pc.timeout, func() {
-		if p.relay.parked.drop(token) { // not when a retry took it first
+		if rl.parked.drop(token) { // not when a retry took it first
 			pc.cancel()
 		}
 	})
 	pc.mu.Unlock()
-	p.relay.parked.put(token, pc)
+	rl.parked.put(token, pc)
 	go func() { // forget the state once the call has ended anyway
 		<-pc.done
-		time.AfterFunc(parkGrace, func() { p.relay.parked.drop(token) })
+		time.AfterFunc(parkGrace, func() { rl.parked.drop(token) })
 	}()
-	return &wireError{input: inputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)}
+	return newInputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)
 }
 
 // resumeParked is a later round of a parked call: it hands the client's
 // answer to the upstream and waits again. key names what the retry asks
 // for (it must be what the first request asked for).
-func (p *Proxy) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *wireError) {
-	pc := p.relay.parked.take(state, r.sess.agent.Name, key)
+func (rl *relay) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError) {
+	pc := rl.parked.take(state, r.sess.agent.Name, key)
 	if pc == nil {
-		return nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
+		return nil, nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
 			"waited too long for this answer, or ran on another proxy instance; call the tool again")
 	}
 	pc.mu.Lock()
@@ -274,41 +274,35 @@ func (p *Proxy) resumeParked(ctx context.Context, r *request, key, state string)
 		}
 		ask.answer <- ans
 	}
-	return p.awaitRound(ctx, pc)
+	return rl.awaitRound(ctx, pc)
 }
 
-// relayParked asks a parked call's stateless client through a round trip.
-func (p *Proxy) relayParked(ctx context.Context, pc *parkedCall, srv, method string, params json.RawMessage) (json.RawMessage, error) {
-	switch method {
-	case "sampling/createMessage":
-		return p.relaySampling(ctx, srv, pc.caps, params, func(ctx context.Context, params json.RawMessage) (json.RawMessage, error) {
-			timeout := time.Minute // relaySampling bounds ctx by the server's sampling timeout
-			if d, ok := ctx.Deadline(); ok {
-				timeout = time.Until(d)
-			}
-			return p.ask(ctx, pc, method, params, timeout)
-		})
-	case "elicitation/create":
-		if err := elicitationSupported(pc.caps, params); err != nil {
-			return nil, err
+// parkedAsker asks a parked call's stateless client through a round trip.
+type parkedAsker struct {
+	relay *relay
+	pc    *parkedCall
+}
+
+func (a parkedAsker) caps() clientCaps { return a.pc.caps }
+
+func (a parkedAsker) ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error) {
+	if within <= 0 {
+		within = time.Minute
+		if d, ok := ctx.Deadline(); ok {
+			within = time.Until(d)
 		}
-		return p.ask(ctx, pc, method, params, p.serverTimeout(srv))
-	default: // roots/list
-		if !pc.caps.roots {
-			return p.configuredRoots(srv), nil
-		}
-		return p.ask(ctx, pc, method, emptyIfNil(params), p.serverTimeout(srv))
 	}
+	return a.relay.ask(ctx, a.pc, method, params, within)
 }
 
 // ask puts one server request to the client of pc and waits for the answer
 // (the client's next round), at most timeout.
-func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
+func (rl *relay) ask(ctx context.Context, pc *parkedCall, method string, params json.RawMessage, timeout time.Duration) (json.RawMessage, error) {
 	pc.mu.Lock()
 	pc.askSeq++
 	key := "mcp-proxy/" + strings.ReplaceAll(method, "/", "-") + "-" + strconv.Itoa(pc.askSeq)
 	pc.mu.Unlock()
-	if !p.relay.parked.reserve(pc) {
+	if !rl.parked.reserve(pc) {
 		return nil, refuse(codeRefused, "%s not relayed: agent '%s' has %d calls waiting for their clients' answers already",
 			method, pc.agent, maxParkedPerAgent)
 	}
@@ -338,40 +332,4 @@ func (p *Proxy) ask(ctx context.Context, pc *parkedCall, method string, params j
 	case <-t.C:
 		return nil, refuse(codeRefused, "the client did not answer the %s request within %s", method, timeout)
 	}
-}
-
-// surfaceRoundTrip runs a stateless HTTP client's resources/read or
-// prompts/get (h) as a parked call, so that a server request it raises
-// reaches the client through a round trip; a retry with a requestState
-// resumes it.
-func (p *Proxy) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
-	target := "uri"
-	if r.method == "prompts/get" {
-		target = "name"
-	}
-	what, _ := stringMember(r.params, target)
-	key := r.method + " " + what
-	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
-		return p.resumeParked(ctx, r, key, state)
-	}
-	// The handler registers the request as in flight to its server, so a
-	// stdio upstream's request finds r, and through it the parked call.
-	return p.startParked(ctx, r, key, p.serverTimeout(p.surfaceServer(ctx, r.sess, r.method, what)), nil,
-		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
-}
-
-// surfaceServer is the upstream a resources/read (by URI) or prompts/get
-// (by name) goes to, or "" when it routes nowhere (the handler says why).
-func (p *Proxy) surfaceServer(ctx context.Context, s *session, method, what string) string {
-	if method == "prompts/get" {
-		if e := p.promptEntry(ctx, what); e != nil {
-			return e.Server
-		}
-		return ""
-	}
-	srv, _, _, _, werr := p.resourceRoute(ctx, s, what)
-	if werr != nil {
-		return ""
-	}
-	return srv
 }

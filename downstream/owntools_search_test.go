@@ -78,11 +78,11 @@ func resultText(t *testing.T, raw json.RawMessage) (string, bool) {
 func TestDeferredListsMetaToolsAndAlwaysGroups(t *testing.T) {
 	p, _ := deferredProxy(t)
 	st, _ := testSession(p, "dev", nil)
-	got := strings.Join(listedNames(t, p.listFor(st)), ",")
+	got := strings.Join(listedNames(t, p.views.listFor(st)), ",")
 	if got != "tool_search,call_tool,fs__list_directory" {
 		t.Fatalf("deferred list = %s", got)
 	}
-	instr := p.deferredInstructions(st)
+	instr := p.own.deferredInstructions(st)
 	for _, want := range []string{"## Deferred Tools", "<available-deferred-tools>\n", "fs__read_file - Read the complete contents of a file.",
 		"fs__search_files - ", "</available-deferred-tools>"} {
 		if !strings.Contains(instr, want) {
@@ -94,7 +94,7 @@ func TestDeferredListsMetaToolsAndAlwaysGroups(t *testing.T) {
 	}
 }
 
-func TestToolSearchSeedBehaviour(t *testing.T) {
+func TestToolSearchBehaviour(t *testing.T) {
 	p, _ := deferredProxy(t)
 	ctx := context.Background()
 	cases := []struct {
@@ -113,7 +113,7 @@ func TestToolSearchSeedBehaviour(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			st, _ := testSession(p, "dev", nil)
-			res, werr := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(c.args), nil)
+			res, werr := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(c.args), nil)
 			if werr != nil {
 				t.Fatal(werr)
 			}
@@ -128,7 +128,7 @@ func TestToolSearchSeedBehaviour(t *testing.T) {
 func TestToolSearchActivatesAndRespectsMax(t *testing.T) {
 	p, _ := deferredProxy(t)
 	st, _ := testSession(p, "dev", nil)
-	res, _ := p.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"file","max_results":1}`), nil)
+	res, _ := p.calls.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"file","max_results":1}`), nil)
 	text, _ := resultText(t, res)
 	if n := strings.Count(text, "<function>"); n != 1 {
 		t.Fatalf("max_results 1 returned %d functions:\n%s", n, text)
@@ -136,13 +136,13 @@ func TestToolSearchActivatesAndRespectsMax(t *testing.T) {
 	if strings.Contains(text, "fs__write_file") {
 		t.Fatal("a denied tool was returned")
 	}
-	names := listedNames(t, p.listFor(st))
+	names := listedNames(t, p.views.listFor(st))
 	if len(names) != 4 {
 		t.Fatalf("after one activation the list is %v", names)
 	}
 	// Another session of the same agent is not affected.
 	other, _ := testSession(p, "dev", nil)
-	if n := len(listedNames(t, p.listFor(other))); n != 3 {
+	if n := len(listedNames(t, p.views.listFor(other))); n != 3 {
 		t.Fatalf("other session lists %d tools", n)
 	}
 }
@@ -151,7 +151,7 @@ func TestCallToolFollowsPolicy(t *testing.T) {
 	p, up := deferredProxy(t)
 	st, _ := testSession(p, "dev", nil)
 	ctx := context.Background()
-	res, werr := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"fs__read_file","arguments":{"path":"/x","approved":true}}`), nil)
+	res, werr := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"fs__read_file","arguments":{"path":"/x","approved":true}}`), nil)
 	if werr != nil {
 		t.Fatal(werr)
 	}
@@ -162,15 +162,15 @@ func TestCallToolFollowsPolicy(t *testing.T) {
 	if len(calls) != 1 || calls[0].Params != `{"name":"read_file","arguments":{"path":"/x"}}` {
 		t.Fatalf("upstream got %+v", calls)
 	}
-	res, _ = p.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"fs__write_file","arguments":{}}`), nil)
+	res, _ = p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"fs__write_file","arguments":{}}`), nil)
 	if text, isErr := resultText(t, res); !isErr || text != "tool 'fs__write_file' is denied by excluded_tools" {
 		t.Fatalf("denied through call_tool: %q %v", text, isErr)
 	}
-	if _, werr := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"nope"}`), nil); werr == nil || werr.Message != "unknown tool: nope" {
+	if _, werr := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "call_tool", json.RawMessage(`{"name":"nope"}`), nil); werr == nil || werr.Message != "unknown tool: nope" {
 		t.Fatalf("unknown through call_tool: %v", werr)
 	}
 	// A granted tool that was never activated can still be called directly.
-	if _, werr := p.forwardCall(ctx, reqFor(st, "tools/call", nil), "fs__search_files", nil, nil); werr != nil {
+	if _, werr := p.calls.forwardCall(ctx, reqFor(st, "tools/call", nil), "fs__search_files", nil, nil); werr != nil {
 		t.Fatalf("direct call of a deferred tool: %v", werr)
 	}
 }
@@ -178,14 +178,14 @@ func TestCallToolFollowsPolicy(t *testing.T) {
 func TestDynamicGroupInEagerMode(t *testing.T) {
 	p, _ := deferredProxy(t)
 	st, _ := testSession(p, "eager", nil)
-	if got := strings.Join(listedNames(t, p.listFor(st)), ","); got != "tool_search,fs__read_file" {
+	if got := strings.Join(listedNames(t, p.views.listFor(st)), ","); got != "tool_search,fs__read_file" {
 		t.Fatalf("eager list with groups = %s", got)
 	}
 	if ownTool(st, "call_tool") {
 		t.Fatal("call_tool offered in eager mode")
 	}
-	_, _ = p.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"please SAVE my notes"}`), nil)
-	if got := strings.Join(listedNames(t, p.listFor(st)), ","); !strings.Contains(got, "fs__write_file") {
+	_, _ = p.calls.forwardCall(context.Background(), reqFor(st, "tools/call", nil), "tool_search", json.RawMessage(`{"query":"please SAVE my notes"}`), nil)
+	if got := strings.Join(listedNames(t, p.views.listFor(st)), ","); !strings.Contains(got, "fs__write_file") {
 		t.Fatalf("dynamic group not visible after a keyword query: %s", got)
 	}
 }

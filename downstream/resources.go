@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"maps"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +13,31 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
+
+// resourcesPrompts serves the resources and prompts of the upstreams
+// (docs/resources.md#resources-and-prompts): their merged lists, reads,
+// prompt gets and completions routed to the server behind a name, and the
+// resource subscriptions of the clients. A stateless HTTP client's read or
+// get runs as a parked call (roundtrip.go).
+type resourcesPrompts struct {
+	*env
+	catalog catalogWait
+	relay   callRelay
+	// sessions take a stateless client's listen as a listener.
+	sessions *sessionTable
+	// stop is closed when the HTTP side shuts down: listens end.
+	stop <-chan struct{}
+	subs subscriptions // resource subscriptions, by server and URI
+}
+
+// catalogWait is what a part needs of the catalog: the current one, the
+// wait for the start (docs/operations.md#startup), and the wait for a
+// catalog that knows a name still missing.
+type catalogWait interface {
+	Catalog() *Catalog
+	waitStartup(ctx context.Context)
+	catchUp(ctx context.Context, known func(*Catalog) bool)
+}
 
 // uriForm is the form a client wrote a resource URI in; results come back
 // in the same form.
@@ -51,31 +74,31 @@ func listPage(member string, items []*itemEntry, st *session, params json.RawMes
 	return out, nil
 }
 
-func (p *Proxy) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("resources", p.Catalog().surface.resources, r.sess, r.params)
+func (rp *resourcesPrompts) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("resources", rp.catalog.Catalog().surface.resources, r.sess, r.params)
 }
 
-func (p *Proxy) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("resourceTemplates", p.Catalog().surface.templates, r.sess, r.params)
+func (rp *resourcesPrompts) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("resourceTemplates", rp.catalog.Catalog().surface.templates, r.sess, r.params)
 }
 
-func (p *Proxy) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	p.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
-	return listPage("prompts", p.Catalog().surface.prompts, r.sess, r.params)
+func (rp *resourcesPrompts) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	return listPage("prompts", rp.catalog.Catalog().surface.prompts, r.sess, r.params)
 }
 
 // resourceRoute finds the server of a proxied resource URI (either form,
 // docs/agents.md#names) that the session may read.
-func (p *Proxy) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
-	g := p.gen()
-	srv, orig, bare, ok := p.routeURI(ctx, uri)
+func (rp *resourcesPrompts) resourceRoute(ctx context.Context, st *session, uri string) (srv, orig string, form uriForm, up Upstream, werr *wireError) {
+	g := rp.gen()
+	srv, orig, bare, ok := rp.routeURI(ctx, uri)
 	cfg := g.cfg.Servers[srv]
 	if !ok || cfg == nil || !st.agent.Granted(srv) || !cfg.ResourcesEnabled() {
 		return "", "", 0, nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 	}
-	if werr := p.serverUp(srv); werr != nil {
+	if werr := rp.serverUp(srv); werr != nil {
 		return "", "", 0, nil, werr
 	}
 	up = g.ups[srv]
@@ -120,23 +143,23 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 
 // readResource answers resources/read; a stateless HTTP client's read runs
 // as a parked call, so that a server request it raises reaches the client
-// (mrtr.go).
-func (p *Proxy) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+// (roundtrip.go).
+func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	if parkable(r) {
-		return p.surfaceRoundTrip(ctx, r, p.readResourceNow)
+		return rp.surfaceRoundTrip(ctx, r, rp.readResourceNow)
 	}
-	return p.readResourceNow(ctx, r)
+	return rp.readResourceNow(ctx, r)
 }
 
-func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
 	}
 	srv := ""
-	defer p.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
-	srv, orig, form, up, werr := p.resourceRoute(ctx, st, uri)
+	defer rp.auditSurface(ctx, r, uri, &srv, time.Now(), &werr)
+	srv, orig, form, up, werr := rp.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -146,8 +169,8 @@ func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMess
 	}
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
-	defer p.relay.calls.begin(srv, r)()
-	res, werr := p.forward(ctx, srv, up, "resources/read", out)
+	defer rp.relay.begin(srv, r)()
+	res, werr := rp.forward(ctx, r, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
 	}
@@ -155,41 +178,6 @@ func (p *Proxy) readResourceNow(ctx context.Context, r *request) (_ json.RawMess
 		return compactLines(res), nil
 	}
 	return wrapContentsURIs(compactLines(res), srv, form == formSeed), nil
-}
-
-// forward sends one request upstream within the server's timeout and maps
-// its error like a tool call's.
-func (p *Proxy) forward(ctx context.Context, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
-	cfg := p.gen().cfg.Servers[srv]
-	timeout := 120 * time.Second
-	if cfg != nil {
-		timeout = cfg.Timeout.D()
-	}
-	cctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	if hop, err := hopParams(params); err == nil {
-		params = hop
-	}
-	res, err := up.Request(cctx, method, params)
-	if err == nil {
-		return res, nil
-	}
-	var rpc *upstream.RPCError
-	switch {
-	case ctx.Err() != nil:
-		return nil, &wireError{Code: codeServerError, Message: "request cancelled"}
-	case errors.Is(cctx.Err(), context.DeadlineExceeded):
-		return nil, &wireError{Code: codeTimeout, Message: "MCP server '" + srv + "' did not answer " + method + " within " + timeout.String()}
-	case errors.As(err, &rpc):
-		return nil, &wireError{Code: rpc.Code, Message: p.errText(rpc.Message), Data: p.errorData(rpc.Data)}
-	case invalidResult(err):
-		return nil, errorf(codeInternal, "%s", p.errText(err.Error()))
-	case errors.Is(err, upstream.ErrNeedsAuth):
-		return nil, needsAuth(srv, p.errText(err.Error()))
-	case errors.Is(err, upstream.ErrNotConnected):
-		return nil, p.notSent(srv, err)
-	}
-	return nil, &wireError{Code: codeServerError, Message: p.errText("MCP server '" + srv + "': " + err.Error())}
 }
 
 // subscriptions routes notifications/resources/updated to the sessions
@@ -201,20 +189,21 @@ type subscriptions struct {
 
 func subKey(srv, orig string) string { return srv + "\x00" + orig }
 
-func (p *Proxy) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r.sess, r.params, true)
+func (rp *resourcesPrompts) subscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return rp.subscription(ctx, r, r.params, true)
 }
 
-func (p *Proxy) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return p.subscription(ctx, r.sess, r.params, false)
+func (rp *resourcesPrompts) unsubscribe(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+	return rp.subscription(ctx, r, r.params, false)
 }
 
-func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) subscription(ctx context.Context, r *request, params json.RawMessage, on bool) (json.RawMessage, *wireError) {
+	st := r.sess
 	uri, werr := uriParam(params)
 	if werr != nil {
 		return nil, werr
 	}
-	srv, orig, _, up, werr := p.resourceRoute(ctx, st, uri)
+	srv, orig, _, up, werr := rp.resourceRoute(ctx, st, uri)
 	if werr != nil {
 		return nil, werr
 	}
@@ -224,7 +213,7 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 	}
 	out, _ := rawjson.Set(params, "uri", rawjson.String(orig))
 	k := subKey(srv, orig)
-	subs := &p.relay.subs
+	subs := &rp.subs
 	if !on {
 		// The upstream holds one subscription for every session watching
 		// the resource: it is ended only when the last of them leaves.
@@ -236,13 +225,13 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 		}
 		subs.mu.Unlock()
 		if last {
-			if _, werr := p.forward(ctx, srv, up, "resources/unsubscribe", out); werr != nil {
+			if _, werr := rp.forward(ctx, r, srv, up, "resources/unsubscribe", out); werr != nil {
 				return nil, werr
 			}
 		}
 		return json.RawMessage(`{}`), nil
 	}
-	if _, werr := p.forward(ctx, srv, up, "resources/subscribe", out); werr != nil {
+	if _, werr := rp.forward(ctx, r, srv, up, "resources/subscribe", out); werr != nil {
 		return nil, werr
 	}
 	subs.mu.Lock()
@@ -259,50 +248,42 @@ func (p *Proxy) subscription(ctx context.Context, st *session, params json.RawMe
 
 // dropSubscriptions forgets an ended session's subscriptions, and
 // unsubscribes upstream from the resources nobody watches any more.
-func (p *Proxy) dropSubscriptions(st *session) {
-	p.relay.subs.mu.Lock()
+func (rp *resourcesPrompts) dropSubscriptions(st *session) {
+	rp.subs.mu.Lock()
 	var gone []string
-	for k, subs := range p.relay.subs.m {
+	for k, subs := range rp.subs.m {
 		if _, ok := subs[st]; !ok {
 			continue
 		}
 		delete(subs, st)
 		if len(subs) == 0 {
-			delete(p.relay.subs.m, k)
+			delete(rp.subs.m, k)
 			gone = append(gone, k)
 		}
 	}
-	p.relay.subs.mu.Unlock()
+	rp.subs.mu.Unlock()
 	for _, k := range gone {
 		srv, orig, _ := strings.Cut(k, "\x00")
-		if up := p.gen().ups[srv]; up != nil {
+		if up := rp.gen().ups[srv]; up != nil {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
-			go func() { _, _ = p.forward(context.Background(), srv, up, "resources/unsubscribe", params) }()
+			go func() { _, _ = rp.forward(context.Background(), nil, srv, up, "resources/unsubscribe", params) }()
 		}
 	}
-}
-
-// serverTimeout is a server's configured timeout (120 s when unknown).
-func (p *Proxy) serverTimeout(srv string) time.Duration {
-	if cfg := p.gen().cfg.Servers[srv]; cfg != nil {
-		return cfg.Timeout.D()
-	}
-	return 120 * time.Second
 }
 
 // resourceUpdated forwards an upstream's notifications/resources/updated to
 // the sessions subscribed to that resource.
-func (p *Proxy) resourceUpdated(srv string, params json.RawMessage) {
+func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) {
 	orig, err := stringMember(params, "uri")
 	if err != nil {
 		return
 	}
-	p.relay.subs.mu.Lock()
+	rp.subs.mu.Lock()
 	targets := map[*session]string{}
-	for st, uri := range p.relay.subs.m[subKey(srv, orig)] {
+	for st, uri := range rp.subs.m[subKey(srv, orig)] {
 		targets[st] = uri
 	}
-	p.relay.subs.mu.Unlock()
+	rp.subs.mu.Unlock()
 	for st, uri := range targets {
 		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
@@ -310,46 +291,46 @@ func (p *Proxy) resourceUpdated(srv string, params json.RawMessage) {
 
 // getPrompt answers prompts/get; like readResource, a stateless HTTP
 // client's runs as a parked call.
-func (p *Proxy) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	if parkable(r) {
-		return p.surfaceRoundTrip(ctx, r, p.getPromptNow)
+		return rp.surfaceRoundTrip(ctx, r, rp.getPromptNow)
 	}
-	return p.getPromptNow(ctx, r)
+	return rp.getPromptNow(ctx, r)
 }
 
-func (p *Proxy) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.name is required"}
 	}
 	srv := ""
-	defer p.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
-	e := p.promptEntry(ctx, name)
+	defer rp.auditSurface(ctx, r, name, &srv, time.Now(), &werr)
+	e := rp.promptEntry(ctx, name)
 	if e == nil || !st.agent.Granted(e.Server) {
 		return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 	}
 	srv = e.Server
-	if werr := p.serverUp(e.Server); werr != nil {
+	if werr := rp.serverUp(e.Server); werr != nil {
 		return nil, werr
 	}
-	up := p.gen().ups[e.Server]
+	up := rp.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer p.relay.calls.begin(e.Server, r)() // see readResource
-	return p.forward(ctx, e.Server, up, "prompts/get", out)
+	defer rp.relay.begin(e.Server, r)() // see readResource
+	return rp.forward(ctx, r, e.Server, up, "prompts/get", out)
 }
 
 // routeURI is surface.route of the current catalog, once it has caught up
 // when the catalog routes uri nowhere (catchUp): a bare URI's server may
 // be unknown only because it is still making its first connection.
-func (p *Proxy) routeURI(ctx context.Context, uri string) (srv, orig string, bare, ok bool) {
+func (rp *resourcesPrompts) routeURI(ctx context.Context, uri string) (srv, orig string, bare, ok bool) {
 	route := func(c *Catalog) bool {
-		srv, orig, bare, ok = c.surface.route(uri, p.gen().serverNames())
+		srv, orig, bare, ok = c.surface.route(uri, rp.gen().serverNames())
 		return ok
 	}
-	p.catchUp(ctx, route)
+	rp.catalog.catchUp(ctx, route)
 	if !ok {
-		route(p.Catalog())
+		route(rp.catalog.Catalog())
 	}
 	return srv, orig, bare, ok
 }
@@ -358,14 +339,14 @@ func (p *Proxy) routeURI(ctx context.Context, uri string) (srv, orig string, bar
 // catalog does not know is looked up again once the catalog has caught up
 // (catchUp): it may be unknown only because its server is still making its
 // first connection.
-func (p *Proxy) promptEntry(ctx context.Context, name string) *itemEntry {
-	p.catchUp(ctx, func(c *Catalog) bool { return c.surface.byPrompt[name] != nil })
-	return p.Catalog().surface.byPrompt[name]
+func (rp *resourcesPrompts) promptEntry(ctx context.Context, name string) *itemEntry {
+	rp.catalog.catchUp(ctx, func(c *Catalog) bool { return c.surface.byPrompt[name] != nil })
+	return rp.catalog.Catalog().surface.byPrompt[name]
 }
 
 // complete routes completion/complete by its reference: a prompt's exposed
 // name or a resource (template) URI.
-func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+func (rp *resourcesPrompts) complete(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	st, params := r.sess, r.params
 	ref, ok, err := rawjson.Get(params, "ref")
 	if err != nil || !ok {
@@ -376,49 +357,32 @@ func (p *Proxy) complete(ctx context.Context, r *request) (json.RawMessage, *wir
 	switch kind {
 	case "ref/prompt":
 		name, _ := stringMember(ref, "name")
-		e := p.promptEntry(ctx, name)
+		e := rp.promptEntry(ctx, name)
 		if e == nil || !st.agent.Granted(e.Server) {
 			return nil, &wireError{Code: codeInvalidParams, Message: "unknown prompt: " + sanitize.Error(name)}
 		}
 		srv, member, orig = e.Server, "name", e.Orig
 	case "ref/resource":
 		uri, _ := stringMember(ref, "uri")
-		s, o, _, ok := p.routeURI(ctx, uri)
-		if cfg := p.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
+		s, o, _, ok := rp.routeURI(ctx, uri)
+		if cfg := rp.gen().cfg.Servers[s]; !ok || cfg == nil || !cfg.ResourcesEnabled() || !st.agent.Granted(s) {
 			return nil, &wireError{Code: codeResourceNotFound, Message: "Resource not found: " + sanitize.Error(uri)}
 		}
 		srv, member, orig = s, "uri", o
 	default:
 		return nil, &wireError{Code: codeInvalidParams, Message: "params.ref.type must be ref/prompt or ref/resource"}
 	}
-	if werr := p.serverUp(srv); werr != nil {
+	if werr := rp.serverUp(srv); werr != nil {
 		return nil, werr
 	}
-	up := p.gen().ups[srv]
+	up := rp.gen().ups[srv]
 	awaitFirstConnection(ctx, up)
 	if !up.Snapshot().Capabilities.Completions {
 		return json.RawMessage(`{"completion":{"values":[]}}`), nil // nothing to complete from
 	}
 	newRef, _ := rawjson.Set(ref, member, rawjson.String(orig))
 	out, _ := rawjson.Set(params, "ref", newRef)
-	return p.forward(ctx, srv, up, "completion/complete", out)
-}
-
-// notifySurfaceChanges sends resources/list_changed and prompts/list_changed
-// when the merged lists changed, to the sessions granted a server whose
-// items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
-func (p *Proxy) notifySurfaceChanges(old, cur *surface) {
-	if old == nil {
-		return
-	}
-	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
-		changed := changedServers(old.resources, cur.resources)
-		maps.Copy(changed, changedServers(old.templates, cur.templates))
-		p.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
-	}
-	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
-		p.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
-	}
+	return rp.forward(ctx, r, srv, up, "completion/complete", out)
 }
 
 // changedServers are the servers whose items differ between a and b.
@@ -452,4 +416,42 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 		}
 		return false
 	}
+}
+
+// surfaceRoundTrip runs a stateless HTTP client's resources/read or
+// prompts/get (h) as a parked call, so that a server request it raises
+// reaches the client through a round trip; a retry with a requestState
+// resumes it.
+func (rp *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
+	target := "uri"
+	if r.method == "prompts/get" {
+		target = "name"
+	}
+	what, _ := stringMember(r.params, target)
+	key := r.method + " " + what
+	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
+		res, input, werr := rp.relay.resumeParked(ctx, r, key, state)
+		return input.resultOr(res), werr
+	}
+	// The handler registers the request as in flight to its server, so a
+	// stdio upstream's request finds r, and through it the parked call.
+	res, input, werr := rp.relay.startParked(ctx, r, key, rp.serverTimeout(rp.surfaceServer(ctx, r.sess, r.method, what)), nil,
+		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
+	return input.resultOr(res), werr
+}
+
+// surfaceServer is the upstream a resources/read (by URI) or prompts/get
+// (by name) goes to, or "" when it routes nowhere (the handler says why).
+func (rp *resourcesPrompts) surfaceServer(ctx context.Context, s *session, method, what string) string {
+	if method == "prompts/get" {
+		if e := rp.promptEntry(ctx, what); e != nil {
+			return e.Server
+		}
+		return ""
+	}
+	srv, _, _, _, werr := rp.resourceRoute(ctx, s, what)
+	if werr != nil {
+		return ""
+	}
+	return srv
 }

@@ -19,7 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
-// The seed's built-in resource and prompt tools (docs/resources.md#resources-and-prompts), for hosts that
+// The own tools mcp_resources and mcp_prompts (docs/resources.md#resources-and-prompts), for hosts that
 // only use tools. Everything they return is untrusted upstream content:
 // wrapped with its provenance, sanitized, and cut per item.
 
@@ -45,25 +45,25 @@ var (
 		`"annotations":{"title":"MCP prompts","readOnlyHint":true}}`)
 )
 
-// seedToolOffered reports whether the session lists mcp_resources (resp.
+// resourceToolOffered reports whether the session lists mcp_resources (resp.
 // mcp_prompts): a granted server offers and allows resources (prompts), and
 // rules 3–5 let the agent call it (docs/agents.md#the-policy-rules, docs/resources.md#resources-and-prompts). from as for
-// seedServers.
-func (p *Proxy) seedToolOffered(st *session, name string, from *builtFrom) bool {
+// resourceToolServers.
+func (o *ownTools) resourceToolOffered(st *session, name string, from *builtFrom) bool {
 	if name != mcpResourcesName && name != mcpPromptsName {
 		return false
 	}
 	if st.agent.Decide(filter.Tool{Exposed: name}, st.perCall) != filter.RuleNone {
 		return false
 	}
-	return len(p.seedServers(st, name == mcpResourcesName, from)) > 0
+	return len(o.resourceToolServers(st, name == mcpResourcesName, from)) > 0
 }
 
-// seedServers are the granted, connected servers offering resources (or
+// resourceToolServers are the granted, connected servers offering resources (or
 // prompts) that the config allows, sorted: as they are now (from nil), or
 // as a catalog build read them.
-func (p *Proxy) seedServers(st *session, resources bool, from *builtFrom) []string {
-	g := p.gen()
+func (o *ownTools) resourceToolServers(st *session, resources bool, from *builtFrom) []string {
+	g := o.gen()
 	if from != nil {
 		g = from.g
 	}
@@ -90,8 +90,8 @@ func (p *Proxy) seedServers(st *session, resources bool, from *builtFrom) []stri
 	return out
 }
 
-// seedArgs are the arguments of both tools.
-type seedArgs struct {
+// resourceToolArgs are the arguments of both tools.
+type resourceToolArgs struct {
 	Action    string          `json:"action"`
 	Server    string          `json:"server"`
 	Cursor    string          `json:"cursor"`
@@ -103,38 +103,39 @@ type seedArgs struct {
 func errorText(s string) json.RawMessage { return textResult(s, true) }
 
 // mcpResources runs the mcp_resources tool.
-func (p *Proxy) mcpResources(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
-	var in seedArgs
+func (o *ownTools) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
+	var in resourceToolArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return p.seedList(ctx, st, in, true)
+		return o.listForTool(ctx, r, in, true)
 	case "read":
-		return p.seedRead(ctx, st, in.URI)
+		return o.readForTool(ctx, r, in.URI)
 	}
 	return errorText("missing required `action` (list|read)")
 }
 
 // mcpPrompts runs the mcp_prompts tool.
-func (p *Proxy) mcpPrompts(ctx context.Context, st *session, args json.RawMessage) json.RawMessage {
-	var in seedArgs
+func (o *ownTools) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
+	var in resourceToolArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
 	switch in.Action {
 	case "list":
-		return p.seedList(ctx, st, in, false)
+		return o.listForTool(ctx, r, in, false)
 	case "get":
-		return p.seedGet(ctx, st, in)
+		return o.getForTool(ctx, r, in)
 	}
 	return errorText("missing required `action` (list|get)")
 }
 
-// seedList lists resources (or prompts): every server's from the catalog,
+// listForTool lists resources (or prompts): every server's from the catalog,
 // or one server's page through its own cursor.
-func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resources bool) json.RawMessage {
+func (o *ownTools) listForTool(ctx context.Context, r *request, in resourceToolArgs, resources bool) json.RawMessage {
+	st := r.sess
 	kind, member, key := "prompts", "prompts", "name"
 	if resources {
 		kind, member, key = "resources", "resources", "uri"
@@ -144,29 +145,29 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 			return errorText("`cursor` requires a `server` (pagination is per-server); omit `cursor` for an all-server list")
 		}
 		var items []json.RawMessage
-		for _, srv := range p.seedServers(st, resources, nil) {
-			snap := p.gen().ups[srv].Snapshot()
+		for _, srv := range o.resourceToolServers(st, resources, nil) {
+			snap := o.gen().ups[srv].Snapshot()
 			list := snap.Prompts
 			if resources {
 				list = snap.Resources
 			}
 			for _, raw := range list {
-				if out, ok := seedItem(srv, raw, key, resources); ok {
-					items = append(items, p.untrustedJSON(out, key))
+				if out, ok := prefixedItem(srv, raw, key, resources); ok {
+					items = append(items, o.untrustedJSON(out, key))
 				}
 			}
 		}
 		return textResult(string(jsonArray(items)), false)
 	}
-	if werr := p.seedServerCheck(st, in.Server, resources); werr != "" {
+	if werr := o.checkToolServer(st, in.Server, resources); werr != "" {
 		return errorText(werr)
 	}
 	params := []byte(`{}`)
 	if in.Cursor != "" {
 		params, _ = rawjson.Set(params, "cursor", rawjson.String(in.Cursor))
 	}
-	up := p.gen().ups[in.Server]
-	res, werr := p.forward(ctx, in.Server, up, kind+"/list", params)
+	up := o.gen().ups[in.Server]
+	res, werr := o.forward(ctx, r, in.Server, up, kind+"/list", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
@@ -180,8 +181,8 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 	_ = json.Unmarshal(listRaw, &raws)
 	var items []json.RawMessage
 	for _, raw := range raws {
-		if out, ok := seedItem(in.Server, raw, key, resources); ok {
-			items = append(items, p.untrustedJSON(out, key))
+		if out, ok := prefixedItem(in.Server, raw, key, resources); ok {
+			items = append(items, o.untrustedJSON(out, key))
 		}
 	}
 	out := []byte(`{}`)
@@ -194,8 +195,8 @@ func (p *Proxy) seedList(ctx context.Context, st *session, in seedArgs, resource
 	return textResult(string(out), false)
 }
 
-// seedItem rewrites a resource's uri (or a prompt's name) to <server>__x.
-func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json.RawMessage, bool) {
+// prefixedItem rewrites a resource's uri (or a prompt's name) to <server>__x.
+func prefixedItem(srv string, raw json.RawMessage, key string, resources bool) (json.RawMessage, bool) {
 	v, err := stringMember(raw, key)
 	if err != nil {
 		return nil, false
@@ -214,8 +215,8 @@ func seedItem(srv string, raw json.RawMessage, key string, resources bool) (json
 // members in their order. The item's own member id (its uri, or a prompt's
 // name) only loses TAG characters: it is what the client sends back, and
 // the sanitizer would cut a URI's query. Numbers keep their digits. An item
-// that does not decode is returned as it is (seedItem read it already).
-func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
+// that does not decode is returned as it is (prefixedItem read it already).
+func (o *ownTools) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 	dec := json.NewDecoder(bytes.NewReader(item))
 	dec.UseNumber()
 	var out []byte
@@ -257,7 +258,7 @@ func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 			out, stack = append(out, byte(v)), append(stack, level{object: v == '{'})
 		case string:
 			if !isID {
-				v = p.cleanText(v)
+				v = o.cleanText(v)
 			}
 			out = rawjson.AppendString(out, sanitize.StripTags(v))
 		case json.Number:
@@ -270,14 +271,14 @@ func (p *Proxy) untrustedJSON(item json.RawMessage, id string) json.RawMessage {
 	}
 }
 
-// seedServerCheck validates a server named in the tools' arguments.
-func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string {
-	g := p.gen()
+// checkToolServer validates a server named in the tools' arguments.
+func (o *ownTools) checkToolServer(st *session, srv string, resources bool) string {
+	g := o.gen()
 	if g.cfg.Servers[srv] == nil || g.ups[srv] == nil || !st.agent.Granted(srv) {
 		return "unknown MCP server `" + sanitize.Error(srv) + "`"
 	}
-	if !slices.Contains(p.seedServers(st, resources, nil), srv) {
-		if werr := p.serverUp(srv); werr != nil {
+	if !slices.Contains(o.resourceToolServers(st, resources, nil), srv) {
+		if werr := o.serverUp(srv); werr != nil {
 			return werr.Message
 		}
 		if resources {
@@ -288,9 +289,9 @@ func (p *Proxy) seedServerCheck(st *session, srv string, resources bool) string 
 	return ""
 }
 
-// splitSeed splits "<server>__<rest>" for a granted server.
-func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText string) {
-	srv, rest, ok := namespace.ParseURI(x, p.gen().serverNames())
+// splitPrefixed splits "<server>__<rest>" for a granted server.
+func (o *ownTools) splitPrefixed(st *session, x string) (srv, rest string, errText string) {
+	srv, rest, ok := namespace.ParseURI(x, o.gen().serverNames())
 	if !ok {
 		if before, _, found := strings.Cut(x, "__"); found && before != "" {
 			return "", "", "unknown MCP server `" + sanitize.Error(before) + "`"
@@ -300,25 +301,26 @@ func (p *Proxy) splitSeed(st *session, x string) (srv, rest string, errText stri
 	return srv, rest, ""
 }
 
-// seedRead reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedRead(ctx context.Context, st *session, uri string) json.RawMessage {
-	srv, orig, errText := p.splitSeed(st, uri)
+// readForTool reads one resource and wraps each content item (docs/resources.md#resources-and-prompts).
+func (o *ownTools) readForTool(ctx context.Context, r *request, uri string) json.RawMessage {
+	st := r.sess
+	srv, orig, errText := o.splitPrefixed(st, uri)
 	if errText != "" {
 		return errorText(errText)
 	}
-	if msg := p.seedServerCheck(st, srv, true); msg != "" {
+	if msg := o.checkToolServer(st, srv, true); msg != "" {
 		return errorText(msg)
 	}
 	params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(orig))
-	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "resources/read", params)
+	res, werr := o.forward(ctx, r, srv, o.gen().ups[srv], "resources/read", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
-	return textResult(p.renderContents(srv, orig, res), false)
+	return textResult(o.renderContents(srv, orig, res), false)
 }
 
 // renderContents wraps a resources/read result's items as untrusted text.
-func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
+func (o *ownTools) renderContents(srv, uri string, res json.RawMessage) string {
 	var r struct {
 		Contents []struct {
 			URI      string  `json:"uri"`
@@ -339,10 +341,10 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 		}
 		mime := c.MimeType
 		fmt.Fprintf(&b, `<mcp-resource server="%s" uri="%s" mime="%s" trust="untrusted-external">`+"\n",
-			attr(srv), attr(sanitize.StripTags(itemURI)), attr(sanitize.StripTags(p.cleanText(mime))))
+			attr(srv), attr(sanitize.StripTags(itemURI)), attr(sanitize.StripTags(o.cleanText(mime))))
 		switch {
 		case c.Text != nil:
-			b.WriteString(p.untrusted(*c.Text))
+			b.WriteString(o.untrusted(*c.Text))
 		case c.Blob != nil:
 			n := base64.StdEncoding.DecodedLen(len(*c.Blob)) // an upper bound if it does not decode
 			if raw, err := base64.StdEncoding.DecodeString(*c.Blob); err == nil {
@@ -355,44 +357,45 @@ func (p *Proxy) renderContents(srv, uri string, res json.RawMessage) string {
 	return b.String()
 }
 
-// seedGet gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
-func (p *Proxy) seedGet(ctx context.Context, st *session, in seedArgs) json.RawMessage {
+// getForTool gets one prompt and renders its messages (docs/resources.md#resources-and-prompts).
+func (o *ownTools) getForTool(ctx context.Context, r *request, in resourceToolArgs) json.RawMessage {
+	st := r.sess
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" && in.Arguments[0] != '{' {
 		return errorText("arguments must be an object")
 	}
-	srv, name, errText := p.splitSeed(st, in.Name)
+	srv, name, errText := o.splitPrefixed(st, in.Name)
 	if errText != "" {
 		return errorText(errText)
 	}
-	if msg := p.seedServerCheck(st, srv, false); msg != "" {
+	if msg := o.checkToolServer(st, srv, false); msg != "" {
 		return errorText(msg)
 	}
 	params, _ := rawjson.Set([]byte(`{}`), "name", rawjson.String(name))
 	if len(in.Arguments) > 0 && string(in.Arguments) != "null" {
 		params, _ = rawjson.Set(params, "arguments", in.Arguments)
 	}
-	res, werr := p.forward(ctx, srv, p.gen().ups[srv], "prompts/get", params)
+	res, werr := o.forward(ctx, r, srv, o.gen().ups[srv], "prompts/get", params)
 	if werr != nil {
 		return errorText(werr.Message)
 	}
-	var r struct {
+	var got struct {
 		Messages []struct {
 			Role    string          `json:"role"`
 			Content json.RawMessage `json:"content"`
 		} `json:"messages"`
 	}
-	_ = json.Unmarshal(res, &r)
+	_ = json.Unmarshal(res, &got)
 	var b strings.Builder
 	fmt.Fprintf(&b, `<mcp-prompt server="%s" name="%s" trust="untrusted-external">`+"\n", attr(srv), attr(sanitize.StripTags(name)))
-	for _, m := range r.Messages {
-		fmt.Fprintf(&b, "[%s] %s\n", m.Role, p.messageText(m.Content))
+	for _, m := range got.Messages {
+		fmt.Fprintf(&b, "[%s] %s\n", m.Role, o.messageText(m.Content))
 	}
 	b.WriteString("</mcp-prompt>")
 	return textResult(b.String(), false)
 }
 
 // messageText renders one prompt message's content.
-func (p *Proxy) messageText(content json.RawMessage) string {
+func (o *ownTools) messageText(content json.RawMessage) string {
 	var c struct {
 		Type     string `json:"type"`
 		Text     string `json:"text"`
@@ -405,9 +408,9 @@ func (p *Proxy) messageText(content json.RawMessage) string {
 	_ = json.Unmarshal(content, &c)
 	switch {
 	case c.Type == "text":
-		return p.untrusted(c.Text)
+		return o.untrusted(c.Text)
 	case c.Type == "resource" && c.Resource != nil && c.Resource.Text != nil:
-		return p.untrusted(*c.Resource.Text)
+		return o.untrusted(*c.Resource.Text)
 	case c.MimeType != "":
 		return "[" + c.Type + ", mime=" + c.MimeType + "]"
 	}
@@ -421,9 +424,9 @@ var wrapperTags = regexp.MustCompile(`(?i)<(\s*/?\s*mcp-)`)
 
 // untrusted sanitizes upstream text and cuts it to untrusted_text_limit
 // characters (docs/resources.md#resources-and-prompts).
-func (p *Proxy) untrusted(s string) string {
-	s = wrapperTags.ReplaceAllString(sanitize.StripTags(p.cleanText(s)), "&lt;$1")
-	limit := p.gen().cfg.UntrustedTextLimit
+func (o *ownTools) untrusted(s string) string {
+	s = wrapperTags.ReplaceAllString(sanitize.StripTags(o.cleanText(s)), "&lt;$1")
+	limit := o.gen().cfg.UntrustedTextLimit
 	if r := []rune(s); limit > 0 && len(r) > limit {
 		return string(r[:limit]) + fmt.Sprintf("… [truncated %d chars]", len(r)-limit)
 	}
@@ -440,14 +443,15 @@ func attr(s string) string {
 // (docs/configuration.md#servers, pinned_resources). Each is checked as the name <server>__<uri> against the agent's
 // grant, excluded_tools and allowed_tools; failures are skipped with a
 // warning.
-func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {
-	g := p.gen()
+func (o *ownTools) pinnedInstructions(ctx context.Context, r *request) string {
+	st := r.sess
+	g := o.gen()
 	var parts []string
 	for _, srv := range g.serverNames() {
 		cfg := g.cfg.Servers[srv]
 		for _, uri := range cfg.PinnedResources {
 			name := namespace.WrapSeedURI(srv, uri)
-			log := p.log.Warn().Str("agent", st.agent.Name).Str("server", srv).Str("uri", sanitize.Error(uri))
+			log := o.log.Warn().Str("agent", st.agent.Name).Str("server", srv).Str("uri", sanitize.Error(uri))
 			if rule := st.agent.Decide(filter.Tool{Exposed: name, Server: srv, ReadOnly: true}, st.perCall); rule != filter.RuleNone {
 				if rule != filter.RuleNotGranted {
 					log.Str("rule", string(rule)).Msg("pinned resource skipped: denied")
@@ -459,12 +463,12 @@ func (p *Proxy) pinnedInstructions(ctx context.Context, st *session) string {
 				continue
 			}
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
-			res, werr := p.forward(ctx, srv, g.ups[srv], "resources/read", params)
+			res, werr := o.forward(ctx, r, srv, g.ups[srv], "resources/read", params)
 			if werr != nil {
 				log.Str("error", werr.Message).Msg("pinned resource skipped: read failed")
 				continue
 			}
-			parts = append(parts, p.renderContents(srv, uri, res))
+			parts = append(parts, o.renderContents(srv, uri, res))
 		}
 	}
 	if len(parts) == 0 {

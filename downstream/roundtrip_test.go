@@ -435,11 +435,11 @@ func surfaceUpstream() *fakeUpstream {
 func surfaceNames(t *testing.T, p *Proxy) (uri, prompt string) {
 	t.Helper()
 	st := testState(t, p)
-	list, werr := p.listResources(context.Background(), reqFor(st, "resources/list", nil))
+	list, werr := p.surface.listResources(context.Background(), reqFor(st, "resources/list", nil))
 	if werr != nil {
 		t.Fatal(werr)
 	}
-	prompts, werr := p.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
+	prompts, werr := p.surface.listPrompts(context.Background(), reqFor(st, "prompts/list", nil))
 	if werr != nil {
 		t.Fatal(werr)
 	}

@@ -37,7 +37,7 @@ func TestPromptRequestsWaitForFirstConnection(t *testing.T) {
 				close(ready)
 			})
 			defer connected.Stop()
-			got, _ := p.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
+			got, _ := p.route.answer(context.Background(), reqFor(testState(t, p), tt.method, json.RawMessage(tt.params)))
 			if want := `{"jsonrpc":"2.0","id":1,"result":` + tt.upstreamAnswer + `}`; string(got.bytes()) != want {
 				t.Errorf("%s right after start answered\n%s\nwant\n%s", tt.method, got.bytes(), want)
 			}
@@ -60,7 +60,7 @@ func TestWaitStartupOncePerGeneration(t *testing.T) {
 	p := newProxy(t, yaml, map[string]*fakeUpstream{"fx": fx})
 	s := testState(t, p)
 	list := func() string {
-		got, _ := p.answer(context.Background(), reqFor(s, "tools/list", nil))
+		got, _ := p.route.answer(context.Background(), reqFor(s, "tools/list", nil))
 		return string(got.bytes())
 	}
 	got := make(chan string, 1)

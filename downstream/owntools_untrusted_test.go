@@ -16,12 +16,12 @@ import (
 // raw or escaped is gone, a secret is redacted, and the members keep
 // their order. The uri, which the client sends back to read, keeps its
 // query.
-func TestSeedListSanitized(t *testing.T) {
+func TestResourceToolListSanitized(t *testing.T) {
 	fx := &fakeUpstream{}
 	fx.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
 		Resources: []json.RawMessage{json.RawMessage("{\"uri\":\"r://s\U000E0041?id=5\",\"name\":\"n\\udb40\\udc41\",\"description\":\"see sk-abcdefghijklmnopqrstuvwxyz012345 at https://x.y/p?q=1\",\"size\":12.50}")}})
 	p := newProxy(t, "blobs: {mode: passthrough}\nservers:\n  fx: {command: fixture}\n", map[string]*fakeUpstream{"fx": fx})
-	got, _ := p.answer(context.Background(), reqFor(testState(t, p), "tools/call", json.RawMessage(`{"name":"mcp_resources","arguments":{"action":"list"}}`)))
+	got, _ := p.route.answer(context.Background(), reqFor(testState(t, p), "tools/call", json.RawMessage(`{"name":"mcp_resources","arguments":{"action":"list"}}`)))
 	var res struct {
 		Content []struct{ Text string }
 	}
@@ -42,19 +42,19 @@ func FuzzUntrustedJSON(f *testing.F) {
 	f.Add([]byte(`["password=hunter2", 1e3, -0.5, [], {}]`))
 	f.Add([]byte("\"\U000E0041\""))
 	f.Add([]byte(`{"uri":"r://x?token=1","":"\b0"}`))
-	p := &Proxy{}
-	p.scrubber.Store(sanitize.NewScrubber(nil))
+	own := &ownTools{env: &env{}}
+	own.scrubber.Store(sanitize.NewScrubber(nil))
 	f.Fuzz(func(t *testing.T, item []byte) {
 		var in any
 		if json.Unmarshal(item, &in) != nil || !json.Valid(item) {
 			return
 		}
-		out := p.untrustedJSON(item, "uri")
+		out := own.untrustedJSON(item, "uri")
 		var got any
 		if err := json.Unmarshal(out, &got); err != nil {
 			t.Fatalf("untrustedJSON(%q) = %q: %v", item, out, err)
 		}
-		want := cleanAll(p, in)
+		want := cleanAll(own, in)
 		if obj, ok := in.(map[string]any); ok {
 			if uri, ok := obj["uri"].(string); ok {
 				want.(map[string]any)["uri"] = sanitize.StripTags(uri) // the item's id keeps its query
@@ -67,7 +67,7 @@ func FuzzUntrustedJSON(f *testing.F) {
 }
 
 // cleanAll is the reference: every string of a decoded value sanitized.
-func cleanAll(p *Proxy, v any) any {
+func cleanAll(p *ownTools, v any) any {
 	switch x := v.(type) {
 	case string:
 		return sanitize.StripTags(p.cleanText(x))

@@ -35,7 +35,7 @@ agents:
 default_agent: dev
 `, map[string]*fakeUpstream{"docs": up})
 	st := testState(t, p)
-	got := p.pinnedInstructions(context.Background(), st)
+	got := p.own.pinnedInstructions(context.Background(), &request{sess: st})
 	want := "## Pinned MCP Resources\n\n" +
 		`<mcp-resource server="docs" uri="file:///a.txt" mime="text/plain" trust="untrusted-external">` + "\n" +
 		"notes of file:///a.txt [REDACTED]\n</mcp-resource>\n"

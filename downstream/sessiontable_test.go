@@ -17,7 +17,7 @@ func TestSessionStore(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st := newSessionStore(m)
+	st := newSessionTable(m)
 	var removed []string
 	st.onRemove = func(s *session) { removed = append(removed, s.id) }
 	p := newProxy(t, `
@@ -30,8 +30,8 @@ agents:
   a: {mcp_bundles: [all]}
   b: {mcp_bundles: [all]}
 `, map[string]*fakeUpstream{"fx": connected()})
-	a, _ := p.resolveAgent("a")
-	b, _ := p.resolveAgent("b")
+	a, _ := p.views.resolveAgent("a")
+	b, _ := p.views.resolveAgent("b")
 	sa, sb := newSession(newID(), transportHTTP, a, nil), newSession(newID(), transportHTTP, b, nil)
 	st.add(sa)
 	st.add(sb)

@@ -1,0 +1,153 @@
+package downstream
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// sessionState is what a session keeps from one request to the next: what
+// its client declared in initialize, the log level it set, the tools its
+// searches activated (deferred loading), the tools a person approved
+// "always", and the call of a stateless client that spans round trips.
+// Who the session serves (its agent, per-call list and principal) is fixed
+// when it starts and is not state.
+//
+// Each method is one read or one change of values the caller owns
+// (clientInfo is a copy), so a store outside the process can implement it
+// for sessions shared by replicas. The parked call is the exception: it is
+// a call running in this process, and stays in it. memState is the
+// in-process store.
+type sessionState interface {
+	// Client is what the client declared in initialize, nil before it did.
+	Client() *clientInfo
+	// SetClient records an initialize; first is false when one was
+	// recorded before (the client started over).
+	SetClient(c clientInfo) (first bool)
+
+	// Level is the client's log level (a logLevels index), -1 when it set none.
+	Level() int32
+	SetLevel(level int32)
+
+	// Activated reports whether a search activated the tool.
+	Activated(tool string) bool
+	// GroupActive reports whether a search made the agent's dynamic group
+	// i visible.
+	GroupActive(i int) bool
+	// Activate records tools and groups; changed reports whether anything
+	// was new.
+	Activate(tools []string, groups []int) (changed bool)
+	// NothingActivated reports whether no search activated anything yet.
+	NothingActivated() bool
+
+	// ApprovedAlways reports whether a person approved the tool for the
+	// rest of the session.
+	ApprovedAlways(tool string) bool
+	ApproveAlways(tool string)
+
+	// Parked is the call of a stateless request that may span round trips
+	// (roundtrip.go), nil when none.
+	Parked() *parkedCall
+	Park(pc *parkedCall)
+}
+
+// memState is the session state of one process: today's behaviour.
+type memState struct {
+	client   atomic.Pointer[clientInfo]
+	level    atomic.Int32
+	deferred deferredState
+	mu       sync.Mutex
+	always   map[string]bool
+	parked   atomic.Pointer[parkedCall]
+}
+
+func newMemState() *memState {
+	m := &memState{}
+	m.level.Store(-1)
+	return m
+}
+
+func (m *memState) Client() *clientInfo { return m.client.Load() }
+
+func (m *memState) SetClient(c clientInfo) bool { return m.client.Swap(&c) == nil }
+
+func (m *memState) Level() int32 { return m.level.Load() }
+
+func (m *memState) SetLevel(level int32) { m.level.Store(level) }
+
+func (m *memState) Activated(tool string) bool { return m.deferred.isActivated(tool) }
+
+func (m *memState) GroupActive(i int) bool { return m.deferred.groupActive(i) }
+
+func (m *memState) Activate(tools []string, groups []int) bool {
+	return m.deferred.activate(tools, groups)
+}
+
+func (m *memState) NothingActivated() bool { return m.deferred.empty() }
+
+func (m *memState) ApprovedAlways(tool string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.always[tool]
+}
+
+func (m *memState) ApproveAlways(tool string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.always == nil {
+		m.always = map[string]bool{}
+	}
+	m.always[tool] = true
+}
+
+func (m *memState) Parked() *parkedCall { return m.parked.Load() }
+
+func (m *memState) Park(pc *parkedCall) { m.parked.Store(pc) }
+
+// deferredState is a session's deferred-loading state: the tools its
+// searches activated and the dynamic groups its queries made visible.
+type deferredState struct {
+	mu        sync.Mutex
+	activated map[string]bool
+	groups    map[int]bool
+}
+
+func (d *deferredState) isActivated(name string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.activated[name]
+}
+
+func (d *deferredState) groupActive(i int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.groups[i]
+}
+
+// activate records names and groups; it reports whether anything was new.
+func (d *deferredState) activate(names []string, groups []int) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.activated == nil {
+		d.activated, d.groups = map[string]bool{}, map[int]bool{}
+	}
+	changed := false
+	for _, n := range names {
+		if !d.activated[n] {
+			d.activated[n], changed = true, true
+		}
+	}
+	for _, g := range groups {
+		if !d.groups[g] {
+			d.groups[g], changed = true, true
+		}
+	}
+	return changed
+}
+
+// empty reports whether the session has activated nothing yet, so that it
+// can share the agent's cached view.
+func (d *deferredState) empty() bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.activated) == 0 && len(d.groups) == 0
+}
