@@ -1,6 +1,10 @@
 package blobs
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
 
 // sizeEstimate estimates the decoded size of base64 text fed to it in chunks, without decoding:
 // len/4*3 minus the padding (docs/resources.md#blobs). Line breaks count toward len, so text wrapped in lines
@@ -44,14 +48,14 @@ func estimateBase64(text []byte) int64 {
 }
 
 // estimateJSONString estimates the decoded size of the base64 text held in a JSON string
-// literal body (the bytes between the quotes), un-escaping it first when it holds escapes.
-func estimateJSONString(raw []byte) int64 {
-	if bytes.IndexByte(raw, '\\') < 0 {
+// literal (quotes included), un-escaping it first when it holds escapes.
+func estimateJSONString(lit []byte) int64 {
+	if raw := lit[1 : len(lit)-1]; bytes.IndexByte(raw, '\\') < 0 {
 		return estimateBase64(raw)
 	}
 	var e sizeEstimate
 	var buf [4096]byte
-	r := stringReader{src: raw}
+	r := rawjson.NewStringReader(lit)
 	for {
 		n, err := r.Read(buf[:])
 		e.add(buf[:n])

@@ -59,7 +59,7 @@ func TestEstimateJSONString(t *testing.T) {
 		`\u002b\/+/AQ\u003d\u003D`,
 		`+/+/AQ=\n=`,
 	} {
-		got := estimateJSONString([]byte(raw))
+		got := estimateJSONString(quoted([]byte(raw)))
 		want := int64(len(data))
 		if raw == `+/+/AQ=\n=` {
 			want = 4 // 9 characters after un-escaping: 9/4*3 - 2

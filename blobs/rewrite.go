@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // Outcome results, one per blob item, for metrics (a bounded label set).
@@ -81,14 +83,14 @@ func (m *Materializer) Rewrite(agent string, result json.RawMessage, linkSupport
 	if err := ValidateAgent(agent); err != nil {
 		return nil, Report{}, err
 	}
-	items := findBlobs(result, m.media)
+	items, err := findBlobs(result, m.media)
 	if len(items) == 0 {
 		// Returned as is, so its validity is not this package's concern; a result of the size
 		// of a file read is not scanned twice.
 		return result, Report{}, nil
 	}
-	// The output splices ranges found by a scanner that trusts the input's structure.
-	if !json.Valid(result) {
+	// The output splices ranges found by a reader that did not check the strings.
+	if err != nil || rawjson.Object(result) != nil {
 		return nil, Report{}, fmt.Errorf("blobs: rewrite: %w", ErrMalformedResult)
 	}
 	rep := Report{Blobs: make([]Outcome, len(items))}
@@ -106,7 +108,7 @@ func (m *Materializer) Rewrite(agent string, result json.RawMessage, linkSupport
 
 	var total int64
 	for i, it := range items {
-		rep.Blobs[i].Bytes = estimateJSONString(body(result, it.data))
+		rep.Blobs[i].Bytes = estimateJSONString(literal(result, it.data))
 		total += rep.Blobs[i].Bytes
 	}
 	if total > m.limits.maxTotal {
@@ -172,7 +174,7 @@ func (m *Materializer) materializeAll(agent string, b []byte, items []blobItem, 
 // the blob was stored, its reference text ("" otherwise).
 func (m *Materializer) materialize(st *store, b []byte, it blobItem, out *Outcome, linkSupported bool) ([]byte, string) {
 	name, mimeType, ext := describe(b, it)
-	res, err := st.put(newBlobReader(body(b, it.data)), ext, m.limits.maxPerBlob)
+	res, err := st.put(newBlobReader(literal(b, it.data)), ext, m.limits.maxPerBlob)
 	switch {
 	case errors.Is(err, ErrInvalidBase64):
 		*out = Outcome{Result: ResultInvalid, Bytes: out.Bytes, Err: err}
@@ -231,91 +233,6 @@ func describe(b []byte, it blobItem) (name, mimeType, ext string) {
 		mimeType = mimeFromExt(ext)
 	}
 	return name, mimeType, ext
-}
-
-// findBlobs returns the blob items of every "content" array of the result object, in order.
-// A duplicated "content" key has all its arrays scanned: parsers disagree on which one wins.
-func findBlobs(b []byte, media bool) []blobItem {
-	i := skipWS(b, 0)
-	if i >= len(b) || b[i] != '{' {
-		return nil
-	}
-	var items []blobItem
-	top := objIter{b: b, i: i}
-	for key, val, ok := top.next(); ok; key, val, ok = top.next() {
-		if b[val.start] != '[' || !strEq(b, key, "content") {
-			continue
-		}
-		arr := arrIter{b: b, i: val.start}
-		for el, ok := arr.next(); ok; el, ok = arr.next() {
-			if b[el.start] != '{' {
-				continue
-			}
-			if it, ok := parseItem(b, el, media); ok {
-				items = append(items, it)
-			}
-		}
-	}
-	return items
-}
-
-// parseItem recognizes a blob item. When a key repeats, its last value counts, as in
-// JSON.parse and encoding/json.
-func parseItem(b []byte, el span, media bool) (blobItem, bool) {
-	var typ, resource, data, mimeType span
-	obj := objIter{b: b, i: el.start}
-	for key, val, ok := obj.next(); ok; key, val, ok = obj.next() {
-		switch {
-		case strEq(b, key, "type"):
-			typ = val
-		case strEq(b, key, "resource"):
-			resource = val
-		case strEq(b, key, "data"):
-			data = val
-		case strEq(b, key, "mimeType"):
-			mimeType = val
-		}
-	}
-	it := blobItem{item: el}
-	switch {
-	case strEq(b, typ, "resource"):
-		if !resource.ok() || b[resource.start] != '{' {
-			return blobItem{}, false
-		}
-		it.kind = kindResource
-		res := objIter{b: b, i: resource.start}
-		var blob span
-		for key, val, ok := res.next(); ok; key, val, ok = res.next() {
-			switch {
-			case strEq(b, key, "blob"):
-				blob = val
-			case strEq(b, key, "uri"):
-				it.uri = val
-			case strEq(b, key, "mimeType"):
-				it.mime = val
-			}
-		}
-		if !isString(b, blob) {
-			return blobItem{}, false
-		}
-		it.data = blob
-	case media && strEq(b, typ, "image"):
-		it.kind, it.data, it.mime = kindImage, data, mimeType
-	case media && strEq(b, typ, "audio"):
-		it.kind, it.data, it.mime = kindAudio, data, mimeType
-	default:
-		return blobItem{}, false
-	}
-	if !isString(b, it.data) {
-		return blobItem{}, false
-	}
-	if !isString(b, it.uri) {
-		it.uri = span{}
-	}
-	if !isString(b, it.mime) {
-		it.mime = span{}
-	}
-	return it, true
 }
 
 // splice copies b with items[i] replaced by repl[i] and every extra edit applied. The items

@@ -1,6 +1,10 @@
 package blobs
 
-import "bytes"
+import (
+	"bytes"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
 
 // A tool with an output schema returns its result twice: as content items and as
 // structuredContent (server-filesystem's read_media_file puts the image's base64 in both).
@@ -32,34 +36,37 @@ func structuredEdits(b []byte, blobs []written) []edit {
 		return nil
 	}
 	var edits []edit
-	top := objIter{b: b, i: skipWS(b, 0)}
-	for key, val, ok := top.next(); ok; key, val, ok = top.next() {
-		if !strEq(b, key, "structuredContent") {
-			continue
+	r := rawjson.NewLaxReader(b) // b is valid: Rewrite checked it
+	_, _ = r.Fields(0, func(name []byte, vs int) (int, error) {
+		if !rawjson.Equal(name, "structuredContent") {
+			return r.Skip(vs)
 		}
-		forEachString(b, val, func(s span) {
+		return forEachString(r, vs, func(s span) {
 			if ref, ok := matchBlob(b, s, blobs); ok {
 				edits = append(edits, edit{at: s, repl: appendJSONString(nil, ref)})
 			}
 		})
-	}
+	})
 	return edits
 }
 
-// forEachString calls f for every string value (not object key) inside the value v, in order.
-// It scans linearly, without recursion, so no nesting depth can exhaust the stack.
-func forEachString(b []byte, v span, f func(span)) {
-	for i := v.start; i < v.end; {
-		if b[i] != '"' {
-			i++
-			continue
+// forEachString calls f for every string value (not object key) inside the value at offset
+// at of r's document, in order, and returns the offset after that value.
+func forEachString(r *rawjson.Reader, at int, f func(span)) (int, error) {
+	b := r.Bytes()
+	if at < len(b) {
+		switch b[at] {
+		case '{':
+			return r.Fields(at, func(_ []byte, vs int) (int, error) { return forEachString(r, vs, f) })
+		case '[':
+			return r.Array(at, func(vs int) (int, error) { return forEachString(r, vs, f) })
 		}
-		end := stringEnd(b, i)
-		if j := skipWS(b, end); j >= v.end || b[j] != ':' {
-			f(span{i, end})
-		}
-		i = end
 	}
+	end, err := r.Skip(at)
+	if err == nil && b[at] == '"' {
+		f(span{at, end})
+	}
+	return end, err
 }
 
 // matchBlob returns the reference text of the first written blob whose data equals the string

@@ -3,6 +3,7 @@ package integrity
 import (
 	"bytes"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -59,14 +60,14 @@ func Canonicalize(raw []byte) (Definition, string, error) {
 func canonicalize(raw []byte, recorded string) (Definition, string, string, error) {
 	s := scratchPool.Get().(*canonScratch)
 	defer s.release()
-	c := canonParser{src: raw, members: s.members}
-	c.skipSpace()
-	if c.i >= len(raw) || raw[c.i] != '{' {
+	c := newCanonParser(raw, s.members)
+	at := rawjson.SkipSpace(raw, 0)
+	if at >= len(raw) || raw[at] != '{' {
 		return nil, "", "", fmt.Errorf("%w: a tool definition must be a JSON object", ErrBadDefinition)
 	}
 	var name string
 	// Room for the values and the sorted copy of the outermost object.
-	def, err := c.object(slices.Grow(s.buf[:0], 2*len(raw)+64), func(key, value []byte) bool {
+	def, end, err := c.object(slices.Grow(s.buf[:0], 2*len(raw)+64), at, func(key, value []byte) bool {
 		if string(value) == "null" || !isFingerprintField(key) {
 			return false
 		}
@@ -76,7 +77,7 @@ func canonicalize(raw []byte, recorded string) (Definition, string, string, erro
 		return true
 	})
 	if err == nil {
-		err = c.end()
+		err = c.end(end)
 	}
 	s.members = c.members
 	inScratch := err == nil
@@ -133,10 +134,10 @@ func (s *canonScratch) release() {
 // definitions, which are already canonical once written, and to check
 // them).
 func canonicalJSON(raw []byte) ([]byte, error) {
-	c := canonParser{src: raw, members: make([]canonMember, 0, 32)}
-	out, err := c.value(make([]byte, 0, 2*len(raw)+64))
+	c := newCanonParser(raw, make([]canonMember, 0, 32))
+	out, end, err := c.value(make([]byte, 0, 2*len(raw)+64), rawjson.SkipSpace(raw, 0))
 	if err == nil {
-		err = c.end()
+		err = c.end(end)
 	}
 	if errors.Is(err, errCanonDeep) {
 		var v any
@@ -237,105 +238,88 @@ var (
 	errCanonDeep = errors.New("nested too deeply for the one-pass parser")
 )
 
-// canonParser reads one JSON value and writes its canonical form as it
-// goes: keys sorted by their decoded bytes (the last of repeated keys
-// wins), no white space, numbers as written, strings as encoding/json
-// writes them without HTML escaping. It accepts what encoding/json's
-// decoder accepts followed by nothing but white space (the earlier code
-// also let a stray ']' or '}' follow), and writes what decoding with
-// UseNumber and encoding the result would, without building the tree
-// (FuzzCanonicalOracle holds it to that).
+// canonParser reads one JSON value with a rawjson.Reader and writes its
+// canonical form as it goes: keys sorted by their decoded bytes (the last
+// of repeated keys wins), no white space, numbers as written, strings as
+// encoding/json writes them without HTML escaping. It accepts what
+// encoding/json's decoder accepts followed by nothing but white space,
+// and writes what decoding with UseNumber and encoding the result would,
+// without building the tree (FuzzCanonicalOracle holds it to that).
 type canonParser struct {
-	src   []byte
-	i     int
+	r     rawjson.Reader
 	depth int
 	// members are the members of the objects being read, innermost last.
 	members []canonMember
 }
 
-func (c *canonParser) skipSpace() { c.i = rawjson.SkipSpace(c.src, c.i) }
+func newCanonParser(src []byte, members []canonMember) canonParser {
+	return canonParser{r: *rawjson.NewReader(src), members: members}
+}
 
-// end checks that nothing but white space follows the value.
-func (c *canonParser) end() error {
-	c.skipSpace()
-	if c.i != len(c.src) {
+// end checks that nothing but white space follows the value, which ends at
+// offset i.
+func (c *canonParser) end(i int) error {
+	if c.r.End(i) != nil {
 		return errCanonSyntax
 	}
 	return nil
 }
 
-// value appends the canonical form of the value at c.i to dst.
-func (c *canonParser) value(dst []byte) ([]byte, error) {
-	c.skipSpace()
-	if c.i >= len(c.src) {
-		return nil, errCanonSyntax
+// canonError is the error of a read that failed with err: errCanonDeep as
+// it is, any other (the reader's) errCanonSyntax.
+func canonError(err error) error {
+	if err == errCanonDeep {
+		return err
 	}
-	switch b := c.src[c.i]; {
-	case b == '{':
-		return c.object(dst, nil)
-	case b == '[':
-		return c.array(dst)
-	case b == '"':
-		return c.str(dst)
-	case b == '-' || b >= '0' && b <= '9':
-		return c.number(dst)
-	}
-	for _, lit := range []string{"true", "false", "null"} {
-		if bytes.HasPrefix(c.src[c.i:], []byte(lit)) {
-			c.i += len(lit)
-			return append(dst, lit...), nil
-		}
-	}
-	return nil, errCanonSyntax
+	return errCanonSyntax
 }
 
-// object appends the canonical form of the object at c.i. keep, when set,
-// sees each member's key and canonical value after repeats are resolved,
-// and drops the member by returning false.
-func (c *canonParser) object(dst []byte, keep func(key, value []byte) bool) ([]byte, error) {
+// value appends the canonical form of the value at offset i to dst, and
+// returns the offset after it.
+func (c *canonParser) value(dst []byte, i int) ([]byte, int, error) {
+	b := c.r.Bytes()
+	if i < len(b) {
+		switch b[i] {
+		case '{':
+			return c.object(dst, i, nil)
+		case '[':
+			return c.array(dst, i)
+		}
+	}
+	end, err := c.r.Skip(i)
+	if err != nil {
+		return nil, 0, errCanonSyntax
+	}
+	if b[i] == '"' {
+		return appendCanonString(dst, b[i:end]), end, nil
+	}
+	return append(dst, b[i:end]...), end, nil // a number as written, or a literal
+}
+
+// object appends the canonical form of the object at offset i. keep, when
+// set, sees each member's key and canonical value after repeats are
+// resolved, and drops the member by returning false.
+func (c *canonParser) object(dst []byte, i int, keep func(key, value []byte) bool) ([]byte, int, error) {
 	if c.depth++; c.depth > maxCanonFastDepth {
-		return nil, errCanonDeep
+		return nil, 0, errCanonDeep
 	}
 	defer func() { c.depth-- }()
-	c.i++ // {
 	mark := len(c.members)
 	defer func() { c.members = c.members[:mark] }()
 	base := len(dst)
-	c.skipSpace()
-	if c.i < len(c.src) && c.src[c.i] == '}' {
-		c.i++
-		return append(dst, "{}"...), nil
-	}
-	for {
-		c.skipSpace()
-		if c.i >= len(c.src) || c.src[c.i] != '"' {
-			return nil, errCanonSyntax
-		}
-		key, plain, err := c.key()
-		if err != nil {
-			return nil, err
-		}
-		c.skipSpace()
-		if c.i >= len(c.src) || c.src[c.i] != ':' {
-			return nil, errCanonSyntax
-		}
-		c.i++
+	end, err := c.r.Fields(i, func(name []byte, vs int) (int, error) {
+		key, plain := canonKey(name)
 		start := len(dst)
-		if dst, err = c.value(dst); err != nil {
-			return nil, err
+		var end int
+		var err error
+		if dst, end, err = c.value(dst, vs); err != nil {
+			return 0, err
 		}
 		c.members = append(c.members, canonMember{key, plain, start, len(dst)})
-		c.skipSpace()
-		if c.i >= len(c.src) {
-			return nil, errCanonSyntax
-		}
-		c.i++
-		if c.src[c.i-1] == '}' {
-			break
-		}
-		if c.src[c.i-1] != ',' {
-			return nil, errCanonSyntax
-		}
+		return end, nil
+	})
+	if err != nil {
+		return nil, 0, canonError(err)
 	}
 	// The values sit after base in reading order: write the object sorted
 	// after them, then move it down to base.
@@ -363,12 +347,12 @@ func (c *canonParser) object(dst []byte, keep func(key, value []byte) bool) ([]b
 	}
 	dst = append(dst, '}')
 	n := copy(dst[base:], dst[sorted:])
-	return dst[:base+n], nil
+	return dst[:base+n], end, nil
 }
 
 // canonMember is one member of an object being read: its key (decoded),
 // and where its canonical value sits in the output. A plain key (see
-// plainString) is the bytes between its quotes in the input, and is its
+// canonPlain) is the bytes between its quotes in the input, and is its
 // own canonical form between quotes.
 type canonMember struct {
 	key        []byte
@@ -376,140 +360,73 @@ type canonMember struct {
 	start, end int
 }
 
-func (c *canonParser) array(dst []byte) ([]byte, error) {
+func (c *canonParser) array(dst []byte, i int) ([]byte, int, error) {
 	if c.depth++; c.depth > maxCanonFastDepth {
-		return nil, errCanonDeep
+		return nil, 0, errCanonDeep
 	}
 	defer func() { c.depth-- }()
-	c.i++ // [
 	dst = append(dst, '[')
-	c.skipSpace()
-	if c.i < len(c.src) && c.src[c.i] == ']' {
-		c.i++
-		return append(dst, ']'), nil
-	}
-	var err error
-	for {
-		if dst, err = c.value(dst); err != nil {
-			return nil, err
-		}
-		c.skipSpace()
-		if c.i >= len(c.src) {
-			return nil, errCanonSyntax
-		}
-		c.i++
-		switch c.src[c.i-1] {
-		case ']':
-			return append(dst, ']'), nil
-		case ',':
+	n := 0
+	end, err := c.r.Array(i, func(vs int) (int, error) {
+		if n > 0 {
 			dst = append(dst, ',')
-		default:
-			return nil, errCanonSyntax
 		}
-	}
-}
-
-// str appends the canonical form of the string at c.i. A string of
-// printable ASCII without escapes is its own canonical form.
-func (c *canonParser) str(dst []byte) ([]byte, error) {
-	start := c.i
-	if end, ok := c.plainString(); ok {
-		c.i = end
-		return append(dst, c.src[start:end]...), nil
-	}
-	s, err := c.unquote()
+		n++
+		var end int
+		var err error
+		dst, end, err = c.value(dst, vs)
+		return end, err
+	})
 	if err != nil {
-		return nil, err
+		return nil, 0, canonError(err)
 	}
-	return rawjson.AppendString(dst, s), nil
+	return append(dst, ']'), end, nil
 }
 
-// plainString reports the end (after the closing quote) of the string at
-// c.i when it holds only printable ASCII other than the backslash.
-func (c *canonParser) plainString() (int, bool) {
-	for j := c.i + 1; j < len(c.src); j++ {
-		switch b := c.src[j]; {
-		case b == '"':
-			return j + 1, true
-		case b < 0x20 || b >= utf8.RuneSelf || b == '\\':
-			return 0, false
-		}
+// appendCanonString appends the canonical form of the string literal lit
+// (valid: the reader checked it). A plain one (see canonPlain) is its own
+// canonical form.
+func appendCanonString(dst, lit []byte) []byte {
+	if canonPlain(lit[1 : len(lit)-1]) {
+		return append(dst, lit...)
 	}
-	return 0, false
+	s, _ := rawjson.Unquote(lit)
+	return rawjson.AppendString(dst, s)
 }
 
-// key reads the member name at c.i: a plain one (see plainString) as the
-// bytes between its quotes, which are its value, with plain true; any
-// other decoded.
-func (c *canonParser) key() (key []byte, plain bool, err error) {
-	if end, ok := c.plainString(); ok {
-		key = c.src[c.i+1 : end-1]
-		c.i = end
-		return key, true, nil
+// canonKey returns a member name (a valid string literal): a plain one
+// (see canonPlain) as the bytes between its quotes, which are its value,
+// with plain true; any other decoded.
+func canonKey(lit []byte) (key []byte, plain bool) {
+	if inner := lit[1 : len(lit)-1]; canonPlain(inner) {
+		return inner, true
 	}
-	s, err := c.unquote()
-	return []byte(s), false, err
+	s, _ := rawjson.Unquote(lit)
+	return []byte(s), false
 }
 
-// unquote reads a string at c.i that is not plain (see plainString) with
-// rawjson.Unquote, which decodes as encoding/json does: bad escapes, lone
-// surrogates and invalid UTF-8 included.
-func (c *canonParser) unquote() (string, error) {
-	j := c.i + 1
-	for ; j < len(c.src) && c.src[j] != '"'; j++ {
-		if c.src[j] == '\\' {
-			j++
+// canonPlain reports whether the content of a valid string literal is only
+// printable ASCII other than the backslash (the reader has refused control
+// characters, and a quote is escaped): its own value, and its own
+// canonical form. Eight bytes are tested at a time: a byte is 0x80 or more
+// when its high bit is set, and zero in x^'\\'-words when subtracting one
+// borrows into a high bit that was clear.
+func canonPlain(inner []byte) bool {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	for len(inner) >= 8 {
+		x := binary.LittleEndian.Uint64(inner)
+		bs := x ^ ('\\' * ones)
+		if (x|(bs-ones)&^bs)&highs != 0 {
+			return false
+		}
+		inner = inner[8:]
+	}
+	for _, b := range inner {
+		if b >= utf8.RuneSelf || b == '\\' {
+			return false
 		}
 	}
-	if j >= len(c.src) {
-		return "", errCanonSyntax
-	}
-	s, err := rawjson.Unquote(c.src[c.i : j+1])
-	if err != nil {
-		return "", errCanonSyntax
-	}
-	c.i = j + 1
-	return s, nil
-}
-
-// number appends the number at c.i as written, after checking its syntax:
-// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (c *canonParser) number(dst []byte) ([]byte, error) {
-	start, src := c.i, c.src
-	j := start
-	digits := func() bool {
-		k := j
-		for j < len(src) && src[j] >= '0' && src[j] <= '9' {
-			j++
-		}
-		return j > k
-	}
-	if src[j] == '-' {
-		j++
-	}
-	switch {
-	case j < len(src) && src[j] == '0':
-		j++
-	case !digits():
-		return nil, errCanonSyntax
-	}
-	if j < len(src) && src[j] == '.' {
-		j++
-		if !digits() {
-			return nil, errCanonSyntax
-		}
-	}
-	if j < len(src) && (src[j] == 'e' || src[j] == 'E') {
-		j++
-		if j < len(src) && (src[j] == '+' || src[j] == '-') {
-			j++
-		}
-		if !digits() {
-			return nil, errCanonSyntax
-		}
-	}
-	c.i = j
-	return append(dst, src[start:j]...), nil
+	return true
 }
 
 // fingerprintOf hashes a Definition.

@@ -145,3 +145,23 @@ func TestFingerprintSharesKnown(t *testing.T) {
 		t.Fatalf("fingerprintOf with its own fingerprint held: %v allocations; want 0", n)
 	}
 }
+
+// TestUnindent: a pin file's definition comes back as json.Compact writes
+// it, strings as they were; text that is not JSON is cut at its first
+// fault, and hashed as cut.
+func TestUnindent(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"{\n  \"name\": \"a b\",\n  \"x\": [ 1, {\"y\": \"\\\" \\\\\" }]\n}", `{"name":"a b","x":[1,{"y":"\" \\"}]}`},
+		{" [ ] ", `[]`},
+		{"{\n  \"a\": 1,\n  x\n}", `{"a":1`},
+		{"{\"a\": [1 2]}", `{"a":[1`},
+		{`"unterminated`, ``},
+	} {
+		if got := unindent([]byte(tc.in)); string(got) != tc.want {
+			t.Errorf("unindent(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got, want := unindentedFingerprint([]byte(tc.in), ""), fingerprintOf([]byte(tc.want), ""); got != want {
+			t.Errorf("unindentedFingerprint(%q) = %s, want %s", tc.in, got, want)
+		}
+	}
+}

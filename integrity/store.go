@@ -485,11 +485,7 @@ func unindentedFingerprint(src []byte, known string) string {
 	h := sha256.New()
 	var buf [4096]byte
 	out := buf[:0]
-	for it := (tokenRuns{src: src}); ; {
-		run, ok := it.next()
-		if !ok {
-			break
-		}
+	_ = compactRuns(src, func(run []byte) {
 		if len(out)+len(run) > cap(out) {
 			h.Write(out)
 			out = out[:0]
@@ -499,61 +495,79 @@ func unindentedFingerprint(src []byte, known string) string {
 		} else {
 			out = append(out, run...)
 		}
-	}
+	})
 	h.Write(out)
 	return fingerprintText(h.Sum(buf[:0]), known)
 }
 
 // unindent returns the JSON text src without the white space between its
-// tokens (strings are copied as they are). It does not validate: bytes
-// that are not JSON come out as some other bytes, which checkRecord's
-// fingerprint comparison rejects.
+// tokens: json.Compact's output. Bytes that are not JSON come out cut at
+// their first fault, which checkRecord's fingerprint comparison rejects.
 func unindent(src []byte) []byte {
 	out := make([]byte, 0, len(src))
-	for it := (tokenRuns{src: src}); ; {
-		run, ok := it.next()
-		if !ok {
-			return out
-		}
-		out = append(out, run...)
-	}
+	_ = compactRuns(src, func(run []byte) { out = append(out, run...) })
+	return out
 }
 
-// tokenRuns yields the runs of a JSON text between its white space outside
-// strings: what is left of the text without that white space, in order.
-// A string is part of its run whole (an unterminated one runs to the end).
-type tokenRuns struct {
-	src []byte
-	i   int
+// punctuation holds the bytes compactRuns passes between tokens.
+var punctuation = []byte("{}[]:,")
+
+// compactRuns reads the JSON text src with a lax rawjson.Reader (a pin
+// file's definitions were validated as it was read) and passes emit its
+// tokens and punctuation, without the white space between them, in order.
+// It stops at the first fault, which it returns.
+func compactRuns(src []byte, emit func([]byte)) error {
+	r := rawjson.NewLaxReader(src)
+	end, err := compactValue(r, rawjson.SkipSpace(src, 0), emit)
+	if err != nil {
+		return err
+	}
+	return r.End(end)
 }
 
-func (t *tokenRuns) next() ([]byte, bool) {
-	src := t.src
-	for t.i < len(src) && isJSONSpace(src[t.i]) {
-		t.i++
-	}
-	start := t.i
-	for ; t.i < len(src) && !isJSONSpace(src[t.i]); t.i++ {
-		if src[t.i] == '"' {
-			t.i = stringEnd(src, t.i)
+// compactValue is compactRuns of the value at offset i of r's document; it
+// returns the offset after it.
+func compactValue(r *rawjson.Reader, i int, emit func([]byte)) (int, error) {
+	b := r.Bytes()
+	if i < len(b) && (b[i] == '{' || b[i] == '[') {
+		obj := b[i] == '{'
+		open, close := punctuation[2:3], punctuation[3:4]
+		if obj {
+			open, close = punctuation[0:1], punctuation[1:2]
 		}
-	}
-	return src[start:t.i], t.i > start
-}
-
-func isJSONSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
-
-// stringEnd is the index of the quote that closes the string whose
-// opening quote is at src[i], or the last index when it is not closed.
-func stringEnd(src []byte, i int) int {
-	j := i + 1
-	for j < len(src) && src[j] != '"' {
-		if src[j] == '\\' {
-			j++
+		emit(open)
+		n := 0
+		sep := func() {
+			if n > 0 {
+				emit(punctuation[5:6])
+			}
+			n++
 		}
-		j++
+		var end int
+		var err error
+		if obj {
+			end, err = r.Fields(i, func(name []byte, vs int) (int, error) {
+				sep()
+				emit(name)
+				emit(punctuation[4:5])
+				return compactValue(r, vs, emit)
+			})
+		} else {
+			end, err = r.Array(i, func(vs int) (int, error) {
+				sep()
+				return compactValue(r, vs, emit)
+			})
+		}
+		if err == nil {
+			emit(close)
+		}
+		return end, err
 	}
-	return min(j, len(src)-1)
+	end, err := r.Skip(i)
+	if err == nil {
+		emit(b[i:end])
+	}
+	return end, err
 }
 
 // nameOf returns the string member "name" of a tool definition.

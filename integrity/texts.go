@@ -1,12 +1,10 @@
 package integrity
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strconv"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
@@ -78,23 +76,24 @@ func isNameMap(key []byte) bool {
 
 // collect returns the scanned strings of one tool object, in document
 // order; nil when there are none. The object must be valid JSON (the
-// upstream package read it so): the walker checks strings and structure
-// but skips other values without checking them, so other input gives an
-// error or odd texts, never a panic. The texts' where and value are parts
-// of one new string; the slice is the walker's, valid until its release.
+// upstream package read it so): the walker, a lax rawjson.Reader, checks
+// the structure, numbers and literals, and decodes the strings it scans,
+// but not the others, so other input gives an error or odd texts, never a
+// panic. The texts' where and value are parts of one new string; the slice
+// is the walker's, valid until its release.
 func (w *walker) collect(obj []byte) ([]text, error) {
-	w.b, w.i = obj, 0
 	w.path, w.elems, w.out, w.strs, w.sizes = w.path[:0], w.elems[:0], w.out[:0], w.strs[:0], w.sizes[:0]
-	w.skipSpace()
-	if w.i >= len(w.b) || w.b[w.i] != '{' {
+	i := rawjson.SkipSpace(obj, 0)
+	if i >= len(obj) || obj[i] != '{' {
 		return nil, errors.New("not a JSON object")
 	}
-	if err := w.value(0); err != nil {
+	w.r = *rawjson.NewLaxReader(obj)
+	end, err := w.value(i, 0)
+	if err != nil {
 		return nil, err
 	}
-	w.skipSpace()
-	if w.i != len(w.b) {
-		return nil, fmt.Errorf("data after the object at offset %d", w.i)
+	if end = rawjson.SkipSpace(obj, end); end != len(obj) {
+		return nil, fmt.Errorf("data after the object at offset %d", end)
 	}
 	if len(w.out) == 0 {
 		return nil, nil
@@ -108,14 +107,11 @@ func (w *walker) collect(obj []byte) ([]text, error) {
 	return w.out, nil
 }
 
-// walker is a small JSON reader that follows object keys and records the
-// scanned strings. It checks syntax only as far as it needs to find value
-// boundaries; the input has already been parsed by the upstream side.
-// Walkers are reused (walkers): the scan of a catalog allocated its path
-// and texts per tool, most of the scan's garbage.
+// walker reads one tool object, following its keys, and records the
+// scanned strings. Walkers are reused (walkers): the scan of a catalog
+// allocated its path and texts per tool, most of the scan's garbage.
 type walker struct {
-	b []byte
-	i int
+	r rawjson.Reader
 	// path is the path of the current value, its elements (keys and
 	// "[n]" for array elements) joined with '.'; elems holds where each
 	// element begins in it.
@@ -168,7 +164,7 @@ func appendWhere(dst, path []byte) []byte {
 // release returns w to walkers; its texts are not to be used after.
 func (w *walker) release() {
 	clear(w.out[:cap(w.out)]) // the strings of this tool
-	w.b = nil
+	w.r = rawjson.Reader{}
 	if cap(w.strs) > maxWalkerBytes || cap(w.path) > maxWalkerBytes || cap(w.out) > maxWalkerTexts {
 		*w = walker{}
 	}
@@ -229,158 +225,56 @@ func (w *walker) elem(k int) []byte {
 	return w.path[w.elems[k]:end]
 }
 
-func (w *walker) skipSpace() { w.i = rawjson.SkipSpace(w.b, w.i) }
-
-func (w *walker) syntax(what string) error {
-	return fmt.Errorf("invalid JSON at offset %d: %s", w.i, what)
-}
-
-func (w *walker) value(depth int) error {
+// value reads the value at offset i, at depth levels below the tool
+// object, and returns the offset after it.
+func (w *walker) value(i, depth int) (int, error) {
 	if depth > maxTextDepth {
-		return errTooDeep
+		return 0, errTooDeep
 	}
-	w.skipSpace()
-	if w.i >= len(w.b) {
-		return w.syntax("unexpected end")
-	}
-	switch c := w.b[w.i]; {
-	case c == '{':
-		return w.object(depth)
-	case c == '[':
-		return w.array(depth)
-	case c == '"':
-		start := w.i
-		end, err := w.stringEnd()
-		if err != nil {
-			return err
-		}
-		if scanned, schemaValue := w.scanned(); scanned {
-			if len(w.out) == maxScannedTexts {
-				return fmt.Errorf("more than %d strings to scan", maxScannedTexts)
-			}
-			n := len(w.strs)
-			w.strs = appendWhere(w.strs, w.path)
-			where := len(w.strs) - n
-			if w.strs, err = appendString(w.strs, w.b[start:end]); err != nil {
-				return err
-			}
-			w.sizes = append(w.sizes, where, len(w.strs)-n-where)
-			w.out = append(w.out, text{start: start, end: end, schemaValue: schemaValue})
-		}
-		return nil
-	default:
-		for w.i < len(w.b) && !endsValue(w.b[w.i]) {
-			w.i++
-		}
-		return nil
-	}
-}
-
-func (w *walker) object(depth int) error {
-	w.i++ // {
-	w.skipSpace()
-	if w.i < len(w.b) && w.b[w.i] == '}' {
-		w.i++
-		return nil
-	}
-	for {
-		w.skipSpace()
-		if w.i >= len(w.b) || w.b[w.i] != '"' {
-			return w.syntax("expected a key")
-		}
-		start := w.i
-		end, err := w.stringEnd()
-		if err != nil {
-			return err
-		}
-		w.push()
-		if w.path, err = appendString(w.path, w.b[start:end]); err != nil {
-			return err
-		}
-		w.skipSpace()
-		if w.i >= len(w.b) || w.b[w.i] != ':' {
-			return w.syntax("expected ':'")
-		}
-		w.i++
-		err = w.value(depth + 1)
-		w.pop()
-		if err != nil {
-			return err
-		}
-		if end, err := w.separator('}'); end || err != nil {
-			return err
+	b := w.r.Bytes()
+	if i < len(b) {
+		switch b[i] {
+		case '{':
+			return w.r.Fields(i, func(name []byte, vs int) (int, error) {
+				w.push()
+				var err error
+				if w.path, err = appendString(w.path, name); err != nil {
+					return 0, err
+				}
+				end, err := w.value(vs, depth+1)
+				w.pop()
+				return end, err
+			})
+		case '[':
+			n := 0
+			return w.r.Array(i, func(vs int) (int, error) {
+				w.push()
+				w.path = append(strconv.AppendInt(append(w.path, '['), int64(n), 10), ']')
+				n++
+				end, err := w.value(vs, depth+1)
+				w.pop()
+				return end, err
+			})
 		}
 	}
-}
-
-func (w *walker) array(depth int) error {
-	w.i++ // [
-	w.skipSpace()
-	if w.i < len(w.b) && w.b[w.i] == ']' {
-		w.i++
-		return nil
+	end, err := w.r.Skip(i)
+	if err != nil || b[i] != '"' {
+		return end, err
 	}
-	for n := 0; ; n++ {
-		w.push()
-		w.path = append(strconv.AppendInt(append(w.path, '['), int64(n), 10), ']')
-		err := w.value(depth + 1)
-		w.pop()
-		if err != nil {
-			return err
+	if scanned, schemaValue := w.scanned(); scanned {
+		if len(w.out) == maxScannedTexts {
+			return 0, fmt.Errorf("more than %d strings to scan", maxScannedTexts)
 		}
-		if end, err := w.separator(']'); end || err != nil {
-			return err
+		n := len(w.strs)
+		w.strs = appendWhere(w.strs, w.path)
+		where := len(w.strs) - n
+		if w.strs, err = appendString(w.strs, b[i:end]); err != nil {
+			return 0, err
 		}
+		w.sizes = append(w.sizes, where, len(w.strs)-n-where)
+		w.out = append(w.out, text{start: i, end: end, schemaValue: schemaValue})
 	}
-}
-
-// endsValue reports whether c ends a number, true, false or null.
-func endsValue(c byte) bool {
-	switch c {
-	case ',', ']', '}', ' ', '\t', '\n', '\r':
-		return true
-	}
-	return false
-}
-
-// separator reads the ',' between members or elements, or the closer that
-// ends the object or array (end is then true).
-func (w *walker) separator(closer byte) (end bool, err error) {
-	w.skipSpace()
-	if w.i >= len(w.b) {
-		return false, w.syntax("unexpected end")
-	}
-	switch w.b[w.i] {
-	case ',':
-		w.i++
-		return false, nil
-	case closer:
-		w.i++
-		return true, nil
-	}
-	return false, w.syntax("expected ',' or '" + string(closer) + "'")
-}
-
-// stringEnd moves past the string at w.i (its opening quote) and returns
-// the offset just after its closing quote: the first quote after w.i not
-// escaped, that is preceded by an even number of backslashes.
-func (w *walker) stringEnd() (int, error) {
-	for j := w.i + 1; ; {
-		k := bytes.IndexByte(w.b[j:], '"')
-		if k < 0 {
-			return 0, w.syntax("unterminated string")
-		}
-		q := j + k
-		backslashes := 0
-		for p := q - 1; p > w.i && w.b[p] == '\\'; p-- {
-			backslashes++
-		}
-		if backslashes%2 == 0 {
-			w.i = q + 1
-			return w.i, nil
-		}
-		j = q + 1
-	}
+	return end, nil
 }
 
 // decodeString decodes one JSON string literal (quotes included). Invalid
@@ -395,46 +289,12 @@ func decodeString(lit []byte) (string, error) {
 }
 
 // appendString appends the value of the JSON string lit (quotes included)
-// to dst: a plain one's bytes as they are, which is what decodeString
-// would return, any other decoded. On an error dst is returned as it was
-// (the walker pops its path on the way out).
+// to dst, as decodeString returns it (rawjson.AppendUnquoted). On an error
+// dst is returned as it was (the walker pops its path on the way out).
 func appendString(dst, lit []byte) ([]byte, error) {
-	if inner := lit[1 : len(lit)-1]; plainString(inner) {
-		return append(dst, inner...), nil
-	}
-	s, err := decodeString(lit)
+	dst, err := rawjson.AppendUnquoted(dst, lit)
 	if err != nil {
-		return dst, err
+		return dst, fmt.Errorf("invalid JSON string: %v", err)
 	}
-	return append(dst, s...), nil
+	return dst, nil
 }
-
-// plainString reports whether the content of a JSON string literal is its
-// value: no escape, no control character, valid UTF-8 (the strings
-// rawjson.Unquote returns as they are).
-func plainString(b []byte) bool {
-	var k uint8
-	for _, c := range b {
-		k |= literalBytes[c]
-	}
-	return k == 0 || k == literalHigh && utf8.Valid(b)
-}
-
-// Classes of literalBytes.
-const (
-	literalEscape = 1 // a backslash or a control character
-	literalHigh   = 2 // a byte of a multi-byte UTF-8 sequence
-)
-
-// literalBytes classes the bytes of a JSON string literal's content.
-var literalBytes = func() (t [256]uint8) {
-	for c := range t {
-		switch {
-		case c < 0x20 || c == '\\':
-			t[c] = literalEscape
-		case c >= 0x80:
-			t[c] = literalHigh
-		}
-	}
-	return t
-}()

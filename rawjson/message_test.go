@@ -151,3 +151,17 @@ func TestIDKey(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkParseMessage is the read of a tools/call response carrying
+// 12 kB of text, which every upstream response of that size takes.
+func BenchmarkParseMessage(b *testing.B) {
+	msg := []byte(`{"jsonrpc":"2.0","id":"px-7","result":{"content":[{"type":"text","text":"` +
+		strings.Repeat(`lorem ipsum, \"dolor\"\n`, 600) + `"}],"isError":false}}`)
+	b.SetBytes(int64(len(msg)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if m, err := ParseMessage(msg); err != nil || m.Kind != KindResponse {
+			b.Fatal(m, err)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package rawjson
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -31,16 +32,23 @@ func SkipSpace(b []byte, i int) int {
 // scanValue validates the JSON value starting at b[i] (no leading space)
 // and returns the offset just after it. It is one pass with no allocation,
 // which is what makes member lookups on large results cheap.
-func scanValue(b []byte, i, depth int) (int, error) {
+func scanValue(b []byte, i, depth int) (int, error) { return skipValue(b, i, depth, false) }
+
+// skipValue is scanValue that, when lax, delimits strings without checking
+// what is between their quotes (see laxString).
+func skipValue(b []byte, i, depth int, lax bool) (int, error) {
 	if i >= len(b) {
 		return 0, syntaxError(i, "unexpected end")
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return scanObject(b, i, depth+1)
+		return scanObject(b, i, depth+1, lax)
 	case c == '[':
-		return scanArray(b, i, depth+1)
+		return scanArray(b, i, depth+1, lax)
 	case c == '"':
+		if lax {
+			return laxString(b, i)
+		}
 		return scanString(b, i)
 	case c == '-' || (c >= '0' && c <= '9'):
 		return scanNumber(b, i)
@@ -54,7 +62,7 @@ func scanValue(b []byte, i, depth int) (int, error) {
 	return 0, syntaxError(i, "unexpected character")
 }
 
-func scanObject(b []byte, i, depth int) (int, error) {
+func scanObject(b []byte, i, depth int, lax bool) (int, error) {
 	if depth > maxDepth {
 		return 0, errDepth
 	}
@@ -66,7 +74,7 @@ func scanObject(b []byte, i, depth int) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, syntaxError(i, "expected a member name")
 		}
-		end, err := scanString(b, i)
+		end, err := stringEnd(b, i, lax)
 		if err != nil {
 			return 0, err
 		}
@@ -74,7 +82,7 @@ func scanObject(b []byte, i, depth int) (int, error) {
 		if i >= len(b) || b[i] != ':' {
 			return 0, syntaxError(i, "expected ':'")
 		}
-		if i, err = scanValue(b, SkipSpace(b, i+1), depth); err != nil {
+		if i, err = skipValue(b, SkipSpace(b, i+1), depth, lax); err != nil {
 			return 0, err
 		}
 		i = SkipSpace(b, i)
@@ -89,7 +97,7 @@ func scanObject(b []byte, i, depth int) (int, error) {
 	}
 }
 
-func scanArray(b []byte, i, depth int) (int, error) {
+func scanArray(b []byte, i, depth int, lax bool) (int, error) {
 	if depth > maxDepth {
 		return 0, errDepth
 	}
@@ -99,7 +107,7 @@ func scanArray(b []byte, i, depth int) (int, error) {
 	}
 	for {
 		var err error
-		if i, err = scanValue(b, i, depth); err != nil {
+		if i, err = skipValue(b, i, depth, lax); err != nil {
 			return 0, err
 		}
 		i = SkipSpace(b, i)
@@ -115,13 +123,31 @@ func scanArray(b []byte, i, depth int) (int, error) {
 }
 
 // scanString validates a string starting at its opening quote and returns
-// the offset after the closing one. Runs of plain bytes are skipped eight at
-// a time.
+// the offset after the closing one. The bytes are read a word (eight) at a
+// time, which ends most strings within a few words; past 64 plain bytes the
+// closing quote is searched for with bytes.IndexByte (vectorized) and the
+// run before it checked eight bytes at a time (plainPrefix), so a long
+// string costs little more than finding its end. The byte-wise steps see
+// only the escapes, and say where the first invalid byte is.
 func scanString(b []byte, i int) (int, error) {
 	j := i + 1
+	q := -1 // the next quote at or after j, once known (q >= j); len(b) when none
 	for {
-		for j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])) {
+		k := 0
+		for ; k < 8 && j+8 <= len(b) && !special8(binary.LittleEndian.Uint64(b[j:])); k++ {
 			j += 8
+		}
+		if k == 8 {
+			if q < j {
+				q = len(b)
+				if n := bytes.IndexByte(b[j:], '"'); n >= 0 {
+					q = j + n
+				}
+			}
+			j += plainPrefix(b[j:q])
+		} else {
+			for end := min(j+8, len(b)); j < end && b[j] >= 0x20 && b[j] != '"' && b[j] != '\\'; j++ {
+			}
 		}
 		if j >= len(b) {
 			return 0, syntaxError(len(b), "unterminated string")
@@ -146,30 +172,107 @@ func scanString(b []byte, i int) (int, error) {
 			}
 		case c < 0x20:
 			return 0, syntaxError(j, "control character in string")
+		default:
+			continue // eight plain bytes read one by one after a word special8 flagged
 		}
 		j++
 	}
+}
+
+// stringEnd is scanString, or laxString when lax.
+func stringEnd(b []byte, i int, lax bool) (int, error) {
+	if lax {
+		return laxString(b, i)
+	}
+	return scanString(b, i)
+}
+
+// laxString returns the offset after the closing quote of the string
+// starting at b[i], checking nothing between the quotes: the closing quote
+// is the first one after an even number of backslashes. On a valid
+// document it is where scanString ends, at the cost of finding quotes.
+func laxString(b []byte, i int) (int, error) {
+	for j := i + 1; ; {
+		q := nextQuote(b, j)
+		if q < 0 {
+			return 0, syntaxError(len(b), "unterminated string")
+		}
+		n := 0 // backslashes before the quote
+		for p := q - 1; p > i && b[p] == '\\'; p-- {
+			n++
+		}
+		if n%2 == 0 {
+			return q + 1, nil
+		}
+		j = q + 1
+	}
+}
+
+// nextQuote returns the offset of the first '"' at or after j, or -1: a
+// word at a time for 64 bytes, which is where most strings end, then
+// bytes.IndexByte.
+func nextQuote(b []byte, j int) int {
+	for end := min(j+64, len(b)); j+8 <= end; j += 8 {
+		x := binary.LittleEndian.Uint64(b[j:]) ^ ('"' * ones)
+		if (x-ones)&^x&highs != 0 {
+			break
+		}
+	}
+	for end := min(j+8, len(b)); j < end; j++ {
+		if b[j] == '"' {
+			return j
+		}
+	}
+	if n := bytes.IndexByte(b[j:], '"'); n >= 0 {
+		return j + n
+	}
+	return -1
+}
+
+// plainPrefix returns the length of the longest prefix of s holding no
+// backslash and no control character: 32 bytes a step while none of them
+// is one, then eight, then byte by byte to the exact offset.
+func plainPrefix(s []byte) int {
+	k := 0
+	for len(s)-k >= 32 {
+		w := s[k : k+32]
+		m := escapeOrControl8(binary.LittleEndian.Uint64(w)) | escapeOrControl8(binary.LittleEndian.Uint64(w[8:])) |
+			escapeOrControl8(binary.LittleEndian.Uint64(w[16:])) | escapeOrControl8(binary.LittleEndian.Uint64(w[24:]))
+		if m != 0 {
+			break
+		}
+		k += 32
+	}
+	for len(s)-k >= 8 && escapeOrControl8(binary.LittleEndian.Uint64(s[k:])) == 0 {
+		k += 8
+	}
+	for k < len(s) && s[k] >= 0x20 && s[k] != '\\' {
+		k++
+	}
+	return k
+}
+
+// escapeOrControl8 is non-zero when one of the eight bytes of x (read
+// little-endian) may be a backslash or a control character. It has no
+// false negatives; a false positive only sends a word to the byte-wise
+// loop. A byte is zero in v when (v-1) borrows into its high bit while v's
+// own high bit is clear; a byte is below 0x20 likewise for x-0x20.
+func escapeOrControl8(x uint64) uint64 {
+	backslash := x ^ ('\\' * ones)
+	return ((backslash-ones)&^backslash | (x-0x20*ones)&^x) & highs
+}
+
+// special8 reports whether any of the eight bytes of x (read little-endian)
+// may be a '"', a '\\' or a control character, with no false negatives.
+func special8(x uint64) bool {
+	quote := x ^ ('"' * ones)
+	return (quote-ones)&^quote&highs|escapeOrControl8(x) != 0
 }
 
 const (
 	ones  = 0x0101010101010101
 	highs = 0x8080808080808080
 )
-
-// special8 reports whether any of the eight bytes of x (read little-endian)
-// may need the byte-wise scan: a '"', a '\\' or a control character. It has
-// no false negatives; a false positive only costs the slow path for a
-// byte.
-func special8(x uint64) bool {
-	quote := x ^ ('"' * ones)
-	backslash := x ^ ('\\' * ones)
-	// A byte is zero in v when (v-1) borrows into its high bit while v's own
-	// high bit is clear; a byte is below 0x20 likewise for x-0x20.
-	z := (quote - ones) & ^quote
-	z |= (backslash - ones) & ^backslash
-	z |= (x - 0x20*ones) & ^x
-	return z&highs != 0
-}
 
 func isHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' }
 

@@ -1,8 +1,11 @@
 package rawjson
 
 import (
+	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"strings"
 	"unicode/utf8"
 )
 
@@ -86,4 +89,66 @@ func Unquote(quoted []byte) (string, error) {
 	var s string
 	err := json.Unmarshal(quoted, &s)
 	return s, err
+}
+
+// Equal reports whether the JSON string literal quoted (quotes included,
+// as Fields gives a member name) decodes to s, as Unquote decodes it. A
+// literal without escapes is compared as it is; one with escapes is
+// decoded only when its length could spell s.
+func Equal(quoted []byte, s string) bool {
+	if len(quoted) < 2 || quoted[0] != '"' || quoted[len(quoted)-1] != '"' {
+		return false
+	}
+	inner := quoted[1 : len(quoted)-1]
+	if bytes.IndexByte(inner, '\\') < 0 {
+		if string(inner) == s { // the literal is valid if s has no quote or control character
+			return utf8.ValidString(s) && strings.IndexFunc(s, func(r rune) bool { return r < 0x20 || r == '"' }) < 0
+		}
+		if utf8.Valid(inner) {
+			return false
+		}
+	} else if len(inner) > 6*len(s) { // an escape is at most six bytes a byte of s
+		return false
+	}
+	got, err := Unquote(quoted)
+	return err == nil && got == s
+}
+
+// AppendUnquoted appends the value of the JSON string literal quoted to
+// dst, decoded as Unquote decodes it: a plain literal (no escape, no
+// control character, valid UTF-8) is copied without decoding. On an error
+// dst is returned as it was.
+func AppendUnquoted(dst, quoted []byte) ([]byte, error) {
+	if len(quoted) >= 2 && quoted[0] == '"' && quoted[len(quoted)-1] == '"' {
+		if inner := quoted[1 : len(quoted)-1]; plain(inner) {
+			return append(dst, inner...), nil
+		}
+	}
+	s, err := Unquote(quoted)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, s...), nil
+}
+
+// plain reports whether the content of a JSON string literal is its value:
+// no escape, no control character, valid UTF-8. It reads eight bytes at a
+// time, and checks the UTF-8 only of content with a byte of 0x80 or more.
+func plain(inner []byte) bool {
+	var high uint64
+	i := 0
+	for ; i+8 <= len(inner); i += 8 {
+		x := binary.LittleEndian.Uint64(inner[i:])
+		if special8(x) {
+			return false
+		}
+		high |= x
+	}
+	for _, c := range inner[i:] {
+		if c == '\\' || c < 0x20 || c == '"' {
+			return false
+		}
+		high |= uint64(c)
+	}
+	return high&highs == 0 || utf8.Valid(inner)
 }
