@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"container/list"
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
@@ -243,9 +243,7 @@ const (
 
 // issue records a new state for key, valid until expires.
 func (a *approvalStates) issue(key approvalKey, expires time.Time) string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	st := &approvalState{state: approvalStatePrefix + hex.EncodeToString(b[:]), key: key, expires: expires}
+	st := &approvalState{state: approvalStatePrefix + randid.Hex(16), key: key, expires: expires}
 	c := approvalClient{agent: key.agent, client: key.client}
 	a.mu.Lock()
 	defer a.mu.Unlock()

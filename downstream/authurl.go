@@ -2,13 +2,12 @@ package downstream
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -79,11 +78,9 @@ func (lg *logins) askToOpen(s *session, server, url string) {
 	if c == nil || !c.caps.elicitationURL || !s.agent.Granted(server) {
 		return
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
 	params, _ := json.Marshal(map[string]string{
 		"mode":          "url",
-		"elicitationId": "mcp-proxy-login-" + hex.EncodeToString(b[:]),
+		"elicitationId": "mcp-proxy-login-" + randid.Hex(12),
 		"url":           url,
 		"message": fmt.Sprintf("The MCP server %q needs you to sign in before its tools can be used. "+
 			"Open the page to authorize mcp-proxy; the server connects as soon as you have.", server),

@@ -2,12 +2,11 @@ package downstream
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -52,9 +51,7 @@ func (pr *progressRelay) open(r *request, serverName string, meta json.RawMessag
 	if token == nil {
 		return meta, nil
 	}
-	var b [12]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	key := "px-progress-" + hex.EncodeToString(b[:])
+	key := "px-progress-" + randid.Hex(12)
 	out, err := rawjson.Set(meta, "progressToken", rawjson.String(key))
 	if err != nil {
 		return meta, nil

@@ -2,8 +2,6 @@ package downstream
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"strings"
@@ -11,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
@@ -224,9 +223,7 @@ func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessag
 // the call for the client's retry.
 func (rl *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
 	pc.progress.detach()
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	token := parkPrefix + hex.EncodeToString(b[:])
+	token := parkPrefix + randid.Hex(16)
 	pc.mu.Lock()
 	pc.asked = ask
 	// The client has as long to answer as the call has to run; then the

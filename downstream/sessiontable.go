@@ -1,11 +1,10 @@
 package downstream
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"sync"
 	"time"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
@@ -33,9 +32,7 @@ func newSessionTable(m *metrics.Metrics) *sessionTable {
 
 // newID returns a fresh, unguessable HTTP session id.
 func newID() string {
-	var b [16]byte
-	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
-	return "mcp-proxy-" + hex.EncodeToString(b[:])
+	return "mcp-proxy-" + randid.Hex(16)
 }
 
 // add registers a started session.

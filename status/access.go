@@ -10,6 +10,7 @@ import (
 	"net/http"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 )
 
 // Cookies of the page. Both are HttpOnly (no script reads them) and
@@ -52,7 +53,7 @@ type access struct {
 
 func newAccess(tokens []string, pageToken string) access {
 	key := make([]byte, 32)
-	_, _ = rand.Read(key) // crypto/rand never fails (Go 1.24)
+	_, _ = rand.Read(key) // raw HMAC key bytes, not an encoded id (so not randid); never fails (Go 1.24)
 	return access{tokens: tokens, pageToken: pageToken, key: key}
 }
 
@@ -146,9 +147,7 @@ func (a access) seed(w http.ResponseWriter, r *http.Request) string {
 	if c, err := r.Cookie(csrfCookie); err == nil && validSeed(c.Value) {
 		return c.Value
 	}
-	b := make([]byte, seedBytes)
-	_, _ = rand.Read(b)
-	s := hex.EncodeToString(b)
+	s := randid.Hex(seedBytes)
 	http.SetCookie(w, &http.Cookie{Name: csrfCookie, Value: s, Path: "/", HttpOnly: true, SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 	return s
 }

@@ -3,9 +3,7 @@ package status
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"embed"
-	"encoding/base64"
 	"html/template"
 	"net/http"
 	"strings"
@@ -14,6 +12,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/ratelimit"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -129,9 +128,7 @@ func New(opts Options) *Handler {
 }
 
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	nonce := make([]byte, 16)
-	_, _ = rand.Read(nonce)
-	n := base64.RawStdEncoding.EncodeToString(nonce)
+	n := randid.Base64(16)
 	hd := w.Header()
 	hd.Set("Content-Security-Policy", "default-src 'none'; style-src 'nonce-"+n+"'; script-src 'nonce-"+n+"'; base-uri 'none'; frame-ancestors 'none'")
 	hd.Set("X-Frame-Options", "DENY")

@@ -1,7 +1,6 @@
 package status
 
 import (
-	"crypto/rand"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -10,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 )
 
 const (
@@ -120,15 +121,13 @@ func validToken(s string) bool {
 // createToken writes a new token to a temporary file and links it to path,
 // which fails without harm when another process made it first.
 func createToken(path string) error {
-	b := make([]byte, tokenBytes)
-	_, _ = rand.Read(b) // crypto/rand never fails (Go 1.24)
 	f, err := os.CreateTemp(filepath.Dir(path), ".token-*")
 	if err != nil {
 		return fmt.Errorf("status token: %w", err)
 	}
 	tmp := f.Name()
 	defer os.Remove(tmp)
-	_, werr := f.WriteString(base64.RawURLEncoding.EncodeToString(b) + "\n")
+	_, werr := f.WriteString(randid.Base64URL(tokenBytes) + "\n")
 	cerr := f.Close()
 	if err := errors.Join(werr, cerr, os.Chmod(tmp, tokenFileMode)); err != nil {
 		return fmt.Errorf("status token: %w", err)
