@@ -3,6 +3,7 @@ package authn
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -64,5 +65,25 @@ func TestDiscoveredJWKSURIChecked(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDiscoveryNeedsObjects: an issuer's metadata and key set are JSON
+// objects (RFC 8414 §3.2, RFC 7517 §5). A body of "null" is a broken
+// document, said so with the URL, not read as an empty object (which made
+// it "metadata naming another issuer" or "a key set without keys").
+func TestDiscoveryNeedsObjects(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte("null"))
+	}))
+	defer srv.Close()
+	want := "GET " + srv.URL + "/.well-known/oauth-authorization-server: not a JSON document of the expected shape"
+	if _, err := discoverJWKS(context.Background(), srv.Client(), srv.URL); err == nil || errors.Is(err, errNoJWKS) || err.Error() != want {
+		t.Errorf("metadata null: %v, want %s", err, want)
+	}
+	want = "GET " + srv.URL + "/jwks: not a JSON document of the expected shape"
+	if _, err := fetchKeySet(context.Background(), srv.Client(), srv.URL+"/jwks"); err == nil || err.Error() != want {
+		t.Errorf("key set null: %v, want %s", err, want)
 	}
 }

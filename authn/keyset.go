@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
+	"github.com/mcp-proxy/mcp-proxy/internal/httpjson"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 )
 
@@ -270,33 +270,13 @@ func fetchKeySet(ctx context.Context, client *http.Client, location string) ([]j
 	return out, nil
 }
 
-// getJSON GETs url and decodes its JSON body (at most maxDocumentBytes)
+// getJSON GETs url and decodes its JSON object (at most maxDocumentBytes)
 // into dst. status is the HTTP status, 0 when no response came. The error
 // names the URL and status, never the body.
 func getJSON(ctx context.Context, client *http.Client, url string, dst any) (status int, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	status, err = httpjson.Get(ctx, client, url, httpjson.Limits{Body: maxDocumentBytes, Drain: maxDocumentBytes}, dst)
 	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", url, err)
+		return status, fmt.Errorf("GET %s: %w", url, err)
 	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, fmt.Errorf("GET %s: %w", url, err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxDocumentBytes))
-		return resp.StatusCode, fmt.Errorf("GET %s: status %d", url, resp.StatusCode)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxDocumentBytes+1))
-	if err != nil {
-		return resp.StatusCode, fmt.Errorf("GET %s: %w", url, err)
-	}
-	if len(body) > maxDocumentBytes {
-		return resp.StatusCode, fmt.Errorf("GET %s: larger than %d bytes", url, maxDocumentBytes)
-	}
-	if err := json.Unmarshal(body, dst); err != nil {
-		return resp.StatusCode, fmt.Errorf("GET %s: not a JSON document of the expected shape", url)
-	}
-	return resp.StatusCode, nil
+	return status, nil
 }

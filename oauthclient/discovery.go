@@ -2,10 +2,8 @@ package oauthclient
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -13,11 +11,17 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/httpguard"
+	"github.com/mcp-proxy/mcp-proxy/internal/httpjson"
 )
 
 // maxMetadataBytes bounds a metadata document or token response read from
 // the network (RFC 8414 documents are a few KiB).
 const maxMetadataBytes = 1 << 20
+
+// drainBytes is how much of a refused or unwanted response's body is read
+// and dropped before it is closed, so the connection can be reused; a
+// longer body costs a new connection rather than the time to read it.
+const drainBytes = 4 << 10
 
 // Metadata is what discovery learned about a server's authorization.
 type Metadata struct {
@@ -60,35 +64,30 @@ type Metadata struct {
 // next candidate); an unreachable host, a 5xx, or a 200 that is not one
 // JSON object is an error naming the URL (without its query).
 func fetchJSON(ctx context.Context, hc *http.Client, what, rawURL string, out any) (found bool, err error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
-	if err != nil {
-		return false, fmt.Errorf("%s URL %s: %w", what, redactURL(rawURL), err)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return false, fmt.Errorf("%s: GET %s: %w", what, redactURL(rawURL), unwrapURLError(err))
-	}
-	defer resp.Body.Close()
+	status, err := httpjson.Get(ctx, hc, rawURL, httpjson.Limits{Body: maxMetadataBytes, Drain: drainBytes}, out)
+	var e *httpjson.Error
 	switch {
-	case resp.StatusCode == http.StatusOK:
-	case resp.StatusCode >= 400 && resp.StatusCode < 500:
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	case err == nil:
+		return true, nil
+	case status >= 400 && status < 500:
 		return false, nil
-	default:
-		return false, fmt.Errorf("%s: GET %s answered HTTP %d", what, redactURL(rawURL), resp.StatusCode)
+	case !errors.As(err, &e):
+		return false, err
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxMetadataBytes+1))
-	if err != nil {
-		return false, fmt.Errorf("%s: GET %s: reading the body: %w", what, redactURL(rawURL), err)
+	u := redactURL(rawURL)
+	switch e.Kind {
+	case httpjson.Request:
+		return false, fmt.Errorf("%s URL %s: %w", what, u, e.Err)
+	case httpjson.Send:
+		return false, fmt.Errorf("%s: GET %s: %w", what, u, unwrapURLError(e.Err))
+	case httpjson.Status:
+		return false, fmt.Errorf("%s: GET %s answered HTTP %d", what, u, status)
+	case httpjson.Read:
+		return false, fmt.Errorf("%s: GET %s: reading the body: %w", what, u, e.Err)
+	case httpjson.TooLarge:
+		return false, fmt.Errorf("%s at %s is larger than %d bytes", what, u, e.Limit)
 	}
-	if len(body) > maxMetadataBytes {
-		return false, fmt.Errorf("%s at %s is larger than %d bytes", what, redactURL(rawURL), maxMetadataBytes)
-	}
-	if t := strings.TrimSpace(string(body)); !strings.HasPrefix(t, "{") || json.Unmarshal(body, out) != nil {
-		return false, fmt.Errorf("%s at %s is not a JSON object", what, redactURL(rawURL))
-	}
-	return true, nil
+	return false, fmt.Errorf("%s at %s is not a JSON object", what, u)
 }
 
 // unwrapURLError drops the *url.Error wrapper, whose text repeats the URL

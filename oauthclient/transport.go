@@ -117,7 +117,7 @@ func (t *Transport) fail(err error) error {
 // drain reads a little of a refused response's body so the connection can
 // be reused, and closes it.
 func drain(resp *http.Response) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 4<<10))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, drainBytes))
 	resp.Body.Close()
 }
 
