@@ -63,6 +63,22 @@ var (
 // refetches at most once per refetchInterval, and a set older than
 // keysMaxAge is refreshed by the next token. A fetch that fails keeps the
 // cached keys working; unknown keys then fail closed.
+//
+// Why not a library (checked against go-oidc v3.21.0 and keyfunc v3.9.2
+// with jwkset v0.11.4): go-oidc's RemoteKeySet refetches on every token
+// its cached keys do not verify, unknown kid or bad signature alike, with
+// no rate limit (concurrent fetches are only merged into one), so made-up
+// key ids cost the issuer one request each; it never refreshes a set by
+// age, reads the body unbounded and puts the body in its error texts.
+// keyfunc (jwkset) rate-limits an unknown kid with a rate.Limiter whose
+// Wait holds the request until the next token (up to a minute) instead of
+// refusing it at once, refreshes on a background ticker, decodes the body
+// unbounded, and is built for golang-jwt rather than go-jose. Neither
+// finds jwks_uri in the issuer's metadata with the issuer and https checks
+// (checkJWKSURI), retries sooner while no key was ever fetched, or tells
+// "no key set published" (introspection may serve) from "unreachable"
+// (503): docs/security.md, "OAuth on the HTTP listener" and "The
+// issuer's signing keys", documents all of these.
 type keySet struct {
 	client  *http.Client
 	issuer  string
