@@ -21,9 +21,11 @@ import (
 func TestStateWordsAgree(t *testing.T) {
 	dir := t.TempDir()
 	first, second := filepath.Join(dir, "first"), filepath.Join(dir, "second")
-	// The first attempt fails at once; the second never answers.
+	// The first attempt fails at once; the second never answers. The
+	// protocol is pinned: with auto, a child that exits on server/discover
+	// is started again at once for initialize, within the same attempt.
 	script := fmt.Sprintf(`if [ -e %[1]q ]; then touch %[2]q; exec sleep 60; fi; touch %[1]q; echo "npm error code E404" >&2; exit 1`, first, second)
-	cfg, err := config.Parse([]byte(fmt.Sprintf("blobs: {mode: passthrough}\nservers:\n  bad: {command: sh, args: [\"-c\", %q], connect_timeout: 60s}\n", script)), stateEnv(t))
+	cfg, err := config.Parse([]byte(fmt.Sprintf("blobs: {mode: passthrough}\nservers:\n  bad: {command: sh, args: [\"-c\", %q], connect_timeout: 60s, protocol: 2025-11-25}\n", script)), stateEnv(t))
 	if err != nil {
 		t.Fatal(err)
 	}
