@@ -33,6 +33,7 @@ func (w *hangingWire) notify(_ context.Context, method string, params json.RawMe
 }
 
 func (w *hangingWire) sessionID() string     { return "" }
+func (w *hangingWire) sendsHeaders() bool    { return false }
 func (w *hangingWire) setProtocol(string)    {}
 func (w *hangingWire) ctxWrites() bool       { return true }
 func (w *hangingWire) endsWithSession() bool { return false }

@@ -93,6 +93,7 @@ func (w *httpWire) sessionID() string {
 }
 
 // setProtocol sets the protocol version sent from now on.
+func (w *httpWire) sendsHeaders() bool { return true }
 func (w *httpWire) setProtocol(v string) {
 	w.mu.Lock()
 	w.version = v

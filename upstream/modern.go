@@ -38,34 +38,36 @@ func ClientCapabilities(ctx context.Context) (json.RawMessage, bool) {
 	return caps, ok
 }
 
-// relayedClientCaps are the client capabilities the proxy honours for a
-// client that declares them: it relays those requests to that client.
-var relayedClientCaps = []string{"sampling", "elicitation"}
-
 // clientCapabilities is the clientCapabilities member of a request's _meta
 // in the 2026-07-28 era.
 func (s *session) clientCapabilities(ctx context.Context) json.RawMessage {
-	own := mcp.ClientCapabilities{}
-	if s.c.opts.OnRequest != nil {
-		own = relayCapabilities()
-	}
 	declared, ok := ClientCapabilities(ctx)
-	if !ok {
-		b, _ := json.Marshal(own)
-		return b
+	switch {
+	case s.c.opts.OnRequest == nil:
+		return json.RawMessage(`{}`)
+	case !ok:
+		return relayCapabilitiesJSON
 	}
-	out := map[string]json.RawMessage{}
-	if s.c.opts.OnRequest != nil {
-		for _, k := range relayedClientCaps {
-			if v, ok, _ := rawjson.Get(declared, k); ok && len(v) > 0 && v[0] == '{' {
-				out[k] = v
-			}
-		}
-		out["roots"] = json.RawMessage(`{}`)
+	// The members in the order encoding/json writes a map's: elicitation,
+	// roots, sampling.
+	out := append(make([]byte, 0, 64), '{')
+	if v, ok, _ := rawjson.Get(declared, "elicitation"); ok && len(v) > 0 && v[0] == '{' {
+		out = append(append(out, `"elicitation":`...), v...)
+		out = append(out, ',')
 	}
-	b, _ := json.Marshal(out)
-	return b
+	out = append(out, `"roots":{}`...)
+	if v, ok, _ := rawjson.Get(declared, "sampling"); ok && len(v) > 0 && v[0] == '{' {
+		out = append(append(out, `,"sampling":`...), v...)
+	}
+	return append(out, '}')
 }
+
+// relayCapabilitiesJSON is relayCapabilities encoded once: what a request
+// declares for a client whose own capabilities it does not carry.
+var relayCapabilitiesJSON = func() json.RawMessage {
+	b, _ := json.Marshal(relayCapabilities())
+	return b
+}()
 
 // modernize adds the per-request _meta (protocol version, client info and
 // capabilities) and the headers that a 2026-07-28 request needs: Mcp-Method,
@@ -73,36 +75,42 @@ func (s *session) clientCapabilities(ctx context.Context) json.RawMessage {
 // version is the request's protocol version (s.protocol, or the one a
 // -32022 answer offered). Values in params are kept byte for byte.
 func (s *session) modernize(ctx context.Context, method, version string, params json.RawMessage) (json.RawMessage, http.Header, error) {
-	fields := map[string]json.RawMessage{}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &fields); err != nil || fields == nil {
-			return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
-		}
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok {
-		if err := json.Unmarshal(raw, &meta); err != nil || meta == nil {
+	if len(params) == 0 || params[0] != '{' {
+		return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+	}
+	// The members are spliced into the params as they came (rawjson), not
+	// decoded and encoded again: this runs on every request of a
+	// 2026-07-28 server, tools/call included.
+	kvs := []rawjson.KV{
+		{Key: mcp.MetaKeyProtocolVersion, Value: rawjson.String(version)},
+		{Key: mcp.MetaKeyClientInfo, Value: clientInfoJSON},
+		{Key: mcp.MetaKeyClientCapabilities, Value: s.clientCapabilities(ctx)},
+	}
+	if level := s.c.logLevel(); level != "" {
+		kvs = append(kvs, rawjson.KV{Key: mcp.MetaKeyLogLevel, Value: rawjson.String(level)}) // this protocol's logging/setLevel (SetLogLevel)
+	}
+	meta := json.RawMessage(`{}`)
+	if raw, ok, err := rawjson.Get(params, "_meta"); err != nil {
+		return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+	} else if ok {
+		if len(raw) == 0 || raw[0] != '{' {
 			return nil, nil, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
 		}
+		meta = raw
 	}
-	put := func(k string, v any) {
-		b, _ := json.Marshal(v)
-		meta[k] = b
-	}
-	put(mcp.MetaKeyProtocolVersion, version)
-	put(mcp.MetaKeyClientInfo, mcp.Implementation{Name: clientName, Version: Version})
-	meta[mcp.MetaKeyClientCapabilities] = s.clientCapabilities(ctx)
-	if level := s.c.logLevel(); level != "" {
-		put(mcp.MetaKeyLogLevel, level) // this protocol's logging/setLevel (SetLogLevel)
-	}
-	m, err := json.Marshal(meta)
+	m, err := rawjson.SetMany(meta, kvs...)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: _meta must be a JSON object", ErrBadRequest)
 	}
-	fields["_meta"] = m
-	encoded, err := json.Marshal(fields)
+	encoded, err := rawjson.Set(params, "_meta", m)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, fmt.Errorf("%w: params must be a JSON object", ErrBadRequest)
+	}
+	if !s.tr.sendsHeaders() {
+		return encoded, nil, nil
 	}
 	header := http.Header{}
 	header.Set(mcp.HeaderProtocolVersion, version)
@@ -118,6 +126,13 @@ func (s *session) modernize(ctx context.Context, method, version string, params 
 	}
 	return encoded, header, nil
 }
+
+// clientInfoJSON is the clientInfo member of every 2026-07-28 request's
+// _meta: the proxy's name and version, encoded once.
+var clientInfoJSON = func() json.RawMessage {
+	b, _ := json.Marshal(mcp.Implementation{Name: clientName, Version: Version})
+	return b
+}()
 
 // headerTool is the x-mcp-header declaring tool a tools/call's params
 // name, nil when the tool declares none (or is unknown).

@@ -294,6 +294,7 @@ func (w *sseWire) post(reply []byte) {
 }
 
 // setProtocol sets the protocol version header of the POSTs from now on.
+func (w *sseWire) sendsHeaders() bool { return true }
 func (w *sseWire) setProtocol(v string) {
 	w.mu.Lock()
 	w.version = v

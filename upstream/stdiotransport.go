@@ -347,6 +347,7 @@ func (t *stdioTransport) Close() error {
 // sessionID is "": stdio has no session id.
 func (t *stdioTransport) sessionID() string { return "" }
 
+func (t *stdioTransport) sendsHeaders() bool { return false }
 func (t *stdioTransport) setProtocol(string) {}
 
 // endsWithSession: a request in flight fails once t.ended is closed.

@@ -41,6 +41,10 @@ type wire interface {
 	// flight by itself when the session dies (stdio: stdioTransport.ended);
 	// otherwise the session binds their contexts to its own.
 	endsWithSession() bool
+	// sendsHeaders reports whether call sends its header argument (the
+	// HTTP wires; stdio has no headers): the 2026-07-28 era's per-request
+	// headers are worked out only for a wire that sends them.
+	sendsHeaders() bool
 	// setProtocol sets the protocol version the HTTP wires send in their
 	// MCP-Protocol-Version header from now on ("" for none); stdio has no
 	// headers and ignores it.
