@@ -53,11 +53,12 @@ type proxyConfig struct {
 
 // serverConfig is one upstream: a stdio command or an HTTP url.
 type serverConfig struct {
-	Command string            `yaml:"command,omitempty"`
-	Args    []string          `yaml:"args,omitempty"`
-	Env     map[string]string `yaml:"env,omitempty"`
-	URL     string            `yaml:"url,omitempty"`
-	Tools   toolsConfig       `yaml:"tools"`
+	Command  string            `yaml:"command,omitempty"`
+	Args     []string          `yaml:"args,omitempty"`
+	Env      map[string]string `yaml:"env,omitempty"`
+	URL      string            `yaml:"url,omitempty"`
+	Protocol string            `yaml:"protocol,omitempty"`
+	Tools    toolsConfig       `yaml:"tools"`
 }
 
 // toolsConfig turns off the fixtures' resources and prompts, so that the
@@ -74,6 +75,10 @@ type toolsConfig struct {
 // Tool pins go to the run's temporary directory, not the user's state
 // directory (the first proxy of a run pins, later ones find the pins).
 func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
+	for name, sc := range servers {
+		sc.Protocol = e.o.upstreamProtocol
+		servers[name] = sc
+	}
 	cfg := proxyConfig{
 		Log:      map[string]string{"level": "warn"},
 		Blobs:    map[string]string{"mode": "passthrough"},

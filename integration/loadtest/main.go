@@ -50,6 +50,10 @@ type options struct {
 	rounds    int
 	jsonPath  string
 	timeout   time.Duration
+	// upstreamProtocol is the protocol setting of the proxy's upstreams:
+	// by default the version the direct and floor sides speak, so that
+	// every side asks the same of the upstream.
+	upstreamProtocol string
 }
 
 // defaultTimeout bounds one scenario, set-up and teardown included; the
@@ -123,6 +127,7 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds of direct/proxy alternation (and cold starts per side)")
 	fs.StringVar(&o.jsonPath, "json", "", "also write the results as JSON to this file")
 	fs.DurationVar(&o.timeout, "timeout", defaultTimeout, "time limit of one scenario")
+	fs.StringVar(&o.upstreamProtocol, "upstream-protocol", protocolVersion, "the proxy's protocol setting for its upstreams (auto: let it discover the era, as by default; the direct and floor sides speak "+protocolVersion+")")
 	if err := fs.Parse(args); err != nil {
 		return o, fmt.Errorf("%w: %w", errUsage, err)
 	}
