@@ -5,22 +5,41 @@ import "encoding/json"
 // upstreamCaps is the capabilities object of c as an upstream of the
 // 2026-07-28 era is told them on a request sent for this client
 // (upstream.WithClientCapabilities): only the requests the proxy relays to
-// a client, and only those this client can answer.
+// a client, and only those this client can answer. It runs on every
+// tools/call, so the eight possible objects are encoded once.
 func (c clientCaps) upstreamCaps() json.RawMessage {
-	out := map[string]any{}
+	i := 0
 	if c.sampling {
-		out["sampling"] = struct{}{}
+		i |= 1
 	}
-	if c.elicitation || c.elicitationURL {
-		modes := map[string]any{}
-		if c.elicitation {
-			modes["form"] = struct{}{}
-		}
-		if c.elicitationURL {
-			modes["url"] = struct{}{}
-		}
-		out["elicitation"] = modes
+	if c.elicitation {
+		i |= 2
 	}
-	b, _ := json.Marshal(out)
-	return b
+	if c.elicitationURL {
+		i |= 4
+	}
+	return upstreamCapsTable[i]
 }
+
+// upstreamCapsTable holds upstreamCaps for each combination of sampling
+// (bit 0), form elicitation (bit 1) and URL elicitation (bit 2).
+var upstreamCapsTable = func() (t [8]json.RawMessage) {
+	for i := range t {
+		out := map[string]any{}
+		if i&1 != 0 {
+			out["sampling"] = struct{}{}
+		}
+		if i&6 != 0 {
+			modes := map[string]any{}
+			if i&2 != 0 {
+				modes["form"] = struct{}{}
+			}
+			if i&4 != 0 {
+				modes["url"] = struct{}{}
+			}
+			out["elicitation"] = modes
+		}
+		t[i], _ = json.Marshal(out)
+	}
+	return t
+}()

@@ -44,3 +44,22 @@ func TestUpstreamCallCarriesClientCaps(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamCaps: the capabilities an upstream of the 2026-07-28 era is
+// told for a client name only what that client can answer.
+func TestUpstreamCaps(t *testing.T) {
+	for _, tc := range []struct {
+		caps clientCaps
+		want string
+	}{
+		{clientCaps{}, `{}`},
+		{clientCaps{sampling: true}, `{"sampling":{}}`},
+		{clientCaps{elicitation: true}, `{"elicitation":{"form":{}}}`},
+		{clientCaps{elicitationURL: true}, `{"elicitation":{"url":{}}}`},
+		{clientCaps{sampling: true, elicitation: true, elicitationURL: true}, `{"elicitation":{"form":{},"url":{}},"sampling":{}}`},
+	} {
+		if got := string(tc.caps.upstreamCaps()); got != tc.want {
+			t.Errorf("%+v: got %s, want %s", tc.caps, got, tc.want)
+		}
+	}
+}
