@@ -218,9 +218,9 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 	mode, _ := stringMember(params, "mode")
 	switch {
 	case mode == "url" && !caps.elicitationURL:
-		return refuse(codeMethodNotFound, "the client of this call does not support URL-mode elicitation")
+		return &missingCapability{name: "URL-mode elicitation", need: json.RawMessage(`{"elicitation":{"url":{}}}`)}
 	case mode != "url" && !caps.elicitation:
-		return refuse(codeMethodNotFound, "the client of this call does not support elicitation")
+		return &missingCapability{name: "elicitation", need: json.RawMessage(`{"elicitation":{}}`)}
 	}
 	return nil
 }
@@ -286,26 +286,51 @@ func (rl *relay) rootsChanged(s *session) {
 	}
 }
 
-// relaySampling applies the server's sampling governance (docs/protocol.md#requests-from-servers), then
-// asks the client through send: maxTokens is capped, includeContext
-// becomes "none" (the client sees the proxy as one server: another
-// upstream's context must not leak to this one), requested models must be
-// allowed, and the requests of a minute are bounded.
+// relaySampling applies the server's sampling governance (governSampling),
+// then asks the client through send, within the server's sampling timeout.
 func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
 	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	out, timeout, err := rl.governSampling(srv, caps, params)
+	if err != nil {
+		return nil, err
+	}
+	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := send(tctx, out)
+	switch {
+	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
+		outcome("timeout")
+		return nil, refuse(codeRefused, "sampling request timed out after %s", timeout)
+	case err != nil:
+		outcome("error")
+	default:
+		outcome("ok")
+	}
+	return res, err
+}
+
+// governSampling applies the server's sampling governance
+// (docs/protocol.md#requests-from-servers) to a sampling request and
+// returns the params to put to the client and the server's sampling
+// timeout: maxTokens is capped, includeContext becomes "none" (the client
+// sees the proxy as one server: another upstream's context must not leak to
+// this one), requested models must be allowed, and the requests of a minute
+// are bounded. A refusal is counted in the sampling metric.
+func (rl *relay) governSampling(srv string, caps clientCaps, params json.RawMessage) (json.RawMessage, time.Duration, error) {
 	cfg := rl.gen().cfg.Servers[srv]
 	if cfg == nil {
-		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
+		return nil, 0, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
 	}
 	sc := cfg.Sampling
 	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
 	if !sc.IsEnabled() {
 		outcome("refused_disabled")
-		return nil, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
+		return nil, 0, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
 	}
 	if !caps.sampling {
 		outcome("unsupported")
-		return nil, refuse(codeMethodNotFound, "the client of this call does not support sampling")
+		return nil, 0, &missingCapability{name: "sampling", need: json.RawMessage(`{"sampling":{}}`)}
 	}
 	var in struct {
 		MaxTokens        *float64 `json:"maxTokens"`
@@ -318,7 +343,7 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 	}
 	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &in) != nil {
 		outcome("invalid")
-		return nil, refuse(codeInvalidParams, "invalid sampling/createMessage params")
+		return nil, 0, refuse(codeInvalidParams, "invalid sampling/createMessage params")
 	}
 	if mp := in.ModelPreferences; len(sc.AllowedModels) > 0 && mp != nil && len(mp.Hints) > 0 {
 		allowed := false
@@ -329,12 +354,12 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 		}
 		if !allowed {
 			outcome("refused_model")
-			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
+			return nil, 0, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
 		}
 	}
 	if !rl.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
-		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
+		return nil, 0, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
 	out := params
 	if in.MaxTokens == nil || *in.MaxTokens <= 0 || *in.MaxTokens > float64(sc.MaxTokensCap) {
@@ -343,19 +368,7 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 	if in.IncludeContext != nil && *in.IncludeContext != "none" {
 		out, _ = rawjson.Set(out, "includeContext", []byte(`"none"`))
 	}
-	tctx, cancel := context.WithTimeout(ctx, sc.Timeout.D())
-	defer cancel()
-	res, err := send(tctx, out)
-	switch {
-	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
-		outcome("timeout")
-		return nil, refuse(codeRefused, "sampling request timed out after %s", sc.Timeout.D())
-	case err != nil:
-		outcome("error")
-	default:
-		outcome("ok")
-	}
-	return res, err
+	return out, sc.Timeout.D(), nil
 }
 
 // rateWindow is a per-server sliding one-minute window of sampling requests.

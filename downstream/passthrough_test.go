@@ -1,0 +1,65 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/seal"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// askingUpstream is a fake 2026-07-28 upstream whose tool asks the client
+// one question (key q) with state "up-1", and answers with what it got
+// once the retry carries both.
+func askingUpstream() *fakeUpstream {
+	fx := connected(echoTool)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		state, _, _ := rawjson.Get(params, "requestState")
+		ans, _, _ := rawjson.Get(params, "inputResponses")
+		if string(state) == `"up-1"` && len(ans) > 0 {
+			text, _ := json.Marshal("got " + string(ans))
+			return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
+		}
+		return json.RawMessage(`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create",` +
+			`"params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}},"requestState":"up-1"}`), nil
+	}
+	return fx
+}
+
+// Any proxy holding the same sealing key takes a retry another one
+// issued the state for; one with another key, or a retry with other
+// arguments, is refused.
+func TestPassedStateOpensWithTheSameKey(t *testing.T) {
+	secret := []byte("a shared secret of thirty-two by")
+	proxy := func(s *seal.Sealer) string {
+		p := New(Options{Config: parseConfig(t, oneServerYAML), Upstreams: map[string]Upstream{"fx": askingUpstream()},
+			Logger: zerolog.Nop(), Version: "test", StateSealer: s})
+		p.Refresh()
+		return startHTTP(t, p).URL + "/mcp"
+	}
+	s1, _ := seal.FromSecret(secret)
+	s2, _ := seal.FromSecret(secret)
+	first, second, other := proxy(s1), proxy(s2), proxy(nil)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	r1 := readModern(t, statelessCall(t, first, `{"name":"fx__echo","arguments":{"a":1},`+meta+`}`)[0])
+	if _, ok := r1.Result.InputRequests["q"]; !ok || !isSealedState(r1.Result.RequestState) || strings.Contains(r1.Result.RequestState, "up-1") {
+		t.Fatalf("first round = %+v; want the upstream's key q and a sealed state", r1)
+	}
+	retry := func(url, args string) string {
+		return statelessCall(t, url, `{"name":"fx__echo","arguments":`+args+`,"inputResponses":{"q":{"action":"accept","content":{}}},`+
+			`"requestState":"`+r1.Result.RequestState+`",`+meta+`}`)[0]
+	}
+	if got := retry(second, `{"a":1}`); !strings.Contains(got, `got {\"q\":{\"action\":\"accept\"`) {
+		t.Errorf("retry at another proxy with the same key = %s; want the upstream's result", got)
+	}
+	if got := retry(other, `{"a":1}`); !strings.Contains(got, `"code":-32602`) || !strings.Contains(got, "invalid requestState") {
+		t.Errorf("retry at a proxy with another key = %s; want -32602 invalid requestState", got)
+	}
+	if got := retry(first, `{"a":2}`); !strings.Contains(got, "invalid requestState: the arguments differ") {
+		t.Errorf("retry with other arguments = %s; want it refused", got)
+	}
+}
