@@ -183,3 +183,66 @@ func TestModernClientModernServerCapabilities(t *testing.T) {
 		}
 	}
 }
+
+// sessionClient initializes a 2025-11-25 stdio session declaring caps.
+func sessionClient(t *testing.T, p *Proxy, caps string) *stdioClient {
+	t.Helper()
+	c := startStdio(t, p)
+	c.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":` + caps +
+		`,"clientInfo":{"name":"test","version":"1"}}}`)
+	c.recv(`0`)
+	c.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return c
+}
+
+// callAnswering sends a tools/call with id 1 and answers the proxy's
+// requests on the way with answer (by method) until the call's response,
+// which it returns with the methods asked, in order.
+func (c *stdioClient) callAnswering(params string, answer map[string]string) (string, []string) {
+	c.t.Helper()
+	c.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":` + params + `}`)
+	var asked []string
+	for {
+		line := c.next()
+		var m struct {
+			ID     json.RawMessage
+			Method string
+		}
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			c.t.Fatalf("line %s: %v", line, err)
+		}
+		switch {
+		case m.Method != "" && m.ID != nil:
+			asked = append(asked, m.Method)
+			res, ok := answer[m.Method]
+			if !ok {
+				c.t.Fatalf("unexpected request %s", line)
+			}
+			c.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":` + res + `}`)
+		case m.Method == "" && string(m.ID) == "1":
+			return line, asked
+		}
+	}
+}
+
+// A 2025-11-25 session client of a 2026-07-28 upstream: each of the
+// upstream's input requests becomes the matching request to the client,
+// round after round, and the client gets the upstream's result.
+func TestSessionClientModernServer(t *testing.T) {
+	p := everythingProxy(t, "2026-07-28")
+	c := sessionClient(t, p, `{"elicitation":{},"sampling":{},"roots":{}}`)
+	got, asked := c.callAnswering(`{"name":"ev__test_input_required_result_multi_round","arguments":{}}`, map[string]string{
+		"elicitation/create": `{"action":"accept","content":{"name":"Ada","color":"blue"}}`,
+	})
+	if !strings.Contains(got, `"text":"Multi-round complete: Ada likes blue"`) || len(asked) != 2 {
+		t.Errorf("multi-round call = %s after asking %v; want two elicitations, then the result", got, asked)
+	}
+	got, asked = c.callAnswering(`{"name":"ev__test_input_required_result_multiple_inputs","arguments":{}}`, map[string]string{
+		"elicitation/create":     `{"action":"accept","content":{"name":"Ada"}}`,
+		"sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"Hello"},"model":"m"}`,
+		"roots/list":             `{"roots":[{"uri":"file:///a"},{"uri":"file:///b"}]}`,
+	})
+	if !strings.Contains(got, `"text":"Hello Ada — 2 root(s) visible"`) || len(asked) != 3 {
+		t.Errorf("multiple-input call = %s after asking %v; want elicitation, sampling and roots, then the result", got, asked)
+	}
+}
