@@ -44,10 +44,12 @@ type relay struct {
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
 }
 
-// begin registers r as in flight to server until end is called: a
-// server's request without a context of its call finds r's client
-// (callRegistry.only).
-func (rl *relay) begin(server string, r *request) (end func()) { return rl.calls.begin(server, r) }
+// begin registers r as in flight to server until end is called or ctx (the
+// call's) ends: a server's request without a context of its call finds
+// r's client (callRegistry.only).
+func (rl *relay) begin(ctx context.Context, server string, r *request) (end func()) {
+	return rl.calls.begin(ctx, server, r)
+}
 
 // openProgress rewrites meta's progress token for the upstream and routes
 // the server's progress to r's stream (progress.go).
@@ -65,28 +67,39 @@ func newRelay(e *env, sessions *sessionTable, watchers resourceWatchers) *relay 
 }
 
 // callRegistry holds, per server, the client requests in flight to it.
+// A request whose call has ended on the proxy's side (cancelled, timed out,
+// or abandoned by a stateless client whose state expired) no longer counts,
+// even while its upstream request winds down: nothing the server asks for
+// it can reach a client any more, and it must not make another client's
+// call ambiguous.
 type callRegistry struct {
 	mu sync.Mutex
-	m  map[string]map[*request]int
+	m  map[string]map[*flight]bool
 }
 
-// begin registers r as in flight to server until end is called.
-func (c *callRegistry) begin(server string, r *request) (end func()) {
+// flight is one registration of a request in flight to a server.
+type flight struct {
+	r   *request
+	ctx context.Context // the call's: once it ends, the flight no longer counts
+}
+
+// begin registers r as in flight to server until end is called or ctx
+// ends.
+func (c *callRegistry) begin(ctx context.Context, server string, r *request) (end func()) {
+	f := &flight{r: r, ctx: ctx}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[string]map[*request]int{}
+		c.m = map[string]map[*flight]bool{}
 	}
 	if c.m[server] == nil {
-		c.m[server] = map[*request]int{}
+		c.m[server] = map[*flight]bool{}
 	}
-	c.m[server][r]++
+	c.m[server][f] = true
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.m[server][r]--; c.m[server][r] <= 0 {
-			delete(c.m[server], r)
-		}
+		delete(c.m[server], f)
 	}
 }
 
@@ -97,9 +110,12 @@ func (c *callRegistry) only(server string) (*request, int) {
 	defer c.mu.Unlock()
 	var one *request
 	sessions := map[*session]bool{}
-	for r := range c.m[server] {
-		sessions[r.sess] = true
-		one = r
+	for f := range c.m[server] {
+		if f.ctx.Err() != nil {
+			continue
+		}
+		sessions[f.r.sess] = true
+		one = f.r
 	}
 	if len(sessions) != 1 {
 		return nil, len(sessions)
@@ -112,8 +128,12 @@ func (c *callRegistry) inFlight(server string) []*request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*request, 0, len(c.m[server]))
-	for r := range c.m[server] {
-		out = append(out, r)
+	seen := map[*request]bool{}
+	for f := range c.m[server] {
+		if f.ctx.Err() == nil && !seen[f.r] {
+			seen[f.r] = true
+			out = append(out, f.r)
+		}
 	}
 	return out
 }

@@ -169,7 +169,7 @@ func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ 
 	}
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
-	defer rp.relay.begin(srv, r)()
+	defer rp.relay.begin(ctx, srv, r)()
 	res, werr := rp.forward(ctx, r, srv, up, "resources/read", out)
 	if werr != nil {
 		return nil, werr
@@ -316,7 +316,7 @@ func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ jso
 	}
 	up := rp.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer rp.relay.begin(e.Server, r)() // see readResource
+	defer rp.relay.begin(ctx, e.Server, r)() // see readResource
 	return rp.forward(ctx, r, e.Server, up, "prompts/get", out)
 }
 
@@ -429,8 +429,12 @@ func (rp *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h 
 	}
 	what, _ := stringMember(r.params, target)
 	key := r.method + " " + what
-	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
-		res, input, werr := rp.relay.resumeParked(ctx, r, key, state)
+	if state, _ := stringMember(r.params, "requestState"); isSealedState(state) {
+		st, werr := rp.openState(r, key, state)
+		if werr != nil {
+			return nil, werr
+		}
+		res, input, werr := rp.relay.resumeParked(ctx, r, st)
 		return input.resultOr(res), werr
 	}
 	// The handler registers the request as in flight to its server, so a

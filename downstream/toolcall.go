@@ -75,11 +75,11 @@ type toolViews interface {
 // finds its client), its progress carried, and, for a stateless HTTP
 // client, its rounds parked (roundtrip.go).
 type callRelay interface {
-	begin(server string, r *request) (end func())
+	begin(ctx context.Context, server string, r *request) (end func())
 	openProgress(r *request, server string, meta json.RawMessage) (json.RawMessage, *progressRoute)
 	startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
 		job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError)
-	resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError)
+	resumeParked(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError)
 	// sortInputs sorts out a 2026-07-28 upstream's input requests for a
 	// client with caps (passthrough.go).
 	sortInputs(srv string, caps clientCaps, raw json.RawMessage) (sortedInputs, error)
@@ -155,13 +155,16 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 		return nil, werr
 	}
 	if r.modern && len(req.state) > 0 {
-		state, _ := req.stateString()
-		switch {
-		case isParkToken(state):
-			res, input, werr := tc.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (roundtrip.go)
-			return input.resultOr(res), werr
-		case isSealedState(state):
-			return tc.nextRound(ctx, r, req, state)
+		if state, _ := req.stateString(); isSealedState(state) {
+			st, werr := tc.openState(r, req.name, state)
+			if werr != nil {
+				return nil, werr
+			}
+			if st.Park != "" {
+				res, input, werr := tc.relay.resumeParked(ctx, r, st) // a later round of a parked call (roundtrip.go)
+				return input.resultOr(res), werr
+			}
+			return tc.nextRound(ctx, r, req, st)
 		}
 	}
 	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
@@ -173,11 +176,7 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 // policy still holds), without being counted against the rate limits or
 // asked for approval a second time, and the upstream gets the client's
 // responses with its own state.
-func (tc *toolCalls) nextRound(ctx context.Context, r *request, req callRequest, state string) (json.RawMessage, *wireError) {
-	st, werr := tc.openState(r, req.name, state)
-	if werr != nil {
-		return nil, werr
-	}
+func (tc *toolCalls) nextRound(ctx context.Context, r *request, req callRequest, st roundState) (json.RawMessage, *wireError) {
 	if st.Args != argsDigest(req.args) {
 		return nil, invalidState("the arguments differ from the first round's")
 	}
@@ -373,10 +372,10 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 
 // runCall sends the call's params upstream and waits for the outcome.
 func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
-	end := tc.relay.begin(c.entry.Server, c.r)
-	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	end := tc.relay.begin(cctx, c.entry.Server, c.r)
+	defer end()
 	cctx = upstream.WithClientCapabilities(cctx, c.r.caps.upstreamCaps()) // upcaps.go
 	if c.r.modern {
 		// A 2026-07-28 upstream's input requests go to the client as they
