@@ -135,6 +135,9 @@ func (e *env) forward(ctx context.Context, r *request, srv string, up Upstream, 
 		params = hop
 	}
 	res, err := up.Request(withRequest(cctx, r), method, params)
+	if r != nil && r.missingError() != nil {
+		return nil, r.missingError() // the server asked for what the 2026-07-28 client did not declare
+	}
 	if err == nil {
 		return res, nil
 	}

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -244,5 +245,46 @@ func TestSessionClientModernServer(t *testing.T) {
 	})
 	if !strings.Contains(got, `"text":"Hello Ada — 2 root(s) visible"`) || len(asked) != 3 {
 		t.Errorf("multiple-input call = %s after asking %v; want elicitation, sampling and roots, then the result", got, asked)
+	}
+}
+
+// A capability the client did not declare, across eras: a 2025-11-25
+// client whose call's 2026-07-28 server asks for elicitation gets an
+// isError result naming it; a 2026-07-28 client over stdio whose
+// session-era server asks for it gets -32021 (the server got the
+// refusal); an upstream's own -32021 reaches the client as it is.
+func TestMissingCapabilityAcrossEras(t *testing.T) {
+	p := everythingProxy(t, "2026-07-28")
+	c := sessionClient(t, p, `{"sampling":{}}`)
+	got, asked := c.callAnswering(`{"name":"ev__test_input_required_result_elicitation","arguments":{}}`, nil)
+	if len(asked) != 0 || !strings.Contains(got, `"isError":true`) || !strings.Contains(got, "asked for elicitation, which this client did not declare") {
+		t.Errorf("2025 client without elicitation = %s; want an isError result naming elicitation", got)
+	}
+	modern := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	msgs := statelessCall(t, startHTTP(t, p).URL+"/mcp", `{"name":"ev__test_missing_capability","arguments":{},`+modern+`}`)
+	if got := msgs[len(msgs)-1]; !strings.Contains(got, `"code":-32021`) || !strings.Contains(got, `"requiredCapabilities"`) || !strings.Contains(got, `"sampling"`) {
+		t.Errorf("the upstream's -32021 = %s; want it relayed with its data", got)
+	}
+
+	fx := connected(echoTool)
+	var fp *Proxy
+	upstreamErr := make(chan error, 1)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		_, err := fp.OnUpstreamRequest(ctx, "fx", "elicitation/create", json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`))
+		upstreamErr <- err
+		return json.RawMessage(`{"content":[{"type":"text","text":"went on without it"}]}`), nil
+	}
+	fp = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	sc := startStdio(t, fp)
+	sc.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__echo","arguments":{},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"sampling":{}}}}}`)
+	want := `{"jsonrpc":"2.0","id":1,"error":{"code":-32021,"message":"Missing required client capability: the MCP server asked for elicitation, ` +
+		`which the client did not declare","data":{"requiredCapabilities":{"elicitation":{}}}}}`
+	if got := sc.recv(`1`); got != want {
+		t.Errorf("2026 client without elicitation, session-era server:\n%s\nwant\n%s", got, want)
+	}
+	var rpc *upstream.RPCError
+	if err := <-upstreamErr; !errors.As(err, &rpc) || rpc.Code != codeMethodNotFound || !strings.Contains(rpc.Message, "does not support elicitation") {
+		t.Errorf("the upstream got %v; want the -32601 refusal", err)
 	}
 }

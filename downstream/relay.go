@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -145,11 +146,14 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (_ json.RawMessage, err error) {
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
 		r, n = rl.calls.only(srv)
+	}
+	if r != nil {
+		defer func() { r.noteMissing(err) }()
 	}
 	if r != nil && r.sess.state.Parked() != nil {
 		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})
@@ -178,6 +182,25 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
 	return rl.dispatch(ctx, srv, method, params, sessionAsker{r})
+}
+
+// noteMissing records on r a refusal for a capability its client lacks
+// (the first one), so that r fails as the client's era wants it.
+func (r *request) noteMissing(err error) {
+	var mc *missingCapability
+	if errors.As(err, &mc) {
+		r.missing.CompareAndSwap(nil, mc)
+	}
+}
+
+// missingError is the -32021 error of a 2026-07-28 client's request during
+// which a server asked for a capability the client did not declare; nil
+// otherwise (a session-era client's request ends as the server decides).
+func (r *request) missingError() *wireError {
+	if mc := r.missing.Load(); mc != nil && r.modern {
+		return mc.wire()
+	}
+	return nil
 }
 
 // asker puts a server's request to the client it is for.

@@ -151,7 +151,8 @@ func TestParkedCallRoundTrip(t *testing.T) {
 
 // A client that never comes back: the upstream's request ends with the
 // call after the server's timeout; a client without sampling is refused at
-// once and the upstream sees the refusal.
+// once, the upstream sees the refusal, and the client's call fails with
+// -32021 naming the capability.
 func TestParkedCallLimits(t *testing.T) {
 	fx := connected(echoTool)
 	var p *Proxy
@@ -173,8 +174,8 @@ func TestParkedCallLimits(t *testing.T) {
 	if err := <-upstreamErr; err == nil || !strings.Contains(err.Error(), "does not support sampling") {
 		t.Errorf("upstream got %v; want the refusal", err)
 	}
-	if len(got) != 1 || !strings.Contains(got[0], "does not support sampling") || !strings.Contains(got[0], `"resultType":"complete"`) {
-		t.Errorf("reply = %q; want the upstream's result carrying the refusal", got)
+	if len(got) != 1 || !strings.Contains(got[0], `"error":{"code":-32021,`) || !strings.Contains(got[0], `"data":{"requiredCapabilities":{"sampling":{}}}`) {
+		t.Errorf("reply = %q; want -32021 naming sampling (MCP 2026-07-28: MissingRequiredClientCapabilityError)", got)
 	}
 
 	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`}}`)

@@ -404,6 +404,20 @@ func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, time
 		params = p.next // the proxy answered every request of the round itself
 	}
 	c.elapsed = time.Since(start)
+	var mc *missingCapability
+	switch {
+	case c.r.missingError() != nil:
+		// The server asked the 2026-07-28 client for what it did not
+		// declare; whatever the server made of the refusal, the client
+		// is told which capability its call needs.
+		c.outcome = metrics.OutcomeError
+		return nil, c.r.missingError()
+	case !c.r.modern && errors.As(err, &mc):
+		// A 2026-07-28 server's input request this session-era client
+		// cannot answer: the call's result says which capability.
+		c.outcome = metrics.OutcomeToolError
+		return mc.toolResult(c.entry.Exposed), nil
+	}
 	var werr *wireError
 	c.outcome, werr = tc.classify(c.entry, result, err, ctx, cctx, timeout)
 	if werr != nil {
