@@ -63,3 +63,42 @@ func TestPassedStateOpensWithTheSameKey(t *testing.T) {
 		t.Errorf("retry with other arguments = %s; want it refused", got)
 	}
 }
+
+// A call that needs approval is approved once: its later rounds, whose
+// state proves the first was approved for these arguments, are not asked
+// again.
+func TestPassedRoundsAskApprovalOnce(t *testing.T) {
+	p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": askingUpstream()},
+		Logger: zerolog.Nop(), Version: "test"})
+	p.Refresh()
+	c := startStdio(t, p)
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	approvals := 0
+	call := func(id, extra string) modernResult {
+		t.Helper()
+		c.send(`{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":{"name":"fx__echo","arguments":{"a":1}` + extra + `,` + meta + `}}`)
+		for {
+			line := c.next()
+			var m struct {
+				ID     json.RawMessage
+				Method string
+			}
+			_ = json.Unmarshal([]byte(line), &m)
+			switch {
+			case m.Method == "elicitation/create":
+				approvals++
+				c.send(`{"jsonrpc":"2.0","id":` + string(m.ID) + `,"result":{"action":"accept","content":{"decision":"approve"}}}`)
+			case m.Method == "" && string(m.ID) == id:
+				return readModern(t, line)
+			}
+		}
+	}
+	r1 := call("1", "")
+	if _, ok := r1.Result.InputRequests["q"]; !ok || approvals != 1 {
+		t.Fatalf("first round = %+v after %d approval questions; want the upstream's question after one", r1, approvals)
+	}
+	r2 := call("2", `,"inputResponses":{"q":{"action":"accept","content":{}}},"requestState":"`+r1.Result.RequestState+`"`)
+	if len(r2.Result.Content) != 1 || !strings.HasPrefix(r2.Result.Content[0].Text, "got ") || approvals != 1 {
+		t.Errorf("second round = %+v after %d approval questions; want the result, with no second question", r2, approvals)
+	}
+}

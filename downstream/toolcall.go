@@ -173,9 +173,9 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 // nextRound is a later round of a call whose 2026-07-28 upstream asked the
 // client for input (passthrough.go): the state must be good for this
 // client, tool and arguments; the call goes through the chain again (the
-// policy still holds), without being counted against the rate limits or
-// asked for approval a second time, and the upstream gets the client's
-// responses with its own state.
+// policy and the rate limits still hold; a round that asked for input gave
+// its tokens back), without asking for approval a second time, and the
+// upstream gets the client's responses with its own state.
 func (tc *toolCalls) nextRound(ctx context.Context, r *request, req callRequest, st roundState) (json.RawMessage, *wireError) {
 	if st.Args != argsDigest(req.args) {
 		return nil, invalidState("the arguments differ from the first round's")
