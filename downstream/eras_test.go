@@ -288,3 +288,22 @@ func TestMissingCapabilityAcrossEras(t *testing.T) {
 		t.Errorf("the upstream got %v; want the -32601 refusal", err)
 	}
 }
+
+// A 2026-07-28 client's prompts/get whose 2026-07-28 upstream asks for
+// input: the input request passes under the upstream's key, the retry
+// gets the prompt.
+func TestModernClientModernServerPrompt(t *testing.T) {
+	p := everythingProxy(t, "2026-07-28")
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
+	const name = `"name":"ev__test_input_required_result_prompt"`
+	r1 := readModern(t, statelessPost(t, url, "prompts/get", `{`+name+`,`+meta+`}`))
+	if _, ok := r1.Result.InputRequests["user_context"]; !ok || !isSealedState(r1.Result.RequestState) {
+		t.Fatalf("first round = %+v; want user_context and a sealed state", r1)
+	}
+	got := statelessPost(t, url, "prompts/get", `{`+name+`,"inputResponses":{"user_context":{"action":"accept","content":{"context":"tea"}}},`+
+		`"requestState":"`+r1.Result.RequestState+`",`+meta+`}`)
+	if !strings.Contains(got, `"text":"Context: tea"`) || !strings.Contains(got, `"resultType":"complete"`) {
+		t.Errorf("retry = %s; want the prompt with the answer", got)
+	}
+}

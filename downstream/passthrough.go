@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -211,4 +212,74 @@ func roundParams(params, responses, own, upState json.RawMessage) (json.RawMessa
 		return rawjson.Set(params, "inputResponses", responses)
 	}
 	return rawjson.SetMany(params, rawjson.KV{Key: "inputResponses", Value: responses}, rawjson.KV{Key: "requestState", Value: upState})
+}
+
+type roundKey struct{}
+
+// withRound returns ctx carrying the state of a later round of a
+// resources/read or prompts/get (resources.go to forwardRounds).
+func withRound(ctx context.Context, st *roundState) context.Context {
+	return context.WithValue(ctx, roundKey{}, st)
+}
+
+// roundFrom is the round state ctx carries, nil on a first round.
+func roundFrom(ctx context.Context) *roundState {
+	st, _ := ctx.Value(roundKey{}).(*roundState)
+	return st
+}
+
+// forwardRounds is forward for a resources/read or prompts/get: for a
+// 2026-07-28 client, a 2026-07-28 upstream's input requests are passed on
+// as for a tool call (the request's arguments bound to the state), and a
+// later round sends the client's answers with the upstream's state.
+func (rp *resourcesPrompts) forwardRounds(ctx context.Context, r *request, srv string, up Upstream, method string, params json.RawMessage) (json.RawMessage, *wireError) {
+	if !r.modern {
+		return rp.forward(ctx, r, srv, up, method, params)
+	}
+	args, _, _ := rawjson.Get(r.params, "arguments")
+	round := 1
+	if st := roundFrom(ctx); st != nil {
+		if st.Server != srv || st.Args != argsDigest(args) {
+			return nil, invalidState("it belongs to another request")
+		}
+		responses, _, _ := rawjson.Get(r.params, "inputResponses")
+		p, err := roundParams(params, responses, st.Own, st.Up)
+		if err != nil {
+			return nil, errorf(codeInvalidParams, "invalid params: %s", err.Error())
+		}
+		params, round = p, st.Round+1
+	}
+	ctx = upstream.WithInputRequiredPassthrough(ctx)
+	for own := 0; ; own++ {
+		res, werr := rp.forward(ctx, r, srv, up, method, params)
+		if werr != nil || !isInputRequired(res) {
+			return res, werr
+		}
+		if round+own > maxInputRounds {
+			return nil, errorf(codeInternal, "MCP server '%s' still asked for input after %d rounds", srv, maxInputRounds)
+		}
+		sorted, err := rp.relay.sortInputs(srv, r.caps, res)
+		var mc *missingCapability
+		switch {
+		case errors.As(err, &mc):
+			return nil, mc.wire()
+		case errors.Is(err, errBadInputs):
+			return nil, errorf(codeInternal, "MCP server '%s': %s", srv, rp.errText(err.Error()))
+		case err != nil:
+			return nil, errorf(codeRefused, "MCP server '%s' asked for input the proxy refused: %s", srv, rp.errText(err.Error()))
+		}
+		ownAnswers, _ := json.Marshal(sorted.own) // raw values: never fails
+		if len(sorted.toClient) == 0 && len(sorted.own) > 0 {
+			if params, err = roundParams(params, nil, ownAnswers, sorted.upState); err != nil {
+				return nil, errorf(codeInternal, "MCP server '%s': %s", srv, rp.errText(err.Error()))
+			}
+			continue // the proxy answered every request of the round itself
+		}
+		st := newRoundState(r, surfaceKey(r))
+		st.Args, st.Server, st.Round, st.Up = argsDigest(args), srv, round, sorted.upState
+		if len(sorted.own) > 0 {
+			st.Own = ownAnswers
+		}
+		return newInputRequired(sorted.toClient, rp.sealState(st, rp.serverTimeout(srv))).result, nil
+	}
 }
