@@ -249,7 +249,11 @@ func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessag
 				case <-gather.C:
 					break more
 				case <-pc.done:
-					break more // the asks are answered on the retry, which gets the outcome
+					// The call ended without the answers: its outcome is
+					// this round's answer.
+					gather.Stop()
+					pc.progress.detach()
+					return pc.result, nil, pc.werr
 				}
 			}
 			gather.Stop()
