@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -37,12 +38,56 @@ const maxInputRounds = 10
 // request fails with -32021 naming the capability; a 2025-era client's tool
 // call gets an isError result naming it.
 type missingCapability struct {
-	name string          // what the client lacks, in words: "sampling", "elicitation", "URL-mode elicitation"
-	need json.RawMessage // the capabilities object naming it, as requiredCapabilities lists it
+	sampling   bool
+	elicitForm bool // form-mode elicitation
+	elicitURL  bool // URL-mode elicitation
+}
+
+// name says what the client lacks, in words.
+func (m *missingCapability) name() string {
+	var parts []string
+	if m.sampling {
+		parts = append(parts, "sampling")
+	}
+	switch {
+	case m.elicitForm && m.elicitURL:
+		parts = append(parts, "elicitation (form and URL mode)")
+	case m.elicitForm:
+		parts = append(parts, "elicitation")
+	case m.elicitURL:
+		parts = append(parts, "URL-mode elicitation")
+	}
+	return strings.Join(parts, " and ")
+}
+
+// need is the capabilities object naming what the client lacks, as a
+// -32021 error's requiredCapabilities lists it (an elicitation capability
+// of {} means form mode, MCP 2026-07-28).
+func (m *missingCapability) need() string {
+	var parts []string
+	switch {
+	case m.elicitForm && m.elicitURL:
+		parts = append(parts, `"elicitation":{"form":{},"url":{}}`)
+	case m.elicitForm:
+		parts = append(parts, `"elicitation":{}`)
+	case m.elicitURL:
+		parts = append(parts, `"elicitation":{"url":{}}`)
+	}
+	if m.sampling {
+		parts = append(parts, `"sampling":{}`)
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// add makes m name what o names too.
+func (m *missingCapability) add(o *missingCapability) {
+	m.sampling = m.sampling || o.sampling
+	m.elicitForm = m.elicitForm || o.elicitForm
+	m.elicitURL = m.elicitURL || o.elicitURL
 }
 
 func (m *missingCapability) Error() string {
-	return "the client of this call does not support " + m.name
+	return "the client of this call does not support " + m.name()
 }
 
 // Unwrap is the error a session-era upstream is answered with.
@@ -53,45 +98,14 @@ func (m *missingCapability) Unwrap() error {
 // wire is the -32021 error of a 2026-07-28 client's request.
 func (m *missingCapability) wire() *wireError {
 	return &wireError{Code: codeMissingCapability,
-		Message: "Missing required client capability: the MCP server asked for " + m.name + ", which the client did not declare",
-		Data:    json.RawMessage(`{"requiredCapabilities":` + string(m.need) + `}`)}
+		Message: "Missing required client capability: the MCP server asked for " + m.name() + ", which the client did not declare",
+		Data:    json.RawMessage(`{"requiredCapabilities":` + m.need() + `}`)}
 }
 
 // toolResult is the isError result of a 2025-era client's tool call.
 func (m *missingCapability) toolResult(tool string) json.RawMessage {
 	return textResult(fmt.Sprintf("tool '%s' was not completed: its MCP server asked for %s, "+
-		"which this client did not declare in its capabilities", tool, m.name), true)
-}
-
-// mergeMissing is one missingCapability naming all of ms (nil for none).
-func mergeMissing(ms []*missingCapability) *missingCapability {
-	if len(ms) == 0 {
-		return nil
-	}
-	need := map[string]map[string]json.RawMessage{}
-	names := ""
-	seen := map[string]bool{}
-	for _, m := range ms {
-		if !seen[m.name] {
-			if names != "" {
-				names += " and "
-			}
-			names += m.name
-			seen[m.name] = true
-		}
-		var caps map[string]map[string]json.RawMessage
-		_ = json.Unmarshal(m.need, &caps) // the proxy's own constants
-		for k, v := range caps {
-			if need[k] == nil {
-				need[k] = map[string]json.RawMessage{}
-			}
-			for sub, val := range v {
-				need[k][sub] = val
-			}
-		}
-	}
-	b, _ := json.Marshal(need)
-	return &missingCapability{name: names, need: b}
+		"which this client did not declare in its capabilities", tool, m.name()), true)
 }
 
 // inputRound is an upstream's input_required result, read.
@@ -138,7 +152,7 @@ func (rl *relay) sortInputs(srv string, caps clientCaps, raw json.RawMessage) (s
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	var missing []*missingCapability
+	var missing *missingCapability
 	for _, k := range keys {
 		var req struct {
 			Method string          `json:"method"`
@@ -171,15 +185,18 @@ func (rl *relay) sortInputs(srv string, caps clientCaps, raw json.RawMessage) (s
 		var mc *missingCapability
 		switch {
 		case errors.As(err, &mc):
-			missing = append(missing, mc)
+			if missing == nil {
+				missing = &missingCapability{}
+			}
+			missing.add(mc)
 			continue
 		case err != nil:
 			return sortedInputs{}, err
 		}
 		out.toClient[k] = json.RawMessage(`{"method":` + string(rawjson.String(req.Method)) + `,"params":` + string(params) + `}`)
 	}
-	if m := mergeMissing(missing); m != nil {
-		return sortedInputs{}, m
+	if missing != nil {
+		return sortedInputs{}, missing
 	}
 	return out, nil
 }

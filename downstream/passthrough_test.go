@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 
@@ -100,5 +101,51 @@ func TestPassedRoundsAskApprovalOnce(t *testing.T) {
 	r2 := call("2", `,"inputResponses":{"q":{"action":"accept","content":{}}},"requestState":"`+r1.Result.RequestState+`"`)
 	if len(r2.Result.Content) != 1 || !strings.HasPrefix(r2.Result.Content[0].Text, "got ") || approvals != 1 {
 		t.Errorf("second round = %+v after %d approval questions; want the result, with no second question", r2, approvals)
+	}
+}
+
+// The -32021 error names every capability a round's input requests need
+// and the client lacks, in words and as requiredCapabilities.
+func TestMissingCapabilityWire(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		m           missingCapability
+		words, caps string
+	}{
+		{"sampling", missingCapability{sampling: true}, "sampling", `{"sampling":{}}`},
+		{"form", missingCapability{elicitForm: true}, "elicitation", `{"elicitation":{}}`},
+		{"url", missingCapability{elicitURL: true}, "URL-mode elicitation", `{"elicitation":{"url":{}}}`},
+		{"all", missingCapability{sampling: true, elicitForm: true, elicitURL: true},
+			"sampling and elicitation (form and URL mode)", `{"elicitation":{"form":{},"url":{}},"sampling":{}}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := tc.m.wire()
+			if w.Code != -32021 || !strings.Contains(w.Message, "asked for "+tc.words+",") || string(w.Data) != `{"requiredCapabilities":`+tc.caps+`}` {
+				t.Errorf("wire = %+v (data %s); want -32021 naming %q with %s", w, w.Data, tc.words, tc.caps)
+			}
+		})
+	}
+}
+
+// An upstream round asking for several things the client lacks is
+// refused naming all of them at once; roots are answered by the proxy.
+func TestSortInputsNamesEveryMissingCapability(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected(echoTool)})
+	raw := json.RawMessage(`{"resultType":"input_required","inputRequests":{` +
+		`"a":{"method":"elicitation/create","params":{"message":"m","requestedSchema":{"type":"object"}}},` +
+		`"b":{"method":"elicitation/create","params":{"mode":"url","message":"m","url":"https://example.com","elicitationId":"e"}},` +
+		`"c":{"method":"sampling/createMessage","params":{"messages":[],"maxTokens":5}},` +
+		`"d":{"method":"roots/list"}}}`)
+	_, err := p.relay.sortInputs("fx", clientCaps{}, raw)
+	var mc *missingCapability
+	if !errors.As(err, &mc) || mc.need() != `{"elicitation":{"form":{},"url":{}},"sampling":{}}` {
+		t.Errorf("sortInputs = %v; want every missing capability named", err)
+	}
+	sorted, err := p.relay.sortInputs("fx", clientCaps{sampling: true, elicitation: true, elicitationURL: true}, raw)
+	if err != nil || len(sorted.toClient) != 3 || string(sorted.own["d"]) != `{"roots":[]}` {
+		t.Errorf("sortInputs = %+v, %v; want a, b, c to the client and d answered by the proxy", sorted, err)
+	}
+	if !strings.Contains(string(sorted.toClient["c"]), `"maxTokens":5`) {
+		t.Errorf("sampling request = %s", sorted.toClient["c"])
 	}
 }

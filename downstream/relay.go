@@ -261,9 +261,9 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 	mode, _ := stringMember(params, "mode")
 	switch {
 	case mode == "url" && !caps.elicitationURL:
-		return &missingCapability{name: "URL-mode elicitation", need: json.RawMessage(`{"elicitation":{"url":{}}}`)}
+		return &missingCapability{elicitURL: true}
 	case mode != "url" && !caps.elicitation:
-		return &missingCapability{name: "elicitation", need: json.RawMessage(`{"elicitation":{}}`)}
+		return &missingCapability{elicitForm: true}
 	}
 	return nil
 }
@@ -373,7 +373,7 @@ func (rl *relay) governSampling(srv string, caps clientCaps, params json.RawMess
 	}
 	if !caps.sampling {
 		outcome("unsupported")
-		return nil, 0, &missingCapability{name: "sampling", need: json.RawMessage(`{"sampling":{}}`)}
+		return nil, 0, &missingCapability{sampling: true}
 	}
 	var in struct {
 		MaxTokens        *float64 `json:"maxTokens"`
