@@ -43,6 +43,9 @@ type relay struct {
 	sampling rateWindow    // sampling requests per server, last minute
 	parked   parkTable     // calls of stateless clients between round trips (roundtrip.go)
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
+	// gather overrides roundGather (roundtrip.go) when positive: tests on a
+	// loaded machine give a round longer to gather.
+	gather time.Duration
 }
 
 // begin registers r as in flight to server until end is called or ctx (the

@@ -47,6 +47,14 @@ import (
 // in one round, not one round each.
 const roundGather = 50 * time.Millisecond
 
+// roundGather is rl.gather, else the constant roundGather.
+func (rl *relay) roundGather() time.Duration {
+	if rl.gather > 0 {
+		return rl.gather
+	}
+	return roundGather
+}
+
 // inputAsk is one upstream request waiting for the client's answer.
 type inputAsk struct {
 	key       string          // its id among the round's input requests
@@ -238,7 +246,7 @@ func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessag
 				continue // its upstream request gave up while it waited to be asked
 			}
 			asks := []*inputAsk{ask}
-			gather := time.NewTimer(roundGather)
+			gather := time.NewTimer(rl.roundGather())
 		more:
 			for {
 				select {

@@ -503,6 +503,7 @@ func TestParkedCallRoundsTogether(t *testing.T) {
 		return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
 	}
 	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	p.relay.gather = 500 * time.Millisecond // the two requests start together: ample, even under -race on 2 loaded cores
 	url := startHTTP(t, p).URL + "/mcp"
 	meta := strings.Replace(modernMeta, `{"sampling":{}}`, `{"sampling":{},"elicitation":{}}`, 1)
 
