@@ -128,3 +128,24 @@ func TestPlanGolden(t *testing.T) {
 		t.Errorf("plans differ from %s (run with -update and review the diff):\n%s", golden, out.String())
 	}
 }
+
+// TestOCIImage: the image reference run is the identifier, tagged with the
+// version when it has neither tag nor digest, kept by digest when it has
+// one, and with the registry's host in front when it names none.
+func TestOCIImage(t *testing.T) {
+	for _, tc := range []struct {
+		p    Package
+		want string
+	}{
+		{Package{Identifier: "mcp/filesystem", Version: "1.0.2"}, "mcp/filesystem:1.0.2"},
+		{Package{Identifier: "docker.io/mcp/filesystem:1.0.2", Version: "1.0.2"}, "docker.io/mcp/filesystem:1.0.2"},
+		{Package{Identifier: "ghcr.io/o/s@sha256:" + strings.Repeat("a", 64), Version: "2"}, "ghcr.io/o/s@sha256:" + strings.Repeat("a", 64)},
+		{Package{Identifier: "o/s", Version: "3", RegistryBaseURL: "https://ghcr.io"}, "ghcr.io/o/s:3"},
+		{Package{Identifier: "quay.io/o/s:1", RegistryBaseURL: "https://ghcr.io"}, "quay.io/o/s:1"},
+		{Package{Identifier: "o/s:4", RegistryBaseURL: "https://docker.io"}, "o/s:4"},
+	} {
+		if got := ociImage(&tc.p); got != tc.want {
+			t.Errorf("%+v: %s, want %s", tc.p, got, tc.want)
+		}
+	}
+}

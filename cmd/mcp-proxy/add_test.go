@@ -343,3 +343,46 @@ func TestAddPackagesAndURL(t *testing.T) {
 		t.Errorf("missing npm version: exit %d, %v", code, err)
 	}
 }
+
+// TestAddThroughSymlinkAndNewFile: a config reached through a symlink is
+// edited in its target (the link stays a link); a --config file that does
+// not exist yet is created, private, with the entry alone.
+func TestAddThroughSymlinkAndNewFile(t *testing.T) {
+	noConfig(t)
+	reg := fakeRegistry(t)
+	dir := t.TempDir()
+	target := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(target, []byte("servers:\n  a:\n    command: a\n"), 0o640); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(target, link); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := runCLI(t, "add", "io.modelcontextprotocol/everything", "--config", link, "--registry", reg.URL); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Lstat(link); err != nil || st.Mode()&os.ModeSymlink == 0 {
+		t.Errorf("the symlink was replaced: %v %v", st.Mode(), err)
+	}
+	data, _ := os.ReadFile(target)
+	want := "servers:\n  a:\n    command: a\n  everything:\n    command: \"npx\"\n    args: [\"-y\", \"@modelcontextprotocol/everything@0.6.2\"]\n    connect_timeout: 120s\n"
+	if string(data) != want {
+		t.Errorf("target:\n%s\nwant:\n%s", data, want)
+	}
+	if st, _ := os.Stat(target); st.Mode().Perm() != 0o640 {
+		t.Errorf("target mode %v, want 0640 kept", st.Mode().Perm())
+	}
+
+	fresh := filepath.Join(dir, "new.yaml")
+	if _, _, err := runCLI(t, "add", "io.modelcontextprotocol/everything", "--config", fresh, "--registry", reg.URL); err != nil {
+		t.Fatal(err)
+	}
+	data, _ = os.ReadFile(fresh)
+	if want := "servers:\n  everything:\n    command: \"npx\"\n    args: [\"-y\", \"@modelcontextprotocol/everything@0.6.2\"]\n    connect_timeout: 120s\n"; string(data) != want {
+		t.Errorf("new file:\n%s\nwant:\n%s", data, want)
+	}
+	if st, _ := os.Stat(fresh); st.Mode().Perm() != 0o600 {
+		t.Errorf("new file mode %v, want 0600", st.Mode().Perm())
+	}
+}
