@@ -22,8 +22,13 @@ import (
 )
 
 // placeholder stands in for a variable the new entry declares and this
-// environment does not set, while the edited config is validated.
-const placeholder = "placeholder"
+// environment does not set, while the edited config is validated; a
+// variable that starts the URL (a template's "{baseUrl}/mcp") stands for
+// its scheme and host, and gets placeholderURL.
+const (
+	placeholder    = "placeholder"
+	placeholderURL = "https://placeholder.invalid"
+)
 
 // newConfigMode is the mode of a config file add creates: it may come to
 // hold secrets written by hand.
@@ -201,6 +206,9 @@ func checkEdited(data []byte, plan *registry.Plan) error {
 	lookup := func(k string) (string, bool) {
 		if v, ok := os.LookupEnv(k); ok {
 			return v, true
+		}
+		if declared[k] && strings.HasPrefix(plan.URL, "${"+k+"}") {
+			return placeholderURL, true
 		}
 		if declared[k] {
 			return placeholder, true

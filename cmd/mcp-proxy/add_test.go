@@ -386,3 +386,20 @@ func TestAddThroughSymlinkAndNewFile(t *testing.T) {
 		t.Errorf("new file mode %v, want 0600", st.Mode().Perm())
 	}
 }
+
+// TestAddURLTemplateBase: a remote whose URL starts with a template
+// variable (the schema's draft allows "{baseUrl}/mcp") validates with the
+// variable taken as set, and is written as ${VAR}.
+func TestAddURLTemplateBase(t *testing.T) {
+	noConfig(t)
+	reg := registrytest.New(t, []registrytest.Version{{Doc: []byte(`{"name": "io.github.example/self-hosted", "description": "d", "version": "1.0.0",
+		"remotes": [{"type": "streamable-http", "url": "{baseUrl}/mcp", "variables": {"baseUrl": {"description": "Base URL for the MCP server", "isRequired": true}}}]}`)}})
+	path := writeFile(t, "c.yaml", "servers:\n")
+	if _, stderr, err := runCLI(t, "add", "io.github.example/self-hosted", "--config", path, "--registry", reg.URL); err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	data, _ := os.ReadFile(path)
+	if want := "servers:\n  self-hosted:\n    url: \"${SELF_HOSTED_BASEURL}/mcp\"\n"; string(data) != want {
+		t.Errorf("file:\n%s\nwant:\n%s", data, want)
+	}
+}
