@@ -46,6 +46,11 @@ func FuzzParseEntry(f *testing.F) {
 					t.Fatalf("entry references unlisted variable %s:\n%s", m[1], doc)
 				}
 			}
+			for name := range listed {
+				if name != "HOME" && !strings.Contains(doc, "${"+name+"}") {
+					t.Fatalf("required %s is not referenced:\n%s", name, doc)
+				}
+			}
 			_, err = config.Parse([]byte(doc), func(string) (string, bool) { return "/x", true })
 			if err != nil && strings.Contains(err.Error(), "invalid YAML") {
 				t.Fatalf("entry is not valid YAML: %v\n%s", err, doc)

@@ -301,12 +301,20 @@ func (b *builder) pkg(p *Package) error {
 		b.plan.Command, b.plan.Args = cmd, args
 		b.plan.ConnectTimeout = downloadTimeout
 	case TransportStreamable, TransportSSE:
-		// The package serves HTTP: the entry is its URL, and the user
-		// starts the package.
-		b.plan.Env = nil
+		// The package serves HTTP: the entry is its URL and headers, and
+		// the user starts the package, with the inputs gathered so far.
+		note := "this package serves " + p.Transport.Type + ": start it yourself, for example: " +
+			strings.Join(append([]string{cmd}, args...), " ")
+		var inputs []string
+		for _, v := range append(b.plan.Required, b.plan.Optional...) {
+			inputs = append(inputs, v.Name)
+		}
+		if len(inputs) > 0 {
+			note += " (its inputs: " + strings.Join(inputs, ", ") + ")"
+		}
+		b.plan.Env, b.plan.Required, b.plan.Optional, b.seen = nil, nil, nil, nil
 		b.transport(&p.Transport, packageValues(p))
-		b.plan.Notes = append(b.plan.Notes, "this package serves "+p.Transport.Type+": start it yourself, for example: "+
-			strings.Join(append([]string{cmd}, args...), " "))
+		b.plan.Notes = append(b.plan.Notes, note)
 	default:
 		return fmt.Errorf("%w: unknown transport %q", ErrNotRunnable, p.Transport.Type)
 	}

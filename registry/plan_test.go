@@ -105,6 +105,12 @@ func TestPlanGolden(t *testing.T) {
 				t.Errorf("%s %+v: the %s entry does not load: %v\n%s", tc.doc, tc.choice, style, err, doc)
 			}
 		}
+		block := strings.Join(p.Block("  ", "  "), "\n")
+		for _, v := range p.Required {
+			if !strings.Contains(block, "${"+v.Name+"}") {
+				t.Errorf("%s %+v: %s is listed as required but not referenced", tc.doc, tc.choice, v.Name)
+			}
+		}
 		// Without its variables the entry must not load: every one is
 		// referenced.
 		if len(p.Required) > 0 {
