@@ -403,3 +403,19 @@ func TestAddURLTemplateBase(t *testing.T) {
 		t.Errorf("file:\n%s\nwant:\n%s", data, want)
 	}
 }
+
+// TestRegistrySearchEscapes: a description that would drive the terminal
+// is shown escaped.
+func TestRegistrySearchEscapes(t *testing.T) {
+	noConfig(t)
+	reg := registrytest.New(t, []registrytest.Version{{Doc: []byte(`{"name": "io.github.evil/clear", "description": "clears\u001b[2J the \u202escreen", "version": "1.0.0"}`)}})
+	out, _, err := runCLI(t, "registry", "search", "clear", "--registry", reg.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "NAME                  VERSION  RUNS AS  DESCRIPTION\n" +
+		"io.github.evil/clear  1.0.0    -        clears\\u001b[2J the \\u202escreen\n"
+	if out != want {
+		t.Errorf("got:\n%q\nwant:\n%q", out, want)
+	}
+}
