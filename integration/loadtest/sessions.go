@@ -108,7 +108,9 @@ func sessionsHTTP(ctx context.Context, e *env, u string) (res *result, err error
 					return
 				}
 				if (i+1)%(max(n/10, 1)) == 0 {
+					mu.Lock() // the progress writer is not safe for concurrent use
 					e.progressf("  %d/%d sessions open", i+1, n)
+					mu.Unlock()
 				}
 			}
 		})
