@@ -17,9 +17,20 @@ const (
 	minPrefixLen = 4
 	// maxPrefixExpansions bounds the index terms one query term expands to.
 	maxPrefixExpansions = 16
-	// prefixWeight is the query weight of a prefix match, below
-	// relatedWeight: a partial word is weaker evidence than a synonym.
+	// prefixWeight is the query weight of a prefix match: a partial word
+	// is weak evidence.
 	prefixWeight = 0.3
+	// relatedWeight is the query weight of a word of the hand-written
+	// related-word table (synonyms.go) for a query word that no tool has:
+	// the related word is then all there is to go on, and it counts as
+	// the word itself. For a query word some tool has it is
+	// relatedKnownWeight, so a tool with the word as typed ranks first.
+	relatedWeight      = 1.0
+	relatedKnownWeight = 0.5
+	// lexiconWeight is the query weight of a WordNet synonym (lexicon.go):
+	// general English, so weaker evidence in a tool catalog than the
+	// related-word table, which was written for one.
+	lexiconWeight = 0.3
 )
 
 // qterm is one weighted query term.
@@ -27,6 +38,10 @@ type qterm struct {
 	term string
 	id   int32
 	w    float64
+	src  int // the query word it stands for: its own, or the one it was expanded from
+	// maxIDF, when above 0, caps the term's IDF at its query word's: a
+	// related word rarer than the word typed must not outscore it.
+	maxIDF float32
 }
 
 // accumulator holds one query's per-document scores. Instances are pooled
@@ -34,10 +49,12 @@ type qterm struct {
 type accumulator struct {
 	scores  []float64
 	touched []int32
+	best    []float64 // one query word's best term score per document
+	bestT   []int32   // documents with best != 0
 }
 
 func newAccumulator(n int) *accumulator {
-	return &accumulator{scores: make([]float64, n)}
+	return &accumulator{scores: make([]float64, n), best: make([]float64, n)}
 }
 
 // Search returns at most max documents matching query, best first: by score
@@ -61,19 +78,46 @@ func (ix *Index) Search(query string, max int) []Hit {
 		acc.touched = acc.touched[:0]
 		ix.scratch.Put(acc)
 	}()
-	for _, q := range qts {
-		ti := ix.info[q.id]
-		wq := q.w * float64(ti.idf)
-		for _, p := range ix.postings[ti.start:ti.end] {
-			c := wq * float64(p.w)
-			if c <= 0 {
-				continue
-			}
-			if acc.scores[p.doc] == 0 {
-				acc.touched = append(acc.touched, p.doc)
-			}
-			acc.scores[p.doc] += c
+	add := func(d int32, c float64) {
+		if acc.scores[d] == 0 {
+			acc.touched = append(acc.touched, d)
 		}
+		acc.scores[d] += c
+	}
+	for i := 0; i < len(qts); {
+		// One query word and its expansions: a document scores the best
+		// of them, not their sum, so a word with many related words does
+		// not outweigh a word of the query matched as typed.
+		j := i
+		for j < len(qts) && qts[j].src == qts[i].src {
+			j++
+		}
+		for _, q := range qts[i:j] {
+			ti := ix.info[q.id]
+			idf := ti.idf
+			if q.maxIDF > 0 && idf > q.maxIDF {
+				idf = q.maxIDF
+			}
+			wq := q.w * float64(idf)
+			for _, p := range ix.postings[ti.start:ti.end] {
+				c := wq * float64(p.w)
+				if c <= 0 {
+					continue
+				}
+				if acc.best[p.doc] == 0 {
+					acc.bestT = append(acc.bestT, p.doc)
+				}
+				if c > acc.best[p.doc] {
+					acc.best[p.doc] = c
+				}
+			}
+		}
+		for _, d := range acc.bestT {
+			add(d, acc.best[d])
+			acc.best[d] = 0
+		}
+		acc.bestT = acc.bestT[:0]
+		i = j
 	}
 	if len(acc.touched) == 0 {
 		return nil
@@ -95,6 +139,8 @@ func (ix *Index) queryTerms(query string) []qterm {
 		query = query[:maxTextBytes]
 	}
 	var out []qterm
+	src := 0
+	var maxIDF float32
 	set := func(term string, w float64) {
 		id, ok := ix.terms[term]
 		if !ok {
@@ -104,11 +150,13 @@ func (ix *Index) queryTerms(query string) []qterm {
 			if out[i].term == term {
 				if w > out[i].w {
 					out[i].w = w
+					out[i].src = src
+					out[i].maxIDF = maxIDF
 				}
 				return
 			}
 		}
-		out = append(out, qterm{term, id, w})
+		out = append(out, qterm{term, id, w, src, maxIDF})
 	}
 
 	// Identifier-like words ("read_file", "github__create_issue",
@@ -120,24 +168,43 @@ func (ix *Index) queryTerms(query string) []qterm {
 		}
 		w = strings.TrimFunc(w, func(r rune) bool { return !isWordRune(r) })
 		if looksLikeIdent(w) {
+			src++
 			set(identPrefix+strings.ToLower(w), 1)
 		}
 	}
 
 	var base []string
+	first := src + 1
 	analyzer{}.terms(query, maxQueryTerms, func(t string) {
 		base = append(base, t)
+		src++
 		set(t, 1)
 	})
-	for _, t := range base {
-		for _, r := range related[t] {
-			set(r, relatedWeight)
+	lex := loadLexicon()
+	for bi, t := range base {
+		src = first + bi
+		rw := relatedWeight
+		if id, known := ix.terms[t]; known {
+			rw = relatedKnownWeight
+			maxIDF = ix.info[id].idf
 		}
+		for _, r := range related[t] {
+			set(r, rw)
+		}
+		for _, r := range lex[t] {
+			set(r, lexiconWeight)
+		}
+		maxIDF = 0
 		if len(t) >= minPrefixLen {
 			ix.prefixes(t, func(v string) { set(v, prefixWeight) })
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].term < out[j].term })
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].src != out[j].src {
+			return out[i].src < out[j].src
+		}
+		return out[i].term < out[j].term
+	})
 	return out
 }
 
