@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 // updateBaseline rewrites testdata/realcatalogs/baseline.json with today's
@@ -119,11 +120,22 @@ func loadRealQueries(tb testing.TB) []realQuery {
 	return f.Queries
 }
 
-// contentWords returns the query's terms as the index analyzes them
-// (stop words dropped, stemmed, abbreviations expanded).
+// contentWords returns the content words of s: its words (split as the
+// index splits them), lowercased, stop words and single letters dropped,
+// stemmed. It leaves out the analyzer's abbreviation table, which is part
+// of the ranking: a paraphrase is judged by its words, not by what the
+// ranking makes of them ("mkdir" stays a paraphrase of "create directory").
 func contentWords(s string) map[string]bool {
 	out := map[string]bool{}
-	analyzer{}.terms(s, 0, func(t string) { out[t] = true })
+	splitWords(s, func(w string) {
+		if utf8.RuneCountInString(w) < minWordLen {
+			return
+		}
+		w = strings.ToLower(w)
+		if !stopWords[w] {
+			out[stem(w)] = true
+		}
+	})
 	return out
 }
 

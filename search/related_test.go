@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -15,6 +16,10 @@ func paraphraseCatalog() []Doc {
 		{Name: "mongodb__list-databases", Description: "List all databases for a MongoDB connection."},
 		{Name: "everything__gzip-file", Description: "Compresses a single file using gzip compression."},
 		{Name: "fs__read_file", Description: "Read the complete contents of a file."},
+		{Name: "fs__write_file", Description: "Create a new file or overwrite an existing one."},
+		{Name: "fs__create_directory", Description: "Create a new directory."},
+		{Name: "fs__list_directory", Description: "List the entries of a directory."},
+		{Name: "archive__save_report", Description: "Save a report for the billing team."},
 		{Name: "datadog__mute_host", Description: "Mute a host in Datadog."},
 		{Name: "datadog__list_hosts", Description: "Get list of hosts from Datadog."},
 		{Name: "tracker__delete_ticket", Description: "Delete a ticket."},
@@ -27,16 +32,19 @@ func paraphraseCatalog() []Doc {
 func TestSearchParaphrase(t *testing.T) {
 	ix := Build(paraphraseCatalog())
 	tests := []struct {
-		name, query, want string
+		name, query, want string // want: the first hit, or one of a comma-separated list
 	}{
 		{"related table: wipe is delete", "wipe the staging db", "mongodb__drop-database"},
 		{"related table: machine is host", "silence notifications from that machine", "datadog__mute_host"},
 		{"wordnet: squeeze is compress", "squeeze this json", "everything__gzip-file"},
+		{"a file name means a file", "notes.txt", "fs__read_file,fs__write_file"},
+		{"shell command mkdir", "mkdir -p build/out", "fs__create_directory"},
+		{"shell command ls", "ls src", "fs__list_directory"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			hits := ix.Search(tt.query, 5)
-			if len(hits) == 0 || hits[0].Doc.Name != tt.want {
+			if len(hits) == 0 || !slices.Contains(strings.Split(tt.want, ","), hits[0].Doc.Name) {
 				t.Fatalf("Search(%q) = %v, want %s first", tt.query, names(hits), tt.want)
 			}
 		})

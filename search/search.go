@@ -31,6 +31,9 @@ const (
 	// general English, so weaker evidence in a tool catalog than the
 	// related-word table, which was written for one.
 	lexiconWeight = 0.3
+	// fileNameWeight is the query weight of "file" for a query word
+	// written like a file name.
+	fileNameWeight = 0.5
 )
 
 // qterm is one weighted query term.
@@ -171,6 +174,11 @@ func (ix *Index) queryTerms(query string) []qterm {
 			src++
 			set(identPrefix+strings.ToLower(w), 1)
 		}
+		if looksLikeFileName(w) {
+			// "notes.md", "report.txt": the user means a file.
+			src++
+			set(fileTerm, fileNameWeight)
+		}
 	}
 
 	var base []string
@@ -222,6 +230,32 @@ func (ix *Index) prefixes(p string, f func(string)) {
 			n++
 		}
 	}
+}
+
+// fileTerm is the index term of the word "file".
+var fileTerm = stem("file")
+
+// looksLikeFileName reports whether a query word is written like a file
+// name: a name, a dot, and an extension of one to five letters or digits
+// with a letter in it ("notes.md", "main.go", "budget.xlsx"; not "v1.2" or
+// "example.org"'s look-alikes with longer endings, which are rare in
+// queries about files).
+func looksLikeFileName(w string) bool {
+	i := strings.LastIndexByte(w, '.')
+	if i <= 0 || len(w)-i-1 < 1 || len(w)-i-1 > 5 {
+		return false
+	}
+	letter := false
+	for _, r := range w[i+1:] {
+		switch {
+		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z':
+			letter = true
+		case r >= '0' && r <= '9':
+		default:
+			return false
+		}
+	}
+	return letter && isWordRune(rune(w[i-1]))
 }
 
 // looksLikeIdent reports whether a query word is written like a tool name:

