@@ -116,3 +116,33 @@ func BenchmarkParseLexicon(b *testing.B) {
 		parseLexicon(lexiconData)
 	}
 }
+
+// TestSearchImpliedTerms: what a query implies without saying it.
+func TestSearchImpliedTerms(t *testing.T) {
+	ix := Build([]Doc{
+		{Name: "chat__list_channels", Description: "List the channels of the workspace."},
+		{Name: "chat__get_channel_history", Description: "Get the recent messages of a channel."},
+		{Name: "chat__get_thread", Description: "Get the messages of a thread."},
+		{Name: "tracker__users_get_current", Description: "Get the current user."},
+		{Name: "tracker__users_search", Description: "Search users by name."},
+		{Name: "tracker__logs_get", Description: "Get the audit log of the workspace."},
+		{Name: "apps__create_application", Description: "Create an application."},
+		{Name: "apps__get_application", Description: "Get an application by name."},
+		{Name: "apps__list_applications", Description: "Return the applications."},
+	})
+	tests := []struct {
+		name, query, want string
+	}{
+		{"#name is a channel", "what did people say in #random today", "chat__get_channel_history"},
+		{"logged in as is the current user", "who am I logged in as", "tracker__users_get_current"},
+		{"two nouns ending in a plural ask for a list", "apps applications", "apps__list_applications"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			hits := ix.Search(tt.query, 5)
+			if len(hits) == 0 || hits[0].Doc.Name != tt.want {
+				t.Fatalf("Search(%q) = %v, want %s first", tt.query, names(hits), tt.want)
+			}
+		})
+	}
+}

@@ -31,9 +31,70 @@ const (
 	// general English, so weaker evidence in a tool catalog than the
 	// related-word table, which was written for one.
 	lexiconWeight = 0.3
-	// fileNameWeight is the query weight of "file" for a query word
-	// written like a file name.
-	fileNameWeight = 0.5
+	// phraseWeight is the query weight of a term a query implies without
+	// saying it: "file" for "notes.md", "channel" for "#general", "list"
+	// for a verbless query about a plural ("slack channels").
+	phraseWeight = 0.5
+)
+
+// queryPhrases are ways of asking whose words say little about the tool
+// they want, or mislead ("logged" stems to "log"), with what they mean.
+// Phrases are lowercase ASCII and matched case-insensitively.
+var queryPhrases = []struct{ phrase, means string }{
+	{"who am i", "current user"},
+	{"logged in", "current user"},
+	{"signed in", "current user"},
+}
+
+// indexFold is strings.Index for a lowercase ASCII needle, ignoring the
+// ASCII case of s.
+func indexFold(s, needle string) int {
+	for i := 0; i+len(needle) <= len(s); i++ {
+		if strings.EqualFold(s[i:i+len(needle)], needle) {
+			return i
+		}
+	}
+	return -1
+}
+
+// maxListQueryTerms is the most terms a query may have for a plural in it
+// to mean "list": longer verbless queries describe what they want.
+const maxListQueryTerms = 2
+
+// operationVerbs are the stems of the verbs tools are named for; a query
+// with none of them and a plural asks for a list.
+var operationVerbs = toSet(Terms("list show get fetch retrieve create add make new delete remove drop " +
+	"update edit change modify set search find query look send post reply write save store put run " +
+	"execute start stop read open view move rename copy upload download push pull merge deploy " +
+	"install close click type select scale restart count describe explain analyze generate draw " +
+	"compare check sync apply export import")...)
+
+func hasOperationVerb(terms []string) bool {
+	for _, t := range terms {
+		if operationVerbs[t] {
+			return true
+		}
+	}
+	return false
+}
+
+// endsInPlural reports whether the query's last word looks plural: four
+// letters or more, ending in "s" but not "ss", "us" or "is" ("slack
+// channels", not "which alerts are firing").
+func endsInPlural(query string) bool {
+	f := strings.Fields(strings.ToLower(query))
+	if len(f) == 0 {
+		return false
+	}
+	w := strings.TrimFunc(f[len(f)-1], func(r rune) bool { return !isWordRune(r) })
+	return len(w) >= 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") &&
+		!strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is") && !stopWords[w]
+}
+
+// Index terms the query heuristics add.
+var (
+	listTerm    = stem("list")
+	channelTerm = stem("channel")
 )
 
 // qterm is one weighted query term.
@@ -177,13 +238,27 @@ func (ix *Index) queryTerms(query string) []qterm {
 		if looksLikeFileName(w) {
 			// "notes.md", "report.txt": the user means a file.
 			src++
-			set(fileTerm, fileNameWeight)
+			set(fileTerm, phraseWeight)
+		}
+		if len(w) > 1 && strings.HasPrefix(strings.Fields(query)[nWords-1], "#") {
+			// "#general": a chat channel.
+			src++
+			set(channelTerm, phraseWeight)
+		}
+	}
+
+	// A few ways of asking mean something else than their words: the
+	// phrase is read as its meaning.
+	text := query
+	for _, p := range queryPhrases {
+		if i := indexFold(text, p.phrase); i >= 0 {
+			text = text[:i] + " " + p.means + " " + text[i+len(p.phrase):]
 		}
 	}
 
 	var base []string
 	first := src + 1
-	analyzer{}.terms(query, maxQueryTerms, func(t string) {
+	analyzer{}.terms(text, maxQueryTerms, func(t string) {
 		base = append(base, t)
 		src++
 		set(t, 1)
@@ -206,6 +281,12 @@ func (ix *Index) queryTerms(query string) []qterm {
 		if len(t) >= minPrefixLen {
 			ix.prefixes(t, func(v string) { set(v, prefixWeight) })
 		}
+	}
+	// Two nouns, the last a plural, and no verb ("argocd applications",
+	// "slack channels") ask for a list.
+	if len(base) > 0 && len(base) <= maxListQueryTerms && !hasOperationVerb(base) && endsInPlural(query) {
+		src++
+		set(listTerm, phraseWeight)
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].src != out[j].src {
@@ -237,12 +318,11 @@ var fileTerm = stem("file")
 
 // looksLikeFileName reports whether a query word is written like a file
 // name: a name, a dot, and an extension of one to five letters or digits
-// with a letter in it ("notes.md", "main.go", "budget.xlsx"; not "v1.2" or
-// "example.org"'s look-alikes with longer endings, which are rare in
-// queries about files).
+// with a letter in it ("notes.md", "main.go", "budget.xlsx"; not "v1.2",
+// nor "document.title", whose ending is too long for an extension).
 func looksLikeFileName(w string) bool {
 	i := strings.LastIndexByte(w, '.')
-	if i <= 0 || len(w)-i-1 < 1 || len(w)-i-1 > 5 {
+	if i <= 0 || len(w)-i-1 < 1 || len(w)-i-1 > 4 {
 		return false
 	}
 	letter := false

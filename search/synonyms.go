@@ -64,7 +64,7 @@ var canonicalWords = map[string][]string{
 var relatedGroups = [][]string{
 	// Verbs of the operations every catalog has.
 	{"delete", "remove", "erase", "drop", "wipe", "purge", "discard", "forget"},
-	{"create", "add", "new", "make", "fresh", "insert"},
+	{"create", "add", "new", "make", "fresh", "insert", "append"},
 	{"list", "show", "enumerate"},
 	{"get", "fetch", "retrieve"},
 	{"search", "find", "lookup", "look", "grep", "query"},
@@ -155,7 +155,7 @@ var relatedGroups = [][]string{
 	{"coordinate", "latitude", "longitude", "geocode"},
 	// People, accounts and CRMs.
 	{"signed", "authenticated", "whoami", "self", "current", "identity"}, // not "logged": it stems to "log"
-	{"user", "people", "person", "member", "profile", "who"},
+	{"user", "people", "person", "member", "profile", "developer"},
 	{"deal", "lead", "contact", "company", "customer", "crm", "sale"},
 	{"team", "group", "organization"},
 	// General agent vocabulary, written for tool catalogs at large rather
@@ -195,7 +195,13 @@ var relatedGroups = [][]string{
 	{"quota", "limit", "credit", "balance"},
 	{"replica", "scale"},
 	{"shell", "terminal", "exec", "command"},
-	{"near", "nearby", "around"},
+	{"near", "nearby", "around", "neighbourhood", "neighborhood", "vicinity"},
+	{"area", "km", "acre", "hectare", "square"},
+	{"type", "enter", "input", "fill"},
+	{"filter", "whose", "matching", "criteria"},
+	{"disk", "storage", "size", "space"},
+	{"disk", "filesystem", "local"},
+	{"evaluate", "eval", "script", "javascript"},
 	{"city", "town"},
 	{"elevation", "altitude", "height"},
 	{"travel", "commute", "journey", "trip", "eta"},
