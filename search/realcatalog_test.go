@@ -366,6 +366,15 @@ func BenchmarkRealSearch2000(b *testing.B) {
 	b.StopTimer()
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
 	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	// The postings a query reads, the machine-independent part of its
+	// cost: timings on a shared machine swing with its load.
+	posts := 0
+	for _, q := range qs {
+		for _, t := range ix.queryTerms(q.Query) {
+			posts += int(ix.info[t.id].end - ix.info[t.id].start)
+		}
+	}
+	b.ReportMetric(float64(posts)/float64(len(qs)), "postings/query")
 }
 
 // BenchmarkRealBuild2000 builds the index of the real catalogs expanded to

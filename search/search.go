@@ -205,21 +205,21 @@ func (ix *Index) queryTerms(query string) []qterm {
 	var out []qterm
 	src := 0
 	var maxIDF float32
+	at := make(map[int32]int, 32) // term id -> index in out
 	set := func(term string, w float64) {
 		id, ok := ix.terms[term]
 		if !ok {
 			return
 		}
-		for i := range out {
-			if out[i].term == term {
-				if w > out[i].w {
-					out[i].w = w
-					out[i].src = src
-					out[i].maxIDF = maxIDF
-				}
-				return
+		if i, seen := at[id]; seen {
+			if w > out[i].w {
+				out[i].w = w
+				out[i].src = src
+				out[i].maxIDF = maxIDF
 			}
+			return
 		}
+		at[id] = len(out)
 		out = append(out, qterm{term, id, w, src, maxIDF})
 	}
 
