@@ -146,3 +146,13 @@ func TestSearchImpliedTerms(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchImpliedListFindsNothingAlone: the "list" a verbless plural
+// implies ranks among the tools the query's words found, and brings none
+// in by itself, so a query about what no tool has still finds nothing.
+func TestSearchImpliedListFindsNothingAlone(t *testing.T) {
+	ix := Build([]Doc{{Name: "fs__list_directory", Description: "List the entries of a directory."}})
+	if hits := ix.Search("kubernetes pods", 5); hits != nil {
+		t.Fatalf("Search(kubernetes pods) = %v, want nil", names(hits))
+	}
+}

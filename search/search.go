@@ -106,6 +106,9 @@ type qterm struct {
 	// maxIDF, when above 0, caps the term's IDF at its query word's: a
 	// related word rarer than the word typed must not outscore it.
 	maxIDF float32
+	// boost terms only add to tools some other term found: a guess at
+	// what the query implies must not bring in tools on its own.
+	boost bool
 }
 
 // accumulator holds one query's per-document scores. Instances are pooled
@@ -176,8 +179,11 @@ func (ix *Index) Search(query string, max int) []Hit {
 				}
 			}
 		}
+		boost := qts[i].boost
 		for _, d := range acc.bestT {
-			add(d, acc.best[d])
+			if !boost || acc.scores[d] != 0 {
+				add(d, acc.best[d])
+			}
 			acc.best[d] = 0
 		}
 		acc.bestT = acc.bestT[:0]
@@ -220,7 +226,7 @@ func (ix *Index) queryTerms(query string) []qterm {
 			return
 		}
 		at[id] = len(out)
-		out = append(out, qterm{term, id, w, src, maxIDF})
+		out = append(out, qterm{term, id, w, src, maxIDF, false})
 	}
 
 	// Identifier-like words ("read_file", "github__create_issue",
@@ -283,12 +289,20 @@ func (ix *Index) queryTerms(query string) []qterm {
 		}
 	}
 	// Two nouns, the last a plural, and no verb ("argocd applications",
-	// "slack channels") ask for a list.
+	// "slack channels") ask for a list: among the tools the nouns found.
 	if len(base) > 0 && len(base) <= maxListQueryTerms && !hasOperationVerb(base) && endsInPlural(query) {
 		src++
 		set(listTerm, phraseWeight)
+		for i := range out {
+			if out[i].src == src {
+				out[i].boost = true
+			}
+		}
 	}
 	sort.Slice(out, func(i, j int) bool {
+		if out[i].boost != out[j].boost {
+			return !out[i].boost // boost terms last, once every other score is in
+		}
 		if out[i].src != out[j].src {
 			return out[i].src < out[j].src
 		}
