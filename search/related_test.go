@@ -156,3 +156,21 @@ func TestSearchImpliedListFindsNothingAlone(t *testing.T) {
 		t.Fatalf("Search(kubernetes pods) = %v, want nil", names(hits))
 	}
 }
+
+func TestIndexFold(t *testing.T) {
+	tests := []struct {
+		s, needle string
+		want      int
+	}{
+		{"Who am I logged in as", "who am i", 0},
+		{"who am in charge", "who am i", -1},
+		{"tell me who am I", "who am i", 8},
+		{"blogged into", "logged in", -1},
+		{"", "logged in", -1},
+	}
+	for _, tt := range tests {
+		if got := indexFold(tt.s, tt.needle); got != tt.want {
+			t.Errorf("indexFold(%q, %q) = %d, want %d", tt.s, tt.needle, got, tt.want)
+		}
+	}
+}

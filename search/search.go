@@ -46,13 +46,21 @@ var queryPhrases = []struct{ phrase, means string }{
 	{"signed in", "current user"},
 }
 
-// indexFold is strings.Index for a lowercase ASCII needle, ignoring the
-// ASCII case of s.
+// indexFold returns the index of the first match of a lowercase ASCII
+// needle in s that starts and ends at word boundaries, ignoring ASCII case,
+// or -1 ("who am i" is not in "who am in charge").
 func indexFold(s, needle string) int {
 	for i := 0; i+len(needle) <= len(s); i++ {
-		if strings.EqualFold(s[i:i+len(needle)], needle) {
-			return i
+		if !strings.EqualFold(s[i:i+len(needle)], needle) {
+			continue
 		}
+		if i > 0 && isWordRune(rune(s[i-1])) {
+			continue
+		}
+		if j := i + len(needle); j < len(s) && isWordRune(rune(s[j])) {
+			continue
+		}
+		return i
 	}
 	return -1
 }
