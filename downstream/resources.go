@@ -141,17 +141,9 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 	return uri, nil
 }
 
-// readResource answers resources/read; a stateless HTTP client's read runs
-// as a parked call, so that a server request it raises reaches the client
-// (roundtrip.go).
-func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	if parkable(r) {
-		return rp.surfaceRoundTrip(ctx, r, rp.readResourceNow)
-	}
-	return rp.readResourceNow(ctx, r)
-}
-
-func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// readResource answers resources/read; the method table runs it behind
+// parkedWhenStateless.
+func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
@@ -289,16 +281,9 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 	}
 }
 
-// getPrompt answers prompts/get; like readResource, a stateless HTTP
-// client's runs as a parked call.
-func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	if parkable(r) {
-		return rp.surfaceRoundTrip(ctx, r, rp.getPromptNow)
-	}
-	return rp.getPromptNow(ctx, r)
-}
-
-func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// getPrompt answers prompts/get; the method table runs it behind
+// parkedWhenStateless.
+func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
@@ -418,10 +403,22 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 	}
 }
 
-// surfaceRoundTrip runs a stateless HTTP client's resources/read or
-// prompts/get (h) as a parked call, so that a server request it raises
-// reaches the client through a round trip; a retry with a requestState
-// resumes it.
+// parkedWhenStateless wraps h, the handler of resources/read or
+// prompts/get: a stateless HTTP client's request runs as a parked call
+// (roundtrip.go), so that a server request it raises reaches the client
+// through a round trip, and a retry with a requestState resumes it; any
+// other request runs h as it is.
+func (rp *resourcesPrompts) parkedWhenStateless(h handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		if !parkable(r) {
+			return h(ctx, r)
+		}
+		return rp.surfaceRoundTrip(ctx, r, h)
+	}
+}
+
+// surfaceRoundTrip runs r, a stateless HTTP client's resources/read or
+// prompts/get, with h as a parked call.
 func (rp *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
 	target := "uri"
 	if r.method == "prompts/get" {
