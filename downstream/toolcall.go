@@ -146,6 +146,11 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 	if werr != nil {
 		return nil, werr
 	}
+	if r.modern && r.header != nil {
+		if werr := tc.paramHeaders(ctx, r, req.name); werr != nil {
+			return nil, werr
+		}
+	}
 	if r.modern && len(req.state) > 0 {
 		if state, _ := req.stateString(); isParkToken(state) {
 			res, input, werr := tc.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (roundtrip.go)
@@ -153,6 +158,19 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 		}
 	}
 	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
+}
+
+// paramHeaders checks a stateless HTTP call's Mcp-Param-* headers against
+// its arguments (paramheaders.go), for the tool the client sees under name.
+// A name the client cannot call is not checked: the call chain answers it
+// as unknown, with nothing said of the tool's declarations.
+func (tc *toolCalls) paramHeaders(ctx context.Context, r *request, name string) *wireError {
+	tc.catalogs.awaitTool(ctx, name)
+	e, ok := tc.catalogs.Catalog().Lookup(name)
+	if !ok || !e.listed() || r.sess.agent.Decide(e.policyTool(), r.sess.perCall).Hidden() {
+		return nil
+	}
+	return checkParamHeaders(r.header, e.Raw, r.params)
 }
 
 // forwardCall calls one tool by name for r: the proxy's own tools, or an
