@@ -346,7 +346,6 @@ func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, time
 	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	cctx = upstream.WithClientCapabilities(cctx, c.r.caps.upstreamCaps()) // upcaps.go
 	start := time.Now()
 	result, err := up.Request(withRequest(cctx, c.r), "tools/call", params)
 	c.elapsed = time.Since(start)
