@@ -54,7 +54,7 @@ type toolCalls struct {
 	approvals approvalStates // approval states of stateless clients (approval.go)
 	// decorate finishes a 2026-07-28 result the route would (a view's
 	// list is decorated once per view).
-	decorate func(method string, res json.RawMessage) json.RawMessage
+	decorate func(method string, res json.RawMessage, hint cacheHint) json.RawMessage
 	chain    callHandler // the steps of a call, built once
 }
 
@@ -88,7 +88,7 @@ type ownRunner interface {
 }
 
 func newToolCalls(e *env, catalogs toolCatalog, views toolViews, own ownRunner, relay callRelay,
-	decorate func(string, json.RawMessage) json.RawMessage) *toolCalls {
+	decorate func(string, json.RawMessage, cacheHint) json.RawMessage) *toolCalls {
 	t := &toolCalls{env: e, catalogs: catalogs, views: views, own: own, relay: relay, decorate: decorate}
 	t.chain = buildCallChain(t.send, t.observeCall, t.policyGate, t.quarantineGate, t.pinnedGate, t.upGate, t.rateGate, t.approvalGate)
 	return t
@@ -133,9 +133,14 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 // list gets (docs/operations.md#startup).
 func (tc *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	tc.catalogs.waitStartup(ctx)
+	tc.refreshStale(r.sess)
 	if r.modern && r.sess.state.NothingActivated() {
-		r.decorated = true
-		return tc.views.viewFor(r.sess).modernList(tc.decorate), nil
+		if hint := tc.listHint(r.sess, r.method); hint == (cacheHint{}) {
+			// The common case, decorated once per view; a list with a
+			// TTL is decorated for this request, its TTL counting down.
+			r.decorated = true
+			return tc.views.viewFor(r.sess).modernList(tc.decorate), nil
+		}
 	}
 	return tc.views.listFor(r.sess), nil
 }
