@@ -288,7 +288,7 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 	}
 	rp.subs.mu.Unlock()
 	for st, uri := range targets {
-		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
+		st.sendUnowned(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
 }
 

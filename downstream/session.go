@@ -49,6 +49,9 @@ type session struct {
 	// notify carries messages no request owns (list_changed, log messages,
 	// resource updates): the stdio connection, or the session's GET stream.
 	notify notifyTarget
+	// listens are a stdio 2026-07-28 client's subscriptions/listen
+	// requests (sendUnowned).
+	listens listenSet
 	// activity tracks an HTTP session's requests and streams for the idle
 	// timeout.
 	activity  activity
@@ -105,6 +108,21 @@ func (s *session) ended() bool {
 	default:
 		return false
 	}
+}
+
+// sendUnowned sends a notification no request owns (list_changed, a
+// resource update, a log message) the way the client's protocol era
+// expects: to a session-era client on its stream (stdio, or its GET
+// stream), to a stateless HTTP listen on its stream (notify is the
+// listen's), and to a 2026-07-28 client on stdio (one that never sent
+// initialize) only through the listens that opted in to it, tagged with
+// each one's subscription id (MCP 2026-07-28, basic/patterns/subscriptions).
+func (s *session) sendUnowned(msg []byte) {
+	if s.transport == transportStdio && s.state.Client() == nil {
+		s.listens.send(msg)
+		return
+	}
+	s.notify.send(msg)
 }
 
 // notifyTarget is where a session's unowned messages go. On stdio it is
