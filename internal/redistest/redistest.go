@@ -1,0 +1,142 @@
+// Package redistest starts a real redis-server for tests: Debian's, on a
+// free loopback port, in a temp dir, with the durability the docs
+// recommend (AOF, appendfsync always). Tests that use it sit behind the
+// "redis" build tag, so the default test command needs no Redis.
+package redistest
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// InstallHint says how to get redis-server where it is missing.
+const InstallHint = "redis-server is not installed: apt-get update && apt-get install -y redis-server (Debian's package; .ci/run does the same)"
+
+// startWait bounds how long redis-server may take to accept connections.
+const startWait = 20 * time.Second
+
+// Server is one redis-server process. Addr is its host:port. Stop kills it
+// (it is also killed when the test ends); Start runs it again on the same
+// port and data directory, as after a crash.
+type Server struct {
+	Addr string
+	Dir  string
+	Port int
+
+	t   testing.TB
+	bin string
+	cmd *exec.Cmd
+}
+
+// Start runs redis-server for t, or fails t with InstallHint when it is
+// not installed.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	bin, err := exec.LookPath("redis-server")
+	if err != nil {
+		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
+			t.Fatal(InstallHint)
+		}
+		bin = "/usr/bin/redis-server"
+	}
+	s := &Server{t: t, bin: bin, Dir: t.TempDir(), Port: freePort(t)}
+	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+	s.Start()
+	t.Cleanup(s.Kill)
+	return s
+}
+
+// Start runs the server (again) and waits until it accepts connections and
+// has loaded its data.
+func (s *Server) Start() {
+	s.t.Helper()
+	conf := strings.Join([]string{
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(s.Port),
+		"dir " + s.Dir,
+		"save \"\"",
+		"appendonly yes",
+		"appendfsync always",
+		"protected-mode yes",
+		"daemonize no",
+		"logfile \"\"",
+	}, "\n") + "\n"
+	confPath := filepath.Join(s.Dir, "redis.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		s.t.Fatal(err)
+	}
+	cmd := exec.Command(s.bin, confPath)
+	cmd.Dir = s.Dir
+	log, err := os.OpenFile(filepath.Join(s.Dir, "redis.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer log.Close()
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatalf("start redis-server: %v", err)
+	}
+	s.cmd = cmd
+	deadline := time.Now().Add(startWait)
+	for {
+		if s.pingOK() {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.Kill()
+			b, _ := os.ReadFile(filepath.Join(s.Dir, "redis.log"))
+			s.t.Fatalf("redis-server did not answer PING within %s; its log:\n%s", startWait, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// pingOK sends a raw PING and reports whether PONG came back (LOADING
+// while it replays its AOF is not yet ready).
+func (s *Server) pingOK() bool {
+	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("PING\r\n")); err != nil {
+		return false
+	}
+	line, err := bufio.NewReader(c).ReadString('\n')
+	return err == nil && line == "+PONG\r\n"
+}
+
+// Kill stops the server with SIGKILL, as a crash would, and waits for it.
+// It does nothing when the server is not running.
+func (s *Server) Kill() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Kill()
+	_ = s.cmd.Wait()
+	s.cmd = nil
+}
+
+// URL is the server's redis:// URL.
+func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
+
+func freePort(t testing.TB) int {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
