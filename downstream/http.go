@@ -511,10 +511,15 @@ func (f *httpFront) healthz(w http.ResponseWriter, _ *http.Request) {
 	_, _ = io.WriteString(w, "ok\n")
 }
 
-// readyz answers 200 once every `required` server is connected, else 503
-// naming those that are not.
-func (f *httpFront) readyz(w http.ResponseWriter, _ *http.Request) {
+// readyz answers 200 once every `required` server is connected and the
+// shared-state store answers, else 503 naming what is not ready.
+func (f *httpFront) readyz(w http.ResponseWriter, r *http.Request) {
 	var missing []string
+	if st := f.opts.Store; st != nil {
+		if err := st.Ready(r.Context()); err != nil {
+			missing = append(missing, "store ("+err.Error()+")")
+		}
+	}
 	g := f.gen()
 	for _, name := range g.serverNames() {
 		if g.cfg.Servers[name].Required && g.ups[name].Snapshot().State != upstream.StateConnected {

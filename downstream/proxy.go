@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/store"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	Tracer *tracing.Tracer
 	// Audit writes one line per decision (docs/operations.md#audit-log); nil: none.
 	Audit *audit.Log
+	// Store holds the state shared by replicas (docs/shared-state.md); nil
+	// is the memory store: everything stays in this process.
+	Store *store.Store
 }
 
 // Proxy is the downstream MCP server, and the composition root of its
