@@ -305,12 +305,12 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		slots, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
+		release, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
 		if refusal != nil || werr != nil {
 			return refusal, werr
 		}
-		if slots != nil {
-			defer slots.Release()
+		if release != nil {
+			defer release()
 		}
 		return tc.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}
