@@ -270,7 +270,10 @@ func (tc *toolCalls) upGate(next callHandler) callHandler {
 // (docs/agents.md#approval, approval.go).
 func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		refusal, ask := tc.approve(ctx, c)
+		refusal, ask, werr := tc.approve(ctx, c)
+		if werr != nil {
+			return nil, werr
+		}
 		if ask != nil {
 			c.input = ask
 			return ask.result, nil
