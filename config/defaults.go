@@ -151,6 +151,7 @@ func (c *Config) applyDefaults(lookupEnv func(string) (string, bool)) {
 	setString(&c.Log.Format, DefaultLogFormat)
 	c.tracingDefaults(lookupEnv)
 	c.auditDefaults()
+	c.storeDefaults()
 	for name, s := range c.Servers {
 		if s != nil {
 			c.serverDefaults(joinPath("servers", pathKey(name)), s)

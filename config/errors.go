@@ -92,7 +92,39 @@ func scrubText(s string, secrets []string) string {
 			s = strings.ReplaceAll(s, sec, redactedText)
 		}
 	}
+	if strings.Contains(s, cutMark) {
+		s = scrubCut(s, secrets)
+	}
 	return s
+}
+
+// cutMark ends a value quoteValue cut short.
+const cutMark = `..."`
+
+// scrubCut replaces the start of a secret that a cut value ends with: a
+// secret longer than what quoteValue shows is not whole in the text, yet
+// most of it would be.
+func scrubCut(s string, secrets []string) string {
+	var b strings.Builder
+	for {
+		i := strings.Index(s, cutMark)
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		head := s[:i]
+		for _, sec := range secrets {
+			for n := min(len(sec), len(head)); n >= minScrubLen; n-- {
+				if strings.HasSuffix(head, sec[:n]) {
+					head = head[:len(head)-n] + redactedText
+					break
+				}
+			}
+		}
+		b.WriteString(head)
+		b.WriteString(cutMark)
+		s = s[i+len(cutMark):]
+	}
 }
 
 // joinProblems caps, scrubs and joins problems; nil when there are none.

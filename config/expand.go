@@ -132,12 +132,15 @@ func (x *expander) node(n *yaml.Node, path string, segs []string) {
 }
 
 // isSecretPath matches servers.<s>.env.<k>, servers.<s>.headers.<k>,
-// agents.<a>.tokens[i], and anything under a pinned argument
+// agents.<a>.tokens[i], store.encryption_key, store.url (its password), and anything under a pinned argument
 // (servers.<s>.tools.overrides.<t>.arguments.<k>): a value an operator
 // pins from the environment is kept from the model, as a key would be.
 func isSecretPath(segs []string) bool {
 	if len(segs) >= 7 && segs[0] == "servers" && segs[2] == "tools" && segs[3] == "overrides" && segs[5] == "arguments" {
 		return true
+	}
+	if len(segs) == 2 && segs[0] == "store" {
+		return segs[1] == "encryption_key" || segs[1] == "url"
 	}
 	if len(segs) != 4 {
 		return false

@@ -53,6 +53,8 @@ func (c *Config) Secrets() []string {
 	if c.Listen.Auth != nil && c.Listen.Auth.Introspection != nil {
 		set[c.Listen.Auth.Introspection.ClientSecret] = true
 	}
+	set[c.Store.EncryptionKey] = true
+	set[urlPassword(c.Store.URL)] = true
 	for _, v := range c.doc.secretVars {
 		set[v] = true
 	}
@@ -187,6 +189,11 @@ func nodeSecrets(root *yaml.Node) []string {
 		scalar(v)
 	}
 	scalar(field(field(field(field(root, "listen"), "auth"), "introspection"), "client_secret"))
+	store := field(root, "store")
+	scalar(field(store, "encryption_key"))
+	if u := field(store, "url"); u != nil && u.Kind == yaml.ScalarNode {
+		set[urlPassword(u.Value)] = true
+	}
 	return sortSecrets(set)
 }
 
@@ -232,6 +239,8 @@ func (c *Config) Redacted() *Config {
 	if a := out.Listen.Auth; a != nil && a.Introspection != nil {
 		a.Introspection.ClientSecret = redactOne(a.Introspection.ClientSecret)
 	}
+	out.Store.EncryptionKey = redactOne(out.Store.EncryptionKey)
+	out.Store.URL = scrubText(redactURL(c.Store.URL), secrets)
 	return out
 }
 

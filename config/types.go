@@ -40,6 +40,8 @@ type Config struct {
 	Tracing Tracing `yaml:"tracing"`
 	// Audit writes one JSON line per decision (docs/operations.md#audit-log).
 	Audit Audit `yaml:"audit"`
+	// Store is where state shared by replicas lives (docs/shared-state.md).
+	Store Store `yaml:"store"`
 	// Registry is the MCP Registry that `mcp-proxy registry search` and
 	// `mcp-proxy add` read (docs/configuration.md#adding-a-server-from-the-registry).
 	Registry Registry `yaml:"registry"`
@@ -313,6 +315,33 @@ type Audit struct {
 	MaxFiles int    `yaml:"max_files"`
 	// Arguments is digest, full or none.
 	Arguments string `yaml:"arguments"`
+}
+
+// Store is where the proxy keeps the state a request may need from another
+// replica (docs/shared-state.md): memory (one process, the default) or
+// redis. URL's password and EncryptionKey are secrets.
+type Store struct {
+	Type string `yaml:"type"`
+	// URL is redis://[user:password@]host:port[/db] or rediss://...; with
+	// Sentinel its host is not dialled (the sentinels name the master).
+	URL string `yaml:"url"`
+	// KeyPrefix starts every key the proxy writes, so that several proxies
+	// (or other programs) can share one Redis.
+	KeyPrefix string `yaml:"key_prefix"`
+	// EncryptionKey is 32 bytes, base64: it encrypts secrets at rest and
+	// seeds every derived key. Required with type redis.
+	EncryptionKey string `yaml:"encryption_key"`
+	// TLSCACertPath trusts this CA (PEM) for rediss:// in addition to the
+	// system's.
+	TLSCACertPath string `yaml:"tls_ca_cert_path"`
+	// Sentinel, when set, finds the master through Redis Sentinel.
+	Sentinel *Sentinel `yaml:"sentinel"`
+}
+
+// Sentinel names a master and the sentinels that watch it.
+type Sentinel struct {
+	Master string   `yaml:"master"`
+	Addrs  []string `yaml:"addrs"`
 }
 
 // Log configures zerolog; output always goes to stderr.

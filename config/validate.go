@@ -138,6 +138,7 @@ func (c *Config) problems() []error {
 	c.validateAudit(v)
 	c.validateOverrides(v)
 	c.validateLimits(v)
+	c.validateStore(v)
 	kept := v.problems[:0]
 	for _, p := range v.problems {
 		if path := problemPath(p); !v.droppedAt(path) && !v.droppedItem(path) {

@@ -50,7 +50,8 @@ func (r *recorder) MustRegister(cs ...prometheus.Collector) {
 func (r *recorder) Unregister(prometheus.Collector) bool { return false }
 
 // registeredMetrics returns the name of every metric the proxy registers:
-// the collectors of package metrics and the audit log's counter.
+// the collectors of package metrics (the store's included) and the audit
+// log's counter.
 func registeredMetrics(t *testing.T) []string {
 	t.Helper()
 	r := &recorder{}
@@ -58,6 +59,9 @@ func registeredMetrics(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	if _, err := metrics.NewBlobStore(r); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := metrics.NewStore(r); err != nil {
 		t.Fatal(err)
 	}
 	l, err := audit.New(config.Audit{Path: filepath.Join(t.TempDir(), "audit.log"), MaxBytes: 1 << 20, MaxFiles: 2}, audit.Options{Registerer: r})

@@ -336,7 +336,10 @@ func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 		if c.round != nil {
 			return next(ctx, c) // approved in its first round, for these arguments
 		}
-		refusal, ask := tc.approve(ctx, c)
+		refusal, ask, werr := tc.approve(ctx, c)
+		if werr != nil {
+			return nil, werr
+		}
 		if ask != nil {
 			c.input = ask
 			return ask.result, nil
@@ -374,12 +377,12 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		slots, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
+		release, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
 		if refusal != nil || werr != nil {
 			return refusal, werr
 		}
-		if slots != nil {
-			defer slots.Release()
+		if release != nil {
+			defer release()
 		}
 		return tc.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}

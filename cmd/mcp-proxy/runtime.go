@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/store"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -65,6 +66,9 @@ type runtime struct {
 	// upstreams, since calls finishing at shutdown still use them.
 	tracer *tracing.Tracer
 	audit  *audit.Log
+	// store holds the state shared by replicas (docs/shared-state.md),
+	// fixed at start like state_dir; closed last.
+	store *store.Store
 	// slowStart is when waitAll says which servers are still starting;
 	// zero means slowStartNotice.
 	slowStart time.Duration
@@ -162,12 +166,12 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	out := newScrubbedOutput(stderr, cfg.Secrets())
 	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{},
 		httpLimits: defaultHTTPLimits}
-	store, err := openAuthStore(cfg)
+	tokens, err := openAuthStore(cfg)
 	if err != nil {
 		return nil, configErr(err)
 	}
 	rt.auth = upstream.AuthOptions{
-		Client:      oauthclient.Options{Store: store, OpenerOutput: openerOutput{rt.log}},
+		Client:      oauthclient.Options{Store: tokens, OpenerOutput: openerOutput{rt.log}},
 		Interactive: interactive,
 	}
 	if interactive && cfg.Listen.Transport != config.TransportHTTP {
@@ -211,6 +215,12 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	if rt.reaper, err = upstream.StartReaper(rt.log); err != nil {
 		rt.log.Warn().Err(err).Msg("processes that stdio servers leave behind cannot be adopted; they may outlive the proxy")
 	}
+	if rt.store, err = rt.openStore(cfg); err != nil {
+		rt.reaper.Close(closeBudget)
+		_ = rt.audit.Close(context.Background())
+		_ = rt.tracer.Shutdown(context.Background())
+		return nil, err
+	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
 		for name, s := range cfg.Servers {
@@ -226,6 +236,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	}
 	rt.proxy = downstream.New(downstream.Options{
 		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity, Tracer: rt.tracer, Audit: rt.audit,
+		Store: rt.store,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (docs/operations.md#shutdown-and-reload).
@@ -479,6 +490,25 @@ func (rt *runtime) close() {
 		upstream.KillGroups()
 	}
 	rt.reaper.Close(closeBudget - time.Since(start))
+	if err := rt.store.Close(); err != nil {
+		rt.log.Debug().Err(err).Msg("shared-state store closed")
+	}
+}
+
+// openStore opens the shared-state store (docs/shared-state.md) with its
+// metrics. A Redis store that does not answer yet is not an error: the
+// proxy starts, /readyz says it is not ready, and the client connects once
+// Redis does.
+func (rt *runtime) openStore(cfg *config.Config) (*store.Store, error) {
+	m, err := metrics.NewStore(rt.registry)
+	if err != nil {
+		return nil, err
+	}
+	st, err := store.Open(cfg.Store, store.Options{Metrics: m, Logger: rt.log.With().Str("component", "store").Logger()})
+	if err != nil {
+		return nil, configErr(fmt.Errorf("store: %w", err))
+	}
+	return st, nil
 }
 
 // openAuthStore opens the token store under state_dir (nothing is
