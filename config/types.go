@@ -40,6 +40,9 @@ type Config struct {
 	Tracing Tracing `yaml:"tracing"`
 	// Audit writes one JSON line per decision (docs/operations.md#audit-log).
 	Audit Audit `yaml:"audit"`
+	// Registry is the MCP Registry that `mcp-proxy registry search` and
+	// `mcp-proxy add` read (docs/configuration.md#adding-a-server-from-the-registry).
+	Registry Registry `yaml:"registry"`
 
 	// doc is what Parse learned from the document itself.
 	doc docInfo
@@ -289,6 +292,15 @@ type Tracing struct {
 	// SampleRatio nil means 1.0.
 	SampleRatio *float64 `yaml:"sample_ratio"`
 	ServiceName string   `yaml:"service_name"`
+}
+
+// Registry is an MCP Registry to search and add servers from
+// (docs/configuration.md#adding-a-server-from-the-registry). An empty URL
+// means the official registry. Header values are secrets.
+type Registry struct {
+	URL           string            `yaml:"url"`
+	Headers       map[string]string `yaml:"headers"`
+	TLSCACertPath string            `yaml:"tls_ca_cert_path"`
 }
 
 // Audit writes the audit log (docs/operations.md#audit-log); an empty Path turns it off.

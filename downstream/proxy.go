@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
+	"github.com/mcp-proxy/mcp-proxy/internal/seal"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
@@ -49,6 +50,11 @@ type Options struct {
 	Tracer *tracing.Tracer
 	// Audit writes one line per decision (docs/operations.md#audit-log); nil: none.
 	Audit *audit.Log
+	// StateSealer seals the request states of multi-round-trip requests
+	// (docs/protocol.md#requests-from-servers); nil: a random key of this
+	// process (states then open in this process only). Processes that must
+	// take each other's retries are given sealers with one key.
+	StateSealer *seal.Sealer
 }
 
 // Proxy is the downstream MCP server, and the composition root of its
