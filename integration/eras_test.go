@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,11 +182,6 @@ var eraClients = []eraClient{
 	{"ts-sdk/2025-11-25/http", "ts", "2025-11-25", "http"},
 }
 
-// erasPending lists the combinations that fail today because of work still
-// to be merged, with the reason: they are run and must fail (a listed one
-// that passes fails the test, so the list cannot go stale).
-var erasPending = map[string]string{}
-
 // TestErasCrossed: every upstream of eraUpstreams behind the proxy, reached
 // by every client of eraClients. Through the proxy the client answers the
 // upstream's elicitation, sampling and roots requests (its answers show in
@@ -199,16 +193,7 @@ func TestErasCrossed(t *testing.T) {
 			name := up.name + "/" + cl.name
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				why, pending := erasPending[name]
-				if !pending {
-					runErasCase(t, up, cl)
-					return
-				}
-				failures := (&failRecorder{TB: t}).run(func(tb testing.TB) { runErasCase(tb, up, cl) })
-				if len(failures) == 0 {
-					t.Errorf("passes now: take it off erasPending (%s)", why)
-				}
-				t.Logf("expected to fail (%s): %s", why, strings.Join(failures, "; "))
+				runErasCase(t, up, cl)
 			})
 		}
 	}
@@ -461,57 +446,14 @@ func connectErasHTTP(t testing.TB, url string, opts *mcp.ClientOptions, sopts *m
 	return cs
 }
 
-// failRecorder is the testing.TB of a combination expected to fail: it
-// records failures instead of reporting them, and ends the goroutine on a
-// fatal one, as testing.T does.
-type failRecorder struct {
-	testing.TB
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (f *failRecorder) record(msg string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.msgs = append(f.msgs, msg)
-}
-
-func (f *failRecorder) Error(args ...any)                 { f.record(fmt.Sprint(args...)) }
-func (f *failRecorder) Errorf(format string, args ...any) { f.record(fmt.Sprintf(format, args...)) }
-func (f *failRecorder) Fail()                             { f.record("failed") }
-func (f *failRecorder) Fatal(args ...any)                 { f.record(fmt.Sprint(args...)); runtime.Goexit() }
-func (f *failRecorder) Fatalf(format string, args ...any) {
-	f.record(fmt.Sprintf(format, args...))
-	runtime.Goexit()
-}
-func (f *failRecorder) FailNow() { f.record("failed"); runtime.Goexit() }
-
-// Failed reports whether a failure was recorded.
-func (f *failRecorder) Failed() bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return len(f.msgs) > 0
-}
-
-// run runs fn with f in a goroutine of its own (a fatal failure ends it)
-// and returns the failures recorded.
-func (f *failRecorder) run(fn func(testing.TB)) []string {
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn(f)
-	}()
-	<-done
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return append([]string(nil), f.msgs...)
-}
-
 // TestErasMissingCapability: a client that did not declare elicitation
 // calls a tool whose upstream asks for it. A 2026-07-28 client's call is
-// refused with -32021 (the revision's missing-capability error); a
-// 2025-11-25 client gets the call's result with isError naming the
-// capability. Whatever era the upstream speaks.
+// refused with -32021 (the revision's missing-capability error), whatever
+// era the upstream speaks; a 2025-11-25 client of a 2026-07-28 upstream
+// gets the call's result with isError naming the capability; between a
+// 2025-11-25 client and upstream, as before the new era, the proxy refuses
+// the upstream's request (-32601) and relays the upstream's answer to that
+// as it is (go-sdk's server fails the call: "method not found").
 func TestErasMissingCapability(t *testing.T) {
 	clients := []eraClient{
 		{"go-sdk/2025-11-25/stdio", "go", "2025-11-25", "stdio"},
@@ -524,49 +466,11 @@ func TestErasMissingCapability(t *testing.T) {
 			name := up.name + "/" + cl.name
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
-				why, pending := erasMissingPending[name]
-				if !pending {
-					runMissingCapability(t, up, cl)
-					return
-				}
-				failures := (&failRecorder{TB: t}).run(func(tb testing.TB) { runMissingCapability(tb, up, cl) })
-				if len(failures) == 0 {
-					t.Errorf("passes now: take it off erasMissingPending (%s)", why)
-				}
-				t.Logf("expected to fail (%s): %s", why, strings.Join(failures, "; "))
+				runMissingCapability(t, up, cl)
 			})
 		}
 	}
 }
-
-// erasMissingPending is erasPending for TestErasMissingCapability: today
-// the proxy refuses the upstream's request with -32601 ("the client of this
-// call does not support elicitation"), which reaches the client as a
-// JSON-RPC error (the upstream's, for a 2026-07-28 upstream).
-var erasMissingPending = map[string]string{
-	"stdio/2025-11-25/go-sdk/2025-11-25/stdio": whyNoIsError,
-	"stdio/2025-11-25/go-sdk/2025-11-25/http":  whyNoIsError,
-	"stdio/2025-11-25/go-sdk/2026-07-28/stdio": whyNoMinus32021,
-	"stdio/2025-11-25/go-sdk/2026-07-28/http":  whyNoMinus32021,
-	"stdio/2026-07-28/go-sdk/2025-11-25/stdio": whyNoIsError,
-	"stdio/2026-07-28/go-sdk/2025-11-25/http":  whyNoIsError,
-	"stdio/2026-07-28/go-sdk/2026-07-28/stdio": whyNoMinus32021,
-	"stdio/2026-07-28/go-sdk/2026-07-28/http":  whyNoMinus32021,
-	"http/2025-11-25/go-sdk/2025-11-25/stdio":  whyNoIsError,
-	"http/2025-11-25/go-sdk/2025-11-25/http":   whyNoIsError,
-	"http/2025-11-25/go-sdk/2026-07-28/stdio":  whyNoMinus32021,
-	"http/2025-11-25/go-sdk/2026-07-28/http":   whyNoMinus32021,
-	"http/2026-07-28/go-sdk/2025-11-25/stdio":  whyNoIsError,
-	"http/2026-07-28/go-sdk/2025-11-25/http":   whyNoIsError,
-	"http/2026-07-28/go-sdk/2026-07-28/stdio":  whyNoMinus32021,
-	"http/2026-07-28/go-sdk/2026-07-28/http":   whyNoMinus32021,
-}
-
-const (
-	whyNoMinus32021 = "pending (issue 31, item 3): -32021 for a capability the client did not declare"
-	whyNoIsError    = "pending (issue 31, item 3): a 2025-11-25 client without the capability gets a JSON-RPC error, " +
-		"not the call's result with isError naming it"
-)
 
 func runMissingCapability(t testing.TB, up eraUpstream, cl eraClient) {
 	cfg := writeConfig(t, "", up.server(t))
@@ -589,6 +493,13 @@ func runMissingCapability(t testing.TB, up eraUpstream, cl eraClient) {
 				text = contentText(res)
 			}
 			t.Errorf("%s from a client without elicitation: %v (result %q), want the JSON-RPC error -32021", up.elicit, err, text)
+		}
+		return
+	}
+	if up.protocol == "2025-11-25" {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code == -32021 || !strings.Contains(werr.Message, "method not found") {
+			t.Errorf("%s from a client without elicitation: %v, want the upstream's own error for the refusal (method not found)", up.elicit, err)
 		}
 		return
 	}
