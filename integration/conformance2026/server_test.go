@@ -74,9 +74,9 @@ const (
 		"until its request state expires (the server's timeout); a 2025-11-25 server's request over stdio does " +
 		"not say which call it belongs to, and with two calls in flight the proxy does not guess " +
 		"(\"2 client sessions have calls in flight to this server\")"
-	// Waiting for work of its own.
-	whyListChanged = "pending (issue 31, item 4): the proxy sends tools/list_changed only when its merged list " +
-		"changed, and the scenario's third test_trigger_tool_change registers the same tool again"
+	// A decision of the proxy (docs/protocol.md#decisions).
+	whyListChanged = "the proxy sends tools/list_changed only when the list it serves changed, and the " +
+		"scenario's third test_trigger_tool_change registers the same tool again (a SHOULD, reported as a WARNING)"
 )
 
 var proxyVariants = []proxyVariant{
