@@ -185,6 +185,37 @@ func TestModernClientModernServerCapabilities(t *testing.T) {
 	}
 }
 
+// A 2026-07-28 client's first call may carry answers the server did not
+// ask for yet (inputResponses without a request state): a 2026-07-28
+// upstream gets them, takes the one it knows and ignores the others, as
+// when the client calls it directly; a session-era upstream does not, and
+// asks.
+func TestModernClientUnaskedResponses(t *testing.T) {
+	params := `{"name":"ev__test_input_required_result_elicitation","arguments":{},` +
+		`"inputResponses":{"user_name":{"action":"accept","content":{"name":"Ada"}},"unknown_extra_key":{"action":"accept","content":{"foo":"bar"}}},` +
+		`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}}`
+	for _, tc := range []struct {
+		protocol string
+		want     string // the result's text, or "input_required"
+	}{
+		{"2026-07-28", "Hello, Ada!"},
+		{"2025-11-25", "input_required"},
+	} {
+		t.Run(tc.protocol, func(t *testing.T) {
+			p := everythingProxy(t, tc.protocol)
+			msgs := statelessCall(t, startHTTP(t, p).URL+"/mcp", params)
+			r := readModern(t, msgs[len(msgs)-1])
+			got := r.Result.ResultType
+			if len(r.Result.Content) == 1 {
+				got = r.Result.Content[0].Text
+			}
+			if got != tc.want {
+				t.Errorf("first call with inputResponses = %s; want %s", msgs[len(msgs)-1], tc.want)
+			}
+		})
+	}
+}
+
 // sessionClient initializes a 2025-11-25 stdio session declaring caps.
 func sessionClient(t *testing.T, p *Proxy, caps string) *stdioClient {
 	t.Helper()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -367,8 +368,11 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 		args = c.upArgs
 	}
 	params, err := callParams(c.entry.Name, withoutApproved(args), meta)
-	if err == nil && c.round != nil {
+	switch {
+	case err == nil && c.round != nil:
 		params, err = roundParams(params, c.responses, c.round.Own, c.round.Up)
+	case err == nil:
+		params, err = unaskedResponses(params, c.r, up)
 	}
 	if err != nil {
 		progress.close()
@@ -656,6 +660,24 @@ func callParams(name string, args, meta json.RawMessage) (json.RawMessage, error
 		params = append(append(params, `,"_meta":`...), meta...)
 	}
 	return append(params, '}'), nil
+}
+
+// unaskedResponses adds a 2026-07-28 client's inputResponses to the
+// params of a call's first round (one without a request state) for a
+// 2026-07-28 upstream: answers the server did not ask for in this call,
+// which it may take or ignore as it sees fit (MCP 2026-07-28, multi
+// round-trip requests), as it would if the client spoke to it directly. A
+// session-era upstream never gets them: its requests carry no keys they
+// could answer.
+func unaskedResponses(params json.RawMessage, r *request, up Upstream) (json.RawMessage, error) {
+	if !r.modern || up.Snapshot().ProtocolVersion != config.LatestProtocol {
+		return params, nil
+	}
+	responses, ok, err := rawjson.Get(r.params, "inputResponses")
+	if err != nil || !ok || len(responses) == 0 || responses[0] != '{' {
+		return params, nil
+	}
+	return rawjson.Set(params, "inputResponses", responses)
 }
 
 // protocolMetaPrefix marks the _meta keys that describe one hop of the

@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"errors"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -71,53 +69,4 @@ func TestExpectedFailuresFileIsValid(t *testing.T) {
 	for _, e := range list {
 		t.Logf("expected failure %s: %s", e.scenario, e.reason)
 	}
-}
-
-func TestReadResults(t *testing.T) {
-	write := func(t *testing.T, dir, name, body string) {
-		t.Helper()
-		if err := os.MkdirAll(filepath.Join(dir, name), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, name, "checks.json"), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Run("ok", func(t *testing.T) {
-		dir := t.TempDir()
-		write(t, dir, "server-ping-2026-11-29T15-21-50-720Z", `[{"id":"ping","status":"SUCCESS"}]`)
-		write(t, dir, "server-tools-call-with-logging-2026-11-29T15-21-50-721Z",
-			`[{"id":"a","status":"SUCCESS"},{"id":"b","status":"WARNING","errorMessage":"late"}]`)
-		write(t, dir, "server-server-sse-polling-2026-11-29T15-21-50-722Z", `[{"id":"c","status":"INFO"}]`)
-		got, err := readResults(dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(got) != 3 || !got["ping"].Passed() || got["tools-call-with-logging"].Passed() || !got["server-sse-polling"].Passed() {
-			t.Fatalf("unexpected results: %+v", got)
-		}
-		if p := got["tools-call-with-logging"].Problems(); !strings.Contains(p, "WARNING b: late") {
-			t.Fatalf("problems = %q", p)
-		}
-	})
-	for name, entry := range map[string]string{
-		"stray entry":      "notes.txt",
-		"no timestamp":     "server-ping",
-		"client-side name": "ping-2026-11-29T15-21-50-720Z",
-	} {
-		t.Run(name, func(t *testing.T) {
-			dir := t.TempDir()
-			write(t, dir, entry, `[]`)
-			if _, err := readResults(dir); err == nil || !strings.Contains(err.Error(), "unexpected entry") {
-				t.Fatalf("err = %v, want an unexpected entry error", err)
-			}
-		})
-	}
-	t.Run("bad json", func(t *testing.T) {
-		dir := t.TempDir()
-		write(t, dir, "server-ping-2026-11-29T15-21-50-720Z", `{`)
-		if _, err := readResults(dir); err == nil {
-			t.Fatal("no error for a broken checks.json")
-		}
-	})
 }

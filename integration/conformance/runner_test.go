@@ -2,10 +2,8 @@ package conformance
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
@@ -120,37 +118,8 @@ func (r *runner) runSuite(url, outDir, expected string) (*suiteRun, error) {
 	return run, nil
 }
 
-// resultDir is the runner's per-scenario output directory name:
-// "server-<scenario>-<ISO time with : and . as ->".
-var resultDir = regexp.MustCompile(`^server-([a-z0-9][a-z0-9-]*)-\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}-\d{3}Z$`)
-
 // readResults reads every server-<scenario>-<time>/checks.json under dir.
-func readResults(dir string) (map[string]*scenarioResult, error) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("conformance results: %w", err)
-	}
-	results := make(map[string]*scenarioResult)
-	for _, e := range entries {
-		m := resultDir.FindStringSubmatch(e.Name())
-		if m == nil || !e.IsDir() {
-			return nil, fmt.Errorf("conformance results: unexpected entry %q in %s", e.Name(), dir)
-		}
-		if results[m[1]] != nil {
-			return nil, fmt.Errorf("conformance results: scenario %s has two result directories in %s", m[1], dir)
-		}
-		raw, err := os.ReadFile(filepath.Join(dir, e.Name(), "checks.json"))
-		if err != nil {
-			return nil, fmt.Errorf("conformance results: %w", err)
-		}
-		var checks []confrunner.Check
-		if err := json.Unmarshal(raw, &checks); err != nil {
-			return nil, fmt.Errorf("conformance results: %s/checks.json: %w", e.Name(), err)
-		}
-		results[m[1]] = &scenarioResult{Checks: checks}
-	}
-	return results, nil
-}
+var readResults = confrunner.ReadServerResults
 
 // missing returns the scenarios that have no result in run.
 func (run *suiteRun) missing(scenarios []string) []string {
