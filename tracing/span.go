@@ -153,6 +153,14 @@ func (st *spanState) set(kv attribute.KeyValue) {
 	st.mu.Unlock()
 }
 
+// The start options of the two kinds of span, built once: a slice made
+// for each Start would be an allocation, as the Tracer interface's
+// variadic escapes.
+var (
+	serverStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	clientStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
+
 // serverSpanKey holds the server span's state in its request's ctx.
 type serverSpanKey struct{}
 
@@ -269,7 +277,7 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	if tp, ts := metaTraceContext(r.Params); tp != "" {
 		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
 	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target), trace.WithSpanKind(trace.SpanKindServer))
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target), serverStart...)
 	st := &spanState{s: span}
 	if span.IsRecording() {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
@@ -297,7 +305,7 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	if r.Method == methodToolsCall || r.Method == methodPromptsGet {
 		target = paramName(r.Params)
 	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target), trace.WithSpanKind(trace.SpanKindClient))
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target), clientStart...)
 	st := &spanState{s: span}
 	if span.IsRecording() {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
@@ -380,11 +388,7 @@ func requestID(raw json.RawMessage) string {
 		return ""
 	}
 	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-		return ""
+		return jsonString(raw)
 	}
 	return string(raw)
 }
@@ -403,11 +407,8 @@ func paramName(params json.RawMessage) string {
 
 // jsonString decodes a JSON string value; "" for anything else.
 func jsonString(v json.RawMessage) string {
-	if len(v) < 2 || v[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
+	s, err := rawjson.Unquote(v)
+	if err != nil {
 		return ""
 	}
 	return s
