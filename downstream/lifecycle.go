@@ -46,11 +46,11 @@ const capabilitiesJSON = `{"logging":{},"prompts":{"listChanged":true},"resource
 // handshake (initialize, or a stateless client's server/discover), ping,
 // and logging/setLevel.
 type lifecycle struct {
-	*env
-	catalog catalogWait
-	own     instructor
-	logins  pendingLogins
-	levels  levelApplier
+	serverInfo []byte // the proxy's serverInfo object (env.serverInfo)
+	catalog    catalogWait
+	own        instructor
+	logins     pendingLogins
+	levels     levelApplier
 }
 
 // instructor renders the session instructions of the own tools.
@@ -97,7 +97,7 @@ func (lc *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessag
 		lc.logins.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
 	}
 	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
-		`,"serverInfo":` + string(lc.serverInfo()))
+		`,"serverInfo":` + string(lc.serverInfo))
 	if lc.own.needsInstructions(r.sess) {
 		lc.catalog.waitStartup(ctx)
 		if instr := lc.own.sessionInstructions(ctx, r); instr != "" {

@@ -110,7 +110,7 @@ func New(opts Options) *Proxy {
 	p.own = &ownTools{env: e}
 	p.catalogs = newCatalogState(e, p.sessions, p.own)
 	p.views = newViewCache(e, p.catalogs, p.own)
-	p.logins = &logins{env: e, sessions: p.sessions}
+	p.logins = &logins{gens: e, log: e.log, sessions: p.sessions}
 	p.front = newHTTPFront(e, p.route, p.sessions, p.views)
 	p.stdio = &stdioFront{route: p.route, sessions: p.sessions, agents: p.views}
 	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}
@@ -118,7 +118,7 @@ func New(opts Options) *Proxy {
 	p.surface.relay = p.relay
 	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
-	p.lifecycle = &lifecycle{env: e, catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
+	p.lifecycle = &lifecycle{serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
 	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))
 	// When a session ends, its subscriptions go, and the upstreams' log
 	// levels no longer count its own.

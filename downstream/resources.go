@@ -141,14 +141,9 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 	return uri, nil
 }
 
-// readResource answers resources/read; a stateless HTTP client's read runs
-// as a parked call, so that a server request it raises reaches the client
-// (roundtrip.go).
-func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return rp.surfaceRequest(ctx, r, rp.readResourceNow)
-}
-
-func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// readResource answers resources/read; the method table runs it behind
+// surfaced.
+func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
@@ -286,13 +281,9 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 	}
 }
 
-// getPrompt answers prompts/get; like readResource, a stateless HTTP
-// client's runs as a parked call.
-func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return rp.surfaceRequest(ctx, r, rp.getPromptNow)
-}
-
-func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// getPrompt answers prompts/get; the method table runs it behind
+// surfaced.
+func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
@@ -409,6 +400,14 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 			}
 		}
 		return false
+	}
+}
+
+// surfaced wraps h, the handler of resources/read or prompts/get, in
+// surfaceRequest.
+func (rp *resourcesPrompts) surfaced(h handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		return rp.surfaceRequest(ctx, r, h)
 	}
 }
 

@@ -64,11 +64,11 @@ func methodTable(l *lifecycle, c *toolCalls, s *resourcesPrompts) map[string]han
 		"tools/call":               c.callTool,
 		"resources/list":           s.listResources,
 		"resources/templates/list": s.listTemplates,
-		"resources/read":           s.readResource,
+		"resources/read":           s.surfaced(s.readResource),
 		"resources/subscribe":      s.subscribe,
 		"resources/unsubscribe":    s.unsubscribe,
 		"prompts/list":             s.listPrompts,
-		"prompts/get":              s.getPrompt,
+		"prompts/get":              s.surfaced(s.getPrompt),
 		"completion/complete":      s.complete,
 		"subscriptions/listen":     s.listen,
 	}

@@ -1,7 +1,6 @@
 package downstream
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -218,35 +217,16 @@ func joinItems(items []*itemEntry, keep func(*itemEntry) bool) []byte {
 // wrapContentsURIs rewrites the "uri" of each item of a resources/read
 // result's contents to the prefixed form the client asked with (docs/resources.md#resources-and-prompts).
 func wrapContentsURIs(result json.RawMessage, server string, seedForm bool) json.RawMessage {
-	contents, ok, err := rawjson.Get(result, "contents")
-	if err != nil || !ok {
-		return result
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(contents, &items) != nil {
-		return result
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, it := range items {
-		if i > 0 {
-			buf.WriteByte(',')
+	return mapItems(result, "contents", func(item json.RawMessage) (json.RawMessage, bool) {
+		uri, err := stringMember(item, "uri")
+		if err != nil {
+			return nil, false
 		}
-		if uri, err := stringMember(it, "uri"); err == nil {
-			wrapped := namespace.WrapURI(server, uri)
-			if seedForm {
-				wrapped = namespace.WrapSeedURI(server, uri)
-			}
-			if out, err := rawjson.Set(it, "uri", rawjson.String(wrapped)); err == nil {
-				it = out
-			}
+		wrapped := namespace.WrapURI(server, uri)
+		if seedForm {
+			wrapped = namespace.WrapSeedURI(server, uri)
 		}
-		buf.Write(it)
-	}
-	buf.WriteByte(']')
-	out, err := rawjson.Set(result, "contents", buf.Bytes())
-	if err != nil {
-		return result
-	}
-	return out
+		out, err := rawjson.Set(item, "uri", rawjson.String(wrapped))
+		return out, err == nil
+	})
 }

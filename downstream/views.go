@@ -13,7 +13,7 @@ import (
 // viewCache holds the resolved agents of the current config and the views
 // computed from them, shared by the sessions alike.
 type viewCache struct {
-	*env
+	gens    generations
 	catalog catalogReader
 	own     ownOffer
 
@@ -35,8 +35,8 @@ type ownOffer interface {
 	ownToolsJSON(st *session, from *builtFrom) []byte
 }
 
-func newViewCache(e *env, catalog catalogReader, own ownOffer) *viewCache {
-	v := &viewCache{env: e, catalog: catalog, own: own}
+func newViewCache(gens generations, catalog catalogReader, own ownOffer) *viewCache {
+	v := &viewCache{gens: gens, catalog: catalog, own: own}
 	v.reset()
 	return v
 }
@@ -65,15 +65,16 @@ type view struct {
 
 // resolveAgent returns the resolved agent, cached per config.
 func (vc *viewCache) resolveAgent(name string) (*filter.Agent, error) {
+	g := vc.gens.gen()
 	if name == "" {
-		name = vc.defaultAgentName()
+		name = g.defaultAgentName()
 	}
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if a := vc.agents[name]; a != nil {
 		return a, nil
 	}
-	a, err := filter.Resolve(vc.gen().cfg, name)
+	a, err := filter.Resolve(g.cfg, name)
 	if err != nil {
 		return nil, err
 	}
