@@ -120,20 +120,3 @@ func cpuTime(b *testing.B) time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
-
-// BenchmarkCallPathPaced is BenchmarkCallPathOn with a pause after each
-// call, as a proxy serving one call at a time sees it: the batch
-// processor's goroutine is asleep when a span ends. Its cpu-ns/op is the
-// process's CPU per call, the pause's own included (compare runs, not
-// figures).
-func BenchmarkCallPathPaced(b *testing.B) {
-	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
-	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
-	ctx := context.Background()
-	start := cpuTime(b)
-	for b.Loop() {
-		callPath(ctx, tr)
-		time.Sleep(200 * time.Microsecond)
-	}
-	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
-}

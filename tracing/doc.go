@@ -40,7 +40,6 @@
 // InjectHeader writes it into an HTTP request's headers.
 //
 // Spans go to the collector through a batch processor that drops, never
-// blocks, when the collector is slow; they reach it in groups (handoff),
-// so that its goroutine does not wake for every span. Shutdown flushes what is queued,
+// blocks, when the collector is slow. Shutdown flushes what is queued,
 // bounded by its ctx. Export errors are logged at most once a minute.
 package tracing

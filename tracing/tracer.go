@@ -114,8 +114,7 @@ func New(ctx context.Context, cfg config.Tracing, opts Options) (*Tracer, error)
 
 // newTracer builds a Tracer on exp; tests give it an in-memory exporter.
 func newTracer(exp sdktrace.SpanExporter, res *resource.Resource, log zerolog.Logger, opts ...sdktrace.TracerProviderOption) *Tracer {
-	bsp := newHandoff(sdktrace.NewBatchSpanProcessor(exp))
-	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithSpanProcessor(bsp), sdktrace.WithResource(res)}, opts...)
+	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}, opts...)
 	tp := sdktrace.NewTracerProvider(opts...)
 	return &Tracer{
 		tp:     tp,
