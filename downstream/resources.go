@@ -76,16 +76,19 @@ func listPage(member string, items []*itemEntry, st *session, params json.RawMes
 
 func (rp *resourcesPrompts) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("resources", rp.catalog.Catalog().surface.resources, r.sess, r.params)
 }
 
 func (rp *resourcesPrompts) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("resourceTemplates", rp.catalog.Catalog().surface.templates, r.sess, r.params)
 }
 
 func (rp *resourcesPrompts) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("prompts", rp.catalog.Catalog().surface.prompts, r.sess, r.params)
 }
 
@@ -277,7 +280,7 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 	}
 	rp.subs.mu.Unlock()
 	for st, uri := range targets {
-		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
+		st.sendUnowned(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
 }
 

@@ -1,6 +1,7 @@
 package downstream
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -44,6 +45,7 @@ type surface struct {
 // surfaceServer is one server's input to a surface build.
 type surfaceServer struct {
 	name               string
+	rank               int // the server's place in config order
 	prefix             string
 	connected          bool
 	resources, prompts bool // advertised and allowed (tools.resources / tools.prompts)
@@ -73,6 +75,7 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 	var warnings []string
 	var inputs []namespace.Input
 	promptRaw := map[string]map[string]json.RawMessage{}
+	promptOrder := map[string]int{} // server NUL upstream name -> place in the server's list
 	for _, sv := range servers {
 		if !sv.connected {
 			continue
@@ -116,6 +119,9 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 					warnings = append(warnings, fmt.Sprintf("server %s: prompt skipped: %v", sv.name, err))
 					continue
 				}
+				if _, dup := promptOrder[subKey(sv.name, name)]; !dup {
+					promptOrder[subKey(sv.name, name)] = len(in.Names)
+				}
 				in.Names = append(in.Names, name)
 				promptRaw[sv.name][name] = raw
 			}
@@ -138,10 +144,32 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 		s.prompts = append(s.prompts, e)
 		s.byPrompt[r.Exposed] = e
 	}
+	s.inListOrder(servers, promptOrder)
 	s.resourcesJSON = joinItems(s.resources, nil)
 	s.templatesJSON = joinItems(s.templates, nil)
 	s.promptsJSON = joinItems(s.prompts, nil)
 	return s, warnings
+}
+
+// inListOrder puts the merged lists in list order: servers in config order
+// (their rank), each server's items in the server's own order
+// (docs/protocol.md#list-order-and-cache-hints). Resources and templates
+// were appended in each server's order; prompts come from the name table,
+// and promptOrder has each one's place in its server's list.
+func (s *surface) inListOrder(servers []surfaceServer, promptOrder map[string]int) {
+	rank := make(map[string]int, len(servers))
+	for _, sv := range servers {
+		rank[sv.name] = sv.rank
+	}
+	byRank := func(a, b *itemEntry) int { return cmp.Compare(rank[a.Server], rank[b.Server]) }
+	slices.SortStableFunc(s.resources, byRank)
+	slices.SortStableFunc(s.templates, byRank)
+	slices.SortStableFunc(s.prompts, func(a, b *itemEntry) int {
+		if c := byRank(a, b); c != 0 {
+			return c
+		}
+		return cmp.Compare(promptOrder[subKey(a.Server, a.Orig)], promptOrder[subKey(b.Server, b.Orig)])
+	})
 }
 
 // route finds the server of a URI a client sent: the prefixed forms of
