@@ -3,12 +3,18 @@ package tracing
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
 )
 
 var (
@@ -78,4 +84,39 @@ func BenchmarkCallPathOn(b *testing.B) {
 	for b.Loop() {
 		callPath(ctx, tr)
 	}
+}
+
+// BenchmarkCallPathOTLP is BenchmarkCallPathOn exporting for real, over
+// OTLP/HTTP to a local sink that discards, as the load test's tracing
+// does. Its cpu-ns/op is the process's CPU (user + system) per call: the
+// exporter's goroutine, the sink's share and the GC included.
+func BenchmarkCallPathOTLP(b *testing.B) {
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(sink.Close)
+	tr, err := New(context.Background(), config.Tracing{Endpoint: sink.URL, Protocol: config.TracingHTTP},
+		Options{Logger: zerolog.Nop(), LookupEnv: func(string) (string, bool) { return "", false }})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := context.Background()
+	b.ReportAllocs()
+	start := cpuTime(b)
+	for b.Loop() {
+		callPath(ctx, tr)
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N), "cpu-ns/op")
+}
+
+// cpuTime is the process's user + system time so far.
+func cpuTime(b *testing.B) time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		b.Fatal(err)
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

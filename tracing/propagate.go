@@ -106,13 +106,18 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 	} else if len(meta) == 0 || meta[0] != '{' {
 		return params
 	}
-	next, err := rawjson.Set(meta, keyTraceparent, rawjson.String(c.traceparent))
-	if err == nil {
-		if c.tracestate != "" {
-			next, err = rawjson.Set(next, keyTracestate, rawjson.String(c.tracestate))
-		} else {
-			next, err = rawjson.Delete(next, keyTracestate)
+	var next []byte
+	switch _, stale, _ := rawjson.Get(meta, keyTracestate); {
+	case c.tracestate != "":
+		next, err = rawjson.SetMany(meta, rawjson.KV{Key: keyTraceparent, Value: rawjson.String(c.traceparent)},
+			rawjson.KV{Key: keyTracestate, Value: rawjson.String(c.tracestate)})
+	case stale:
+		next, err = rawjson.Delete(meta, keyTracestate)
+		if err == nil {
+			next, err = rawjson.Set(next, keyTraceparent, rawjson.String(c.traceparent))
 		}
+	default: // the usual case: one walk, one copy
+		next, err = rawjson.Set(meta, keyTraceparent, rawjson.String(c.traceparent))
 	}
 	if err != nil {
 		return params

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync/atomic"
+	"sync"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -102,11 +102,64 @@ type ClientRequest struct {
 // its methods are safe for concurrent use.
 type Span struct{ st *spanState }
 
-// spanState is a started span and whether its outcome was set.
+// maxAttrs is the most attributes one span takes: a server span's ten at
+// its start (method, tool name and operation, request id, session,
+// protocol, transport, address, port, agent) and six later ones (server,
+// outcome, policy rule, approval, error.type, rpc.response.status_code).
+const maxAttrs = 16
+
+// spanState is a started span and the attributes it records at End.
+//
+// The attributes wait here, in one allocation with the state, and go to
+// the SDK in a single SetAttributes as the span ends: handed over at the
+// start and then one by one, each span cost three more copies of them
+// (the start options', the SDK's, and the SDK's again as its slice grew).
+// Nothing reads a span's attributes before it ends: the proxy's samplers
+// (ParentBased, TraceIDRatio, always on or off: OTEL_TRACES_SAMPLER offers
+// no other) and its batch processor do not.
 type spanState struct {
-	s          trace.Span
-	outcomeSet atomic.Bool
+	s trace.Span
+
+	mu         sync.Mutex
+	outcomeSet bool
+	ended      bool
+	n          int
+	attrs      [maxAttrs]attribute.KeyValue
 }
+
+// setLocked records kv, replacing an earlier value of its key (the last
+// one wins, as with SetAttributes). It drops kv when the span has ended or
+// is full. st.mu must be held.
+func (st *spanState) setLocked(kv attribute.KeyValue) {
+	if st.ended {
+		return
+	}
+	for i := range st.n {
+		if st.attrs[i].Key == kv.Key {
+			st.attrs[i] = kv
+			return
+		}
+	}
+	if st.n < len(st.attrs) {
+		st.attrs[st.n] = kv
+		st.n++
+	}
+}
+
+// set is setLocked with the lock taken.
+func (st *spanState) set(kv attribute.KeyValue) {
+	st.mu.Lock()
+	st.setLocked(kv)
+	st.mu.Unlock()
+}
+
+// The start options of the two kinds of span, built once: a slice made
+// for each Start would be an allocation, as the Tracer interface's
+// variadic escapes.
+var (
+	serverStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
+	clientStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
+)
 
 // serverSpanKey holds the server span's state in its request's ctx.
 type serverSpanKey struct{}
@@ -118,7 +171,7 @@ func (s Span) IsRecording() bool { return s.st != nil && s.st.s.IsRecording() }
 // SetServer records the upstream server a request was routed to.
 func (s Span) SetServer(server string) {
 	if s.IsRecording() && server != "" {
-		s.st.s.SetAttributes(AttrServer.String(server))
+		s.st.set(AttrServer.String(server))
 	}
 }
 
@@ -126,7 +179,7 @@ func (s Span) SetServer(server string) {
 // rule names of docs/agents.md#the-policy-rules: excluded_tools, read_only, ...).
 func (s Span) SetPolicyRule(rule string) {
 	if s.IsRecording() && rule != "" {
-		s.st.s.SetAttributes(AttrPolicyRule.String(rule))
+		s.st.set(AttrPolicyRule.String(rule))
 	}
 }
 
@@ -134,7 +187,7 @@ func (s Span) SetPolicyRule(rule string) {
 // deny, decline, cancel, timeout, unsupported, error).
 func (s Span) SetApproval(decision string) {
 	if s.IsRecording() && decision != "" {
-		s.st.s.SetAttributes(AttrApproval.String(decision))
+		s.st.set(AttrApproval.String(decision))
 	}
 }
 
@@ -152,19 +205,28 @@ func (s Span) SetOutcome(outcome string, rpcCode int) {
 	if !s.IsRecording() || outcome == "" {
 		return
 	}
-	s.st.outcomeSet.Store(true)
-	sp := s.st.s
-	sp.SetAttributes(AttrOutcome.String(outcome))
+	s.st.mu.Lock()
+	s.st.setOutcomeLocked(outcome, rpcCode)
+	s.st.mu.Unlock()
+}
+
+// setOutcomeLocked is SetOutcome's work; st.mu must be held.
+func (st *spanState) setOutcomeLocked(outcome string, rpcCode int) {
+	if st.ended {
+		return
+	}
+	st.outcomeSet = true
+	st.setLocked(AttrOutcome.String(outcome))
 	if outcome == OutcomeOK {
 		return
 	}
 	errType := outcome
 	if rpcCode != 0 {
 		errType = strconv.Itoa(rpcCode)
-		sp.SetAttributes(semconv.RPCResponseStatusCode(errType))
+		st.setLocked(semconv.RPCResponseStatusCode(errType))
 	}
-	sp.SetAttributes(semconv.ErrorTypeKey.String(errType))
-	sp.SetStatus(codes.Error, errType)
+	st.setLocked(semconv.ErrorTypeKey.String(errType))
+	st.s.SetStatus(codes.Error, errType)
 }
 
 // End ends the span. Its outcome and rpcCode (see SetOutcome) are recorded
@@ -172,13 +234,20 @@ func (s Span) SetOutcome(outcome string, rpcCode int) {
 // can see (ok, or error and the code of the JSON-RPC error it answers),
 // and a step that knew better has already said so.
 func (s Span) End(outcome string, rpcCode int) {
-	if s.st == nil {
+	st := s.st
+	if st == nil {
 		return
 	}
-	if !s.st.outcomeSet.Load() {
-		s.SetOutcome(outcome, rpcCode)
+	st.mu.Lock()
+	if !st.outcomeSet && outcome != "" && st.s.IsRecording() {
+		st.setOutcomeLocked(outcome, rpcCode)
 	}
-	s.st.s.End()
+	if !st.ended && st.n > 0 {
+		st.s.SetAttributes(st.attrs[:st.n]...)
+	}
+	st.ended = true
+	st.mu.Unlock()
+	st.s.End()
 }
 
 // SpanFromContext returns the server span of the request ctx belongs to
@@ -208,19 +277,19 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	if tp, ts := metaTraceContext(r.Params); tp != "" {
 		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
-	attrs = appendTarget(attrs, r.Method, r.Target)
-	if id := requestID(r.ID); id != "" {
-		attrs = append(attrs, semconv.JSONRPCRequestID(id))
-	}
-	attrs = appendCommon(attrs, r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
-	if r.Agent != "" {
-		attrs = append(attrs, AttrAgent.String(r.Agent))
-	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target),
-		trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target), serverStart...)
 	st := &spanState{s: span}
+	if span.IsRecording() {
+		st.add(semconv.McpMethodNameKey.String(r.Method))
+		st.addTarget(r.Method, r.Target)
+		if id := requestID(r.ID); id != "" {
+			st.add(semconv.JSONRPCRequestID(id))
+		}
+		st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+		if r.Agent != "" {
+			st.add(AttrAgent.String(r.Agent))
+		}
+	}
 	return context.WithValue(ctx, serverSpanKey{}, st), Span{st}
 }
 
@@ -236,19 +305,20 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	if r.Method == methodToolsCall || r.Method == methodPromptsGet {
 		target = paramName(r.Params)
 	}
-	attrs := make([]attribute.KeyValue, 0, 12)
-	attrs = append(attrs, semconv.McpMethodNameKey.String(r.Method))
-	attrs = appendTarget(attrs, r.Method, target)
-	if r.ID != "" {
-		attrs = append(attrs, semconv.JSONRPCRequestID(r.ID))
+	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target), clientStart...)
+	st := &spanState{s: span}
+	if span.IsRecording() {
+		st.add(semconv.McpMethodNameKey.String(r.Method))
+		st.addTarget(r.Method, target)
+		if r.ID != "" {
+			st.add(semconv.JSONRPCRequestID(r.ID))
+		}
+		st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+		if r.Server != "" {
+			st.add(AttrServer.String(r.Server))
+		}
 	}
-	attrs = appendCommon(attrs, r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
-	if r.Server != "" {
-		attrs = append(attrs, AttrServer.String(r.Server))
-	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	return ctx, Span{&spanState{s: span}}
+	return ctx, Span{st}
 }
 
 // TraceID returns the hex trace id of the span in ctx, "" when there is
@@ -271,37 +341,44 @@ func spanName(method, target string) string {
 	return method + " " + target
 }
 
-// appendTarget adds the conventions' name of a tool or prompt target.
-func appendTarget(attrs []attribute.KeyValue, method, target string) []attribute.KeyValue {
+// add appends a start attribute, whose key is new to the span; only the
+// span's starter calls it, before anyone else sees st.
+func (st *spanState) add(kv attribute.KeyValue) {
+	st.attrs[st.n] = kv
+	st.n++
+}
+
+// addTarget adds the conventions' name of a tool or prompt target.
+func (st *spanState) addTarget(method, target string) {
 	if target == "" {
-		return attrs
+		return
 	}
 	switch method {
 	case methodToolsCall:
-		attrs = append(attrs, semconv.GenAIToolName(target), semconv.GenAIOperationNameExecuteTool)
+		st.add(semconv.GenAIToolName(target))
+		st.add(semconv.GenAIOperationNameExecuteTool)
 	case methodPromptsGet:
-		attrs = append(attrs, semconv.GenAIPromptName(target))
+		st.add(semconv.GenAIPromptName(target))
 	}
-	return attrs
 }
 
-func appendCommon(attrs []attribute.KeyValue, session, protocol, transport, address string, port int) []attribute.KeyValue {
+// addCommon adds the attributes server and client spans share.
+func (st *spanState) addCommon(session, protocol, transport, address string, port int) {
 	if session != "" {
-		attrs = append(attrs, semconv.McpSessionID(session))
+		st.add(semconv.McpSessionID(session))
 	}
 	if protocol != "" {
-		attrs = append(attrs, semconv.McpProtocolVersion(protocol))
+		st.add(semconv.McpProtocolVersion(protocol))
 	}
 	if transport != "" {
-		attrs = append(attrs, semconv.NetworkTransportKey.String(transport))
+		st.add(semconv.NetworkTransportKey.String(transport))
 	}
 	if address != "" {
-		attrs = append(attrs, semconv.ServerAddress(address))
+		st.add(semconv.ServerAddress(address))
 		if port > 0 {
-			attrs = append(attrs, semconv.ServerPort(port))
+			st.add(semconv.ServerPort(port))
 		}
 	}
-	return attrs
 }
 
 // requestID is the string form of a JSON-RPC id: a string's content, a
@@ -311,11 +388,7 @@ func requestID(raw json.RawMessage) string {
 		return ""
 	}
 	if raw[0] == '"' {
-		var s string
-		if json.Unmarshal(raw, &s) == nil {
-			return s
-		}
-		return ""
+		return jsonString(raw)
 	}
 	return string(raw)
 }
@@ -334,11 +407,8 @@ func paramName(params json.RawMessage) string {
 
 // jsonString decodes a JSON string value; "" for anything else.
 func jsonString(v json.RawMessage) string {
-	if len(v) < 2 || v[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(v, &s) != nil {
+	s, err := rawjson.Unquote(v)
+	if err != nil {
 		return ""
 	}
 	return s

@@ -286,3 +286,46 @@ func TestOutcomeSetDeeper(t *testing.T) {
 		t.Error("SpanFromContext without a server span records")
 	}
 }
+
+// TestEveryAttributeKept: a server span with every attribute the proxy
+// records (each start field, then server, policy rule, approval and a
+// failed outcome with a JSON-RPC code) keeps them all; so does a client
+// span. A span holds at most maxAttrs until it ends.
+func TestEveryAttributeKept(t *testing.T) {
+	tr, exp := memTracer(t)
+	ctx, srv := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "gh__create",
+		ID: json.RawMessage(`"a\u0062"`), SessionID: "s1", Protocol: "2025-11-25", Agent: "bot",
+		Transport: TransportTCP, Address: "127.0.0.1", Port: 8080})
+	srv.SetServer("gh")
+	srv.SetPolicyRule("read_only")
+	srv.SetApproval("deny")
+	srv.SetOutcome("denied", -32001)
+	_, cli := tr.StartClient(ctx, ClientRequest{Method: "tools/call", Params: json.RawMessage(`{"name":"cre\u0061te"}`),
+		ID: "px-3", Server: "gh", Protocol: "2025-11-25", SessionID: "u1", Transport: TransportTCP, Address: "10.0.0.2", Port: 9000})
+	cli.End("timeout", 0)
+	srv.End("error", -32603) // after SetOutcome: ignored
+	spans := ended(t, tr, exp)
+	if len(spans) != 2 {
+		t.Fatalf("%d spans, want 2", len(spans))
+	}
+	sameMap(t, "client span", attrMap(spans[0].Attributes), map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "create", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "px-3", "mcp.session.id": "u1", "mcp.protocol.version": "2025-11-25",
+		"network.transport": "tcp", "server.address": "10.0.0.2", "server.port": "9000", "mcp_proxy.server": "gh",
+		"mcp_proxy.outcome": "timeout", "error.type": "timeout",
+	})
+	want := map[string]string{
+		"mcp.method.name": "tools/call", "gen_ai.tool.name": "gh__create", "gen_ai.operation.name": "execute_tool",
+		"jsonrpc.request.id": "ab", "mcp.session.id": "s1", "mcp.protocol.version": "2025-11-25",
+		"network.transport": "tcp", "server.address": "127.0.0.1", "server.port": "8080", "mcp_proxy.agent": "bot",
+		"mcp_proxy.server": "gh", "mcp_proxy.policy.rule": "read_only", "mcp_proxy.approval": "deny",
+		"mcp_proxy.outcome": "denied", "error.type": "-32001", "rpc.response.status_code": "-32001",
+	}
+	if len(want) != maxAttrs {
+		t.Fatalf("the fullest server span has %d attributes, maxAttrs is %d", len(want), maxAttrs)
+	}
+	sameMap(t, "server span", attrMap(spans[1].Attributes), want)
+	if got := len(spans[1].Attributes); got != len(want) {
+		t.Errorf("server span has %d attributes, want %d", got, len(want))
+	}
+}
