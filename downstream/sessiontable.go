@@ -24,6 +24,9 @@ type sessionTable struct {
 	// listeners are the sessions of stateless clients' subscriptions/listen
 	// requests: they take broadcasts but are not sessions of their own.
 	listeners map[*session]struct{}
+	// cross wires HTTP sessions to the other replicas of a Redis store
+	// (crossreplica.go); nil with the memory store.
+	cross *crossReplica
 }
 
 func newSessionTable(m *metrics.Metrics) *sessionTable {
@@ -43,6 +46,7 @@ func (st *sessionTable) add(s *session) {
 		st.byID[s.id] = s
 	}
 	st.mu.Unlock()
+	st.cross.adopt(s)
 	st.metrics.SessionOpened(s.agent.Name, s.transport)
 }
 
@@ -69,6 +73,7 @@ func (st *sessionTable) unlink(s *session) bool {
 // and runs onRemove. st.mu must not be held.
 func (st *sessionTable) ended(s *session, live bool) {
 	s.close()
+	st.cross.forget(s)
 	if live {
 		st.metrics.SessionClosed(s.agent.Name, s.transport)
 		if st.onRemove != nil {
@@ -188,6 +193,6 @@ func (st *sessionTable) broadcast(method string, params []byte, keep func(*sessi
 		if !s.open.Load() || keep != nil && !keep(s) {
 			return
 		}
-		s.notify.send(msg)
+		s.notify.sendLocal(msg) // every replica tells the streams it holds
 	})
 }
