@@ -37,7 +37,8 @@ import (
 //     call. Another replica forwards the retry there and waits for the
 //     round's outcome; when the holder is gone (stopped, killed) it stops
 //     waiting with an error within a few seconds and does not send the
-//     call again: a call that was running there is lost with it.
+//     call again: a call that was running there is lost with it. The
+//     call's progress meanwhile comes back too, for the client's request.
 //
 // With the memory store there is no crossReplica (env.cross is nil) and
 // none of this runs.
@@ -52,7 +53,7 @@ type crossReplica struct {
 	mu      sync.Mutex
 	local   map[string]*session           // sessions known here, by digest
 	digests map[*session]string           //
-	waits   map[string]chan []byte        // forwarded retries waiting for their reply, by correlation id
+	waits   map[string]*forwarded         // forwarded retries waiting for their reply, by correlation id
 	running map[string]context.CancelFunc // retries run here for another replica
 	holds   map[string]*holding           // sessions whose stream is held here, by digest
 }
@@ -70,6 +71,7 @@ const (
 	msgResume   = "resume"
 	msgReply    = "reply"
 	msgCancel   = "cancel"
+	msgProgress = "progress"
 	holdsStream = "stream"
 )
 
@@ -85,7 +87,7 @@ const aliveCheck = time.Second
 func newCrossReplica(e *env, st *store.Store) *crossReplica {
 	c := &crossReplica{keys: st.Keys(), queue: make(chan outgoing, crossQueue),
 		local: map[string]*session{}, digests: map[*session]string{},
-		waits: map[string]chan []byte{}, running: map[string]context.CancelFunc{}, holds: map[string]*holding{}}
+		waits: map[string]*forwarded{}, running: map[string]context.CancelFunc{}, holds: map[string]*holding{}}
 	c.log = e.log
 	c.bus = st.Messages(c.receive)
 	go c.sendQueued()
@@ -288,12 +290,25 @@ func clientResponse(m rawjson.Message) []byte {
 	return []byte(b.String())
 }
 
-// resumeRequest is a forwarded retry: the round's state and the client's
-// answers.
+// resumeRequest is a forwarded retry: the round's state, the client's
+// answers and the retry's _meta (its progress token).
 type resumeRequest struct {
 	State     roundState      `json:"s"`
 	Responses json.RawMessage `json:"r,omitempty"`
+	Meta      json.RawMessage `json:"m,omitempty"`
 }
+
+// forwarded is a retry waiting for the replica holding its call: the
+// round's outcome arrives on reply, the progress sent before it on
+// progress, in the order the holder sent them.
+type forwarded struct {
+	reply    chan []byte
+	progress chan []byte
+}
+
+// forwardedProgress bounds the progress of a forwarded retry waiting to be
+// written; beyond it, progress is dropped (the latest value comes again).
+const forwardedProgress = 64
 
 // resumeReply is the round's outcome, back to the replica that forwarded
 // the retry.
@@ -308,11 +323,11 @@ type resumeReply struct {
 func (c *crossReplica) resumeRemote(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError) {
 	holder := st.Holder
 	resp, _, _ := rawjson.Get(r.params, "inputResponses")
-	body, _ := json.Marshal(resumeRequest{State: st, Responses: resp}) // never fails: valid JSON and plain values
+	body, _ := json.Marshal(resumeRequest{State: st, Responses: resp, Meta: r.meta}) // never fails: valid JSON and plain values
 	corr := randid.Hex(16)
-	ch := make(chan []byte, 1)
+	fw := &forwarded{reply: make(chan []byte, 1), progress: make(chan []byte, forwardedProgress)}
 	c.mu.Lock()
-	c.waits[corr] = ch
+	c.waits[corr] = fw
 	c.mu.Unlock()
 	defer func() {
 		c.mu.Lock()
@@ -326,7 +341,17 @@ func (c *crossReplica) resumeRemote(ctx context.Context, r *request, st roundSta
 	defer t.Stop()
 	for {
 		select {
-		case b := <-ch:
+		case b := <-fw.progress:
+			_ = r.out.send(b)
+		case b := <-fw.reply:
+			for drained := false; !drained; { // what came before the reply goes out before it
+				select {
+				case p := <-fw.progress:
+					_ = r.out.send(p)
+				default:
+					drained = true
+				}
+			}
 			var rep resumeReply
 			if json.Unmarshal(b, &rep) != nil {
 				return nil, nil, errorf(codeInternal, "the reply of the proxy instance running this call is unreadable")
@@ -370,15 +395,20 @@ func (c *crossReplica) receive(m store.Message) {
 		}
 	case msgResume:
 		go c.runResume(m)
-	case msgReply:
+	case msgReply, msgProgress:
 		c.mu.Lock()
-		ch := c.waits[m.Corr]
+		fw := c.waits[m.Corr]
 		c.mu.Unlock()
-		if ch != nil {
-			select {
-			case ch <- m.Body:
-			default:
-			}
+		if fw == nil {
+			return
+		}
+		ch := fw.reply
+		if m.Kind == msgProgress {
+			ch = fw.progress
+		}
+		select {
+		case ch <- m.Body:
+		default:
 		}
 	case msgCancel:
 		c.mu.Lock()
@@ -411,7 +441,7 @@ func (c *crossReplica) runResume(m store.Message) {
 	if req.Responses != nil {
 		params, _ = rawjson.Set(params, "inputResponses", req.Responses)
 	}
-	r := &request{params: params, out: noStream{}, modern: true}
+	r := &request{params: params, meta: req.Meta, out: corrStream{c: c, to: m.From, corr: m.Corr}, modern: true}
 	res, in, werr := c.relay.resumeHere(ctx, r, req.State)
 	rep := resumeReply{Result: res, Error: werr}
 	if in != nil {
@@ -421,6 +451,18 @@ func (c *crossReplica) runResume(m store.Message) {
 	if err := c.bus.Send(context.Background(), m.From, store.Message{Kind: msgReply, Corr: m.Corr, Body: body}); err != nil {
 		c.log.Warn().Str("error", sanitize.Error(err.Error())).Msg("the outcome of a forwarded retry could not be sent back")
 	}
+}
+
+// corrStream is the stream of a retry run here for another replica: what
+// is written to it (the call's progress) goes back to that replica, in
+// order, ahead of the round's outcome.
+type corrStream struct {
+	c        *crossReplica
+	to, corr string
+}
+
+func (s corrStream) send(msg []byte) error {
+	return s.c.bus.Send(context.Background(), s.to, store.Message{Kind: msgProgress, Corr: s.corr, Body: msg})
 }
 
 // close stops the inbox.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
 	"github.com/mcp-proxy/mcp-proxy/internal/seal"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
 
 // crossWait bounds how long a test waits for a message another replica
@@ -250,12 +251,12 @@ func mustQuote(s string) []byte {
 // TestParkedCallRetriedOnAnotherReplica: a stateless client's call parked
 // on one replica (its 2025-era upstream asked for sampling) is retried
 // with the answer on the other replica, which forwards the retry to the
-// holder and answers with the call's result. A retry whose holder is gone
+// holder and answers with the call's progress and result. A retry whose holder is gone
 // fails with an error saying so, and is not run anywhere.
 func TestParkedCallRetriedOnAnotherReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	rs := replicas(t, srv, 2, func(i int, p **Proxy) func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-		return func(ctx context.Context, method string, _ json.RawMessage) (json.RawMessage, error) {
+		return func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 			if method != "tools/call" {
 				return json.RawMessage(`{}`), nil
 			}
@@ -264,11 +265,15 @@ func TestParkedCallRetriedOnAnotherReplica(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
+			tok, _, _ := rawjson.Get(params, "_meta")
+			tok, _, _ = rawjson.Get(tok, "progressToken")
+			(*p).OnUpstreamNotification("fx", "notifications/progress", json.RawMessage(`{"progressToken":`+string(tok)+`,"progress":2}`))
+			progressWritten(t, *p) // before the result ends the call's route
 			text := "replica " + itoa(i) + " got " + string(ans)
 			return json.RawMessage(`{"content":[{"type":"text","text":` + string(mustQuote(text)) + `}]}`), nil
 		}
 	})
-	first := statelessCall(t, rs[0].url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`}}`)
+	first := statelessCall(t, rs[0].url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`,"progressToken":"a"}}`)
 	var r1 struct {
 		Result struct {
 			InputRequests map[string]json.RawMessage
@@ -283,7 +288,10 @@ func TestParkedCallRetriedOnAnotherReplica(t *testing.T) {
 		key = k
 	}
 	second := statelessCall(t, rs[1].url, `{"name":"fx__echo","arguments":{},"inputResponses":{"`+key+`":`+
-		`{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m1"}},"requestState":"`+r1.Result.RequestState+`","_meta":{`+modernMeta+`}}`)
+		`{"role":"assistant","content":{"type":"text","text":"forty-two"},"model":"m1"}},"requestState":"`+r1.Result.RequestState+`","_meta":{`+modernMeta+`,"progressToken":"b"}}`)
+	if len(second) != 2 || !isProgress(second[0], `"b"`, 2) {
+		t.Errorf("retry on the other replica = %q; want the call's progress with the retry's token, then the result", second)
+	}
 	got := second[len(second)-1]
 	if !strings.Contains(got, `replica 0 got`) || !strings.Contains(got, `forty-two`) || !strings.Contains(got, `"resultType":"complete"`) {
 		t.Fatalf("retry on the other replica = %s; want the result of the call parked on the first", got)
