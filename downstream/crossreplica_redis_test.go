@@ -54,24 +54,19 @@ func replicas(t *testing.T, srv *redistest.Server, n int, fn func(i int, p **Pro
 	return out
 }
 
-// shareSession makes the session id of replica from known on replica to,
-// as the shared session store does when the client's next request reaches
-// it: the same agent and client state, its own local object.
-func shareSession(t *testing.T, from, to *Proxy, id string) *session {
+// shareSession makes session id known on replica to (which serves it from
+// the shared store): the client sends it a ping.
+func shareSession(t *testing.T, to *replica, id string) {
 	t.Helper()
-	src := from.sessions.lookup(client{agent: "default"}, id)
-	if src == nil {
-		t.Fatalf("session %s unknown on the replica that made it", id)
+	resp, err := http.DefaultClient.Do(sessionHTTPRequest(t, http.MethodPost, to.url, id, `{"jsonrpc":"2.0","id":"share","method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
 	}
-	s := newSession(id, transportHTTP, src.agent, src.perCall)
-	s.principal = src.principal
-	if c := src.state.Client(); c != nil {
-		s.state.SetClient(*c)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"result":{}`) {
+		t.Fatalf("ping on the other replica: %d %s", resp.StatusCode, b)
 	}
-	s.open.Store(true)
-	s.markInitialized()
-	to.sessions.add(s)
-	return s
 }
 
 // sseReader reads the JSON-RPC messages of an SSE response as they come.
@@ -163,12 +158,13 @@ func TestNotificationReachesTheStreamOnAnotherReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	rs := replicas(t, srv, 2, nil)
 	id := initSession(t, rs[0].url)
-	shareSession(t, rs[0].p, rs[1].p, id)
+	shareSession(t, rs[1], id)
 	stream := openSSE(t, sessionHTTPRequest(t, http.MethodGet, rs[0].url, id, ""))
-	// The stream is recorded once the GET is being served: a log message
-	// on the holder itself shows that it is.
-	rs[0].p.OnUpstreamNotification("fx", "notifications/message", json.RawMessage(`{"level":"info","data":"on the holder"}`))
-	stream.next("on the holder")
+	// The stream takes messages once the GET is being served, a moment
+	// after its headers: a log message on the holder itself shows it does.
+	stream.attached(func() {
+		rs[0].p.OnUpstreamNotification("fx", "notifications/message", json.RawMessage(`{"level":"info","data":"on the holder"}`))
+	}, "on the holder")
 
 	rs[1].p.OnUpstreamNotification("fx", "notifications/message", json.RawMessage(`{"level":"warning","data":"raised on the other replica"}`))
 	got := stream.next("raised on the other replica")
@@ -181,8 +177,37 @@ func TestNotificationReachesTheStreamOnAnotherReplica(t *testing.T) {
 	// holder stays recorded for the newer.
 	newer := openSSE(t, sessionHTTPRequest(t, http.MethodGet, rs[0].url, id, ""))
 	stream.ended()
+	newer.attached(func() {
+		rs[0].p.OnUpstreamNotification("fx", "notifications/message", json.RawMessage(`{"level":"info","data":"on the holder again"}`))
+	}, "on the holder again")
 	rs[1].p.OnUpstreamNotification("fx", "notifications/message", json.RawMessage(`{"level":"info","data":"after the replacement"}`))
 	newer.next("after the replacement")
+}
+
+// attached fires until a message with want arrives (what is sent before
+// the stream is attached is dropped, as the transport allows).
+func (r *sseReader) attached(fire func(), want string) {
+	r.t.Helper()
+	deadline := time.Now().Add(crossWait)
+	for time.Now().Before(deadline) {
+		fire()
+		wait := time.After(100 * time.Millisecond)
+	read:
+		for {
+			select {
+			case m, ok := <-r.msgs:
+				if !ok {
+					r.t.Fatalf("the stream ended before a message with %q", want)
+				}
+				if strings.Contains(m, want) {
+					return
+				}
+			case <-wait:
+				break read
+			}
+		}
+	}
+	r.t.Fatalf("no message with %q within %s", want, crossWait)
 }
 
 // ended waits until the stream has ended.
@@ -221,7 +246,7 @@ func TestElicitationAnsweredThroughAnotherReplica(t *testing.T) {
 		}
 	})
 	id := initSession(t, rs[0].url)
-	shareSession(t, rs[0].p, rs[1].p, id)
+	shareSession(t, rs[1], id)
 	call := openSSE(t, sessionHTTPRequest(t, http.MethodPost, rs[0].url, id, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`))
 	q := call.next(`"elicitation/create"`)
 	var ask struct{ ID json.RawMessage }

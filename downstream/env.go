@@ -42,6 +42,10 @@ type env struct {
 
 func newEnv(opts Options) *env {
 	e := &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now, sealer: opts.StateSealer}
+	if e.sealer == nil && opts.Store.Shared() {
+		// Every replica derives the same key from store.encryption_key.
+		e.sealer, _ = seal.New(opts.Store.Keys().Sealing()) // 32 bytes: never fails
+	}
 	if e.sealer == nil {
 		e.sealer = seal.Random()
 	}

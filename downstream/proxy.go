@@ -55,9 +55,10 @@ type Options struct {
 	// is the memory store: everything stays in this process.
 	Store *store.Store
 	// StateSealer seals the request states of multi-round-trip requests
-	// (docs/protocol.md#requests-from-servers); nil: a random key of this
-	// process (states then open in this process only). Processes that must
-	// take each other's retries are given sealers with one key.
+	// (docs/protocol.md#requests-from-servers); nil: with a shared Store, the
+	// key every replica derives from store.encryption_key, else a random key
+	// of this process (states then open in this process only). Processes
+	// that must take each other's retries are given sealers with one key.
 	StateSealer *seal.Sealer
 }
 
@@ -115,6 +116,9 @@ func New(opts Options) *Proxy {
 	p.catalogs = newCatalogState(e, p.sessions, p.own)
 	p.views = newViewCache(e, p.catalogs, p.own)
 	p.logins = &logins{env: e, sessions: p.sessions}
+	if ss := opts.Store.Sessions(e.idleTimeout()); ss != nil {
+		p.sessions.shared = &sharedSessions{store: ss, resolve: p.views.resolveAgent, log: opts.Logger}
+	}
 	p.front = newHTTPFront(e, p.route, p.sessions, p.views)
 	p.stdio = &stdioFront{route: p.route, sessions: p.sessions, agents: p.views}
 	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}

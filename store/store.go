@@ -77,8 +77,8 @@ func (s *Store) Type() string { return s.typ }
 
 // Shared reports whether the state is shared with other processes (a
 // Redis store). When it is not, each kind of state stays in the package
-// that uses it.
-func (s *Store) Shared() bool { return s.redis != nil }
+// that uses it. A nil *Store is not shared.
+func (s *Store) Shared() bool { return s != nil && s.redis != nil }
 
 // Keys are the store's keys (derived, or random for this process).
 func (s *Store) Keys() *Keys { return s.keys }

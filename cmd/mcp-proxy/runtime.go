@@ -23,7 +23,6 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/downstream"
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
-	"github.com/mcp-proxy/mcp-proxy/internal/seal"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -222,14 +221,6 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 		_ = rt.tracer.Shutdown(context.Background())
 		return nil, err
 	}
-	sealer, err := stateSealer(rt.store)
-	if err != nil {
-		_ = rt.store.Close()
-		rt.reaper.Close(closeBudget)
-		_ = rt.audit.Close(context.Background())
-		_ = rt.tracer.Shutdown(context.Background())
-		return nil, err
-	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
 		for name, s := range cfg.Servers {
@@ -245,7 +236,7 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	}
 	rt.proxy = downstream.New(downstream.Options{
 		Config: cfg, Upstreams: ups, Logger: rt.log, Metrics: m, Blobs: bl, Version: version, Integrity: rt.integrity, Tracer: rt.tracer, Audit: rt.audit,
-		Store: rt.store, StateSealer: sealer,
+		Store: rt.store,
 	})
 	// Connections live until close, not until the signal: at shutdown the
 	// in-flight calls must still reach their upstreams (docs/operations.md#shutdown-and-reload).
@@ -518,21 +509,6 @@ func (rt *runtime) openStore(cfg *config.Config) (*store.Store, error) {
 		return nil, configErr(fmt.Errorf("store: %w", err))
 	}
 	return st, nil
-}
-
-// stateSealer is the sealer of multi-round-trip request states: with a
-// Redis store, the key derived from store.encryption_key, so that every
-// replica opens the states the others seal (docs/shared-state.md#messages-between-replicas);
-// with the memory store nil, and the proxy draws a key of its own.
-func stateSealer(st *store.Store) (*seal.Sealer, error) {
-	if !st.Shared() {
-		return nil, nil
-	}
-	s, err := seal.New(st.Keys().Sealing())
-	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
-	}
-	return s, nil
 }
 
 // openAuthStore opens the token store under state_dir (nothing is
