@@ -135,8 +135,9 @@ func sessionHTTPRequest(t *testing.T, method, url, session, body string) *http.R
 }
 
 // initSession opens a 2025-11-25 session on url for a client that can be
-// asked for elicitation, and returns its id.
-func initSession(t *testing.T, url string) string {
+// asked for elicitation, sends its notifications/initialized to
+// initializedURL, and returns its id.
+func initSession(t *testing.T, url, initializedURL string) string {
 	t.Helper()
 	c := &httpClient{t: t, url: url}
 	r := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"test","version":"1"}}}`)
@@ -144,6 +145,7 @@ func initSession(t *testing.T, url string) string {
 		t.Fatalf("initialize: %d %s", r.status, r.body)
 	}
 	c.session = r.header.Get("Mcp-Session-Id")
+	c.url = initializedURL
 	if r := c.post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
 		t.Fatalf("notifications/initialized: %d %s", r.status, r.body)
 	}
@@ -157,7 +159,7 @@ func initSession(t *testing.T, url string) string {
 func TestNotificationReachesTheStreamOnAnotherReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	rs := replicas(t, srv, 2, nil)
-	id := initSession(t, rs[0].url)
+	id := initSession(t, rs[0].url, rs[0].url)
 	shareSession(t, rs[1], id)
 	stream := openSSE(t, sessionHTTPRequest(t, http.MethodGet, rs[0].url, id, ""))
 	// The stream takes messages once the GET is being served, a moment
@@ -227,7 +229,8 @@ func (r *sseReader) ended() {
 }
 
 // TestElicitationAnsweredThroughAnotherReplica: an upstream's elicitation
-// during a session's call on one replica is answered by the client in a
+// during a session's call on one replica (whose client sent its
+// notifications/initialized to the other) is answered by the client in a
 // POST that reaches the other replica; the answer gets to the waiting
 // call, whose result carries it.
 func TestElicitationAnsweredThroughAnotherReplica(t *testing.T) {
@@ -245,8 +248,9 @@ func TestElicitationAnsweredThroughAnotherReplica(t *testing.T) {
 			return json.RawMessage(`{"content":[{"type":"text","text":` + string(mustQuote(string(ans))) + `}]}`), nil
 		}
 	})
-	id := initSession(t, rs[0].url)
-	shareSession(t, rs[1], id)
+	// notifications/initialized reaches the other replica: the question
+	// of the replica that made the session does not wait for it.
+	id := initSession(t, rs[0].url, rs[1].url)
 	call := openSSE(t, sessionHTTPRequest(t, http.MethodPost, rs[0].url, id, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`))
 	q := call.next(`"elicitation/create"`)
 	var ask struct{ ID json.RawMessage }

@@ -170,7 +170,13 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id string) 
 		}
 	}
 	if s != nil {
-		s.state.(*sharedState).load(fields)
+		sh := s.state.(*sharedState)
+		sh.load(fields)
+		if sh.wasInitialized() {
+			// The client's notifications/initialized may have reached
+			// another replica: the questions waiting for it go now.
+			s.markInitialized()
+		}
 		s.activity.begin()
 	}
 	st.mu.Unlock()
