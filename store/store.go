@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -67,9 +68,20 @@ func Open(cfg config.Store, opts Options) (*Store, error) {
 	if s.redis, err = newRedis(cfg, opts.Metrics); err != nil {
 		return nil, err
 	}
+	// go-redis logs to stderr on its own (failed dials, for one); its lines
+	// go through the proxy's log instead, at debug level: the probe says
+	// once, at error level, that the store does not answer.
+	redis.SetLogger(redisLog{opts.Logger.With().Str("component", "go-redis").Logger()})
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.probe()
 	return s, nil
+}
+
+// redisLog is go-redis's logger on zerolog.
+type redisLog struct{ log zerolog.Logger }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug().Msgf(format, v...)
 }
 
 // Type is config.StoreMemory or config.StoreRedis.
