@@ -322,6 +322,6 @@ func (st *sessionTable) broadcast(method string, params []byte, keep func(*sessi
 		if !s.open.Load() || keep != nil && !keep(s) {
 			return
 		}
-		s.notify.sendLocal(msg) // every replica tells the streams it holds
+		s.sendUnownedHere(msg) // every replica tells the streams it holds
 	})
 }
