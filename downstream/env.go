@@ -32,6 +32,9 @@ type env struct {
 	now     func() time.Time // the rate limits' clock: time.Now, or a test's
 
 	sealer *seal.Sealer // request states (roundstate.go)
+	// cross carries messages to the other replicas of a Redis store
+	// (crossreplica.go); nil with the memory store.
+	cross *crossReplica
 
 	cur      atomic.Pointer[generation]
 	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values

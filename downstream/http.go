@@ -424,6 +424,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 	defer s.activity.end()
 	gs := &getStream{w: w, rc: http.NewResponseController(w)}
 	defer gs.close()
+	defer f.cross.hold(s)() // with a Redis store: messages raised on other replicas come here
 	gs.open()
 	ended := s.notify.attach(gs)
 	if ended == nil {

@@ -76,6 +76,16 @@ type asks struct {
 	next    uint64
 	pending map[string]chan askReply
 	closed  bool
+	// prefix, when set, makes the ids strings that start with it (the
+	// replica that asks, crossreplica.go); else they are numbers.
+	prefix string
+}
+
+// setPrefix makes the ids of later questions strings starting with p.
+func (a *asks) setPrefix(p string) {
+	a.mu.Lock()
+	a.prefix = p
+	a.mu.Unlock()
 }
 
 type askReply struct {
@@ -127,6 +137,9 @@ func (a *asks) ask(ctx context.Context, out stream, method string, params json.R
 	}
 	a.next++
 	id := json.RawMessage(strconv.FormatUint(a.next, 10))
+	if a.prefix != "" {
+		id = rawjson.String(a.prefix + string(id))
+	}
 	key := rawjson.IDKey(id)
 	ch := make(chan askReply, 1)
 	if a.pending == nil {

@@ -124,6 +124,11 @@ func New(opts Options) *Proxy {
 	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}
 	p.relay = newRelay(e, p.sessions, p.surface)
 	p.surface.relay = p.relay
+	if opts.Store != nil && opts.Store.Shared() {
+		e.cross = newCrossReplica(e, opts.Store)
+		e.cross.relay = p.relay
+		p.sessions.cross = e.cross
+	}
 	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
 	p.lifecycle = &lifecycle{generations: e, serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}

@@ -48,6 +48,9 @@ type roundState struct {
 	Own json.RawMessage `json:"o,omitempty"`
 	// Park is the id of the parked call the state belongs to (roundtrip.go).
 	Park string `json:"p,omitempty"`
+	// Holder is the replica holding the parked call, with a Redis store
+	// (crossreplica.go): a retry reaching another one is forwarded there.
+	Holder string `json:"h,omitempty"`
 }
 
 // isSealedState reports whether a requestState is one of the proxy's

@@ -30,9 +30,11 @@ import (
 // server's timeout for the client's answer. Then the call is cancelled
 // upstream and no longer counts as in flight to its server (a server's
 // request is not refused for being ambiguous because of a call whose
-// client went away). Replicas behind a load balancer do not share parked
-// calls: such a retry must reach the same replica (elsewhere the call is
-// unknown, and the client is told to call again).
+// client went away). A parked call stays in the process that parked it.
+// With the memory store a retry must reach that process (elsewhere the call
+// is unknown, and the client is told to call again); with a Redis store the
+// state names the replica holding the call, and a retry reaching another
+// one is forwarded there (crossreplica.go).
 //
 // Every request the upstream sends before the client could answer the
 // round's first goes out in the same round: the proxy waits roundGather
@@ -306,13 +308,22 @@ func (rl *relay) park(pc *parkedCall, asks []*inputAsk) *inputRequired {
 		time.AfterFunc(parkGrace, func() { rl.parked.drop(pc.id, round) })
 	}()
 	st := roundState{Agent: pc.agent, Subject: pc.req.sess.principal.subject, Token: pc.req.sess.principal.token,
-		Key: pc.key, Round: round, Park: pc.id}
+		Key: pc.key, Round: round, Park: pc.id, Holder: rl.cross.self()}
 	return newInputRequired(reqs, rl.sealState(st, pc.timeout+parkGrace))
 }
 
 // resumeParked is a later round of a parked call, whose sealed state st
 // names it: it hands the client's answers to the upstream and waits again.
+// A call parked on another replica is resumed there (crossreplica.go).
 func (rl *relay) resumeParked(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError) {
+	if st.Holder != "" && rl.cross != nil && st.Holder != rl.cross.self() {
+		return rl.cross.resumeRemote(ctx, r, st)
+	}
+	return rl.resumeHere(ctx, r, st)
+}
+
+// resumeHere is resumeParked for a call parked in this process.
+func (rl *relay) resumeHere(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError) {
 	pc := rl.parked.take(st)
 	if pc == nil {
 		return nil, nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+

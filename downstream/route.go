@@ -308,7 +308,7 @@ func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Messa
 func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
-		if !s.asks.deliver(m) {
+		if !s.asks.deliver(m) && !rt.cross.forwardAnswer(ctx, s, m) {
 			rt.log.Debug().Str("agent", s.agent.Name).Msg("a response from the client answers no pending request; dropped")
 		}
 		return nil, 0, nil

@@ -130,6 +130,17 @@ func (s *session) sendUnowned(msg []byte) {
 	s.notify.send(msg)
 }
 
+// sendUnownedHere is sendUnowned to the streams of this replica only: with
+// a Redis store nothing goes to the replica holding the session's stream
+// (crossreplica.go).
+func (s *session) sendUnownedHere(msg []byte) {
+	if s.transport == transportStdio && s.state.Client() == nil {
+		s.listens.send(msg)
+		return
+	}
+	s.notify.sendLocal(msg)
+}
+
 // notifyTarget is where a session's unowned messages go. On stdio it is
 // the connection for the session's life; over HTTP it is the GET stream
 // while one is open, and messages sent while none is are dropped (the
@@ -139,6 +150,16 @@ type notifyTarget struct {
 	out    stream
 	closed bool
 	ended  chan struct{} // closed when out is replaced or the session ends
+	// remote takes what arrives while no stream is open here, for the
+	// replica holding the session's stream (crossreplica.go); nil: dropped.
+	remote func(msg []byte)
+}
+
+// setRemote sets where messages go while no stream is open here.
+func (n *notifyTarget) setRemote(f func(msg []byte)) {
+	n.mu.Lock()
+	n.remote = f
+	n.mu.Unlock()
 }
 
 // attach makes out the target and returns a channel closed when it stops
@@ -177,13 +198,27 @@ func (n *notifyTarget) stream() stream {
 	return n.out
 }
 
-// send writes msg to the target, if there is one.
+// send writes msg to the target, if there is one, else hands it to
+// remote, if set.
 func (n *notifyTarget) send(msg []byte) {
+	n.mu.Lock()
+	out, remote, closed := n.out, n.remote, n.closed
+	n.mu.Unlock()
+	switch {
+	case out != nil:
+		_ = out.send(msg) // a gone stream detaches itself
+	case remote != nil && !closed:
+		remote(msg)
+	}
+}
+
+// sendLocal writes msg to the target, if there is one here.
+func (n *notifyTarget) sendLocal(msg []byte) {
 	n.mu.Lock()
 	out := n.out
 	n.mu.Unlock()
 	if out != nil {
-		_ = out.send(msg) // a gone stream detaches itself
+		_ = out.send(msg)
 	}
 }
 

@@ -36,6 +36,9 @@ type sessionTable struct {
 	// round trip), makes a local one for a session another replica made,
 	// and drops a local one the store no longer has.
 	shared *sharedSessions
+	// cross wires HTTP sessions to the other replicas of a Redis store
+	// (crossreplica.go); nil with the memory store.
+	cross *crossReplica
 }
 
 // sharedSessions is what the table needs for sessions in a store.
@@ -63,6 +66,7 @@ func (st *sessionTable) add(s *session) {
 		st.byID[s.id] = s
 	}
 	st.mu.Unlock()
+	st.cross.adopt(s)
 	st.metrics.SessionOpened(s.agent.Name, s.transport)
 }
 
@@ -89,6 +93,7 @@ func (st *sessionTable) unlink(s *session) bool {
 // and runs onRemove. st.mu must not be held.
 func (st *sessionTable) ended(s *session, live bool) {
 	s.close()
+	st.cross.forget(s)
 	if live {
 		st.metrics.SessionClosed(s.agent.Name, s.transport)
 		if st.onRemove != nil {
@@ -159,12 +164,19 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id string) 
 		s = nil
 	case s == nil:
 		if s = st.fromStore(id, fields, c); s != nil {
+			st.cross.adopt(s) // before any request finds it
 			st.all[s], st.byID[id] = struct{}{}, s
 			made = s
 		}
 	}
 	if s != nil {
-		s.state.(*sharedState).load(fields)
+		sh := s.state.(*sharedState)
+		sh.load(fields)
+		if sh.wasInitialized() {
+			// The client's notifications/initialized may have reached
+			// another replica: the questions waiting for it go now.
+			s.markInitialized()
+		}
 		s.activity.begin()
 	}
 	st.mu.Unlock()
@@ -310,6 +322,6 @@ func (st *sessionTable) broadcast(method string, params []byte, keep func(*sessi
 		if !s.open.Load() || keep != nil && !keep(s) {
 			return
 		}
-		s.sendUnowned(msg)
+		s.sendUnownedHere(msg) // every replica tells the streams it holds
 	})
 }

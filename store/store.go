@@ -37,6 +37,9 @@ type Store struct {
 	done      chan struct{}
 	closeOnce sync.Once
 	closeErr  error
+
+	mu   sync.Mutex
+	msgs []*Messages // inboxes to close before the client
 }
 
 // Open builds the store cfg describes (validated by config). The memory
@@ -147,6 +150,12 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		if s.redis == nil {
 			return
+		}
+		s.mu.Lock()
+		msgs := s.msgs
+		s.mu.Unlock()
+		for _, m := range msgs {
+			m.Close()
 		}
 		close(s.stop)
 		<-s.done
