@@ -30,6 +30,7 @@ Verbs:
   auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
   auth status      every OAuth server's state and token expiry [--json]
   auth logout SERVER  forget a server's tokens and registration
+  store import     copy state_dir's tool pins and OAuth tokens into the configured Redis store
   status url       print the status page's address with its token (signs the browser in to act)
   status token     print the status page's token alone
   version          print the version
@@ -108,12 +109,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("usage: mcp-proxy import FILE")
 		}
 		return runImport(rest[0], stdout)
-	case "serve", "validate", "tools", "call", "auth", "status":
+	case "serve", "validate", "tools", "call", "auth", "status", "store":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, store, version)", verb)
 	}
 	if verb == "validate" {
 		// validate FILE checks FILE, as validate --config FILE does.
@@ -138,6 +139,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch verb {
 	case "auth":
 		return runAuth(ctx, cfg, o, rest, stdout, stderr)
+	case "store":
+		return runStore(cfg, rest, stdout)
 	case "status":
 		return runStatus(cfg, rest, stdout)
 	case "validate":
