@@ -15,8 +15,10 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/internal/randid"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // defaultApprovalTimeout bounds how long the proxy waits for a person to
@@ -39,22 +41,23 @@ const approvalStatePrefix = "px-approval-"
 // approve runs the approval gate of docs/agents.md#approval for one call. It returns nil
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the
-// input_required result that asks the question (a multi round-trip).
-func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired) {
+// input_required result that asks the question (a multi round-trip); or
+// the error of a shared-state store that did not answer.
+func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired, werr *wireError) {
 	r, a := c.r, c.r.sess.agent
 	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if !r.caps.elicitation {
 		tc.opts.Metrics.Approval(a.Name, "unsupported")
 		c.approval = "unsupported"
 		return textResult(fmt.Sprintf("tool '%s' needs approval (agent '%s', autonomy %s), but this client cannot be asked: "+
 			"it does not support elicitation. To allow the tool without asking, add it to agents.%s.auto_approve, "+
-			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil
+			"or set agents.%s.autonomy to full.", c.entry.Exposed, a.Name, a.Autonomy(), a.Name, a.Name), true), nil, nil
 	}
 	timeout := tc.approvalTimeout()
 	if parkable(r) {
-		return tc.approveRoundTrip(c, timeout)
+		return tc.approveRoundTrip(ctx, c, timeout)
 	}
 	actx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -68,7 +71,7 @@ func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, 
 	default:
 		decision = decisionOf(res)
 	}
-	return tc.decided(c, decision, timeout), nil
+	return tc.decided(c, decision, timeout), nil, nil
 }
 
 // decided counts an approval decision and returns the refusal, or nil when
@@ -136,15 +139,28 @@ func (tc *toolCalls) approvalQuestion(c *toolCall) json.RawMessage {
 // reads its answer from the retry. The request state is a random token,
 // good once, bound to the agent, the client, the tool and a digest of the
 // arguments, and only until the approval timeout: an answer cannot be
-// replayed, moved to another call, or used by another client.
-func (tc *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byte, *inputRequired) {
+// replayed, moved to another call, or used by another client. With a Redis
+// store the states are kept there, so the retry may reach any replica and
+// is good once across all of them.
+func (tc *toolCalls) approveRoundTrip(ctx context.Context, c *toolCall, timeout time.Duration) ([]byte, *inputRequired, *wireError) {
 	r := c.r
 	key := approvalKey{agent: r.sess.agent.Name, client: r.sess.principal, tool: c.entry.Exposed, args: argsDigest(c.args)}
+	shared := tc.opts.Store.Approvals()
 	if state, _ := stringMember(r.params, "requestState"); strings.HasPrefix(state, approvalStatePrefix) {
-		if err := tc.approvals.take(state, key, time.Now()); err != nil {
+		var err error
+		if shared != nil {
+			err = takeShared(ctx, shared, state, key, time.Now())
+			if errors.Is(err, store.ErrUnavailable) {
+				c.outcome = metrics.OutcomeError
+				return nil, nil, storeError(err)
+			}
+		} else {
+			err = tc.approvals.take(state, key, time.Now())
+		}
+		if err != nil {
 			tc.opts.Metrics.Approval(r.sess.agent.Name, "error")
 			c.approval = "error"
-			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil
+			return textResult(fmt.Sprintf("tool '%s' was not run: %s; call the tool again to be asked anew", c.entry.Exposed, err), true), nil, nil
 		}
 		decision := "cancel"
 		if resp, ok, _ := rawjson.Get(r.params, "inputResponses"); ok {
@@ -152,11 +168,59 @@ func (tc *toolCalls) approveRoundTrip(c *toolCall, timeout time.Duration) ([]byt
 				decision = decisionOf(ans)
 			}
 		}
-		return tc.decided(c, decision, timeout), nil
+		return tc.decided(c, decision, timeout), nil, nil
 	}
-	state := tc.approvals.issue(key, time.Now().Add(timeout))
+	var state string
+	if shared != nil {
+		state = approvalStatePrefix + randid.Hex(16)
+		if err := shared.Issue(ctx, state, key.binding(time.Now().Add(timeout)), timeout); err != nil {
+			c.outcome = metrics.OutcomeError
+			return nil, nil, storeError(err)
+		}
+	} else {
+		state = tc.approvals.issue(key, time.Now().Add(timeout))
+	}
 	question := `{"method":"elicitation/create","params":` + string(tc.approvalQuestion(c)) + `}`
-	return nil, newInputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state)
+	return nil, newInputRequired(map[string]json.RawMessage{approvalInputID: json.RawMessage(question)}, state), nil
+}
+
+// sharedBinding is what the store keeps of an approval state: what it is
+// bound to and when it expires.
+type sharedBinding struct {
+	Agent   string `json:"agent"`
+	Subject string `json:"subject,omitempty"`
+	Token   int    `json:"token,omitempty"`
+	Tool    string `json:"tool"`
+	Args    string `json:"args"`
+	Expires int64  `json:"expires"` // Unix milliseconds
+}
+
+// binding encodes k with its expiry for the store.
+func (k approvalKey) binding(expires time.Time) []byte {
+	b, _ := json.Marshal(sharedBinding{Agent: k.agent, Subject: k.client.subject, Token: k.client.token,
+		Tool: k.tool, Args: k.args, Expires: expires.UnixMilli()}) // strings and numbers: never fails
+	return b
+}
+
+// takeShared is approvalStates.take on the store: the state is spent once
+// across replicas. Unlike in memory, a state presented for another call is
+// spent too (taking and comparing is one atomic GETDEL).
+func takeShared(ctx context.Context, shared *store.Approvals, state string, key approvalKey, now time.Time) error {
+	raw, ok, err := shared.Take(ctx, state)
+	if err != nil {
+		return err
+	}
+	var b sharedBinding
+	if !ok || json.Unmarshal(raw, &b) != nil {
+		return errors.New("the approval answer is unknown or was already used")
+	}
+	if b.Agent != key.agent || b.Subject != key.client.subject || b.Token != key.client.token || b.Tool != key.tool || b.Args != key.args {
+		return errors.New("the approval answer belongs to another call")
+	}
+	if !now.Before(time.UnixMilli(b.Expires)) {
+		return errors.New("the approval answer came after the approval timeout")
+	}
+	return nil
 }
 
 // inputRequired is a 2026-07-28 input_required result: the request needs

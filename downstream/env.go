@@ -37,7 +37,7 @@ type env struct {
 func newEnv(opts Options) *env {
 	e := &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
 	e.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
-		limits: buildLimits(opts.Config, nil, e.now())})
+		limits: buildLimits(opts.Config, nil, e.now(), opts.Store.Limits())})
 	e.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
 	return e
 }
@@ -48,7 +48,7 @@ func newEnv(opts Options) *env {
 func (e *env) swap(cfg *config.Config, ups map[string]Upstream) {
 	prev := e.gen()
 	old := prev.cfg.Secrets()
-	e.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, e.log), limits: buildLimits(cfg, prev.limits, e.now())})
+	e.cur.Store(&generation{cfg: cfg, ups: ups, overrides: compileOverrides(cfg, e.log), limits: buildLimits(cfg, prev.limits, e.now(), e.opts.Store.Limits())})
 	e.scrubber.Store(sanitize.NewScrubber(append(old, cfg.Secrets()...)))
 }
 

@@ -19,6 +19,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -206,7 +207,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 	}
 	var s *session // with this POST begun on it (activity), ended below
 	if first.Method == "initialize" && !batch {
-		s = f.openSession(r, c)
+		var err error
+		if s, err = f.openSession(r, c); err != nil {
+			jsonError(w, http.StatusServiceUnavailable, first.ID, codeServerError, sanitize.Error(err.Error()))
+			return
+		}
 		w.Header().Set(headerSessionID, s.id)
 	} else {
 		sid := r.Header.Get(headerSessionID)
@@ -219,7 +224,12 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
-		if s = f.sessions.acquire(c, sid); s == nil {
+		var err error
+		if s, err = f.sessions.acquire(r.Context(), c, sid); err != nil {
+			jsonError(w, http.StatusServiceUnavailable, first.ID, codeServerError, sanitize.Error(err.Error()))
+			return
+		}
+		if s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
 		}
@@ -236,13 +246,19 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 // initialize begun on it (the caller ends it with s.activity.end()), so
 // the idle sweep cannot close it before it is answered. The per-call
 // allow-list comes from its header (docs/agents.md#the-policy-rules, rule 5).
-func (f *httpFront) openSession(r *http.Request, c client) *session {
+// With a Redis store the session is recorded there first; the error is the
+// store's.
+func (f *httpFront) openSession(r *http.Request, c client) (*session, error) {
 	a, _ := f.agents.resolveAgent(c.agent) // authn checked it exists
 	s := newSession(newID(), transportHTTP, a, perCallHeader(r.Header))
 	s.principal = c.principal
+	if err := f.sessions.create(r.Context(), s); err != nil {
+		s.close()
+		return nil, err
+	}
 	s.activity.begin()
 	f.sessions.add(s)
-	return s
+	return s, nil
 }
 
 // perCallHeader reads the per-call allow-list header; nil when absent.
@@ -396,7 +412,11 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.sessions.acquire(c, sid)
+	s, err := f.sessions.acquire(r.Context(), c, sid)
+	if err != nil {
+		http.Error(w, sanitize.Error(err.Error()), http.StatusServiceUnavailable)
+		return
+	}
 	if s == nil {
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
@@ -434,12 +454,15 @@ func (f *httpFront) delete(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "DELETE is not supported in protocol version "+modernVersion+": there are no sessions", http.StatusMethodNotAllowed)
 		return
 	}
-	s := f.sessions.lookup(c, r.Header.Get(headerSessionID))
-	if s == nil {
+	found, err := f.sessions.end(r.Context(), c, r.Header.Get(headerSessionID))
+	switch {
+	case err != nil:
+		http.Error(w, sanitize.Error(err.Error()), http.StatusServiceUnavailable)
+		return
+	case !found:
 		http.Error(w, "Session not found", http.StatusNotFound)
 		return
 	}
-	f.sessions.remove(s)
 	w.WriteHeader(http.StatusOK)
 }
 

@@ -2,18 +2,24 @@ package downstream
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/ratelimit"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // Rate limits (docs/agents.md#overrides-and-rate-limits) in the call chain:
@@ -31,33 +37,47 @@ import (
 //     most the call's timeout; once it has one, the timeout of the call
 //     itself starts.
 //
-// Buckets and slots are per replica. A reload keeps every bucket and slot
-// set whose limit it does not change; a changed limit starts afresh.
+// With the memory store, buckets and slots are per replica. A reload keeps
+// every bucket and slot set whose limit it does not change; a changed
+// limit starts afresh. With a Redis store (docs/shared-state.md) they are
+// shared by every replica: a call's buckets are taken in one atomic script,
+// all or none (so a refusal leaves the others as they were), and its slot
+// is a lease that a replica dying mid-call gives back when the call's
+// timeout has passed. Their keys name the limit's figures, so that a reload
+// keeps what it does not change there too.
 
 // callLimits are the rate limits of one config; nil when it has none, so
 // a call pays nothing for them.
 type callLimits struct {
 	servers map[string]*serverLimit
 	agents  map[string][]*agentLimit
+	// shared keeps the buckets and slots in the store; nil: in the process.
+	shared *store.Limits
 }
 
 // serverLimit is servers.<s>.limits.
 type serverLimit struct {
 	perMinute, maxConcurrent int
-	rate                     *ratelimit.Bucket // nil: no per_minute
-	slots                    *ratelimit.Slots  // nil: no max_concurrent
+	rate                     *ratelimit.Bucket // nil: no per_minute (or shared)
+	slots                    *ratelimit.Slots  // nil: no max_concurrent (or shared)
+	rateKey, slotsKey        string            // the shared bucket and slots
 }
 
 // agentLimit is one entry of agents.<a>.limits.
 type agentLimit struct {
 	tools            []string
 	perMinute, burst int
-	bucket           *ratelimit.Bucket
+	bucket           *ratelimit.Bucket // nil when shared
+	key              string            // the shared bucket
 }
 
 // buildLimits builds cfg's limits, taking over old's buckets and slots
-// (nil: none) wherever the limit is the same.
-func buildLimits(cfg *config.Config, old *callLimits, now time.Time) *callLimits {
+// (nil: none) wherever the limit is the same; with shared (a Redis
+// store) the buckets and slots are named in it instead.
+func buildLimits(cfg *config.Config, old *callLimits, now time.Time, shared *store.Limits) *callLimits {
+	if shared != nil {
+		return sharedLimits(cfg, shared)
+	}
 	l := &callLimits{servers: map[string]*serverLimit{}, agents: map[string][]*agentLimit{}}
 	if old == nil {
 		old = &callLimits{}
@@ -112,6 +132,45 @@ func buildLimits(cfg *config.Config, old *callLimits, now time.Time) *callLimits
 	return l
 }
 
+// sharedLimits names cfg's limits in the store: a server's bucket by its
+// name and per_minute, its slots by its name and max_concurrent, an agent
+// entry's bucket by the agent, its place in the list, its figures and a
+// digest of its patterns.
+func sharedLimits(cfg *config.Config, shared *store.Limits) *callLimits {
+	l := &callLimits{servers: map[string]*serverLimit{}, agents: map[string][]*agentLimit{}, shared: shared}
+	for name, s := range cfg.Servers {
+		if s == nil || s.Limits.PerMinute <= 0 && s.Limits.MaxConcurrent <= 0 {
+			continue
+		}
+		sl := &serverLimit{perMinute: s.Limits.PerMinute, maxConcurrent: s.Limits.MaxConcurrent}
+		if sl.perMinute > 0 {
+			sl.rateKey = shared.BucketKey("server", name, strconv.Itoa(sl.perMinute))
+		}
+		if sl.maxConcurrent > 0 {
+			sl.slotsKey = shared.SlotsKey(name, sl.maxConcurrent)
+		}
+		l.servers[name] = sl
+	}
+	for name, a := range cfg.Agents {
+		if a == nil {
+			continue
+		}
+		for i, c := range a.Limits {
+			if c.PerMinute <= 0 || len(c.Tools) == 0 {
+				continue // refused by validation
+			}
+			al := &agentLimit{tools: c.Tools, perMinute: c.PerMinute, burst: max(c.Burst, 1)}
+			sum := sha256.Sum256([]byte(strings.Join(c.Tools, "\x00")))
+			al.key = shared.BucketKey("agent", name, strconv.Itoa(i), strconv.Itoa(al.perMinute), strconv.Itoa(al.burst), hex.EncodeToString(sum[:8]))
+			l.agents[name] = append(l.agents[name], al)
+		}
+	}
+	if len(l.servers) == 0 && len(l.agents) == 0 {
+		return nil
+	}
+	return l
+}
+
 // limitRefusal says which limit refused a call and why.
 type limitRefusal struct {
 	limit string // a metrics.Limit* value
@@ -120,34 +179,90 @@ type limitRefusal struct {
 
 // take takes a token for the call from every bucket it falls under: the
 // agent's entries that match t, then t's server. On a refusal it gives
-// back what it took.
-func (l *callLimits) take(agent string, t filter.Tool, now time.Time) *limitRefusal {
+// back what it took. Its error is the store's (shared limits only).
+func (l *callLimits) take(ctx context.Context, agent string, t filter.Tool, now time.Time) (*limitRefusal, error) {
+	if l.shared != nil {
+		return l.takeShared(ctx, agent, t)
+	}
 	entries := l.agents[agent]
 	for i, al := range entries {
 		if !t.Matches(al.tools) {
 			continue
 		}
 		if ok, wait := al.bucket.Take(now); !ok {
-			l.give(entries[:i], nil, t, now)
-			return &limitRefusal{limit: metrics.LimitAgent, text: fmt.Sprintf(
-				"agent '%s' may make %s a minute (burst %d) to %s; retry in %s",
-				agent, calls(al.perMinute), al.burst, patternList(al.tools), retryIn(wait))}
+			l.give(ctx, entries[:i], nil, t, now)
+			return agentRefusal(agent, al, wait), nil
 		}
 	}
 	if sl := l.servers[t.Server]; sl != nil && sl.rate != nil {
 		if ok, wait := sl.rate.Take(now); !ok {
-			l.give(entries, nil, t, now)
-			return &limitRefusal{limit: metrics.LimitServerRate, text: fmt.Sprintf(
-				"server '%s' takes %s a minute; retry in %s", t.Server, calls(sl.perMinute), retryIn(wait))}
+			l.give(ctx, entries, nil, t, now)
+			return serverRefusal(t.Server, sl, wait), nil
 		}
 	}
-	return nil
+	return nil, nil
+}
+
+func agentRefusal(agent string, al *agentLimit, wait time.Duration) *limitRefusal {
+	return &limitRefusal{limit: metrics.LimitAgent, text: fmt.Sprintf(
+		"agent '%s' may make %s a minute (burst %d) to %s; retry in %s",
+		agent, calls(al.perMinute), al.burst, patternList(al.tools), retryIn(wait))}
+}
+
+func serverRefusal(server string, sl *serverLimit, wait time.Duration) *limitRefusal {
+	return &limitRefusal{limit: metrics.LimitServerRate, text: fmt.Sprintf(
+		"server '%s' takes %s a minute; retry in %s", server, calls(sl.perMinute), retryIn(wait))}
+}
+
+// sharedBuckets lists the store's buckets a call falls under, in take's
+// order, with the agent entry of each (nil for the server's).
+func (l *callLimits) sharedBuckets(entries []*agentLimit, server *serverLimit, t filter.Tool) ([]store.Bucket, []*agentLimit) {
+	var buckets []store.Bucket
+	var of []*agentLimit
+	for _, al := range entries {
+		if t.Matches(al.tools) {
+			buckets = append(buckets, store.Bucket{Key: al.key, PerMinute: al.perMinute, Burst: al.burst})
+			of = append(of, al)
+		}
+	}
+	if server != nil && server.rateKey != "" {
+		buckets = append(buckets, store.Bucket{Key: server.rateKey, PerMinute: server.perMinute, Burst: server.perMinute})
+		of = append(of, nil)
+	}
+	return buckets, of
+}
+
+// takeShared is take on the store: one script takes every bucket or none.
+func (l *callLimits) takeShared(ctx context.Context, agent string, t filter.Tool) (*limitRefusal, error) {
+	sl := l.servers[t.Server]
+	buckets, of := l.sharedBuckets(l.agents[agent], sl, t)
+	if len(buckets) == 0 {
+		return nil, nil
+	}
+	refused, wait, err := l.shared.Take(ctx, buckets)
+	switch {
+	case err != nil:
+		return nil, err
+	case refused < 0:
+		return nil, nil
+	case of[refused] != nil:
+		return agentRefusal(agent, of[refused], wait), nil
+	default:
+		return serverRefusal(t.Server, sl, wait), nil
+	}
 }
 
 // give puts back a token in each of entries that match t and in server's
 // bucket (nil: none): what take took. The limits of a generation never
-// change, so the same buckets match again.
-func (l *callLimits) give(entries []*agentLimit, server *serverLimit, t filter.Tool, now time.Time) {
+// change, so the same buckets match again. A store that fails to take it
+// back leaves the tokens taken: the limit errs on the strict side.
+func (l *callLimits) give(ctx context.Context, entries []*agentLimit, server *serverLimit, t filter.Tool, now time.Time) {
+	if l.shared != nil {
+		if buckets, _ := l.sharedBuckets(entries, server, t); len(buckets) > 0 {
+			_ = l.shared.Give(context.WithoutCancel(ctx), buckets)
+		}
+		return
+	}
 	for _, al := range entries {
 		if t.Matches(al.tools) {
 			al.bucket.Give(now)
@@ -192,13 +307,18 @@ func (tc *toolCalls) rateGate(next callHandler) callHandler {
 			return next(ctx, c)
 		}
 		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
-		if refusal := l.take(agent, t, tc.now()); refusal != nil {
+		refusal, err := l.take(ctx, agent, t, tc.now())
+		if err != nil {
+			c.outcome = metrics.OutcomeError
+			return nil, storeError(err)
+		}
+		if refusal != nil {
 			return tc.rateLimited(c, refusal), nil
 		}
 		res, werr := next(ctx, c)
 		if c.input != nil {
 			// Asked the client for input: the retry takes them again.
-			l.give(l.agents[agent], l.servers[t.Server], t, tc.now())
+			l.give(ctx, l.agents[agent], l.servers[t.Server], t, tc.now())
 		}
 		return res, werr
 	}
@@ -214,19 +334,25 @@ func (tc *toolCalls) rateLimited(c *toolCall, r *limitRefusal) json.RawMessage {
 }
 
 // holdSlot takes one of the server's max_concurrent slots for the call,
-// waiting in arrival order at most timeout, and returns the slots to
-// release when the call ends (nil for a server without max_concurrent,
-// which costs one map lookup). Without a slot it returns the refusal (no
-// slot came free in time) or the error (the client cancelled the call
-// while it waited).
-func (tc *toolCalls) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (*ratelimit.Slots, json.RawMessage, *wireError) {
+// waiting in arrival order at most timeout, and returns what gives it
+// back when the call ends (nil for a server without max_concurrent, which
+// costs one map lookup). Without a slot it returns the refusal (no slot
+// came free in time) or the error (the client cancelled the call while it
+// waited, or the store did not answer).
+func (tc *toolCalls) holdSlot(ctx context.Context, c *toolCall, timeout time.Duration) (func(), json.RawMessage, *wireError) {
 	l := tc.gen().limits
 	if l == nil {
 		return nil, nil, nil
 	}
 	sl := l.servers[c.entry.Server]
-	if sl == nil || sl.slots == nil || sl.slots.TryAcquire() {
-		return slotsOf(sl), nil, nil
+	if l.shared != nil && sl != nil && sl.slotsKey != "" {
+		return tc.holdSharedSlot(ctx, c, l.shared, sl, timeout)
+	}
+	if sl == nil || sl.slots == nil {
+		return nil, nil, nil
+	}
+	if sl.slots.TryAcquire() {
+		return sl.slots.Release, nil, nil
 	}
 	wctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -235,17 +361,45 @@ func (tc *toolCalls) holdSlot(ctx context.Context, c *toolCall, timeout time.Dur
 			c.outcome = metrics.OutcomeCanceled
 			return nil, nil, errorf(codeServerError, "request cancelled")
 		}
-		return nil, tc.rateLimited(c, &limitRefusal{limit: metrics.LimitServerConcurrent, text: fmt.Sprintf(
-			"server '%s' takes %s at a time, and none of those in flight ended within %s; retry once they have",
-			c.entry.Server, calls(sl.maxConcurrent), timeout)}), nil
+		return nil, tc.rateLimited(c, concurrentRefusal(c, sl, timeout)), nil
 	}
-	return sl.slots, nil, nil
+	return sl.slots.Release, nil, nil
 }
 
-// slotsOf is sl's slots, nil when it has none.
-func slotsOf(sl *serverLimit) *ratelimit.Slots {
-	if sl == nil {
-		return nil
+func concurrentRefusal(c *toolCall, sl *serverLimit, timeout time.Duration) *limitRefusal {
+	return &limitRefusal{limit: metrics.LimitServerConcurrent, text: fmt.Sprintf(
+		"server '%s' takes %s at a time, and none of those in flight ended within %s; retry once they have",
+		c.entry.Server, calls(sl.maxConcurrent), timeout)}
+}
+
+// holdSharedSlot is holdSlot on the store: a lease for the call's timeout,
+// so that the slot of a replica that dies mid-call comes back by then.
+func (tc *toolCalls) holdSharedSlot(ctx context.Context, c *toolCall, shared *store.Limits, sl *serverLimit, timeout time.Duration) (func(), json.RawMessage, *wireError) {
+	wctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	id := randid.Hex(16)
+	if err := shared.Acquire(wctx, sl.slotsKey, sl.maxConcurrent, timeout, id); err != nil {
+		switch {
+		case ctx.Err() != nil:
+			c.outcome = metrics.OutcomeCanceled
+			return nil, nil, errorf(codeServerError, "request cancelled")
+		case errors.Is(err, store.ErrNoSlot):
+			return nil, tc.rateLimited(c, concurrentRefusal(c, sl, timeout)), nil
+		default:
+			c.outcome = metrics.OutcomeError
+			return nil, nil, storeError(err)
+		}
 	}
-	return sl.slots
+	release := func() {
+		if err := shared.Release(context.WithoutCancel(ctx), sl.slotsKey, id); err != nil {
+			tc.log.Warn().Err(err).Str("server", c.entry.Server).Msg("a max_concurrent slot was not given back; it comes free when its lease ends")
+		}
+	}
+	return release, nil, nil
+}
+
+// storeError is the JSON-RPC error of a request the shared-state store
+// could not serve; its text names the store (docs/shared-state.md).
+func storeError(err error) *wireError {
+	return errorf(codeServerError, "%s", sanitize.Error(err.Error()))
 }

@@ -80,7 +80,7 @@ func limitsProxy(t *testing.T, yaml string) (*Proxy, map[string]*fakeUpstream, *
 	}
 	p := New(Options{Config: parseConfig(t, yaml), Upstreams: in, Logger: zerolog.Nop(), Version: "test", Metrics: m})
 	p.now = clk.Now
-	p.cur.Load().limits = buildLimits(p.gen().cfg, nil, clk.Now())
+	p.cur.Load().limits = buildLimits(p.gen().cfg, nil, clk.Now(), p.opts.Store.Limits())
 	p.Refresh()
 	return p, ups, clk, reg
 }

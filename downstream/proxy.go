@@ -109,6 +109,9 @@ func New(opts Options) *Proxy {
 	p.catalogs = newCatalogState(e, p.sessions, p.own)
 	p.views = newViewCache(e, p.catalogs, p.own)
 	p.logins = &logins{env: e, sessions: p.sessions}
+	if ss := opts.Store.Sessions(e.idleTimeout()); ss != nil {
+		p.sessions.shared = &sharedSessions{store: ss, resolve: p.views.resolveAgent, log: opts.Logger}
+	}
 	p.front = newHTTPFront(e, p.route, p.sessions, p.views)
 	p.stdio = &stdioFront{route: p.route, sessions: p.sessions, agents: p.views}
 	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}

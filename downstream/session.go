@@ -88,9 +88,14 @@ func (s *session) close() {
 	})
 }
 
-// markInitialized records the client's notifications/initialized.
-// Idempotent.
-func (s *session) markInitialized() { s.initOnce.Do(func() { close(s.initialized) }) }
+// markInitialized records the client's notifications/initialized (in the
+// store too, for a shared session). Idempotent.
+func (s *session) markInitialized() {
+	s.initOnce.Do(func() { close(s.initialized) })
+	if sh, ok := s.state.(*sharedState); ok {
+		sh.recordInitialized()
+	}
+}
 
 // endInput records that the client will send nothing more: what only
 // waits for the client (a subscriptions/listen) ends. Idempotent.

@@ -1,11 +1,16 @@
 package downstream
 
 import (
+	"context"
 	"sync"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // sessionTable holds the live sessions: the stdio session and every HTTP
@@ -24,6 +29,21 @@ type sessionTable struct {
 	// listeners are the sessions of stateless clients' subscriptions/listen
 	// requests: they take broadcasts but are not sessions of their own.
 	listeners map[*session]struct{}
+
+	// shared keeps HTTP sessions in a Redis store (docs/shared-state.md),
+	// nil with the memory store. With it, byID holds the sessions this
+	// replica has served: acquire reads each session from the store (one
+	// round trip), makes a local one for a session another replica made,
+	// and drops a local one the store no longer has.
+	shared *sharedSessions
+}
+
+// sharedSessions is what the table needs for sessions in a store.
+type sharedSessions struct {
+	store *store.Sessions
+	// resolve finds the agent a stored session serves.
+	resolve func(name string) (*filter.Agent, error)
+	log     zerolog.Logger
 }
 
 func newSessionTable(m *metrics.Metrics) *sessionTable {
@@ -77,6 +97,16 @@ func (st *sessionTable) ended(s *session, live bool) {
 	}
 }
 
+// create records a new HTTP session s in the store (nothing with the
+// memory store) and gives it its shared state; s is not yet in the table.
+func (st *sessionTable) create(ctx context.Context, s *session) error {
+	if st.shared == nil {
+		return nil
+	}
+	s.state = newSharedState(s.id, st.shared.store, st.shared.log)
+	return st.shared.store.Create(ctx, s.id, sessionFields(s))
+}
+
 // lookup returns the HTTP session id of client c, or nil: an id that was
 // never issued, has ended, or belongs to another agent's endpoint or
 // another user of it (another token subject or static token) is unknown
@@ -93,14 +123,106 @@ func (st *sessionTable) lookup(c client, id string) *session {
 // under the same lock: the sweep never closes a session a request has
 // begun on, and a request never begins on a session the sweep closed (it
 // finds none, like any unknown id).
-func (st *sessionTable) acquire(c client, id string) *session {
+//
+// With a store, the session is read from it first: its error is the
+// store's (it did not answer).
+func (st *sessionTable) acquire(ctx context.Context, c client, id string) (*session, error) {
+	if st.shared != nil {
+		return st.acquireShared(ctx, c, id)
+	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	s := st.find(c, id)
 	if s != nil {
 		s.activity.begin()
 	}
+	return s, nil
+}
+
+// acquireShared is acquire with the sessions in the store.
+func (st *sessionTable) acquireShared(ctx context.Context, c client, id string) (*session, error) {
+	fields, ok, err := st.shared.store.Load(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	var made, gone *session
+	st.mu.Lock()
+	s := st.byID[id]
+	switch {
+	case !ok:
+		// Ended on another replica, or expired: forget it here too.
+		if s != nil && st.unlink(s) {
+			gone = s
+		}
+		s = nil
+	case !servesClient(fields, c):
+		s = nil
+	case s == nil:
+		if s = st.fromStore(id, fields, c); s != nil {
+			st.all[s], st.byID[id] = struct{}{}, s
+			made = s
+		}
+	}
+	if s != nil {
+		s.state.(*sharedState).load(fields)
+		s.activity.begin()
+	}
+	st.mu.Unlock()
+	if gone != nil {
+		st.ended(gone, true)
+	}
+	if made != nil {
+		st.metrics.SessionOpened(made.agent.Name, made.transport)
+	}
+	return s, nil
+}
+
+// fromStore makes the local session of a session another replica made:
+// the same agent, user, per-call list and state, nothing to initialize
+// again. nil when its agent is gone (a reload removed it).
+func (st *sessionTable) fromStore(id string, fields map[string]string, c client) *session {
+	a, err := st.shared.resolve(fields[fieldAgent])
+	if err != nil {
+		return nil
+	}
+	s := newSession(id, transportHTTP, a, perCallOf(fields))
+	s.principal = c.principal
+	state := newSharedState(id, st.shared.store, st.shared.log)
+	state.load(fields)
+	s.state = state
+	if state.Client() != nil {
+		s.open.Store(true)
+	}
+	if state.wasInitialized() {
+		s.markInitialized()
+	}
 	return s
+}
+
+// end ends client c's session id (DELETE): on every replica with a store.
+// found is false for an unknown id; the error is the store's.
+func (st *sessionTable) end(ctx context.Context, c client, id string) (found bool, err error) {
+	if st.shared == nil {
+		s := st.lookup(c, id)
+		if s != nil {
+			st.remove(s)
+		}
+		return s != nil, nil
+	}
+	fields, ok, err := st.shared.store.Load(ctx, id)
+	if err != nil || !ok || !servesClient(fields, c) {
+		return false, err
+	}
+	if err := st.shared.store.Delete(ctx, id); err != nil {
+		return false, err
+	}
+	st.mu.Lock()
+	s := st.byID[id]
+	st.mu.Unlock()
+	if s != nil {
+		st.remove(s)
+	}
+	return true, nil
 }
 
 // find is lookup with st.mu held.

@@ -78,7 +78,7 @@ agents:
 	// A session acquired for a request is busy until the request ends;
 	// one the sweep closed cannot be acquired.
 	sb.activity.end()
-	if st.acquire(client{agent: "b"}, sb.id) != sb {
+	if got, _ := st.acquire(t.Context(), client{agent: "b"}, sb.id); got != sb {
 		t.Fatal("acquire did not find a live session")
 	}
 	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
@@ -87,7 +87,7 @@ agents:
 	}
 	sb.activity.end()
 	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
-	if n := st.closeIdle(time.Minute); n != 1 || st.acquire(client{agent: "b"}, sb.id) != nil {
+	if n := st.closeIdle(time.Minute); n != 1 || acquired(t, st, client{agent: "b"}, sb.id) != nil {
 		t.Errorf("closeIdle closed %d; the idle session must close and be unknown to acquire", n)
 	}
 	st.remove(sb)
@@ -95,4 +95,14 @@ agents:
 	if gauge("b") != 0 || len(removed) != 2 {
 		t.Errorf("gauge b=%v after remove, removals %v; want 0 and two (once each)", gauge("b"), removed)
 	}
+}
+
+// acquired is st.acquire's session, failing t on an error.
+func acquired(t *testing.T, st *sessionTable, c client, id string) *session {
+	t.Helper()
+	s, err := st.acquire(t.Context(), c, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

@@ -270,7 +270,10 @@ func (tc *toolCalls) upGate(next callHandler) callHandler {
 // (docs/agents.md#approval, approval.go).
 func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
-		refusal, ask := tc.approve(ctx, c)
+		refusal, ask, werr := tc.approve(ctx, c)
+		if werr != nil {
+			return nil, werr
+		}
 		if ask != nil {
 			c.input = ask
 			return ask.result, nil
@@ -305,12 +308,12 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		slots, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
+		release, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
 		if refusal != nil || werr != nil {
 			return refusal, werr
 		}
-		if slots != nil {
-			defer slots.Release()
+		if release != nil {
+			defer release()
 		}
 		return tc.runCall(ctx, c, up, cfg.Timeout.D(), params)
 	}

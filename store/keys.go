@@ -14,7 +14,7 @@ import (
 // key derived with it (and orphans what was written under it).
 const (
 	infoSealing   = "mcp-proxy store v1: multi-round-trip request states"
-	infoSessionID = "mcp-proxy store v1: session ids"
+	infoSessionID = "mcp-proxy store v1: session ids and request states"
 	infoSecrets   = "mcp-proxy store v1: secrets at rest"
 	infoKeyID     = "mcp-proxy store v1: key id"
 )
@@ -72,9 +72,16 @@ func (k *Keys) Sealing() []byte { return k.sealing }
 
 // SessionID is the name under which a session id is stored: its HMAC, in
 // base64url. A reader of the store learns no id a client could present.
-func (k *Keys) SessionID(id string) string {
+func (k *Keys) SessionID(id string) string { return k.Digest("session", id) }
+
+// Digest is the HMAC of a secret token of the given kind (a session id, an
+// approval state), in base64url: the name it is stored under. The kind
+// keeps equal tokens of two kinds apart.
+func (k *Keys) Digest(kind, token string) string {
 	m := hmac.New(sha256.New, k.sessionID)
-	m.Write([]byte(id))
+	m.Write([]byte(kind))
+	m.Write([]byte{0})
+	m.Write([]byte(token))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }
 

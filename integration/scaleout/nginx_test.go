@@ -117,23 +117,33 @@ const accessLogFormat = `'$request_method $status upstream="$upstream_addr" ` +
 // process takes it first, nginx is started again on a new one.
 func startNginx(t *testing.T, replicas [2]string) *nginxServer {
 	t.Helper()
+	return startNginxSite(t, "mcp-proxy.conf", accessLogFormat, func(tmpl, listen string) (string, error) {
+		return renderSite(tmpl, replicas, listen)
+	})
+}
+
+// startNginxSite is startNginx for the example deploy/nginx/<file>, which
+// render turns into the test's site config for the listen address, with
+// the access log in logFormat.
+func startNginxSite(t *testing.T, file, logFormat string, render func(tmpl, listen string) (string, error)) *nginxServer {
+	t.Helper()
 	bin := nginxBinary(t)
 	root, err := testproc.ModuleRoot(filepath.Join("..", ".."))
 	if err != nil {
 		t.Fatal(err)
 	}
-	tmpl, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", "mcp-proxy.conf"))
+	tmpl, err := os.ReadFile(filepath.Join(root, "deploy", "nginx", file))
 	if err != nil {
 		t.Fatal(err)
 	}
 	for attempt := 1; ; attempt++ {
 		addr := freeAddr(t)
 		prefix := t.TempDir()
-		site, err := renderSite(string(tmpl), replicas, addr)
+		site, err := render(string(tmpl), addr)
 		if err != nil {
-			t.Fatalf("deploy/nginx/mcp-proxy.conf: %v", err)
+			t.Fatalf("deploy/nginx/%s: %v", file, err)
 		}
-		conf := writeNginxConf(t, prefix, site)
+		conf := writeNginxConf(t, prefix, site, logFormat)
 		cmd := exec.Command(bin, "-p", prefix+"/", "-c", conf)
 		p := startProc(t, "nginx", cmd, nil)
 		p.cleanExit = true
@@ -150,7 +160,7 @@ func startNginx(t *testing.T, replicas [2]string) *nginxServer {
 }
 
 // writeNginxConf writes the main config around the site config.
-func writeNginxConf(t *testing.T, prefix, site string) string {
+func writeNginxConf(t *testing.T, prefix, site, logFormat string) string {
 	t.Helper()
 	for _, d := range []string{"logs", "tmp"} {
 		if err := os.MkdirAll(filepath.Join(prefix, d), 0o700); err != nil {
@@ -171,7 +181,7 @@ func writeNginxConf(t *testing.T, prefix, site string) string {
 		b.WriteString("user " + currentUserAndGroup(t) + ";\n")
 	}
 	b.WriteString("events { worker_connections 512; }\nhttp {\n")
-	fmt.Fprintf(&b, "    log_format scaleout %s;\n", accessLogFormat)
+	fmt.Fprintf(&b, "    log_format scaleout %s;\n", logFormat)
 	fmt.Fprintf(&b, "    access_log %s scaleout;\n", filepath.Join(prefix, "access.log"))
 	for _, kind := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
 		fmt.Fprintf(&b, "    %s_temp_path %s;\n", kind, filepath.Join(prefix, "tmp", kind))

@@ -1,0 +1,251 @@
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	"github.com/mcp-proxy/mcp-proxy/store"
+)
+
+// Fields of a session's hash in a Redis store (docs/shared-state.md). Who
+// the session serves is written once, when it starts; the rest as it
+// changes. Tool names and group indexes follow their prefix.
+const (
+	fieldAgent       = "a"
+	fieldSubject     = "ps"
+	fieldToken       = "pt"
+	fieldPerCall     = "pc" // JSON list; absent: no per-call list
+	fieldVersion     = "v"
+	fieldCaps        = "c" // the letters of clientCaps (capsLetters)
+	fieldLevel       = "l"
+	fieldInitialized = "i"
+	prefixActivated  = "t:"
+	prefixGroup      = "g:"
+	prefixAlways     = "w:"
+)
+
+// sharedState is the state of an HTTP session kept in a Redis store, so
+// that any replica serves it. It reads from a copy loaded at the start of
+// each request (sessionTable.acquire: one round trip) and writes each
+// change through to the store at once. A write the store does not take is
+// logged and kept in the copy: the request that made it was served, and the
+// next request, on whichever replica, fails with the store's error if the
+// store is still away. The parked call of a stateless request stays in
+// this process. Its methods are safe for concurrent use.
+type sharedState struct {
+	id       string
+	sessions *store.Sessions
+	log      zerolog.Logger
+
+	mu          sync.Mutex
+	client      *clientInfo
+	level       int32
+	initialized bool
+	activated   map[string]bool
+	groups      map[int]bool
+	always      map[string]bool
+
+	parked atomic.Pointer[parkedCall]
+}
+
+func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sharedState {
+	return &sharedState{id: id, sessions: sessions, log: log, level: -1}
+}
+
+// load replaces the copy with the fields read from the store.
+func (s *sharedState) load(fields map[string]string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
+	s.activated, s.groups, s.always = map[string]bool{}, map[int]bool{}, map[string]bool{}
+	if v, ok := fields[fieldVersion]; ok {
+		s.client = &clientInfo{version: v, caps: capsOfLetters(fields[fieldCaps])}
+	}
+	if l, err := strconv.ParseInt(fields[fieldLevel], 10, 32); err == nil {
+		s.level = int32(l)
+	}
+	for k := range fields {
+		switch {
+		case strings.HasPrefix(k, prefixActivated):
+			s.activated[k[len(prefixActivated):]] = true
+		case strings.HasPrefix(k, prefixAlways):
+			s.always[k[len(prefixAlways):]] = true
+		case strings.HasPrefix(k, prefixGroup):
+			if g, err := strconv.Atoi(k[len(prefixGroup):]); err == nil {
+				s.groups[g] = true
+			}
+		}
+	}
+}
+
+// write sends fields to the store (see sharedState on failures).
+func (s *sharedState) write(pairs ...string) {
+	if err := s.sessions.Set(context.Background(), s.id, pairs...); err != nil {
+		s.log.Warn().Str("error", sanitize.Error(err.Error())).Msg("a session's state change was not stored; other replicas do not see it")
+	}
+}
+
+func (s *sharedState) Client() *clientInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.client
+}
+
+func (s *sharedState) SetClient(c clientInfo) bool {
+	s.mu.Lock()
+	first := s.client == nil
+	s.client = &c
+	s.mu.Unlock()
+	s.write(fieldVersion, c.version, fieldCaps, capsLetters(c.caps))
+	return first
+}
+
+func (s *sharedState) Level() int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.level
+}
+
+func (s *sharedState) SetLevel(level int32) {
+	s.mu.Lock()
+	s.level = level
+	s.mu.Unlock()
+	s.write(fieldLevel, strconv.Itoa(int(level)))
+}
+
+func (s *sharedState) Activated(tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.activated[tool]
+}
+
+func (s *sharedState) GroupActive(i int) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.groups[i]
+}
+
+func (s *sharedState) Activate(tools []string, groups []int) bool {
+	var pairs []string
+	s.mu.Lock()
+	if s.activated == nil {
+		s.activated, s.groups = map[string]bool{}, map[int]bool{}
+	}
+	for _, t := range tools {
+		if !s.activated[t] {
+			s.activated[t] = true
+			pairs = append(pairs, prefixActivated+t, "1")
+		}
+	}
+	for _, g := range groups {
+		if !s.groups[g] {
+			s.groups[g] = true
+			pairs = append(pairs, prefixGroup+strconv.Itoa(g), "1")
+		}
+	}
+	s.mu.Unlock()
+	s.write(pairs...)
+	return len(pairs) > 0
+}
+
+func (s *sharedState) NothingActivated() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.activated) == 0 && len(s.groups) == 0
+}
+
+func (s *sharedState) ApprovedAlways(tool string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.always[tool]
+}
+
+func (s *sharedState) ApproveAlways(tool string) {
+	s.mu.Lock()
+	if s.always == nil {
+		s.always = map[string]bool{}
+	}
+	s.always[tool] = true
+	s.mu.Unlock()
+	s.write(prefixAlways+tool, "1")
+}
+
+func (s *sharedState) Parked() *parkedCall { return s.parked.Load() }
+
+func (s *sharedState) Park(pc *parkedCall) { s.parked.Store(pc) }
+
+// recordInitialized stores that the client sent notifications/initialized,
+// so that another replica asks it questions without waiting for one.
+func (s *sharedState) recordInitialized() {
+	s.mu.Lock()
+	done := s.initialized
+	s.initialized = true
+	s.mu.Unlock()
+	if !done {
+		s.write(fieldInitialized, "1")
+	}
+}
+
+// wasInitialized reports whether the stored session had been initialized.
+func (s *sharedState) wasInitialized() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.initialized
+}
+
+// capsLetters encodes client capabilities in a few letters.
+func capsLetters(c clientCaps) string {
+	var b []byte
+	for _, f := range []struct {
+		on bool
+		l  byte
+	}{{c.sampling, 's'}, {c.elicitation, 'e'}, {c.elicitationURL, 'u'}, {c.roots, 'r'}} {
+		if f.on {
+			b = append(b, f.l)
+		}
+	}
+	return string(b)
+}
+
+func capsOfLetters(s string) clientCaps {
+	return clientCaps{sampling: strings.IndexByte(s, 's') >= 0, elicitation: strings.IndexByte(s, 'e') >= 0,
+		elicitationURL: strings.IndexByte(s, 'u') >= 0, roots: strings.IndexByte(s, 'r') >= 0}
+}
+
+// sessionFields are the fields a new shared session starts with: whom it
+// serves.
+func sessionFields(s *session) map[string]string {
+	f := map[string]string{fieldAgent: s.agent.Name, fieldSubject: s.principal.subject, fieldToken: strconv.Itoa(s.principal.token)}
+	if s.perCall != nil {
+		b, _ := json.Marshal(s.perCall) // strings: never fails
+		f[fieldPerCall] = string(b)
+	}
+	return f
+}
+
+// servesClient reports whether a stored session belongs to client c (its
+// agent's endpoint and its user), as sessionTable.find does for local ones.
+func servesClient(fields map[string]string, c client) bool {
+	return fields[fieldAgent] == c.agent && fields[fieldSubject] == c.principal.subject &&
+		fields[fieldToken] == strconv.Itoa(c.principal.token)
+}
+
+// perCallOf reads the per-call list of stored fields; nil when none.
+func perCallOf(fields map[string]string) []string {
+	raw, ok := fields[fieldPerCall]
+	if !ok {
+		return nil
+	}
+	var list []string
+	if json.Unmarshal([]byte(raw), &list) != nil || list == nil {
+		return []string{}
+	}
+	return list
+}

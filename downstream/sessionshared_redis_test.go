@@ -1,0 +1,142 @@
+//go:build redis
+
+package downstream
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
+)
+
+// sharedReplicas starts n proxies over deferredYAML sharing Redis srv, and
+// returns them with their MCP endpoint URLs.
+func sharedReplicas(t *testing.T, srv *redistest.Server, n int) ([]*Proxy, []string) {
+	t.Helper()
+	var ps []*Proxy
+	var urls []string
+	for range n {
+		up := connected(`{"name":"read_file","description":"Read the complete contents of a file.","inputSchema":{"type":"object"}}`,
+			`{"name":"list_directory","description":"List the entries of a directory.","inputSchema":{"type":"object"}}`)
+		up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[{"type":"text","text":"done"}]}`), nil
+		}
+		p := New(Options{Config: parseConfig(t, deferredYAML), Upstreams: map[string]Upstream{"fs": up}, Logger: zerolog.Nop(),
+			Version: "test", Store: redisStore(t, srv)})
+		p.Refresh()
+		ps = append(ps, p)
+		urls = append(urls, startHTTP(t, p).URL+"/mcp")
+	}
+	return ps, urls
+}
+
+// listNames is the names of a tools/list reply.
+func listNames(t *testing.T, r httpReply) string {
+	t.Helper()
+	result, _, err := rawjson.Get([]byte(strings.TrimSpace(r.body)), "result")
+	if err != nil || r.status != http.StatusOK {
+		t.Fatalf("tools/list: %d %s", r.status, r.body)
+	}
+	return strings.Join(listedNames(t, result), ",")
+}
+
+// TestSessionAcrossReplicas: a session made on one replica goes on through
+// the others with no new initialize: the initialized notification,
+// tools/list, a tool_search's activation seen by the next replica, a call,
+// the log level and an "always" approval; DELETE on one ends it on all.
+// Redis holds the session under the HMAC of its id, never the id.
+func TestSessionAcrossReplicas(t *testing.T) {
+	srv := redistest.Start(t)
+	ps, urls := sharedReplicas(t, srv, 3)
+	c := &httpClient{t: t, url: urls[0]}
+	r := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"elicitation":{}},"clientInfo":{"name":"test","version":"1"}}}`)
+	c.session = r.header.Get("Mcp-Session-Id")
+	if r.status != http.StatusOK || c.session == "" {
+		t.Fatalf("initialize: %d %s", r.status, r.body)
+	}
+	at := func(i int) *httpClient { return &httpClient{t: t, url: urls[i], session: c.session} }
+	if r := at(1).post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != http.StatusAccepted {
+		t.Fatalf("notifications/initialized on replica 2: %d %s", r.status, r.body)
+	}
+	if got := listNames(t, at(2).post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__list_directory" {
+		t.Errorf("tools/list on replica 3 = %s", got)
+	}
+	r = at(0).post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"tool_search","arguments":{"query":"select:fs__read_file"}}}`)
+	if !strings.Contains(r.body, "fs__read_file") {
+		t.Fatalf("tool_search on replica 1: %s", r.body)
+	}
+	if got := listNames(t, at(1).post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__list_directory,fs__read_file" {
+		t.Errorf("tools/list on replica 2 after the search on replica 1 = %s", got)
+	}
+	if r := at(2).post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fs__read_file","arguments":{}}}`); !strings.Contains(r.body, `"text":"done"`) {
+		t.Errorf("call on replica 3: %d %s", r.status, r.body)
+	}
+	if r := at(0).post(`{"jsonrpc":"2.0","id":5,"method":"logging/setLevel","params":{"level":"warning"}}`); r.status != http.StatusOK {
+		t.Fatalf("logging/setLevel on replica 1: %d %s", r.status, r.body)
+	}
+	ps[0].sessions.byID[c.session].state.ApproveAlways("fs__read_file")
+	if r := at(1).post(`{"jsonrpc":"2.0","id":6,"method":"ping"}`); r.status != http.StatusOK {
+		t.Fatalf("ping on replica 2: %d %s", r.status, r.body)
+	}
+	s := ps[1].sessions.byID[c.session]
+	if s == nil || s.state.Level() != levelIndex("warning") || !s.state.ApprovedAlways("fs__read_file") || s.version() != "2025-11-25" {
+		t.Fatalf("replica 2's session: %+v", s)
+	}
+	select {
+	case <-s.initialized:
+	default:
+		t.Error("replica 2 does not know the client sent notifications/initialized")
+	}
+
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer rdb.Close()
+	keys, err := rdb.Keys(t.Context(), "mcp-proxy:session:*").Result()
+	if err != nil || len(keys) != 1 || strings.Contains(keys[0], c.session) {
+		t.Fatalf("session keys = %q, %v; want one, not naming the id", keys, err)
+	}
+	fields, _ := rdb.HGetAll(t.Context(), keys[0]).Result()
+	for k, v := range fields {
+		if strings.Contains(k+v, c.session) {
+			t.Errorf("the stored session holds its id in %s", k)
+		}
+	}
+	if ttl, _ := rdb.PTTL(t.Context(), keys[0]).Result(); ttl <= 0 {
+		t.Errorf("the session key has no expiry (%v)", ttl)
+	}
+
+	if r := at(1).do(http.MethodDelete, "", nil); r.status != http.StatusOK {
+		t.Fatalf("DELETE on replica 2: %d %s", r.status, r.body)
+	}
+	for i := range urls {
+		if r := at(i).post(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); r.status != http.StatusNotFound {
+			t.Errorf("tools/list on replica %d after DELETE: %d %s, want 404", i+1, r.status, r.body)
+		}
+	}
+}
+
+// TestSessionStoreDown: with Redis down a session's request fails with
+// 503 and a JSON-RPC error naming the store; once Redis is back (its
+// append-only file replayed) the same session goes on.
+func TestSessionStoreDown(t *testing.T) {
+	srv := redistest.Start(t)
+	_, urls := sharedReplicas(t, srv, 2)
+	c := &httpClient{t: t, url: urls[0]}
+	c.initialize()
+	srv.Kill()
+	r := (&httpClient{t: t, url: urls[1], session: c.session}).post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+	if r.status != http.StatusServiceUnavailable || !strings.Contains(r.body, `"message":"shared-state store (Redis) unavailable at `+srv.Addr) {
+		t.Fatalf("tools/list with Redis down: %d %s", r.status, r.body)
+	}
+	srv.Start()
+	r = (&httpClient{t: t, url: urls[1], session: c.session}).post(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if got := listNames(t, r); got != "tool_search,call_tool,fs__list_directory" {
+		t.Errorf("tools/list once Redis is back = %s", got)
+	}
+}

@@ -1,0 +1,212 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Limits keeps rate-limit buckets and max_concurrent slots in Redis
+// (docs/agents.md#overrides-and-rate-limits), so that a limit holds across
+// every replica: each operation is one Lua script, atomic in Redis, and
+// counts with Redis's clock (TIME), not the replicas'. It is safe for
+// concurrent use.
+type Limits struct{ r *Redis }
+
+// Limits is the rate-limit state of a Redis store, nil with the memory
+// store (whose buckets stay in the process) and on a nil *Store.
+func (s *Store) Limits() *Limits {
+	if s == nil || s.redis == nil {
+		return nil
+	}
+	return &Limits{r: s.redis}
+}
+
+// Bucket names one token bucket: Key (from BucketKey) holds up to Burst
+// tokens, refilled at PerMinute a minute.
+type Bucket struct {
+	Key              string
+	PerMinute, Burst int
+}
+
+// BucketKey is the key of a bucket: the kind of limit and the parts that
+// identify it (a config name, the limit's figures), so that a limit a
+// reload changes starts afresh and one it keeps keeps its tokens.
+func (l *Limits) BucketKey(parts ...string) string { return l.r.Key("limit", parts...) }
+
+// SlotsKey is the key of a server's max_concurrent leases.
+func (l *Limits) SlotsKey(server string, max int) string {
+	return l.r.Key("slots", server, strconv.Itoa(max))
+}
+
+// bucketSlack absorbs floating-point error in the refill, as the memory
+// buckets do (ratelimit.Bucket).
+const bucketSlack = 1e-9
+
+// bucketScript takes (ARGV[1] "take") or gives back ("give") one token in
+// every bucket of KEYS, atomically: a take that finds one bucket short
+// changes none and returns that bucket's index (1-based) and the seconds
+// until it has a token; otherwise it returns 0. ARGV holds, per bucket,
+// its refill rate (tokens a second) and capacity. A bucket idle long
+// enough to be full again expires: a missing bucket is a full one.
+var bucketScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local take = ARGV[1] == 'take'
+local slack = tonumber(ARGV[2])
+local tokens, rates, caps = {}, {}, {}
+for i, key in ipairs(KEYS) do
+  local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
+  local v = redis.call('HMGET', key, 'tokens', 'last')
+  local have, last = tonumber(v[1]), tonumber(v[2])
+  if have == nil or last == nil then
+    have = cap
+  elseif now > last then
+    have = math.min(cap, have + (now - last) * rate)
+  end
+  if take and have < 1 - slack then
+    return {i, tostring((1 - have) / rate)}
+  end
+  tokens[i], rates[i], caps[i] = have, rate, cap
+end
+for i, key in ipairs(KEYS) do
+  local have
+  if take then have = math.max(0, tokens[i] - 1) else have = math.min(caps[i], tokens[i] + 1) end
+  redis.call('HSET', key, 'tokens', tostring(have), 'last', tostring(now))
+  redis.call('PEXPIRE', key, math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+end
+return {0, '0'}
+`)
+
+// Take takes one token from every bucket, or from none: when one is
+// short, refused is its index in buckets and wait how long until it has a
+// token; refused is -1 when every bucket gave one.
+func (l *Limits) Take(ctx context.Context, buckets []Bucket) (refused int, wait time.Duration, err error) {
+	res, err := l.run(ctx, "limit_take", "take", buckets)
+	if err != nil {
+		return -1, 0, err
+	}
+	return res.refused, res.wait, nil
+}
+
+// Give puts back one token in every bucket (never above its capacity): a
+// call that took them and was not sent after all.
+func (l *Limits) Give(ctx context.Context, buckets []Bucket) error {
+	_, err := l.run(ctx, "limit_give", "give", buckets)
+	return err
+}
+
+type bucketResult struct {
+	refused int
+	wait    time.Duration
+}
+
+func (l *Limits) run(ctx context.Context, op, mode string, buckets []Bucket) (bucketResult, error) {
+	res := bucketResult{refused: -1}
+	if len(buckets) == 0 {
+		return res, nil
+	}
+	keys := make([]string, len(buckets))
+	args := make([]any, 0, 2+2*len(buckets))
+	args = append(args, mode, bucketSlack)
+	for i, b := range buckets {
+		keys[i] = b.Key
+		args = append(args, float64(max(b.PerMinute, 1))/60, max(b.Burst, 1))
+	}
+	err := l.r.Run(ctx, op, func(ctx context.Context, c redisClient) error {
+		v, err := bucketScript.Run(ctx, c, keys, args...).Slice()
+		if err != nil {
+			return err
+		}
+		if len(v) != 2 {
+			return fmt.Errorf("bucket script: %d values", len(v))
+		}
+		n, _ := v[0].(int64)
+		s, _ := v[1].(string)
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("bucket script: wait %q: %w", s, err)
+		}
+		res.refused = int(n) - 1
+		res.wait = max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)
+		return nil
+	})
+	return res, err
+}
+
+// slotScript takes a lease on one of ARGV[1] slots of KEYS[1] for
+// ARGV[2] ms under the name ARGV[3], after dropping expired leases (those
+// of calls whose replica died); it returns 1 with the lease, 0 without.
+var slotScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return 0
+end
+local lease = tonumber(ARGV[2])
+redis.call('ZADD', KEYS[1], now + lease, ARGV[3])
+redis.call('PEXPIRE', KEYS[1], lease + 1000)
+return 1
+`)
+
+// slotPoll is how often a call waiting for a slot held on another replica
+// asks again: Redis tells no replica when a slot frees, and a call waits at
+// most its timeout anyway.
+const slotPoll = 50 * time.Millisecond
+
+// ErrNoSlot is Acquire's error when no slot came free before ctx ended.
+var ErrNoSlot = errors.New("store: no max_concurrent slot came free in time")
+
+// Acquire takes one of n slots under key (SlotsKey) as a lease of lease
+// (the call's timeout: a replica that dies with the slot gives it back
+// then), waiting while ctx lasts. It returns the lease's id for Release;
+// ErrNoSlot (wrapping ctx's error) when ctx ended first, or an error
+// wrapping ErrUnavailable.
+func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Duration, id string) error {
+	ms := max64(lease.Milliseconds(), 1)
+	for {
+		var got int64
+		err := l.r.Run(ctx, "slot_acquire", func(ctx context.Context, c redisClient) error {
+			var err error
+			got, err = slotScript.Run(ctx, c, []string{key}, n, ms, id).Int64()
+			return err
+		})
+		if err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
+			}
+			return err
+		}
+		if got == 1 {
+			return nil
+		}
+		t := time.NewTimer(slotPoll)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
+		case <-t.C:
+		}
+	}
+}
+
+// Release gives back the lease id took under key. ctx should outlive the
+// call's own (a released slot matters most when the call was cancelled).
+func (l *Limits) Release(ctx context.Context, key, id string) error {
+	return l.r.Run(ctx, "slot_release", func(ctx context.Context, c redisClient) error {
+		return c.ZRem(ctx, key, id).Err()
+	})
+}
+
+func max64(a, b int64) int64 {
+	if a > b {
+		return a
+	}
+	return b
+}

@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// Sessions keeps HTTP sessions in Redis (docs/shared-state.md), so that any
+// replica serves a session another one made: each session is one hash of
+// fields whose meaning is the caller's, stored under the HMAC of its id
+// and expiring after the idle timeout without use. Every operation is one
+// round trip, and each refreshes the expiry. It is safe for concurrent
+// use.
+type Sessions struct {
+	r    *Redis
+	keys *Keys
+	idle time.Duration // 0: no expiry (sessions last until deleted)
+}
+
+// Sessions is the session store of a Redis store whose sessions expire
+// after idle without use (0: never), nil with the memory store and on a
+// nil *Store.
+func (s *Store) Sessions(idle time.Duration) *Sessions {
+	if s == nil || s.redis == nil {
+		return nil
+	}
+	return &Sessions{r: s.redis, keys: s.keys, idle: idle}
+}
+
+func (ss *Sessions) key(id string) string { return ss.r.Key("session", ss.keys.SessionID(id)) }
+
+// touch sets the idle expiry of key in p.
+func (ss *Sessions) touch(ctx context.Context, p redis.Pipeliner, key string) {
+	if ss.idle > 0 {
+		p.PExpire(ctx, key, ss.idle)
+	}
+}
+
+// Create records a new session with its first fields.
+func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]string) error {
+	key := ss.key(id)
+	return ss.r.Run(ctx, "session_create", func(ctx context.Context, c redisClient) error {
+		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			p.Del(ctx, key)
+			p.HSet(ctx, key, fields)
+			ss.touch(ctx, p, key)
+			return nil
+		})
+		return err
+	})
+}
+
+// Load returns every field of session id and marks it used; ok is false
+// when there is no such session (never made, deleted, or expired).
+func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]string, ok bool, err error) {
+	key := ss.key(id)
+	err = ss.r.Run(ctx, "session_load", func(ctx context.Context, c redisClient) error {
+		var all *redis.MapStringStringCmd
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all = p.HGetAll(ctx, key)
+			ss.touch(ctx, p, key)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		fields = all.Val()
+		return nil
+	})
+	if err != nil {
+		return nil, false, err
+	}
+	return fields, len(fields) > 0, nil
+}
+
+// Set writes fields of session id (name, value, name, value...) and marks
+// it used. A session that expired meanwhile is not brought back: the
+// fields are written only when the session exists.
+func (ss *Sessions) Set(ctx context.Context, id string, pairs ...string) error {
+	if len(pairs) == 0 {
+		return nil
+	}
+	key := ss.key(id)
+	args := make([]any, 0, len(pairs)+1)
+	args = append(args, ss.idle.Milliseconds())
+	for _, p := range pairs {
+		args = append(args, p)
+	}
+	return ss.r.Run(ctx, "session_set", func(ctx context.Context, c redisClient) error {
+		return setIfExists.Run(ctx, c, []string{key}, args...).Err()
+	})
+}
+
+// setIfExists writes ARGV[2..] as field/value pairs of KEYS[1] when it
+// exists, and sets its expiry to ARGV[1] ms (0: none).
+var setIfExists = redis.NewScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  return 0
+end
+redis.call('HSET', KEYS[1], unpack(ARGV, 2))
+local idle = tonumber(ARGV[1])
+if idle > 0 then
+  redis.call('PEXPIRE', KEYS[1], idle)
+end
+return 1
+`)
+
+// Delete ends session id on every replica.
+func (ss *Sessions) Delete(ctx context.Context, id string) error {
+	key := ss.key(id)
+	return ss.r.Run(ctx, "session_delete", func(ctx context.Context, c redisClient) error {
+		return c.Del(ctx, key).Err()
+	})
+}
