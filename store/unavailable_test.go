@@ -9,8 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
@@ -74,8 +76,9 @@ func TestUnavailable(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var logs testproc.Buffer
 			s, err := Open(config.Store{Type: config.StoreRedis, URL: "redis://proxy:hunter2-secret@" + addr + "/0",
-				KeyPrefix: "mcp-proxy:", EncryptionKey: testKey}, Options{Metrics: m})
+				KeyPrefix: "mcp-proxy:", EncryptionKey: testKey}, Options{Metrics: m, Logger: zerolog.New(&logs).Level(zerolog.DebugLevel)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -83,6 +86,9 @@ func TestUnavailable(t *testing.T) {
 			err = s.Ready(t.Context())
 			if !errors.Is(err, ErrUnavailable) {
 				t.Fatalf("Ready = %v, want ErrUnavailable", err)
+			}
+			if name == "refused" && !strings.Contains(logs.String(), `"component":"go-redis"`) {
+				t.Errorf("go-redis's own lines are not in the proxy's log: %q", logs.String())
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "shared-state store (Redis) unavailable at "+addr+" (ping): ") || strings.Contains(msg, "hunter2") {
