@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
 	"github.com/mcp-proxy/mcp-proxy/store"
@@ -198,5 +200,66 @@ func TestSharedImport(t *testing.T) {
 	entries, err := shared.Load("web")
 	if err != nil || len(entries) != 1 || entries[0].AccessToken != c.current().AccessToken {
 		t.Fatalf("the shared store holds %d entries, %v", len(entries), err)
+	}
+}
+
+// TestSharedLockLease: the refresh lock is a lease (a replica that dies
+// holding it holds the others up no longer than sharedLockLease), a
+// replica waiting for it gives up after its wait with an error naming
+// the lock, and a holder whose lease ran out (and was taken by another)
+// writes nothing.
+func TestSharedLockLease(t *testing.T) {
+	srv := redistest.Start(t)
+	raw, a := replica(t, srv)
+	_, b := replica(t, srv)
+	lock := a.shared.r.Key(kindTokenLock, "web")
+	token, err := a.shared.lock(lock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ttl, err := raw.Redis().Client().PTTL(t.Context(), lock).Result()
+	if err != nil || ttl <= 0 || ttl > sharedLockLease {
+		t.Fatalf("the lock's time to live is %v (%v), want a lease of at most %s", ttl, err, sharedLockLease)
+	}
+	b.shared.lockWait = 300 * time.Millisecond
+	err = b.Update("web", func(es []Entry) ([]Entry, error) { return es, nil })
+	if err == nil || !strings.Contains(err.Error(), "t:oauth-lock:web is held by another replica") {
+		t.Fatalf("Update while another holds the lock: %v", err)
+	}
+	// A's lease runs out and B takes the lock: A's write is refused.
+	if err := raw.Redis().Client().Del(t.Context(), lock).Err(); err != nil {
+		t.Fatal(err)
+	}
+	b.shared.lockWait = sharedLockWait
+	done := make(chan error, 1)
+	release := make(chan struct{})
+	go func() {
+		done <- b.Update("web", func([]Entry) ([]Entry, error) {
+			<-release
+			return []Entry{{ServerURL: "https://web.example/mcp", AccessToken: "from-b", Updated: time.Now()}}, nil
+		})
+	}()
+	for {
+		if v, _ := raw.Redis().Client().Get(t.Context(), lock).Result(); v != "" {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var n int64
+	err = a.shared.r.Run(t.Context(), "test", func(ctx context.Context, c redis.UniversalClient) error {
+		var err error
+		n, err = writeScript.Run(ctx, c, []string{a.shared.r.Key(kindTokens, "web"), lock}, token, "x").Int64()
+		return err
+	})
+	if !errors.Is(err, redis.Nil) {
+		t.Errorf("a write under a lease that ran out: revision %d, %v; want nothing written", n, err)
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	entries, err := a.Load("web")
+	if err != nil || len(entries) != 1 || entries[0].AccessToken != "from-b" {
+		t.Fatalf("stored %+v, %v; want B's write alone", entries, err)
 	}
 }
