@@ -169,3 +169,40 @@ func TestSharedImport(t *testing.T) {
 		t.Errorf("after the import: held %v, want neither", h)
 	}
 }
+
+// TestSharedWriteRace: an approval whose read is overtaken by another
+// replica's write (a new tool pinned) is made again on the new document:
+// both the approval and the other write are kept.
+func TestSharedWriteRace(t *testing.T) {
+	srv := redistest.Start(t)
+	a, b := sharedGuard(t, srv), sharedGuard(t, srv)
+	a.Review(serverOf("calc", quarantine, tool("add", "Adds.")), nil)
+	changed := serverOf("calc", quarantine, tool("add", "Adds. v2"))
+	a.Review(changed, nil)
+	cli, err := NewSharedStore(openShared(t, srv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	attempts := 0
+	_, _, err = cli.update("calc", func(cur *pinFile) (*pinFile, error) {
+		attempts++
+		if attempts == 1 {
+			// Replica B pins a new tool between this read and its write.
+			b.Review(serverOf("calc", quarantine, tool("add", "Adds. v2"), tool("sub", "Subtracts.")), nil)
+		}
+		next := cur.clone()
+		e := next.Tools["add"]
+		next.Tools["add"] = &pinEntry{Pinned: &pinRecord{Fingerprint: e.Pending.Fingerprint, Since: e.Pending.Since, Definition: e.Pending.Definition}}
+		return next, nil
+	})
+	if err != nil || attempts != 2 {
+		t.Fatalf("update: %v after %d attempts, want 2", err, attempts)
+	}
+	tools, err := cli.Tools("calc")
+	if err != nil || !reflect.DeepEqual(tools, []string{"add", "sub"}) {
+		t.Fatalf("pinned tools %v, %v; want add and sub", tools, err)
+	}
+	if h := held(a.Review(serverOf("calc", quarantine, tool("add", "Adds. v2"), tool("sub", "Subtracts.")), nil)); h["add"] || h["sub"] {
+		t.Errorf("held %v after the approval, want neither", h)
+	}
+}
