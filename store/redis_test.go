@@ -155,3 +155,40 @@ func TestRedisTLS(t *testing.T) {
 		t.Fatalf("Ready over TLS without the CA = %v, want ErrUnavailable naming the unknown authority", err)
 	}
 }
+
+// TestRedisSentinel: with sentinel set, the store finds the master through
+// the sentinels and answers.
+func TestRedisSentinel(t *testing.T) {
+	srv := redistest.Start(t)
+	sn := redistest.StartSentinel(t, srv)
+	s, err := Open(config.Store{Type: config.StoreRedis, URL: "redis://" + redistest.MasterName + "/0", KeyPrefix: "test:", EncryptionKey: testKey,
+		Sentinel: &config.Sentinel{Master: redistest.MasterName, Addrs: []string{sn.Addr}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready through the sentinel = %v", err)
+	}
+	r := s.Redis()
+	key := r.Key("probe")
+	if err := r.Run(t.Context(), "probe_set", func(ctx context.Context, c redisClient) error {
+		return c.Set(ctx, key, "through-sentinel", 0).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The value is on the master the sentinel named.
+	direct, err := Open(config.Store{Type: config.StoreRedis, URL: srv.URL(), KeyPrefix: "test:", EncryptionKey: testKey}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	var got string
+	if err := direct.Redis().Run(t.Context(), "probe_get", func(ctx context.Context, c redisClient) error {
+		var err error
+		got, err = c.Get(ctx, key).Result()
+		return err
+	}); err != nil || got != "through-sentinel" {
+		t.Fatalf("GET on the master = %q, %v", got, err)
+	}
+}

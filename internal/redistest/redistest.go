@@ -179,3 +179,77 @@ func freePort(t testing.TB) int {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
 }
+
+// Sentinel is a redis-server in sentinel mode watching one master under
+// the name MasterName. It is killed when the test ends.
+type Sentinel struct {
+	Addr string
+	cmd  *exec.Cmd
+}
+
+// MasterName is the name a Sentinel knows its master by.
+const MasterName = "mcp-proxy-test"
+
+// StartSentinel runs a sentinel for master and waits until it names the
+// master's address.
+func StartSentinel(t testing.TB, master *Server) *Sentinel {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	_, masterPort, _ := net.SplitHostPort(master.Addr)
+	conf := strings.Join([]string{
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(port),
+		"dir " + dir,
+		"sentinel monitor " + MasterName + " 127.0.0.1 " + masterPort + " 1",
+		"sentinel down-after-milliseconds " + MasterName + " 1000",
+		"logfile \"\"",
+	}, "\n") + "\n"
+	confPath := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(master.bin, confPath, "--sentinel")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis sentinel: %v", err)
+	}
+	s := &Sentinel{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(startWait)
+	for !s.knowsMaster(master.Addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis sentinel did not name its master within %s", startWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s
+}
+
+// knowsMaster asks the sentinel for its master's address.
+func (s *Sentinel) knowsMaster(addr string) bool {
+	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("SENTINEL get-master-addr-by-name " + MasterName + "\r\n")); err != nil {
+		return false
+	}
+	r := bufio.NewReader(c)
+	var lines []string
+	for range 5 { // *2, $len, host, $len, port
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return lines[2] == host && lines[4] == port
+}
