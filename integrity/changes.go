@@ -156,3 +156,46 @@ func (s *Store) Tools(server string) ([]string, error) {
 	sort.Strings(out)
 	return out, nil
 }
+
+// Import copies into s the tools of server's pin file in src that s does
+// not hold (pinned and pending records as they are), and returns how many
+// it copied (with dryRun, would copy, writing nothing). A tool s holds
+// already keeps s's records: they may be decisions made since. Running it
+// again copies nothing.
+func (s *Store) Import(src *Store, server string, dryRun bool) (int, error) {
+	from, _, err := src.loadFull(server)
+	if err != nil || from == nil {
+		return 0, err
+	}
+	missing := func(cur *pinFile) []string {
+		var out []string
+		for name := range from.Tools {
+			if cur == nil || cur.Tools[name] == nil {
+				out = append(out, name)
+			}
+		}
+		return out
+	}
+	if dryRun {
+		cur, _, err := s.load(server)
+		return len(missing(cur)), err
+	}
+	copied := 0
+	_, _, err = s.update(server, func(cur *pinFile) (*pinFile, error) {
+		names := missing(cur)
+		copied = len(names)
+		if copied == 0 {
+			return nil, nil
+		}
+		next := &pinFile{Tools: map[string]*pinEntry{}}
+		if cur != nil {
+			next = cur.clone()
+		}
+		for _, name := range names {
+			cp := *from.Tools[name]
+			next.Tools[name] = &cp
+		}
+		return next, nil
+	})
+	return copied, err
+}

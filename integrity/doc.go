@@ -16,6 +16,10 @@
 // cannot be read is ErrCorruptPins naming the file: Open refuses to start,
 // and nothing ever writes over it.
 //
+// With a Redis store (NewSharedStore, Options.Shared) the same documents
+// live in Redis, written by compare-and-set on a revision; each write is
+// announced on a channel so that every replica's Watch re-reads at once.
+//
 // Trust on first use: the first time a server lists tools, all of them are
 // pinned. Afterwards, per server policy (Policy):
 //

@@ -3,6 +3,7 @@ package integrity
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"sort"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/metrics"
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // Options configure a Guard. The zero value of every field but StateDir is
@@ -32,6 +34,10 @@ type Options struct {
 	// Now is the clock of the times recorded in pin files; nil means
 	// time.Now.
 	Now func() time.Time
+	// Shared, when it is a Redis store (Shared() true), keeps the pins in
+	// it (NewSharedStore) instead of StateDir; nil or a memory store
+	// leaves them in StateDir.
+	Shared *store.Store
 }
 
 // Guard applies tool integrity (docs/security.md#tool-integrity) to catalog builds: it
@@ -98,8 +104,15 @@ type toolCache struct {
 // naming the file (matching ErrCorruptPins), and the proxy must not start.
 // A missing file is fine: that server is pinned on first sight.
 func Open(opts Options, servers []string) (*Guard, error) {
+	pins := NewStore(opts.StateDir)
+	if opts.Shared != nil && opts.Shared.Shared() {
+		var err error
+		if pins, err = NewSharedStore(opts.Shared); err != nil {
+			return nil, err
+		}
+	}
 	g := &Guard{
-		store:   NewStore(opts.StateDir),
+		store:   pins,
 		log:     opts.Logger,
 		metrics: opts.Metrics,
 		now:     opts.Now,
@@ -109,7 +122,9 @@ func Open(opts Options, servers []string) (*Guard, error) {
 		g.now = time.Now
 	}
 	if len(servers) > 0 {
-		if err := g.store.Check(servers); err != nil {
+		// A shared store that does not answer yet does not stop the
+		// start: its servers' tools are held until it answers.
+		if err := g.store.Check(servers); err != nil && !errors.Is(err, store.ErrUnavailable) {
 			return nil, err
 		}
 	}

@@ -47,10 +47,10 @@ func (g *Guard) pin(st *serverState, server string, pol Policy, tools []*toolCac
 // refresh reads server's pin file again when it changed on disk since the
 // last read or write.
 func (g *Guard) refresh(st *serverState, server string) error {
-	if g.store.dir == "" {
+	if !g.store.enabled() {
 		return ErrNoStateDir
 	}
-	id, err := statID(g.store.Path(server))
+	id, err := g.store.stat(server)
 	if err == nil && st.loaded && id == st.id {
 		return st.err
 	}

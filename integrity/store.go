@@ -42,8 +42,13 @@ const lockWait = 10 * time.Second
 // atomically), each read-modify-write holds an exclusive flock on
 // <server>.lock. Directories are created 0700 and files written 0600, by a
 // rename of a complete temporary file. A Store is safe for concurrent use.
+//
+// A Store made by NewSharedStore keeps the same documents in the
+// shared-state store instead (see sharedPins), for every replica at once.
 type Store struct {
 	dir string
+	// shared is set for a Store in the shared-state store; dir is "".
+	shared *sharedPins
 	// lockWait is lockWait; tests shorten it.
 	lockWait time.Duration
 
@@ -92,12 +97,30 @@ func NewStore(stateDir string) *Store {
 	return &Store{dir: filepath.Join(stateDir, "pins"), lockWait: lockWait}
 }
 
-// Dir is the directory of the pin files ("" without a state_dir).
+// Dir is the directory of the pin files ("" without a state_dir, or in
+// the shared store).
 func (s *Store) Dir() string { return s.dir }
 
-// Path is the pin file of server.
+// Shared reports whether the pins are kept in the shared-state store.
+func (s *Store) Shared() bool { return s.shared != nil }
+
+// Path is the pin file of server; in the shared store, the name of its key.
 func (s *Store) Path(server string) string {
+	if s.shared != nil {
+		return s.shared.key(server)
+	}
 	return filepath.Join(s.dir, server+".json")
+}
+
+// enabled reports whether the Store has somewhere to keep pins.
+func (s *Store) enabled() bool { return s.dir != "" || s.shared != nil }
+
+// stat is the identity of server's pin file as it is now (zero: none).
+func (s *Store) stat(server string) (fileID, error) {
+	if s.shared != nil {
+		return s.shared.stat(server)
+	}
+	return statID(s.Path(server))
 }
 
 // pinFile is the JSON document of one server's pins.
@@ -168,6 +191,8 @@ type fileID struct {
 	dev, ino uint64
 	size     int64
 	mtime    int64
+	// rev is the revision of a document in the shared store.
+	rev int64
 }
 
 func statID(path string) (fileID, error) {
@@ -188,7 +213,7 @@ func idOf(fi os.FileInfo) fileID {
 
 // checkServer refuses a server name that could leave the pins directory.
 func (s *Store) checkServer(server string) error {
-	if s.dir == "" {
+	if !s.enabled() {
 		return ErrNoStateDir
 	}
 	if !namespace.ValidName(server) {
@@ -217,6 +242,9 @@ func (s *Store) loadFull(server string) (*pinFile, fileID, error) {
 func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	if err := s.checkServer(server); err != nil {
 		return nil, fileID{}, err
+	}
+	if s.shared != nil {
+		return s.readShared(server, full)
 	}
 	path := s.Path(server)
 	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
@@ -381,6 +409,9 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 	if err := s.checkServer(server); err != nil {
 		return nil, fileID{}, err
 	}
+	if s.shared != nil {
+		return s.updateShared(server, fn)
+	}
 	unlock, err := s.lock(server)
 	if err != nil {
 		return nil, fileID{}, err
@@ -458,6 +489,9 @@ func encodePinFile(pf *pinFile) ([]byte, error) {
 
 // Servers returns the servers that have a pin file, sorted.
 func (s *Store) Servers() ([]string, error) {
+	if s.shared != nil {
+		return s.shared.servers()
+	}
 	if s.dir == "" {
 		return nil, ErrNoStateDir
 	}

@@ -3,6 +3,8 @@ package integrity
 import (
 	"context"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // WatchInterval is how often a running proxy looks at its pin files for
@@ -11,6 +13,16 @@ import (
 // two seconds and quick enough that an approved tool is back before the
 // operator switches windows.
 const WatchInterval = 2 * time.Second
+
+// SharedWatchInterval is the longest Watch waits between two looks at
+// pins kept in the shared store, where each look is a round trip per
+// pinning server: short enough that an approval whose announcement was
+// lost still reaches every replica within 2 s (docs/shared-state.md).
+const SharedWatchInterval = time.Second
+
+// sharedWatchCap is SharedWatchInterval; tests lengthen it to see the
+// announcements alone at work.
+var sharedWatchCap = SharedWatchInterval
 
 // Watch looks at the pin file of every server Review has seen, every
 // interval (0 or less: WatchInterval), until ctx ends. When a file changed
@@ -22,9 +34,26 @@ const WatchInterval = 2 * time.Second
 // changed is called from Watch's goroutine, without any Guard lock held,
 // so it may call Review. Watch returns when ctx is done; its caller owns
 // the goroutine and waits for it.
+//
+// With the pins in the shared store, an approval made on another replica
+// (or by the CLI) is announced on a Redis channel, and Watch polls at
+// once. Redis pub/sub drops what is published while a subscriber
+// reconnects, so Watch also polls every SharedWatchInterval at most: a
+// lost announcement is caught up within it. A Redis stream would not
+// lose it, but would add a consumer's position to keep per replica, for
+// a message that carries nothing the poll does not read anyway: the
+// revisions in the store are the truth, the announcement only says when
+// to look.
 func (g *Guard) Watch(ctx context.Context, interval time.Duration, changed func(servers []string)) {
 	if interval <= 0 {
 		interval = WatchInterval
+	}
+	var nudges <-chan *redis.Message
+	if sp := g.store.shared; sp != nil {
+		interval = min(interval, sharedWatchCap)
+		var stop func()
+		nudges, stop = sp.subscribe(ctx)
+		defer stop()
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -33,6 +62,7 @@ func (g *Guard) Watch(ctx context.Context, interval time.Duration, changed func(
 		case <-ctx.Done():
 			return
 		case <-t.C:
+		case <-nudges:
 		}
 		if servers := g.Poll(); len(servers) > 0 && changed != nil {
 			changed(servers)
@@ -48,10 +78,10 @@ func (g *Guard) Poll() []string {
 	var out []string
 	for _, name := range g.sortedServers() {
 		st := g.servers[name]
-		if st.last.Policy.normalized().Pinning == PinOff || g.store.dir == "" {
+		if st.last.Policy.normalized().Pinning == PinOff || !g.store.enabled() {
 			continue
 		}
-		id, err := statID(g.store.Path(name))
+		id, err := g.store.stat(name)
 		if err == nil && st.loaded && id == st.id {
 			continue
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // Auth types of a server (config auth.type) that this package handles.
@@ -191,12 +192,18 @@ func (c *Client) reload(force bool) error {
 	c.checked = time.Now()
 	old := c.stamp
 	c.mu.Unlock()
-	stamp := c.store.stamp(c.server)
-	if stamp == old && !force {
+	stamp, err := c.store.stamp(c.server)
+	if err == nil && stamp == old && !force {
 		return nil
 	}
-	entries, err := c.store.Load(c.server)
+	var entries []Entry
+	if err == nil {
+		entries, err = c.store.Load(c.server)
+	}
 	if err != nil {
+		c.mu.Lock()
+		c.checked = time.Time{} // look again on the next request
+		c.mu.Unlock()
 		return err
 	}
 	c.mu.Lock()
@@ -258,12 +265,14 @@ func (c *Client) commit(e Entry) error {
 	if e.Updated.IsZero() {
 		e.Updated = time.Now().UTC()
 	}
+	stamp := ""
 	if c.store != nil {
-		if err := c.store.Update(c.server, func(entries []Entry) ([]Entry, error) { return replace(entries, e), nil }); err != nil {
+		var err error
+		if stamp, err = c.store.update(c.server, func(entries []Entry) ([]Entry, error) { return replace(entries, e), nil }); err != nil {
 			return err
 		}
 	}
-	c.adopt(&e, c.store.stamp(c.server))
+	c.adopt(&e, stamp)
 	return nil
 }
 
@@ -291,6 +300,11 @@ func (c *Client) noteChallenge(ch Challenge) {
 // goes without one, and the server's 401 starts the authorization.
 func (c *Client) accessToken(ctx context.Context) (string, error) {
 	if err := c.reload(false); err != nil {
+		if errors.Is(err, store.ErrUnavailable) {
+			// No fallback to what this process read before: the token
+			// may have been revoked or replaced by another replica.
+			return "", fmt.Errorf("server %q: reading its OAuth token: %w", c.server, err)
+		}
 		c.log.Debug().Err(err).Msg("token store")
 	}
 	e := c.current()
@@ -441,7 +455,7 @@ func (c *Client) updateEntry(fn func(*Entry) *Entry) error {
 		return nil
 	}
 	var kept *Entry
-	err := c.store.Update(c.server, func(entries []Entry) ([]Entry, error) {
+	stamp, err := c.store.update(c.server, func(entries []Entry) ([]Entry, error) {
 		issuer := ""
 		if cur := c.current(); cur != nil {
 			issuer = cur.Issuer
@@ -462,7 +476,7 @@ func (c *Client) updateEntry(fn func(*Entry) *Entry) error {
 		return err
 	}
 	if kept != nil {
-		c.adopt(kept, c.store.stamp(c.server))
+		c.adopt(kept, stamp)
 	}
 	return nil
 }

@@ -48,6 +48,11 @@
 // one refresh token twice. A Client notices a token written by another
 // process by polling its file (WaitForToken).
 //
+// With a Redis store (OpenShared) the same documents live in Redis instead,
+// sealed with the store's secrets key, and the lock is a lease in Redis: one
+// replica at a time refreshes a server's token, and the others, waiting for
+// the lock, find and use the token it stored.
+//
 // What comes from libraries: the WWW-Authenticate parser, the metadata
 // document types and Dynamic Client Registration are go-sdk's oauthex; the
 // authorization URL, PKCE, the code exchange, the refresh and the

@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -89,6 +91,9 @@ type storeFile struct {
 // per server).
 type Store struct {
 	dir string
+	// shared is set for a store kept in the shared-state store (Redis):
+	// then dir is "" and the file methods are not used.
+	shared *sharedTokens
 
 	mu    sync.Mutex             // guards locks
 	locks map[string]*sync.Mutex // per server, within this process
@@ -104,8 +109,11 @@ func OpenStore(dir string) (*Store, error) {
 	return &Store{dir: filepath.Clean(dir), locks: map[string]*sync.Mutex{}}, nil
 }
 
-// Dir returns the store's folder.
+// Dir returns the store's folder, "" for a shared store.
 func (s *Store) Dir() string { return s.dir }
+
+// Shared reports whether the store is kept in the shared-state store.
+func (s *Store) Shared() bool { return s != nil && s.shared != nil }
 
 func (s *Store) path(server, ext string) (string, error) {
 	if !storeNameOK.MatchString(server) {
@@ -138,6 +146,9 @@ func (s *Store) Load(server string) ([]Entry, error) {
 	if s == nil {
 		return nil, nil
 	}
+	if s.shared != nil {
+		return s.shared.load(server)
+	}
 	p, err := s.path(server, ".json")
 	if err != nil {
 		return nil, err
@@ -161,14 +172,11 @@ func readEntries(p string) ([]Entry, error) {
 	if !fi.Mode().IsRegular() || fi.Size() > maxStoreFile {
 		return nil, fmt.Errorf("token store: %s is not a regular file of at most %d bytes", p, maxStoreFile)
 	}
-	var doc storeFile
-	if err := json.NewDecoder(f).Decode(&doc); err != nil {
-		return nil, fmt.Errorf("token store: %s is corrupt (%v); run `mcp-proxy auth logout` for this server and log in again", p, err)
+	data, err := io.ReadAll(io.LimitReader(f, maxStoreFile))
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
 	}
-	if doc.Version != storeVersion {
-		return nil, fmt.Errorf("token store: %s has format version %d, this proxy reads %d", p, doc.Version, storeVersion)
-	}
-	return doc.Entries, nil
+	return decodeEntries(data, p)
 }
 
 // Update runs fn on the entries of server under the server's exclusive
@@ -176,42 +184,78 @@ func readEntries(p string) ([]Entry, error) {
 // written whole, 0600, then renamed over the old one, so a reader never
 // sees half a file. An empty result removes the file. fn must not block
 // long: other processes wait for the lock.
+//
+// In a shared store the lock is a lease in the store (see sharedTokens),
+// so that one replica at a time runs fn: a token refresh runs inside fn,
+// and the replicas that wait for the lock then find the refreshed token.
 func (s *Store) Update(server string, fn func([]Entry) ([]Entry, error)) error {
+	_, err := s.update(server, fn)
+	return err
+}
+
+// update is Update, returning the stamp of what it leaves stored.
+func (s *Store) update(server string, fn func([]Entry) ([]Entry, error)) (string, error) {
 	if s == nil {
-		return errors.New("token store: none configured")
+		return "", errors.New("token store: none configured")
+	}
+	if s.shared != nil {
+		return s.shared.update(server, fn)
 	}
 	p, err := s.path(server, ".json")
 	if err != nil {
-		return err
+		return "", err
 	}
 	unlock, err := s.lock(server)
 	if err != nil {
-		return err
+		return "", err
 	}
 	defer unlock()
 	old, err := readEntries(p)
 	if err != nil {
-		return err
+		return "", err
 	}
 	next, err := fn(old)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if len(next) == 0 {
 		if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("token store: %w", err)
+			return "", fmt.Errorf("token store: %w", err)
 		}
-		return nil
+		return "", nil
 	}
-	sort.SliceStable(next, func(i, j int) bool { return next[i].Updated.After(next[j].Updated) })
-	data, err := json.MarshalIndent(storeFile{Version: storeVersion, Entries: next}, "", "  ")
+	data, err := encodeEntries(next)
 	if err != nil {
-		return fmt.Errorf("token store: %w", err)
+		return "", err
 	}
-	if err := atomicfile.WriteFile(p, append(data, '\n'), storeFileMode); err != nil {
-		return fmt.Errorf("token store: %w", err)
+	if err := atomicfile.WriteFile(p, data, storeFileMode); err != nil {
+		return "", fmt.Errorf("token store: %w", err)
 	}
-	return nil
+	return s.stamp(server)
+}
+
+// encodeEntries is the document of entries, newest first, as a file holds
+// it (and, sealed, the shared store).
+func encodeEntries(entries []Entry) ([]byte, error) {
+	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Updated.After(entries[j].Updated) })
+	data, err := json.MarshalIndent(storeFile{Version: storeVersion, Entries: entries}, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
+// decodeEntries reads a document encodeEntries wrote; where names it in
+// errors.
+func decodeEntries(data []byte, where string) ([]Entry, error) {
+	var doc storeFile
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("token store: %s is corrupt (%v); run `mcp-proxy auth logout` for this server and log in again", where, err)
+	}
+	if doc.Version != storeVersion {
+		return nil, fmt.Errorf("token store: %s has format version %d, this proxy reads %d", where, doc.Version, storeVersion)
+	}
+	return doc.Entries, nil
 }
 
 // lock takes the per-server lock of this process, then the lock file that
@@ -246,22 +290,27 @@ func (s *Store) Remove(server string) error {
 	return s.Update(server, func([]Entry) ([]Entry, error) { return nil, nil })
 }
 
-// stamp identifies the current version of server's file: it changes on
-// every write by any process (each write is a new file). "" means no file.
-func (s *Store) stamp(server string) string {
+// stamp identifies the current version of server's entries: it changes on
+// every write by any process (each write is a new file, or a new revision
+// in the shared store). "" means none. Only a shared store that does not
+// answer is an error.
+func (s *Store) stamp(server string) (string, error) {
 	if s == nil {
-		return ""
+		return "", nil
+	}
+	if s.shared != nil {
+		return s.shared.stamp(server)
 	}
 	p, err := s.path(server, ".json")
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	fi, err := os.Stat(p)
 	if err != nil {
-		return ""
+		return "", nil
 	}
 	dev, ino := atomicfile.Inode(fi) // a rename changes it
-	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino)
+	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino), nil
 }
 
 // find returns the newest entry for serverURL (and issuer, when not "").
@@ -287,4 +336,65 @@ func replace(entries []Entry, e Entry) []Entry {
 		out = append(out, x)
 	}
 	return out
+}
+
+// Servers returns the server names that have a file in the folder, sorted
+// (none for a shared store, which is never a source of an import).
+func (s *Store) Servers() ([]string, error) {
+	if s == nil || s.shared != nil {
+		return nil, nil
+	}
+	des, err := os.ReadDir(s.dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("token store: %w", err)
+	}
+	var out []string
+	for _, de := range des {
+		name, ok := strings.CutSuffix(de.Name(), ".json")
+		if ok && de.Type().IsRegular() && storeNameOK.MatchString(name) {
+			out = append(out, name)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+// Import copies into s the entries of server in src that s lacks or holds
+// older (by Updated), and returns how many it copied (with dryRun, would
+// copy, writing nothing). Running it again copies nothing.
+func (s *Store) Import(src *Store, server string, dryRun bool) (int, error) {
+	from, err := src.Load(server)
+	if err != nil || len(from) == 0 {
+		return 0, err
+	}
+	count := func(have []Entry) (int, []Entry) {
+		n, out := 0, have
+		for _, e := range from {
+			cur := find(out, e.ServerURL, e.Issuer)
+			if cur != nil && !cur.Updated.Before(e.Updated) {
+				continue
+			}
+			out = replace(out, e)
+			n++
+		}
+		return n, out
+	}
+	if dryRun {
+		have, err := s.Load(server)
+		if err != nil {
+			return 0, err
+		}
+		n, _ := count(have)
+		return n, nil
+	}
+	copied := 0
+	err = s.Update(server, func(have []Entry) ([]Entry, error) {
+		var out []Entry
+		copied, out = count(have)
+		return out, nil
+	})
+	return copied, err
 }

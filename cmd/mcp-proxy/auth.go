@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/oauthclient"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
+	sharedstore "github.com/mcp-proxy/mcp-proxy/store"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
@@ -33,7 +34,12 @@ func runAuth(ctx context.Context, cfg *config.Config, o options, rest []string, 
 		return usageErr(authUsage)
 	}
 	sub, rest := rest[0], rest[1:]
-	store, err := openAuthStore(cfg)
+	st, err := openCLIStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	store, err := tokenStore(cfg, st)
 	if err != nil {
 		return configErr(err)
 	}
@@ -252,6 +258,9 @@ func authLogout(cfg *config.Config, store *oauthclient.Store, name string, stdou
 		return configErr(errors.New("no state_dir: there is no token store"))
 	}
 	entries, err := store.Load(name)
+	if errors.Is(err, sharedstore.ErrUnavailable) {
+		return &exitError{code: exitRuntime, err: err}
+	}
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		fmt.Fprintf(stdout, "the stored data of %q is unreadable; removing it\n", name)
 	}

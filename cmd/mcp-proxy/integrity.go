@@ -18,7 +18,7 @@ import (
 // openGuard opens the tool integrity guard of cfg: the pin files of every
 // enabled server that pins must be readable, or the proxy does not start.
 func (rt *runtime) openGuard(cfg *config.Config) error {
-	g, err := integrity.Open(integrity.Options{StateDir: cfg.StateDir, Logger: rt.log, Metrics: rt.metrics},
+	g, err := integrity.Open(integrity.Options{StateDir: cfg.StateDir, Logger: rt.log, Metrics: rt.metrics, Shared: rt.store},
 		integrity.PinningServers(cfg))
 	if err != nil {
 		return &exitError{code: exitRuntime, err: err}
@@ -71,7 +71,16 @@ func runToolsDiff(cfg *config.Config, server string, stdout io.Writer) error {
 			return err
 		}
 	}
-	changes, err := integrity.NewStore(cfg.StateDir).Pending(server)
+	st, err := openCLIStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	pins, err := pinStore(cfg, st)
+	if err != nil {
+		return &exitError{code: exitRuntime, err: err}
+	}
+	changes, err := pins.Pending(server)
 	if err != nil {
 		return &exitError{code: exitRuntime, err: err}
 	}
@@ -112,7 +121,15 @@ func runToolsApprove(cfg *config.Config, names []string, server string, all bool
 	case len(names) == 0 && server == "" && !all:
 		return usageErr("usage: mcp-proxy tools approve NAME... | --server SERVER | --all (NAME is server/tool or the exposed name)")
 	}
-	store := integrity.NewStore(cfg.StateDir)
+	st, err := openCLIStore(cfg)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	store, err := pinStore(cfg, st)
+	if err != nil {
+		return &exitError{code: exitRuntime, err: err}
+	}
 	selected := map[string][]string{} // server -> tools; nil slice: all pending
 	switch {
 	case all:

@@ -36,6 +36,7 @@ Verbs:
                    add a server from the MCP Registry to the config, pinned, with ${VAR} for its inputs
   add --npm PKG[@VERSION] | --pypi PKG[==VERSION] | --url URL
                    add an npm or PyPI package (latest version when none is given) or a server URL
+  store import     copy state_dir's tool pins and OAuth tokens into the configured Redis store
   status url       print the status page's address with its token (signs the browser in to act)
   status token     print the status page's token alone
   version          print the version
@@ -129,12 +130,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		return runRegistry(ctx, o, o.registry, rest, stdout)
 	case "add":
 		return runAdd(ctx, o, o.registry, rest, stdout, stderr)
-	case "serve", "validate", "tools", "call", "auth", "status":
+	case "serve", "validate", "tools", "call", "auth", "status", "store":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, registry, add, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, registry, add, store, version)", verb)
 	}
 	if verb == "validate" {
 		// validate FILE checks FILE, as validate --config FILE does.
@@ -159,6 +160,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch verb {
 	case "auth":
 		return runAuth(ctx, cfg, o, rest, stdout, stderr)
+	case "store":
+		return runStore(cfg, rest, stdout)
 	case "status":
 		return runStatus(cfg, rest, stdout)
 	case "validate":

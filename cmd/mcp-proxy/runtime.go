@@ -166,8 +166,14 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	out := newScrubbedOutput(stderr, cfg.Secrets())
 	rt := &runtime{cfg: cfg, log: newLogger(cfg, out), logOut: out, registry: metrics.NewRegistry(), conns: map[string]*upstream.Conn{},
 		httpLimits: defaultHTTPLimits}
-	tokens, err := openAuthStore(cfg)
+	// The store first: tokens and pins live in it when it is Redis.
+	var err error
+	if rt.store, err = rt.openStore(cfg); err != nil {
+		return nil, err
+	}
+	tokens, err := tokenStore(cfg, rt.store)
 	if err != nil {
+		_ = rt.store.Close()
 		return nil, configErr(err)
 	}
 	rt.auth = upstream.AuthOptions{
@@ -188,13 +194,17 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	log.SetOutput(zlogLine{rt.log})
 	m, err := metrics.New(rt.registry)
 	if err != nil {
+		_ = rt.store.Close()
 		return nil, err
 	}
 	rt.metrics = m
 	if err := rt.openGuard(cfg); err != nil {
+		_ = rt.store.Close()
 		return nil, err
 	}
+	noteUnimported(cfg, rt.store, rt.log)
 	if rt.tracer, err = tracing.New(ctx, cfg.Tracing, tracing.Options{Logger: rt.log, Version: version}); err != nil {
+		_ = rt.store.Close()
 		if errors.Is(err, tracing.ErrUnsupported) {
 			return nil, configErr(err)
 		}
@@ -203,10 +213,12 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	rt.audit, err = audit.New(cfg.Audit, audit.Options{Logger: rt.log, Secrets: cfg.Secrets(), Registerer: rt.registry})
 	if err != nil {
 		_ = rt.tracer.Shutdown(context.Background())
+		_ = rt.store.Close()
 		return nil, err
 	}
 	bl, err := rt.openBlobs(cfg)
 	if err != nil {
+		_ = rt.store.Close()
 		_ = rt.audit.Close(context.Background())
 		_ = rt.tracer.Shutdown(context.Background())
 		return nil, err
@@ -214,12 +226,6 @@ func startRuntime(ctx context.Context, cfg *config.Config, stderr io.Writer, int
 	// Before the first child starts: its orphans must come to the proxy.
 	if rt.reaper, err = upstream.StartReaper(rt.log); err != nil {
 		rt.log.Warn().Err(err).Msg("processes that stdio servers leave behind cannot be adopted; they may outlive the proxy")
-	}
-	if rt.store, err = rt.openStore(cfg); err != nil {
-		rt.reaper.Close(closeBudget)
-		_ = rt.audit.Close(context.Background())
-		_ = rt.tracer.Shutdown(context.Background())
-		return nil, err
 	}
 	ups := map[string]downstream.Upstream{}
 	if cfg.IsEnabled() {
