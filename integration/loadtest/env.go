@@ -48,6 +48,8 @@ type proxyConfig struct {
 	Log      map[string]string       `yaml:"log"`
 	Blobs    map[string]string       `yaml:"blobs"`
 	StateDir string                  `yaml:"state_dir"`
+	Store    map[string]string       `yaml:"store,omitempty"`
+	Metrics  map[string]string       `yaml:"metrics,omitempty"`
 	Servers  map[string]serverConfig `yaml:"servers"`
 }
 
@@ -59,6 +61,13 @@ type serverConfig struct {
 	URL      string            `yaml:"url,omitempty"`
 	Protocol string            `yaml:"protocol,omitempty"`
 	Tools    toolsConfig       `yaml:"tools"`
+	Limits   *limitsConfig     `yaml:"limits,omitempty"`
+}
+
+// limitsConfig is a server's rate limits (the store scenarios').
+type limitsConfig struct {
+	PerMinute     int `yaml:"per_minute,omitempty"`
+	MaxConcurrent int `yaml:"max_concurrent,omitempty"`
 }
 
 // toolsConfig turns off the fixtures' resources and prompts, so that the
@@ -75,6 +84,12 @@ type toolsConfig struct {
 // Tool pins go to the run's temporary directory, not the user's state
 // directory (the first proxy of a run pins, later ones find the pins).
 func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
+	return e.writeConfigWith(servers, nil)
+}
+
+// writeConfigWith is writeConfig with edit (nil: none) applied to the
+// config before it is written.
+func (e *env) writeConfigWith(servers map[string]serverConfig, edit func(*proxyConfig)) (string, error) {
 	for name, sc := range servers {
 		sc.Protocol = e.o.upstreamProtocol
 		servers[name] = sc
@@ -84,6 +99,9 @@ func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
 		Blobs:    map[string]string{"mode": "passthrough"},
 		StateDir: filepath.Join(e.dir, "state"),
 		Servers:  servers,
+	}
+	if edit != nil {
+		edit(&cfg)
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

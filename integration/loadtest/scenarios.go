@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -39,6 +40,10 @@ type scenario struct {
 	run       func(ctx context.Context, e *env, upstream string) (*result, error)
 }
 
+// optIn reports whether s runs only when -scenarios names it: the store
+// scenarios, which need a redis-server.
+func (s scenario) optIn() bool { return strings.HasPrefix(s.name, "store-") }
+
 // The upstreams of the scenarios: the call scenarios run with both; the
 // catalog and process scenarios need the fixture's synthetic tools.
 var (
@@ -61,6 +66,12 @@ var scenarios = []scenario{
 	{"list-20x100", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 1.1, atMost: true}, listFleet},
 	{"coldstart-20", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 2, atMost: true}, coldStart},
 	{"rss-20x100", fixtureOnly, target{measure: "rss", limit: 30, below: true}, rssFleet},
+	// Issue 32's: the proxy on a Redis store against the same proxy on the
+	// memory store, in the same rounds.
+	{"store-http-c1", bothUpstreams, target{measure: "p50", base: sideMemory, limit: 1.3, atMost: true, upstream: upGoSDK}, callStore(1, false)},
+	{"store-http-c8", bothUpstreams, target{measure: "throughput", base: sideMemory, limit: 0.8, upstream: upGoSDK}, callStore(pipelineDepth, false)},
+	{"store-http-c1-limited", bothUpstreams, target{measure: "p50", base: sideMemory, limit: 1.3, atMost: true, upstream: upGoSDK}, callStore(1, true)},
+	{"store-http-c8-limited", bothUpstreams, target{measure: "throughput", base: sideMemory, limit: 0.8, upstream: upGoSDK}, callStore(pipelineDepth, true)},
 }
 
 // side is one way to the upstream: check verifies a full answer once, op is
@@ -268,10 +279,16 @@ func (e *env) startHTTP(ctx context.Context, spec procSpec) (*httpEndpoint, erro
 // startHTTPProxy starts the proxy serving Streamable HTTP with one upstream,
 // fx, to be closed with cl, and waits until it lists fx__echo.
 func (e *env) startHTTPProxy(ctx context.Context, cl *closers, upstream serverConfig) (*httpEndpoint, error) {
-	cfg, err := e.writeConfig(map[string]serverConfig{"fx": upstream})
+	return e.startHTTPProxyWith(ctx, cl, upstream, nil, nil)
+}
+
+// startHTTPProxyWith is startHTTPProxy with the config edited by edit
+// (nil: none) and env added to the proxy's environment.
+func (e *env) startHTTPProxyWith(ctx context.Context, cl *closers, upstream serverConfig, edit func(*proxyConfig), env []string) (*httpEndpoint, error) {
+	cfg, err := e.writeConfigWith(map[string]serverConfig{"fx": upstream}, edit)
 	// The URL line is logged at info; the config's warn level would hide it.
 	h, err := e.openHTTP(ctx, cl, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
-		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL}, err)
+		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL, env: env}, err)
 	if err != nil {
 		return nil, err
 	}
