@@ -113,6 +113,9 @@ type toolCall struct {
 	// input is set when the answer asks the client for input (a multi
 	// round-trip): the call is not over, a later round goes on with it.
 	input *inputRequired
+	// slot gives back the max_concurrent lease rateGate took with the
+	// call's tokens (a Redis store), for send to use; nil: none.
+	slot func()
 }
 
 // callHandler is one step of the call chain.
@@ -270,6 +273,11 @@ func (tc *toolCalls) upGate(next callHandler) callHandler {
 // (docs/agents.md#approval, approval.go).
 func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		if c.slot != nil && tc.mayAsk(c) {
+			// Nobody holds a slot while a person decides.
+			c.slot()
+			c.slot = nil
+		}
 		refusal, ask, werr := tc.approve(ctx, c)
 		if werr != nil {
 			return nil, werr
@@ -289,9 +297,16 @@ func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 // send is the chain's last step: it sends the call upstream and waits for
 // its outcome, or parks it for a stateless HTTP client (roundtrip.go).
 func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+	// A lease taken with the call's tokens (rateGate) is this call's slot;
+	// taken here, before the call may run on another goroutine.
+	held := c.slot
+	c.slot = nil
 	g := tc.gen()
 	up, cfg := g.ups[c.entry.Server], g.cfg.Servers[c.entry.Server]
 	if up == nil || cfg == nil {
+		if held != nil {
+			held()
+		}
 		c.outcome = metrics.OutcomeError
 		return nil, notConnected(c.entry.Server)
 	}
@@ -302,15 +317,23 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	}
 	params, err := callParams(c.entry.Name, withoutApproved(args), meta)
 	if err != nil {
+		if held != nil {
+			held()
+		}
 		progress.close()
 		c.outcome = metrics.OutcomeError
 		return nil, errorf(codeInvalidParams, "invalid tools/call params: %s", sanitize.Error(err.Error()))
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		release, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
-		if refusal != nil || werr != nil {
-			return refusal, werr
+		release := held
+		if release == nil {
+			var refusal json.RawMessage
+			var werr *wireError
+			release, refusal, werr = tc.holdSlot(ctx, c, cfg.Timeout.D())
+			if refusal != nil || werr != nil {
+				return refusal, werr
+			}
 		}
 		if release != nil {
 			defer release()
