@@ -14,8 +14,12 @@ import (
 // Limits keeps rate-limit buckets and max_concurrent slots in Redis
 // (docs/agents.md#overrides-and-rate-limits), so that a limit holds across
 // every replica: each operation is one Lua script, atomic in Redis, and
-// counts with Redis's clock (TIME), not the replicas'. It is safe for
-// concurrent use.
+// counts with Redis's clock (TIME), not the replicas'. The scripts'
+// writes are neither appended to the AOF nor sent to replicas
+// (redis.set_repl(redis.REPL_NONE)): with appendfsync always each would
+// wait for the disk, twice a call, and a counter lost in a restart or a
+// failover only starts its limit over (docs/shared-state.md#durability).
+// It is safe for concurrent use.
 type Limits struct{ r *Redis }
 
 // Limits is the rate-limit state of a Redis store, nil with the memory
@@ -55,6 +59,7 @@ const bucketSlack = 1e-9
 // its refill rate (tokens a second) and capacity. A bucket idle long
 // enough to be full again expires: a missing bucket is a full one.
 var bucketScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local take = ARGV[1] == 'take'
@@ -154,6 +159,7 @@ func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot)
 // bucket that refused (0: none), the seconds until it has a token, and 1
 // when it took the lease.
 var takeScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
@@ -242,6 +248,7 @@ func (l *Limits) run(ctx context.Context, op, mode string, buckets []Bucket) (bu
 // ARGV[2] ms under the name ARGV[3], after dropping expired leases (those
 // of calls whose replica died); it returns 1 with the lease, 0 without.
 var slotScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -299,9 +306,15 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 // call's own (a released slot matters most when the call was cancelled).
 func (l *Limits) Release(ctx context.Context, key, id string) error {
 	return l.r.Run(ctx, "slot_release", func(ctx context.Context, c redisClient) error {
-		return c.ZRem(ctx, key, id).Err()
+		return releaseScript.Run(ctx, c, []string{key}, id).Err()
 	})
 }
+
+// releaseScript drops the lease ARGV[1] of KEYS[1].
+var releaseScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
+return redis.call('ZREM', KEYS[1], ARGV[1])
+`)
 
 func max64(a, b int64) int64 {
 	if a > b {
