@@ -30,10 +30,11 @@
 // line longer than max_bytes is written to a file of its own.
 //
 // Durability: each batch of lines (whatever was queued when the writer
-// woke, at most WriteBatchBytes) reaches the kernel in one write; the file
+// woke, at most WriteBatchBytes; a writer woken by a lone entry first waits
+// GatherDelay for others to join it) reaches the kernel in one write; the file
 // is fsynced at most once per SyncInterval while lines are being written,
 // before each rotation and at Close. A crash of the proxy loses only the
-// queue; a crash of the machine loses at most the last SyncInterval.
+// queue (at most GatherDelay of entries on a busy proxy); a crash of the machine loses at most the last SyncInterval.
 //
 // Secrets: every line passes through a sanitize.Scrubber built from the
 // config's secret values, after the package's own secret shapes

@@ -27,6 +27,13 @@ const (
 	WriteBatchBytes = 1 << 20
 	// SyncInterval is the longest time written lines stay unsynced.
 	SyncInterval = time.Second
+	// GatherDelay is how long the writer, woken by an entry that came
+	// alone, waits for more before it writes: a busy proxy then makes one
+	// write a GatherDelay, not one per call (each write is a system call
+	// that also wakes the runtime's monitor thread, see
+	// docs/performance.md), at the price of lines reaching the file up to
+	// GatherDelay later.
+	GatherDelay = 10 * time.Millisecond
 	// DropLogInterval is the least time between two drop warnings.
 	DropLogInterval = 10 * time.Second
 	// CloseBudget bounds Close when its ctx has no earlier deadline.
@@ -48,6 +55,10 @@ type Options struct {
 	Secrets []string
 	// Registerer, when not nil, gets mcp_proxy_audit_dropped_total.
 	Registerer prometheus.Registerer
+
+	// gather, when not nil, replaces the writer's GatherDelay sleep
+	// (tests).
+	gather func()
 }
 
 // Log is the audit log. A nil *Log records nothing. Record is safe for
@@ -70,6 +81,10 @@ type Log struct {
 	droppedC    prometheus.Counter
 
 	done chan struct{} // closed when the writer has ended
+
+	// gather is the writer's pause before a batch that began with a lone
+	// entry (a sleep of GatherDelay; tests replace it).
+	gather func()
 }
 
 // sink is where lines go: the rotating file, or a test's writer.
@@ -109,16 +124,20 @@ func newLog(s sink, mode string, opts Options) (*Log, error) {
 		mode = config.AuditArgumentsDigest
 	}
 	l := &Log{
-		mode: mode,
-		log:  opts.Logger,
-		sink: s,
-		sc:   sanitize.NewScrubber(opts.Secrets),
-		ch:   make(chan *record, QueueEntries),
-		done: make(chan struct{}),
+		mode:   mode,
+		log:    opts.Logger,
+		sink:   s,
+		sc:     sanitize.NewScrubber(opts.Secrets),
+		ch:     make(chan *record, QueueEntries),
+		done:   make(chan struct{}),
+		gather: opts.gather,
 		droppedC: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcp_proxy_audit_dropped_total",
 			Help: "Audit log entries not written: the queue was full (slow or stuck disk) or the write failed.",
 		}),
+	}
+	if l.gather == nil {
+		l.gather = func() { time.Sleep(GatherDelay) }
 	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(l.droppedC); err != nil {
@@ -220,6 +239,10 @@ func (l *Log) run() {
 			if !ok {
 				l.finish(dirty)
 				return
+			}
+			if len(l.ch) == 0 {
+				// A lone entry: let the ones that follow join its write.
+				l.gather()
 			}
 			batch = append(batch[:0], r)
 			size := r.cost

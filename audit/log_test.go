@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -579,4 +580,102 @@ func BenchmarkRecord(b *testing.B) {
 			}
 		})
 	}
+}
+
+// countingSink keeps the lines and counts the writes (Flush calls).
+type countingSink struct {
+	mu      sync.Mutex
+	lines   int
+	flushes int
+}
+
+func (s *countingSink) WriteLine([]byte) error {
+	s.mu.Lock()
+	s.lines++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *countingSink) Flush() error {
+	s.mu.Lock()
+	s.flushes++
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *countingSink) Sync() error  { return nil }
+func (s *countingSink) Close() error { return nil }
+
+// TestLoneEntryGathersFollowers: the writer, woken by an entry that came
+// alone, waits (GatherDelay; here until the test says) before it writes,
+// and the entries recorded meanwhile go out in the same write.
+func TestLoneEntryGathersFollowers(t *testing.T) {
+	sink := &countingSink{}
+	paused, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	l, err := newLog(sink, "digest", Options{Logger: zerolog.Nop(), gather: func() {
+		once.Do(func() {
+			close(paused)
+			<-release
+		})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Record(Entry{Method: "tools/call", Target: "fx__echo"})
+	select {
+	case <-paused:
+	case <-time.After(10 * time.Second): // a liveness bound, not a timing
+		close(release)
+		t.Fatal("the writer wrote a lone entry without waiting for others")
+	}
+	for range 4 {
+		l.Record(Entry{Method: "tools/call", Target: "fx__echo"})
+	}
+	close(release)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if sink.lines != 5 || sink.flushes != 1 {
+		t.Errorf("%d lines in %d writes, want 5 lines in 1 write", sink.lines, sink.flushes)
+	}
+}
+
+// flushCounter counts the writes (Flush calls) of the sink it wraps.
+type flushCounter struct {
+	sink
+	flushes atomic.Int64
+}
+
+func (c *flushCounter) Flush() error {
+	c.flushes.Add(1)
+	return c.sink.Flush()
+}
+
+// BenchmarkRecordPaced records one entry every 100 µs, about the rate of
+// one client's calls through the proxy, to the file, and reports the
+// writes (system calls) per entry: what the writer costs a steady trickle
+// of calls beside the encoding.
+func BenchmarkRecordPaced(b *testing.B) {
+	cfg := auditConfig(b.TempDir(), "digest")
+	fs, err := openFileSink(cfg.Path, cfg.MaxBytes, cfg.MaxFiles)
+	if err != nil {
+		b.Fatal(err)
+	}
+	counted := &flushCounter{sink: fs}
+	l, err := newLog(counted, "digest", Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := Entry{Agent: "assistant", Session: "3f2a", Method: "tools/call", Target: "fx__echo", Server: "fx",
+		Decision: DecisionAllow, Outcome: "ok", Duration: time.Millisecond,
+		Arguments: json.RawMessage(`{"text":"ping"}`), RequestID: json.RawMessage(`42`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		l.Record(e)
+		time.Sleep(100 * time.Microsecond)
+	}
+	b.StopTimer()
+	_ = l.Close(context.Background())
+	b.ReportMetric(float64(counted.flushes.Load())/float64(b.N), "writes/op")
 }

@@ -173,6 +173,29 @@ func (a *Authenticator) Authenticate(r *http.Request, pathAgent string) (*Princi
 		return nil, a.forbidden(pathAgent, ResultForbiddenAgent,
 			"Forbidden: a static token serves only its own agent's endpoint")
 	}
+	// A token accepted at this endpoint before is taken from the cache;
+	// gen is read before a full check, so that a key set fetched during
+	// it leaves the entry stale instead of trusted with keys it was not
+	// checked against.
+	key, gen := verifiedKey(tok, pathAgent), a.oauth.keys.generation()
+	if p := a.oauth.verified.get(key, a.oauth.now(), gen); p != nil {
+		a.count(p.Agent, ResultOK)
+		return p, nil
+	}
+	p, f := a.checkToken(r, pathAgent, tok)
+	if f == nil {
+		a.oauth.verified.put(key, p, a.oauth.now(), gen)
+	}
+	return p, f
+}
+
+// checkToken checks an access token in full for pathAgent's endpoint: its
+// signature or introspection, claims and scopes, and the agent it matches.
+func (a *Authenticator) checkToken(r *http.Request, pathAgent, tok string) (*Principal, *Failure) {
+	agent := pathAgent
+	if agent == "" {
+		agent = a.defaultAgent
+	}
 	info, res := a.oauth.verify(r.Context(), tok, a.audiences(pathAgent))
 	if res != "" {
 		a.log.Debug().Str("agent", agent).Str("result", res).Msg("access token refused")

@@ -107,7 +107,7 @@ func (is *testIssuer) publish(keys ...*testKey) {
 }
 
 // sign returns a compact JWS of claims signed by k.
-func sign(t *testing.T, k *testKey, claims map[string]any) string {
+func sign(t testing.TB, k *testKey, claims map[string]any) string {
 	t.Helper()
 	opts := (&jose.SignerOptions{}).WithType("at+jwt")
 	if k.kid != "" {

@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -95,7 +96,14 @@ type keySet struct {
 	attempted time.Time // last fetch attempt
 	lastErr   error     // errUnavailable or errNoJWKS while !loaded
 	location  string    // the key set URL, once known
+
+	// gen counts the successful fetches: verified tokens are trusted only
+	// with the set they were checked against (verifiedCache).
+	gen atomic.Uint64
 }
+
+// generation is the number of the key set now cached (0: none yet).
+func (s *keySet) generation() uint64 { return s.gen.Load() }
 
 // lookup returns the cached keys that may have signed a token with key id
 // kid and algorithm alg (all keys usable with alg when kid is ""). force
@@ -189,6 +197,7 @@ func (s *keySet) refresh(ctx context.Context, wait bool) {
 		return
 	}
 	s.keys, s.loaded, s.fetched = keys, true, now
+	s.gen.Add(1)
 }
 
 // locate returns the key set URL: jwks_url, else the jwks_uri of the

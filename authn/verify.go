@@ -43,6 +43,7 @@ type verifier struct {
 	required []string // required_scopes
 	keys     *keySet
 	intro    *introspector // nil without listen.auth.introspection
+	verified verifiedCache
 	now      func() time.Time
 	log      zerolog.Logger
 }

@@ -47,6 +47,9 @@ func (c *Config) Secrets() []string {
 	for _, v := range c.Tracing.Headers {
 		set[v] = true
 	}
+	for _, v := range c.Registry.Headers {
+		set[v] = true
+	}
 	if c.Listen.Auth != nil && c.Listen.Auth.Introspection != nil {
 		set[c.Listen.Auth.Introspection.ClientSecret] = true
 	}
@@ -182,6 +185,9 @@ func nodeSecrets(root *yaml.Node) []string {
 	for _, v := range values(field(field(root, "tracing"), "headers")) {
 		scalar(v)
 	}
+	for _, v := range values(field(field(root, "registry"), "headers")) {
+		scalar(v)
+	}
 	scalar(field(field(field(field(root, "listen"), "auth"), "introspection"), "client_secret"))
 	store := field(root, "store")
 	scalar(field(store, "encryption_key"))
@@ -222,6 +228,7 @@ func (c *Config) Redacted() *Config {
 	}
 	redactList(out.Metrics.Tokens)
 	redactValues(out.Tracing.Headers)
+	redactValues(out.Registry.Headers)
 	for _, s := range out.Servers {
 		if s != nil && s.Auth != nil {
 			s.Auth.Token = redactOne(s.Auth.Token)

@@ -42,6 +42,9 @@ type Config struct {
 	Audit Audit `yaml:"audit"`
 	// Store is where state shared by replicas lives (docs/shared-state.md).
 	Store Store `yaml:"store"`
+	// Registry is the MCP Registry that `mcp-proxy registry search` and
+	// `mcp-proxy add` read (docs/configuration.md#adding-a-server-from-the-registry).
+	Registry Registry `yaml:"registry"`
 
 	// doc is what Parse learned from the document itself.
 	doc docInfo
@@ -291,6 +294,15 @@ type Tracing struct {
 	// SampleRatio nil means 1.0.
 	SampleRatio *float64 `yaml:"sample_ratio"`
 	ServiceName string   `yaml:"service_name"`
+}
+
+// Registry is an MCP Registry to search and add servers from
+// (docs/configuration.md#adding-a-server-from-the-registry). An empty URL
+// means the official registry. Header values are secrets.
+type Registry struct {
+	URL           string            `yaml:"url"`
+	Headers       map[string]string `yaml:"headers"`
+	TLSCACertPath string            `yaml:"tls_ca_cert_path"`
 }
 
 // Audit writes the audit log (docs/operations.md#audit-log); an empty Path turns it off.

@@ -134,6 +134,7 @@ func (c *Config) problems() []error {
 	c.validateStatus(v)
 	c.validateIntegrity(v)
 	c.validateTracing(v)
+	c.validateRegistry(v)
 	c.validateAudit(v)
 	c.validateOverrides(v)
 	c.validateLimits(v)

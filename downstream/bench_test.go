@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/rs/zerolog"
 )
 
 // BenchmarkStdioCall measures the proxy's own cost of one tools/call on
@@ -52,10 +54,21 @@ func BenchmarkStdioCallOverridesLimits(b *testing.B) {
 }
 
 func benchStdioCall(b *testing.B, yaml, tool string) {
+	benchStdioCallWith(b, yaml, tool, nil)
+}
+
+// benchStdioCallWith is benchStdioCall with opts (when not nil) changing
+// the proxy's options before it is built.
+func benchStdioCallWith(b *testing.B, yaml, tool string, opts func(*Options)) {
 	up := connected(`{"name":"echo","description":"Echo","inputSchema":{"type":"object","properties":{"text":{"type":"string"}}}}`)
 	result := json.RawMessage(`{"content":[{"type":"text","text":"hello"}],"structuredContent":{"echo":"hello"}}`)
 	up.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) { return result, nil }
-	p := newProxy(b, yaml, map[string]*fakeUpstream{"fx": up})
+	o := Options{Config: parseConfig(b, yaml), Upstreams: map[string]Upstream{"fx": up}, Logger: zerolog.Nop(), Version: "test"}
+	if opts != nil {
+		opts(&o)
+	}
+	p := New(o)
+	p.Refresh()
 
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()

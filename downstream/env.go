@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
+	"github.com/mcp-proxy/mcp-proxy/internal/seal"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/sanitize"
@@ -30,12 +31,21 @@ type env struct {
 	started time.Time
 	now     func() time.Time // the rate limits' clock: time.Now, or a test's
 
+	sealer *seal.Sealer // request states (roundstate.go)
+
 	cur      atomic.Pointer[generation]
 	scrubber atomic.Pointer[sanitize.Scrubber] // the config's secret values
 }
 
 func newEnv(opts Options) *env {
-	e := &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now}
+	e := &env{opts: opts, log: opts.Logger, started: time.Now(), now: time.Now, sealer: opts.StateSealer}
+	if e.sealer == nil && opts.Store.Shared() {
+		// Every replica derives the same key from store.encryption_key.
+		e.sealer, _ = seal.New(opts.Store.Keys().Sealing()) // 32 bytes: never fails
+	}
+	if e.sealer == nil {
+		e.sealer = seal.Random()
+	}
 	e.cur.Store(&generation{first: true, cfg: opts.Config, ups: opts.Upstreams, overrides: compileOverrides(opts.Config, opts.Logger),
 		limits: buildLimits(opts.Config, nil, e.now(), opts.Store.Limits())})
 	e.scrubber.Store(sanitize.NewScrubber(opts.Config.Secrets()))
@@ -129,6 +139,9 @@ func (e *env) forward(ctx context.Context, r *request, srv string, up Upstream, 
 		params = hop
 	}
 	res, err := up.Request(withRequest(cctx, r), method, params)
+	if r != nil && r.missingError() != nil {
+		return nil, r.missingError() // the server asked for what the 2026-07-28 client did not declare
+	}
 	if err == nil {
 		return res, nil
 	}

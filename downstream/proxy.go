@@ -13,6 +13,7 @@ import (
 	"github.com/mcp-proxy/mcp-proxy/blobs"
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
+	"github.com/mcp-proxy/mcp-proxy/internal/seal"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/store"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
@@ -53,6 +54,12 @@ type Options struct {
 	// Store holds the state shared by replicas (docs/shared-state.md); nil
 	// is the memory store: everything stays in this process.
 	Store *store.Store
+	// StateSealer seals the request states of multi-round-trip requests
+	// (docs/protocol.md#requests-from-servers); nil: with a shared Store, the
+	// key every replica derives from store.encryption_key, else a random key
+	// of this process (states then open in this process only). Processes
+	// that must take each other's retries are given sealers with one key.
+	StateSealer *seal.Sealer
 }
 
 // Proxy is the downstream MCP server, and the composition root of its

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -42,12 +43,17 @@ type relay struct {
 	sampling rateWindow    // sampling requests per server, last minute
 	parked   parkTable     // calls of stateless clients between round trips (roundtrip.go)
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
+	// gather overrides roundGather (roundtrip.go) when positive: tests on a
+	// loaded machine give a round longer to gather.
+	gather time.Duration
 }
 
-// begin registers r as in flight to server until end is called: a
-// server's request without a context of its call finds r's client
-// (callRegistry.only).
-func (rl *relay) begin(server string, r *request) (end func()) { return rl.calls.begin(server, r) }
+// begin registers r as in flight to server until end is called or ctx (the
+// call's) ends: a server's request without a context of its call finds
+// r's client (callRegistry.only).
+func (rl *relay) begin(ctx context.Context, server string, r *request) (end func()) {
+	return rl.calls.begin(ctx, server, r)
+}
 
 // openProgress rewrites meta's progress token for the upstream and routes
 // the server's progress to r's stream (progress.go).
@@ -65,28 +71,39 @@ func newRelay(e *env, sessions *sessionTable, watchers resourceWatchers) *relay 
 }
 
 // callRegistry holds, per server, the client requests in flight to it.
+// A request whose call has ended on the proxy's side (cancelled, timed out,
+// or abandoned by a stateless client whose state expired) no longer counts,
+// even while its upstream request winds down: nothing the server asks for
+// it can reach a client any more, and it must not make another client's
+// call ambiguous.
 type callRegistry struct {
 	mu sync.Mutex
-	m  map[string]map[*request]int
+	m  map[string]map[*flight]bool
 }
 
-// begin registers r as in flight to server until end is called.
-func (c *callRegistry) begin(server string, r *request) (end func()) {
+// flight is one registration of a request in flight to a server.
+type flight struct {
+	r   *request
+	ctx context.Context // the call's: once it ends, the flight no longer counts
+}
+
+// begin registers r as in flight to server until end is called or ctx
+// ends.
+func (c *callRegistry) begin(ctx context.Context, server string, r *request) (end func()) {
+	f := &flight{r: r, ctx: ctx}
 	c.mu.Lock()
 	if c.m == nil {
-		c.m = map[string]map[*request]int{}
+		c.m = map[string]map[*flight]bool{}
 	}
 	if c.m[server] == nil {
-		c.m[server] = map[*request]int{}
+		c.m[server] = map[*flight]bool{}
 	}
-	c.m[server][r]++
+	c.m[server][f] = true
 	c.mu.Unlock()
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if c.m[server][r]--; c.m[server][r] <= 0 {
-			delete(c.m[server], r)
-		}
+		delete(c.m[server], f)
 	}
 }
 
@@ -97,9 +114,12 @@ func (c *callRegistry) only(server string) (*request, int) {
 	defer c.mu.Unlock()
 	var one *request
 	sessions := map[*session]bool{}
-	for r := range c.m[server] {
-		sessions[r.sess] = true
-		one = r
+	for f := range c.m[server] {
+		if f.ctx.Err() != nil {
+			continue
+		}
+		sessions[f.r.sess] = true
+		one = f.r
 	}
 	if len(sessions) != 1 {
 		return nil, len(sessions)
@@ -112,8 +132,12 @@ func (c *callRegistry) inFlight(server string) []*request {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*request, 0, len(c.m[server]))
-	for r := range c.m[server] {
-		out = append(out, r)
+	seen := map[*request]bool{}
+	for f := range c.m[server] {
+		if f.ctx.Err() == nil && !seen[f.r] {
+			seen[f.r] = true
+			out = append(out, f.r)
+		}
 	}
 	return out
 }
@@ -125,11 +149,14 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (json.RawMessage, error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (_ json.RawMessage, err error) {
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
 		r, n = rl.calls.only(srv)
+	}
+	if r != nil {
+		defer func() { r.noteMissing(err) }()
 	}
 	if r != nil && r.sess.state.Parked() != nil {
 		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})
@@ -158,6 +185,25 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 			"over HTTP and this request's result cannot carry an input request", method, srv, modernVersion)
 	}
 	return rl.dispatch(ctx, srv, method, params, sessionAsker{r})
+}
+
+// noteMissing records on r a refusal for a capability its client lacks
+// (the first one), so that r fails as the client's era wants it.
+func (r *request) noteMissing(err error) {
+	var mc *missingCapability
+	if errors.As(err, &mc) {
+		r.missing.CompareAndSwap(nil, mc)
+	}
+}
+
+// missingError is the -32021 error of a 2026-07-28 client's request during
+// which a server asked for a capability the client did not declare; nil
+// otherwise (a session-era client's request ends as the server decides).
+func (r *request) missingError() *wireError {
+	if mc := r.missing.Load(); mc != nil && r.modern {
+		return mc.wire()
+	}
+	return nil
 }
 
 // asker puts a server's request to the client it is for.
@@ -218,9 +264,9 @@ func elicitationSupported(caps clientCaps, params json.RawMessage) error {
 	mode, _ := stringMember(params, "mode")
 	switch {
 	case mode == "url" && !caps.elicitationURL:
-		return refuse(codeMethodNotFound, "the client of this call does not support URL-mode elicitation")
+		return &missingCapability{elicitURL: true}
 	case mode != "url" && !caps.elicitation:
-		return refuse(codeMethodNotFound, "the client of this call does not support elicitation")
+		return &missingCapability{elicitForm: true}
 	}
 	return nil
 }
@@ -286,26 +332,51 @@ func (rl *relay) rootsChanged(s *session) {
 	}
 }
 
-// relaySampling applies the server's sampling governance (docs/protocol.md#requests-from-servers), then
-// asks the client through send: maxTokens is capped, includeContext
-// becomes "none" (the client sees the proxy as one server: another
-// upstream's context must not leak to this one), requested models must be
-// allowed, and the requests of a minute are bounded.
+// relaySampling applies the server's sampling governance (governSampling),
+// then asks the client through send, within the server's sampling timeout.
 func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps, params json.RawMessage,
 	send func(context.Context, json.RawMessage) (json.RawMessage, error)) (json.RawMessage, error) {
+	out, timeout, err := rl.governSampling(srv, caps, params)
+	if err != nil {
+		return nil, err
+	}
+	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
+	tctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := send(tctx, out)
+	switch {
+	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
+		outcome("timeout")
+		return nil, refuse(codeRefused, "sampling request timed out after %s", timeout)
+	case err != nil:
+		outcome("error")
+	default:
+		outcome("ok")
+	}
+	return res, err
+}
+
+// governSampling applies the server's sampling governance
+// (docs/protocol.md#requests-from-servers) to a sampling request and
+// returns the params to put to the client and the server's sampling
+// timeout: maxTokens is capped, includeContext becomes "none" (the client
+// sees the proxy as one server: another upstream's context must not leak to
+// this one), requested models must be allowed, and the requests of a minute
+// are bounded. A refusal is counted in the sampling metric.
+func (rl *relay) governSampling(srv string, caps clientCaps, params json.RawMessage) (json.RawMessage, time.Duration, error) {
 	cfg := rl.gen().cfg.Servers[srv]
 	if cfg == nil {
-		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
+		return nil, 0, refuse(codeRefused, "sampling refused: MCP server '%s' is no longer configured", srv)
 	}
 	sc := cfg.Sampling
 	outcome := func(o string) { rl.opts.Metrics.Sampling(srv, o) }
 	if !sc.IsEnabled() {
 		outcome("refused_disabled")
-		return nil, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
+		return nil, 0, refuse(codeRefused, "sampling is disabled for MCP server '%s' (servers.%s.sampling.enabled)", srv, srv)
 	}
 	if !caps.sampling {
 		outcome("unsupported")
-		return nil, refuse(codeMethodNotFound, "the client of this call does not support sampling")
+		return nil, 0, &missingCapability{sampling: true}
 	}
 	var in struct {
 		MaxTokens        *float64 `json:"maxTokens"`
@@ -318,7 +389,7 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 	}
 	if len(params) == 0 || params[0] != '{' || json.Unmarshal(params, &in) != nil {
 		outcome("invalid")
-		return nil, refuse(codeInvalidParams, "invalid sampling/createMessage params")
+		return nil, 0, refuse(codeInvalidParams, "invalid sampling/createMessage params")
 	}
 	if mp := in.ModelPreferences; len(sc.AllowedModels) > 0 && mp != nil && len(mp.Hints) > 0 {
 		allowed := false
@@ -329,12 +400,12 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 		}
 		if !allowed {
 			outcome("refused_model")
-			return nil, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
+			return nil, 0, refuse(codeRefused, "sampling refused: none of the requested models is in servers.%s.sampling.allowed_models", srv)
 		}
 	}
 	if !rl.sampling.allow(srv, sc.MaxRPM, time.Now()) {
 		outcome("refused_rate")
-		return nil, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
+		return nil, 0, refuse(codeRefused, "sampling refused: MCP server '%s' made more than %d requests in the last minute (servers.%s.sampling.max_rpm)", srv, sc.MaxRPM, srv)
 	}
 	out := params
 	if in.MaxTokens == nil || *in.MaxTokens <= 0 || *in.MaxTokens > float64(sc.MaxTokensCap) {
@@ -343,19 +414,7 @@ func (rl *relay) relaySampling(ctx context.Context, srv string, caps clientCaps,
 	if in.IncludeContext != nil && *in.IncludeContext != "none" {
 		out, _ = rawjson.Set(out, "includeContext", []byte(`"none"`))
 	}
-	tctx, cancel := context.WithTimeout(ctx, sc.Timeout.D())
-	defer cancel()
-	res, err := send(tctx, out)
-	switch {
-	case err != nil && tctx.Err() != nil && ctx.Err() == nil:
-		outcome("timeout")
-		return nil, refuse(codeRefused, "sampling request timed out after %s", sc.Timeout.D())
-	case err != nil:
-		outcome("error")
-	default:
-		outcome("ok")
-	}
-	return res, err
+	return out, sc.Timeout.D(), nil
 }
 
 // rateWindow is a per-server sliding one-minute window of sampling requests.

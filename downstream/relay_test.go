@@ -92,8 +92,8 @@ func TestUpstreamRequestRouting(t *testing.T) {
 	}
 	a, _ := testSession(p, "", nil)
 	b, _ := testSession(p, "", nil)
-	endA := p.relay.calls.begin("fx", reqFor(a, "tools/call", nil))
-	endB := p.relay.calls.begin("fx", reqFor(b, "tools/call", nil))
+	endA := p.relay.calls.begin(context.Background(), "fx", reqFor(a, "tools/call", nil))
+	endB := p.relay.calls.begin(context.Background(), "fx", reqFor(b, "tools/call", nil))
 	_, err = p.OnUpstreamRequest(context.Background(), "fx", "sampling/createMessage", json.RawMessage(`{}`))
 	if err == nil || !strings.Contains(err.Error(), "2 client sessions have calls in flight") {
 		t.Fatalf("two sessions: %v", err)

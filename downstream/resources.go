@@ -145,10 +145,7 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 // as a parked call, so that a server request it raises reaches the client
 // (roundtrip.go).
 func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	if parkable(r) {
-		return rp.surfaceRoundTrip(ctx, r, rp.readResourceNow)
-	}
-	return rp.readResourceNow(ctx, r)
+	return rp.surfaceRequest(ctx, r, rp.readResourceNow)
 }
 
 func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
@@ -169,10 +166,10 @@ func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ 
 	}
 	// In flight to srv, so that a server request it raises over stdio
 	// finds this client (relay.go).
-	defer rp.relay.begin(srv, r)()
-	res, werr := rp.forward(ctx, r, srv, up, "resources/read", out)
-	if werr != nil {
-		return nil, werr
+	defer rp.relay.begin(ctx, srv, r)()
+	res, werr := rp.forwardRounds(ctx, r, srv, up, "resources/read", out)
+	if werr != nil || isInputRequired(res) {
+		return res, werr
 	}
 	if form == formBare {
 		return compactLines(res), nil
@@ -292,10 +289,7 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 // getPrompt answers prompts/get; like readResource, a stateless HTTP
 // client's runs as a parked call.
 func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	if parkable(r) {
-		return rp.surfaceRoundTrip(ctx, r, rp.getPromptNow)
-	}
-	return rp.getPromptNow(ctx, r)
+	return rp.surfaceRequest(ctx, r, rp.getPromptNow)
 }
 
 func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
@@ -316,8 +310,8 @@ func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ jso
 	}
 	up := rp.gen().ups[e.Server]
 	out, _ := rawjson.Set(params, "name", rawjson.String(e.Orig))
-	defer rp.relay.begin(e.Server, r)() // see readResource
-	return rp.forward(ctx, r, e.Server, up, "prompts/get", out)
+	defer rp.relay.begin(ctx, e.Server, r)() // see readResource
+	return rp.forwardRounds(ctx, r, e.Server, up, "prompts/get", out)
 }
 
 // routeURI is surface.route of the current catalog, once it has caught up
@@ -418,26 +412,51 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 	}
 }
 
-// surfaceRoundTrip runs a stateless HTTP client's resources/read or
-// prompts/get (h) as a parked call, so that a server request it raises
-// reaches the client through a round trip; a retry with a requestState
-// resumes it.
-func (rp *resourcesPrompts) surfaceRoundTrip(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
-	target := "uri"
-	if r.method == "prompts/get" {
-		target = "name"
+// surfaceRequest runs a resources/read or prompts/get (h). A later round
+// of a 2026-07-28 client's request resumes its parked call
+// (roundtrip.go), or, when its upstream speaks 2026-07-28, sends the
+// client's answers upstream (passthrough.go); a stateless HTTP client's
+// first round runs as a parked call, so that a session-era server's request
+// reaches the client through a round trip.
+func (rp *resourcesPrompts) surfaceRequest(ctx context.Context, r *request, h handler) (json.RawMessage, *wireError) {
+	if r.modern {
+		if state, _ := stringMember(r.params, "requestState"); isSealedState(state) {
+			st, werr := rp.openState(r, surfaceKey(r), state)
+			if werr != nil {
+				return nil, werr
+			}
+			if st.Park != "" {
+				res, input, werr := rp.relay.resumeParked(ctx, r, st)
+				return input.resultOr(res), werr
+			}
+			ctx = withRound(ctx, &st)
+		}
 	}
-	what, _ := stringMember(r.params, target)
-	key := r.method + " " + what
-	if state, _ := stringMember(r.params, "requestState"); isParkToken(state) {
-		res, input, werr := rp.relay.resumeParked(ctx, r, key, state)
-		return input.resultOr(res), werr
+	if !parkable(r) {
+		return h(ctx, r)
 	}
 	// The handler registers the request as in flight to its server, so a
 	// stdio upstream's request finds r, and through it the parked call.
-	res, input, werr := rp.relay.startParked(ctx, r, key, rp.serverTimeout(rp.surfaceServer(ctx, r.sess, r.method, what)), nil,
+	what, _ := stringMember(r.params, surfaceTarget(r.method))
+	res, input, werr := rp.relay.startParked(ctx, r, surfaceKey(r), rp.serverTimeout(rp.surfaceServer(ctx, r.sess, r.method, what)), nil,
 		func(cctx context.Context) (json.RawMessage, *wireError) { return h(cctx, r) })
 	return input.resultOr(res), werr
+}
+
+// surfaceTarget is the params member naming what a resources/read or a
+// prompts/get asks for.
+func surfaceTarget(method string) string {
+	if method == "prompts/get" {
+		return "name"
+	}
+	return "uri"
+}
+
+// surfaceKey is what a resources/read or prompts/get asks for, as its
+// request states name it: the method and its target.
+func surfaceKey(r *request) string {
+	what, _ := stringMember(r.params, surfaceTarget(r.method))
+	return r.method + " " + what
 }
 
 // surfaceServer is the upstream a resources/read (by URI) or prompts/get

@@ -23,18 +23,37 @@ import (
 // retries the call with its answer; the proxy hands the answer to the
 // upstream and waits again, for the result or for the next request.
 //
-// The request state is a random token known to this process only, valid for
-// the agent and tool it was issued for, until the call ends or has waited
-// longer than the server's timeout for the client's answer. Replicas behind
-// a load balancer do not share parked calls: such a retry must reach the
-// same replica (the state is unknown elsewhere, and the client is told to
-// call again).
+// The request state is sealed (roundstate.go): it names the parked call by
+// an id known to this process, and the round, and a new state is issued
+// every round; each is good for one retry, for the agent, client and tool
+// it was issued for, until the call ends or has waited longer than the
+// server's timeout for the client's answer. Then the call is cancelled
+// upstream and no longer counts as in flight to its server (a server's
+// request is not refused for being ambiguous because of a call whose
+// client went away). Replicas behind a load balancer do not share parked
+// calls: such a retry must reach the same replica (elsewhere the call is
+// unknown, and the client is told to call again).
+//
+// Every request the upstream sends before the client could answer the
+// round's first goes out in the same round: the proxy waits roundGather
+// after the first for more.
 //
 // A parked call's progress goes to whichever request is waiting on it, with
 // that request's progress token; while none is, the latest value is kept.
 
-// parkPrefix marks the request states of parked calls.
-const parkPrefix = "px-park-"
+// roundGather is how long a round waits, after the first request of the
+// upstream, for more before the client is asked: a server that sends
+// several requests at once (each answered on its own) gets them all asked
+// in one round, not one round each.
+const roundGather = 50 * time.Millisecond
+
+// roundGather is rl.gather, else the constant roundGather.
+func (rl *relay) roundGather() time.Duration {
+	if rl.gather > 0 {
+		return rl.gather
+	}
+	return roundGather
+}
 
 // inputAsk is one upstream request waiting for the client's answer.
 type inputAsk struct {
@@ -52,6 +71,8 @@ type inputAnswer struct {
 
 // parkedCall is a stateless client's request that may span rounds.
 type parkedCall struct {
+	id       string   // names it in its request states
+	req      *request // the request that started it, in flight to its server while it runs
 	agent    string
 	key      string // what the client asked for: a tool's exposed name, or a method and its target
 	caps     clientCaps
@@ -62,10 +83,12 @@ type parkedCall struct {
 	done   chan struct{}  // closed when the call has its outcome
 	result json.RawMessage
 	werr   *wireError
+	ctx    context.Context // the call's, ended by cancel
 	cancel context.CancelFunc
 
 	mu      sync.Mutex
-	asked   *inputAsk   // the request the client was last asked to answer
+	asked   []*inputAsk // the requests the client was last asked to answer
+	round   int         // the rounds asked so far
 	expire  *time.Timer // ends a call whose client does not come back
 	askSeq  int
 	counted bool // holds one of its agent's maxParkedPerAgent places
@@ -80,8 +103,8 @@ const maxParkedPerAgent = 64
 // away stays valid, so that the client's retry still gets the outcome.
 const parkGrace = time.Minute
 
-// parkTable holds the parked calls between rounds, by request state, and
-// counts each agent's calls that have parked and not ended.
+// parkTable holds the parked calls between rounds, by id, and counts each
+// agent's calls that have parked and not ended.
 type parkTable struct {
 	mu      sync.Mutex
 	m       map[string]*parkedCall
@@ -123,39 +146,53 @@ func (t *parkTable) release(pc *parkedCall) {
 	}
 }
 
-func (t *parkTable) put(token string, pc *parkedCall) {
+// put keeps pc for the retry of its current round.
+func (t *parkTable) put(pc *parkedCall) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.m == nil {
 		t.m = map[string]*parkedCall{}
 	}
-	t.m[token] = pc
+	t.m[pc.id] = pc
 }
 
-// take removes and returns the parked call of token when it was issued for
+// take removes and returns the parked call of st when st is the state of
+// its current round (the state of an earlier round is used up), issued for
 // this agent and key.
-func (t *parkTable) take(token, agent, key string) *parkedCall {
+func (t *parkTable) take(st roundState) *parkedCall {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	pc := t.m[token]
-	if pc == nil || pc.agent != agent || pc.key != key {
+	pc := t.m[st.Park]
+	if pc == nil || pc.agent != st.Agent || pc.key != st.Key {
 		return nil
 	}
-	delete(t.m, token)
+	pc.mu.Lock()
+	round := pc.round
+	pc.mu.Unlock()
+	if round != st.Round {
+		return nil
+	}
+	delete(t.m, st.Park)
 	return pc
 }
 
-// drop removes token's call and reports whether it was still there (a
-// retry's take may have come first).
-func (t *parkTable) drop(token string) bool {
+// drop removes the call of id, when it is waiting for the retry of round,
+// and reports whether it was (a retry's take may have come first).
+func (t *parkTable) drop(id string, round int) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	_, ok := t.m[token]
-	delete(t.m, token)
-	return ok
+	pc, ok := t.m[id]
+	if !ok {
+		return false
+	}
+	pc.mu.Lock()
+	same := pc.round == round
+	pc.mu.Unlock()
+	if same {
+		delete(t.m, id)
+	}
+	return same
 }
-
-func isParkToken(state string) bool { return strings.HasPrefix(state, parkPrefix) }
 
 // parkable reports whether r is a stateless request over HTTP: it has no
 // stream to take the proxy's requests on, so a call that needs the
@@ -168,6 +205,8 @@ func parkable(r *request) bool { return r.modern && r.sess.transport == transpor
 func (rl *relay) startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
 	job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError) {
 	pc := &parkedCall{
+		id:       randid.Hex(16),
+		req:      r,
 		agent:    r.sess.agent.Name,
 		key:      key,
 		caps:     r.caps,
@@ -178,7 +217,7 @@ func (rl *relay) startParked(ctx context.Context, r *request, key string, timeou
 	}
 	r.sess.state.Park(pc)
 	cctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	pc.cancel = cancel
+	pc.ctx, pc.cancel = cctx, cancel
 	go func() {
 		defer cancel()
 		pc.result, pc.werr = job(cctx)
@@ -194,7 +233,8 @@ func (rl *relay) startParked(ctx context.Context, r *request, key string, timeou
 }
 
 // awaitRound waits, for one client request, until the call ends or needs
-// the client's answer to a server request.
+// the client's answers to server requests (all those that come within
+// roundGather of the first).
 func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessage, *inputRequired, *wireError) {
 	for {
 		select {
@@ -205,7 +245,27 @@ func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessag
 			if ask.abandoned.Load() {
 				continue // its upstream request gave up while it waited to be asked
 			}
-			return nil, rl.park(pc, ask), nil
+			asks := []*inputAsk{ask}
+			gather := time.NewTimer(rl.roundGather())
+		more:
+			for {
+				select {
+				case a := <-pc.asks:
+					if !a.abandoned.Load() {
+						asks = append(asks, a)
+					}
+				case <-gather.C:
+					break more
+				case <-pc.done:
+					// The call ended without the answers: its outcome is
+					// this round's answer.
+					gather.Stop()
+					pc.progress.detach()
+					return pc.result, nil, pc.werr
+				}
+			}
+			gather.Stop()
+			return nil, rl.park(pc, asks), nil
 		case <-ctx.Done():
 			// The client closed its request: the call is cancelled upstream.
 			pc.cancel()
@@ -219,52 +279,58 @@ func (rl *relay) awaitRound(ctx context.Context, pc *parkedCall) (json.RawMessag
 	}
 }
 
-// park answers the waiting request with ask as an input request and keeps
-// the call for the client's retry.
-func (rl *relay) park(pc *parkedCall, ask *inputAsk) *inputRequired {
+// park answers the waiting request with asks as the round's input requests
+// and keeps the call for the client's retry, under a new sealed state.
+func (rl *relay) park(pc *parkedCall, asks []*inputAsk) *inputRequired {
 	pc.progress.detach()
-	token := parkPrefix + randid.Hex(16)
+	reqs := make(map[string]json.RawMessage, len(asks))
+	for _, a := range asks {
+		reqs[a.key] = a.req
+	}
 	pc.mu.Lock()
-	pc.asked = ask
+	pc.asked = asks
+	pc.round++
+	round := pc.round
 	// The client has as long to answer as the call has to run; then the
-	// call ends and its state is forgotten.
+	// call is cancelled upstream, stops counting as in flight to its
+	// server, and its state is forgotten.
 	pc.expire = time.AfterFunc(pc.timeout, func() {
-		if rl.parked.drop(token) { // not when a retry took it first
+		if rl.parked.drop(pc.id, round) { // not when a retry took it first
 			pc.cancel()
 		}
 	})
 	pc.mu.Unlock()
-	rl.parked.put(token, pc)
+	rl.parked.put(pc)
 	go func() { // forget the state once the call has ended anyway
 		<-pc.done
-		time.AfterFunc(parkGrace, func() { rl.parked.drop(token) })
+		time.AfterFunc(parkGrace, func() { rl.parked.drop(pc.id, round) })
 	}()
-	return newInputRequired(map[string]json.RawMessage{ask.key: ask.req}, token)
+	st := roundState{Agent: pc.agent, Subject: pc.req.sess.principal.subject, Token: pc.req.sess.principal.token,
+		Key: pc.key, Round: round, Park: pc.id}
+	return newInputRequired(reqs, rl.sealState(st, pc.timeout+parkGrace))
 }
 
-// resumeParked is a later round of a parked call: it hands the client's
-// answer to the upstream and waits again. key names what the retry asks
-// for (it must be what the first request asked for).
-func (rl *relay) resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError) {
-	pc := rl.parked.take(state, r.sess.agent.Name, key)
+// resumeParked is a later round of a parked call, whose sealed state st
+// names it: it hands the client's answers to the upstream and waits again.
+func (rl *relay) resumeParked(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError) {
+	pc := rl.parked.take(st)
 	if pc == nil {
 		return nil, nil, errorf(codeInvalidParams, "invalid requestState: the call it belongs to has ended, "+
-			"waited too long for this answer, or ran on another proxy instance; call the tool again")
+			"waited too long for this answer, was answered already, or ran on another proxy instance; call the tool again")
 	}
 	pc.mu.Lock()
-	ask := pc.asked
+	asks := pc.asked
 	pc.asked = nil
 	if pc.expire != nil {
 		pc.expire.Stop()
 	}
 	pc.mu.Unlock()
 	pc.progress.attach(r.out, progressTokenOf(r.meta))
-	if ask != nil {
+	resp, _, _ := rawjson.Get(r.params, "inputResponses")
+	for _, ask := range asks {
 		var ans inputAnswer
-		if resp, ok, _ := rawjson.Get(r.params, "inputResponses"); ok {
-			if v, ok, _ := rawjson.Get(resp, ask.key); ok && !rawjson.IsNull(v) {
-				ans.result = append(json.RawMessage(nil), v...)
-			}
+		if v, ok, _ := rawjson.Get(resp, ask.key); ok && !rawjson.IsNull(v) {
+			ans.result = append(json.RawMessage(nil), v...)
 		}
 		if ans.result == nil {
 			ans.err = refuse(codeRefused, "the client did not answer the %s request", ask.method)
@@ -314,6 +380,8 @@ func (rl *relay) ask(ctx context.Context, pc *parkedCall, method string, params 
 	case pc.asks <- a:
 	case <-pc.done:
 		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
+	case <-pc.ctx.Done():
+		return nil, refuse(codeRefused, "%s not relayed: the call was cancelled", method)
 	case <-ctx.Done():
 		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
 	case <-t.C:
@@ -324,6 +392,8 @@ func (rl *relay) ask(ctx context.Context, pc *parkedCall, method string, params 
 		return ans.result, ans.err
 	case <-pc.done:
 		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
+	case <-pc.ctx.Done():
+		return nil, refuse(codeRefused, "%s not answered: the call was cancelled (its client did not come back)", method)
 	case <-ctx.Done():
 		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
 	case <-t.C:

@@ -106,7 +106,7 @@ func TestParkedCallRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(first[1]), &r1); err != nil {
 		t.Fatal(err)
 	}
-	if r1.Result.ResultType != "input_required" || len(r1.Result.InputRequests) != 1 || !isParkToken(r1.Result.RequestState) {
+	if r1.Result.ResultType != "input_required" || len(r1.Result.InputRequests) != 1 || !isSealedState(r1.Result.RequestState) {
 		t.Fatalf("first result = %s", first[1])
 	}
 	var key string
@@ -118,7 +118,7 @@ func TestParkedCallRoundTrip(t *testing.T) {
 	}
 
 	t.Run("unknown state", func(t *testing.T) {
-		for _, state := range []string{"px-park-00", r1.Result.RequestState} {
+		for _, state := range []string{"px1.00", r1.Result.RequestState} {
 			name := "fx__echo"
 			if state == r1.Result.RequestState {
 				name = "fx__other" // a state is good only for its own tool
@@ -151,7 +151,8 @@ func TestParkedCallRoundTrip(t *testing.T) {
 
 // A client that never comes back: the upstream's request ends with the
 // call after the server's timeout; a client without sampling is refused at
-// once and the upstream sees the refusal.
+// once, the upstream sees the refusal, and the client's call fails with
+// -32021 naming the capability.
 func TestParkedCallLimits(t *testing.T) {
 	fx := connected(echoTool)
 	var p *Proxy
@@ -173,8 +174,8 @@ func TestParkedCallLimits(t *testing.T) {
 	if err := <-upstreamErr; err == nil || !strings.Contains(err.Error(), "does not support sampling") {
 		t.Errorf("upstream got %v; want the refusal", err)
 	}
-	if len(got) != 1 || !strings.Contains(got[0], "does not support sampling") || !strings.Contains(got[0], `"resultType":"complete"`) {
-		t.Errorf("reply = %q; want the upstream's result carrying the refusal", got)
+	if len(got) != 1 || !strings.Contains(got[0], `"error":{"code":-32021,`) || !strings.Contains(got[0], `"data":{"requiredCapabilities":{"sampling":{}}}`) {
+		t.Errorf("reply = %q; want -32021 naming sampling (MCP 2026-07-28: MissingRequiredClientCapabilityError)", got)
 	}
 
 	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`}}`)
@@ -473,5 +474,126 @@ func progressWritten(t *testing.T, p *Proxy) {
 			t.Error("progress not written within 10s")
 			return
 		}
+	}
+}
+
+// A session-era upstream that sends two requests at once during a
+// stateless client's call gets both asked in one round; its next request
+// is the next round, under a new state; the state of a round that was
+// answered is not good again.
+func TestParkedCallRoundsTogether(t *testing.T) {
+	fx := connected(echoTool)
+	var p *Proxy
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		answers := make(chan string, 2)
+		for _, m := range []string{"sampling/createMessage", "elicitation/create"} {
+			go func() {
+				req := `{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`
+				if m == "elicitation/create" {
+					req = `{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`
+				}
+				ans, err := p.OnUpstreamRequest(ctx, "fx", m, json.RawMessage(req))
+				answers <- m + "=" + string(ans) + errText(err)
+			}()
+		}
+		got := []string{<-answers, <-answers}
+		third, err := p.OnUpstreamRequest(ctx, "fx", "elicitation/create", json.RawMessage(`{"message":"color?","requestedSchema":{"type":"object","properties":{}}}`))
+		got = append(got, "third="+string(third)+errText(err))
+		text, _ := json.Marshal(strings.Join(got, " | "))
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
+	}
+	p = newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	p.relay.gather = 500 * time.Millisecond // the two requests start together: ample, even under -race on 2 loaded cores
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := strings.Replace(modernMeta, `{"sampling":{}}`, `{"sampling":{},"elicitation":{}}`, 1)
+
+	r1 := readModern(t, statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+meta+`}}`)[0])
+	if len(r1.Result.InputRequests) != 2 || !isSealedState(r1.Result.RequestState) {
+		t.Fatalf("round 1 = %+v; want both requests and a sealed state", r1)
+	}
+	answers := map[string]string{
+		"sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"S"},"model":"m"}`,
+		"elicitation/create":     `{"action":"accept","content":{"v":"E"}}`,
+	}
+	responses := func(r modernResult) string {
+		var parts []string
+		for k, ir := range r.Result.InputRequests {
+			parts = append(parts, `"`+k+`":`+answers[ir.Method])
+		}
+		return `{` + strings.Join(parts, ",") + `}`
+	}
+	retry := func(state, responses string) modernResult {
+		msgs := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"inputResponses":`+responses+`,"requestState":"`+state+`","_meta":{`+meta+`}}`)
+		return readModern(t, msgs[len(msgs)-1])
+	}
+	r2 := retry(r1.Result.RequestState, responses(r1))
+	if len(r2.Result.InputRequests) != 1 || r2.Result.RequestState == r1.Result.RequestState || !isSealedState(r2.Result.RequestState) {
+		t.Fatalf("round 2 = %+v; want the third request under a new sealed state", r2)
+	}
+	if again := retry(r1.Result.RequestState, responses(r1)); again.Error == nil || !strings.Contains(again.Error.Message, "invalid requestState") {
+		t.Errorf("round 1's state again = %+v; want invalid requestState", again)
+	}
+	r3 := retry(r2.Result.RequestState, responses(r2))
+	if len(r3.Result.Content) != 1 {
+		t.Fatalf("round 3 = %+v; want the result", r3)
+	}
+	for _, want := range []string{`sampling/createMessage={"role":"assistant"`, `elicitation/create={"action":"accept","content":{"v":"E"}}`, `third={"action"`} {
+		if !strings.Contains(r3.Result.Content[0].Text, want) {
+			t.Errorf("the upstream got %s; want %s", r3.Result.Content[0].Text, want)
+		}
+	}
+}
+
+func errText(err error) string {
+	if err != nil {
+		return " error: " + err.Error()
+	}
+	return ""
+}
+
+// A stateless client that never answers: when its state expires the call
+// is cancelled upstream and at once stops counting as in flight to the
+// server, even while the server is slow to wind it down, so that another
+// client's call to the same stdio-like server (whose requests name no
+// call) gets its server's request.
+func TestAbandonedParkedCallStopsCounting(t *testing.T) {
+	fx := connected(echoTool, `{"name":"other","inputSchema":{"type":"object"}}`)
+	var p *Proxy
+	cancelled := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if strings.Contains(string(params), `"name":"echo"`) { // the abandoned client's call
+			go func() {
+				_, _ = p.OnUpstreamRequest(context.Background(), "fx", "sampling/createMessage",
+					json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`))
+			}()
+			<-ctx.Done()
+			close(cancelled)
+			<-release // a server slow to end the cancelled call
+			return nil, ctx.Err()
+		}
+		ans, err := p.OnUpstreamRequest(context.Background(), "fx", "elicitation/create",
+			json.RawMessage(`{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`))
+		if err != nil {
+			return json.RawMessage(`{"content":[{"type":"text","text":` + string(rawjson.String(err.Error())) + `}],"isError":true}`), nil
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(rawjson.String(string(ans))) + `}]}`), nil
+	}
+	p = newProxy(t, strings.Replace(oneServerYAML, "timeout: 5s", "timeout: 300ms", 1), map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+modernMeta+`}}`)
+	if !strings.Contains(first[len(first)-1], `"resultType":"input_required"`) {
+		t.Fatalf("first reply = %q; want input_required", first)
+	}
+	select {
+	case <-cancelled:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the abandoned call was not cancelled upstream when its state expired")
+	}
+	c := sessionClient(t, p, `{"elicitation":{}}`)
+	got, asked := c.callAnswering(`{"name":"fx__other","arguments":{}}`, map[string]string{"elicitation/create": `{"action":"accept","content":{"n":"B"}}`})
+	if len(asked) != 1 || !strings.Contains(got, `{\"action\":\"accept\"`) {
+		t.Errorf("the other client's call = %s after asking %v; want its own elicitation answered", got, asked)
 	}
 }

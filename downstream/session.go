@@ -271,6 +271,10 @@ type request struct {
 	out stream
 	// header is the HTTP request's header (nil on stdio): trace context.
 	header http.Header
+	// missing is set when a server's request during r needed a client
+	// capability r's client did not declare (relay.go): a 2026-07-28
+	// client's request then fails with -32021 naming it.
+	missing atomic.Pointer[missingCapability]
 }
 
 // withRequest tags ctx, the context of a request sent upstream for client

@@ -110,6 +110,12 @@ func TestSessionAcrossReplicas(t *testing.T) {
 	if ttl, _ := rdb.PTTL(t.Context(), keys[0]).Result(); ttl <= 0 {
 		t.Errorf("the session key has no expiry (%v)", ttl)
 	}
+	// The cost the docs promise: a session with its state in at most 2 KB.
+	if n, err := rdb.MemoryUsage(t.Context(), keys[0]).Result(); err != nil || n > 2048 {
+		t.Errorf("MEMORY USAGE of the session = %d bytes (%v), want at most 2048", n, err)
+	} else {
+		t.Logf("MEMORY USAGE of the session: %d bytes", n)
+	}
 
 	if r := at(1).do(http.MethodDelete, "", nil); r.status != http.StatusOK {
 		t.Fatalf("DELETE on replica 2: %d %s", r.status, r.body)

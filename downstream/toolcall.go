@@ -75,11 +75,14 @@ type toolViews interface {
 // finds its client), its progress carried, and, for a stateless HTTP
 // client, its rounds parked (roundtrip.go).
 type callRelay interface {
-	begin(server string, r *request) (end func())
+	begin(ctx context.Context, server string, r *request) (end func())
 	openProgress(r *request, server string, meta json.RawMessage) (json.RawMessage, *progressRoute)
 	startParked(ctx context.Context, r *request, key string, timeout time.Duration, progress *progressRoute,
 		job func(context.Context) (json.RawMessage, *wireError)) (json.RawMessage, *inputRequired, *wireError)
-	resumeParked(ctx context.Context, r *request, key, state string) (json.RawMessage, *inputRequired, *wireError)
+	resumeParked(ctx context.Context, r *request, st roundState) (json.RawMessage, *inputRequired, *wireError)
+	// sortInputs sorts out a 2026-07-28 upstream's input requests for a
+	// client with caps (passthrough.go).
+	sortInputs(srv string, caps clientCaps, raw json.RawMessage) (sortedInputs, error)
 }
 
 // ownRunner runs the own tools.
@@ -113,6 +116,11 @@ type toolCall struct {
 	// input is set when the answer asks the client for input (a multi
 	// round-trip): the call is not over, a later round goes on with it.
 	input *inputRequired
+	// round is the request state of a later round of a call whose
+	// 2026-07-28 upstream asked for input (passthrough.go), nil on a
+	// first round; responses are the client's inputResponses to it.
+	round     *roundState
+	responses json.RawMessage
 	// slot gives back the max_concurrent lease rateGate took with the
 	// call's tokens (a Redis store), for send to use; nil: none.
 	slot func()
@@ -150,12 +158,44 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 		return nil, werr
 	}
 	if r.modern && len(req.state) > 0 {
-		if state, _ := req.stateString(); isParkToken(state) {
-			res, input, werr := tc.relay.resumeParked(ctx, r, req.name, state) // a later round of a parked call (roundtrip.go)
-			return input.resultOr(res), werr
+		if state, _ := req.stateString(); isSealedState(state) {
+			st, werr := tc.openState(r, req.name, state)
+			if werr != nil {
+				return nil, werr
+			}
+			if st.Park != "" {
+				res, input, werr := tc.relay.resumeParked(ctx, r, st) // a later round of a parked call (roundtrip.go)
+				return input.resultOr(res), werr
+			}
+			return tc.nextRound(ctx, r, req, st)
 		}
 	}
 	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
+}
+
+// nextRound is a later round of a call whose 2026-07-28 upstream asked the
+// client for input (passthrough.go): the state must be good for this
+// client, tool and arguments; the call goes through the chain again (the
+// policy and the rate limits still hold; a round that asked for input gave
+// its tokens back), without asking for approval a second time, and the
+// upstream gets the client's responses with its own state.
+func (tc *toolCalls) nextRound(ctx context.Context, r *request, req callRequest, st roundState) (json.RawMessage, *wireError) {
+	if st.Args != argsDigest(req.args) {
+		return nil, invalidState("the arguments differ from the first round's")
+	}
+	tc.catalogs.awaitTool(ctx, req.name)
+	entry, ok := tc.catalogs.Catalog().Lookup(req.name)
+	if !ok {
+		return nil, tc.unknownTool(r.sess, req.name)
+	}
+	if entry.Server != st.Server {
+		return nil, invalidState("the tool belongs to another MCP server since")
+	}
+	responses, _, err := rawjson.Get(r.params, "inputResponses")
+	if err != nil || (len(responses) > 0 && responses[0] != '{' && !rawjson.IsNull(responses)) {
+		return nil, errorf(codeInvalidParams, "invalid params: inputResponses must be an object")
+	}
+	return tc.chain(ctx, &toolCall{r: r, name: req.name, args: req.args, meta: req.meta, entry: entry, round: &st, responses: responses})
 }
 
 // forwardCall calls one tool by name for r: the proxy's own tools, or an
@@ -273,6 +313,9 @@ func (tc *toolCalls) upGate(next callHandler) callHandler {
 // (docs/agents.md#approval, approval.go).
 func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 	return func(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+		if c.round != nil {
+			return next(ctx, c) // approved in its first round, for these arguments
+		}
 		if c.slot != nil && tc.mayAsk(c) {
 			// Nobody holds a slot while a person decides.
 			c.slot()
@@ -316,6 +359,9 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 		args = c.upArgs
 	}
 	params, err := callParams(c.entry.Name, withoutApproved(args), meta)
+	if err == nil && c.round != nil {
+		params, err = roundParams(params, c.responses, c.round.Own, c.round.Up)
+	}
 	if err != nil {
 		if held != nil {
 			held()
@@ -342,7 +388,9 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	}
 	if parkable(c.r) {
 		res, input, werr := tc.relay.startParked(ctx, c.r, c.entry.Exposed, cfg.Timeout.D(), progress, run)
-		c.input = input
+		if input != nil {
+			c.input = input
+		}
 		return input.resultOr(res), werr
 	}
 	return run(ctx)
@@ -350,20 +398,109 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 
 // runCall sends the call's params upstream and waits for the outcome.
 func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, timeout time.Duration, params json.RawMessage) (json.RawMessage, *wireError) {
-	end := tc.relay.begin(c.entry.Server, c.r)
-	defer end()
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	end := tc.relay.begin(cctx, c.entry.Server, c.r)
+	defer end()
 	cctx = upstream.WithClientCapabilities(cctx, c.r.caps.upstreamCaps()) // upcaps.go
+	if c.r.modern {
+		// A 2026-07-28 upstream's input requests go to the client as they
+		// are (passthrough.go).
+		cctx = upstream.WithInputRequiredPassthrough(cctx)
+	}
 	start := time.Now()
-	result, err := up.Request(withRequest(cctx, c.r), "tools/call", params)
+	var result json.RawMessage
+	var err error
+	for own := 0; ; own++ {
+		result, err = up.Request(withRequest(cctx, c.r), "tools/call", params)
+		if err != nil || !c.r.modern || !isInputRequired(result) {
+			break
+		}
+		p := tc.passInputs(c, params, result, timeout, own)
+		if p.next == nil {
+			c.elapsed = time.Since(start)
+			c.input = p.input
+			if p.werr != nil {
+				c.outcome = metrics.OutcomeError
+			} else if p.input == nil {
+				c.outcome = metrics.OutcomeToolError
+			}
+			return p.input.resultOr(p.final), p.werr
+		}
+		params = p.next // the proxy answered every request of the round itself
+	}
 	c.elapsed = time.Since(start)
+	var mc *missingCapability
+	switch {
+	case c.r.missingError() != nil:
+		// The server asked the 2026-07-28 client for what it did not
+		// declare; whatever the server made of the refusal, the client
+		// is told which capability its call needs.
+		c.outcome = metrics.OutcomeError
+		return nil, c.r.missingError()
+	case !c.r.modern && errors.As(err, &mc):
+		// A 2026-07-28 server's input request this session-era client
+		// cannot answer: the call's result says which capability.
+		c.outcome = metrics.OutcomeToolError
+		return mc.toolResult(c.entry.Exposed), nil
+	}
 	var werr *wireError
 	c.outcome, werr = tc.classify(c.entry, result, err, ctx, cctx, timeout)
 	if werr != nil {
 		return nil, werr
 	}
 	return tc.rewriteResult(c.r.sess.agent.Name, c.entry.Server, result, c.r.linkOK()), nil
+}
+
+// passOutcome is what passInputs makes of an upstream's input_required
+// result: exactly one of its fields is set.
+type passOutcome struct {
+	input *inputRequired  // the input_required result the client gets
+	next  json.RawMessage // the params of the upstream's next round
+	final json.RawMessage // the call's isError result
+	werr  *wireError      // the error that ends the call
+}
+
+// passInputs handles a 2026-07-28 upstream's input_required result for a
+// 2026-07-28 client (passthrough.go): the input_required result the client
+// gets, with the state of the next round sealed; or, when the proxy
+// answered every input request itself, the params of the upstream's next
+// round (own counts such rounds in a row; params are this round's); or
+// what ends the call.
+func (tc *toolCalls) passInputs(c *toolCall, params, result json.RawMessage, timeout time.Duration, own int) passOutcome {
+	srv := c.entry.Server
+	round := 1
+	if c.round != nil {
+		round = c.round.Round + 1
+	}
+	if round+own > maxInputRounds {
+		return passOutcome{werr: errorf(codeInternal, "MCP server '%s' still asked for input after %d rounds", srv, maxInputRounds)}
+	}
+	sorted, err := tc.relay.sortInputs(srv, c.r.caps, result)
+	var mc *missingCapability
+	switch {
+	case errors.As(err, &mc):
+		return passOutcome{werr: mc.wire()}
+	case errors.Is(err, errBadInputs):
+		return passOutcome{werr: errorf(codeInternal, "MCP server '%s': %s", srv, tc.errText(err.Error()))}
+	case err != nil:
+		return passOutcome{final: textResult(fmt.Sprintf("tool '%s' was not completed: the proxy refused its MCP server's request: %s",
+			c.entry.Exposed, tc.errText(err.Error())), true)}
+	}
+	ownAnswers, _ := json.Marshal(sorted.own) // raw values: never fails
+	if len(sorted.toClient) == 0 && len(sorted.own) > 0 {
+		next, err := roundParams(params, nil, ownAnswers, sorted.upState)
+		if err != nil {
+			return passOutcome{werr: errorf(codeInternal, "MCP server '%s': %s", srv, tc.errText(err.Error()))}
+		}
+		return passOutcome{next: next}
+	}
+	st := newRoundState(c.r, c.entry.Exposed)
+	st.Args, st.Server, st.Round, st.Up = argsDigest(c.args), srv, round, sorted.upState
+	if len(sorted.own) > 0 {
+		st.Own = ownAnswers
+	}
+	return passOutcome{input: newInputRequired(sorted.toClient, tc.sealState(st, timeout))}
 }
 
 // classify maps a call's error to its metric outcome and downstream error.

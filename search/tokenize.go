@@ -239,3 +239,14 @@ func isASCIILower(s string) bool {
 	}
 	return true
 }
+
+// Terms returns the index terms of text in order, as Build and Search
+// analyze it: words split at case and digit boundaries, lowercased, stop
+// words dropped, stemmed, abbreviations expanded. Generators of the
+// package's embedded tables use it, so the tables hold terms the index
+// itself makes.
+func Terms(text string) []string {
+	var out []string
+	analyzer{}.terms(text, 0, func(t string) { out = append(out, t) })
+	return out
+}

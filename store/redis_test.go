@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -14,6 +16,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testpki"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
 )
 
@@ -122,5 +125,70 @@ func TestRedisRunOutcomes(t *testing.T) {
 	want := map[string]float64{"probe_bad/error": 1, "probe_get/ok": 1, "probe_keys/ok": 1, "probe_set/ok": 1}
 	if !maps.Equal(got, want) {
 		t.Errorf("mcp_proxy_store_requests_total = %v, want %v", got, want)
+	}
+}
+
+// TestRedisTLS: a rediss:// store trusts the CA of tls_ca_cert_path and
+// answers; without it the server's certificate is unknown and the store is
+// unavailable, with a text that says why.
+func TestRedisTLS(t *testing.T) {
+	ca := testpki.New(t)
+	cert, key := ca.ServerPEM(t)
+	srv := redistest.StartTLS(t, cert, key)
+	caPath := filepath.Join(t.TempDir(), "ca.pem")
+	if err := os.WriteFile(caPath, ca.PEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	open := func(caPath string) *Store {
+		s, err := Open(config.Store{Type: config.StoreRedis, URL: srv.URL(), KeyPrefix: "test:", EncryptionKey: testKey, TLSCACertPath: caPath}, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = s.Close() })
+		return s
+	}
+	if err := open(caPath).Ready(t.Context()); err != nil {
+		t.Fatalf("Ready over TLS with the CA = %v", err)
+	}
+	err := open("").Ready(t.Context())
+	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Fatalf("Ready over TLS without the CA = %v, want ErrUnavailable naming the unknown authority", err)
+	}
+}
+
+// TestRedisSentinel: with sentinel set, the store finds the master through
+// the sentinels and answers.
+func TestRedisSentinel(t *testing.T) {
+	srv := redistest.Start(t)
+	sn := redistest.StartSentinel(t, srv)
+	s, err := Open(config.Store{Type: config.StoreRedis, URL: "redis://" + redistest.MasterName + "/0", KeyPrefix: "test:", EncryptionKey: testKey,
+		Sentinel: &config.Sentinel{Master: redistest.MasterName, Addrs: []string{sn.Addr}}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Ready(t.Context()); err != nil {
+		t.Fatalf("Ready through the sentinel = %v", err)
+	}
+	r := s.Redis()
+	key := r.Key("probe")
+	if err := r.Run(t.Context(), "probe_set", func(ctx context.Context, c redisClient) error {
+		return c.Set(ctx, key, "through-sentinel", 0).Err()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// The value is on the master the sentinel named.
+	direct, err := Open(config.Store{Type: config.StoreRedis, URL: srv.URL(), KeyPrefix: "test:", EncryptionKey: testKey}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer direct.Close()
+	var got string
+	if err := direct.Redis().Run(t.Context(), "probe_get", func(ctx context.Context, c redisClient) error {
+		var err error
+		got, err = c.Get(ctx, key).Result()
+		return err
+	}); err != nil || got != "through-sentinel" {
+		t.Fatalf("GET on the master = %q, %v", got, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -64,9 +65,20 @@ func Open(cfg config.Store, opts Options) (*Store, error) {
 	if s.redis, err = newRedis(cfg, opts.Metrics); err != nil {
 		return nil, err
 	}
+	// go-redis logs to stderr on its own (failed dials, for one); its lines
+	// go through the proxy's log instead, at debug level: the probe says
+	// once, at error level, that the store does not answer.
+	redis.SetLogger(redisLog{opts.Logger.With().Str("component", "go-redis").Logger()})
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.probe()
 	return s, nil
+}
+
+// redisLog is go-redis's logger on zerolog.
+type redisLog struct{ log zerolog.Logger }
+
+func (l redisLog) Printf(_ context.Context, format string, v ...any) {
+	l.log.Debug().Msgf(format, v...)
 }
 
 // Type is config.StoreMemory or config.StoreRedis.
@@ -74,8 +86,8 @@ func (s *Store) Type() string { return s.typ }
 
 // Shared reports whether the state is shared with other processes (a
 // Redis store). When it is not, each kind of state stays in the package
-// that uses it.
-func (s *Store) Shared() bool { return s.redis != nil }
+// that uses it. A nil *Store is not shared.
+func (s *Store) Shared() bool { return s != nil && s.redis != nil }
 
 // Keys are the store's keys (derived, or random for this process).
 func (s *Store) Keys() *Keys { return s.keys }

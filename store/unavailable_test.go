@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -114,5 +115,15 @@ func TestUnavailable(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestRedisLog: go-redis's lines become debug lines of the proxy's log.
+func TestRedisLog(t *testing.T) {
+	var logs strings.Builder
+	l := redisLog{zerolog.New(&logs).Level(zerolog.DebugLevel).With().Str("component", "go-redis").Logger()}
+	l.Printf(t.Context(), "redis: connection pool: failed to dial after %d attempts", 5)
+	if got := logs.String(); got != `{"level":"debug","component":"go-redis","message":"redis: connection pool: failed to dial after 5 attempts"}`+"\n" {
+		t.Errorf("log = %q", got)
 	}
 }

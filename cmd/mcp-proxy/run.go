@@ -30,6 +30,12 @@ Verbs:
   auth login SERVER   authorize an OAuth server: print the URL, run auth.open, wait, store the token
   auth status      every OAuth server's state and token expiry [--json]
   auth logout SERVER  forget a server's tokens and registration
+  registry search TERMS...
+                   list the MCP Registry's servers matching every term [--json] [--registry URL]
+  add NAME[@VERSION] [--as SERVER] [--package TYPE] [--remote] [--dry-run]
+                   add a server from the MCP Registry to the config, pinned, with ${VAR} for its inputs
+  add --npm PKG[@VERSION] | --pypi PKG[==VERSION] | --url URL
+                   add an npm or PyPI package (latest version when none is given) or a server URL
   status url       print the status page's address with its token (signs the browser in to act)
   status token     print the status page's token alone
   version          print the version
@@ -53,6 +59,8 @@ type options struct {
 	// server and all select what tools approve approves.
 	server string
 	all    bool
+	// registry holds the flags of registry search and add.
+	registry registryOptions
 }
 
 // run is the whole program; main only wires it to the process.
@@ -75,9 +83,18 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	fs.StringVar(&o.logLevel, "log-level", "", "log level: trace, debug, info, warn, error")
 	fs.StringVar(&o.logFormat, "log-format", "", "log format: json or console")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "", "serve /metrics, /healthz, /readyz on host:port")
-	fs.BoolVar(&o.json, "json", false, "tools: print JSON")
+	fs.BoolVar(&o.json, "json", false, "tools, auth status, registry search: print JSON")
 	fs.StringVar(&o.server, "server", "", "tools approve: approve every pending tool of this server")
 	fs.BoolVar(&o.all, "all", false, "tools approve: approve every pending tool of every server")
+	ro := &o.registry
+	fs.StringVar(&ro.registryURL, "registry", "", "registry search, add: the MCP Registry's URL (default: the config's registry.url, else the official registry)")
+	fs.StringVar(&ro.as, "as", "", "add: the server's name in the config")
+	fs.StringVar(&ro.packageType, "package", "", "add: the package type to use (npm, pypi, oci, nuget)")
+	fs.BoolVar(&ro.remote, "remote", false, "add: use the server's remote (streamable-http or sse URL) rather than a package")
+	fs.BoolVar(&ro.dryRun, "dry-run", false, "add: print the entry instead of writing it")
+	fs.StringVar(&ro.npm, "npm", "", "add: an npm package, PKG[@VERSION]")
+	fs.StringVar(&ro.pypi, "pypi", "", "add: a PyPI package, PKG[==VERSION]")
+	fs.StringVar(&ro.url, "url", "", "add: a server URL (http(s)://.../mcp, or .../sse for SSE)")
 	rest, verbs, err := parseArgs(fs, args)
 	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -108,12 +125,16 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			return usageErr("usage: mcp-proxy import FILE")
 		}
 		return runImport(rest[0], stdout)
+	case "registry":
+		return runRegistry(ctx, o, o.registry, rest, stdout)
+	case "add":
+		return runAdd(ctx, o, o.registry, rest, stdout, stderr)
 	case "serve", "validate", "tools", "call", "auth", "status":
 	case "help":
 		fs.Usage()
 		return nil
 	default:
-		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, version)", verb)
+		return usageErr("unknown verb %q (serve, validate, tools, call, import, auth, status, registry, add, version)", verb)
 	}
 	if verb == "validate" {
 		// validate FILE checks FILE, as validate --config FILE does.

@@ -43,14 +43,57 @@ func (e *env) proxySpec(cfg string) procSpec {
 	return procSpec{name: "mcp-proxy", path: e.o.proxy, args: []string{"serve", "--config", cfg}, stdio: true}
 }
 
-// proxyConfig is the part of mcp-proxy's config the load test writes.
+// proxyConfig is the part of mcp-proxy's config the load test writes. The
+// fields after Servers are those of the feature scenarios (features.go);
+// left empty, they are left out and the proxy's defaults hold.
 type proxyConfig struct {
 	Log      map[string]string       `yaml:"log"`
 	Blobs    map[string]string       `yaml:"blobs"`
 	StateDir string                  `yaml:"state_dir"`
 	Store    map[string]string       `yaml:"store,omitempty"`
-	Metrics  map[string]string       `yaml:"metrics,omitempty"`
 	Servers  map[string]serverConfig `yaml:"servers"`
+
+	Pinning      string                  `yaml:"pinning,omitempty"`
+	Scan         string                  `yaml:"scan,omitempty"`
+	Listen       *listenConfig           `yaml:"listen,omitempty"`
+	Metrics      map[string]string       `yaml:"metrics,omitempty"`
+	Tracing      map[string]string       `yaml:"tracing,omitempty"`
+	Audit        map[string]string       `yaml:"audit,omitempty"`
+	Bundles      map[string]bundleConfig `yaml:"bundles,omitempty"`
+	Agents       map[string]*agentConfig `yaml:"agents,omitempty"`
+	DefaultAgent string                  `yaml:"default_agent,omitempty"`
+}
+
+// listenConfig is the listener's OAuth; the address comes from --listen.
+type listenConfig struct {
+	Auth *listenAuthConfig `yaml:"auth,omitempty"`
+}
+
+type listenAuthConfig struct {
+	Issuer   string `yaml:"issuer"`
+	Audience string `yaml:"audience"`
+}
+
+type bundleConfig struct {
+	Servers []string `yaml:"servers"`
+}
+
+type agentConfig struct {
+	MCPBundles []string            `yaml:"mcp_bundles"`
+	Match      map[string][]string `yaml:"match,omitempty"`
+	Limits     []limitConfig       `yaml:"limits,omitempty"`
+}
+
+type limitConfig struct {
+	Tools     []string `yaml:"tools"`
+	PerMinute int      `yaml:"per_minute"`
+}
+
+// overrideConfig is an override of one upstream tool.
+type overrideConfig struct {
+	Title       string          `yaml:"title,omitempty"`
+	Description string          `yaml:"description,omitempty"`
+	Annotations map[string]bool `yaml:"annotations,omitempty"`
 }
 
 // serverConfig is one upstream: a stdio command or an HTTP url.
@@ -74,8 +117,9 @@ type limitsConfig struct {
 // proxy lists exactly the upstream tools (not its mcp_resources and
 // mcp_prompts) and the lists compare like for like.
 type toolsConfig struct {
-	Resources bool `yaml:"resources"`
-	Prompts   bool `yaml:"prompts"`
+	Resources bool                      `yaml:"resources"`
+	Prompts   bool                      `yaml:"prompts"`
+	Overrides map[string]overrideConfig `yaml:"overrides,omitempty"`
 }
 
 // writeConfig writes a proxy config with these upstreams into the temp
@@ -87,9 +131,9 @@ func (e *env) writeConfig(servers map[string]serverConfig) (string, error) {
 	return e.writeConfigWith(servers, nil)
 }
 
-// writeConfigWith is writeConfig with edit (nil: none) applied to the
+// writeConfigWith is writeConfig with mutate (when not nil) applied to the
 // config before it is written.
-func (e *env) writeConfigWith(servers map[string]serverConfig, edit func(*proxyConfig)) (string, error) {
+func (e *env) writeConfigWith(servers map[string]serverConfig, mutate func(*proxyConfig)) (string, error) {
 	for name, sc := range servers {
 		sc.Protocol = e.o.upstreamProtocol
 		servers[name] = sc
@@ -100,8 +144,8 @@ func (e *env) writeConfigWith(servers map[string]serverConfig, edit func(*proxyC
 		StateDir: filepath.Join(e.dir, "state"),
 		Servers:  servers,
 	}
-	if edit != nil {
-		edit(&cfg)
+	if mutate != nil {
+		mutate(&cfg)
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

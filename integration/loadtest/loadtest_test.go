@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -63,7 +64,7 @@ func TestRunEveryScenario(t *testing.T) {
 		}
 	}
 	jsonPath := filepath.Join(dir, "out.json")
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	var stdout, stderr bytes.Buffer
 	argv := []string{"loadtest", "-proxy", proxyBin, "-fixture", fixtureBin, "-n", "20", "-rounds", "2", "-json", jsonPath}
@@ -88,11 +89,10 @@ func TestRunEveryScenario(t *testing.T) {
 	type row struct{ scenario, upstream string }
 	var want []row
 	for _, sc := range scenarios {
-		if sc.optIn() {
-			continue // store_test.go runs them
-		}
 		for _, u := range sc.upstreams {
-			want = append(want, row{sc.name, u})
+			if !optIn[sc.name] {
+				want = append(want, row{sc.name, u})
+			}
 		}
 	}
 	if len(rep.Results) != len(want) {
@@ -104,6 +104,10 @@ func TestRunEveryScenario(t *testing.T) {
 		}
 		if !strings.Contains(table, "| "+r.Scenario+" | "+r.Upstream+" | ") {
 			t.Errorf("table has no row for %s (%s)", r.Scenario, r.Upstream)
+		}
+		if r.isFeatureRow() {
+			checkFeatureRow(t, r)
+			continue
 		}
 		if _, ok := r.Sides[sideProxy]; !ok {
 			t.Errorf("%s (%s): no proxy side", r.Scenario, r.Upstream)
@@ -130,6 +134,85 @@ func TestRunEveryScenario(t *testing.T) {
 	}
 }
 
+// TestSessionsScenario opens a few sessions with sessions-http, which runs
+// only when named, and checks that it reports them all, each with its
+// initialize and two calls, and the proxy's peak RSS.
+func TestSessionsScenario(t *testing.T) {
+	dir := t.TempDir()
+	proxyBin := filepath.Join(dir, "mcp-proxy")
+	fixtureBin := filepath.Join(dir, "fixture")
+	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	jsonPath := filepath.Join(dir, "out.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	const sessions = 40
+	argv := []string{"loadtest", "-proxy", proxyBin, "-fixture", fixtureBin, "-scenarios", "sessions-http",
+		"-upstreams", "fixture", "-sessions", strconv.Itoa(sessions), "-json", jsonPath}
+	if err := run(ctx, argv, &stdout, &stderr); err != nil {
+		t.Fatalf("run: %v\nstderr:\n%s", err, stderr.String())
+	}
+	data, err := os.ReadFile(jsonPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep report
+	if err := json.Unmarshal(data, &rep); err != nil {
+		t.Fatalf("JSON output does not parse: %v", err)
+	}
+	if len(rep.Results) != 1 || rep.Results[0].Scenario != "sessions-http" || rep.Results[0].Error != "" {
+		t.Fatalf("results %+v, want one sessions-http row without error", rep.Results)
+	}
+	p := rep.Results[0].Sides[sideProxy]
+	if p.Sessions != sessions || p.N != sessions*(1+sessionCalls) || p.PeakRSSMB <= 0 || p.CPUus == nil {
+		t.Errorf("proxy side %+v, want %d sessions, %d requests, a peak RSS and CPU", p, sessions, sessions*(1+sessionCalls))
+	}
+	if !strings.Contains(stdout.String(), "| sessions-http | fixture | ") {
+		t.Errorf("table has no sessions-http row:\n%s", stdout.String())
+	}
+	if left := runningBinaries(proxyBin, fixtureBin); len(left) > 0 {
+		t.Errorf("processes left running: %v", left)
+	}
+}
+
+// checkFeatureRow checks a feature scenario's sides: the bare proxy and
+// either the full one or one per feature of the transport (no OAuth over
+// stdio), each with its CPU, its ratios to bare, and an OTLP sink's CPU
+// exactly where tracing is on.
+func checkFeatureRow(t *testing.T, r *result) {
+	t.Helper()
+	httpListener := strings.Contains(r.Scenario, "-http")
+	want := []string{sideBare, sideFull}
+	if strings.HasPrefix(r.Scenario, "features-each-") {
+		want = []string{sideBare}
+		for _, f := range featuresFor(httpListener, allFeatures) {
+			want = append(want, string(f))
+		}
+	}
+	if got := featureSideOrder(r.Sides); !slices.Equal(got, want) || len(r.Sides) != len(want) {
+		t.Errorf("%s (%s): sides %v, want %v", r.Scenario, r.Upstream, got, want)
+	}
+	for _, name := range want {
+		s := r.Sides[name]
+		if s.CPUus == nil {
+			t.Errorf("%s (%s) %s: no CPU figure", r.Scenario, r.Upstream, name)
+		}
+		traces := name == sideFull || name == string(featTracing)
+		if (s.SinkCPUus != nil) != traces {
+			t.Errorf("%s (%s) %s: sink CPU %v, want one: %v", r.Scenario, r.Upstream, name, s.SinkCPUus, traces)
+		}
+		if _, ok := r.Ratios[name+"/"+sideBare]; name != sideBare && !ok {
+			t.Errorf("%s (%s): no %s/bare ratio", r.Scenario, r.Upstream, name)
+		}
+	}
+}
+
 // checkNumbers fails on any number that is not positive (the signed judged
 // value only has to be finite, and a CPU time over a few requests may round
 // to zero ticks) and returns how many it saw.
@@ -150,7 +233,7 @@ func checkNumbers(t *testing.T, path string, v any) int {
 		return n
 	case float64:
 		signed := strings.HasSuffix(path, ".value")
-		zeroOK := strings.HasSuffix(path, ".cpu_per_call_us")
+		zeroOK := strings.HasSuffix(path, "cpu_per_call_us") || strings.HasSuffix(path, ".cpu_per_call")
 		if math.IsNaN(x) || math.IsInf(x, 0) || (!signed && x < 0) || (!signed && !zeroOK && x == 0) {
 			t.Errorf("%s = %v, want a positive number", path, x)
 		}

@@ -58,6 +58,8 @@ type options struct {
 	// by default the version the direct and floor sides speak, so that
 	// every side asks the same of the upstream.
 	upstreamProtocol string
+	// sessions is how many HTTP sessions sessions-http opens.
+	sessions int
 }
 
 // defaultTimeout bounds one scenario, set-up and teardown included; the
@@ -125,7 +127,8 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.proxy, "proxy", "", "mcp-proxy binary (go build -o /tmp/mcp-proxy ./cmd/mcp-proxy)")
 	fs.StringVar(&o.fixture, "fixture", "", "fixture binary (go build -o /tmp/fixture ./integration/fixture)")
 	fs.StringVar(&o.peer, "peer", "", "optional: TBXark/mcp-proxy binary, a fourth side of the HTTP call scenarios")
-	fs.StringVar(&names, "scenarios", strings.Join(defaultScenarios(), ","), "comma-separated scenarios (the store-* ones, which start a redis-server, run only when named)")
+	fs.StringVar(&names, "scenarios", strings.Join(defaultScenarioNames(), ","), "comma-separated scenarios (sessions-http and the store-* ones, which start a redis-server, only when named)")
+	fs.IntVar(&o.sessions, "sessions", defaultSessions, "HTTP sessions sessions-http opens at once")
 	fs.StringVar(&o.redisServer, "redis-server", "", "redis-server binary of the store scenarios (default: redis-server on PATH)")
 	fs.StringVar(&ups, "upstreams", strings.Join(upstreamNames, ","), "comma-separated upstreams of the call scenarios")
 	fs.IntVar(&o.n, "n", 2000, "requests per side (call-1m and list-20x100 send n/10)")
@@ -164,6 +167,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	}
 	if o.n < o.rounds {
 		problems = append(problems, errors.New("-n must be at least -rounds"))
+	}
+	if o.sessions < 1 {
+		problems = append(problems, errors.New("-sessions must be at least 1"))
 	}
 	if o.timeout <= 0 {
 		problems = append(problems, errors.New("-timeout must be positive"))
@@ -215,22 +221,22 @@ func absExecutable(p *string) error {
 	return nil
 }
 
-// defaultScenarios are the scenarios that run when -scenarios is not
-// given: all but the opt-in ones.
-func defaultScenarios() []string {
-	var out []string
-	for _, s := range scenarios {
-		if !s.optIn() {
-			out = append(out, s.name)
-		}
-	}
-	return out
-}
-
 func scenarioNames() []string {
 	var out []string
 	for _, s := range scenarios {
 		out = append(out, s.name)
+	}
+	return out
+}
+
+// defaultScenarioNames are the scenarios run when -scenarios is not given:
+// all but the opt-in ones.
+func defaultScenarioNames() []string {
+	var out []string
+	for _, s := range scenarios {
+		if !optIn[s.name] {
+			out = append(out, s.name)
+		}
 	}
 	return out
 }

@@ -92,11 +92,11 @@ func (e *env) peerSpec(u string, payload int) (procSpec, error) {
 }
 
 // dialHTTPRetry is dialHTTP, retried while the connection is refused.
-func dialHTTPRetry(ctx context.Context, url string) (*httpClient, error) {
+func dialHTTPRetry(ctx context.Context, url, token string) (*httpClient, error) {
 	var err error
 	for range dialTries {
 		var c *httpClient
-		if c, err = dialHTTP(ctx, url); err == nil {
+		if c, err = dialHTTP(ctx, url, token); err == nil {
 			return c, nil
 		}
 		if !errors.Is(err, syscall.ECONNREFUSED) {

@@ -30,6 +30,7 @@ const (
 type httpClient struct {
 	url     string
 	hc      *http.Client
+	token   string // sent as a bearer token when not empty
 	session string // Mcp-Session-Id, set by initialize ("" for a stateless server)
 	ready   bool   // initialize is done: later requests name the protocol version
 	nextID  atomic.Int64
@@ -92,6 +93,9 @@ func (c *httpClient) close(ctx context.Context) error {
 }
 
 func (c *httpClient) setHeaders(req *http.Request) {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	if c.session != "" {
 		req.Header.Set("Mcp-Session-Id", c.session)
 	}
@@ -248,9 +252,11 @@ func bodyPrefix(r io.Reader) string {
 	return strings.TrimSpace(string(b))
 }
 
-// dialHTTP initializes a session with the server at url.
-func dialHTTP(ctx context.Context, url string) (*httpClient, error) {
+// dialHTTP initializes a session with the server at url, sending token as
+// a bearer token ("" none).
+func dialHTTP(ctx context.Context, url, token string) (*httpClient, error) {
 	c := newHTTPClient(url)
+	c.token = token
 	if err := c.initialize(ctx); err != nil {
 		c.hc.CloseIdleConnections()
 		return nil, fmt.Errorf("%s: %w", url, err)

@@ -95,7 +95,12 @@ func (rep *report) writeTable(w io.Writer) error {
 	b.WriteString(" judged | target | result |\n|---|---|---:|")
 	b.WriteString(strings.Repeat("---|", len(cols)))
 	b.WriteString("---|---|---|\n")
+	var featureRows []*result
 	for _, r := range rep.Results {
+		if r.isFeatureRow() {
+			featureRows = append(featureRows, r)
+			continue
+		}
 		if r.Error != "" {
 			fmt.Fprintf(b, "| %s | %s | |%s error: %s | %s | error |\n", r.Scenario, r.Upstream,
 				strings.Repeat(" |", len(cols)), cell(r.Error), r.Target)
@@ -112,6 +117,9 @@ func (rep *report) writeTable(w io.Writer) error {
 		"n is requests (cold starts for coldstart-20) per side over %d rounds whose side order rotates; "+
 		"latencies are pooled over the rounds. coldstart-20 p50 is the median and p99 the slowest start; "+
 		"rss-20x100 latencies are its 8-way calls.\n", rep.Rounds)
+	if len(featureRows) > 0 {
+		writeFeatureTable(b, featureRows)
+	}
 	for _, r := range rep.Results {
 		if r.Store != nil {
 			fmt.Fprintf(b, "\n%s (%s), proxy on Redis: %s\n", r.Scenario, r.Upstream, r.Store.tripsText())
@@ -119,6 +127,58 @@ func (rep *report) writeTable(w io.Writer) error {
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// isFeatureRow reports a row of a feature scenario: its sides are proxies
+// compared with the bare one.
+func (r *result) isFeatureRow() bool {
+	return strings.HasPrefix(r.Scenario, "features-")
+}
+
+// featureSideOrder is the order of a feature row's sides.
+func featureSideOrder(sides map[string]summary) []string {
+	order := []string{sideBare, sideFull}
+	for _, f := range allFeatures {
+		order = append(order, string(f))
+	}
+	var out []string
+	for _, name := range order {
+		if _, ok := sides[name]; ok {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// writeFeatureTable prints the feature scenarios: one line per proxy, its
+// numbers and their ratios to the bare proxy's in the same rounds.
+func writeFeatureTable(b *strings.Builder, rows []*result) {
+	b.WriteString("\nFeature scenarios: every side is mcp-proxy; bare has `pinning: off` and none of " +
+		"the features, full has every feature its transport has, a side named after a feature has that one alone. " +
+		"Ratios are against bare in the same rounds; sink is the CPU of the side's OTLP sink per request.\n\n")
+	b.WriteString("| scenario | upstream | side | n | p50 / p99, throughput, CPU per call | vs bare (p50, thr, CPU) | target | result |\n")
+	b.WriteString("|---|---|---|---:|---|---|---|---|\n")
+	for _, r := range rows {
+		if r.Error != "" {
+			fmt.Fprintf(b, "| %s | %s | | | error: %s | | %s | error |\n", r.Scenario, r.Upstream, cell(r.Error), r.Target)
+			continue
+		}
+		for _, name := range featureSideOrder(r.Sides) {
+			s := r.Sides[name]
+			c := sideCell(r.Sides, name)
+			if s.SinkCPUus != nil {
+				c += fmt.Sprintf(" (sink %.0f µs)", *s.SinkCPUus)
+			}
+			vs, target, verdict := "", "", ""
+			if q, ok := r.Ratios[name+"/"+sideBare]; ok {
+				vs = fmt.Sprintf("%.2f×, %.2f×, %.2f×", q.P50, q.Thr, q.CPU)
+			}
+			if name == r.target.judged() {
+				target, verdict = r.Target, r.Verdict
+			}
+			fmt.Fprintf(b, "| %s | %s | %s | %d | %s | %s | %s | %s |\n", r.Scenario, r.Upstream, name, s.N, c, vs, target, verdict)
+		}
+	}
 }
 
 // hasSide reports whether any result measured side.

@@ -35,6 +35,16 @@ type target struct {
 	// targets of issue 14 are set with the go-sdk upstream); rows of the
 	// others show the same ratio without a verdict.
 	upstream string
+	// side is the side judged against base; "" means sideProxy.
+	side string
+}
+
+// judged is the side the target judges.
+func (t target) judged() string {
+	if t.side == "" {
+		return sideProxy
+	}
+	return t.side
 }
 
 func (t target) String() string {
@@ -98,16 +108,29 @@ func newResult(sides map[string]summary) *result {
 		if !okA || !okB || b.P50ms <= 0 || b.P99ms <= 0 {
 			continue
 		}
-		q := ratios{P50: a.P50ms / b.P50ms, P99: a.P99ms / b.P99ms}
-		if b.RPS > 0 {
-			q.Thr = a.RPS / b.RPS
+		r.Ratios[p[0]+"/"+p[1]] = sideRatio(a, b)
+	}
+	// The feature scenarios compare every proxy with the bare one.
+	if _, ok := sides[sideBare]; ok {
+		for name := range sides {
+			if name != sideBare && sides[sideBare].P50ms > 0 && sides[sideBare].P99ms > 0 {
+				r.Ratios[name+"/"+sideBare] = sideRatio(sides[name], sides[sideBare])
+			}
 		}
-		if a.CPUus != nil && b.CPUus != nil && *b.CPUus > 0 {
-			q.CPU = *a.CPUus / *b.CPUus
-		}
-		r.Ratios[p[0]+"/"+p[1]] = q
 	}
 	return r
+}
+
+// sideRatio is a over b; b's p50 and p99 must be positive.
+func sideRatio(a, b summary) ratios {
+	q := ratios{P50: a.P50ms / b.P50ms, P99: a.P99ms / b.P99ms}
+	if b.RPS > 0 {
+		q.Thr = a.RPS / b.RPS
+	}
+	if a.CPUus != nil && b.CPUus != nil && *b.CPUus > 0 {
+		q.CPU = *a.CPUus / *b.CPUus
+	}
+	return q
 }
 
 // judge sets Target, Value and Verdict.
@@ -118,7 +141,7 @@ func (r *result) judge(t target) {
 		r.Verdict = "error"
 		return
 	}
-	q := r.Ratios[sideProxy+"/"+t.base]
+	q := r.Ratios[t.judged()+"/"+t.base]
 	switch t.measure {
 	case "p50":
 		r.Value = q.P50

@@ -33,6 +33,9 @@ const (
 	roleBridge = "bridge"
 	// roleSDKEcho is the go-sdk echo server (sdkecho.go).
 	roleSDKEcho = "sdk-echo"
+	// roleOTLPSink accepts OTLP/HTTP trace exports and discards them
+	// (otlpsink.go).
+	roleOTLPSink = "otlp-sink"
 )
 
 // runRoleIfAsked runs the role roleEnv names and exits; it returns at once
@@ -53,6 +56,8 @@ func runRoleIfAsked() {
 		err = bridge(args)
 	case roleSDKEcho:
 		err = sdkEcho(args)
+	case roleOTLPSink:
+		err = otlpSink(args)
 	default:
 		err = fmt.Errorf("unknown %s %q", roleEnv, role)
 	}

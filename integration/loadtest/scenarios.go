@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -40,9 +39,11 @@ type scenario struct {
 	run       func(ctx context.Context, e *env, upstream string) (*result, error)
 }
 
-// optIn reports whether s runs only when -scenarios names it: the store
-// scenarios, which need a redis-server.
-func (s scenario) optIn() bool { return strings.HasPrefix(s.name, "store-") }
+// optIn are the scenarios that run only when -scenarios names them: they
+// take minutes, or more of the machine than the others, or (store-*) need
+// a redis-server.
+var optIn = map[string]bool{"sessions-http": true,
+	"store-http-c1": true, "store-http-c8": true, "store-http-c1-limited": true, "store-http-c8-limited": true}
 
 // The upstreams of the scenarios: the call scenarios run with both; the
 // catalog and process scenarios need the fixture's synthetic tools.
@@ -66,6 +67,14 @@ var scenarios = []scenario{
 	{"list-20x100", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 1.1, atMost: true}, listFleet},
 	{"coldstart-20", fixtureOnly, target{measure: "p50", base: sideDirect, limit: 2, atMost: true}, coldStart},
 	{"rss-20x100", fixtureOnly, target{measure: "rss", limit: 30, below: true}, rssFleet},
+	// Issue 38: every feature on against the bare proxy, and each alone.
+	{"features-http-c1", bothUpstreams, target{measure: "p50", base: sideBare, side: sideFull, limit: 1.1, atMost: true, upstream: upGoSDK}, featureCalls(true, 1, fullAndBare)},
+	{"features-http-c8", bothUpstreams, target{measure: "throughput", base: sideBare, side: sideFull, limit: 0.9, upstream: upGoSDK}, featureCalls(true, pipelineDepth, fullAndBare)},
+	{"features-stdio-c1", bothUpstreams, target{measure: "p50", base: sideBare, side: sideFull, limit: 1.1, atMost: true, upstream: upGoSDK}, featureCalls(false, 1, fullAndBare)},
+	{"features-stdio-c8", bothUpstreams, target{measure: "throughput", base: sideBare, side: sideFull, limit: 0.9, upstream: upGoSDK}, featureCalls(false, pipelineDepth, fullAndBare)},
+	{"features-each-http", bothUpstreams, target{}, featureCalls(true, 1, eachFeature)},
+	{"features-each-stdio", bothUpstreams, target{}, featureCalls(false, 1, eachFeature)},
+	{"sessions-http", bothUpstreams, target{}, sessionsHTTP},
 	// Issue 32's: the proxy on a Redis store against the same proxy on the
 	// memory store, in the same rounds.
 	{"store-http-c1", bothUpstreams, target{measure: "p50", base: sideMemory, limit: 1.3, atMost: true, upstream: upGoSDK}, callStore(1, false)},
@@ -76,10 +85,13 @@ var scenarios = []scenario{
 
 // side is one way to the upstream: check verifies a full answer once, op is
 // one measured operation (i counts from 0 within a batch). proc, when set,
-// is the process in the proxy's place, whose CPU time is reported.
+// is the process in the proxy's place, whose CPU time is reported; extra,
+// when set, a helper of that process (an OTLP sink) whose CPU time is
+// reported apart.
 type side struct {
 	name  string
 	proc  *proc
+	extra *proc
 	check func(ctx context.Context) error
 	op    func(ctx context.Context, i int) error
 }
@@ -262,6 +274,12 @@ func (h *httpEndpoint) close(ctx context.Context) error {
 // startHTTP starts spec, waits for the URL in its ready line and opens a
 // session there. On error nothing is left running.
 func (e *env) startHTTP(ctx context.Context, spec procSpec) (*httpEndpoint, error) {
+	return e.startHTTPToken(ctx, spec, "")
+}
+
+// startHTTPToken is startHTTP with a client that sends token as a bearer
+// token ("" none).
+func (e *env) startHTTPToken(ctx context.Context, spec procSpec, token string) (*httpEndpoint, error) {
 	p, url, err := e.fleet.startReady(ctx, spec)
 	if err != nil {
 		if p != nil {
@@ -269,7 +287,7 @@ func (e *env) startHTTP(ctx context.Context, spec procSpec) (*httpEndpoint, erro
 		}
 		return nil, err
 	}
-	c, err := dialHTTPRetry(ctx, url)
+	c, err := dialHTTPRetry(ctx, url, token)
 	if err != nil {
 		return nil, errors.Join(fmt.Errorf("%s: %w (%s)", spec.name, err, p.failure()), p.stop())
 	}
@@ -286,12 +304,30 @@ func (e *env) startHTTPProxy(ctx context.Context, cl *closers, upstream serverCo
 // (nil: none) and env added to the proxy's environment.
 func (e *env) startHTTPProxyWith(ctx context.Context, cl *closers, upstream serverConfig, edit func(*proxyConfig), env []string) (*httpEndpoint, error) {
 	cfg, err := e.writeConfigWith(map[string]serverConfig{"fx": upstream}, edit)
-	// The URL line is logged at info; the config's warn level would hide it.
-	h, err := e.openHTTP(ctx, cl, procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
-		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL, env: env}, err)
 	if err != nil {
 		return nil, err
 	}
+	return e.startHTTPProxyEnv(ctx, cl, cfg, "", env)
+}
+
+// startHTTPProxyConfig starts the proxy serving Streamable HTTP with config
+// file cfg, whose one upstream is fx, to be closed with cl, and waits until
+// it lists fx__echo. The client sends token as a bearer token ("" none).
+func (e *env) startHTTPProxyConfig(ctx context.Context, cl *closers, cfg, token string) (*httpEndpoint, error) {
+	return e.startHTTPProxyEnv(ctx, cl, cfg, token, nil)
+}
+
+// startHTTPProxyEnv is startHTTPProxyConfig with env added to the proxy's
+// environment.
+func (e *env) startHTTPProxyEnv(ctx context.Context, cl *closers, cfg, token string, env []string) (*httpEndpoint, error) {
+	// The URL line is logged at info; the config's warn level would hide it.
+	spec := procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
+		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL, env: env}
+	h, err := e.startHTTPToken(ctx, spec, token)
+	if err != nil {
+		return nil, err
+	}
+	*cl = append(*cl, func() error { return h.close(ctx) })
 	if _, err := waitTools(ctx, h.c, hasTool("fx__echo")); err != nil {
 		return nil, fmt.Errorf("proxy: %w (%s)", err, h.proc.failure())
 	}
@@ -470,13 +506,18 @@ func (e *env) measure(ctx context.Context, sides []*side, n, conc int) (*result,
 	}
 	acc := make([]samples, len(sides))
 	cpu0 := make([]time.Duration, len(sides))
+	extra0 := make([]time.Duration, len(sides))
 	for i, s := range sides {
-		if s.proc == nil {
-			continue
-		}
 		var err error
-		if cpu0[i], err = s.proc.cpuTime(); err != nil {
-			return nil, err
+		if s.proc != nil {
+			if cpu0[i], err = s.proc.cpuTime(); err != nil {
+				return nil, err
+			}
+		}
+		if s.extra != nil {
+			if extra0[i], err = s.extra.cpuTime(); err != nil {
+				return nil, err
+			}
 		}
 	}
 	for r := 0; r < e.o.rounds; r++ {
@@ -501,6 +542,13 @@ func (e *env) measure(ctx context.Context, sides []*side, n, conc int) (*result,
 				return nil, err
 			}
 			acc[i].cpu, acc[i].hasCPU = cpu1-cpu0[i], true
+		}
+		if s.extra != nil {
+			extra1, err := s.extra.cpuTime()
+			if err != nil {
+				return nil, err
+			}
+			acc[i].extraCPU, acc[i].hasExtraCPU = extra1-extra0[i], true
 		}
 		sums[s.name] = acc[i].summarize(true)
 	}

@@ -18,6 +18,10 @@ type samples struct {
 	// batches; hasCPU says it was read (a direct side has no such process).
 	cpu    time.Duration
 	hasCPU bool
+	// extraCPU is the CPU time of the side's helper process (the OTLP sink
+	// of a proxy that traces), when it has one.
+	extraCPU    time.Duration
+	hasExtraCPU bool
 }
 
 // add records one round.
@@ -41,6 +45,11 @@ type summary struct {
 	// place per request, in microseconds; nil for a direct side. It is read
 	// in clock ticks (10 ms), so it is exact to 10 ms / N.
 	CPUus *float64 `json:"cpu_per_call_us,omitempty"`
+	// Sessions is how many sessions were open at once (sessions-http).
+	Sessions int `json:"sessions,omitempty"`
+	// SinkCPUus is the CPU time of the side's OTLP sink per request, in
+	// microseconds, for a proxy that traces (the feature scenarios).
+	SinkCPUus *float64 `json:"sink_cpu_per_call_us,omitempty"`
 }
 
 // summarize computes percentiles (nearest rank), the mean and, when
@@ -65,6 +74,10 @@ func (s *samples) summarize(withRate bool) summary {
 	if s.hasCPU {
 		us := float64(s.cpu) / float64(time.Microsecond) / float64(len(sorted))
 		out.CPUus = &us
+	}
+	if s.hasExtraCPU {
+		us := float64(s.extraCPU) / float64(time.Microsecond) / float64(len(sorted))
+		out.SinkCPUus = &us
 	}
 	return out
 }

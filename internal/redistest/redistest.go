@@ -6,6 +6,7 @@ package redistest
 
 import (
 	"bufio"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"os"
@@ -32,6 +33,9 @@ type Server struct {
 	Dir  string
 	Port int
 
+	// TLS is set for a server started by StartTLS: it speaks only TLS.
+	TLS bool
+
 	t   testing.TB
 	bin string
 	cmd *exec.Cmd
@@ -41,6 +45,18 @@ type Server struct {
 // not installed.
 func Start(t testing.TB) *Server {
 	t.Helper()
+	return start(t, nil, nil)
+}
+
+// StartTLS is Start for a server that speaks only TLS, with the PEM
+// certificate and key given (clients are not asked for certificates).
+func StartTLS(t testing.TB, cert, key []byte) *Server {
+	t.Helper()
+	return start(t, cert, key)
+}
+
+func start(t testing.TB, cert, key []byte) *Server {
+	t.Helper()
 	bin, err := exec.LookPath("redis-server")
 	if err != nil {
 		if _, serr := os.Stat("/usr/bin/redis-server"); serr != nil {
@@ -48,8 +64,15 @@ func Start(t testing.TB) *Server {
 		}
 		bin = "/usr/bin/redis-server"
 	}
-	s := &Server{t: t, bin: bin, Dir: t.TempDir(), Port: freePort(t)}
+	s := &Server{t: t, bin: bin, Dir: t.TempDir(), Port: freePort(t), TLS: cert != nil}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
+	if s.TLS {
+		for name, data := range map[string][]byte{"tls.crt": cert, "tls.key": key} {
+			if err := os.WriteFile(filepath.Join(s.Dir, name), data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
 	s.Start()
 	t.Cleanup(s.Kill)
 	return s
@@ -59,17 +82,21 @@ func Start(t testing.TB) *Server {
 // has loaded its data.
 func (s *Server) Start() {
 	s.t.Helper()
-	conf := strings.Join([]string{
+	listen := []string{"port " + strconv.Itoa(s.Port)}
+	if s.TLS {
+		listen = []string{"port 0", "tls-port " + strconv.Itoa(s.Port), "tls-cert-file " + filepath.Join(s.Dir, "tls.crt"),
+			"tls-key-file " + filepath.Join(s.Dir, "tls.key"), "tls-auth-clients no"}
+	}
+	conf := strings.Join(append(listen,
 		"bind 127.0.0.1",
-		"port " + strconv.Itoa(s.Port),
-		"dir " + s.Dir,
+		"dir "+s.Dir,
 		"save \"\"",
 		"appendonly yes",
 		"appendfsync always",
 		"protected-mode yes",
 		"daemonize no",
 		"logfile \"\"",
-	}, "\n") + "\n"
+	), "\n") + "\n"
 	confPath := filepath.Join(s.Dir, "redis.conf")
 	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
 		s.t.Fatal(err)
@@ -104,7 +131,14 @@ func (s *Server) Start() {
 // pingOK sends a raw PING and reports whether PONG came back (LOADING
 // while it replays its AOF is not yet ready).
 func (s *Server) pingOK() bool {
-	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	var c net.Conn
+	var err error
+	if s.TLS {
+		// Readiness only: the tests check the certificate themselves.
+		c, err = tls.DialWithDialer(&net.Dialer{Timeout: time.Second}, "tcp", s.Addr, &tls.Config{InsecureSkipVerify: true}) //nolint:gosec
+	} else {
+		c, err = net.DialTimeout("tcp", s.Addr, time.Second)
+	}
 	if err != nil {
 		return false
 	}
@@ -128,8 +162,13 @@ func (s *Server) Kill() {
 	s.cmd = nil
 }
 
-// URL is the server's redis:// URL.
-func (s *Server) URL() string { return fmt.Sprintf("redis://%s/0", s.Addr) }
+// URL is the server's redis:// URL (rediss:// with TLS).
+func (s *Server) URL() string {
+	if s.TLS {
+		return fmt.Sprintf("rediss://%s/0", s.Addr)
+	}
+	return fmt.Sprintf("redis://%s/0", s.Addr)
+}
 
 func freePort(t testing.TB) int {
 	t.Helper()
@@ -139,4 +178,78 @@ func freePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// Sentinel is a redis-server in sentinel mode watching one master under
+// the name MasterName. It is killed when the test ends.
+type Sentinel struct {
+	Addr string
+	cmd  *exec.Cmd
+}
+
+// MasterName is the name a Sentinel knows its master by.
+const MasterName = "mcp-proxy-test"
+
+// StartSentinel runs a sentinel for master and waits until it names the
+// master's address.
+func StartSentinel(t testing.TB, master *Server) *Sentinel {
+	t.Helper()
+	dir := t.TempDir()
+	port := freePort(t)
+	_, masterPort, _ := net.SplitHostPort(master.Addr)
+	conf := strings.Join([]string{
+		"bind 127.0.0.1",
+		"port " + strconv.Itoa(port),
+		"dir " + dir,
+		"sentinel monitor " + MasterName + " 127.0.0.1 " + masterPort + " 1",
+		"sentinel down-after-milliseconds " + MasterName + " 1000",
+		"logfile \"\"",
+	}, "\n") + "\n"
+	confPath := filepath.Join(dir, "sentinel.conf")
+	if err := os.WriteFile(confPath, []byte(conf), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(master.bin, confPath, "--sentinel")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start redis sentinel: %v", err)
+	}
+	s := &Sentinel{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), cmd: cmd}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	deadline := time.Now().Add(startWait)
+	for !s.knowsMaster(master.Addr) {
+		if time.Now().After(deadline) {
+			t.Fatalf("redis sentinel did not name its master within %s", startWait)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return s
+}
+
+// knowsMaster asks the sentinel for its master's address.
+func (s *Sentinel) knowsMaster(addr string) bool {
+	c, err := net.DialTimeout("tcp", s.Addr, time.Second)
+	if err != nil {
+		return false
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(time.Second))
+	if _, err := c.Write([]byte("SENTINEL get-master-addr-by-name " + MasterName + "\r\n")); err != nil {
+		return false
+	}
+	r := bufio.NewReader(c)
+	var lines []string
+	for range 5 { // *2, $len, host, $len, port
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return false
+		}
+		lines = append(lines, strings.TrimSpace(l))
+	}
+	host, port, _ := net.SplitHostPort(addr)
+	return lines[2] == host && lines[4] == port
 }

@@ -90,3 +90,15 @@ func (ca CA) Server(t testing.TB, h http.Handler) *httptest.Server {
 	t.Cleanup(srv.Close)
 	return srv
 }
+
+// ServerPEM returns the server certificate and its private key, PEM
+// encoded, for a server the test runs as a separate process.
+func (ca CA) ServerPEM(t testing.TB) (cert, key []byte) {
+	t.Helper()
+	der, err := x509.MarshalECPrivateKey(ca.server.PrivateKey.(*ecdsa.PrivateKey))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.server.Certificate[0]}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+}
