@@ -1,7 +1,6 @@
 package config
 
 import (
-	"sort"
 	"strings"
 	"time"
 )
@@ -30,25 +29,11 @@ func (c *Config) DeferredFor(a *Agent) bool {
 func (c *Config) HasAgents() bool { return len(c.Agents) > 0 }
 
 // ServerNames returns the names of all configured servers, sorted.
-func (c *Config) ServerNames() []string {
-	names := make([]string, 0, len(c.Servers))
-	for n := range c.Servers {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *Config) ServerNames() []string { return sortedKeys(c.Servers) }
 
 // AgentNames returns the names of the defined agents, sorted (empty when
 // HasAgents is false).
-func (c *Config) AgentNames() []string {
-	names := make([]string, 0, len(c.Agents))
-	for n := range c.Agents {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func (c *Config) AgentNames() []string { return sortedKeys(c.Agents) }
 
 // IsEnabled reports the server's enabled switch (nil means true).
 func (s *Server) IsEnabled() bool { return s.Enabled == nil || *s.Enabled }

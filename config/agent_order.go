@@ -11,21 +11,29 @@ import (
 // explicit ones, as the merge puts them). YAML mappings decode into a Go
 // map, which forgets this order; docs/security.md#oauth-on-the-http-listener needs it ("the first matching
 // agent in config order").
-func documentAgentOrder(root *yaml.Node) []string {
+func documentAgentOrder(root *yaml.Node) []string { return documentKeyOrder(root, "agents") }
+
+// documentServerOrder returns the server names in the order the document
+// writes them under servers (see ServersInOrder).
+func documentServerOrder(root *yaml.Node) []string { return documentKeyOrder(root, "servers") }
+
+// documentKeyOrder returns the keys of the top-level mapping section in
+// the order the document writes them.
+func documentKeyOrder(root *yaml.Node, section string) []string {
 	if root == nil {
 		return nil
 	}
 	walker := &shapeChecker{present: map[string]bool{}}
 	for _, p := range walker.pairs(root, "") {
-		if mapKey(p.k) != "agents" {
+		if mapKey(p.k) != section {
 			continue
 		}
-		agents := resolveAlias(p.v)
-		if agents.Kind != yaml.MappingNode {
+		m := resolveAlias(p.v)
+		if m.Kind != yaml.MappingNode {
 			return nil
 		}
 		var names []string
-		for _, a := range walker.pairs(agents, "agents") {
+		for _, a := range walker.pairs(m, section) {
 			names = append(names, mapKey(a.k))
 		}
 		return names
@@ -40,16 +48,31 @@ func documentAgentOrder(root *yaml.Node) []string {
 // listener tries agents' match rules on its default endpoint (docs/security.md#oauth-on-the-http-listener).
 // Empty when HasAgents is false.
 func (c *Config) AgentsInOrder() []string {
-	out := make([]string, 0, len(c.Agents))
-	seen := make(map[string]bool, len(c.Agents))
-	for _, name := range c.doc.agentOrder {
-		if _, ok := c.Agents[name]; ok && !seen[name] {
+	return inDocumentOrder(c.doc.agentOrder, c.Agents)
+}
+
+// ServersInOrder returns the names of the configured servers in config
+// order: the order in which the document that Parse read lists them, then,
+// sorted by name, any server the document did not list (a Config built in
+// code has no document, so its order is by name). It is the order of the
+// merged lists clients get (docs/protocol.md#list-order-and-cache-hints).
+func (c *Config) ServersInOrder() []string {
+	return inDocumentOrder(c.doc.serverOrder, c.Servers)
+}
+
+// inDocumentOrder is the keys of m in the order of doc, then the rest
+// sorted.
+func inDocumentOrder[V any](doc []string, m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	seen := make(map[string]bool, len(m))
+	for _, name := range doc {
+		if _, ok := m[name]; ok && !seen[name] {
 			seen[name] = true
 			out = append(out, name)
 		}
 	}
 	var rest []string
-	for name := range c.Agents {
+	for name := range m {
 		if !seen[name] {
 			rest = append(rest, name)
 		}

@@ -334,7 +334,7 @@ func (s *importedServer) refs(label, v string) string {
 func assignNames(servers []*importedServer) {
 	taken := map[string]bool{}
 	for _, s := range servers {
-		base := sanitizeName(s.original)
+		base := ServerName(s.original)
 		name := base
 		for n := 2; taken[ResourcePrefix(name)]; n++ {
 			suffix := "-" + strconv.Itoa(n)
@@ -352,8 +352,10 @@ func assignNames(servers []*importedServer) {
 	}
 }
 
-// sanitizeName maps any text to a valid server name.
-func sanitizeName(s string) string {
+// ServerName maps any text to a valid server (or agent) name: letters,
+// digits, "_" and "-" kept, every other character "-", no "__", at most 32
+// characters; "server" when s is empty.
+func ServerName(s string) string {
 	var b strings.Builder
 	for _, r := range s {
 		if r < utf8.RuneSelf && validNameChars(string(r)) {

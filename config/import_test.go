@@ -150,7 +150,7 @@ func TestImportJSONEntries(t *testing.T) {
 	}
 }
 
-func TestSanitizeName(t *testing.T) {
+func TestServerName(t *testing.T) {
 	tests := map[string]string{
 		"github":    "github",
 		"My Server": "My-Server",
@@ -161,8 +161,8 @@ func TestSanitizeName(t *testing.T) {
 		"0123456789012345678901234567890123456789": "01234567890123456789012345678901",
 	}
 	for in, want := range tests {
-		if got := sanitizeName(in); got != want {
-			t.Errorf("sanitizeName(%q) = %q, want %q", in, got, want)
+		if got := ServerName(in); got != want {
+			t.Errorf("ServerName(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

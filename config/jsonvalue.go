@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
-	"slices"
 	"strconv"
 	"time"
 
@@ -68,19 +67,12 @@ func writeJSON(buf *bytes.Buffer, v any, depth int) error {
 		}
 		buf.WriteByte(']')
 	case map[string]any:
-		keys := make([]string, 0, len(x))
-		for k := range x {
-			keys = append(keys, k)
-		}
-		slices.Sort(keys)
 		buf.WriteByte('{')
-		for i, k := range keys {
+		for i, k := range sortedKeys(x) {
 			if i > 0 {
 				buf.WriteByte(',')
 			}
-			if err := writeJSON(buf, k, depth+1); err != nil {
-				return err
-			}
+			buf.Write(rawjson.String(k))
 			buf.WriteByte(':')
 			if err := writeJSON(buf, x[k], depth+1); err != nil {
 				return err

@@ -69,7 +69,7 @@ func Parse(data []byte, lookupEnv func(string) (string, bool)) (*Config, error) 
 		if err := decodeStrict(root, cfg); err != nil {
 			return nil, joinProblems(append(problems, err), secrets)
 		}
-		cfg.doc = docInfo{present: shape.present, dropped: shape.dropped, secretVars: sortSecrets(x.secretVars), agentOrder: documentAgentOrder(root)}
+		cfg.doc = docInfo{present: shape.present, dropped: shape.dropped, secretVars: sortSecrets(x.secretVars), agentOrder: documentAgentOrder(root), serverOrder: documentServerOrder(root)}
 	}
 	cfg.fillNames()
 	cfg.applyDefaults(lookupEnv)

@@ -206,6 +206,7 @@ func (c *Config) Redacted() *Config {
 	out := copyScrubbed(reflect.ValueOf(c), secrets).Interface().(*Config)
 	out.doc.secretVars = append([]string(nil), c.doc.secretVars...)
 	out.doc.agentOrder = append([]string(nil), c.doc.agentOrder...)
+	out.doc.serverOrder = append([]string(nil), c.doc.serverOrder...)
 	if c.doc.present != nil {
 		out.doc.present = make(map[string]bool, len(c.doc.present))
 		for k, v := range c.doc.present {

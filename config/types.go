@@ -67,6 +67,9 @@ type docInfo struct {
 	// agentOrder lists the agents in the order the document writes them
 	// (see AgentsInOrder).
 	agentOrder []string
+	// serverOrder lists the servers in the order the document writes them
+	// (see ServersInOrder).
+	serverOrder []string
 }
 
 // Server is one upstream MCP server (docs/configuration.md#servers).

@@ -258,6 +258,25 @@ func checkHTTPPath(v *validator, path, p string) {
 }
 
 // checkName applies the server-name rule (seed) to a server or agent name.
+// checkNames checks the names of a section's map (sorted), each with
+// checkName and against the names before it, which it must not equal
+// ignoring case. It then calls each with the name's path and whether it is
+// unique in that sense.
+func checkNames(v *validator, section, kind string, names []string, each func(path, name string, unique bool)) {
+	byFold := make(map[string]string, len(names)) // lowercased name -> first name
+	for _, name := range names {
+		path := joinPath(section, pathKey(name))
+		checkName(v, path, kind, name)
+		first, dup := byFold[strings.ToLower(name)]
+		if dup {
+			v.add(path, kind+" name conflicts with "+strconv.Quote(first)+" (names are compared ignoring case)")
+		} else {
+			byFold[strings.ToLower(name)] = name
+		}
+		each(path, name, !dup)
+	}
+}
+
 func checkName(v *validator, path, kind, name string) {
 	switch {
 	case name == "":

@@ -1,24 +1,13 @@
 package config
 
-import (
-	"strconv"
-	"strings"
-)
+import "strings"
 
 func (c *Config) validateAgents(v *validator) {
-	byFold := map[string]string{}
-	for _, name := range sortedKeys(c.Agents) {
-		path := joinPath("agents", pathKey(name))
-		checkName(v, path, "agent", name)
-		if first, dup := byFold[strings.ToLower(name)]; dup {
-			v.add(path, "agent name conflicts with "+strconv.Quote(first)+" (names are compared ignoring case)")
-		} else {
-			byFold[strings.ToLower(name)] = name
-		}
+	checkNames(v, "agents", "agent", sortedKeys(c.Agents), func(path, name string, _ bool) {
 		if a := c.Agents[name]; a != nil {
 			validateAgent(v, path, a)
 		}
-	}
+	})
 }
 
 func validateAgent(v *validator, path string, a *Agent) {

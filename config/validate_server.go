@@ -9,15 +9,9 @@ import (
 )
 
 func (c *Config) validateServers(v *validator) {
-	byFold := map[string]string{}   // lowercased name -> first name
 	byPrefix := map[string]string{} // resource URI prefix -> first name
-	for _, name := range sortedKeys(c.Servers) {
-		path := joinPath("servers", pathKey(name))
-		checkName(v, path, "server", name)
-		if first, dup := byFold[strings.ToLower(name)]; dup {
-			v.add(path, "server name conflicts with "+strconv.Quote(first)+" (names are compared ignoring case)")
-		} else {
-			byFold[strings.ToLower(name)] = name
+	checkNames(v, "servers", "server", sortedKeys(c.Servers), func(path, name string, unique bool) {
+		if unique {
 			prefix := ResourcePrefix(name)
 			if first, dup := byPrefix[prefix]; dup {
 				v.add(path, "resource URI prefix "+strconv.Quote(prefix)+" is also the prefix of server "+strconv.Quote(first)+
@@ -29,7 +23,7 @@ func (c *Config) validateServers(v *validator) {
 		if s := c.Servers[name]; s != nil {
 			validateServer(v, path, s)
 		}
-	}
+	})
 }
 
 func validateServer(v *validator, path string, s *Server) {

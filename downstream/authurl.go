@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/internal/randid"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
+	"github.com/rs/zerolog"
 )
 
 // Logins of OAuth upstreams through the host (docs/security.md#oauth-upstreams): over stdio the
@@ -24,7 +25,8 @@ const loginWait = 10 * time.Minute
 // logins holds the authorization URLs of servers waiting for a login, so
 // that a host that connects after the login started is asked too.
 type logins struct {
-	*env
+	gens     generations
+	log      zerolog.Logger
 	sessions *sessionTable
 
 	mu      sync.Mutex
@@ -63,7 +65,7 @@ func (lg *logins) askPendingLogins(s *session) {
 		pending[server] = url
 	}
 	lg.mu.Unlock()
-	g := lg.gen()
+	g := lg.gens.gen()
 	for server, url := range pending {
 		if up := g.ups[server]; up != nil && up.Snapshot().State == upstream.StateNeedsAuth {
 			lg.askToOpen(s, server, url)

@@ -2,8 +2,10 @@ package downstream
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
@@ -66,7 +68,12 @@ func (e *ToolEntry) listed() bool { return e.Connected && !e.Filtered && !e.Held
 // (sessionList, views.go); a view with other own tools or fewer entries
 // makes its own.
 type Catalog struct {
-	tools    []*ToolEntry // sorted by exposed name
+	tools []*ToolEntry // sorted by exposed name
+	// order holds the entries of tools in list order: servers in config
+	// order, each server's tools in the server's own order
+	// (docs/protocol.md#list-order-and-cache-hints), whatever the order in
+	// which they connected.
+	order    []*ToolEntry
 	byName   map[string]*ToolEntry
 	own      []byte // the own tools at the head of result's list, each followed by a comma
 	listed   []byte // the listed (connected, unfiltered) entries' Raw, comma-separated, inside result
@@ -79,6 +86,7 @@ type Catalog struct {
 // serverTools is one server's input to a catalog build.
 type serverTools struct {
 	name      string
+	rank      int // the server's place in config order
 	prefix    string
 	include   []string
 	exclude   []string
@@ -189,6 +197,14 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 			c.tools = append(c.tools, e)
 		}
 	}
+	// Each server's entries are in its own order already: a stable sort by
+	// the server's rank makes the list order.
+	rank := make(map[string]int, len(servers))
+	for _, s := range servers {
+		rank[s.name] = s.rank
+	}
+	c.order = slices.Clone(c.tools)
+	slices.SortStableFunc(c.order, func(a, b *ToolEntry) int { return cmp.Compare(rank[a.Server], rank[b.Server]) })
 	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Exposed < c.tools[j].Exposed })
 	c.joinListed(own)
 	return c
@@ -200,7 +216,7 @@ func rebuildCatalog(style namespace.Style, servers []serverTools, prev *Catalog,
 func (c *Catalog) joinListed(own []byte) {
 	const head, tail = `{"tools":[`, `]}`
 	n := len(head) + len(own) + len(tail)
-	for _, e := range c.tools {
+	for _, e := range c.order {
 		if e.listed() {
 			n += len(e.Raw) + 1
 		}
@@ -208,7 +224,7 @@ func (c *Catalog) joinListed(own []byte) {
 	buf := make([]byte, 0, n)
 	buf = append(append(buf, head...), own...)
 	start := len(buf)
-	for _, e := range c.tools {
+	for _, e := range c.order {
 		if !e.listed() {
 			continue
 		}

@@ -151,6 +151,10 @@ func (cs *catalogState) Refresh() {
 			delete(cs.lastTools, name) // removed by a reload
 		}
 	}
+	rank := make(map[string]int, len(names))
+	for i, name := range g.cfg.ServersInOrder() {
+		rank[name] = i
+	}
 	var servers []serverTools
 	var surfaces []surfaceServer
 	var resourceTools []byte // which listed servers back mcp_resources and mcp_prompts
@@ -162,11 +166,11 @@ func (cs *catalogState) Refresh() {
 			cs.lastTools[name] = snap.Tools
 		}
 		servers = append(servers, serverTools{
-			name: name, prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
+			name: name, rank: rank[name], prefix: cfg.PrefixValue(), include: cfg.Tools.Include, exclude: cfg.Tools.Exclude,
 			connected: connected, tools: cs.lastTools[name], overrides: g.overrides[name],
 		})
 		surfaces = append(surfaces, surfaceServer{
-			name: name, prefix: cfg.PrefixValue(), connected: connected,
+			name: name, rank: rank[name], prefix: cfg.PrefixValue(), connected: connected,
 			resources:     snap.Capabilities.Resources && cfg.ResourcesEnabled(),
 			prompts:       snap.Capabilities.Prompts && cfg.PromptsEnabled(),
 			snapResources: snap.Resources, snapTemplates: snap.ResourceTemplates, snapPrompts: snap.Prompts,

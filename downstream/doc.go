@@ -17,7 +17,7 @@
 // Proxy (proxy.go) is the composition root: it builds the parts and wires
 // them; each part owns its state and behaviour, in files named after it,
 // and reaches the others through small interfaces it declares. env.go is
-// what they all read (options, log, the current config generation); the
+// what the parts read (options, log, the current config generation); the
 // transports stdio.go and http.go (httpstream.go) only frame bytes; the
 // route (route.go, with rpc.go and reply.go) reads every message and
 // dispatches it; sessiontable.go holds the sessions, session.go and

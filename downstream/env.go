@@ -87,6 +87,12 @@ type generation struct {
 
 func (e *env) gen() *generation { return e.cur.Load() }
 
+// generations gives the current generation. A part that reads nothing else
+// of env holds env as this, not the whole of it.
+type generations interface {
+	gen() *generation
+}
+
 func (g *generation) serverNames() []string {
 	names := make([]string, 0, len(g.ups))
 	for name := range g.ups {
@@ -118,9 +124,9 @@ func (e *env) hasPinned() bool {
 // defaultAgentName is the agent served when a request names none: the
 // configured default_agent, or the implicit agent when there are no agents.
 // It is "" when agents exist and none is the default.
-func (e *env) defaultAgentName() string {
-	if cfg := e.gen().cfg; cfg.HasAgents() {
-		return cfg.DefaultAgent
+func (g *generation) defaultAgentName() string {
+	if g.cfg.HasAgents() {
+		return g.cfg.DefaultAgent
 	}
 	return config.ImplicitAgent
 }

@@ -2,7 +2,6 @@ package downstream
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/mcp-proxy/mcp-proxy/authn"
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -361,25 +362,24 @@ func checkStatelessHeaders(h http.Header, m rawjson.Message, hv, mv string) (int
 	if !ok {
 		return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: missing required header for method %q", headerName, m.Method)
 	}
-	want, _ := stringMember(m.Params, member)
-	if got := decodeHeaderValue(strings.Join(vals, ",")); got != want {
+	if len(vals) > 1 {
+		return http.StatusBadRequest, headerMismatch(headerName, "the header is sent more than once")
+	}
+	if !headerValueOK(vals[0]) {
+		return http.StatusBadRequest, headerMismatch(headerName, "the value has characters a header value must not have; send it as =?base64?…?=")
+	}
+	// A value that is not plain ASCII comes as "=?base64?<base64 of its
+	// UTF-8>?=", decoded as the proxy's own requests upstream encode it
+	// (mcp-go's, upstream/modern.go).
+	got, ok := mcp.DecodeHeaderValue(vals[0])
+	if !ok {
+		return http.StatusBadRequest, headerMismatch(headerName, "invalid base64 in =?base64?…?=")
+	}
+	if want, _ := stringMember(m.Params, member); got != want {
 		return http.StatusBadRequest, errorf(codeHeaderMismatch, "header mismatch: %s: header value %q does not match body value %q",
 			headerName, truncate(got, 100), truncate(want, 100))
 	}
 	return 0, nil
-}
-
-// decodeHeaderValue reads an MCP header value, which a client may send as
-// "=?base64?<base64 of the UTF-8 value>?=" when it is not plain ASCII.
-func decodeHeaderValue(v string) string {
-	if inner, ok := strings.CutPrefix(v, "=?base64?"); ok {
-		if enc, ok := strings.CutSuffix(inner, "?="); ok {
-			if b, err := base64.StdEncoding.DecodeString(enc); err == nil {
-				return string(b)
-			}
-		}
-	}
-	return v
 }
 
 // statelessStatus is the HTTP status of a stateless response, which the

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // Protocol versions the proxy serves downstream, newest first: the
@@ -38,19 +39,79 @@ const (
 
 func isModern(version string) bool { return version >= modernVersion }
 
-// capabilitiesJSON is what the proxy offers every client: tools, resources
-// (with subscriptions) and prompts that change, logging and completions.
-const capabilitiesJSON = `{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}}`
+// firstCompletionsVersion is the first protocol version that has the
+// completions capability (MCP 2025-03-26); a 2024-11-05 client is not
+// offered it.
+const firstCompletionsVersion = "2025-03-26"
+
+// offered is what the proxy offers one client: the union of what the
+// servers its agent is granted offer, and tools always (the proxy's own
+// tools, and lists that change as servers come and go).
+type offered struct {
+	logging, prompts, resources, subscribe, completions bool
+}
+
+// offeredTo is the union over the servers s's agent is granted. A server
+// that is not connected (still making its first connection, or down)
+// counts as offering everything: it may come with any of it, and a
+// capability is offered once, at the handshake. Prompts and resources
+// count only where the server's config lets them through
+// (docs/resources.md#resources-and-prompts).
+func (lc *lifecycle) offeredTo(s *session) offered {
+	var o offered
+	g := lc.gen()
+	for _, name := range g.serverNames() {
+		cfg := g.cfg.Servers[name]
+		if cfg == nil || !s.agent.Granted(name) {
+			continue
+		}
+		snap := g.ups[name].Snapshot()
+		c := snap.Capabilities
+		if !snap.Listed() {
+			c = upstream.Capabilities{Resources: true, ResourcesSubscribe: true, Prompts: true, Logging: true, Completions: true}
+		}
+		o.logging = o.logging || c.Logging
+		o.prompts = o.prompts || c.Prompts && cfg.PromptsEnabled()
+		o.resources = o.resources || c.Resources && cfg.ResourcesEnabled()
+		o.subscribe = o.subscribe || c.Resources && c.ResourcesSubscribe && cfg.ResourcesEnabled()
+		o.completions = o.completions || c.Completions
+	}
+	return o
+}
+
+// capabilitiesJSON is o as the capabilities object of protocol version
+// version: what that version cannot express is left out.
+func (o offered) capabilitiesJSON(version string) []byte {
+	out := append(make([]byte, 0, 160), '{')
+	if o.logging {
+		out = append(out, `"logging":{},`...)
+	}
+	if o.prompts {
+		out = append(out, `"prompts":{"listChanged":true},`...)
+	}
+	switch {
+	case o.resources && o.subscribe:
+		out = append(out, `"resources":{"subscribe":true,"listChanged":true},`...)
+	case o.resources:
+		out = append(out, `"resources":{"listChanged":true},`...)
+	}
+	out = append(out, `"tools":{"listChanged":true}`...)
+	if o.completions && version >= firstCompletionsVersion {
+		out = append(out, `,"completions":{}`...)
+	}
+	return append(out, '}')
+}
 
 // lifecycle answers the requests that begin and tend a session: the
 // handshake (initialize, or a stateless client's server/discover), ping,
 // and logging/setLevel.
 type lifecycle struct {
-	*env
-	catalog catalogWait
-	own     instructor
-	logins  pendingLogins
-	levels  levelApplier
+	generations        // the servers offeredTo unites
+	serverInfo  []byte // the proxy's serverInfo object (env.serverInfo)
+	catalog     catalogWait
+	own         instructor
+	logins      pendingLogins
+	levels      levelApplier
 }
 
 // instructor renders the session instructions of the own tools.
@@ -96,8 +157,8 @@ func (lc *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessag
 	if first {
 		lc.logins.askPendingLogins(r.sess) // the questions go once notifications/initialized has come
 	}
-	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + capabilitiesJSON +
-		`,"serverInfo":` + string(lc.serverInfo()))
+	out := []byte(`{"protocolVersion":` + string(rawjson.String(version)) + `,"capabilities":` + string(lc.offeredTo(r.sess).capabilitiesJSON(version)) +
+		`,"serverInfo":` + string(lc.serverInfo))
 	if lc.own.needsInstructions(r.sess) {
 		lc.catalog.waitStartup(ctx)
 		if instr := lc.own.sessionInstructions(ctx, r); instr != "" {
@@ -113,7 +174,7 @@ func (lc *lifecycle) initialize(ctx context.Context, r *request) (json.RawMessag
 func (lc *lifecycle) discover(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	r.sess.open.Store(true) // on stdio the connection now takes notifications
 	versions, _ := json.Marshal(protocolVersions)
-	out := []byte(`{"supportedVersions":` + string(versions) + `,"capabilities":` + capabilitiesJSON)
+	out := []byte(`{"supportedVersions":` + string(versions) + `,"capabilities":` + string(lc.offeredTo(r.sess).capabilitiesJSON(r.version)))
 	if lc.own.needsInstructions(r.sess) {
 		lc.catalog.waitStartup(ctx)
 		if instr := lc.own.sessionInstructions(ctx, r); instr != "" {

@@ -194,6 +194,7 @@ func TestEachSessionGetsItsOwnLevel(t *testing.T) {
 	}
 	open := func(level string) client {
 		s, _ := testSession(p, "", nil)
+		s.state.SetClient(clientInfo{version: "2025-11-25"}) // a session-era client, as after initialize
 		s.open.Store(true)
 		out := &recordStream{}
 		s.notify.attach(out)

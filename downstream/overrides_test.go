@@ -95,8 +95,8 @@ func TestOverridesInToolsList(t *testing.T) {
 	list := p.views.listFor(st)
 	names := listedNames(t, list)
 	// delete_repo takes create_issue's default name, which is free: its
-	// own override renames create_issue.
-	if want := []string{"gh__create_issue", "gh__list_issues", "new_issue"}; !slices.Equal(names, want) {
+	// own override renames create_issue. The list keeps the server's order.
+	if want := []string{"new_issue", "gh__list_issues", "gh__create_issue"}; !slices.Equal(names, want) {
 		t.Fatalf("listed %v, want %v", names, want)
 	}
 	if d := listedTool(t, list, "gh__create_issue")["description"]; d != "Delete a repository." {

@@ -102,32 +102,22 @@ type resourceToolArgs struct {
 
 func errorText(s string) json.RawMessage { return textResult(s, true) }
 
-// mcpResources runs the mcp_resources tool.
-func (o *ownTools) mcpResources(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
+// resourceTool runs mcp_resources (resources) or mcp_prompts: list, and
+// read a resource or get a prompt.
+func (o *ownTools) resourceTool(ctx context.Context, r *request, args json.RawMessage, resources bool) json.RawMessage {
 	var in resourceToolArgs
 	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
 		return errorText("arguments must be an object")
 	}
-	switch in.Action {
-	case "list":
-		return o.listForTool(ctx, r, in, true)
-	case "read":
+	switch {
+	case in.Action == "list":
+		return o.listForTool(ctx, r, in, resources)
+	case resources && in.Action == "read":
 		return o.readForTool(ctx, r, in.URI)
-	}
-	return errorText("missing required `action` (list|read)")
-}
-
-// mcpPrompts runs the mcp_prompts tool.
-func (o *ownTools) mcpPrompts(ctx context.Context, r *request, args json.RawMessage) json.RawMessage {
-	var in resourceToolArgs
-	if len(args) > 0 && json.Unmarshal(args, &in) != nil {
-		return errorText("arguments must be an object")
-	}
-	switch in.Action {
-	case "list":
-		return o.listForTool(ctx, r, in, false)
-	case "get":
+	case !resources && in.Action == "get":
 		return o.getForTool(ctx, r, in)
+	case resources:
+		return errorText("missing required `action` (list|read)")
 	}
 	return errorText("missing required `action` (list|get)")
 }

@@ -125,10 +125,7 @@ func (o *ownTools) ownCall(ctx context.Context, r *request, name string, args, m
 		o.opts.Metrics.PolicyDenial(st.agent.Name, string(rule))
 		return denied(name, rule), nil, true
 	}
-	if name == mcpResourcesName {
-		return o.mcpResources(ctx, r, args), nil, true
-	}
-	return o.mcpPrompts(ctx, r, args), nil, true
+	return o.resourceTool(ctx, r, args, name == mcpResourcesName), nil, true
 }
 
 // toolSearch runs the tool_search tool (docs/deferred-loading.md) and activates what it

@@ -140,13 +140,23 @@ func (rt *progressRoute) detach() {
 	if rt == nil {
 		return
 	}
-	rt.mu.Lock()
-	rt.detached = true
-	idle, sending := rt.idle, rt.sending
-	rt.mu.Unlock()
-	if sending {
+	if idle := rt.stop(&rt.detached); idle != nil {
 		<-idle // the sender stops after the value in hand; a write is bounded by its stream
 	}
+}
+
+// stop sets flag under the lock: rt.detached, which stops the sender after
+// the value in hand, or rt.closed, after which it writes the latest value
+// and takes no more. It returns what is closed once the sender has
+// stopped: nil when none runs.
+func (rt *progressRoute) stop(flag *bool) <-chan struct{} {
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	*flag = true
+	if !rt.sending {
+		return nil
+	}
+	return rt.idle
 }
 
 // attach resumes delivery to another request of the same call: its stream
@@ -172,11 +182,7 @@ func (rt *progressRoute) close() {
 	if rt == nil {
 		return
 	}
-	rt.mu.Lock()
-	rt.closed = true
-	idle, sending := rt.idle, rt.sending
-	rt.mu.Unlock()
-	if sending {
+	if idle := rt.stop(&rt.closed); idle != nil {
 		select {
 		case <-idle:
 		case <-time.After(progressFlushLimit):

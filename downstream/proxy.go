@@ -115,7 +115,7 @@ func New(opts Options) *Proxy {
 	p.own = &ownTools{env: e}
 	p.catalogs = newCatalogState(e, p.sessions, p.own)
 	p.views = newViewCache(e, p.catalogs, p.own)
-	p.logins = &logins{env: e, sessions: p.sessions}
+	p.logins = &logins{gens: e, log: e.log, sessions: p.sessions}
 	if ss := opts.Store.Sessions(e.idleTimeout()); ss != nil {
 		p.sessions.shared = &sharedSessions{store: ss, resolve: p.views.resolveAgent, log: opts.Logger}
 	}
@@ -126,7 +126,7 @@ func New(opts Options) *Proxy {
 	p.surface.relay = p.relay
 	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
-	p.lifecycle = &lifecycle{env: e, catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
+	p.lifecycle = &lifecycle{generations: e, serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
 	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))
 	// When a session ends, its subscriptions go, and the upstreams' log
 	// levels no longer count its own.

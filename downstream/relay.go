@@ -492,7 +492,7 @@ func (rl *relay) forwardLog(srv string, params json.RawMessage) {
 	}
 	rl.sessions.each(func(s *session) {
 		if !served[s] && s.open.Load() && s.agent.Granted(srv) && s.wantsLog(level) {
-			s.notify.send(msg)
+			s.sendUnowned(msg)
 		}
 	})
 }

@@ -76,16 +76,19 @@ func listPage(member string, items []*itemEntry, st *session, params json.RawMes
 
 func (rp *resourcesPrompts) listResources(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("resources", rp.catalog.Catalog().surface.resources, r.sess, r.params)
 }
 
 func (rp *resourcesPrompts) listTemplates(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("resourceTemplates", rp.catalog.Catalog().surface.templates, r.sess, r.params)
 }
 
 func (rp *resourcesPrompts) listPrompts(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	rp.catalog.waitStartup(ctx) // like tools/list (docs/operations.md#startup)
+	rp.refreshStale(r.sess)
 	return listPage("prompts", rp.catalog.Catalog().surface.prompts, r.sess, r.params)
 }
 
@@ -141,14 +144,9 @@ func uriParam(params json.RawMessage) (string, *wireError) {
 	return uri, nil
 }
 
-// readResource answers resources/read; a stateless HTTP client's read runs
-// as a parked call, so that a server request it raises reaches the client
-// (roundtrip.go).
-func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return rp.surfaceRequest(ctx, r, rp.readResourceNow)
-}
-
-func (rp *resourcesPrompts) readResourceNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// readResource answers resources/read; the method table runs it behind
+// surfaced.
+func (rp *resourcesPrompts) readResource(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	uri, werr := uriParam(params)
 	if werr != nil {
@@ -282,17 +280,13 @@ func (rp *resourcesPrompts) resourceUpdated(srv string, params json.RawMessage) 
 	}
 	rp.subs.mu.Unlock()
 	for st, uri := range targets {
-		st.notify.send(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
+		st.sendUnowned(notification("notifications/resources/updated", []byte(`{"uri":`+string(rawjson.String(uri))+`}`)))
 	}
 }
 
-// getPrompt answers prompts/get; like readResource, a stateless HTTP
-// client's runs as a parked call.
-func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (json.RawMessage, *wireError) {
-	return rp.surfaceRequest(ctx, r, rp.getPromptNow)
-}
-
-func (rp *resourcesPrompts) getPromptNow(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
+// getPrompt answers prompts/get; the method table runs it behind
+// surfaced.
+func (rp *resourcesPrompts) getPrompt(ctx context.Context, r *request) (_ json.RawMessage, werr *wireError) {
 	st, params := r.sess, r.params
 	name, err := stringMember(params, "name")
 	if err != nil {
@@ -409,6 +403,14 @@ func grantedAny(servers map[string]bool) func(*session) bool {
 			}
 		}
 		return false
+	}
+}
+
+// surfaced wraps h, the handler of resources/read or prompts/get, in
+// surfaceRequest.
+func (rp *resourcesPrompts) surfaced(h handler) handler {
+	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
+		return rp.surfaceRequest(ctx, r, h)
 	}
 }
 

@@ -29,24 +29,32 @@ func stripResultTags(result json.RawMessage) json.RawMessage {
 	if !mayHaveTags(result) {
 		return result
 	}
-	content, ok, err := rawjson.Get(result, "content")
+	return mapItems(result, "content", stripItemTags)
+}
+
+// mapItems returns result with each item of its array member key replaced
+// by what rewrite returns for it (false: the item stays as it is). A
+// result where that member is missing or not an array, or where no item
+// changed, is returned as it is.
+func mapItems(result json.RawMessage, key string, rewrite func(item json.RawMessage) (json.RawMessage, bool)) json.RawMessage {
+	arr, ok, err := rawjson.Get(result, key)
 	if err != nil || !ok {
 		return result
 	}
 	var items []json.RawMessage
-	if json.Unmarshal(content, &items) != nil {
+	if json.Unmarshal(arr, &items) != nil {
 		return result
 	}
 	changed := false
 	for i, item := range items {
-		if out, ok := stripItemTags(item); ok {
+		if out, ok := rewrite(item); ok {
 			items[i], changed = out, true
 		}
 	}
 	if !changed {
 		return result
 	}
-	out, err := rawjson.Set(result, "content", jsonArray(items))
+	out, err := rawjson.Set(result, key, jsonArray(items))
 	if err != nil {
 		return result
 	}

@@ -64,11 +64,11 @@ func methodTable(l *lifecycle, c *toolCalls, s *resourcesPrompts) map[string]han
 		"tools/call":               c.callTool,
 		"resources/list":           s.listResources,
 		"resources/templates/list": s.listTemplates,
-		"resources/read":           s.readResource,
+		"resources/read":           s.surfaced(s.readResource),
 		"resources/subscribe":      s.subscribe,
 		"resources/unsubscribe":    s.unsubscribe,
 		"prompts/list":             s.listPrompts,
-		"prompts/get":              s.getPrompt,
+		"prompts/get":              s.surfaced(s.getPrompt),
 		"completion/complete":      s.complete,
 		"subscriptions/listen":     s.listen,
 	}
@@ -472,8 +472,7 @@ func eraCheck(next handler) handler {
 }
 
 // cachedMethods are the methods whose stateless results say how long a
-// client may cache them: not at all, since the proxy's lists change with
-// its upstreams (list_changed tells the client).
+// client may cache them and who may share them (cachehints.go).
 var cachedMethods = map[string]bool{
 	"tools/list": true, "prompts/list": true, "resources/list": true,
 	"resources/templates/list": true, "resources/read": true, "server/discover": true,
@@ -489,19 +488,32 @@ var ownResults = map[string]bool{
 // decorate adds what a 2026-07-28 client expects on every result: the
 // result type ("complete", unless the handler set one), for the results
 // the proxy writes itself the server's identity in _meta (an upstream's
-// result keeps its own _meta as it was), and for lists and reads that
-// they are not to be cached.
+// result keeps its own _meta as it was), and for lists and reads their
+// cache hints (cachehints.go).
 func (rt *router) decorate(next handler) handler {
 	return func(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 		res, werr := next(ctx, r)
 		if !r.modern || r.decorated || werr != nil {
 			return res, werr
 		}
-		return rt.decorateResult(r.method, res), nil
+		return rt.decorateResult(r.method, res, rt.resultHint(r, res)), nil
 	}
 }
 
-func (rt *router) decorateResult(method string, res json.RawMessage) json.RawMessage {
+// resultHint is the cache hint of r's result res.
+func (rt *router) resultHint(r *request, res json.RawMessage) cacheHint {
+	switch {
+	case r.method == "resources/read":
+		return rt.readHint(r.sess, res)
+	case listKinds[r.method].hint != nil:
+		return rt.listHint(r.sess, r.method)
+	}
+	return cacheHint{}
+}
+
+// decorateResult is decorate's work on a result of method, with hint the
+// cache hint it carries when method is cached.
+func (rt *router) decorateResult(method string, res json.RawMessage, hint cacheHint) json.RawMessage {
 	if len(res) == 0 || res[0] != '{' {
 		res = json.RawMessage(`{}`)
 	}
@@ -512,13 +524,14 @@ func (rt *router) decorateResult(method string, res json.RawMessage) json.RawMes
 		return res
 	}
 	var meta []byte
-	hasType := false
+	hasType, inputRequired := false, false
 	for _, m := range ms {
 		switch {
 		case m.Key == "_meta" && meta == nil:
 			meta = res[m.ValueStart:m.ValueEnd]
 		case m.Key == "resultType":
 			hasType = true
+			inputRequired = string(res[m.ValueStart:m.ValueEnd]) == `"input_required"` // not cacheable
 		}
 	}
 	var set []rawjson.KV
@@ -533,8 +546,8 @@ func (rt *router) decorateResult(method string, res json.RawMessage) json.RawMes
 	if !hasType {
 		set = append(set, rawjson.KV{Key: "resultType", Value: []byte(`"complete"`)})
 	}
-	if cachedMethods[method] {
-		set = append(set, rawjson.KV{Key: "ttlMs", Value: []byte(`0`)}, rawjson.KV{Key: "cacheScope", Value: []byte(`"private"`)})
+	if cachedMethods[method] && !inputRequired {
+		set = append(set, hint.members()...)
 	}
 	if len(set) == 0 {
 		return res

@@ -61,25 +61,21 @@ func errorResponse(id json.RawMessage, werr *wireError) []byte {
 
 // notification builds a JSON-RPC notification; params may be nil.
 func notification(method string, params []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(params) + len(method) + 48)
-	buf.WriteString(`{"jsonrpc":"2.0","method":`)
-	buf.Write(rawjson.String(method))
-	if len(params) > 0 {
-		buf.WriteString(`,"params":`)
-		buf.Write(params)
-	}
-	buf.WriteByte('}')
-	return buf.Bytes()
+	return clientRequest(nil, method, params)
 }
 
-// clientRequest builds a JSON-RPC request of the proxy to its client.
+// clientRequest builds a JSON-RPC request of the proxy to its client, or a
+// notification when id is empty; params may be nil.
 func clientRequest(id json.RawMessage, method string, params []byte) []byte {
 	var buf bytes.Buffer
 	buf.Grow(len(params) + len(method) + len(id) + 48)
-	buf.WriteString(`{"jsonrpc":"2.0","id":`)
-	buf.Write(id)
-	buf.WriteString(`,"method":`)
+	buf.WriteString(`{"jsonrpc":"2.0",`)
+	if len(id) > 0 {
+		buf.WriteString(`"id":`)
+		buf.Write(id)
+		buf.WriteByte(',')
+	}
+	buf.WriteString(`"method":`)
 	buf.Write(rawjson.String(method))
 	if len(params) > 0 {
 		buf.WriteString(`,"params":`)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
 
 // Transports a session can run on (the metrics label transport).
@@ -48,6 +49,9 @@ type session struct {
 	// notify carries messages no request owns (list_changed, log messages,
 	// resource updates): the stdio connection, or the session's GET stream.
 	notify notifyTarget
+	// listens are a stdio 2026-07-28 client's subscriptions/listen
+	// requests (sendUnowned).
+	listens listenSet
 	// activity tracks an HTTP session's requests and streams for the idle
 	// timeout.
 	activity  activity
@@ -109,6 +113,21 @@ func (s *session) ended() bool {
 	default:
 		return false
 	}
+}
+
+// sendUnowned sends a notification no request owns (list_changed, a
+// resource update, a log message) the way the client's protocol era
+// expects: to a session-era client on its stream (stdio, or its GET
+// stream), to a stateless HTTP listen on its stream (notify is the
+// listen's), and to a 2026-07-28 client on stdio (one that never sent
+// initialize) only through the listens that opted in to it, tagged with
+// each one's subscription id (MCP 2026-07-28, basic/patterns/subscriptions).
+func (s *session) sendUnowned(msg []byte) {
+	if s.transport == transportStdio && s.state.Client() == nil {
+		s.listens.send(msg)
+		return
+	}
+	s.notify.send(msg)
 }
 
 // notifyTarget is where a session's unowned messages go. On stdio it is
@@ -278,16 +297,20 @@ type request struct {
 }
 
 // withRequest tags ctx, the context of a request sent upstream for client
-// request r, with r. Within the proxy a request is passed as a value; this
-// tag is only for the way through an upstream package and back: a
-// Streamable HTTP upstream hands the call's context back with a server
-// request that arrives on the call's stream, and OnUpstreamRequest reads
-// the tag to find the client to ask (relay.go). r may be nil.
+// request r, with r, and with the capabilities of r's client that the
+// proxy can honour for it (upcaps.go), which a 2026-07-28 upstream is told
+// in the request's _meta: every request sent for a client declares that
+// client's, never the proxy's own. Within the proxy a request is passed as
+// a value; the request tag is only for the way through an upstream package
+// and back: a Streamable HTTP upstream hands the call's context back with a
+// server request that arrives on the call's stream, and OnUpstreamRequest
+// reads the tag to find the client to ask (relay.go). r may be nil (a
+// request for no client, which declares the proxy's own capabilities).
 func withRequest(ctx context.Context, r *request) context.Context {
 	if r == nil {
 		return ctx
 	}
-	return context.WithValue(ctx, requestKey{}, r)
+	return upstream.WithClientCapabilities(context.WithValue(ctx, requestKey{}, r), r.caps.upstreamCaps())
 }
 
 // requestFrom is the client request ctx was sent upstream for, or nil.

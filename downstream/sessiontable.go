@@ -310,6 +310,6 @@ func (st *sessionTable) broadcast(method string, params []byte, keep func(*sessi
 		if !s.open.Load() || keep != nil && !keep(s) {
 			return
 		}
-		s.notify.send(msg)
+		s.sendUnowned(msg)
 	})
 }

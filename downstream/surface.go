@@ -1,7 +1,7 @@
 package downstream
 
 import (
-	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -45,6 +45,7 @@ type surface struct {
 // surfaceServer is one server's input to a surface build.
 type surfaceServer struct {
 	name               string
+	rank               int // the server's place in config order
 	prefix             string
 	connected          bool
 	resources, prompts bool // advertised and allowed (tools.resources / tools.prompts)
@@ -74,6 +75,7 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 	var warnings []string
 	var inputs []namespace.Input
 	promptRaw := map[string]map[string]json.RawMessage{}
+	promptOrder := map[string]int{} // server NUL upstream name -> place in the server's list
 	for _, sv := range servers {
 		if !sv.connected {
 			continue
@@ -117,6 +119,9 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 					warnings = append(warnings, fmt.Sprintf("server %s: prompt skipped: %v", sv.name, err))
 					continue
 				}
+				if _, dup := promptOrder[subKey(sv.name, name)]; !dup {
+					promptOrder[subKey(sv.name, name)] = len(in.Names)
+				}
 				in.Names = append(in.Names, name)
 				promptRaw[sv.name][name] = raw
 			}
@@ -139,10 +144,32 @@ func buildSurface(style namespace.Style, servers []surfaceServer, prev *surface)
 		s.prompts = append(s.prompts, e)
 		s.byPrompt[r.Exposed] = e
 	}
+	s.inListOrder(servers, promptOrder)
 	s.resourcesJSON = joinItems(s.resources, nil)
 	s.templatesJSON = joinItems(s.templates, nil)
 	s.promptsJSON = joinItems(s.prompts, nil)
 	return s, warnings
+}
+
+// inListOrder puts the merged lists in list order: servers in config order
+// (their rank), each server's items in the server's own order
+// (docs/protocol.md#list-order-and-cache-hints). Resources and templates
+// were appended in each server's order; prompts come from the name table,
+// and promptOrder has each one's place in its server's list.
+func (s *surface) inListOrder(servers []surfaceServer, promptOrder map[string]int) {
+	rank := make(map[string]int, len(servers))
+	for _, sv := range servers {
+		rank[sv.name] = sv.rank
+	}
+	byRank := func(a, b *itemEntry) int { return cmp.Compare(rank[a.Server], rank[b.Server]) }
+	slices.SortStableFunc(s.resources, byRank)
+	slices.SortStableFunc(s.templates, byRank)
+	slices.SortStableFunc(s.prompts, func(a, b *itemEntry) int {
+		if c := byRank(a, b); c != 0 {
+			return c
+		}
+		return cmp.Compare(promptOrder[subKey(a.Server, a.Orig)], promptOrder[subKey(b.Server, b.Orig)])
+	})
 }
 
 // route finds the server of a URI a client sent: the prefixed forms of
@@ -218,35 +245,16 @@ func joinItems(items []*itemEntry, keep func(*itemEntry) bool) []byte {
 // wrapContentsURIs rewrites the "uri" of each item of a resources/read
 // result's contents to the prefixed form the client asked with (docs/resources.md#resources-and-prompts).
 func wrapContentsURIs(result json.RawMessage, server string, seedForm bool) json.RawMessage {
-	contents, ok, err := rawjson.Get(result, "contents")
-	if err != nil || !ok {
-		return result
-	}
-	var items []json.RawMessage
-	if json.Unmarshal(contents, &items) != nil {
-		return result
-	}
-	var buf bytes.Buffer
-	buf.WriteByte('[')
-	for i, it := range items {
-		if i > 0 {
-			buf.WriteByte(',')
+	return mapItems(result, "contents", func(item json.RawMessage) (json.RawMessage, bool) {
+		uri, err := stringMember(item, "uri")
+		if err != nil {
+			return nil, false
 		}
-		if uri, err := stringMember(it, "uri"); err == nil {
-			wrapped := namespace.WrapURI(server, uri)
-			if seedForm {
-				wrapped = namespace.WrapSeedURI(server, uri)
-			}
-			if out, err := rawjson.Set(it, "uri", rawjson.String(wrapped)); err == nil {
-				it = out
-			}
+		wrapped := namespace.WrapURI(server, uri)
+		if seedForm {
+			wrapped = namespace.WrapSeedURI(server, uri)
 		}
-		buf.Write(it)
-	}
-	buf.WriteByte(']')
-	out, err := rawjson.Set(result, "contents", buf.Bytes())
-	if err != nil {
-		return result
-	}
-	return out
+		out, err := rawjson.Set(item, "uri", rawjson.String(wrapped))
+		return out, err == nil
+	})
 }

@@ -54,7 +54,7 @@ type toolCalls struct {
 	approvals approvalStates // approval states of stateless clients (approval.go)
 	// decorate finishes a 2026-07-28 result the route would (a view's
 	// list is decorated once per view).
-	decorate func(method string, res json.RawMessage) json.RawMessage
+	decorate func(method string, res json.RawMessage, hint cacheHint) json.RawMessage
 	chain    callHandler // the steps of a call, built once
 }
 
@@ -91,7 +91,7 @@ type ownRunner interface {
 }
 
 func newToolCalls(e *env, catalogs toolCatalog, views toolViews, own ownRunner, relay callRelay,
-	decorate func(string, json.RawMessage) json.RawMessage) *toolCalls {
+	decorate func(string, json.RawMessage, cacheHint) json.RawMessage) *toolCalls {
 	t := &toolCalls{env: e, catalogs: catalogs, views: views, own: own, relay: relay, decorate: decorate}
 	t.chain = buildCallChain(t.send, t.observeCall, t.policyGate, t.quarantineGate, t.pinnedGate, t.upGate, t.rateGate, t.approvalGate)
 	return t
@@ -144,9 +144,14 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 // list gets (docs/operations.md#startup).
 func (tc *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	tc.catalogs.waitStartup(ctx)
+	tc.refreshStale(r.sess)
 	if r.modern && r.sess.state.NothingActivated() {
-		r.decorated = true
-		return tc.views.viewFor(r.sess).modernList(tc.decorate), nil
+		if hint := tc.listHint(r.sess, r.method); hint == (cacheHint{}) {
+			// The common case, decorated once per view; a list with a
+			// TTL is decorated for this request, its TTL counting down.
+			r.decorated = true
+			return tc.views.viewFor(r.sess).modernList(tc.decorate), nil
+		}
 	}
 	return tc.views.listFor(r.sess), nil
 }
@@ -156,6 +161,11 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 	req, werr := readCallParams(r.params)
 	if werr != nil {
 		return nil, werr
+	}
+	if r.modern && r.header != nil {
+		if werr := tc.paramHeaders(ctx, r, req.name); werr != nil {
+			return nil, werr
+		}
 	}
 	if r.modern && len(req.state) > 0 {
 		if state, _ := req.stateString(); isSealedState(state) {
@@ -171,6 +181,19 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 		}
 	}
 	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
+}
+
+// paramHeaders checks a stateless HTTP call's Mcp-Param-* headers against
+// its arguments (paramheaders.go), for the tool the client sees under name.
+// A name the client cannot call is not checked: the call chain answers it
+// as unknown, with nothing said of the tool's declarations.
+func (tc *toolCalls) paramHeaders(ctx context.Context, r *request, name string) *wireError {
+	tc.catalogs.awaitTool(ctx, name)
+	e, ok := tc.catalogs.Catalog().Lookup(name)
+	if !ok || !e.listed() || r.sess.agent.Decide(e.policyTool(), r.sess.perCall).Hidden() {
+		return nil
+	}
+	return checkParamHeaders(r.header, e.Raw, r.params)
 }
 
 // nextRound is a later round of a call whose 2026-07-28 upstream asked the

@@ -13,7 +13,7 @@ import (
 // viewCache holds the resolved agents of the current config and the views
 // computed from them, shared by the sessions alike.
 type viewCache struct {
-	*env
+	gens    generations
 	catalog catalogReader
 	own     ownOffer
 
@@ -35,8 +35,8 @@ type ownOffer interface {
 	ownToolsJSON(st *session, from *builtFrom) []byte
 }
 
-func newViewCache(e *env, catalog catalogReader, own ownOffer) *viewCache {
-	v := &viewCache{env: e, catalog: catalog, own: own}
+func newViewCache(gens generations, catalog catalogReader, own ownOffer) *viewCache {
+	v := &viewCache{gens: gens, catalog: catalog, own: own}
 	v.reset()
 	return v
 }
@@ -65,15 +65,16 @@ type view struct {
 
 // resolveAgent returns the resolved agent, cached per config.
 func (vc *viewCache) resolveAgent(name string) (*filter.Agent, error) {
+	g := vc.gens.gen()
 	if name == "" {
-		name = vc.defaultAgentName()
+		name = g.defaultAgentName()
 	}
 	vc.mu.Lock()
 	defer vc.mu.Unlock()
 	if a := vc.agents[name]; a != nil {
 		return a, nil
 	}
-	a, err := filter.Resolve(vc.gen().cfg, name)
+	a, err := filter.Resolve(g.cfg, name)
 	if err != nil {
 		return nil, err
 	}
@@ -103,8 +104,9 @@ func (vc *viewCache) viewFor(s *session) *view {
 
 // modernList is listJSON as a 2026-07-28 result (decorateResult), made
 // once per view: the stateless protocol lists on every request.
-func (v *view) modernList(decorate func(method string, res json.RawMessage) json.RawMessage) []byte {
-	v.modernOnce.Do(func() { v.modern = decorate("tools/list", v.listJSON) })
+// The list's cache hint is the zero one (stale at once, private).
+func (v *view) modernList(decorate func(method string, res json.RawMessage, hint cacheHint) json.RawMessage) []byte {
+	v.modernOnce.Do(func() { v.modern = decorate("tools/list", v.listJSON, cacheHint{}) })
 	return v.modern
 }
 
@@ -151,10 +153,10 @@ func (vc *viewCache) sessionList(st *session) []byte {
 	const head, tail = `{"tools":`, `}`
 	c := vc.catalog.Catalog()
 	own := vc.own.ownToolsJSON(st, nil)
-	keep := make([]bool, len(c.tools))
+	keep := make([]bool, len(c.order))
 	all := bytes.Equal(own, c.own)
 	n := len(head) + 2 + len(own) + len(tail)
-	for i, e := range c.tools {
+	for i, e := range c.order {
 		keep[i] = vc.own.listedFor(st, e)
 		all = all && keep[i] == e.listed()
 		if keep[i] {
@@ -168,7 +170,7 @@ func (vc *viewCache) sessionList(st *session) []byte {
 	out = append(out, head...)
 	out = append(out, '[')
 	out = append(out, own...) // each followed by a comma
-	for i, e := range c.tools {
+	for i, e := range c.order {
 		if keep[i] {
 			out = append(append(out, e.Raw...), ',')
 		}

@@ -3,8 +3,8 @@ package filter
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -173,14 +173,7 @@ func Grants(cfg *config.Config, a *config.Agent) map[string]bool {
 }
 
 // Servers returns the agent's granted servers, sorted.
-func (a *Agent) Servers() []string {
-	out := make([]string, 0, len(a.granted))
-	for s := range a.granted {
-		out = append(out, s)
-	}
-	sort.Strings(out)
-	return out
-}
+func (a *Agent) Servers() []string { return slices.Sorted(maps.Keys(a.granted)) }
 
 // Granted reports whether the agent reaches server.
 func (a *Agent) Granted(server string) bool { return a.granted[server] }

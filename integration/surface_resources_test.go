@@ -139,13 +139,10 @@ func TestSurfaceEverythingResources(t *testing.T) {
 			})
 
 			// A 2026-07-28 client subscribes through subscriptions/listen,
-			// which the proxy does not relay yet (docs/protocol.md#requests-from-servers): only
-			// session-based clients run this subtest.
-			subscribe := t.Run
-			if cs.InitializeResult().ProtocolVersion >= "2026" {
-				subscribe = func(string, func(*testing.T)) bool { return true }
-			}
-			subscribe("subscribe", func(t *testing.T) {
+			// which reaches this session-era server as resources/subscribe;
+			// the update comes back tagged with the listen's id, which the
+			// go-sdk needs to deliver it.
+			t.Run("subscribe", func(t *testing.T) {
 				uri := "everything+demo://resource/static/document/features.md"
 				ctx := testCtx(t, callTimeout)
 				if err := cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {

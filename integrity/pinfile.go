@@ -95,11 +95,7 @@ func (d pinReader) tools(vs int, pf *pinFile) (int, error) {
 
 // entry reads one tool's entry; nil for null.
 func (d pinReader) entry(vs int) (*pinEntry, int, error) {
-	if end, null, err := d.null(vs); null || err != nil {
-		return nil, end, err
-	}
-	var e pinEntry
-	end, err := d.members(vs, entryMembers, func(i, vs int) (int, error) {
+	return readOrNull(d, vs, entryMembers, func(e *pinEntry, i, vs int) (int, error) {
 		rec, end, err := d.record(vs)
 		if err != nil {
 			return 0, fmt.Errorf("%s: %w", entryMembers[i], err)
@@ -111,17 +107,12 @@ func (d pinReader) entry(vs int) (*pinEntry, int, error) {
 		}
 		return end, nil
 	})
-	return &e, end, err
 }
 
 // record reads one record; nil for null. Its Definition is a slice of the
 // file's data.
 func (d pinReader) record(vs int) (*pinRecord, int, error) {
-	if end, null, err := d.null(vs); null || err != nil {
-		return nil, end, err
-	}
-	var r pinRecord
-	end, err := d.members(vs, recordMembers, func(i, vs int) (int, error) {
+	return readOrNull(d, vs, recordMembers, func(r *pinRecord, i, vs int) (int, error) {
 		v, end, err := d.value(vs)
 		if err != nil {
 			return 0, err
@@ -144,7 +135,17 @@ func (d pinReader) record(vs int) (*pinRecord, int, error) {
 		}
 		return end, err
 	})
-	return &r, end, err
+}
+
+// readOrNull reads the object at vs into a new T, each member named in
+// names with read (d.members), or nil for null.
+func readOrNull[T any](d pinReader, vs int, names []string, read func(t *T, i, vs int) (int, error)) (*T, int, error) {
+	if end, null, err := d.null(vs); null || err != nil {
+		return nil, end, err
+	}
+	t := new(T)
+	end, err := d.members(vs, names, func(i, vs int) (int, error) { return read(t, i, vs) })
+	return t, end, err
 }
 
 // members reads the object at vs: read reads each member named in names

@@ -1,7 +1,5 @@
 package rawjson
 
-import "fmt"
-
 // Reader reads one JSON document in a single pass for a decoder that
 // descends into the members it wants: Object (or Fields) hands each
 // member's value to a callback, and Array each element's, which reads it
@@ -38,75 +36,14 @@ func (r *Reader) Bytes() []byte { return r.b }
 // offset just after the object's closing brace. A value that is not an
 // object is ErrNotObject.
 func (r *Reader) Object(i int, fn func(key string, start, vs int) (int, error)) (int, error) {
-	return r.object(i, fn, nil)
+	return r.walk(i, '{', &memberVisit{byKey: fn}, nil)
 }
 
 // Fields is Object for a decoder that compares member names (Equal) or
 // copies them (AppendUnquoted) without a string per member: fn gets each
 // name as its JSON string literal, quotes included, undecoded.
 func (r *Reader) Fields(i int, fn func(name []byte, vs int) (int, error)) (int, error) {
-	return r.object(i, nil, fn)
-}
-
-// object is Object when byKey is set, else Fields with byName.
-func (r *Reader) object(i int, byKey func(key string, start, vs int) (int, error), byName func(name []byte, vs int) (int, error)) (int, error) {
-	b := r.b
-	i = SkipSpace(b, i)
-	if i >= len(b) || b[i] != '{' {
-		return 0, ErrNotObject
-	}
-	if r.depth >= maxDepth {
-		return 0, errDepth
-	}
-	r.depth++
-	end, err := r.members(SkipSpace(b, i+1), byKey, byName)
-	r.depth--
-	return end, err
-}
-
-// members reads the members of an object from offset i, just after its
-// opening brace and the white space after it, to its closing brace.
-func (r *Reader) members(i int, byKey func(key string, start, vs int) (int, error), byName func(name []byte, vs int) (int, error)) (int, error) {
-	b := r.b
-	if i < len(b) && b[i] == '}' {
-		return i + 1, nil
-	}
-	for {
-		if i >= len(b) || b[i] != '"' {
-			return 0, syntaxError(i, "expected a member name")
-		}
-		start := i
-		end, err := stringEnd(b, i, r.lax)
-		if err != nil {
-			return 0, err
-		}
-		i = SkipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return 0, syntaxError(i, "expected ':'")
-		}
-		vs := SkipSpace(b, i+1)
-		if byKey != nil {
-			key, kerr := memberKey(b[start:end])
-			if kerr != nil {
-				return 0, fmt.Errorf("rawjson: member name: %w", kerr)
-			}
-			i, err = byKey(key, start, vs)
-		} else {
-			i, err = byName(b[start:end], vs)
-		}
-		if err != nil {
-			return 0, err
-		}
-		i = SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == '}' {
-			return i + 1, nil
-		}
-		return 0, syntaxError(i, "expected ',' or '}'")
-	}
+	return r.walk(i, '{', &memberVisit{byName: fn}, nil)
 }
 
 // Array reads the array at offset i (white space before it is skipped) and
@@ -116,42 +53,34 @@ func (r *Reader) members(i int, byKey func(key string, start, vs int) (int, erro
 // offset just after the closing bracket. A value that is not an array is
 // ErrNotArray.
 func (r *Reader) Array(i int, fn func(vs int) (int, error)) (int, error) {
+	return r.walk(i, '[', nil, fn)
+}
+
+// walk reads, one level deeper, the object (open '{') whose members go to
+// members or the array ('[') whose elements go to elements, at offset i
+// (white space before it is skipped).
+func (r *Reader) walk(i int, open byte, members *memberVisit, elements func(vs int) (int, error)) (int, error) {
 	b := r.b
 	i = SkipSpace(b, i)
-	if i >= len(b) || b[i] != '[' {
+	if i >= len(b) || b[i] != open {
+		if open == '{' {
+			return 0, ErrNotObject
+		}
 		return 0, ErrNotArray
 	}
 	if r.depth >= maxDepth {
 		return 0, errDepth
 	}
 	r.depth++
-	end, err := r.elements(SkipSpace(b, i+1), fn)
+	var end int
+	var err error
+	if open == '{' {
+		end, err = walkObject(b, SkipSpace(b, i+1), r.depth, r.lax, members)
+	} else {
+		end, err = walkArray(b, SkipSpace(b, i+1), r.depth, r.lax, elements)
+	}
 	r.depth--
 	return end, err
-}
-
-// elements reads the elements of an array from offset i, just after its
-// opening bracket and the white space after it, to its closing bracket.
-func (r *Reader) elements(i int, fn func(vs int) (int, error)) (int, error) {
-	b := r.b
-	if i < len(b) && b[i] == ']' {
-		return i + 1, nil
-	}
-	for {
-		var err error
-		if i, err = fn(i); err != nil {
-			return 0, err
-		}
-		i = SkipSpace(b, i)
-		if i < len(b) && b[i] == ',' {
-			i = SkipSpace(b, i+1)
-			continue
-		}
-		if i < len(b) && b[i] == ']' {
-			return i + 1, nil
-		}
-		return 0, syntaxError(i, "expected ',' or ']'")
-	}
 }
 
 // Skip validates the value at offset i (no white space before it) and

@@ -42,9 +42,15 @@ func skipValue(b []byte, i, depth int, lax bool) (int, error) {
 	}
 	switch c := b[i]; {
 	case c == '{':
-		return scanObject(b, i, depth+1, lax)
+		if depth >= maxDepth {
+			return 0, errDepth
+		}
+		return walkObject(b, SkipSpace(b, i+1), depth+1, lax, nil)
 	case c == '[':
-		return scanArray(b, i, depth+1, lax)
+		if depth >= maxDepth {
+			return 0, errDepth
+		}
+		return walkArray(b, SkipSpace(b, i+1), depth+1, lax, nil)
 	case c == '"':
 		if lax {
 			return laxString(b, i)
@@ -62,11 +68,13 @@ func skipValue(b []byte, i, depth int, lax bool) (int, error) {
 	return 0, syntaxError(i, "unexpected character")
 }
 
-func scanObject(b []byte, i, depth int, lax bool) (int, error) {
-	if depth > maxDepth {
-		return 0, errDepth
-	}
-	i = SkipSpace(b, i+1)
+// walkObject is the one walk over the members of an object, from offset i,
+// just after its opening brace and the white space after it, to its closing
+// brace; it returns the offset after that. With v nil each member's value
+// is validated (skipValue at depth); else it goes to v's callback, which
+// says where it ends. The validating walk is every scan's inner loop, so
+// the callbacks sit in a struct that is one nil test away.
+func walkObject(b []byte, i, depth int, lax bool, v *memberVisit) (int, error) {
 	if i < len(b) && b[i] == '}' {
 		return i + 1, nil
 	}
@@ -74,6 +82,7 @@ func scanObject(b []byte, i, depth int, lax bool) (int, error) {
 		if i >= len(b) || b[i] != '"' {
 			return 0, syntaxError(i, "expected a member name")
 		}
+		start := i
 		end, err := stringEnd(b, i, lax)
 		if err != nil {
 			return 0, err
@@ -82,7 +91,20 @@ func scanObject(b []byte, i, depth int, lax bool) (int, error) {
 		if i >= len(b) || b[i] != ':' {
 			return 0, syntaxError(i, "expected ':'")
 		}
-		if i, err = skipValue(b, SkipSpace(b, i+1), depth, lax); err != nil {
+		vs := SkipSpace(b, i+1)
+		switch {
+		case v == nil:
+			i, err = skipValue(b, vs, depth, lax)
+		case v.byName != nil:
+			i, err = v.byName(b[start:end], vs)
+		default:
+			key, kerr := memberKey(b[start:end])
+			if kerr != nil {
+				return 0, fmt.Errorf("rawjson: member name: %w", kerr)
+			}
+			i, err = v.byKey(key, start, vs)
+		}
+		if err != nil {
 			return 0, err
 		}
 		i = SkipSpace(b, i)
@@ -97,17 +119,30 @@ func scanObject(b []byte, i, depth int, lax bool) (int, error) {
 	}
 }
 
-func scanArray(b []byte, i, depth int, lax bool) (int, error) {
-	if depth > maxDepth {
-		return 0, errDepth
-	}
-	i = SkipSpace(b, i+1)
+// memberVisit is a Reader's callback for each member of an object: byName
+// (Reader.Fields) when set, else byKey (Reader.Object).
+type memberVisit struct {
+	byKey  func(key string, start, vs int) (int, error)
+	byName func(name []byte, vs int) (int, error)
+}
+
+// walkArray is the one walk over the elements of an array, from offset i,
+// just after its opening bracket and the white space after it, to its
+// closing bracket; it returns the offset after that. Each element is
+// validated (skipValue at depth) when fn is nil, else passed to fn with its
+// offset, which says where it ends.
+func walkArray(b []byte, i, depth int, lax bool, fn func(vs int) (int, error)) (int, error) {
 	if i < len(b) && b[i] == ']' {
 		return i + 1, nil
 	}
 	for {
 		var err error
-		if i, err = skipValue(b, i, depth, lax); err != nil {
+		if fn != nil {
+			i, err = fn(i)
+		} else {
+			i, err = skipValue(b, i, depth, lax)
+		}
+		if err != nil {
 			return 0, err
 		}
 		i = SkipSpace(b, i)

@@ -14,27 +14,16 @@ func Elements(arr []byte) ([]Span, error) {
 	if i >= len(arr) || arr[i] != '[' {
 		return nil, ErrNotArray
 	}
-	i = SkipSpace(arr, i+1)
-	if i < len(arr) && arr[i] == ']' {
-		return nil, trailing(arr, i+1)
-	}
 	var out []Span
-	for {
-		end, err := scanValue(arr, i, 1)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, Span{Start: i, End: end})
-		i = SkipSpace(arr, end)
-		if i < len(arr) && arr[i] == ',' {
-			i = SkipSpace(arr, i+1)
-			continue
-		}
-		if i < len(arr) && arr[i] == ']' {
-			return out, trailing(arr, i+1)
-		}
-		return nil, syntaxError(i, "expected ',' or ']'")
+	end, err := walkArray(arr, SkipSpace(arr, i+1), 1, false, func(vs int) (int, error) {
+		end, err := scanValue(arr, vs, 1)
+		out = append(out, Span{Start: vs, End: end})
+		return end, err
+	})
+	if err != nil {
+		return nil, err
 	}
+	return out, trailing(arr, end)
 }
 
 // Span is a run of items of an object or array: the offset where the

@@ -1,31 +1,15 @@
 package registry
 
-import "strings"
+import (
+	"strings"
 
-// maxConfigName is the longest server name the config accepts.
-const maxConfigName = 32
+	"github.com/mcp-proxy/mcp-proxy/config"
+)
 
-// ConfigName makes a valid config server name of s: letters, digits, "_"
-// and "-" kept, every other character "-", no "__", at most 32
-// characters, without leading or trailing "-" or "_"; "server" when
-// nothing is left.
+// ConfigName makes a valid config server name of s (config.ServerName)
+// without leading or trailing "-" or "_"; "server" when nothing is left.
 func ConfigName(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('-')
-		}
-	}
-	name := b.String()
-	for strings.Contains(name, "__") {
-		name = strings.ReplaceAll(name, "__", "_")
-	}
-	if len(name) > maxConfigName {
-		name = name[:maxConfigName]
-	}
-	name = strings.Trim(name, "-_")
+	name := strings.Trim(config.ServerName(s), "-_")
 	if name == "" {
 		return "server"
 	}

@@ -75,11 +75,7 @@ func (x *PackageIndex) NPMVersion(ctx context.Context, name, version string) (st
 	if len(name) > maxPackageName || !npmName.MatchString(name) {
 		return "", fmt.Errorf("%q is not an npm package name", name)
 	}
-	base := x.NPMURL
-	if base == "" {
-		base = DefaultNPMURL
-	}
-	u := strings.TrimSuffix(base, "/") + "/" + url.PathEscape(name)
+	u := indexURL(x.NPMURL, DefaultNPMURL, "/"+url.PathEscape(name))
 	var doc struct {
 		DistTags map[string]string          `json:"dist-tags"`
 		Versions map[string]json.RawMessage `json:"versions"`
@@ -108,11 +104,7 @@ func (x *PackageIndex) PyPIVersion(ctx context.Context, name, version string) (s
 	if len(name) > maxPackageName || !pypiName.MatchString(name) {
 		return "", fmt.Errorf("%q is not a PyPI project name", name)
 	}
-	base := x.PyPIURL
-	if base == "" {
-		base = DefaultPyPIURL
-	}
-	u := strings.TrimSuffix(base, "/") + "/pypi/" + url.PathEscape(name)
+	u := indexURL(x.PyPIURL, DefaultPyPIURL, "/pypi/"+url.PathEscape(name))
 	if version != "" {
 		if !versionText.MatchString(version) {
 			return "", fmt.Errorf("%q is not a version", version)
@@ -129,6 +121,14 @@ func (x *PackageIndex) PyPIVersion(ctx context.Context, name, version string) (s
 		return "", notFoundAs(err, "PyPI", name, version)
 	}
 	return checkedVersion(doc.Info.Version, u)
+}
+
+// indexURL is path under base, or under def when base is "".
+func indexURL(base, def, path string) string {
+	if base == "" {
+		base = def
+	}
+	return strings.TrimSuffix(base, "/") + path
 }
 
 // errPackageNotFound marks a 404 inside this file.

@@ -255,21 +255,22 @@ func (b *builder) pkg(p *Package) error {
 	var cmd string
 	var args []string
 	switch typ {
-	case TypeNPM:
-		cmd, args = "npx", []string{"-y"}
+	case TypeNPM, TypePyPI:
+		// npx -y [--registry URL] RUNTIME… pkg@version PACKAGE…, and
+		// uvx [--index-url URL] RUNTIME… pkg==version PACKAGE….
+		runner := map[string]struct{ cmd, lead, indexFlag string }{
+			TypeNPM:  {"npx", "-y", "--registry"},
+			TypePyPI: {"uvx", "", "--index-url"},
+		}[typ]
+		cmd = runner.cmd
+		if runner.lead != "" {
+			args = append(args, runner.lead)
+		}
 		if base != "" {
-			args = append(args, "--registry", base)
+			args = append(args, runner.indexFlag, base)
 		}
 		args = append(args, runtime...)
-		args = append(args, escape(p.Identifier)+"@"+escape(p.Version))
-		args = append(args, pkgArgs...)
-	case TypePyPI:
-		cmd = "uvx"
-		if base != "" {
-			args = append(args, "--index-url", base)
-		}
-		args = append(args, runtime...)
-		args = append(args, escape(p.Identifier)+"=="+escape(p.Version))
+		args = append(args, escape(p.Identifier)+sep(typ)+escape(p.Version))
 		args = append(args, pkgArgs...)
 	case TypeNuGet:
 		cmd = "dnx"

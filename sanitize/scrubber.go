@@ -161,8 +161,7 @@ func (sc *Scrubber) scrubJSON(s string) string {
 	if !secrets && strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
-	var out []byte
-	last := 0
+	ed := edits{s: s}
 	for i := 0; i < len(s); {
 		c := s[i]
 		switch {
@@ -174,8 +173,7 @@ func (sc *Scrubber) scrubJSON(s string) string {
 				r = replaceAll(r, &sc.json, true)
 			}
 			if r != content {
-				out = append(append(out, s[last:i+1]...), r...)
-				last = e
+				ed.replace(i+1, e, r)
 			}
 			i = e + 1
 		case isBareJSON(c):
@@ -184,18 +182,14 @@ func (sc *Scrubber) scrubJSON(s string) string {
 				e++
 			}
 			if tok := s[i:e]; secrets && replaceAll(tok, &sc.text, false) != tok {
-				out = append(append(out, s[last:i]...), `"`+Redacted+`"`...)
-				last = e
+				ed.replace(i, e, `"`+Redacted+`"`)
 			}
 			i = e
 		default:
 			i++
 		}
 	}
-	if out == nil {
-		return s
-	}
-	return string(append(out, s[last:]...))
+	return ed.String()
 }
 
 // cleanEscapes drops, from the content of a JSON string, the escapes that
@@ -208,8 +202,7 @@ func cleanEscapes(s string) string {
 	if strings.IndexByte(s, '\\') < 0 {
 		return s
 	}
-	var out []byte
-	last := 0
+	ed := edits{s: s}
 	for i := 0; i < len(s); {
 		if s[i] != '\\' {
 			i++
@@ -217,18 +210,11 @@ func cleanEscapes(s string) string {
 		}
 		n, repl, change := escapeUnit(s, i)
 		if change {
-			if out == nil {
-				out = make([]byte, 0, len(s))
-			}
-			out = append(append(out, s[last:i]...), repl...)
-			last = i + n
+			ed.replace(i, i+n, repl)
 		}
 		i += n
 	}
-	if out == nil {
-		return s
-	}
-	return string(append(out, s[last:]...))
+	return ed.String()
 }
 
 // escapeUnit measures the escape at s[i] == '\\' and says what replaces it.
@@ -342,13 +328,11 @@ func replaceOnce(s string, f *forms, escaped bool) (string, bool) {
 	if f.n == 0 {
 		return s, false
 	}
-	var out []byte
-	last := 0
+	ed := edits{s: s}
 	for i := 0; i < len(s); {
 		if m := f.match(s[i:]); m != "" {
-			out = append(append(out, s[last:i]...), Redacted...)
+			ed.replace(i, i+len(m), Redacted)
 			i += len(m)
-			last = i
 			continue
 		}
 		if escaped && s[i] == '\\' {
@@ -361,10 +345,7 @@ func replaceOnce(s string, f *forms, escaped bool) (string, bool) {
 		}
 		i++
 	}
-	if out == nil {
-		return s, false
-	}
-	return string(append(out, s[last:]...)), true
+	return ed.String(), ed.out != nil
 }
 
 // isMarkerPart reports whether s occurs inside a run of markers.

@@ -58,8 +58,7 @@ var candidate = func() (t [256]bool) {
 
 // redactSecrets replaces secret values in s with Redacted.
 func redactSecrets(s string) string {
-	var out []byte
-	last := 0
+	ed := edits{s: s}
 	// Once an array or object after a secret key runs to the end of s
 	// unclosed (s is no valid JSON), no later one is looked for: each
 	// would be scanned to the end again, a quadratic cost.
@@ -79,26 +78,15 @@ func redactSecrets(s string) string {
 			i++
 			continue
 		}
-		if end > start {
-			if out == nil {
-				out = make([]byte, 0, len(s)+len(Redacted))
-			}
-			out = append(out, s[last:start]...)
-			if quote {
-				out = append(out, '"')
-				out = append(out, Redacted...)
-				out = append(out, '"')
-			} else {
-				out = append(out, Redacted...)
-			}
-			last = end
+		switch {
+		case end > start && quote:
+			ed.replace(start, end, `"`, Redacted, `"`)
+		case end > start:
+			ed.replace(start, end, Redacted)
 		}
 		i = resume
 	}
-	if out == nil {
-		return s
-	}
-	return string(append(out, s[last:]...))
+	return ed.String()
 }
 
 // wordStart reports whether a pattern may start at i: at the start of s,

@@ -11,8 +11,7 @@ func dropURLQueries(s string) string {
 	if !strings.Contains(s, "://") {
 		return s
 	}
-	var out []byte
-	last := 0
+	ed := edits{s: s}
 	for search := 0; search < len(s); {
 		k := strings.Index(s[search:], "://")
 		if k < 0 {
@@ -31,25 +30,15 @@ func dropURLQueries(s string) string {
 		}
 		at := strings.LastIndexByte(auth, '@')
 		userinfo := at > 0 && auth[:at] != Redacted
-		if userinfo || query < end {
-			if out == nil {
-				out = make([]byte, 0, len(s))
-			}
-			out = append(out, s[last:rest]...)
-			if userinfo {
-				out = append(out, Redacted...)
-				out = append(out, s[rest+at:query]...)
-			} else {
-				out = append(out, s[rest:query]...)
-			}
-			last = end
+		switch {
+		case userinfo:
+			ed.replace(rest, end, Redacted, s[rest+at:query])
+		case query < end:
+			ed.replace(rest, end, s[rest:query])
 		}
 		search = end
 	}
-	if out == nil {
-		return s
-	}
-	return string(append(out, s[last:]...))
+	return ed.String()
 }
 
 // hasScheme reports whether the characters before "://" at sep form a

@@ -61,21 +61,28 @@ func ParseSelect(query string) (names []string, ok bool) {
 // no upstream text can close the <function> element early. nil entries are
 // skipped.
 func Format(hits []*Doc) string {
-	var b bytes.Buffer
-	b.WriteString("<functions>\n")
-	for _, d := range hits {
-		if d == nil {
-			continue
-		}
+	return block("functions", hits, func(b *bytes.Buffer, d *Doc) {
 		b.WriteString(`<function>{"name": `)
-		writeJSONString(&b, d.Name)
+		writeJSONString(b, d.Name)
 		b.WriteString(`, "description": `)
-		writeJSONString(&b, d.Description)
+		writeJSONString(b, d.Description)
 		b.WriteString(`, "parameters": `)
-		writeParameters(&b, d.Schema)
+		writeParameters(b, d.Schema)
 		b.WriteString("}</function>\n")
+	})
+}
+
+// block writes the lines of docs, the nil ones skipped, each with line,
+// between a <tag> line and a </tag> line.
+func block(tag string, docs []*Doc, line func(b *bytes.Buffer, d *Doc)) string {
+	var b bytes.Buffer
+	b.WriteString("<" + tag + ">\n")
+	for _, d := range docs {
+		if d != nil {
+			line(&b, d)
+		}
 	}
-	b.WriteString("</functions>\n")
+	b.WriteString("</" + tag + ">\n")
 	return b.String()
 }
 
@@ -100,21 +107,14 @@ const maxListingLine = 200
 // line per tool (just "<name>" when the description is empty), the line cut
 // to maxListingLine characters with "..." appended when longer.
 func DeferredList(docs []*Doc) string {
-	var b strings.Builder
-	b.WriteString("<available-deferred-tools>\n")
-	for _, d := range docs {
-		if d == nil {
-			continue
-		}
+	return block("available-deferred-tools", docs, func(b *bytes.Buffer, d *Doc) {
 		b.WriteString(d.Name)
 		if line := FirstLine(d.Description); line != "" {
 			b.WriteString(" - ")
 			b.WriteString(line)
 		}
 		b.WriteByte('\n')
-	}
-	b.WriteString("</available-deferred-tools>\n")
-	return b.String()
+	})
 }
 
 // FirstLine returns the first non-empty line of s, trimmed, cut to

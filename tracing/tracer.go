@@ -186,7 +186,13 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 			return nil, "", fmt.Errorf("tracing.endpoint: %w", err)
 		}
 	}
-	switch proto := protocolOf(cfg, env); proto {
+	var (
+		proto = protocolOf(cfg, env)
+		exp   sdktrace.SpanExporter
+		kind  string // for the error text
+		err   error
+	)
+	switch proto {
 	case protoHTTP, protoHTTPJSON:
 		var opts []otlptracehttp.Option
 		if proto == protoHTTPJSON {
@@ -202,11 +208,8 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
 		}
-		exp, err := otlptracehttp.New(ctx, opts...)
-		if err != nil {
-			return nil, "", fmt.Errorf("tracing: OTLP/HTTP exporter: %w", err)
-		}
-		return exp, endpointText(u, proto), nil
+		kind = "OTLP/HTTP"
+		exp, err = otlptracehttp.New(ctx, opts...)
 	case protoGRPC:
 		var opts []otlptracegrpc.Option
 		if u != nil {
@@ -215,14 +218,15 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 		if len(cfg.Headers) > 0 {
 			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
 		}
-		exp, err := otlptracegrpc.New(ctx, opts...)
-		if err != nil {
-			return nil, "", fmt.Errorf("tracing: OTLP/gRPC exporter: %w", err)
-		}
-		return exp, endpointText(u, proto), nil
+		kind = "OTLP/gRPC"
+		exp, err = otlptracegrpc.New(ctx, opts...)
 	default:
 		return nil, "", fmt.Errorf("%w: OTLP protocol %q (http/protobuf, grpc or http/json)", ErrUnsupported, proto)
 	}
+	if err != nil {
+		return nil, "", fmt.Errorf("tracing: %s exporter: %w", kind, err)
+	}
+	return exp, endpointText(u, proto), nil
 }
 
 // endpointText is the configured endpoint as the exporter uses it, for the

@@ -132,7 +132,7 @@ func (c *Conn) awaitAuthorization(ctx context.Context, s *session, err error) bo
 	if c.auth.WaitForToken(ctx) != nil {
 		return false
 	}
-	return sleepCtx(ctx, authPause)
+	return sleep(ctx, authPause) == nil
 }
 
 // publishNeedsAuth publishes StateNeedsAuth with err; s, if not nil, stops

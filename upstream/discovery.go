@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -46,21 +49,40 @@ type catalog struct {
 	set                           kind
 	tools                         []Tool
 	resources, templates, prompts []json.RawMessage
+	// hints are the lists' cache hints, by kind (hintIndex).
+	hints [4]CacheHint
+}
+
+// hintIndex is the place of kind k's hint in catalog.hints.
+func hintIndex(k kind) int {
+	switch k {
+	case kindResources:
+		return 1
+	case kindTemplates:
+		return 2
+	case kindPrompts:
+		return 3
+	}
+	return 0
 }
 
 // apply writes the discovered kinds into snap.
 func (cat *catalog) apply(snap *Snapshot) {
 	if cat.set&kindTools != 0 {
 		snap.Tools = cat.tools
+		snap.ToolsHint = cat.hints[hintIndex(kindTools)]
 	}
 	if cat.set&kindResources != 0 {
 		snap.Resources = cat.resources
+		snap.ResourcesHint = cat.hints[hintIndex(kindResources)]
 	}
 	if cat.set&kindTemplates != 0 {
 		snap.ResourceTemplates = cat.templates
+		snap.TemplatesHint = cat.hints[hintIndex(kindTemplates)]
 	}
 	if cat.set&kindPrompts != 0 {
 		snap.Prompts = cat.prompts
+		snap.PromptsHint = cat.hints[hintIndex(kindPrompts)]
 	}
 }
 
@@ -92,7 +114,7 @@ func (s *session) discover(ctx context.Context, want kind) (*catalog, error) {
 			cat.set |= spec.kind // leave it nil
 			continue
 		}
-		items, err := s.listAll(ctx, spec)
+		items, hint, err := s.listAll(ctx, spec)
 		if err != nil {
 			if ctx.Err() != nil || s.ctx.Err() != nil || errors.Is(err, ErrSessionExpired) {
 				return nil, err
@@ -106,9 +128,10 @@ func (s *session) discover(ctx context.Context, want kind) (*catalog, error) {
 			default:
 				s.log.Warn().Err(err).Msg("discovery failed; that list stays empty")
 			}
-			items = nil
+			items, hint = nil, CacheHint{}
 		}
 		cat.set |= spec.kind
+		cat.hints[hintIndex(spec.kind)] = hint
 		switch spec.kind {
 		case kindTools:
 			cat.tools = s.parseTools(items)
@@ -127,14 +150,18 @@ func (s *session) discover(ctx context.Context, want kind) (*catalog, error) {
 type listPage struct {
 	items      []json.RawMessage
 	nextCursor *string
+	hint       CacheHint
 }
 
 // listAll reads every page of one list (at most maxPages), following
-// nextCursor. A cursor the upstream already gave is an error.
-func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage, error) {
+// nextCursor. A cursor the upstream already gave is an error. The list's
+// cache hint is the most restrictive of its pages' (the smallest TTL,
+// private when any page is), given only when every page gave one.
+func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage, CacheHint, error) {
 	var all []json.RawMessage
 	seen := map[string]bool{}
 	var cursor *string
+	var hint CacheHint
 	for page := 1; ; page++ {
 		var params json.RawMessage
 		if cursor != nil {
@@ -144,24 +171,29 @@ func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage
 		}
 		raw, err := s.request(ctx, spec.method, params)
 		if err != nil {
-			return nil, err
+			return nil, CacheHint{}, err
 		}
 		p, err := decodePage(raw, spec.key)
 		if err != nil {
-			return nil, s.c.opError(spec.method, err)
+			return nil, CacheHint{}, s.c.opError(spec.method, err)
 		}
 		all = append(all, p.items...)
+		if page == 1 {
+			hint = p.hint
+		} else {
+			hint = hint.Narrow(p.hint)
+		}
 		if p.nextCursor == nil || *p.nextCursor == "" {
-			return all, nil
+			return all, hint, nil
 		}
 		if seen[*p.nextCursor] {
-			return nil, s.c.opError(spec.method, fmt.Errorf("%w on page %d", ErrRepeatedCursor, page))
+			return nil, CacheHint{}, s.c.opError(spec.method, fmt.Errorf("%w on page %d", ErrRepeatedCursor, page))
 		}
 		seen[*p.nextCursor] = true
 		if page == maxPages {
 			s.log.Warn().Str("method", spec.method).Int("pages", maxPages).
 				Msg("list has more pages than the limit; the rest is ignored")
-			return all, nil
+			return all, hint, nil
 		}
 		cursor = p.nextCursor
 	}
@@ -172,7 +204,7 @@ func (s *session) listAll(ctx context.Context, spec listSpec) ([]json.RawMessage
 // result naming either member twice is refused: which one counts would be
 // a guess (the rule rawjson's envelope parser follows).
 func decodePage(raw json.RawMessage, key string) (listPage, error) {
-	v, err := rawjson.Pick(raw, key, "nextCursor")
+	v, err := rawjson.Pick(raw, key, "nextCursor", "ttlMs", "cacheScope")
 	if errors.Is(err, rawjson.ErrDuplicateMember) {
 		return listPage{}, fmt.Errorf("%w: the result's %v", ErrBadResponse, err)
 	}
@@ -198,8 +230,34 @@ func decodePage(raw json.RawMessage, key string) (listPage, error) {
 		}
 		p.nextCursor = &c
 	}
+	p.hint = ParseCacheHint(v[2], v[3], time.Now())
 	return p, nil
 }
+
+// ParseCacheHint reads a result's ttlMs and cacheScope members (MCP
+// 2026-07-28, server/utilities/caching; nil when absent), as of now. A
+// result without a ttlMs that is a whole number gives no hint; a negative
+// one counts as 0, as the revision asks; only cacheScope "public" is
+// public.
+func ParseCacheHint(ttl, scope json.RawMessage, now time.Time) CacheHint {
+	if len(ttl) == 0 || rawjson.IsNull(ttl) {
+		return CacheHint{}
+	}
+	ms, err := strconv.ParseInt(string(ttl), 10, 64)
+	if err != nil {
+		f, ferr := strconv.ParseFloat(string(ttl), 64)
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > maxHintMs {
+			return CacheHint{}
+		}
+		ms = int64(f)
+	}
+	ms = min(max(ms, 0), maxHintMs)
+	return CacheHint{Given: true, TTL: time.Duration(ms) * time.Millisecond, Public: string(scope) == `"public"`, Fetched: now}
+}
+
+// maxHintMs caps a TTL at a day: a server's longer hint is held to it,
+// and a duration stays far from overflowing.
+const maxHintMs = 24 * 60 * 60 * 1000
 
 // parseTools reads name, description and readOnlyHint from each raw tool
 // without touching its bytes. A tool without a non-empty string name, or
@@ -265,4 +323,35 @@ func listChangedKinds(method string) kind {
 		return kindPrompts
 	}
 	return 0
+}
+
+// RefreshStale has the lists whose cache hint has passed (CacheHint.Stale)
+// read again, in the background, and a snapshot published when they
+// change: a list is read again when a client needs it, not on a timer (MCP
+// 2026-07-28, server/utilities/caching: a TTL is not a polling interval).
+// It returns at once; the caller serves what it has.
+func (c *Conn) RefreshStale() {
+	snap := c.Snapshot()
+	if snap.State != StateConnected {
+		return
+	}
+	now := time.Now()
+	var k kind
+	for _, h := range []struct {
+		k    kind
+		hint CacheHint
+	}{{kindTools, snap.ToolsHint}, {kindResources, snap.ResourcesHint}, {kindTemplates, snap.TemplatesHint}, {kindPrompts, snap.PromptsHint}} {
+		if h.hint.Stale(now) {
+			k |= h.k
+		}
+	}
+	if k == 0 {
+		return
+	}
+	s := c.acquire()
+	if s == nil {
+		return
+	}
+	defer s.end()
+	s.refresh.request(k)
 }

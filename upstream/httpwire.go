@@ -512,18 +512,6 @@ func isJSON(contentType string) bool {
 	return err == nil && mt == "application/json"
 }
 
-// sleep waits d or until ctx ends (then its error).
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
 // ctxWrites: an HTTP request ends with its context.
 func (w *httpWire) ctxWrites() bool { return true }
 

@@ -312,22 +312,34 @@ func tooLargeResponse(id []byte, limit int64) []byte {
 	return append(b, "\"}}\n"...)
 }
 
-// limitBody bounds a plain (non-SSE) HTTP response body: reading more than
-// limit bytes returns the bytes up to the limit with a
-// *ResponseTooLargeError, and every later Read returns it again. Close
-// closes body.
+// bodyLimit is what the readers of limitBody and limitSSE share: the body
+// they read, the limit, and the error that ends the body once the limit is
+// passed, which every later Read returns. Close closes the body.
+type bodyLimit struct {
+	rc    io.ReadCloser
+	limit int64
+	err   error
+}
+
+func (l *bodyLimit) Close() error { return l.rc.Close() }
+
+// exceed ends the body: it returns n, the bytes read within the limit, with
+// the *ResponseTooLargeError that every later Read returns.
+func (l *bodyLimit) exceed(n int) (int, error) {
+	l.err = &ResponseTooLargeError{Limit: l.limit}
+	return n, l.err
+}
+
+// limitBody bounds a plain (non-SSE) HTTP response body to limit (> 0)
+// bytes: reading more returns the bytes up to the limit with a
+// *ResponseTooLargeError, and every later Read returns it again.
 func limitBody(body io.ReadCloser, limit int64) io.ReadCloser {
-	if limit <= 0 {
-		return body
-	}
-	return &limitedBody{rc: body, left: limit, limit: limit}
+	return &limitedBody{bodyLimit: bodyLimit{rc: body, limit: limit}, left: limit}
 }
 
 type limitedBody struct {
-	rc    io.ReadCloser
-	left  int64
-	limit int64
-	err   error
+	bodyLimit
+	left int64
 }
 
 func (b *limitedBody) Read(p []byte) (int, error) {
@@ -339,38 +351,28 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	}
 	n, err := b.rc.Read(p)
 	if int64(n) > b.left {
-		n = int(b.left)
-		b.left = 0
-		b.err = &ResponseTooLargeError{Limit: b.limit}
-		return n, b.err
+		return b.exceed(int(b.left))
 	}
 	b.left -= int64(n)
 	return n, err
 }
 
-func (b *limitedBody) Close() error { return b.rc.Close() }
-
 // limitSSE bounds each event of a text/event-stream body: the bytes of one
 // event (its field lines and their line ends, up to the blank line that
-// dispatches it) may be at most limit. A longer event makes Read return the
-// bytes within the limit with a *ResponseTooLargeError, and the stream ends
-// there: every later Read returns the error. Lines may end in "\n", "\r\n"
-// or "\r". Close closes body.
+// dispatches it) may be at most limit (> 0). A longer event makes Read
+// return the bytes within the limit with a *ResponseTooLargeError, and the
+// stream ends there: every later Read returns the error. Lines may end in
+// "\n", "\r\n" or "\r".
 func limitSSE(body io.ReadCloser, limit int64) io.ReadCloser {
-	if limit <= 0 {
-		return body
-	}
-	return &sseLimiter{rc: body, limit: limit, lineStart: true}
+	return &sseLimiter{bodyLimit: bodyLimit{rc: body, limit: limit}, lineStart: true}
 }
 
 type sseLimiter struct {
-	rc        io.ReadCloser
-	limit     int64
+	bodyLimit
 	n         int64 // bytes of the current event
 	lineStart bool  // the next byte starts a line
 	afterCR   bool  // the last byte was a '\r' (a following '\n' is its pair)
 	blankCR   bool  // that '\r' ended an event (its '\n' is not counted)
-	err       error
 }
 
 func (s *sseLimiter) Read(p []byte) (int, error) {
@@ -379,8 +381,7 @@ func (s *sseLimiter) Read(p []byte) (int, error) {
 	}
 	n, err := s.rc.Read(p)
 	if k, ok := s.scan(p[:n]); !ok {
-		s.err = &ResponseTooLargeError{Limit: s.limit}
-		return k, s.err
+		return s.exceed(k)
 	}
 	return n, err
 }
@@ -429,8 +430,6 @@ func (s *sseLimiter) scan(b []byte) (int, bool) {
 	}
 	return len(b), true
 }
-
-func (s *sseLimiter) Close() error { return s.rc.Close() }
 
 // limitResponses enforces limit on every response of next: a plain body
 // whose Content-Length is over the limit is closed and the round trip fails

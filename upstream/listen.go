@@ -108,14 +108,10 @@ func (s *session) listen() {
 	for s.ctx.Err() == nil {
 		f := s.listenFilter()
 		if f.IsEmpty() {
-			select {
-			case <-s.ctx.Done():
+			if live, _ := s.await(wake, nil); !live {
 				return
-			case <-s.retiring:
-				return
-			case <-wake:
-				continue
 			}
+			continue
 		}
 		params, _ := json.Marshal(mcp.SubscriptionsListenParams{Notifications: f})
 		ctx, cancel := context.WithCancel(s.ctx)
@@ -150,17 +146,29 @@ func (s *session) listen() {
 		default:
 			s.log.Debug().Err(safe(err)).Dur("retry_in", backoff).Msg("subscriptions/listen failed")
 		}
-		select {
-		case <-s.ctx.Done():
+		live, timedOut := s.await(wake, time.After(backoff))
+		if !live {
 			return
-		case <-s.retiring:
-			return
-		case <-wake:
-		case <-time.After(backoff):
-			if err != nil {
-				backoff = min(2*backoff, maxListenBackoff)
-			}
 		}
+		if timedOut && err != nil {
+			backoff = min(2*backoff, maxListenBackoff)
+		}
+	}
+}
+
+// await waits for wake, for after (nil: never) or for the session to end
+// (its context or retirement). live is false when it ended; timedOut is
+// true when after came first.
+func (s *session) await(wake <-chan struct{}, after <-chan time.Time) (live, timedOut bool) {
+	select {
+	case <-s.ctx.Done():
+		return false, false
+	case <-s.retiring:
+		return false, false
+	case <-wake:
+		return true, false
+	case <-after:
+		return true, true
 	}
 }
 

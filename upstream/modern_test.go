@@ -20,6 +20,9 @@ import (
 // which the test sends notifications (push).
 type modernServer struct {
 	tools string // the tools array of tools/list
+	// listHints is added to tools/list results (",ttlMs:…"), "" for none.
+	listHints string
+	lists     int // tools/list requests
 
 	mu sync.Mutex
 	// rejects answers the next requests of a method -32022 (their count).
@@ -71,9 +74,10 @@ func (m *modernServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, 200, rpcResult(msg.ID, `{"supportedVersions":["2026-07-28"],"capabilities":{"tools":{"listChanged":true},"resources":{"subscribe":true}}}`))
 	case "tools/list":
 		m.mu.Lock()
-		tools := m.tools
+		tools, hints := m.tools, m.listHints
+		m.lists++
 		m.mu.Unlock()
-		writeJSON(w, 200, rpcResult(msg.ID, `{"tools":`+tools+`}`))
+		writeJSON(w, 200, rpcResult(msg.ID, `{"tools":`+tools+hints+`}`))
 	case "resources/list", "resources/templates/list":
 		writeJSON(w, 200, rpcResult(msg.ID, `{"resources":[],"resourceTemplates":[]}`))
 	case "tools/call":

@@ -98,6 +98,52 @@ type Capabilities struct {
 	Logging, Completions                                bool
 }
 
+// CacheHint is what a list result said of how long it stays fresh and who
+// may share it (ttlMs and cacheScope, MCP 2026-07-28,
+// server/utilities/caching). The zero value is no hint: the list is stale
+// at once and private.
+type CacheHint struct {
+	// Given is set when the result carried a ttlMs.
+	Given bool
+	// TTL is ttlMs (a negative one is 0; at most a day).
+	TTL time.Duration
+	// Public is set for cacheScope "public".
+	Public bool
+	// Fetched is when the list was read.
+	Fetched time.Time
+}
+
+// Remaining is how long the list stays fresh after now: 0 when no hint
+// was given or it has passed.
+func (h CacheHint) Remaining(now time.Time) time.Duration {
+	if !h.Given {
+		return 0
+	}
+	return max(h.Fetched.Add(h.TTL).Sub(now), 0)
+}
+
+// Stale reports whether a list that was given a positive TTL has outlived
+// it at now: the proxy reads it again (Conn.RefreshStale). A list given no
+// hint or a TTL of 0 is kept until the server says it changed
+// (list_changed), as before the revision.
+func (h CacheHint) Stale(now time.Time) bool {
+	return h.Given && h.TTL > 0 && !now.Before(h.Fetched.Add(h.TTL))
+}
+
+// Narrow is the hint of a list made of h's and o's: the earlier end of
+// freshness, public only when both are. It is given only when both are.
+func (h CacheHint) Narrow(o CacheHint) CacheHint {
+	if !h.Given || !o.Given {
+		return CacheHint{}
+	}
+	out := h
+	if o.Fetched.Add(o.TTL).Before(h.Fetched.Add(h.TTL)) {
+		out.TTL, out.Fetched = o.TTL, o.Fetched
+	}
+	out.Public = h.Public && o.Public
+	return out
+}
+
 // Snapshot is everything a Conn knows at one moment. A published Snapshot is
 // immutable: its slices are shared between snapshots and must never be
 // modified by anyone.
@@ -140,6 +186,10 @@ type Snapshot struct {
 	// Resources, ResourceTemplates and Prompts hold the raw items of every
 	// page; nil when the upstream does not advertise the capability.
 	Resources, ResourceTemplates, Prompts []json.RawMessage
+	// ToolsHint, ResourcesHint, TemplatesHint and PromptsHint are the cache
+	// hints of the lists as last read (CacheHint); none for a server that
+	// gives none (every session-era server).
+	ToolsHint, ResourcesHint, TemplatesHint, PromptsHint CacheHint
 	// Capabilities is what the upstream advertised.
 	Capabilities Capabilities
 	// ServerInfo is the upstream's serverInfo object (re-encoded by mcp-go's

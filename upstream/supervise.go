@@ -60,7 +60,7 @@ func (c *Conn) run(ctx context.Context) {
 		if s != nil {
 			c.retire(ctx, s, false)
 		}
-		if !sleepCtx(ctx, wait) {
+		if sleep(ctx, wait) != nil {
 			c.publishClosed()
 			return
 		}
@@ -157,18 +157,18 @@ func (c *Conn) retire(ctx context.Context, s *session, drain bool) {
 	}()
 }
 
-// sleepCtx waits d; it reports false if ctx ended first.
-func sleepCtx(ctx context.Context, d time.Duration) bool {
+// sleep waits d, or until ctx ends, then returning its error.
+func sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
-		return ctx.Err() == nil
+		return ctx.Err()
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return nil
 	case <-ctx.Done():
-		return false
+		return ctx.Err()
 	}
 }
 

@@ -129,24 +129,31 @@ func (r *Receiver) add(req *coltrace.ExportTraceServiceRequest, h http.Header) {
 func NewHTTP(t testing.TB) *Receiver {
 	t.Helper()
 	r := newReceiver()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/v1/traces", r.serveHTTP)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	r.serve(t, srv.Serve, func() { _ = srv.Close() })
+	return r
+}
+
+// serve runs serve on a loopback listener until the test ends, when stop
+// stops it, and sets r's endpoint to the listener's address.
+func (r *Receiver) serve(t testing.TB, serve func(net.Listener) error, stop func()) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/traces", r.serveHTTP)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_ = srv.Serve(ln)
+		_ = serve(ln)
 	}()
 	t.Cleanup(func() {
-		_ = srv.Close()
+		stop()
 		<-done
 	})
 	r.endpoint = "http://" + ln.Addr().String()
-	return r
 }
 
 func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
@@ -197,22 +204,9 @@ func (r *Receiver) serveHTTP(w http.ResponseWriter, req *http.Request) {
 func NewGRPC(t testing.TB) *Receiver {
 	t.Helper()
 	r := newReceiver()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	srv := grpc.NewServer(grpc.MaxRecvMsgSize(maxBody))
 	coltrace.RegisterTraceServiceServer(srv, grpcService{r: r})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_ = srv.Serve(ln)
-	}()
-	t.Cleanup(func() {
-		srv.Stop()
-		<-done
-	})
-	r.endpoint = "http://" + ln.Addr().String()
+	r.serve(t, srv.Serve, srv.Stop)
 	return r
 }
 
