@@ -72,7 +72,7 @@ func TestSessionAcrossReplicas(t *testing.T) {
 	if !strings.Contains(r.body, "fs__read_file") {
 		t.Fatalf("tool_search on replica 1: %s", r.body)
 	}
-	if got := listNames(t, at(1).post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__list_directory,fs__read_file" {
+	if got := listNames(t, at(1).post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__read_file,fs__list_directory" {
 		t.Errorf("tools/list on replica 2 after the search on replica 1 = %s", got)
 	}
 	if r := at(2).post(`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fs__read_file","arguments":{}}}`); !strings.Contains(r.body, `"text":"done"`) {
