@@ -38,6 +38,12 @@ const approvalInputID = "mcp-proxy/approval"
 // approvalStatePrefix marks the request states of approval round trips.
 const approvalStatePrefix = "px-approval-"
 
+// mayAsk reports whether approve may ask a person about c (it will not
+// when the agent's autonomy runs it).
+func (tc *toolCalls) mayAsk(c *toolCall) bool {
+	return c.r.sess.agent.ApprovalOf(c.entry.policyTool(), c.r.sess.state.ApprovedAlways(c.entry.Exposed)) != filter.ApprovalRun
+}
+
 // approve runs the approval gate of docs/agents.md#approval for one call. It returns nil
 // when the call may run, else the isError result that refuses it; or, for a
 // stateless client over HTTP, which cannot be sent a request, the

@@ -43,7 +43,10 @@ import (
 // shared by every replica: a call's buckets are taken in one atomic script,
 // all or none (so a refusal leaves the others as they were), and its slot
 // is a lease that a replica dying mid-call gives back when the call's
-// timeout has passed. Their keys name the limit's figures, so that a reload
+// timeout has passed. The same script tries for the slot once the buckets
+// gave their tokens, so a call pays one round trip before it runs and one
+// (the release) after; a call whose slot was not free then waits in send
+// as above, and one that asks a person gives its lease back first. Their keys name the limit's figures, so that a reload
 // keeps what it does not change there too.
 
 // callLimits are the rate limits of one config; nil when it has none, so
@@ -182,7 +185,8 @@ type limitRefusal struct {
 // back what it took. Its error is the store's (shared limits only).
 func (l *callLimits) take(ctx context.Context, agent string, t filter.Tool, now time.Time) (*limitRefusal, error) {
 	if l.shared != nil {
-		return l.takeShared(ctx, agent, t)
+		refusal, _, err := l.takeShared(ctx, agent, t, nil)
+		return refusal, err
 	}
 	entries := l.agents[agent]
 	for i, al := range entries {
@@ -232,23 +236,25 @@ func (l *callLimits) sharedBuckets(entries []*agentLimit, server *serverLimit, t
 	return buckets, of
 }
 
-// takeShared is take on the store: one script takes every bucket or none.
-func (l *callLimits) takeShared(ctx context.Context, agent string, t filter.Tool) (*limitRefusal, error) {
+// takeShared is take on the store: one script takes every bucket or none
+// and, when slot is not nil and they all gave a token, tries for that
+// max_concurrent lease too (leased: it got it).
+func (l *callLimits) takeShared(ctx context.Context, agent string, t filter.Tool, slot *store.Slot) (refusal *limitRefusal, leased bool, err error) {
 	sl := l.servers[t.Server]
 	buckets, of := l.sharedBuckets(l.agents[agent], sl, t)
-	if len(buckets) == 0 {
-		return nil, nil
+	if len(buckets) == 0 && slot == nil {
+		return nil, false, nil
 	}
-	refused, wait, err := l.shared.Take(ctx, buckets)
+	refused, wait, leased, err := l.shared.TakeWithSlot(ctx, buckets, slot)
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, false, err
 	case refused < 0:
-		return nil, nil
+		return nil, leased, nil
 	case of[refused] != nil:
-		return agentRefusal(agent, of[refused], wait), nil
+		return agentRefusal(agent, of[refused], wait), false, nil
 	default:
-		return serverRefusal(t.Server, sl, wait), nil
+		return serverRefusal(t.Server, sl, wait), false, nil
 	}
 }
 
@@ -307,7 +313,13 @@ func (tc *toolCalls) rateGate(next callHandler) callHandler {
 			return next(ctx, c)
 		}
 		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
-		refusal, err := l.take(ctx, agent, t, tc.now())
+		var refusal *limitRefusal
+		var err error
+		if l.shared != nil {
+			refusal, err = tc.takeShared(ctx, c, l, agent, t)
+		} else {
+			refusal, err = l.take(ctx, agent, t, tc.now())
+		}
 		if err != nil {
 			c.outcome = metrics.OutcomeError
 			return nil, storeError(err)
@@ -316,12 +328,33 @@ func (tc *toolCalls) rateGate(next callHandler) callHandler {
 			return tc.rateLimited(c, refusal), nil
 		}
 		res, werr := next(ctx, c)
+		if c.slot != nil {
+			// Taken with the tokens, never used (denied, or asked).
+			c.slot()
+			c.slot = nil
+		}
 		if c.input != nil {
 			// Asked the client for input: the retry takes them again.
 			l.give(ctx, l.agents[agent], l.servers[t.Server], t, tc.now())
 		}
 		return res, werr
 	}
+}
+
+// takeShared takes the call's tokens in the store and, for a server with
+// max_concurrent, tries for its slot in the same round trip: a lease got
+// there is c.slot, which send uses instead of asking the store again.
+func (tc *toolCalls) takeShared(ctx context.Context, c *toolCall, l *callLimits, agent string, t filter.Tool) (*limitRefusal, error) {
+	var slot *store.Slot
+	sl := l.servers[t.Server]
+	if cfg := tc.gen().cfg.Servers[t.Server]; sl != nil && sl.slotsKey != "" && cfg != nil {
+		slot = &store.Slot{Key: sl.slotsKey, Max: sl.maxConcurrent, Lease: cfg.Timeout.D(), ID: randid.Hex(16)}
+	}
+	refusal, leased, err := l.takeShared(ctx, agent, t, slot)
+	if leased {
+		c.slot = tc.sharedSlotRelease(ctx, c, l.shared, slot.Key, slot.ID)
+	}
+	return refusal, err
 }
 
 // rateLimited counts a refusal and returns the isError result that says it.
@@ -390,12 +423,16 @@ func (tc *toolCalls) holdSharedSlot(ctx context.Context, c *toolCall, shared *st
 			return nil, nil, storeError(err)
 		}
 	}
-	release := func() {
-		if err := shared.Release(context.WithoutCancel(ctx), sl.slotsKey, id); err != nil {
+	return tc.sharedSlotRelease(ctx, c, shared, sl.slotsKey, id), nil, nil
+}
+
+// sharedSlotRelease is what gives back the lease id under key.
+func (tc *toolCalls) sharedSlotRelease(ctx context.Context, c *toolCall, shared *store.Limits, key, id string) func() {
+	return func() {
+		if err := shared.Release(context.WithoutCancel(ctx), key, id); err != nil {
 			tc.log.Warn().Err(err).Str("server", c.entry.Server).Msg("a max_concurrent slot was not given back; it comes free when its lease ends")
 		}
 	}
-	return release, nil, nil
 }
 
 // storeError is the JSON-RPC error of a request the shared-state store

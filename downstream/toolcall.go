@@ -122,6 +122,9 @@ type toolCall struct {
 	// first round; responses are the client's inputResponses to it.
 	round     *roundState
 	responses json.RawMessage
+	// slot gives back the max_concurrent lease rateGate took with the
+	// call's tokens (a Redis store), for send to use; nil: none.
+	slot func()
 }
 
 // callHandler is one step of the call chain.
@@ -337,6 +340,11 @@ func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 		if c.round != nil {
 			return next(ctx, c) // approved in its first round, for these arguments
 		}
+		if c.slot != nil && tc.mayAsk(c) {
+			// Nobody holds a slot while a person decides.
+			c.slot()
+			c.slot = nil
+		}
 		refusal, ask, werr := tc.approve(ctx, c)
 		if werr != nil {
 			return nil, werr
@@ -356,9 +364,16 @@ func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 // send is the chain's last step: it sends the call upstream and waits for
 // its outcome, or parks it for a stateless HTTP client (roundtrip.go).
 func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *wireError) {
+	// A lease taken with the call's tokens (rateGate) is this call's slot;
+	// taken here, before the call may run on another goroutine.
+	held := c.slot
+	c.slot = nil
 	g := tc.gen()
 	up, cfg := g.ups[c.entry.Server], g.cfg.Servers[c.entry.Server]
 	if up == nil || cfg == nil {
+		if held != nil {
+			held()
+		}
 		c.outcome = metrics.OutcomeError
 		return nil, notConnected(c.entry.Server)
 	}
@@ -375,15 +390,23 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 		params, err = unaskedResponses(params, c.r, up)
 	}
 	if err != nil {
+		if held != nil {
+			held()
+		}
 		progress.close()
 		c.outcome = metrics.OutcomeError
 		return nil, errorf(codeInvalidParams, "invalid tools/call params: %s", sanitize.Error(err.Error()))
 	}
 	run := func(ctx context.Context) (json.RawMessage, *wireError) {
 		defer progress.close()
-		release, refusal, werr := tc.holdSlot(ctx, c, cfg.Timeout.D())
-		if refusal != nil || werr != nil {
-			return refusal, werr
+		release := held
+		if release == nil {
+			var refusal json.RawMessage
+			var werr *wireError
+			release, refusal, werr = tc.holdSlot(ctx, c, cfg.Timeout.D())
+			if refusal != nil || werr != nil {
+				return refusal, werr
+			}
 		}
 		if release != nil {
 			defer release()

@@ -14,8 +14,12 @@ import (
 // Limits keeps rate-limit buckets and max_concurrent slots in Redis
 // (docs/agents.md#overrides-and-rate-limits), so that a limit holds across
 // every replica: each operation is one Lua script, atomic in Redis, and
-// counts with Redis's clock (TIME), not the replicas'. It is safe for
-// concurrent use.
+// counts with Redis's clock (TIME), not the replicas'. The scripts'
+// writes are neither appended to the AOF nor sent to replicas
+// (redis.set_repl(redis.REPL_NONE)): with appendfsync always each would
+// wait for the disk, twice a call, and a counter lost in a restart or a
+// failover only starts its limit over (docs/shared-state.md#durability).
+// It is safe for concurrent use.
 type Limits struct{ r *Redis }
 
 // Limits is the rate-limit state of a Redis store, nil with the memory
@@ -55,6 +59,7 @@ const bucketSlack = 1e-9
 // its refill rate (tokens a second) and capacity. A bucket idle long
 // enough to be full again expires: a missing bucket is a full one.
 var bucketScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local take = ARGV[1] == 'take'
@@ -87,12 +92,112 @@ return {0, '0'}
 // short, refused is its index in buckets and wait how long until it has a
 // token; refused is -1 when every bucket gave one.
 func (l *Limits) Take(ctx context.Context, buckets []Bucket) (refused int, wait time.Duration, err error) {
-	res, err := l.run(ctx, "limit_take", "take", buckets)
-	if err != nil {
-		return -1, 0, err
-	}
-	return res.refused, res.wait, nil
+	refused, wait, _, err = l.TakeWithSlot(ctx, buckets, nil)
+	return refused, wait, err
 }
+
+// Slot names a max_concurrent lease to try for: one of Max slots under
+// Key (SlotsKey), held for Lease (the call's timeout) under the name ID.
+type Slot struct {
+	Key   string
+	Max   int
+	Lease time.Duration
+	ID    string
+}
+
+// TakeWithSlot is Take that, when every bucket gave a token and slot is
+// not nil, also tries for the slot in the same script: one round trip
+// before a call that has both kinds of limit. leased reports whether it
+// got the slot (give it back with Release); when none was free the tokens
+// stay taken and the caller waits for a slot with Acquire.
+func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot) (refused int, wait time.Duration, leased bool, err error) {
+	keys := make([]string, 0, len(buckets)+1)
+	args := make([]any, 0, 2+2*len(buckets)+3)
+	args = append(args, bucketSlack, len(buckets))
+	for _, b := range buckets {
+		keys = append(keys, b.Key)
+		args = append(args, float64(max(b.PerMinute, 1))/60, max(b.Burst, 1))
+	}
+	if slot != nil {
+		keys = append(keys, slot.Key)
+		args = append(args, slot.Max, max64(slot.Lease.Milliseconds(), 1), slot.ID)
+	}
+	refused = -1
+	if len(keys) == 0 {
+		return refused, 0, false, nil
+	}
+	err = l.r.Run(ctx, "limit_take", func(ctx context.Context, c redisClient) error {
+		v, err := takeScript.Run(ctx, c, keys, args...).Slice()
+		if err != nil {
+			return err
+		}
+		if len(v) != 3 {
+			return fmt.Errorf("take script: %d values", len(v))
+		}
+		n, _ := v[0].(int64)
+		s, _ := v[1].(string)
+		got, _ := v[2].(int64)
+		secs, err := strconv.ParseFloat(s, 64)
+		if err != nil {
+			return fmt.Errorf("take script: wait %q: %w", s, err)
+		}
+		refused, leased = int(n)-1, got == 1
+		wait = max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)
+		return nil
+	})
+	if err != nil {
+		return -1, 0, false, err
+	}
+	return refused, wait, leased, nil
+}
+
+// takeScript takes one token in each of the first ARGV[2] buckets of KEYS,
+// all or none, as bucketScript does; when they all gave one and KEYS has
+// one more key, it then tries for a lease there as slotScript does. ARGV
+// is the slack, the bucket count, each bucket's rate and capacity, then
+// the slot's count, lease (ms) and name. It returns the index of the
+// bucket that refused (0: none), the seconds until it has a token, and 1
+// when it took the lease.
+var takeScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
+local t = redis.call('TIME')
+local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
+local tokens, rates, caps = {}, {}, {}
+for i = 1, nb do
+  local key = KEYS[i]
+  local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
+  local v = redis.call('HMGET', key, 'tokens', 'last')
+  local have, last = tonumber(v[1]), tonumber(v[2])
+  if have == nil or last == nil then
+    have = cap
+  elseif now > last then
+    have = math.min(cap, have + (now - last) * rate)
+  end
+  if have < 1 - slack then
+    return {i, tostring((1 - have) / rate), 0}
+  end
+  tokens[i], rates[i], caps[i] = have, rate, cap
+end
+for i = 1, nb do
+  local have = math.max(0, tokens[i] - 1)
+  redis.call('HSET', KEYS[i], 'tokens', tostring(have), 'last', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+end
+local leased = 0
+if #KEYS > nb then
+  local key, a = KEYS[nb + 1], 3 + 2*nb
+  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  local lease = tonumber(ARGV[a + 1])
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
+  if redis.call('ZCARD', key) < tonumber(ARGV[a]) then
+    redis.call('ZADD', key, ms + lease, ARGV[a + 2])
+    redis.call('PEXPIRE', key, lease + 1000)
+    leased = 1
+  end
+end
+return {0, '0', leased}
+`)
 
 // Give puts back one token in every bucket (never above its capacity): a
 // call that took them and was not sent after all.
@@ -143,6 +248,7 @@ func (l *Limits) run(ctx context.Context, op, mode string, buckets []Bucket) (bu
 // ARGV[2] ms under the name ARGV[3], after dropping expired leases (those
 // of calls whose replica died); it returns 1 with the lease, 0 without.
 var slotScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -200,9 +306,15 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 // call's own (a released slot matters most when the call was cancelled).
 func (l *Limits) Release(ctx context.Context, key, id string) error {
 	return l.r.Run(ctx, "slot_release", func(ctx context.Context, c redisClient) error {
-		return c.ZRem(ctx, key, id).Err()
+		return releaseScript.Run(ctx, c, []string{key}, id).Err()
 	})
 }
+
+// releaseScript drops the lease ARGV[1] of KEYS[1].
+var releaseScript = redis.NewScript(`
+redis.set_repl(redis.REPL_NONE)
+return redis.call('ZREM', KEYS[1], ARGV[1])
+`)
 
 func max64(a, b int64) int64 {
 	if a > b {

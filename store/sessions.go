@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -11,8 +12,11 @@ import (
 // replica serves a session another one made: each session is one hash of
 // fields whose meaning is the caller's, stored under the HMAC of its id
 // and expiring after the idle timeout without use. Every operation is one
-// round trip, and each refreshes the expiry. It is safe for concurrent
-// use.
+// round trip. Reading a session refreshes its expiry only when less than
+// the idle timeout is left, to idle + slack (idleSlack): most requests then
+// write nothing, and on Redis with appendfsync always a write waits for the
+// disk. A session thus expires between idle and idle + slack after its
+// last use. It is safe for concurrent use.
 type Sessions struct {
 	r    *Redis
 	keys *Keys
@@ -31,10 +35,26 @@ func (s *Store) Sessions(idle time.Duration) *Sessions {
 
 func (ss *Sessions) key(id string) string { return ss.r.Key("session", ss.keys.SessionID(id)) }
 
-// touch sets the idle expiry of key in p.
+// maxIdleSlack bounds idleSlack: with it a read refreshes a busy
+// session's expiry at most once a minute.
+const maxIdleSlack = time.Minute
+
+// idleSlack is how long past the idle timeout a session's expiry is set
+// when it is refreshed: a tenth of it, at most maxIdleSlack.
+func idleSlack(idle time.Duration) time.Duration { return min(idle/10, maxIdleSlack) }
+
+// expiry is the expiry a write or a refresh sets (0: none).
+func (ss *Sessions) expiry() time.Duration {
+	if ss.idle <= 0 {
+		return 0
+	}
+	return ss.idle + idleSlack(ss.idle)
+}
+
+// touch sets the expiry of key in p.
 func (ss *Sessions) touch(ctx context.Context, p redis.Pipeliner, key string) {
 	if ss.idle > 0 {
-		p.PExpire(ctx, key, ss.idle)
+		p.PExpire(ctx, key, ss.expiry())
 	}
 }
 
@@ -57,16 +77,17 @@ func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]str
 func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]string, ok bool, err error) {
 	key := ss.key(id)
 	err = ss.r.Run(ctx, "session_load", func(ctx context.Context, c redisClient) error {
-		var all *redis.MapStringStringCmd
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			all = p.HGetAll(ctx, key)
-			ss.touch(ctx, p, key)
-			return nil
-		})
+		v, err := loadScript.Run(ctx, c, []string{key}, ss.idle.Milliseconds(), ss.expiry().Milliseconds()).StringSlice()
 		if err != nil {
 			return err
 		}
-		fields = all.Val()
+		if len(v)%2 != 0 {
+			return fmt.Errorf("session load: %d values", len(v))
+		}
+		fields = make(map[string]string, len(v)/2)
+		for i := 0; i < len(v); i += 2 {
+			fields[v[i]] = v[i+1]
+		}
 		return nil
 	})
 	if err != nil {
@@ -74,6 +95,19 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 	}
 	return fields, len(fields) > 0, nil
 }
+
+// loadScript returns every field of KEYS[1] and, when it exists with less
+// than ARGV[1] ms to live (and ARGV[1] > 0), sets its expiry to ARGV[2] ms.
+// A read that refreshes nothing writes nothing (scripts replicate their
+// effects), so it costs no append-only-file write.
+var loadScript = redis.NewScript(`
+local f = redis.call('HGETALL', KEYS[1])
+local idle = tonumber(ARGV[1])
+if #f > 0 and idle > 0 and redis.call('PTTL', KEYS[1]) < idle then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+end
+return f
+`)
 
 // Set writes fields of session id (name, value, name, value...) and marks
 // it used. A session that expired meanwhile is not brought back: the
@@ -84,7 +118,7 @@ func (ss *Sessions) Set(ctx context.Context, id string, pairs ...string) error {
 	}
 	key := ss.key(id)
 	args := make([]any, 0, len(pairs)+1)
-	args = append(args, ss.idle.Milliseconds())
+	args = append(args, ss.expiry().Milliseconds())
 	for _, p := range pairs {
 		args = append(args, p)
 	}

@@ -50,6 +50,7 @@ type proxyConfig struct {
 	Log      map[string]string       `yaml:"log"`
 	Blobs    map[string]string       `yaml:"blobs"`
 	StateDir string                  `yaml:"state_dir"`
+	Store    map[string]string       `yaml:"store,omitempty"`
 	Servers  map[string]serverConfig `yaml:"servers"`
 
 	Pinning      string                  `yaml:"pinning,omitempty"`
@@ -103,6 +104,13 @@ type serverConfig struct {
 	URL      string            `yaml:"url,omitempty"`
 	Protocol string            `yaml:"protocol,omitempty"`
 	Tools    toolsConfig       `yaml:"tools"`
+	Limits   *limitsConfig     `yaml:"limits,omitempty"`
+}
+
+// limitsConfig is a server's rate limits (the store scenarios').
+type limitsConfig struct {
+	PerMinute     int `yaml:"per_minute,omitempty"`
+	MaxConcurrent int `yaml:"max_concurrent,omitempty"`
 }
 
 // toolsConfig turns off the fixtures' resources and prompts, so that the

@@ -49,7 +49,7 @@ func TestRelayCopiesLines(t *testing.T) {
 }
 
 // TestRunEveryScenario builds mcp-proxy and the fixture, runs every
-// scenario with every upstream it lists at tiny counts, and checks the table
+// scenario that runs by default with every upstream it lists at tiny counts, and checks the table
 // and the JSON a user would read: every row present with its sides, no
 // error, every number positive, and no process left running.
 func TestRunEveryScenario(t *testing.T) {

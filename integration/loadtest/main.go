@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"slices"
@@ -50,6 +51,9 @@ type options struct {
 	rounds    int
 	jsonPath  string
 	timeout   time.Duration
+	// redisServer is the redis-server binary of the store scenarios ("":
+	// not found).
+	redisServer string
 	// upstreamProtocol is the protocol setting of the proxy's upstreams:
 	// by default the version the direct and floor sides speak, so that
 	// every side asks the same of the upstream.
@@ -123,8 +127,9 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 	fs.StringVar(&o.proxy, "proxy", "", "mcp-proxy binary (go build -o /tmp/mcp-proxy ./cmd/mcp-proxy)")
 	fs.StringVar(&o.fixture, "fixture", "", "fixture binary (go build -o /tmp/fixture ./integration/fixture)")
 	fs.StringVar(&o.peer, "peer", "", "optional: TBXark/mcp-proxy binary, a fourth side of the HTTP call scenarios")
-	fs.StringVar(&names, "scenarios", strings.Join(defaultScenarioNames(), ","), "comma-separated scenarios (sessions-http only when named)")
+	fs.StringVar(&names, "scenarios", strings.Join(defaultScenarioNames(), ","), "comma-separated scenarios (sessions-http and the store-* ones, which start a redis-server, only when named)")
 	fs.IntVar(&o.sessions, "sessions", defaultSessions, "HTTP sessions sessions-http opens at once")
+	fs.StringVar(&o.redisServer, "redis-server", "", "redis-server binary of the store scenarios (default: redis-server on PATH)")
 	fs.StringVar(&ups, "upstreams", strings.Join(upstreamNames, ","), "comma-separated upstreams of the call scenarios")
 	fs.IntVar(&o.n, "n", 2000, "requests per side (call-1m and list-20x100 send n/10)")
 	fs.IntVar(&o.rounds, "rounds", 5, "rounds of direct/proxy alternation (and cold starts per side)")
@@ -151,6 +156,11 @@ func parseOptions(args []string, stderr io.Writer) (options, error) {
 		if err := absExecutable(p); err != nil {
 			problems = append(problems, err)
 		}
+	}
+	if o.redisServer == "" {
+		o.redisServer, _ = exec.LookPath("redis-server")
+	} else if err := absExecutable(&o.redisServer); err != nil {
+		problems = append(problems, err)
 	}
 	if o.rounds < 1 {
 		problems = append(problems, errors.New("-rounds must be at least 1"))

@@ -85,6 +85,9 @@ func (rep *report) writeTable(w io.Writer) error {
 	if rep.hasSide(sidePeer) {
 		cols = append(cols, sidePeer)
 	}
+	if rep.hasSide(sideMemory) {
+		cols = append(cols, sideMemory)
+	}
 	b.WriteString("| scenario | upstream | n |")
 	for _, c := range cols {
 		b.WriteString(" " + c + " |")
@@ -116,6 +119,11 @@ func (rep *report) writeTable(w io.Writer) error {
 		"rss-20x100 latencies are its 8-way calls.\n", rep.Rounds)
 	if len(featureRows) > 0 {
 		writeFeatureTable(b, featureRows)
+	}
+	for _, r := range rep.Results {
+		if r.Store != nil {
+			fmt.Fprintf(b, "\n%s (%s), proxy on Redis: %s\n", r.Scenario, r.Upstream, r.Store.tripsText())
+		}
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

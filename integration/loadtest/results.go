@@ -25,7 +25,8 @@ type target struct {
 	// "throughput" (proxy/base req/s), "added" ((proxy p50 − base p50) /
 	// base p50) or "rss" (the proxy's peak RSS in MiB).
 	measure string
-	// base is the side the proxy is compared with: sideDirect or sideFloor.
+	// base is the side the proxy is compared with: sideDirect, sideFloor
+	// or (the store scenarios) sideMemory.
 	base  string
 	limit float64
 	// atMost: the value must be <= limit; below: < limit; else >= limit.
@@ -76,6 +77,8 @@ type result struct {
 	// another upstream) or "error".
 	Verdict string `json:"verdict"`
 	Error   string `json:"error,omitempty"`
+	// Store is what the store scenarios learn of the Redis store.
+	Store *storeFigures `json:"store,omitempty"`
 
 	target target
 }
@@ -93,6 +96,7 @@ type ratios struct {
 var ratioPairs = [][2]string{
 	{sideProxy, sideFloor}, {sideProxy, sideDirect}, {sideFloor, sideDirect},
 	{sidePeer, sideFloor}, {sidePeer, sideDirect}, {sidePeer, sideProxy},
+	{sideProxy, sideMemory},
 }
 
 // newResult fills the ratios of the sides' summaries.

@@ -40,8 +40,10 @@ type scenario struct {
 }
 
 // optIn are the scenarios that run only when -scenarios names them: they
-// take minutes, or more of the machine than the others.
-var optIn = map[string]bool{"sessions-http": true}
+// take minutes, or more of the machine than the others, or (store-*) need
+// a redis-server.
+var optIn = map[string]bool{"sessions-http": true,
+	"store-http-c1": true, "store-http-c8": true, "store-http-c1-limited": true, "store-http-c8-limited": true}
 
 // The upstreams of the scenarios: the call scenarios run with both; the
 // catalog and process scenarios need the fixture's synthetic tools.
@@ -73,6 +75,12 @@ var scenarios = []scenario{
 	{"features-each-http", bothUpstreams, target{}, featureCalls(true, 1, eachFeature)},
 	{"features-each-stdio", bothUpstreams, target{}, featureCalls(false, 1, eachFeature)},
 	{"sessions-http", bothUpstreams, target{}, sessionsHTTP},
+	// Issue 32's: the proxy on a Redis store against the same proxy on the
+	// memory store, in the same rounds.
+	{"store-http-c1", bothUpstreams, target{measure: "p50", base: sideMemory, limit: 1.3, atMost: true, upstream: upGoSDK}, callStore(1, false)},
+	{"store-http-c8", bothUpstreams, target{measure: "throughput", base: sideMemory, limit: 0.8, upstream: upGoSDK}, callStore(pipelineDepth, false)},
+	{"store-http-c1-limited", bothUpstreams, target{measure: "p50", base: sideMemory, limit: 1.3, atMost: true, upstream: upGoSDK}, callStore(1, true)},
+	{"store-http-c8-limited", bothUpstreams, target{measure: "throughput", base: sideMemory, limit: 0.8, upstream: upGoSDK}, callStore(pipelineDepth, true)},
 }
 
 // side is one way to the upstream: check verifies a full answer once, op is
@@ -289,20 +297,32 @@ func (e *env) startHTTPToken(ctx context.Context, spec procSpec, token string) (
 // startHTTPProxy starts the proxy serving Streamable HTTP with one upstream,
 // fx, to be closed with cl, and waits until it lists fx__echo.
 func (e *env) startHTTPProxy(ctx context.Context, cl *closers, upstream serverConfig) (*httpEndpoint, error) {
-	cfg, err := e.writeConfig(map[string]serverConfig{"fx": upstream})
+	return e.startHTTPProxyWith(ctx, cl, upstream, nil, nil)
+}
+
+// startHTTPProxyWith is startHTTPProxy with the config edited by edit
+// (nil: none) and env added to the proxy's environment.
+func (e *env) startHTTPProxyWith(ctx context.Context, cl *closers, upstream serverConfig, edit func(*proxyConfig), env []string) (*httpEndpoint, error) {
+	cfg, err := e.writeConfigWith(map[string]serverConfig{"fx": upstream}, edit)
 	if err != nil {
 		return nil, err
 	}
-	return e.startHTTPProxyConfig(ctx, cl, cfg, "")
+	return e.startHTTPProxyEnv(ctx, cl, cfg, "", env)
 }
 
 // startHTTPProxyConfig starts the proxy serving Streamable HTTP with config
 // file cfg, whose one upstream is fx, to be closed with cl, and waits until
 // it lists fx__echo. The client sends token as a bearer token ("" none).
 func (e *env) startHTTPProxyConfig(ctx context.Context, cl *closers, cfg, token string) (*httpEndpoint, error) {
+	return e.startHTTPProxyEnv(ctx, cl, cfg, token, nil)
+}
+
+// startHTTPProxyEnv is startHTTPProxyConfig with env added to the proxy's
+// environment.
+func (e *env) startHTTPProxyEnv(ctx context.Context, cl *closers, cfg, token string, env []string) (*httpEndpoint, error) {
 	// The URL line is logged at info; the config's warn level would hide it.
 	spec := procSpec{name: "mcp-proxy (http)", path: e.o.proxy,
-		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL}
+		args: []string{"serve", "--config", cfg, "--listen", loopback + ":0", "--log-level", "info"}, ready: proxyURL, env: env}
 	h, err := e.startHTTPToken(ctx, spec, token)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,68 @@
+//go:build redis
+
+package store
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
+)
+
+// aofSize is the size of Redis's append-only file (INFO persistence).
+func aofSize(t *testing.T, s *Store) int {
+	t.Helper()
+	info, err := s.Redis().Client().Info(t.Context(), "persistence").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "aof_current_size:"); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatalf("no aof_current_size in %q", info)
+	return 0
+}
+
+// TestLimitsSkipTheAOF: taking tokens and a lease, giving a token back and
+// releasing the lease append nothing to the AOF (each append would wait
+// for the disk with appendfsync always), and still count: the bucket is
+// short once its burst is spent, the slot taken until released.
+func TestLimitsSkipTheAOF(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	l := s.Limits()
+	buckets := []Bucket{{Key: l.BucketKey("server", "fx", "2"), PerMinute: 2, Burst: 2}}
+	slot := &Slot{Key: l.SlotsKey("fx", 1), Max: 1, Lease: time.Minute, ID: "call-1"}
+	before := aofSize(t, s)
+	if refused, _, leased, err := l.TakeWithSlot(t.Context(), buckets, slot); err != nil || refused != -1 || !leased {
+		t.Fatalf("TakeWithSlot = %d %v %v, want a token and the lease", refused, leased, err)
+	}
+	other := *slot
+	other.ID = "call-2"
+	if refused, _, leased, err := l.TakeWithSlot(t.Context(), buckets, &other); err != nil || refused != -1 || leased {
+		t.Fatalf("second TakeWithSlot = %d %v %v, want a token and no lease (one slot)", refused, leased, err)
+	}
+	if refused, wait, err := l.Take(t.Context(), buckets); err != nil || refused != 0 || wait <= 0 {
+		t.Fatalf("third Take = %d %s %v, want the bucket to refuse", refused, wait, err)
+	}
+	if err := l.Give(t.Context(), buckets); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Release(t.Context(), slot.Key, slot.ID); err != nil {
+		t.Fatal(err)
+	}
+	if refused, _, leased, err := l.TakeWithSlot(t.Context(), buckets, &other); err != nil || refused != -1 || !leased {
+		t.Fatalf("TakeWithSlot after a give and a release = %d %v %v, want a token and the lease", refused, leased, err)
+	}
+	if after := aofSize(t, s); after != before {
+		t.Errorf("the limits appended %d bytes to the AOF, want none", after-before)
+	}
+}
