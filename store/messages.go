@@ -142,11 +142,12 @@ func (m *Messages) Hold(ctx context.Context, kind, target string) error {
 // has taken it since.
 func (m *Messages) Release(ctx context.Context, kind, target string) error {
 	return m.r.Run(ctx, "holder_release", func(ctx context.Context, c redisClient) error {
-		return releaseScript.Run(ctx, c, []string{m.holder(kind, target)}, m.self).Err()
+		return releaseHolderScript.Run(ctx, c, []string{m.holder(kind, target)}, m.self).Err()
 	})
 }
 
-var releaseScript = redis.NewScript(`
+// releaseHolderScript deletes KEYS[1] when it still names ARGV[1].
+var releaseHolderScript = redis.NewScript(`
 if redis.call('GET', KEYS[1]) == ARGV[1] then
   return redis.call('DEL', KEYS[1])
 end
