@@ -114,6 +114,9 @@ func measureStore(ctx context.Context, rs *redisServer, p *httpEndpoint, metrics
 	}
 	f := &storeFigures{TripsPerCall: map[string]float64{}}
 	for k, v := range after {
+		if upkeep(k) {
+			continue
+		}
 		if d := v - before[k]; d > 0 {
 			f.TripsPerCall[k] = d / tripCalls
 		}
@@ -153,6 +156,14 @@ func measureStore(ctx context.Context, rs *redisServer, p *httpEndpoint, metrics
 		return nil, err
 	}
 	return f, nil
+}
+
+// upkeep reports whether op/outcome key k is the store's own upkeep, which
+// runs on its own clock beside the calls: the ping, the replica's liveness
+// key and the read of its inbox.
+func upkeep(k string) bool {
+	op, _, _ := strings.Cut(k, "/")
+	return op == "ping" || op == "replica_alive" || op == "inbox_read"
 }
 
 // storeRequests reads mcp_proxy_store_requests_total, keyed "op/outcome".
