@@ -329,11 +329,7 @@ func (c *crossReplica) resumeRemote(ctx context.Context, r *request, st roundSta
 	c.mu.Lock()
 	c.waits[corr] = fw
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.waits, corr)
-		c.mu.Unlock()
-	}()
+	defer deleteLocked(&c.mu, c.waits, corr)
 	if err := c.bus.Send(ctx, holder, store.Message{Kind: msgResume, Corr: corr, Body: body}); err != nil {
 		return nil, nil, storeError(err)
 	}
@@ -432,11 +428,7 @@ func (c *crossReplica) runResume(m store.Message) {
 	c.mu.Lock()
 	c.running[m.Corr] = cancel
 	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.running, m.Corr)
-		c.mu.Unlock()
-	}()
+	defer deleteLocked(&c.mu, c.running, m.Corr)
 	params := json.RawMessage(`{}`)
 	if req.Responses != nil {
 		params, _ = rawjson.Set(params, "inputResponses", req.Responses)

@@ -147,11 +147,7 @@ func (a *asks) ask(ctx context.Context, out stream, method string, params json.R
 	}
 	a.pending[key] = ch
 	a.mu.Unlock()
-	defer func() {
-		a.mu.Lock()
-		delete(a.pending, key)
-		a.mu.Unlock()
-	}()
+	defer deleteLocked(&a.mu, a.pending, key)
 	if err := out.send(clientRequest(id, method, params)); err != nil {
 		return nil, err
 	}
@@ -256,4 +252,12 @@ func (f *inflight) count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return len(f.m)
+}
+
+// deleteLocked removes key from m while holding mu: the deferred end of a
+// waiter registered under mu (an ask's reply channel, a forwarded retry).
+func deleteLocked[K comparable, V any](mu *sync.Mutex, m map[K]V, key K) {
+	mu.Lock()
+	delete(m, key)
+	mu.Unlock()
 }
