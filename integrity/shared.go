@@ -177,9 +177,7 @@ func (s *Store) readShared(server string, full bool) (*pinFile, fileID, error) {
 	if full {
 		return pf, id, nil
 	}
-	sum := pf.summarize()
-	s.remember(server, id, sum)
-	return sum, id, nil
+	return s.keepSummary(server, id, pf)
 }
 
 // updateShared is update for the shared store: instead of a lock, each
@@ -188,20 +186,12 @@ func (s *Store) readShared(server string, full bool) (*pinFile, fileID, error) {
 // if one did.
 func (s *Store) updateShared(server string, fn func(cur *pinFile) (*pinFile, error)) (*pinFile, fileID, error) {
 	for range maxSharedWrites {
-		cur, id, err := s.readShared(server, true)
-		if err != nil {
-			return nil, fileID{}, err
-		}
-		next, err := fn(cur)
+		cur, next, id, err := s.loadApply(server, fn)
 		if err != nil {
 			return nil, fileID{}, err
 		}
 		if next == nil {
-			sum := cur.summarize()
-			if sum != nil {
-				s.remember(server, id, sum)
-			}
-			return sum, id, nil
+			return s.keepSummary(server, id, cur)
 		}
 		next.Version, next.Server = pinFileVersion, server
 		data, err := encodePinFile(next)
@@ -213,9 +203,7 @@ func (s *Store) updateShared(server string, fn func(cur *pinFile) (*pinFile, err
 			return nil, fileID{}, err
 		}
 		if ok {
-			sum := next.summarize()
-			s.remember(server, newID, sum)
-			return sum, newID, nil
+			return s.keepSummary(server, newID, next)
 		}
 	}
 	return nil, fileID{}, fmt.Errorf("%w: %s (other writers came first %d times)", ErrLocked, s.Path(server), maxSharedWrites)

@@ -282,9 +282,7 @@ func (s *Store) read(server string, full bool) (*pinFile, fileID, error) {
 	if full {
 		return pf, id, nil
 	}
-	sum := pf.summarize()
-	s.remember(server, id, sum)
-	return sum, id, nil
+	return s.keepSummary(server, id, pf)
 }
 
 // readAtMost reads r to its end into b, grown to size bytes (what a stat
@@ -417,11 +415,7 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 		return nil, fileID{}, err
 	}
 	defer unlock()
-	cur, id, err := s.loadFull(server)
-	if err != nil {
-		return nil, fileID{}, err
-	}
-	next, err := fn(cur)
+	cur, next, id, err := s.loadApply(server, fn)
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -433,7 +427,27 @@ func (s *Store) update(server string, fn func(cur *pinFile) (*pinFile, error)) (
 			return nil, fileID{}, err
 		}
 	}
-	sum := next.summarize()
+	return s.keepSummary(server, id, next)
+}
+
+// loadApply reads server's pin file with its definitions (nil when it does
+// not exist) and runs fn on it: cur is the file as read, next what fn
+// returns (nil: nothing to write).
+func (s *Store) loadApply(server string, fn func(cur *pinFile) (*pinFile, error)) (cur, next *pinFile, id fileID, err error) {
+	if cur, id, err = s.loadFull(server); err != nil {
+		return nil, nil, fileID{}, err
+	}
+	if next, err = fn(cur); err != nil {
+		return nil, nil, fileID{}, err
+	}
+	return cur, next, id, nil
+}
+
+// keepSummary remembers the summary of pf, the file whose identity is id,
+// for the next read of server (unless pf is nil: no file), and returns it
+// as update and read do.
+func (s *Store) keepSummary(server string, id fileID, pf *pinFile) (*pinFile, fileID, error) {
+	sum := pf.summarize()
 	if sum != nil {
 		s.remember(server, id, sum)
 	}
