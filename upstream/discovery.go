@@ -68,21 +68,17 @@ func hintIndex(k kind) int {
 
 // apply writes the discovered kinds into snap.
 func (cat *catalog) apply(snap *Snapshot) {
-	if cat.set&kindTools != 0 {
-		snap.Tools = cat.tools
-		snap.ToolsHint = cat.hints[hintIndex(kindTools)]
-	}
-	if cat.set&kindResources != 0 {
-		snap.Resources = cat.resources
-		snap.ResourcesHint = cat.hints[hintIndex(kindResources)]
-	}
-	if cat.set&kindTemplates != 0 {
-		snap.ResourceTemplates = cat.templates
-		snap.TemplatesHint = cat.hints[hintIndex(kindTemplates)]
-	}
-	if cat.set&kindPrompts != 0 {
-		snap.Prompts = cat.prompts
-		snap.PromptsHint = cat.hints[hintIndex(kindPrompts)]
+	applyKind(cat, kindTools, cat.tools, &snap.Tools, &snap.ToolsHint)
+	applyKind(cat, kindResources, cat.resources, &snap.Resources, &snap.ResourcesHint)
+	applyKind(cat, kindTemplates, cat.templates, &snap.ResourceTemplates, &snap.TemplatesHint)
+	applyKind(cat, kindPrompts, cat.prompts, &snap.Prompts, &snap.PromptsHint)
+}
+
+// applyKind sets *list to v and *hint to k's hint when cat holds kind k;
+// else it leaves both as they are.
+func applyKind[T any](cat *catalog, k kind, v T, list *T, hint *CacheHint) {
+	if cat.set&k != 0 {
+		*list, *hint = v, cat.hints[hintIndex(k)]
 	}
 }
 
