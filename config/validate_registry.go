@@ -12,15 +12,7 @@ func (c *Config) validateRegistry(v *validator) {
 	if r.URL != "" {
 		checkURL(v, "registry.url", r.URL, r.TLSCACertPath != "")
 	}
-	for _, k := range sortedKeys(r.Headers) {
-		if !isHTTPToken(k) {
-			v.add("registry.headers", "invalid header name "+quoteValue(k))
-			continue
-		}
-		if !validHeaderValue(r.Headers[k]) {
-			v.add(joinPath("registry.headers", pathKey(k)), "invalid header value (it contains a control character)")
-		}
-	}
+	checkHeaders(v, "registry.headers", r.Headers)
 	if r.TLSCACertPath != "" && !filepath.IsAbs(r.TLSCACertPath) {
 		v.add("registry.tls_ca_cert_path", "must be an absolute path, got "+quoteValue(r.TLSCACertPath))
 	}

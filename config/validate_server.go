@@ -97,15 +97,7 @@ func validateServer(v *validator, path string, s *Server) {
 			v.add(joinPath(at("env"), pathKey(k)), "value contains a NUL byte")
 		}
 	}
-	for _, k := range sortedKeys(s.Headers) {
-		if !isHTTPToken(k) {
-			v.add(at("headers"), "invalid header name "+quoteValue(k))
-			continue
-		}
-		if !validHeaderValue(s.Headers[k]) {
-			v.add(joinPath(at("headers"), pathKey(k)), "invalid header value (it contains a control character)")
-		}
-	}
+	checkHeaders(v, at("headers"), s.Headers)
 
 	positive(v, at("timeout"), s.Timeout)
 	if s.Timeout.D() > MaxTimeout {
@@ -166,6 +158,21 @@ func checkURL(v *validator, path, raw string, needTLS bool) {
 func checkNoNUL(v *validator, path, s string) {
 	if strings.Contains(s, "\x00") {
 		v.add(path, "contains a NUL byte")
+	}
+}
+
+// checkHeaders checks the headers at path (a server's, the registry's,
+// tracing's): each name an HTTP token, each value free of control
+// characters.
+func checkHeaders(v *validator, path string, headers map[string]string) {
+	for _, k := range sortedKeys(headers) {
+		if !isHTTPToken(k) {
+			v.add(path, "invalid header name "+quoteValue(k))
+			continue
+		}
+		if !validHeaderValue(headers[k]) {
+			v.add(joinPath(path, pathKey(k)), "invalid header value (it contains a control character)")
+		}
 	}
 }
 

@@ -74,15 +74,7 @@ func (c *Config) validateTracing(v *validator) {
 	if t.Protocol != "" {
 		v.oneOf("tracing.protocol", t.Protocol, tracingProtocols)
 	}
-	for _, k := range sortedKeys(t.Headers) {
-		if !isHTTPToken(k) {
-			v.add("tracing.headers", "invalid header name "+quoteValue(k))
-			continue
-		}
-		if !validHeaderValue(t.Headers[k]) {
-			v.add(joinPath("tracing.headers", pathKey(k)), "invalid header value (it contains a control character)")
-		}
-	}
+	checkHeaders(v, "tracing.headers", t.Headers)
 	if r := t.SampleRatio; r != nil && (math.IsNaN(*r) || *r < 0 || *r > 1) {
 		v.add("tracing.sample_ratio", "must be between 0 and 1")
 	}
