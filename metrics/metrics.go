@@ -129,18 +129,27 @@ func New(reg prometheus.Registerer) (*Metrics, error) {
 		rateLimited:   newRateLimited(),
 		statusSignIns: newStatusSignIns(),
 	}
-	for _, c := range []prometheus.Collector{m.upstreamUp, m.upstreamConnects, m.upstreamTools,
+	if err := register(reg, m.upstreamUp, m.upstreamConnects, m.upstreamTools,
 		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited, m.statusSignIns} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited, m.statusSignIns); err != nil {
+		return nil, err
 	}
 	var err error
 	if m.waits, err = newWaitMetrics(reg); err != nil {
 		return nil, err
 	}
 	return m, nil
+}
+
+// register registers every collector of cs on reg, stopping at the first
+// that fails.
+func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
+	for _, c := range cs {
+		if err := reg.Register(c); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // UpstreamState records whether server is connected and how many tools it has.

@@ -50,10 +50,8 @@ func NewStore(reg prometheus.Registerer) (*Store, error) {
 			Help: "1 while the shared-state store answers, else 0; always 1 with the memory store.",
 		}),
 	}
-	for _, c := range []prometheus.Collector{s.requests, s.latency, s.up} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := register(reg, s.requests, s.latency, s.up); err != nil {
+		return nil, err
 	}
 	return s, nil
 }

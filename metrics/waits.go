@@ -30,10 +30,8 @@ func newWaitMetrics(reg prometheus.Registerer) (*waitMetrics, error) {
 			Buckets: waitBuckets,
 		}, []string{"server"}),
 	}
-	for _, c := range []prometheus.Collector{w.waited, w.duration} {
-		if err := reg.Register(c); err != nil {
-			return nil, err
-		}
+	if err := register(reg, w.waited, w.duration); err != nil {
+		return nil, err
 	}
 	return w, nil
 }
