@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"iter"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -426,12 +429,8 @@ func jsonScalarList(raw json.RawMessage) ([]string, bool) {
 		return nil, false
 	}
 	out := make([]string, len(items))
-	for i, item := range items {
-		v, ok := jsonScalar(item)
-		if !ok {
-			return nil, false
-		}
-		out[i] = v
+	if !jsonScalars(slices.All(items), func(i int, v string) { out[i] = v }) {
+		return nil, false
 	}
 	return out, true
 }
@@ -442,14 +441,23 @@ func jsonScalarMap(raw json.RawMessage) (map[string]string, bool) {
 		return nil, false
 	}
 	out := make(map[string]string, len(m))
-	for k, item := range m {
-		v, ok := jsonScalar(item)
-		if !ok {
-			return nil, false
-		}
-		out[k] = v
+	if !jsonScalars(maps.All(m), func(k string, v string) { out[k] = v }) {
+		return nil, false
 	}
 	return out, true
+}
+
+// jsonScalars passes each item of items, read as a scalar (jsonScalar), to
+// put with its key; it stops and reports false at the first that is not one.
+func jsonScalars[K any](items iter.Seq2[K, json.RawMessage], put func(K, string)) bool {
+	for k, item := range items {
+		v, ok := jsonScalar(item)
+		if !ok {
+			return false
+		}
+		put(k, v)
+	}
+	return true
 }
 
 // ssePath reports whether the path of url (query and fragment aside, a
