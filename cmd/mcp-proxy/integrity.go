@@ -71,15 +71,11 @@ func runToolsDiff(cfg *config.Config, server string, stdout io.Writer) error {
 			return err
 		}
 	}
-	st, err := openCLIStore(cfg)
+	pins, done, err := openCLIPins(cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	pins, err := pinStore(cfg, st)
-	if err != nil {
-		return &exitError{code: exitRuntime, err: err}
-	}
+	defer done()
 	changes, err := pins.Pending(server)
 	if err != nil {
 		return &exitError{code: exitRuntime, err: err}
@@ -121,15 +117,11 @@ func runToolsApprove(cfg *config.Config, names []string, server string, all bool
 	case len(names) == 0 && server == "" && !all:
 		return usageErr("usage: mcp-proxy tools approve NAME... | --server SERVER | --all (NAME is server/tool or the exposed name)")
 	}
-	st, err := openCLIStore(cfg)
+	store, done, err := openCLIPins(cfg)
 	if err != nil {
 		return err
 	}
-	defer st.Close()
-	store, err := pinStore(cfg, st)
-	if err != nil {
-		return &exitError{code: exitRuntime, err: err}
-	}
+	defer done()
 	selected := map[string][]string{} // server -> tools; nil slice: all pending
 	switch {
 	case all:

@@ -44,6 +44,20 @@ func pinStore(cfg *config.Config, st *store.Store) (*integrity.Store, error) {
 	return integrity.NewStore(cfg.StateDir), nil
 }
 
+// openCLIPins opens the configured store and the tool pins in it for a
+// command (tools diff|approve). done closes the store.
+func openCLIPins(cfg *config.Config) (pins *integrity.Store, done func(), err error) {
+	st, err := openCLIStore(cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if pins, err = pinStore(cfg, st); err != nil {
+		st.Close()
+		return nil, nil, &exitError{code: exitRuntime, err: err}
+	}
+	return pins, func() { st.Close() }, nil
+}
+
 // runStore runs `mcp-proxy store <sub>`.
 func runStore(cfg *config.Config, rest []string, stdout io.Writer) error {
 	if len(rest) != 1 || rest[0] != "import" {
@@ -80,19 +94,10 @@ func importState(cfg *config.Config, st *store.Store, dryRun bool, copied func(w
 		if err != nil {
 			return 0, err
 		}
-		servers, err := src.Servers()
+		n, err := importServers(src, dst, dryRun, "pins", "tool pins", copied)
+		total += n
 		if err != nil {
-			return 0, err
-		}
-		for _, s := range servers {
-			n, err := dst.Import(src, s, dryRun)
-			if err != nil {
-				return total, fmt.Errorf("pins of server %q: %w", s, err)
-			}
-			if n > 0 {
-				copied("tool pins", s, n)
-			}
-			total += n
+			return total, err
 		}
 	}
 	src, err := openAuthStore(cfg)
@@ -103,17 +108,34 @@ func importState(cfg *config.Config, st *store.Store, dryRun bool, copied func(w
 	if err != nil {
 		return total, err
 	}
+	n, err := importServers(src, dst, dryRun, "tokens", "token entries", copied)
+	return total + n, err
+}
+
+// serverImporter is a per-server record store that copies from another of
+// its kind: the tool pins' and the OAuth tokens'.
+type serverImporter[S any] interface {
+	Servers() ([]string, error)
+	Import(src S, server string, dryRun bool) (int, error)
+}
+
+// importServers copies every server's records from src into dst and
+// returns how many it copied (with dryRun, would copy), those before a
+// failure included. kind names the records in an error, what in the call
+// to copied.
+func importServers[S serverImporter[S]](src, dst S, dryRun bool, kind, what string, copied func(what, server string, n int)) (int, error) {
 	servers, err := src.Servers()
 	if err != nil {
-		return total, err
+		return 0, err
 	}
+	total := 0
 	for _, s := range servers {
 		n, err := dst.Import(src, s, dryRun)
 		if err != nil {
-			return total, fmt.Errorf("tokens of server %q: %w", s, err)
+			return total, fmt.Errorf("%s of server %q: %w", kind, s, err)
 		}
 		if n > 0 {
-			copied("token entries", s, n)
+			copied(what, s, n)
 		}
 		total += n
 	}
