@@ -48,9 +48,8 @@ type sharedState struct {
 	client      *clientInfo
 	level       int32
 	initialized bool
-	activated   map[string]bool
-	groups      map[int]bool
 	always      map[string]bool
+	deferred    deferredState // under its own lock
 
 	parked atomic.Pointer[parkedCall]
 }
@@ -64,7 +63,8 @@ func (s *sharedState) load(fields map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
-	s.activated, s.groups, s.always = map[string]bool{}, map[int]bool{}, map[string]bool{}
+	activated, groups := map[string]bool{}, map[int]bool{}
+	s.always = map[string]bool{}
 	if v, ok := fields[fieldVersion]; ok {
 		s.client = &clientInfo{version: v, caps: capsOfLetters(fields[fieldCaps])}
 	}
@@ -74,15 +74,16 @@ func (s *sharedState) load(fields map[string]string) {
 	for k := range fields {
 		switch {
 		case strings.HasPrefix(k, prefixActivated):
-			s.activated[k[len(prefixActivated):]] = true
+			activated[k[len(prefixActivated):]] = true
 		case strings.HasPrefix(k, prefixAlways):
 			s.always[k[len(prefixAlways):]] = true
 		case strings.HasPrefix(k, prefixGroup):
 			if g, err := strconv.Atoi(k[len(prefixGroup):]); err == nil {
-				s.groups[g] = true
+				groups[g] = true
 			}
 		}
 	}
+	s.deferred.reset(activated, groups)
 }
 
 // write sends fields to the store (see sharedState on failures).
@@ -120,46 +121,24 @@ func (s *sharedState) SetLevel(level int32) {
 	s.write(fieldLevel, strconv.Itoa(int(level)))
 }
 
-func (s *sharedState) Activated(tool string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.activated[tool]
-}
+func (s *sharedState) Activated(tool string) bool { return s.deferred.isActivated(tool) }
 
-func (s *sharedState) GroupActive(i int) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.groups[i]
-}
+func (s *sharedState) GroupActive(i int) bool { return s.deferred.groupActive(i) }
 
 func (s *sharedState) Activate(tools []string, groups []int) bool {
+	newTools, newGroups := s.deferred.activate(tools, groups)
 	var pairs []string
-	s.mu.Lock()
-	if s.activated == nil {
-		s.activated, s.groups = map[string]bool{}, map[int]bool{}
+	for _, t := range newTools {
+		pairs = append(pairs, prefixActivated+t, "1")
 	}
-	for _, t := range tools {
-		if !s.activated[t] {
-			s.activated[t] = true
-			pairs = append(pairs, prefixActivated+t, "1")
-		}
+	for _, g := range newGroups {
+		pairs = append(pairs, prefixGroup+strconv.Itoa(g), "1")
 	}
-	for _, g := range groups {
-		if !s.groups[g] {
-			s.groups[g] = true
-			pairs = append(pairs, prefixGroup+strconv.Itoa(g), "1")
-		}
-	}
-	s.mu.Unlock()
 	s.write(pairs...)
 	return len(pairs) > 0
 }
 
-func (s *sharedState) NothingActivated() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.activated) == 0 && len(s.groups) == 0
-}
+func (s *sharedState) NothingActivated() bool { return s.deferred.empty() }
 
 func (s *sharedState) ApprovedAlways(tool string) bool {
 	s.mu.Lock()

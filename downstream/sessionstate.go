@@ -79,7 +79,8 @@ func (m *memState) Activated(tool string) bool { return m.deferred.isActivated(t
 func (m *memState) GroupActive(i int) bool { return m.deferred.groupActive(i) }
 
 func (m *memState) Activate(tools []string, groups []int) bool {
-	return m.deferred.activate(tools, groups)
+	newTools, newGroups := m.deferred.activate(tools, groups)
+	return len(newTools) > 0 || len(newGroups) > 0
 }
 
 func (m *memState) NothingActivated() bool { return m.deferred.empty() }
@@ -123,25 +124,33 @@ func (d *deferredState) groupActive(i int) bool {
 	return d.groups[i]
 }
 
-// activate records names and groups; it reports whether anything was new.
-func (d *deferredState) activate(names []string, groups []int) bool {
+// activate records names and groups and returns those that were new.
+func (d *deferredState) activate(names []string, groups []int) (newNames []string, newGroups []int) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.activated == nil {
 		d.activated, d.groups = map[string]bool{}, map[int]bool{}
 	}
-	changed := false
 	for _, n := range names {
 		if !d.activated[n] {
-			d.activated[n], changed = true, true
+			d.activated[n] = true
+			newNames = append(newNames, n)
 		}
 	}
 	for _, g := range groups {
 		if !d.groups[g] {
-			d.groups[g], changed = true, true
+			d.groups[g] = true
+			newGroups = append(newGroups, g)
 		}
 	}
-	return changed
+	return newNames, newGroups
+}
+
+// reset replaces what is recorded with activated and groups, which d keeps.
+func (d *deferredState) reset(activated map[string]bool, groups map[int]bool) {
+	d.mu.Lock()
+	d.activated, d.groups = activated, groups
+	d.mu.Unlock()
 }
 
 // empty reports whether the session has activated nothing yet, so that it
