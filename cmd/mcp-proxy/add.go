@@ -113,6 +113,17 @@ func readForAdd(o options) (path string, data []byte, cfg *config.Config, err er
 	return path, data, cfg, nil
 }
 
+// planPackage is makePlan's result for package name of registryType at
+// version v, which its index resolved (or failed to: versionErr); from
+// says where it came from.
+func planPackage(registryType, name, v string, versionErr error, as, from string) (*registry.Plan, string, error) {
+	if versionErr != nil {
+		return nil, "", registryErr(versionErr)
+	}
+	p, err := registry.PlanPackage(registryType, name, v, as)
+	return p, from, registryErr(err)
+}
+
 // makePlan makes the entry from the registry or the package named. from
 // says where it came from, for the summary.
 func makePlan(ctx context.Context, cfg *config.Config, ro registryOptions, rest []string, stderr io.Writer) (*registry.Plan, string, error) {
@@ -121,19 +132,11 @@ func makePlan(ctx context.Context, cfg *config.Config, ro registryOptions, rest 
 	case ro.npm != "":
 		name, version := registry.SplitNPM(ro.npm)
 		v, err := index.NPMVersion(ctx, name, version)
-		if err != nil {
-			return nil, "", registryErr(err)
-		}
-		p, err := registry.PlanPackage(registry.TypeNPM, name, v, ro.as)
-		return p, "npm", registryErr(err)
+		return planPackage(registry.TypeNPM, name, v, err, ro.as, "npm")
 	case ro.pypi != "":
 		name, version := registry.SplitPyPI(ro.pypi)
 		v, err := index.PyPIVersion(ctx, name, version)
-		if err != nil {
-			return nil, "", registryErr(err)
-		}
-		p, err := registry.PlanPackage(registry.TypePyPI, name, v, ro.as)
-		return p, "PyPI", registryErr(err)
+		return planPackage(registry.TypePyPI, name, v, err, ro.as, "PyPI")
 	case ro.url != "":
 		p, err := registry.PlanURL(ro.url, ro.as)
 		if err != nil {
