@@ -349,5 +349,5 @@ func (c *Conn) RefreshStale() {
 		return
 	}
 	defer s.end()
-	s.refresh.request(k)
+	s.refresh.request(k, false)
 }
