@@ -48,7 +48,7 @@ type sharedState struct {
 	client      *clientInfo
 	level       int32
 	initialized bool
-	always      map[string]bool
+	always      toolSet       // under its own lock
 	deferred    deferredState // under its own lock
 
 	parked atomic.Pointer[parkedCall]
@@ -63,8 +63,7 @@ func (s *sharedState) load(fields map[string]string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
-	activated, groups := map[string]bool{}, map[int]bool{}
-	s.always = map[string]bool{}
+	activated, groups, always := map[string]bool{}, map[int]bool{}, map[string]bool{}
 	if v, ok := fields[fieldVersion]; ok {
 		s.client = &clientInfo{version: v, caps: capsOfLetters(fields[fieldCaps])}
 	}
@@ -76,7 +75,7 @@ func (s *sharedState) load(fields map[string]string) {
 		case strings.HasPrefix(k, prefixActivated):
 			activated[k[len(prefixActivated):]] = true
 		case strings.HasPrefix(k, prefixAlways):
-			s.always[k[len(prefixAlways):]] = true
+			always[k[len(prefixAlways):]] = true
 		case strings.HasPrefix(k, prefixGroup):
 			if g, err := strconv.Atoi(k[len(prefixGroup):]); err == nil {
 				groups[g] = true
@@ -84,6 +83,7 @@ func (s *sharedState) load(fields map[string]string) {
 		}
 	}
 	s.deferred.reset(activated, groups)
+	s.always.reset(always)
 }
 
 // write sends fields to the store (see sharedState on failures).
@@ -140,19 +140,10 @@ func (s *sharedState) Activate(tools []string, groups []int) bool {
 
 func (s *sharedState) NothingActivated() bool { return s.deferred.empty() }
 
-func (s *sharedState) ApprovedAlways(tool string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.always[tool]
-}
+func (s *sharedState) ApprovedAlways(tool string) bool { return s.always.has(tool) }
 
 func (s *sharedState) ApproveAlways(tool string) {
-	s.mu.Lock()
-	if s.always == nil {
-		s.always = map[string]bool{}
-	}
-	s.always[tool] = true
-	s.mu.Unlock()
+	s.always.add(tool)
 	s.write(prefixAlways+tool, "1")
 }
 

@@ -55,8 +55,7 @@ type memState struct {
 	client   atomic.Pointer[clientInfo]
 	level    atomic.Int32
 	deferred deferredState
-	mu       sync.Mutex
-	always   map[string]bool
+	always   toolSet
 	parked   atomic.Pointer[parkedCall]
 }
 
@@ -85,24 +84,42 @@ func (m *memState) Activate(tools []string, groups []int) bool {
 
 func (m *memState) NothingActivated() bool { return m.deferred.empty() }
 
-func (m *memState) ApprovedAlways(tool string) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.always[tool]
-}
+func (m *memState) ApprovedAlways(tool string) bool { return m.always.has(tool) }
 
-func (m *memState) ApproveAlways(tool string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.always == nil {
-		m.always = map[string]bool{}
-	}
-	m.always[tool] = true
-}
+func (m *memState) ApproveAlways(tool string) { m.always.add(tool) }
 
 func (m *memState) Parked() *parkedCall { return m.parked.Load() }
 
 func (m *memState) Park(pc *parkedCall) { m.parked.Store(pc) }
+
+// toolSet is a set of tool names (those a session approved for always),
+// safe for concurrent use. The zero value is empty.
+type toolSet struct {
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func (t *toolSet) has(name string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.names[name]
+}
+
+func (t *toolSet) add(name string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.names == nil {
+		t.names = map[string]bool{}
+	}
+	t.names[name] = true
+}
+
+// reset replaces the set with names, which t keeps.
+func (t *toolSet) reset(names map[string]bool) {
+	t.mu.Lock()
+	t.names = names
+	t.mu.Unlock()
+}
 
 // deferredState is a session's deferred-loading state: the tools its
 // searches activated and the dynamic groups its queries made visible.
