@@ -810,3 +810,84 @@ servers:
 		t.Errorf("echo routes to %+v", e)
 	}
 }
+
+// TestAnnouncedListChangedPassedOn: an upstream's list_changed reaches the
+// sessions granted that server even when the list it re-read is the same
+// (the snapshot's announcement count grew), for tools, resources and
+// prompts alike; a session not granted the server hears nothing, and a new
+// snapshot with the same lists and no announcement (a reconnection, say)
+// sends nothing either.
+func TestAnnouncedListChangedPassedOn(t *testing.T) {
+	snap := func(a upstream.Announced) *upstream.Snapshot {
+		return &upstream.Snapshot{State: upstream.StateConnected, Announced: a,
+			Capabilities: upstream.Capabilities{Resources: true, Prompts: true},
+			Tools:        []upstream.Tool{rawTool(`{"name":"x"}`)},
+			Resources:    []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)},
+			Prompts:      []json.RawMessage{json.RawMessage(`{"name":"p"}`)}}
+	}
+	b := &fakeUpstream{}
+	b.snap.Store(snap(upstream.Announced{}))
+	p := newProxy(t, `
+blobs: {mode: passthrough}
+servers:
+  a: {command: fixture}
+  b: {command: fixture}
+bundles:
+  justa: {servers: [a]}
+  all: {servers: [a, b]}
+agents:
+  aonly: {mcp_bundles: [justa]}
+  both: {mcp_bundles: [all]}
+default_agent: both
+`, map[string]*fakeUpstream{"a": connected(`{"name":"y"}`), "b": b})
+	aonly := startStdioAs(t, p, context.Background(), "aonly")
+	aonly.initialize()
+	both := startStdioAs(t, p, context.Background(), "both")
+	both.initialize()
+	const (
+		tools     = `"notifications/tools/list_changed"`
+		resources = `"notifications/resources/list_changed"`
+		prompts   = `"notifications/prompts/list_changed"`
+	)
+	ping := 100
+	// settle makes sure every notification sent before it reached both
+	// clients: each answers a ping after them.
+	settle := func() {
+		t.Helper()
+		for _, c := range []*stdioClient{aonly, both} {
+			ping++
+			c.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, ping))
+			c.recv(fmt.Sprint(ping))
+		}
+	}
+	check := func(what string, want [3]int) {
+		t.Helper()
+		settle()
+		got := [3]int{both.count(tools), both.count(resources), both.count(prompts)}
+		if got != want {
+			t.Errorf("%s: the session granted b got %v tools, resources, prompts list_changed; want %v", what, got, want)
+		}
+		if n := aonly.count(tools) + aonly.count(resources) + aonly.count(prompts); n != 0 {
+			t.Errorf("%s: the session not granted b got %d list_changed", what, n)
+		}
+	}
+	settle()
+	base := [3]int{both.count(tools), both.count(resources), both.count(prompts)}
+	step := func(what string, a upstream.Announced, add [3]int) {
+		t.Helper()
+		b.snap.Store(snap(a))
+		p.Refresh()
+		for i := range base {
+			base[i] += add[i]
+		}
+		check(what, base)
+	}
+	step("reconnected, same lists", upstream.Announced{}, [3]int{})
+	step("tools announced, same list", upstream.Announced{Tools: 1}, [3]int{1, 0, 0})
+	step("resources and prompts announced", upstream.Announced{Tools: 1, Resources: 1, Prompts: 1}, [3]int{0, 1, 1})
+	step("reconnected again, same lists", upstream.Announced{Tools: 1, Resources: 1, Prompts: 1}, [3]int{})
+	step("tools announced twice between builds", upstream.Announced{Tools: 3, Resources: 1, Prompts: 1}, [3]int{1, 0, 0})
+	// A rebuild with no new snapshot at all (verdicts changed) says nothing.
+	p.Reevaluate()
+	check("re-evaluated", base)
+}

@@ -45,6 +45,46 @@ type catalogState struct {
 	// prompts as of the last build: mcp_resources and mcp_prompts are
 	// listed while one does, so a change is a list_changed.
 	resourceTools string
+	// announced (guarded by mu) is each server's count of list_changed
+	// announcements as of the last build, and the Upstream that counted
+	// them: a count that grew since is an announcement to pass on.
+	announced map[string]announcedMark
+}
+
+// announcedMark is a server's Upstream and its announcement counts, as a
+// build saw them.
+type announcedMark struct {
+	up    Upstream
+	count upstream.Announced
+}
+
+// announcements tells which servers announced a change of their tools,
+// resources or prompts since the last build: the upstream is the same
+// and its count grew. A server new to the build, or one whose Upstream a
+// reload replaced, has announced nothing yet. It records the counts for
+// the next build.
+func (cs *catalogState) announcements(g *generation, names []string, snaps []*upstream.Snapshot) (tools, resources, prompts map[string]bool) {
+	tools, resources, prompts = map[string]bool{}, map[string]bool{}, map[string]bool{}
+	next := make(map[string]announcedMark, len(names))
+	for i, name := range names {
+		mark := announcedMark{up: g.ups[name], count: snaps[i].Announced}
+		next[name] = mark
+		prev, ok := cs.announced[name]
+		if !ok || prev.up != mark.up {
+			continue
+		}
+		if mark.count.Tools > prev.count.Tools {
+			tools[name] = true
+		}
+		if mark.count.Resources > prev.count.Resources {
+			resources[name] = true
+		}
+		if mark.count.Prompts > prev.count.Prompts {
+			prompts[name] = true
+		}
+	}
+	cs.announced = next
+	return tools, resources, prompts
 }
 
 // reviewer is tool integrity's review for the catalog of g, nil when the
@@ -121,11 +161,13 @@ func (cs *catalogState) UpstreamChanged() {
 // Refresh rebuilds the catalog from the upstreams' current snapshots and,
 // when the listed tools changed, sends notifications/tools/list_changed to
 // every initialized session (and the resources and prompts ones when those
-// lists changed). It is called after every upstream snapshot (through
-// UpstreamChanged) and is cheap when nothing changed. Calls that pile up
-// while a build runs are served by one build that starts after all of
-// them. When Refresh returns, a build that began after the call has
-// finished.
+// lists changed). An upstream's list_changed is passed on even when the
+// rebuilt list is the same: the sessions granted that server get the
+// notification of that kind (docs/protocol.md#list-order-and-cache-hints).
+// It is called after every upstream snapshot (through UpstreamChanged) and
+// is cheap when nothing changed. Calls that pile up while a build runs are served by one build
+// that starts after all of them. When Refresh returns, a build that began
+// after the call has finished.
 func (cs *catalogState) Refresh() {
 	call := cs.calls.Add(1)
 	cs.mu.Lock()
@@ -146,6 +188,7 @@ func (cs *catalogState) Refresh() {
 		return
 	}
 	cs.builtGen, cs.builtSnaps = g, snaps
+	annTools, annResources, annPrompts := cs.announcements(g, names, snaps)
 	for name := range cs.lastTools {
 		if g.ups[name] == nil {
 			delete(cs.lastTools, name) // removed by a reload
@@ -178,6 +221,21 @@ func (cs *catalogState) Refresh() {
 		if s := surfaces[len(surfaces)-1]; s.connected && (s.resources || s.prompts) {
 			resourceTools = fmt.Appendf(resourceTools, "%s:%t:%t,", name, s.resources, s.prompts)
 		}
+		// An announcement is passed on for what the proxy shows of the
+		// server: its tools while listed, its resources and prompts while
+		// surfaced.
+		if s := surfaces[len(surfaces)-1]; !connected {
+			delete(annTools, name)
+			delete(annResources, name)
+			delete(annPrompts, name)
+		} else {
+			if !s.resources {
+				delete(annResources, name)
+			}
+			if !s.prompts {
+				delete(annPrompts, name)
+			}
+		}
 	}
 	byName := make(map[string]*upstream.Snapshot, len(names))
 	for i, name := range names {
@@ -196,7 +254,7 @@ func (cs *catalogState) Refresh() {
 	var sw []string
 	cat.surface, sw = buildSurface(cs.style(), surfaces, old.surface)
 	cat.warnings = append(cat.warnings, sw...)
-	cs.notifySurfaceChanges(old.surface, cat.surface)
+	cs.notifySurfaceChanges(old.surface, cat.surface, annResources, annPrompts)
 	for _, w := range cat.warnings {
 		if !slices.Contains(old.warnings, w) {
 			cs.log.Warn().Msg(w)
@@ -205,8 +263,11 @@ func (cs *catalogState) Refresh() {
 	cs.current.Store(cat)
 	resourceToolsChanged := cs.resourceTools != string(resourceTools)
 	cs.resourceTools = string(resourceTools)
-	if !sameListing(cat, old) || resourceToolsChanged {
+	switch {
+	case !sameListing(cat, old) || resourceToolsChanged:
 		cs.sessions.broadcast("notifications/tools/list_changed", nil, nil)
+	case len(annTools) > 0:
+		cs.sessions.broadcast("notifications/tools/list_changed", nil, grantedAny(annTools))
 	}
 }
 
@@ -236,17 +297,27 @@ func (cs *catalogState) defaultOwnTools(b *builtFrom) []byte {
 // notifySurfaceChanges sends resources/list_changed and prompts/list_changed
 // when the merged lists changed, to the sessions granted a server whose
 // items changed: the others' lists did not (docs/resources.md#resources-and-prompts).
-func (cs *catalogState) notifySurfaceChanges(old, cur *surface) {
+// The servers in announcedResources and announcedPrompts announced a
+// change of those lists: the sessions granted them get the notification
+// even when the lists are the same.
+func (cs *catalogState) notifySurfaceChanges(old, cur *surface, announcedResources, announcedPrompts map[string]bool) {
 	if old == nil {
 		return
 	}
+	changed := maps.Clone(announcedResources)
 	if !bytes.Equal(old.resourcesJSON, cur.resourcesJSON) || !bytes.Equal(old.templatesJSON, cur.templatesJSON) {
-		changed := changedServers(old.resources, cur.resources)
+		maps.Copy(changed, changedServers(old.resources, cur.resources))
 		maps.Copy(changed, changedServers(old.templates, cur.templates))
+	}
+	if len(changed) > 0 {
 		cs.sessions.broadcast("notifications/resources/list_changed", nil, grantedAny(changed))
 	}
+	changed = maps.Clone(announcedPrompts)
 	if !bytes.Equal(old.promptsJSON, cur.promptsJSON) {
-		cs.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changedServers(old.prompts, cur.prompts)))
+		maps.Copy(changed, changedServers(old.prompts, cur.prompts))
+	}
+	if len(changed) > 0 {
+		cs.sessions.broadcast("notifications/prompts/list_changed", nil, grantedAny(changed))
 	}
 }
 

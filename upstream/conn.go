@@ -126,7 +126,10 @@ type Conn struct {
 	cancel  context.CancelFunc
 	sess    *session // the live session while StateConnected, else nil
 	gen     uint64
-	events  *dispatcher // nil until Start
+	// announced counts the list_changed announcements whose re-discovery
+	// was published, per list (Snapshot.ToolsAnnounced and the others).
+	announced Announced
+	events    *dispatcher // nil until Start
 	// window is the end of the reconnect window after a drop (zero when
 	// none is open); windowTimer publishes its end.
 	window      time.Time
@@ -256,6 +259,7 @@ func (c *Conn) publishLocked(mutate func(*Snapshot)) *Snapshot {
 	next := *c.snap.Load()
 	mutate(&next)
 	next.Server = c.name
+	next.Announced = c.announced
 	c.gen++
 	next.Generation = c.gen
 	c.snap.Store(&next)
@@ -313,8 +317,11 @@ func connectedSnapshot(s *session, cat *catalog) Snapshot {
 }
 
 // publishCatalog publishes a re-discovered part of s's catalog, if s is
-// still the live session and the catalog changed.
-func (c *Conn) publishCatalog(s *session, cat *catalog) {
+// still the live session and the catalog changed, or the upstream
+// announced a change of the lists in announced (list_changed): then it
+// counts the announcement (Snapshot.Announced) and publishes even an
+// unchanged catalog, so that clients hear of it.
+func (c *Conn) publishCatalog(s *session, cat *catalog, announced kind) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.sess != s || c.closed {
@@ -322,9 +329,10 @@ func (c *Conn) publishCatalog(s *session, cat *catalog) {
 	}
 	next := *c.snap.Load()
 	cat.apply(&next)
-	if sameSnapshot(c.snap.Load(), &next) {
+	if announced == 0 && sameSnapshot(c.snap.Load(), &next) {
 		return
 	}
+	c.announced.count(announced)
 	c.publishLocked(func(snap *Snapshot) { *snap = next })
 }
 

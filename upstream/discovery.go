@@ -353,5 +353,5 @@ func (c *Conn) RefreshStale() {
 		return
 	}
 	defer s.end()
-	s.refresh.request(k)
+	s.refresh.request(k, false)
 }

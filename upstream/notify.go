@@ -144,7 +144,7 @@ func (s *session) onRawNotification(method string, params json.RawMessage) {
 
 func (s *session) enqueue(n note) {
 	if k := listChangedKinds(n.method); k != 0 {
-		s.refresh.request(k)
+		s.refresh.request(k, true)
 		return
 	}
 	s.queued.Add(1)
@@ -207,15 +207,21 @@ func (s *session) deliverNotifications() {
 // re-discovery runs, and everything that arrives meanwhile becomes one
 // pending run.
 type refresher struct {
-	mu      sync.Mutex
-	pending kind
-	wake    chan struct{} // capacity 1
+	mu        sync.Mutex
+	pending   kind
+	announced kind          // the part of pending an upstream's list_changed asked for
+	wake      chan struct{} // capacity 1
 }
 
-// request marks kinds for re-discovery; it never blocks.
-func (r *refresher) request(k kind) {
+// request marks kinds for re-discovery; it never blocks. announced says
+// the upstream asked for them (list_changed), rather than a stale cache
+// hint.
+func (r *refresher) request(k kind, announced bool) {
 	r.mu.Lock()
 	r.pending |= k
+	if announced {
+		r.announced |= k
+	}
 	r.mu.Unlock()
 	select {
 	case r.wake <- struct{}{}:
@@ -223,12 +229,14 @@ func (r *refresher) request(k kind) {
 	}
 }
 
-func (r *refresher) take() kind {
+// take returns the kinds to re-discover and which of them were announced,
+// and clears both.
+func (r *refresher) take() (k, announced kind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	k := r.pending
-	r.pending = 0
-	return k
+	k, announced = r.pending, r.announced
+	r.pending, r.announced = 0, 0
+	return k, announced
 }
 
 // rediscover re-discovers what list_changed notifications asked for and
@@ -237,7 +245,7 @@ func (r *refresher) take() kind {
 // session, whose discovery covers it, and reports false: the session's
 // background work is over.
 func (s *session) rediscover() bool {
-	want := s.refresh.take()
+	want, announced := s.refresh.take()
 	if want == 0 {
 		return true
 	}
@@ -255,6 +263,6 @@ func (s *session) rediscover() bool {
 		return true
 	}
 	s.log.Debug().Int("tools", len(cat.tools)).Msg("re-discovered after list_changed")
-	s.c.publishCatalog(s, cat)
+	s.c.publishCatalog(s, cat, announced)
 	return true
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"strconv"
 	"strings"
@@ -246,7 +247,8 @@ func TestCloseDuringBackoff(t *testing.T) {
 // to a few re-discoveries, not 100: one running and one pending at any
 // time, so a burst the reader sees in one go makes two; on a loaded machine
 // the reader may see its tail after the pending run began, hence at most
-// three. An unchanged catalog publishes nothing.
+// three. Each re-discovery publishes the unchanged catalog once, counted as
+// an announcement (Snapshot.Announced), so that clients hear of it.
 func TestListChangedBurstCoalesced(t *testing.T) {
 	t.Parallel()
 	var logs logBuffer
@@ -266,11 +268,19 @@ func TestListChangedBurstCoalesced(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if runs := (last - pages) / pages; runs < 1 || runs > 3 || (last-pages)%pages != 0 {
+	runs := (last - pages) / pages
+	if runs < 1 || runs > 3 || (last-pages)%pages != 0 {
 		t.Errorf("%d tools/list pages after the burst, want 1 to 3 full re-discoveries of %d pages", last-pages, pages)
 	}
-	if s, got := c.Snapshot(), seen.delivered(t, c); s.Generation != before.Generation || len(got) != 1 {
-		t.Errorf("unchanged catalog published: generation %d (was %d), %d snapshots", s.Generation, before.Generation, len(got))
+	s, got := c.Snapshot(), seen.delivered(t, c)
+	if s.Generation != before.Generation+uint64(runs) || len(got) != 1+runs {
+		t.Errorf("generation %d (was %d), %d snapshots; want one publish per re-discovery (%d)", s.Generation, before.Generation, len(got), runs)
+	}
+	if s.Announced != (Announced{Tools: uint64(runs)}) || before.Announced != (Announced{}) {
+		t.Errorf("announcements counted %+v (before %+v), want %d tools", s.Announced, before.Announced, runs)
+	}
+	if !reflect.DeepEqual(s.Tools, before.Tools) {
+		t.Errorf("the tools changed: %d, were %d", len(s.Tools), len(before.Tools))
 	}
 }
 

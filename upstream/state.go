@@ -202,6 +202,32 @@ type Snapshot struct {
 	// Generation increases by one on every publish; the initial snapshot
 	// (StateConnecting, never published) has Generation 0.
 	Generation uint64
+	// Announced counts the upstream's list_changed announcements since the
+	// Conn was made (set by the publisher).
+	Announced Announced
+}
+
+// Announced counts an upstream's list_changed announcements per list, each
+// counted when the list it asked for has been read again and published,
+// whether or not it changed: a snapshot whose count grew follows an
+// announcement (MCP specification, notifications/tools/list_changed and
+// the resources and prompts ones), while one with the same counts and the
+// same lists (a reconnection, say) says nothing new.
+type Announced struct {
+	Tools, Resources, Prompts uint64
+}
+
+// count counts one announcement of each list in k.
+func (a *Announced) count(k kind) {
+	if k&kindTools != 0 {
+		a.Tools++
+	}
+	if k&(kindResources|kindTemplates) != 0 {
+		a.Resources++
+	}
+	if k&kindPrompts != 0 {
+		a.Prompts++
+	}
 }
 
 // Listed reports whether the server's tools are listed: it is connected, or
@@ -223,12 +249,13 @@ func (s *Snapshot) inWindow(now time.Time) bool {
 	return (s.State == StateFailed || s.State == StateConnecting) && now.Before(s.ReconnectUntil)
 }
 
-// sameSnapshot reports whether a and b say the same, Server and Generation
-// (set by the publisher) aside: a re-discovery or re-initialization that
-// finds this publishes nothing.
+// sameSnapshot reports whether a and b say the same, Server, Generation and
+// Announced (set by the publisher) aside: a re-discovery or
+// re-initialization that finds this publishes nothing.
 func sameSnapshot(a, b *Snapshot) bool {
 	x, y := *a, *b
 	x.Server, y.Server = "", ""
 	x.Generation, y.Generation = 0, 0
+	x.Announced, y.Announced = Announced{}, Announced{}
 	return reflect.DeepEqual(x, y)
 }

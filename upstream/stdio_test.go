@@ -307,8 +307,8 @@ func TestStdioListChangedAndNotifications(t *testing.T) {
 	s := waitSnapshot(t, c, 5*time.Second, "tool added", func(s *Snapshot) bool {
 		return len(s.Tools) == 5 && s.Tools[4].Name == "added"
 	})
-	if s.Generation <= before.Generation || s.State != StateConnected || len(s.Resources) != 1 {
-		t.Errorf("new snapshot: generation %d (was %d), state %s, %d resources", s.Generation, before.Generation, s.State, len(s.Resources))
+	if s.Generation <= before.Generation || s.State != StateConnected || len(s.Resources) != 1 || s.Announced != (Announced{Tools: 1}) {
+		t.Errorf("new snapshot: generation %d (was %d), state %s, %d resources, announced %+v", s.Generation, before.Generation, s.State, len(s.Resources), s.Announced)
 	}
 	if !bytes.Equal(s.Tools[0].Raw, []byte(exoticTool)) {
 		t.Errorf("re-discovered exotic tool changed")

@@ -290,18 +290,18 @@ func TestRefresherCoalesces(t *testing.T) {
 	t.Parallel()
 	r := refresher{wake: make(chan struct{}, 1)}
 	for range 100 { // a burst while a re-discovery runs
-		r.request(kindTools)
+		r.request(kindTools, true)
 	}
-	r.request(kindPrompts)
+	r.request(kindPrompts, false) // a stale cache hint, not an announcement
 	if len(r.wake) != 1 {
 		t.Fatalf("%d wake-ups pending, want 1", len(r.wake))
 	}
 	<-r.wake
-	if got := r.take(); got != kindTools|kindPrompts {
-		t.Errorf("pending %b, want tools|prompts", got)
+	if got, announced := r.take(); got != kindTools|kindPrompts || announced != kindTools {
+		t.Errorf("pending %b announced %b, want tools|prompts and tools", got, announced)
 	}
-	if got := r.take(); got != 0 {
-		t.Errorf("pending after take %b", got)
+	if got, announced := r.take(); got != 0 || announced != 0 {
+		t.Errorf("pending after take %b %b", got, announced)
 	}
 	if got := listChangedKinds("notifications/resources/list_changed"); got != kindResources|kindTemplates {
 		t.Errorf("resources list_changed -> %b", got)

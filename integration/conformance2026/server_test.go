@@ -74,9 +74,6 @@ const (
 		"until its request state expires (the server's timeout); a 2025-11-25 server's request over stdio does " +
 		"not say which call it belongs to, and with two calls in flight the proxy does not guess " +
 		"(\"2 client sessions have calls in flight to this server\")"
-	// A decision of the proxy (docs/protocol.md#decisions).
-	whyListChanged = "the proxy sends tools/list_changed only when the list it serves changed, and the " +
-		"scenario's third test_trigger_tool_change registers the same tool again (a SHOULD, reported as a WARNING)"
 )
 
 var proxyVariants = []proxyVariant{
@@ -100,9 +97,6 @@ var proxyVariants = []proxyVariant{
 	},
 	{
 		name: "stdio/2026-07-28", transport: "stdio", protocol: "2026-07-28",
-		differs: map[string]string{
-			"server-stateless": whyListChanged,
-		},
 	},
 	{
 		name: "http/2025-11-25", transport: "http", protocol: "2025-11-25",
@@ -116,9 +110,6 @@ var proxyVariants = []proxyVariant{
 	},
 	{
 		name: "http/auto", transport: "http", protocol: "auto", stateless: true,
-		differs: map[string]string{
-			"server-stateless": whyListChanged,
-		},
 	},
 }
 
