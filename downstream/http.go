@@ -225,14 +225,23 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			jsonError(w, http.StatusBadRequest, first.ID, codeInvalidRequest, "Bad Request: the "+headerSessionID+" header is required after initialize")
 			return
 		}
+		var tool string
+		if !batch && first.Method == "tools/call" {
+			tool, _ = stringMember(first.Params, "name")
+		}
+		var pre *prepaid
 		var err error
-		if s, err = f.sessions.acquire(r.Context(), c, sid); err != nil {
+		if s, pre, err = f.sessions.acquire(r.Context(), c, sid, tool); err != nil {
 			jsonError(w, http.StatusServiceUnavailable, first.ID, codeServerError, sanitize.Error(err.Error()))
 			return
 		}
 		if s == nil {
 			jsonError(w, http.StatusNotFound, first.ID, codeInvalidRequest, "Session not found")
 			return
+		}
+		if pre != nil {
+			r = r.WithContext(withPrepaid(r.Context(), pre))
+			defer pre.giveBack(r.Context()) // unless the call used it
 		}
 	}
 	defer s.activity.end()
@@ -412,7 +421,7 @@ func (f *httpFront) get(w http.ResponseWriter, r *http.Request, c client) {
 		http.Error(w, "Streaming unsupported", http.StatusMethodNotAllowed)
 		return
 	}
-	s, err := f.sessions.acquire(r.Context(), c, sid)
+	s, _, err := f.sessions.acquire(r.Context(), c, sid, "")
 	if err != nil {
 		http.Error(w, sanitize.Error(err.Error()), http.StatusServiceUnavailable)
 		return

@@ -45,9 +45,11 @@ import (
 // is a lease that a replica dying mid-call gives back when the call's
 // timeout has passed. The same script tries for the slot once the buckets
 // gave their tokens, so a call pays one round trip before it runs and one
-// (the release) after; a call whose slot was not free then waits in send
-// as above, and one that asks a person gives its lease back first. Their keys name the limit's figures, so that a reload
-// keeps what it does not change there too.
+// (the release) after; on an HTTP session that round trip is also the
+// session's read (prepaid.go). A call whose slot was not free then waits
+// in send as above, and one that asks a person gives its lease back
+// first. Their keys name the limit's figures, so that a reload keeps what
+// it does not change there too.
 
 // callLimits are the rate limits of one config; nil when it has none, so
 // a call pays nothing for them.
@@ -246,15 +248,22 @@ func (l *callLimits) takeShared(ctx context.Context, agent string, t filter.Tool
 		return nil, false, nil
 	}
 	refused, wait, leased, err := l.shared.TakeWithSlot(ctx, buckets, slot)
-	switch {
-	case err != nil:
+	if err != nil {
 		return nil, false, err
-	case refused < 0:
-		return nil, leased, nil
+	}
+	return l.refusalOf(agent, t, of, refused, wait), leased, nil
+}
+
+// refusalOf is the refusal of a shared take whose bucket refused (-1:
+// none, nil) was of[refused] (nil: the server's) and has a token in wait.
+func (l *callLimits) refusalOf(agent string, t filter.Tool, of []*agentLimit, refused int, wait time.Duration) *limitRefusal {
+	switch {
+	case refused < 0 || refused >= len(of):
+		return nil
 	case of[refused] != nil:
-		return agentRefusal(agent, of[refused], wait), false, nil
+		return agentRefusal(agent, of[refused], wait)
 	default:
-		return serverRefusal(t.Server, sl, wait), false, nil
+		return serverRefusal(t.Server, l.servers[t.Server], wait)
 	}
 }
 
@@ -315,9 +324,12 @@ func (tc *toolCalls) rateGate(next callHandler) callHandler {
 		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
 		var refusal *limitRefusal
 		var err error
-		if l.shared != nil {
+		switch pre := claimPrepaid(ctx, l, c); {
+		case pre != nil:
+			refusal = tc.usePrepaid(ctx, c, l, pre)
+		case l.shared != nil:
 			refusal, err = tc.takeShared(ctx, c, l, agent, t)
-		} else {
+		default:
 			refusal, err = l.take(ctx, agent, t, tc.now())
 		}
 		if err != nil {

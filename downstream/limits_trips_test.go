@@ -6,9 +6,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -31,13 +33,9 @@ agents:
 default_agent: bot
 `
 
-// TestLimitedCallRoundTrips: with a Redis store, a call under a per_minute
-// and a max_concurrent limit costs one round trip before it runs (the
-// tokens and the slot's lease in one script) and one after (the release);
-// the lease is held while the call runs upstream.
-func TestLimitedCallRoundTrips(t *testing.T) {
-	srv := redistest.Start(t)
-	reg := prometheus.NewRegistry()
+// tripsStore opens a Redis store on srv whose operations reg counts.
+func tripsStore(t *testing.T, srv *redistest.Server, reg *prometheus.Registry) *store.Store {
+	t.Helper()
 	m, err := metrics.NewStore(reg)
 	if err != nil {
 		t.Fatal(err)
@@ -48,6 +46,18 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// TestLimitedCallRoundTrips: with a Redis store, a call under a per_minute
+// and a max_concurrent limit, on an HTTP session, costs one round trip
+// before it runs (the session's read, the tokens and the slot's lease in
+// one pipeline) and one after (the release); the lease is held while the
+// call runs upstream.
+func TestLimitedCallRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
 	slots := st.Limits().SlotsKey("fx", 1)
 	held := make(chan int64, 3)
 	fx := connected(`{"name":"alpha","inputSchema":{"type":"object"}}`)
@@ -62,16 +72,20 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 	p := New(Options{Config: parseConfig(t, tripsYAML), Upstreams: map[string]Upstream{"fx": fx},
 		Logger: zerolog.Nop(), Version: "test", Store: st})
 	p.Refresh()
+	c := &httpClient{t: t, url: startHTTP(t, p).URL + "/mcp"}
+	c.initialize()
+	before := storeCounts(t, reg)
 	const calls = 3
 	for i := range calls {
-		if text, isErr := callText(t, p, "bot", "fx__alpha"); isErr {
-			t.Fatalf("call %d: %s", i+1, text)
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__alpha","arguments":{}}}`, i+1))
+		if r.status != http.StatusOK || !strings.Contains(r.body, `"text":"ok"`) {
+			t.Fatalf("call %d: %d %s", i+1, r.status, r.body)
 		}
 		if n := <-held; n != 1 {
 			t.Errorf("call %d ran upstream with %d leases held, want its own", i+1, n)
 		}
 	}
-	if got, want := storeOps(t, reg), "limit_take ok 3, slot_release ok 3"; got != want {
+	if got, want := opsSince(t, reg, before), "session_load_limit_take ok 3, slot_release ok 3"; got != want {
 		t.Errorf("store operations of %d calls (the store's upkeep left out): %s, want %s", calls, got, want)
 	}
 	if n, err := st.Redis().Client().ZCard(t.Context(), slots).Result(); err != nil || n != 0 {
@@ -79,15 +93,77 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 	}
 }
 
-// storeOps lists mcp_proxy_store_requests_total as "op outcome n, ...",
-// leaving out the probe's pings.
-func storeOps(t *testing.T, reg *prometheus.Registry) string {
+const prepaidYAML = `
+servers:
+  fx: {command: fixture, timeout: 5s, limits: {max_concurrent: 1}}
+bundles:
+  all: {servers: [fx]}
+agents:
+  bot:
+    mcp_bundles: [all]
+    excluded_tools: [fx__beta]
+    limits: [{tools: ["*"], per_minute: 1}]
+default_agent: bot
+`
+
+// TestPrepaidGivenBack: the limits a tools/call takes with its session's
+// read go back when the call does not run under them: the session was
+// gone from the store (the call is answered "Session not found"), or the
+// call named a tool the policy denies, or one the catalog does not have.
+// The agent's one call a minute is still there for the call that runs,
+// and no lease is left.
+func TestPrepaidGivenBack(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
+	fx := connected(`{"name":"alpha","inputSchema":{"type":"object"}}`, `{"name":"beta","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
+	}
+	p := New(Options{Config: parseConfig(t, prepaidYAML), Upstreams: map[string]Upstream{"fx": fx},
+		Logger: zerolog.Nop(), Version: "test", Store: st})
+	p.Refresh()
+	url := startHTTP(t, p).URL + "/mcp"
+	call := func(c *httpClient, tool string) httpReply {
+		return c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + tool + `","arguments":{}}}`)
+	}
+
+	gone := &httpClient{t: t, url: url}
+	gone.initialize()
+	if err := st.Sessions(time.Hour).Delete(t.Context(), gone.session); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(gone, "fx__alpha"); r.status != http.StatusNotFound || !strings.Contains(r.body, "Session not found") {
+		t.Errorf("call on a session gone from the store: %d %s", r.status, r.body)
+	}
+
+	c := &httpClient{t: t, url: url}
+	c.initialize()
+	if r := call(c, "fx__beta"); !strings.Contains(r.body, "is denied by excluded_tools") {
+		t.Errorf("call of a denied tool: %d %s", r.status, r.body)
+	}
+	if r := call(c, "fx__nope"); !strings.Contains(r.body, "unknown tool") {
+		t.Errorf("call of an unknown tool: %d %s", r.status, r.body)
+	}
+	if r := call(c, "fx__alpha"); r.status != http.StatusOK || !strings.Contains(r.body, `"text":"ok"`) {
+		t.Errorf("the agent's one call of the minute: %d %s", r.status, r.body)
+	}
+	if r := call(c, "fx__alpha"); !strings.Contains(r.body, "rate_limited") {
+		t.Errorf("a second call in the minute: %d %s, want it rate_limited", r.status, r.body)
+	}
+	if n, err := st.Redis().Client().ZCard(t.Context(), st.Limits().SlotsKey("fx", 1)).Result(); err != nil || n != 0 {
+		t.Errorf("%d leases left after the calls (%v), want 0", n, err)
+	}
+}
+
+// storeCounts is mcp_proxy_store_requests_total by "op outcome".
+func storeCounts(t *testing.T, reg *prometheus.Registry) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
-	var out []string
+	counts := map[string]float64{}
 	for _, mf := range mfs {
 		if mf.GetName() != "mcp_proxy_store_requests_total" {
 			continue
@@ -100,8 +176,20 @@ func storeOps(t *testing.T, reg *prometheus.Registry) string {
 			// The store's own upkeep runs beside the calls, on its own
 			// clock: the ping, the replica's liveness key and its inbox.
 			if op := labels["op"]; op != "ping" && op != "replica_alive" && op != "inbox_read" {
-				out = append(out, fmt.Sprintf("%s %s %g", labels["op"], labels["outcome"], m.GetCounter().GetValue()))
+				counts[labels["op"]+" "+labels["outcome"]] = m.GetCounter().GetValue()
 			}
+		}
+	}
+	return counts
+}
+
+// opsSince lists the store operations since before as "op outcome n, ...".
+func opsSince(t *testing.T, reg *prometheus.Registry, before map[string]float64) string {
+	t.Helper()
+	var out []string
+	for k, n := range storeCounts(t, reg) {
+		if d := n - before[k]; d != 0 {
+			out = append(out, fmt.Sprintf("%s %g", k, d))
 		}
 	}
 	sort.Strings(out)

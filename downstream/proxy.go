@@ -131,6 +131,9 @@ func New(opts Options) *Proxy {
 	}
 	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
+	if p.sessions.shared != nil {
+		p.sessions.prepay = p.calls.prepay
+	}
 	p.lifecycle = &lifecycle{generations: e, serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
 	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))
 	// When a session ends, its subscriptions go, and the upstreams' log

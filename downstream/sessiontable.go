@@ -39,6 +39,9 @@ type sessionTable struct {
 	// cross wires HTTP sessions to the other replicas of a Redis store
 	// (crossreplica.go); nil with the memory store.
 	cross *crossReplica
+	// prepay is what a tools/call of a tool on a session would take in the
+	// store, to take it with the session's read (prepaid.go); nil: nothing.
+	prepay func(s *session, tool string) *prepaid
 }
 
 // sharedSessions is what the table needs for sessions in a store.
@@ -130,10 +133,13 @@ func (st *sessionTable) lookup(c client, id string) *session {
 // finds none, like any unknown id).
 //
 // With a store, the session is read from it first: its error is the
-// store's (it did not answer).
-func (st *sessionTable) acquire(ctx context.Context, c client, id string) (*session, error) {
+// store's (it did not answer). tool, when not "", is the tool a tools/call
+// on the session calls: with a store, its rate limits are taken with the
+// read (prepaid.go), and the prepaid is returned for the call (nil: none);
+// the caller gives it back when the request ends.
+func (st *sessionTable) acquire(ctx context.Context, c client, id, tool string) (*session, *prepaid, error) {
 	if st.shared != nil {
-		return st.acquireShared(ctx, c, id)
+		return st.acquireShared(ctx, c, id, tool)
 	}
 	st.mu.Lock()
 	defer st.mu.Unlock()
@@ -141,14 +147,30 @@ func (st *sessionTable) acquire(ctx context.Context, c client, id string) (*sess
 	if s != nil {
 		s.activity.begin()
 	}
-	return s, nil
+	return s, nil, nil
 }
 
 // acquireShared is acquire with the sessions in the store.
-func (st *sessionTable) acquireShared(ctx context.Context, c client, id string) (*session, error) {
-	fields, ok, err := st.shared.store.Load(ctx, id)
+func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool string) (*session, *prepaid, error) {
+	var pre *prepaid
+	if tool != "" && st.prepay != nil {
+		st.mu.Lock()
+		local := st.find(c, id)
+		st.mu.Unlock()
+		if local != nil {
+			pre = st.prepay(local, tool)
+		}
+	}
+	var fields map[string]string
+	var ok bool
+	var err error
+	if pre != nil {
+		fields, ok, pre.took, err = st.shared.store.LoadTaking(ctx, id, pre.buckets, pre.slot)
+	} else {
+		fields, ok, err = st.shared.store.Load(ctx, id)
+	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var made, gone *session
 	st.mu.Lock()
@@ -180,13 +202,20 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id string) 
 		s.activity.begin()
 	}
 	st.mu.Unlock()
+	if pre != nil && (s == nil || s != pre.sess) {
+		// Not the session the limits were taken for (it is gone, or
+		// serves someone else): what was taken goes back before the
+		// request is answered, and a call on it takes its own.
+		pre.giveBack(ctx)
+		pre = nil
+	}
 	if gone != nil {
 		st.ended(gone, true)
 	}
 	if made != nil {
 		st.metrics.SessionOpened(made.agent.Name, made.transport)
 	}
-	return s, nil
+	return s, pre, nil
 }
 
 // fromStore makes the local session of a session another replica made:

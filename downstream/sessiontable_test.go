@@ -78,7 +78,7 @@ agents:
 	// A session acquired for a request is busy until the request ends;
 	// one the sweep closed cannot be acquired.
 	sb.activity.end()
-	if got, _ := st.acquire(t.Context(), client{agent: "b"}, sb.id); got != sb {
+	if got, _, _ := st.acquire(t.Context(), client{agent: "b"}, sb.id, ""); got != sb {
 		t.Fatal("acquire did not find a live session")
 	}
 	sb.activity.last.Store(time.Now().Add(-time.Hour).UnixNano())
@@ -100,7 +100,7 @@ agents:
 // acquired is st.acquire's session, failing t on an error.
 func acquired(t *testing.T, st *sessionTable, c client, id string) *session {
 	t.Helper()
-	s, err := st.acquire(t.Context(), c, id)
+	s, _, err := st.acquire(t.Context(), c, id, "")
 	if err != nil {
 		t.Fatal(err)
 	}

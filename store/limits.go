@@ -111,6 +111,36 @@ type Slot struct {
 // got the slot (give it back with Release); when none was free the tokens
 // stay taken and the caller waits for a slot with Acquire.
 func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot) (refused int, wait time.Duration, leased bool, err error) {
+	keys, args := takeArgs(buckets, slot)
+	if len(keys) == 0 {
+		return -1, 0, false, nil
+	}
+	var res TakeResult
+	err = l.r.Run(ctx, "limit_take", func(ctx context.Context, c redisClient) error {
+		v, err := takeScript.Run(ctx, c, keys, args...).Slice()
+		if err != nil {
+			return err
+		}
+		res, err = takeResult(v)
+		return err
+	})
+	if err != nil {
+		return -1, 0, false, err
+	}
+	return res.Refused, res.Wait, res.Leased, nil
+}
+
+// TakeResult is what a take gave: Refused is the index of the bucket that
+// refused (-1: every bucket gave a token), Wait how long until it has one,
+// Leased whether the slot was taken.
+type TakeResult struct {
+	Refused int
+	Wait    time.Duration
+	Leased  bool
+}
+
+// takeArgs are takeScript's keys and arguments for buckets and slot.
+func takeArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
 	keys := make([]string, 0, len(buckets)+1)
 	args := make([]any, 0, 2+2*len(buckets)+3)
 	args = append(args, bucketSlack, len(buckets))
@@ -122,33 +152,23 @@ func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot)
 		keys = append(keys, slot.Key)
 		args = append(args, slot.Max, max64(slot.Lease.Milliseconds(), 1), slot.ID)
 	}
-	refused = -1
-	if len(keys) == 0 {
-		return refused, 0, false, nil
+	return keys, args
+}
+
+// takeResult reads takeScript's reply.
+func takeResult(v []any) (TakeResult, error) {
+	if len(v) != 3 {
+		return TakeResult{}, fmt.Errorf("take script: %d values", len(v))
 	}
-	err = l.r.Run(ctx, "limit_take", func(ctx context.Context, c redisClient) error {
-		v, err := takeScript.Run(ctx, c, keys, args...).Slice()
-		if err != nil {
-			return err
-		}
-		if len(v) != 3 {
-			return fmt.Errorf("take script: %d values", len(v))
-		}
-		n, _ := v[0].(int64)
-		s, _ := v[1].(string)
-		got, _ := v[2].(int64)
-		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("take script: wait %q: %w", s, err)
-		}
-		refused, leased = int(n)-1, got == 1
-		wait = max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)
-		return nil
-	})
+	n, _ := v[0].(int64)
+	s, _ := v[1].(string)
+	got, _ := v[2].(int64)
+	secs, err := strconv.ParseFloat(s, 64)
 	if err != nil {
-		return -1, 0, false, err
+		return TakeResult{}, fmt.Errorf("take script: wait %q: %w", s, err)
 	}
-	return refused, wait, leased, nil
+	return TakeResult{Refused: int(n) - 1, Leased: got == 1,
+		Wait: max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)}, nil
 }
 
 // takeScript takes one token in each of the first ARGV[2] buckets of KEYS,

@@ -96,6 +96,66 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 	return fields, len(fields) > 0, nil
 }
 
+// LoadTaking is Load and Limits.TakeWithSlot in one pipelined round trip:
+// the read of the session a tools/call comes on, and the tokens and the
+// max_concurrent lease of the call it is expected to be. The take happens
+// whatever the read finds: a caller whose guess was wrong gives back what
+// it took (Limits.Give, Limits.Release). A script Redis does not have yet
+// is sent again by itself.
+func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket, slot *Slot) (fields map[string]string, ok bool, took TakeResult, err error) {
+	keys, args := takeArgs(buckets, slot)
+	if len(keys) == 0 {
+		fields, ok, err = ss.Load(ctx, id)
+		return fields, ok, TakeResult{Refused: -1}, err
+	}
+	key := ss.key(id)
+	loadArgs := []any{ss.idle.Milliseconds(), ss.expiry().Milliseconds()}
+	var raw []string
+	err = ss.r.Run(ctx, "session_load_limit_take", func(ctx context.Context, c redisClient) error {
+		var load, take *redis.Cmd
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			load = loadScript.EvalSha(ctx, p, []string{key}, loadArgs...)
+			take = takeScript.EvalSha(ctx, p, keys, args...)
+			return nil
+		})
+		if err != nil && !isNoScript(err) {
+			return err
+		}
+		if isNoScript(load.Err()) {
+			load = loadScript.Run(ctx, c, []string{key}, loadArgs...)
+		}
+		if isNoScript(take.Err()) {
+			take = takeScript.Run(ctx, c, keys, args...)
+		}
+		if raw, err = load.StringSlice(); err != nil {
+			return err
+		}
+		v, err := take.Slice()
+		if err != nil {
+			return err
+		}
+		took, err = takeResult(v)
+		return err
+	})
+	if err != nil {
+		return nil, false, TakeResult{}, err
+	}
+	if len(raw)%2 != 0 {
+		return nil, false, TakeResult{}, fmt.Errorf("session load: %d values", len(raw))
+	}
+	fields = make(map[string]string, len(raw)/2)
+	for i := 0; i < len(raw); i += 2 {
+		fields[raw[i]] = raw[i+1]
+	}
+	return fields, len(fields) > 0, took, nil
+}
+
+// isNoScript reports whether err is Redis's answer to a script it does not
+// have in its cache.
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
 // loadScript returns every field of KEYS[1] and, when it exists with less
 // than ARGV[1] ms to live (and ARGV[1] > 0), sets its expiry to ARGV[2] ms.
 // A read that refreshes nothing writes nothing (scripts replicate their

@@ -21,8 +21,8 @@ const maxSessionBytes = 2048
 // TestStoreScenarios runs the store scenarios at tiny counts with a real
 // redis-server and checks what the report says: both sides measured, the
 // store's round trips of a call (one without limits; with a per_minute and
-// a max_concurrent limit, the session read, one script before the call and
-// the release after), a go-sdk session of at most 2 KB, and nothing left
+// a max_concurrent limit, one before the call, the session read and the
+// limits' script in one pipeline, and the release after), a go-sdk session of at most 2 KB, and nothing left
 // running, redis-server included.
 func TestStoreScenarios(t *testing.T) {
 	redisBin, err := exec.LookPath("redis-server")
@@ -59,7 +59,7 @@ func TestStoreScenarios(t *testing.T) {
 	}
 	want := map[string]map[string]float64{
 		"store-http-c1":         {"session_load/ok": 1},
-		"store-http-c8-limited": {"session_load/ok": 1, "limit_take/ok": 1, "slot_release/ok": 1},
+		"store-http-c8-limited": {"session_load_limit_take/ok": 1, "slot_release/ok": 1},
 	}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d", len(rep.Results), len(want))

@@ -1,0 +1,118 @@
+package downstream
+
+import (
+	"context"
+	"sync/atomic"
+
+	"github.com/mcp-proxy/mcp-proxy/filter"
+	"github.com/mcp-proxy/mcp-proxy/internal/randid"
+	"github.com/mcp-proxy/mcp-proxy/store"
+)
+
+// With a Redis store, a tools/call on an HTTP session this replica already
+// holds pays one round trip before it runs: the read of its session
+// (sessionTable.acquireShared) and the take of its rate-limit tokens and
+// max_concurrent lease go in one pipeline. The local copy of the session
+// tells the agent, and so the limits the call falls under; the call's
+// steps before rateGate are checked ahead (the tool is known, the policy
+// allows it, it is not held, its server is up) so that a call they would
+// refuse takes nothing. What was taken is a prepaid, which rateGate uses
+// when the call is the one it was taken for. When the guess was wrong (the
+// stored session is gone, or serves someone else) it is given back at once
+// and the request goes on as any other; when the call never used it (a
+// reload in between, a refusal before rateGate) it is given back when the
+// request ends. docs/shared-state.md#cost counts the round trips.
+
+// prepaid is what one tools/call took with its session's read.
+type prepaid struct {
+	limits  *callLimits // the generation's limits it was taken under
+	sess    *session
+	entry   *ToolEntry
+	tool    filter.Tool
+	buckets []store.Bucket
+	slot    *store.Slot // nil: the server has no max_concurrent
+	took    store.TakeResult
+	done    atomic.Bool // used by rateGate, or given back
+}
+
+type prepaidKey struct{}
+
+// withPrepaid carries pre (nil: none) in ctx to the call's rateGate.
+func withPrepaid(ctx context.Context, pre *prepaid) context.Context {
+	if pre == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, prepaidKey{}, pre)
+}
+
+// claimPrepaid returns the prepaid of ctx when it was taken for call c
+// under limits l, and marks it used; nil otherwise.
+func claimPrepaid(ctx context.Context, l *callLimits, c *toolCall) *prepaid {
+	pre, _ := ctx.Value(prepaidKey{}).(*prepaid)
+	if pre == nil || pre.limits != l || pre.sess != c.r.sess || pre.entry != c.entry || c.round != nil {
+		return nil
+	}
+	if !pre.done.CompareAndSwap(false, true) {
+		return nil
+	}
+	return pre
+}
+
+// giveBack returns what pre took unless rateGate used it; a second call
+// does nothing. A store that fails to take it back leaves the tokens
+// taken (the limit errs on the strict side) and the lease to its expiry.
+func (pre *prepaid) giveBack(ctx context.Context) {
+	if pre == nil || !pre.done.CompareAndSwap(false, true) {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	shared := pre.limits.shared
+	if pre.took.Refused < 0 && len(pre.buckets) > 0 {
+		_ = shared.Give(ctx, pre.buckets)
+	}
+	if pre.took.Leased {
+		_ = shared.Release(ctx, pre.slot.Key, pre.slot.ID)
+	}
+}
+
+// prepay is what a tools/call of tool name on s would take in the store,
+// nil when it would take nothing there or might not reach rateGate.
+func (tc *toolCalls) prepay(s *session, name string) *prepaid {
+	g := tc.gen()
+	l := g.limits
+	if l == nil || l.shared == nil {
+		return nil
+	}
+	entry, ok := tc.catalogs.Catalog().Lookup(name)
+	if !ok || entry.Held {
+		return nil
+	}
+	t := entry.policyTool()
+	if s.agent.Decide(t, s.perCall) != filter.RuleNone || tc.serverUp(entry.Server) != nil {
+		return nil
+	}
+	sl := l.servers[t.Server]
+	buckets, _ := l.sharedBuckets(l.agents[s.agent.Name], sl, t)
+	var slot *store.Slot
+	if cfg := g.cfg.Servers[t.Server]; sl != nil && sl.slotsKey != "" && cfg != nil {
+		slot = &store.Slot{Key: sl.slotsKey, Max: sl.maxConcurrent, Lease: cfg.Timeout.D(), ID: randid.Hex(16)}
+	}
+	if len(buckets) == 0 && slot == nil {
+		return nil
+	}
+	return &prepaid{limits: l, sess: s, entry: entry, tool: t, buckets: buckets, slot: slot}
+}
+
+// usePrepaid is rateGate's take for a call whose tokens (and lease) came
+// with its session's read.
+func (tc *toolCalls) usePrepaid(ctx context.Context, c *toolCall, l *callLimits, pre *prepaid) *limitRefusal {
+	if pre.took.Leased {
+		c.slot = tc.sharedSlotRelease(ctx, c, l.shared, pre.slot.Key, pre.slot.ID)
+	}
+	if pre.took.Refused < 0 {
+		return nil
+	}
+	agent := c.r.sess.agent.Name
+	_, of := l.sharedBuckets(l.agents[agent], l.servers[pre.tool.Server], pre.tool)
+	return l.refusalOf(agent, pre.tool, of, pre.took.Refused, pre.took.Wait)
+}
