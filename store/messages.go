@@ -87,6 +87,10 @@ func (s *Store) Messages(handle func(Message)) *Messages {
 	s.mu.Lock()
 	s.msgs = append(s.msgs, m)
 	s.mu.Unlock()
+	// The first liveness key is set before the replica can hold a stream or
+	// a parked call: another replica that finds it named as a holder must
+	// not take it for dead in the moment before its first beat.
+	m.renew()
 	m.done.Add(2)
 	go m.read()
 	go m.beat()
@@ -222,15 +226,16 @@ func str(v any) string {
 	return s
 }
 
+// renew sets this replica's liveness key for aliveTTL.
+func (m *Messages) renew() {
+	_ = m.r.Run(context.Background(), "replica_alive", func(ctx context.Context, c redisClient) error {
+		return c.Set(ctx, m.alive(m.self), "1", aliveTTL).Err()
+	})
+}
+
 // beat renews the liveness key until Close, then removes it.
 func (m *Messages) beat() {
 	defer m.done.Done()
-	renew := func() {
-		_ = m.r.Run(context.Background(), "replica_alive", func(ctx context.Context, c redisClient) error {
-			return c.Set(ctx, m.alive(m.self), "1", aliveTTL).Err()
-		})
-	}
-	renew()
 	t := time.NewTicker(aliveRenew)
 	defer t.Stop()
 	for {
@@ -241,7 +246,7 @@ func (m *Messages) beat() {
 			})
 			return
 		case <-t.C:
-			renew()
+			m.renew()
 		}
 	}
 }
