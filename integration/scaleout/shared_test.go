@@ -185,16 +185,7 @@ func TestSharedStateBehindRoundRobin(t *testing.T) {
 		reps = append(reps, r)
 		addrs = append(addrs, r.addr)
 	}
-	ng := startNginxSite(t, "mcp-proxy-redis.conf", sharedLogFormat, func(tmpl, listen string) (string, error) {
-		return renderRoundRobin(tmpl, addrs, listen)
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			if log, err := os.ReadFile(ng.accessLog); err == nil {
-				t.Logf("nginx access log (tail):\n%s", tail(string(log), 6000))
-			}
-		}
-	})
+	ng := startRoundRobin(t, addrs)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	base := "http://" + ng.addr
@@ -295,4 +286,22 @@ func TestSharedStateBehindRoundRobin(t *testing.T) {
 	if n := len(recorded(t, reps[0].replica, reps[1].replica, reps[2].replica)["approved-once"]); n != 1 {
 		t.Errorf("the approved call ran %d times, want once", n)
 	}
+}
+
+// startRoundRobin runs nginx with the Redis mode's round-robin config
+// (deploy/nginx/mcp-proxy-redis.conf) in front of addrs; a failed test logs
+// the tail of its access log, which says which replica took each request.
+func startRoundRobin(t *testing.T, addrs []string) *nginxServer {
+	t.Helper()
+	ng := startNginxSite(t, "mcp-proxy-redis.conf", sharedLogFormat, func(tmpl, listen string) (string, error) {
+		return renderRoundRobin(tmpl, addrs, listen)
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			if log, err := os.ReadFile(ng.accessLog); err == nil {
+				t.Logf("nginx access log (tail):\n%s", tail(string(log), 6000))
+			}
+		}
+	})
+	return ng
 }
