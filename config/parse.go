@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -19,12 +20,10 @@ const maxConfigBytes = 1 << 20
 // Load reads the file at path and parses it with Parse. A nil lookupEnv
 // means os.LookupEnv. Errors reading the file wrap the *fs.PathError.
 func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, opened, err := atomicfile.ReadAtMost(path, maxConfigBytes)
+	if !opened {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
