@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
+	"github.com/mcp-proxy/mcp-proxy/internal/yamldoc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -93,13 +94,12 @@ func setOf(list []string) map[string]bool {
 // parseDocument returns the top-level mapping of the only document in
 // data, or nil when there is no document or it is empty.
 func parseDocument(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
+	doc, dec, err := yamldoc.First(data)
+	if err != nil {
 		return nil, syntaxError(data, err)
+	}
+	if doc == nil {
+		return nil, nil
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {
