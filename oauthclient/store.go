@@ -253,7 +253,7 @@ func (s *tokenFiles) update(server string, fn func([]Entry) ([]Entry, error)) (s
 	if err := atomicfile.WriteFile(p, data, storeFileMode); err != nil {
 		return "", fmt.Errorf("token store: %w", err)
 	}
-	return s.stamp(server)
+	return fileStamp(p), nil
 }
 
 // encodeEntries is the document of entries, newest first, as a file holds
@@ -326,14 +326,20 @@ func (s *Store) stamp(server string) (string, error) {
 func (s *tokenFiles) stamp(server string) (string, error) {
 	p, err := s.path(server, ".json")
 	if err != nil {
-		return "", nil
+		return "", nil // a name no file can have: no entries
 	}
+	return fileStamp(p), nil
+}
+
+// fileStamp identifies the version of the file at p, "" when there is
+// none: each write is a new file, renamed over the old one.
+func fileStamp(p string) string {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", nil
+		return ""
 	}
 	dev, ino := atomicfile.Inode(fi) // a rename changes it
-	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino), nil
+	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino)
 }
 
 // find returns the newest entry for serverURL (and issuer, when not "").
