@@ -19,11 +19,11 @@ import (
 // refuse takes nothing. What was taken is a prepaid: the HTTP front hands
 // it to the route with the message (inbound), the request carries it
 // (request.prepaid), and rateGate uses it when the call is the one it was
-// taken for. When the guess was wrong (the
-// stored session is gone, or serves someone else) it is given back at once
-// and the request goes on as any other; when the call never used it (a
-// reload in between, a refusal before rateGate) it is given back when the
-// request ends. docs/shared-state.md#cost counts the round trips.
+// taken for. When the guess was wrong (the stored session is gone, or
+// serves someone else) it is given back at once and the request goes on
+// as any other; when the call never used it (a reload in between, a
+// refusal before rateGate) it is given back when the request ends.
+// docs/shared-state.md#cost counts the round trips.
 
 // prepaid is what one tools/call took with its session's read.
 type prepaid struct {
