@@ -65,7 +65,7 @@ func waitReadyStatus(t *testing.T, r *sharedReplica, want int) string {
 func TestRedisOutage(t *testing.T) {
 	srv := redistest.Start(t)
 	proxyBin, fixtureBin := buildBinaries(t)
-	r := startSharedReplica(t, proxyBin, fixtureBin, "a", srv)
+	r := startSharedReplica(t, proxyBin, fixtureBin, "a", srv, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	askURL := "http://" + r.addr + "/agents/ask/mcp"
