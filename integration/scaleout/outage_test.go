@@ -132,8 +132,10 @@ func TestRedisOutage(t *testing.T) {
 
 	srv.Start() // same port, same directory: the AOF is replayed
 	waitReadyStatus(t, r, http.StatusOK)
-	if _, err := raw.echo(ctx, cs.ID(), "after-raw"); err != nil {
+	if rep, err := raw.echo(ctx, cs.ID(), "after-raw"); err != nil {
 		t.Fatalf("the session after the outage: %v", err)
+	} else if rep.status != http.StatusOK {
+		t.Fatalf("the session after the outage: status %d, body %s", rep.status, rep.body)
 	}
 	call("after-1")
 	if n := asked.Load(); n != 1 {
