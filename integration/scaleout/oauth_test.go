@@ -35,10 +35,11 @@ const (
 )
 
 // refreshHold is how long the token endpoint holds a refresh grant while
-// it waits for one from each replica: longer than the second within which
-// every replica reads a login from the store, so that replicas that
-// nothing serialized would all reach the endpoint before the first is
-// answered. With the store's lock only one comes, and waits it out.
+// it waits for one from each replica (when there are more than one):
+// longer than the second within which every replica reads a login from the
+// store, so that replicas that nothing serialized would all reach the
+// endpoint before the first is answered. With the store's lock only one
+// comes, and waits it out.
 const refreshHold = 3 * time.Second
 
 // oauthServer is an MCP server (go-sdk, Streamable HTTP) behind OAuth with
@@ -58,15 +59,19 @@ type oauthServer struct {
 	refused []string          // grants refused, as "grant_type: error"
 	next    int
 
+	replicas   int // the proxies that use it (see holdRefresh)
 	holdMu     sync.Mutex
 	refreshing int           // refresh grants that arrived
 	all        chan struct{} // closed when one came from each replica
 }
 
-func newOAuthServer(t *testing.T) *oauthServer {
+// newOAuthServer starts the server for the given number of replicas: its
+// token endpoint holds a refresh grant until one came from each (see
+// refreshHold), which holds none when there is one replica.
+func newOAuthServer(t *testing.T, replicas int) *oauthServer {
 	t.Helper()
 	o := &oauthServer{codes: map[string]string{}, access: map[string]string{}, refresh: map[string]bool{}, grants: map[string]int{},
-		all: make(chan struct{})}
+		replicas: replicas, all: make(chan struct{})}
 	ms := mcp.NewServer(&mcp.Implementation{Name: "oauth-upstream", Version: "1.0.0"}, nil)
 	mcp.AddTool(ms, &mcp.Tool{Name: "whoami", Description: "Says which grant issued the caller's token."},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -173,12 +178,12 @@ func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": expires, "refresh_token": refresh})
 }
 
-// holdRefresh holds a refresh grant until one has come from each of the
-// three replicas, or refreshHold has passed.
+// holdRefresh holds a refresh grant until one has come from each replica,
+// or refreshHold has passed.
 func (o *oauthServer) holdRefresh() {
 	o.holdMu.Lock()
 	o.refreshing++
-	if o.refreshing == 3 {
+	if o.refreshing == o.replicas {
 		close(o.all)
 	}
 	o.holdMu.Unlock()
@@ -219,15 +224,17 @@ store:
   url: %q
   encryption_key: ${MCP_PROXY_STORE_KEY}
 %sservers:
-  secure:
-    url: %q
-    auth: {type: oauth, open: none}
-bundles:
+%sbundles:
   all: {servers: [secure]}
 agents:
   dev: {mcp_bundles: [all]}
 default_agent: dev
-`, srv.URL(), metrics, o.url("/mcp"))
+`, srv.URL(), metrics, o.serverYAML())
+}
+
+// serverYAML is the config entry of o as server "secure", under servers.
+func (o *oauthServer) serverYAML() string {
+	return fmt.Sprintf("  secure:\n    url: %q\n    auth: {type: oauth, open: none}\n", o.url("/mcp"))
 }
 
 // listsTool reports whether the replica at addr lists tool, through a new
@@ -250,6 +257,18 @@ func listsTool(ctx context.Context, t *testing.T, addr, tool string) bool {
 		}
 	}
 	return false
+}
+
+// waitListsTool waits until r lists tool, failing t after startTimeout.
+func waitListsTool(ctx context.Context, t *testing.T, r *replica, tool string) {
+	t.Helper()
+	start := time.Now()
+	for !listsTool(ctx, t, r.addr, tool) {
+		if time.Since(start) > startTimeout {
+			t.Fatalf("replica %s does not list %s after %s\n%s", r.name, tool, startTimeout, tail(r.proc.stderr.String(), 4000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // cliLogin runs `mcp-proxy auth login secure` with cfg in dir and follows
@@ -312,7 +331,7 @@ func TestOneLoginServesThreeReplicas(t *testing.T) {
 	srv := redistest.Start(t)
 	proxyBin, _ := buildBinaries(t)
 	t.Setenv("MCP_PROXY_STORE_KEY", sharedStoreKey)
-	o := newOAuthServer(t)
+	o := newOAuthServer(t, 3)
 	type oauthReplica struct {
 		*replica
 		metrics string
@@ -340,12 +359,7 @@ func TestOneLoginServesThreeReplicas(t *testing.T) {
 	}
 	start := time.Now()
 	for _, r := range reps {
-		for !listsTool(ctx, t, r.addr, "secure__whoami") {
-			if time.Since(start) > startTimeout {
-				t.Fatalf("replica %s does not list secure__whoami %s after the login\n%s", r.name, startTimeout, tail(r.proc.stderr.String(), 4000))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		waitListsTool(ctx, t, r.replica, "secure__whoami")
 	}
 	t.Logf("the login reached all three replicas in %s", time.Since(start).Round(10*time.Millisecond))
 
