@@ -130,20 +130,32 @@ func (tc *toolCalls) ownTask(ctx context.Context, r *request) (taskRoute, *wireE
 		return taskRoute{}, werr
 	}
 	t, ok := tc.tasks.lookup(r.sess, id)
-	if !ok || !r.sess.agent.Granted(t.server) {
+	if !ok {
 		return taskRoute{}, taskNotFound()
 	}
 	tc.catalogs.awaitTool(ctx, t.tool)
-	if e, ok := tc.catalogs.Catalog().Lookup(t.tool); ok && e.Server == t.server {
-		if rule := r.sess.agent.Decide(e.policyTool(), r.sess.perCall); rule != filter.RuleNone {
-			tc.opts.Metrics.PolicyDenial(r.sess.agent.Name, string(rule))
-			if rule.Hidden() {
-				return taskRoute{}, taskNotFound()
-			}
-			return taskRoute{}, errorf(codeInvalidRequest, "the task's tool '%s' is denied by policy (%s)", t.tool, rule)
-		}
+	switch rule := tc.taskRule(r.sess, t); {
+	case rule == filter.RuleNone:
+		return t, nil
+	case rule.Hidden():
+		return taskRoute{}, taskNotFound()
+	default:
+		tc.opts.Metrics.PolicyDenial(r.sess.agent.Name, string(rule))
+		return taskRoute{}, errorf(codeInvalidRequest, "the task's tool '%s' is denied by policy (%s)", t.tool, rule)
 	}
-	return t, nil
+}
+
+// taskRule is the policy rule that keeps s from task t's tool now
+// (filter.RuleNone when none): its server must still be granted, and the
+// tool, while the catalog has it, allowed.
+func (tc *toolCalls) taskRule(s *session, t taskRoute) filter.Rule {
+	if !s.agent.Granted(t.server) {
+		return filter.RuleNotGranted
+	}
+	if e, ok := tc.catalogs.Catalog().Lookup(t.tool); ok && e.Server == t.server {
+		return s.agent.Decide(e.policyTool(), s.perCall)
+	}
+	return filter.RuleNone
 }
 
 // taskRequest sends method for task t to its server with the server's id,
@@ -210,8 +222,8 @@ func (tc *toolCalls) taskResult(ctx context.Context, r *request) (json.RawMessag
 	return retagTask(tc.rewriteResult(r.sess.agent.Name, t.server, res, r.linkOK()), t.upID, t.id), nil
 }
 
-// listTasks answers tasks/list: the session's tasks, of every server its
-// agent is granted, in the order the servers are configured and each
+// listTasks answers tasks/list: the session's tasks whose tools its
+// policy still allows (ownTask), in the order the servers are configured and each
 // server lists them, in one page. A server that declares tasks/list is
 // asked for its list (every page, at most maxTaskListPages); the others
 // are asked tasks/get for each task. A task its server no longer knows is
@@ -225,7 +237,9 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 	}
 	byServer := map[string][]taskRoute{}
 	for _, t := range tc.tasks.owned(r.sess) {
-		byServer[t.server] = append(byServer[t.server], t)
+		if tc.taskRule(r.sess, t) == filter.RuleNone {
+			byServer[t.server] = append(byServer[t.server], t)
+		}
 	}
 	out := []byte(`{"tasks":[`)
 	first := true
@@ -239,7 +253,7 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 	g := tc.gen()
 	for _, srv := range g.serverNames() {
 		mine := byServer[srv]
-		if len(mine) == 0 || !r.sess.agent.Granted(srv) || tc.serverUp(srv) != nil {
+		if len(mine) == 0 || tc.serverUp(srv) != nil {
 			continue
 		}
 		up := g.ups[srv]

@@ -155,6 +155,9 @@ func TestTaskIsolation(t *testing.T) {
 	if got := rpc(t, p, narrowed, "tasks/get", `{"taskId":"`+id+`"}`); !strings.Contains(got, "denied by policy (per_call_allowed_tools)") {
 		t.Errorf("tasks/get of a tool the per-call list does not allow = %s", got)
 	}
+	if got := rpc(t, p, narrowed, "tasks/list", `{}`); got != `{"jsonrpc":"2.0","id":7,"result":{"tasks":[]}}` {
+		t.Errorf("tasks/list of a session whose per-call list does not allow the task's tool = %s", got)
+	}
 	if n := len(ev.requests()); n != sent {
 		t.Errorf("the server was asked %d times for tasks it must not be asked about", n-sent)
 	}
