@@ -170,7 +170,7 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 		// naming the task by the proxy's id: on the stream of its request
 		// in flight to the server (tasks/result) when it has one, else on
 		// the session's own.
-		params = retagRelated(params, func(string) (string, bool) { return t.id, true }, t.upID)
+		params = retagRelated(params, t.id)
 		if r == nil || taskOwner(r.sess) != t.owner {
 			r = rl.calls.ofSession(srv, t.sess)
 		}

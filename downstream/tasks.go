@@ -204,7 +204,7 @@ func (tc *toolCalls) taskStatus(ctx context.Context, r *request, method string) 
 	if werr != nil {
 		return nil, werr
 	}
-	return retagTask(res, t.upID, t.id), nil
+	return retagTask(res, t.id), nil
 }
 
 // taskResult answers tasks/result: what the tool call would have
@@ -219,7 +219,7 @@ func (tc *toolCalls) taskResult(ctx context.Context, r *request) (json.RawMessag
 	if werr != nil {
 		return nil, werr
 	}
-	return retagTask(tc.rewriteResult(r.sess.agent.Name, t.server, res, r.linkOK()), t.upID, t.id), nil
+	return retagTask(tc.rewriteResult(r.sess.agent.Name, t.server, res, r.linkOK()), t.id), nil
 }
 
 // listTasks answers tasks/list: the session's tasks whose tools its
@@ -265,7 +265,7 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 		}
 		for _, t := range mine {
 			if res, werr := tc.taskRequest(ctx, r, t, "tasks/get"); werr == nil {
-				add(retagTask(res, t.upID, t.id))
+				add(retagTask(res, t.id))
 			}
 		}
 	}
@@ -302,7 +302,7 @@ func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, mi
 		for _, task := range page.Tasks {
 			upID, err := stringMember(task, "taskId")
 			if id, ok := ids[upID]; err == nil && ok {
-				out = append(out, retagTask(task, upID, id))
+				out = append(out, retagTask(task, id))
 				delete(ids, upID)
 			}
 		}
@@ -314,40 +314,32 @@ func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, mi
 	return out
 }
 
-// retagTask gives a server's task object (or a result tied to a task by
-// related-task metadata) the proxy's id in place of the server's: the
-// taskId member, and the related-task metadata's, where they name upID.
-func retagTask(obj json.RawMessage, upID, id string) json.RawMessage {
+// retagTask gives a server's answer about one task (a task object, or a
+// result tied to the task by related-task metadata) the proxy's id id in
+// place of the server's: its taskId member and its related-task
+// metadata's, whatever they said (a server's id never reaches a client).
+func retagTask(obj json.RawMessage, id string) json.RawMessage {
 	if len(obj) == 0 || obj[0] != '{' {
 		return obj
 	}
-	if v, err := stringMember(obj, "taskId"); err == nil && v == upID {
+	if _, ok, err := rawjson.Get(obj, "taskId"); err == nil && ok {
 		if out, err := rawjson.Set(obj, "taskId", rawjson.String(id)); err == nil {
 			obj = out
 		}
 	}
-	return retagRelated(obj, func(string) (string, bool) { return id, true }, upID)
+	return retagRelated(obj, id)
 }
 
-// retagRelated rewrites the related-task metadata of obj (a result, or a
-// request's or notification's params): when its taskId is upID (any id
-// when upID is ""), it becomes what rename makes of it; obj is returned
-// as it is when it has none or rename declines.
-func retagRelated(obj json.RawMessage, rename func(upID string) (string, bool), upID string) json.RawMessage {
+// retagRelated sets the taskId of obj's related-task metadata (obj is a
+// result, or a request's or notification's params) to id; obj is returned
+// as it is when it has none.
+func retagRelated(obj json.RawMessage, id string) json.RawMessage {
 	meta, ok, err := rawjson.Get(obj, "_meta")
 	if err != nil || !ok || len(meta) == 0 || meta[0] != '{' {
 		return obj
 	}
 	related, ok, err := rawjson.Get(meta, relatedTaskKey)
 	if err != nil || !ok || len(related) == 0 || related[0] != '{' {
-		return obj
-	}
-	v, err := stringMember(related, "taskId")
-	if err != nil || (upID != "" && v != upID) {
-		return obj
-	}
-	id, ok := rename(v)
-	if !ok {
 		return obj
 	}
 	related, err = rawjson.Set(related, "taskId", rawjson.String(id))
@@ -394,5 +386,5 @@ func (rl *relay) taskStatusChanged(srv string, params json.RawMessage) {
 	if !ok || t.sess == nil || !t.sess.agent.Granted(srv) {
 		return
 	}
-	t.sess.sendUnowned(notification("notifications/tasks/status", retagTask(params, upID, t.id)))
+	t.sess.sendUnowned(notification("notifications/tasks/status", retagTask(params, t.id)))
 }

@@ -250,3 +250,22 @@ func (a *answeringStream) send(msg []byte) error {
 	go a.s.asks.deliver(reply)
 	return nil
 }
+
+// retagTask puts the proxy's id wherever a server's answer about a task
+// names one, whatever id the server wrote, and changes nothing else.
+func TestRetagTask(t *testing.T) {
+	const rel = `"io.modelcontextprotocol/related-task"`
+	for _, tc := range []struct{ name, in, want string }{
+		{"task object", `{"taskId":"up-1","status":"working"}`, `{"taskId":"pxt-X","status":"working"}`},
+		{"another id", `{"taskId":"up-2","status":"working"}`, `{"taskId":"pxt-X","status":"working"}`},
+		{"result", `{"content":[],"_meta":{` + rel + `:{"taskId":"up-1"},"k":1}}`, `{"content":[],"_meta":{` + rel + `:{"taskId":"pxt-X"},"k":1}}`},
+		{"both", `{"taskId":"up-1","_meta":{` + rel + `:{"taskId":"up-1"}}}`, `{"taskId":"pxt-X","_meta":{` + rel + `:{"taskId":"pxt-X"}}}`},
+		{"neither", `{"content":[],"_meta":{"k":1}}`, `{"content":[],"_meta":{"k":1}}`},
+		{"related-task not an object", `{"_meta":{` + rel + `:"up-1"}}`, `{"_meta":{` + rel + `:"up-1"}}`},
+		{"not an object", `[1]`, `[1]`},
+	} {
+		if got := string(retagTask(json.RawMessage(tc.in), "pxt-X")); got != tc.want {
+			t.Errorf("%s: retagTask(%s) = %s, want %s", tc.name, tc.in, got, tc.want)
+		}
+	}
+}
