@@ -52,10 +52,16 @@ func (tc *toolCalls) taskParam(c *toolCall, up Upstream) json.RawMessage {
 	return c.task
 }
 
-// createdTask turns a server's CreateTaskResult for c into the client's:
-// the task gets the proxy's id, bound to c's session. A result with no
-// task (the server ran the call at once) is nil, false.
-func (tc *toolCalls) createdTask(c *toolCall, result json.RawMessage) (json.RawMessage, *wireError, bool) {
+// orphanCancelTimeout bounds the tasks/cancel of a task the proxy could
+// not give its client (the session's tasks were full meanwhile).
+const orphanCancelTimeout = 5 * time.Second
+
+// createdTask turns up's CreateTaskResult for c into the client's: the
+// task gets the proxy's id, bound to c's session. A result with no task
+// (the server ran the call at once) is nil, false. A task the session has
+// no room for (calls that raced past forwardTask's check) is cancelled at
+// its server, best effort, and the call refused.
+func (tc *toolCalls) createdTask(ctx context.Context, c *toolCall, up Upstream, result json.RawMessage) (json.RawMessage, *wireError, bool) {
 	task, ok, err := rawjson.Get(result, "task")
 	if err != nil || !ok || len(task) == 0 || task[0] != '{' {
 		return nil, nil, false
@@ -66,6 +72,11 @@ func (tc *toolCalls) createdTask(c *toolCall, result json.RawMessage) (json.RawM
 	}
 	id, err := tc.tasks.add(c.r.sess, c.entry.Server, upID, c.entry.Exposed, taskTTL(task))
 	if err != nil {
+		if up.Snapshot().Capabilities.Tasks.Cancel {
+			cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orphanCancelTimeout)
+			_, _ = up.Request(cctx, "tasks/cancel", []byte(`{"taskId":`+string(rawjson.String(upID))+`}`))
+			cancel()
+		}
 		return nil, tooManyTasks(), true
 	}
 	task, err = rawjson.Set(task, "taskId", rawjson.String(id))

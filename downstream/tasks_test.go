@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -267,5 +268,41 @@ func TestRetagTask(t *testing.T) {
 		if got := string(retagTask(json.RawMessage(tc.in), "pxt-X")); got != tc.want {
 			t.Errorf("%s: retagTask(%s) = %s, want %s", tc.name, tc.in, got, tc.want)
 		}
+	}
+}
+
+// A session holds at most maxTasksPerSession tasks: one more
+// task-augmented call is refused before it runs; and a task created while
+// other calls filled the session meanwhile is cancelled at its server and
+// the call refused, so that no task is left that no client can reach.
+func TestTaskLimit(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	answer := ev.RequestFn
+	ev.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "tools/call" {
+			// Calls that ran alongside this one took the session's room.
+			for i := range maxTasksPerSession {
+				if _, err := p.calls.tasks.add(s, "ev", fmt.Sprint("other-", i), "ev__research", 0); err != nil {
+					break
+				}
+			}
+		}
+		return answer(ctx, method, params)
+	}
+	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks; let some end (tasks/cancel) before creating more"}}`
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); got != refused {
+		t.Errorf("a task created once the session was full = %s, want %s", got, refused)
+	}
+	reqs := ev.requests()
+	if last := reqs[len(reqs)-1]; last.Method != "tasks/cancel" || last.Params != `{"taskId":"up-1"}` {
+		t.Errorf("the server's last request = %+v, want tasks/cancel of up-1", last)
+	}
+	sent := len(reqs)
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); got != refused {
+		t.Errorf("a task-augmented call of a full session = %s, want %s", got, refused)
+	}
+	if n := len(ev.requests()); n != sent {
+		t.Errorf("a full session's task-augmented call reached the server (%d requests)", n-sent)
 	}
 }

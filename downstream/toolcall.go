@@ -506,7 +506,7 @@ func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, time
 		return nil, werr
 	}
 	if c.upTask {
-		if res, werr, ok := tc.createdTask(c, result); ok {
+		if res, werr, ok := tc.createdTask(ctx, c, up, result); ok {
 			return res, werr
 		}
 	}
