@@ -507,6 +507,9 @@ func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, time
 	}
 	if c.upTask {
 		if res, werr, ok := tc.createdTask(ctx, c, up, result); ok {
+			if werr != nil {
+				c.outcome = metrics.OutcomeError
+			}
 			return res, werr
 		}
 	}
