@@ -7,6 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -277,6 +280,12 @@ func TestRetagTask(t *testing.T) {
 // the call refused, so that no task is left that no client can reach.
 func TestTaskLimit(t *testing.T) {
 	p, ev, _ := tasksProxy(t)
+	reg := prometheus.NewRegistry()
+	m, err := metrics.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.opts.Metrics = m
 	s := clientAt(t, p, "s1", "2025-11-25", nil)
 	answer := ev.RequestFn
 	ev.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
@@ -293,6 +302,9 @@ func TestTaskLimit(t *testing.T) {
 	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks; let some end (tasks/cancel) before creating more"}}`
 	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); got != refused {
 		t.Errorf("a task created once the session was full = %s, want %s", got, refused)
+	}
+	if got := counterValue(t, reg, "mcp_proxy_tool_calls_total", map[string]string{"server": "ev", "tool": "research", "outcome": "error"}); got != 1 {
+		t.Errorf("tool calls counted as errors: %v, want 1", got)
 	}
 	reqs := ev.requests()
 	if last := reqs[len(reqs)-1]; last.Method != "tasks/cancel" || last.Params != `{"taskId":"up-1"}` {
