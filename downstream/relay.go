@@ -162,15 +162,17 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (_ json.RawMessage, err error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (res json.RawMessage, err error) {
 	r := requestFrom(ctx)
 	n := 1
 	if t, ok := rl.relatedTask(srv, params); ok {
 		// A request about a task goes to the session that created it,
 		// naming the task by the proxy's id: on the stream of its request
 		// in flight to the server (tasks/result) when it has one, else on
-		// the session's own.
+		// the session's own. The client's answer names the proxy's id
+		// too: the server gets its own back.
 		params = retagRelated(params, t.id)
+		defer func() { res = retagRelated(res, t.upID) }()
 		if r == nil || taskOwner(r.sess) != t.owner {
 			r = rl.calls.ofSession(srv, t.sess)
 		}

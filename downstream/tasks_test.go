@@ -318,3 +318,51 @@ func TestTaskLimit(t *testing.T) {
 		t.Errorf("a full session's task-augmented call reached the server (%d requests)", n-sent)
 	}
 }
+
+// The client's answer to a server's request about a task names the task by
+// the proxy's id, the only one it knows: the server gets it back under its
+// own id, on the session's own stream and on the stream of the session's
+// request in flight to the server alike.
+func TestTaskRequestAnswerRetagged(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	s.state.SetClient(clientInfo{version: "2025-11-25", caps: clientCaps{elicitation: true}})
+	s.markInitialized()
+	out := &answeringStream{s: s}
+	s.notify.attach(out)
+	id := createTask(t, p, s)
+	const rel = `"io.modelcontextprotocol/related-task"`
+	out.result = `{"action":"accept","content":{"x":"y"},"_meta":{` + rel + `:{"taskId":"` + id + `"}}}`
+	ask := `{"message":"which?","requestedSchema":{"type":"object"},"_meta":{` + rel + `:{"taskId":"up-1"}}}`
+	want := `{"action":"accept","content":{"x":"y"},"_meta":{` + rel + `:{"taskId":"up-1"}}}`
+
+	res, err := p.OnUpstreamRequest(context.Background(), "ev", "elicitation/create", json.RawMessage(ask))
+	if err != nil || string(res) != want {
+		t.Errorf("on the session's stream: the server got %s, %v; want %s", res, err, want)
+	}
+
+	// During the client's tasks/result, the server asks on its stream.
+	answer := ev.RequestFn
+	got := make(chan string, 1)
+	ev.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "tasks/result" {
+			res, err := p.OnUpstreamRequest(ctx, "ev", "elicitation/create", json.RawMessage(ask))
+			got <- fmt.Sprint(string(res), err)
+		}
+		return answer(ctx, method, params)
+	}
+	onRequest := &answeringStream{s: s, result: out.result}
+	refusal, _, run := p.route.receive(context.Background(), s, []byte(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`), onRequest)
+	if refusal != nil || run == nil {
+		t.Fatalf("tasks/result refused: %s", refusal)
+	}
+	if reply, _ := run(); !strings.Contains(string(reply.bytes()), `"result"`) {
+		t.Fatalf("tasks/result = %s", reply.bytes())
+	}
+	if len(onRequest.asked) != 1 {
+		t.Errorf("the request's stream carried %q, want the elicitation", onRequest.asked)
+	}
+	if g := <-got; g != want+"<nil>" {
+		t.Errorf("on the request's stream: the server got %s; want %s", g, want)
+	}
+}
