@@ -262,14 +262,13 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 		out = append(out, task...)
 	}
 	g := tc.gen()
-	for _, srv := range g.serverNames() {
-		mine := byServer[srv]
-		if len(mine) == 0 || tc.serverUp(srv) != nil {
+	for _, srv := range g.cfg.ServersInOrder() {
+		mine, up, cfg := byServer[srv], g.ups[srv], g.cfg.Servers[srv]
+		if len(mine) == 0 || up == nil || cfg == nil || tc.serverUp(srv) != nil {
 			continue
 		}
-		up := g.ups[srv]
 		if up.Snapshot().Capabilities.Tasks.List {
-			for _, task := range tc.serverTasks(ctx, r, srv, mine) {
+			for _, task := range tc.serverTasks(ctx, r, srv, up, cfg.Timeout.D(), mine) {
 				add(task)
 			}
 			continue
@@ -283,15 +282,13 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 	return append(out, "]}"...), nil
 }
 
-// serverTasks reads srv's tasks/list and keeps the tasks of mine, with
-// the proxy's ids.
-func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, mine []taskRoute) []json.RawMessage {
+// serverTasks reads the tasks/list of srv (up, each page within timeout)
+// and keeps the tasks of mine, with the proxy's ids.
+func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, up Upstream, timeout time.Duration, mine []taskRoute) []json.RawMessage {
 	ids := make(map[string]string, len(mine))
 	for _, t := range mine {
 		ids[t.upID] = t.id
 	}
-	up := tc.gen().ups[srv]
-	timeout := tc.gen().cfg.Servers[srv].Timeout.D()
 	var out []json.RawMessage
 	cursor := ""
 	for range maxTaskListPages {

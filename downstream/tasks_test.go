@@ -366,3 +366,42 @@ func TestTaskRequestAnswerRetagged(t *testing.T) {
 		t.Errorf("on the request's stream: the server got %s; want %s", g, want)
 	}
 }
+
+// tasks/list gives the servers' tasks in config order, not by name: one
+// server's with tasks/list, the other's with tasks/get.
+func TestTaskListConfigOrder(t *testing.T) {
+	taskServer := func(prefix string, list bool) *fakeUpstream {
+		u := connected(`{"name":"job","inputSchema":{"type":"object"}}`)
+		snap := *u.Snapshot()
+		snap.Capabilities = upstream.Capabilities{Tools: true, Tasks: upstream.TaskCapabilities{ToolCalls: true, List: list}}
+		u.snap.Store(&snap)
+		u.RequestFn = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			switch method {
+			case "tools/call":
+				return json.RawMessage(`{"task":{"taskId":"` + prefix + `","status":"working"}}`), nil
+			case "tasks/get":
+				return json.RawMessage(`{"taskId":"` + prefix + `","status":"working","n":"` + prefix + `"}`), nil
+			case "tasks/list":
+				return json.RawMessage(`{"tasks":[{"taskId":"` + prefix + `","status":"working","n":"` + prefix + `"}]}`), nil
+			}
+			return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "no " + method}
+		}
+		return u
+	}
+	yaml := "servers:\n  zz: {command: fixture}\n  aa: {command: fixture}\n"
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"zz": taskServer("z", true), "aa": taskServer("a", false)})
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	var ids []string
+	for _, tool := range []string{"aa__job", "zz__job"} {
+		got := rpc(t, p, s, "tools/call", `{"name":"`+tool+`","task":{}}`)
+		id, _, _ := strings.Cut(strings.TrimPrefix(got, `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"`), `"`)
+		if !validTaskID(id) {
+			t.Fatalf("tools/call %s = %s", tool, got)
+		}
+		ids = append(ids, id)
+	}
+	want := `{"jsonrpc":"2.0","id":7,"result":{"tasks":[{"taskId":"` + ids[1] + `","status":"working","n":"z"},{"taskId":"` + ids[0] + `","status":"working","n":"a"}]}}`
+	if got := rpc(t, p, s, "tasks/list", `{}`); got != want {
+		t.Errorf("tasks/list =\n%s\nwant zz's task before aa's:\n%s", got, want)
+	}
+}
