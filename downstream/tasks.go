@@ -86,7 +86,7 @@ func (tc *toolCalls) createdTask(ctx context.Context, c *toolCall, up Upstream, 
 	if err != nil {
 		return nil, errorf(codeInternal, "MCP server '%s': invalid CreateTaskResult", c.entry.Server), true
 	}
-	return result, nil, true
+	return retagRelated(result, id), nil, true
 }
 
 func tooManyTasks() *wireError {

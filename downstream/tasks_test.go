@@ -405,3 +405,19 @@ func TestTaskListConfigOrder(t *testing.T) {
 		t.Errorf("tasks/list =\n%s\nwant zz's task before aa's:\n%s", got, want)
 	}
 }
+
+// A CreateTaskResult whose related-task metadata names the server's id
+// reaches the client with the proxy's id there too.
+func TestCreatedTaskRelatedRetagged(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	ev.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"task":{"taskId":"up-1","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}`), nil
+	}
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`)
+	id, _, _ := strings.Cut(strings.TrimPrefix(got, `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"`), `"`)
+	want := `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"` + id + `","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + id + `"}}}}`
+	if !validTaskID(id) || got != want {
+		t.Errorf("CreateTaskResult =\n%s\nwant\n%s", got, want)
+	}
+}
