@@ -90,7 +90,7 @@ func (tc *toolCalls) createdTask(ctx context.Context, c *toolCall, up Upstream, 
 }
 
 func tooManyTasks() *wireError {
-	return errorf(codeInvalidRequest, "this session already holds %d tasks; let some end (tasks/cancel) before creating more", maxTasksPerSession)
+	return errorf(codeInvalidRequest, "this session already holds %d tasks, none of them ended; let some end (tasks/cancel) before creating more", maxTasksPerSession)
 }
 
 // taskTTL is a task's ttl (milliseconds), 0 when it has none or null.
@@ -215,6 +215,7 @@ func (tc *toolCalls) taskStatus(ctx context.Context, r *request, method string) 
 	if werr != nil {
 		return nil, werr
 	}
+	tc.tasks.noteStatus(t.id, res)
 	return retagTask(res, t.id), nil
 }
 
@@ -230,6 +231,7 @@ func (tc *toolCalls) taskResult(ctx context.Context, r *request) (json.RawMessag
 	if werr != nil {
 		return nil, werr
 	}
+	tc.tasks.end(t.id) // a task's result comes once it is over
 	return retagTask(tc.rewriteResult(r.sess.agent.Name, t.server, res, r.linkOK()), t.id), nil
 }
 
@@ -275,6 +277,7 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 		}
 		for _, t := range mine {
 			if res, werr := tc.taskRequest(ctx, r, t, "tasks/get"); werr == nil {
+				tc.tasks.noteStatus(t.id, res)
 				add(retagTask(res, t.id))
 			}
 		}
@@ -310,6 +313,7 @@ func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, up
 		for _, task := range page.Tasks {
 			upID, err := stringMember(task, "taskId")
 			if id, ok := ids[upID]; err == nil && ok {
+				tc.tasks.noteStatus(id, task)
 				out = append(out, retagTask(task, id))
 				delete(ids, upID)
 			}
@@ -394,5 +398,6 @@ func (rl *relay) taskStatusChanged(srv string, params json.RawMessage) {
 	if !ok || t.sess == nil || !t.sess.agent.Granted(srv) {
 		return
 	}
+	rl.tasks.noteStatus(t.id, params)
 	t.sess.sendUnowned(notification("notifications/tasks/status", retagTask(params, t.id)))
 }

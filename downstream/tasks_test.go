@@ -299,7 +299,7 @@ func TestTaskLimit(t *testing.T) {
 		}
 		return answer(ctx, method, params)
 	}
-	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks; let some end (tasks/cancel) before creating more"}}`
+	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks, none of them ended; let some end (tasks/cancel) before creating more"}}`
 	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); got != refused {
 		t.Errorf("a task created once the session was full = %s, want %s", got, refused)
 	}
@@ -419,5 +419,35 @@ func TestCreatedTaskRelatedRetagged(t *testing.T) {
 	want := `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"` + id + `","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + id + `"}}}}`
 	if !validTaskID(id) || got != want {
 		t.Errorf("CreateTaskResult =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A full session makes room as the refusal says: a task it cancelled (or
+// saw end otherwise) is forgotten, the oldest first, when one more task
+// needs room; while none has ended, one more is refused.
+func TestTaskLimitCancelMakesRoom(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	first := createTask(t, p, s) // the server's up-1
+	for i := 1; i < maxTasksPerSession; i++ {
+		if _, err := p.calls.tasks.add(s, "ev", fmt.Sprint("other-", i), "ev__research", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); !strings.Contains(got, `"code":-32600`) {
+		t.Fatalf("a task-augmented call of a full session = %s, want it refused", got)
+	}
+	if got := rpc(t, p, s, "tasks/cancel", `{"taskId":"`+first+`"}`); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Fatalf("tasks/cancel = %s", got)
+	}
+	sent := len(ev.requests())
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); !strings.Contains(got, `"taskId":"pxt-`) {
+		t.Fatalf("a task-augmented call once a task of the session ended = %s, want a task", got)
+	}
+	if reqs := ev.requests(); len(reqs) != sent+1 || reqs[sent].Method != "tools/call" {
+		t.Errorf("the server got %+v, want the one tools/call (no task cancelled)", reqs[sent:])
+	}
+	if got := rpc(t, p, s, "tasks/get", `{"taskId":"`+first+`"}`); !strings.Contains(got, "Task not found") {
+		t.Errorf("the ended task that made room = %s, want it forgotten", got)
 	}
 }
