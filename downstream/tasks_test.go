@@ -451,3 +451,19 @@ func TestTaskLimitCancelMakesRoom(t *testing.T) {
 		t.Errorf("the ended task that made room = %s, want it forgotten", got)
 	}
 }
+
+// A full session's task-augmented call of a tool whose server takes no
+// tasks runs as a plain call, as it would with room: no task is made.
+func TestTaskLimitPlainCallRuns(t *testing.T) {
+	p, _, gx := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	for i := range maxTasksPerSession {
+		if _, err := p.calls.tasks.add(s, "ev", fmt.Sprint("up-", i), "ev__research", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := rpc(t, p, s, "tools/call", `{"name":"gx__plain","task":{"ttl":1000}}`)
+	if !strings.Contains(got, "ran at once") || len(gx.requests()) != 1 {
+		t.Errorf("a full session's task-augmented call to a server without tasks = %s, want it run as a plain call", got)
+	}
+}
