@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -465,5 +466,35 @@ func TestTaskLimitPlainCallRuns(t *testing.T) {
 	got := rpc(t, p, s, "tools/call", `{"name":"gx__plain","task":{"ttl":1000}}`)
 	if !strings.Contains(got, "ran at once") || len(gx.requests()) != 1 {
 		t.Errorf("a full session's task-augmented call to a server without tasks = %s, want it run as a plain call", got)
+	}
+}
+
+// A server's log message about a task (related-task metadata) goes to the
+// session that created the task only, naming the proxy's id; one about no
+// task goes to every session that takes the server's logs.
+func TestTaskLogRelayed(t *testing.T) {
+	p, _, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	other := clientAt(t, p, "s2", "2025-11-25", nil)
+	var mine, theirs recordStream
+	for _, x := range []struct {
+		s   *session
+		out *recordStream
+	}{{s, &mine}, {other, &theirs}} {
+		x.s.open.Store(true)
+		x.s.notify.attach(x.out)
+		p.sessions.add(x.s)
+	}
+	id := createTask(t, p, s)
+	const rel = `"io.modelcontextprotocol/related-task"`
+	p.OnUpstreamNotification("ev", "notifications/message", json.RawMessage(`{"level":"info","data":"step 2","_meta":{`+rel+`:{"taskId":"up-1"}}}`))
+	p.OnUpstreamNotification("ev", "notifications/message", json.RawMessage(`{"level":"info","data":"for all"}`))
+	forAll := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"for all","logger":"ev"}}`
+	want := []string{`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"step 2","_meta":{` + rel + `:{"taskId":"` + id + `"}},"logger":"ev"}}`, forAll}
+	if got := mine.messages(); !slices.Equal(got, want) {
+		t.Errorf("the task's session got\n%q\nwant\n%q", got, want)
+	}
+	if got := theirs.messages(); !slices.Equal(got, []string{forAll}) {
+		t.Errorf("another session got\n%q\nwant only\n%q", got, forAll)
 	}
 }
