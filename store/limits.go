@@ -111,7 +111,7 @@ type Slot struct {
 // got the slot (give it back with Release); when none was free the tokens
 // stay taken and the caller waits for a slot with Acquire.
 func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot) (refused int, wait time.Duration, leased bool, err error) {
-	keys, args := takeArgs(buckets, slot)
+	keys, args, dropped := l.r.takeArgs(buckets, slot)
 	if len(keys) == 0 {
 		return -1, 0, false, nil
 	}
@@ -127,6 +127,7 @@ func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot)
 	if err != nil {
 		return -1, 0, false, err
 	}
+	l.r.rel.confirm(slot.keyOrEmpty(), dropped)
 	return res.Refused, res.Wait, res.Leased, nil
 }
 
@@ -139,10 +140,15 @@ type TakeResult struct {
 	Leased  bool
 }
 
-// takeArgs are takeScript's keys and arguments for buckets and slot.
-func takeArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
-	keys := make([]string, 0, len(buckets)+1)
-	args := make([]any, 0, 2+2*len(buckets)+3)
+// takeArgs are takeScript's keys and arguments for buckets and slot, and
+// the leases of the slot's key waiting to be given back on this replica,
+// which the script drops first (confirm them once it ran).
+func (r *Redis) takeArgs(buckets []Bucket, slot *Slot) (keys []string, args []any, dropped []string) {
+	if slot != nil {
+		dropped = r.rel.pendingOf(slot.Key)
+	}
+	keys = make([]string, 0, len(buckets)+1)
+	args = make([]any, 0, 2+2*len(buckets)+3+len(dropped))
 	args = append(args, bucketSlack, len(buckets))
 	for _, b := range buckets {
 		keys = append(keys, b.Key)
@@ -151,8 +157,19 @@ func takeArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
 	if slot != nil {
 		keys = append(keys, slot.Key)
 		args = append(args, slot.Max, max64(slot.Lease.Milliseconds(), 1), slot.ID)
+		for _, id := range dropped {
+			args = append(args, id)
+		}
 	}
-	return keys, args
+	return keys, args, dropped
+}
+
+// keyOrEmpty is the slot's key, "" for no slot.
+func (s *Slot) keyOrEmpty() string {
+	if s == nil {
+		return ""
+	}
+	return s.Key
 }
 
 // takeResult reads takeScript's reply.
@@ -171,53 +188,63 @@ func takeResult(v []any) (TakeResult, error) {
 		Wait: max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)}, nil
 }
 
+// takeLua defines take(K, A), the body of takeScript on the keys K and
+// the arguments A.
+const takeLua = `
+local function take(K, A)
+  redis.set_repl(redis.REPL_NONE)
+  local slack, nb = tonumber(A[1]), tonumber(A[2])
+  for j = 6 + 2*nb, #A do
+    redis.call('ZREM', K[nb + 1], A[j])
+  end
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  local tokens, rates, caps = {}, {}, {}
+  for i = 1, nb do
+    local rate, cap = tonumber(A[1 + 2*i]), tonumber(A[2 + 2*i])
+    local v = redis.call('HMGET', K[i], 'tokens', 'last')
+    local have, last = tonumber(v[1]), tonumber(v[2])
+    if have == nil or last == nil then
+      have = cap
+    elseif now > last then
+      have = math.min(cap, have + (now - last) * rate)
+    end
+    if have < 1 - slack then
+      return {i, tostring((1 - have) / rate), 0}
+    end
+    tokens[i], rates[i], caps[i] = have, rate, cap
+  end
+  for i = 1, nb do
+    local have = math.max(0, tokens[i] - 1)
+    redis.call('HSET', K[i], 'tokens', tostring(have), 'last', tostring(now))
+    redis.call('PEXPIRE', K[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+  end
+  local leased = 0
+  if #K > nb then
+    local key, a = K[nb + 1], 3 + 2*nb
+    local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local lease = tonumber(A[a + 1])
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
+    if redis.call('ZCARD', key) < tonumber(A[a]) then
+      redis.call('ZADD', key, ms + lease, A[a + 2])
+      redis.call('PEXPIRE', key, lease + 1000)
+      leased = 1
+    end
+  end
+  return {0, '0', leased}
+end
+`
+
 // takeScript takes one token in each of the first ARGV[2] buckets of KEYS,
 // all or none, as bucketScript does; when they all gave one and KEYS has
 // one more key, it then tries for a lease there as slotScript does. ARGV
 // is the slack, the bucket count, each bucket's rate and capacity, then
-// the slot's count, lease (ms) and name. It returns the index of the
-// bucket that refused (0: none), the seconds until it has a token, and 1
-// when it took the lease.
-var takeScript = redis.NewScript(`
-redis.set_repl(redis.REPL_NONE)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
-local tokens, rates, caps = {}, {}, {}
-for i = 1, nb do
-  local key = KEYS[i]
-  local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
-  local v = redis.call('HMGET', key, 'tokens', 'last')
-  local have, last = tonumber(v[1]), tonumber(v[2])
-  if have == nil or last == nil then
-    have = cap
-  elseif now > last then
-    have = math.min(cap, have + (now - last) * rate)
-  end
-  if have < 1 - slack then
-    return {i, tostring((1 - have) / rate), 0}
-  end
-  tokens[i], rates[i], caps[i] = have, rate, cap
-end
-for i = 1, nb do
-  local have = math.max(0, tokens[i] - 1)
-  redis.call('HSET', KEYS[i], 'tokens', tostring(have), 'last', tostring(now))
-  redis.call('PEXPIRE', KEYS[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
-end
-local leased = 0
-if #KEYS > nb then
-  local key, a = KEYS[nb + 1], 3 + 2*nb
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local lease = tonumber(ARGV[a + 1])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
-  if redis.call('ZCARD', key) < tonumber(ARGV[a]) then
-    redis.call('ZADD', key, ms + lease, ARGV[a + 2])
-    redis.call('PEXPIRE', key, lease + 1000)
-    leased = 1
-  end
-end
-return {0, '0', leased}
-`)
+// the slot's count, lease (ms) and name, then the names of leases to drop
+// from the slot first (given back on this replica, not yet sent). It
+// returns the index of the bucket that refused (0: none), the seconds
+// until it has a token, and 1 when it took the lease. Its writes are kept
+// out of the AOF and away from replicas (see Limits).
+var takeScript = redis.NewScript(takeLua + `return take(KEYS, ARGV)`)
 
 // Give puts back one token in every bucket (never above its capacity): a
 // call that took them and was not sent after all.
@@ -266,9 +293,13 @@ func (l *Limits) run(ctx context.Context, op, mode string, buckets []Bucket) (bu
 
 // slotScript takes a lease on one of ARGV[1] slots of KEYS[1] for
 // ARGV[2] ms under the name ARGV[3], after dropping expired leases (those
-// of calls whose replica died); it returns 1 with the lease, 0 without.
+// of calls whose replica died) and the leases ARGV[4..] (given back on
+// this replica, not yet sent); it returns 1 with the lease, 0 without.
 var slotScript = redis.NewScript(`
 redis.set_repl(redis.REPL_NONE)
+for j = 4, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[j])
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -298,11 +329,20 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 	ms := max64(lease.Milliseconds(), 1)
 	for {
 		var got int64
+		dropped := l.r.rel.pendingOf(key)
+		args := make([]any, 0, 3+len(dropped))
+		args = append(args, n, ms, id)
+		for _, d := range dropped {
+			args = append(args, d)
+		}
 		err := l.r.Run(ctx, "slot_acquire", func(ctx context.Context, c redisClient) error {
 			var err error
-			got, err = slotScript.Run(ctx, c, []string{key}, n, ms, id).Int64()
+			got, err = slotScript.Run(ctx, c, []string{key}, args...).Int64()
 			return err
 		})
+		if err == nil {
+			l.r.rel.confirm(key, dropped)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
@@ -322,19 +362,17 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 	}
 }
 
-// Release gives back the lease id took under key. ctx should outlive the
-// call's own (a released slot matters most when the call was cancelled).
-func (l *Limits) Release(ctx context.Context, key, id string) error {
-	return l.r.Run(ctx, "slot_release", func(ctx context.Context, c redisClient) error {
-		return releaseScript.Run(ctx, c, []string{key}, id).Err()
-	})
+// Release gives back the lease id took under key (for lease) off the
+// caller's path: it returns at once, and the release is sent in the
+// background, with others waiting then in one round trip, and again while
+// Redis does not take it, until the lease ends (releaser).
+func (l *Limits) Release(key, id string, lease time.Duration) {
+	l.r.rel.add(key, id, lease)
 }
 
-// releaseScript drops the lease ARGV[1] of KEYS[1].
-var releaseScript = redis.NewScript(`
-redis.set_repl(redis.REPL_NONE)
-return redis.call('ZREM', KEYS[1], ARGV[1])
-`)
+// Settle waits until every release Release queued was sent and taken, or
+// ctx ends.
+func (l *Limits) Settle(ctx context.Context) error { return l.r.rel.settle(ctx) }
 
 func max64(a, b int64) int64 {
 	if a > b {

@@ -41,6 +41,8 @@ type Redis struct {
 	metrics *metrics.Store
 	// where names the server in errors: its address, never its password.
 	where string
+	// rel gives max_concurrent leases back off the calls' path.
+	rel *releaser
 }
 
 // newRedis builds the client of cfg (type redis, validated). It does not
@@ -209,8 +211,14 @@ func (e *unavailableError) Error() string {
 // text, so that no caller mistakes it for the end of its own request.
 func (e *unavailableError) Unwrap() error { return ErrUnavailable }
 
-// Close closes the client's connections.
-func (r *Redis) Close() error { return r.client.Close() }
+// Close sends the lease releases still waiting, once, and closes the
+// client's connections.
+func (r *Redis) Close() error {
+	if r.rel != nil {
+		r.rel.close()
+	}
+	return r.client.Close()
+}
 
 // redisClient is go-redis's client of one endpoint or of a Sentinel
 // master.

@@ -96,65 +96,77 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 	return fields, len(fields) > 0, nil
 }
 
-// LoadTaking is Load and Limits.TakeWithSlot in one pipelined round trip:
-// the read of the session a tools/call comes on, and the tokens and the
-// max_concurrent lease of the call it is expected to be. The take happens
-// whatever the read finds: a caller whose guess was wrong gives back what
-// it took (Limits.Give, Limits.Release). A script Redis does not have yet
-// is sent again by itself.
+// LoadTaking is Load and Limits.TakeWithSlot in one round trip, one
+// script: the read of the session a tools/call comes on, and the tokens
+// and the max_concurrent lease of the call it is expected to be. The take
+// happens whatever the read finds: a caller whose guess was wrong gives
+// back what it took (Limits.Give, Limits.Release).
 func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket, slot *Slot) (fields map[string]string, ok bool, took TakeResult, err error) {
-	keys, args := takeArgs(buckets, slot)
-	if len(keys) == 0 {
+	tkeys, targs, dropped := ss.r.takeArgs(buckets, slot)
+	if len(tkeys) == 0 {
 		fields, ok, err = ss.Load(ctx, id)
 		return fields, ok, TakeResult{Refused: -1}, err
 	}
-	key := ss.key(id)
-	loadArgs := []any{ss.idle.Milliseconds(), ss.expiry().Milliseconds()}
-	var raw []string
+	keys := make([]string, 0, 1+len(tkeys))
+	keys = append(keys, ss.key(id))
+	keys = append(keys, tkeys...)
+	args := make([]any, 0, 2+len(targs))
+	args = append(args, ss.idle.Milliseconds(), ss.expiry().Milliseconds())
+	args = append(args, targs...)
 	err = ss.r.Run(ctx, "session_load_limit_take", func(ctx context.Context, c redisClient) error {
-		var load, take *redis.Cmd
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			load = loadScript.EvalSha(ctx, p, []string{key}, loadArgs...)
-			take = takeScript.EvalSha(ctx, p, keys, args...)
-			return nil
-		})
-		if err != nil && !isNoScript(err) {
-			return err
-		}
-		if isNoScript(load.Err()) {
-			load = loadScript.Run(ctx, c, []string{key}, loadArgs...)
-		}
-		if isNoScript(take.Err()) {
-			take = takeScript.Run(ctx, c, keys, args...)
-		}
-		if raw, err = load.StringSlice(); err != nil {
-			return err
-		}
-		v, err := take.Slice()
+		v, err := loadTakeScript.Run(ctx, c, keys, args...).Slice()
 		if err != nil {
 			return err
 		}
-		took, err = takeResult(v)
+		if len(v) != 4 {
+			return fmt.Errorf("session load and take: %d values", len(v))
+		}
+		raw, _ := v[0].([]any)
+		if fields, err = fieldsOf(raw); err != nil {
+			return err
+		}
+		took, err = takeResult(v[1:])
 		return err
 	})
 	if err != nil {
 		return nil, false, TakeResult{}, err
 	}
-	if len(raw)%2 != 0 {
-		return nil, false, TakeResult{}, fmt.Errorf("session load: %d values", len(raw))
-	}
-	fields = make(map[string]string, len(raw)/2)
-	for i := 0; i < len(raw); i += 2 {
-		fields[raw[i]] = raw[i+1]
-	}
+	ss.r.rel.confirm(slot.keyOrEmpty(), dropped)
 	return fields, len(fields) > 0, took, nil
 }
 
-// isNoScript reports whether err is Redis's answer to a script it does not
-// have in its cache.
-func isNoScript(err error) bool {
-	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+// fieldsOf reads a hash's fields from HGETALL's reply, a list of names and
+// values.
+func fieldsOf(raw []any) (map[string]string, error) {
+	if len(raw)%2 != 0 {
+		return nil, fmt.Errorf("session load: %d values", len(raw))
+	}
+	fields := make(map[string]string, len(raw)/2)
+	for i := 0; i < len(raw); i += 2 {
+		k, _ := raw[i].(string)
+		v, _ := raw[i+1].(string)
+		fields[k] = v
+	}
+	return fields, nil
 }
+
+// loadTakeScript is loadScript on KEYS[1] with ARGV[1..2], then
+// takeScript on the other keys with ARGV[3..]: it returns the session's
+// fields, then takeScript's three values. The session's expiry, when it
+// is refreshed, is written as loadScript writes it; only the take's
+// writes are kept out of the AOF.
+var loadTakeScript = redis.NewScript(takeLua + `
+local f = redis.call('HGETALL', KEYS[1])
+local idle = tonumber(ARGV[1])
+if #f > 0 and idle > 0 and redis.call('PTTL', KEYS[1]) < idle then
+  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
+end
+local K, A = {}, {}
+for i = 2, #KEYS do K[i - 1] = KEYS[i] end
+for i = 3, #ARGV do A[i - 2] = ARGV[i] end
+local r = take(K, A)
+return {f, r[1], r[2], r[3]}
+`)
 
 // loadScript returns every field of KEYS[1] and, when it exists with less
 // than ARGV[1] ms to live (and ARGV[1] > 0), sets its expiry to ARGV[2] ms.
