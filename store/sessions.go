@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -21,7 +22,15 @@ type Sessions struct {
 	r    *Redis
 	keys *Keys
 	idle time.Duration // 0: no expiry (sessions last until deleted)
+
+	// names keeps the keys of the session ids used lately: an HMAC a
+	// request is a few microseconds of CPU, on every request.
+	namesMu sync.Mutex
+	names   map[string]string
 }
+
+// maxNames bounds Sessions.names; when it is full it starts over.
+const maxNames = 4096
 
 // Sessions is the session store of a Redis store whose sessions expire
 // after idle without use (0: never), nil with the memory store and on a
@@ -33,7 +42,22 @@ func (s *Store) Sessions(idle time.Duration) *Sessions {
 	return &Sessions{r: s.redis, keys: s.keys, idle: idle}
 }
 
-func (ss *Sessions) key(id string) string { return ss.r.Key("session", ss.keys.SessionID(id)) }
+func (ss *Sessions) key(id string) string {
+	ss.namesMu.Lock()
+	k, ok := ss.names[id]
+	ss.namesMu.Unlock()
+	if ok {
+		return k
+	}
+	k = ss.r.Key("session", ss.keys.SessionID(id))
+	ss.namesMu.Lock()
+	if ss.names == nil || len(ss.names) >= maxNames {
+		ss.names = make(map[string]string)
+	}
+	ss.names[id] = k
+	ss.namesMu.Unlock()
+	return k
+}
 
 // maxIdleSlack bounds idleSlack: with it a read refreshes a busy
 // session's expiry at most once a minute.
@@ -216,6 +240,9 @@ return 1
 // Delete ends session id on every replica.
 func (ss *Sessions) Delete(ctx context.Context, id string) error {
 	key := ss.key(id)
+	ss.namesMu.Lock()
+	delete(ss.names, id)
+	ss.namesMu.Unlock()
 	return ss.r.Run(ctx, "session_delete", func(ctx context.Context, c redisClient) error {
 		return c.Del(ctx, key).Err()
 	})
