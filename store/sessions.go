@@ -14,10 +14,11 @@ import (
 // fields whose meaning is the caller's, stored under the HMAC of its id
 // and expiring after the idle timeout without use. Every operation is one
 // round trip. Reading a session refreshes its expiry only when less than
-// the idle timeout is left, to idle + slack (idleSlack): most requests then
-// write nothing, and on Redis with appendfsync always a write waits for the
-// disk. A session thus expires between idle and idle + slack after its
-// last use. It is safe for concurrent use.
+// the idle timeout is left, to idle + slack (idleSlack), in a write sent
+// after the read: most requests write nothing, and on Redis with
+// appendfsync always a write waits for the disk. A session thus expires
+// between idle and idle + slack after its last use. It is safe for
+// concurrent use.
 type Sessions struct {
 	r    *Redis
 	keys *Keys
@@ -27,6 +28,8 @@ type Sessions struct {
 	// request is a few microseconds of CPU, on every request.
 	namesMu sync.Mutex
 	names   map[string]string
+
+	refreshing sync.WaitGroup // refreshes of expiries on their way
 }
 
 // maxNames bounds Sessions.names; when it is full it starts over.
@@ -97,27 +100,51 @@ func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]str
 }
 
 // Load returns every field of session id and marks it used; ok is false
-// when there is no such session (never made, deleted, or expired).
+// when there is no such session (never made, deleted, or expired). The
+// read is one pipeline of HGETALL and PTTL, which costs both sides less
+// than a script; when the refresh of the expiry is due, it is sent after
+// the read, off the caller's path (refresh).
 func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]string, ok bool, err error) {
 	key := ss.key(id)
+	var ttl time.Duration
 	err = ss.r.Run(ctx, "session_load", func(ctx context.Context, c redisClient) error {
-		v, err := loadScript.Run(ctx, c, []string{key}, ss.idle.Milliseconds(), ss.expiry().Milliseconds()).StringSlice()
+		var all *redis.MapStringStringCmd
+		var left *redis.DurationCmd
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all = p.HGetAll(ctx, key)
+			left = p.PTTL(ctx, key)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if len(v)%2 != 0 {
-			return fmt.Errorf("session load: %d values", len(v))
-		}
-		fields = make(map[string]string, len(v)/2)
-		for i := 0; i < len(v); i += 2 {
-			fields[v[i]] = v[i+1]
-		}
+		fields, ttl = all.Val(), left.Val()
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
+	// PTTL is -1 without an expiry, -2 for no key (go-redis keeps those
+	// as they are).
+	if len(fields) > 0 && ss.idle > 0 && ttl >= -1 && ttl < ss.idle {
+		ss.refresh(key)
+	}
 	return fields, len(fields) > 0, nil
+}
+
+// refresh sets the expiry of the session under key to ss.expiry() in the
+// background. PEXPIRE makes no key: a session deleted meanwhile stays
+// deleted. A refresh that fails is tried again by the next read.
+func (ss *Sessions) refresh(key string) {
+	ss.refreshing.Add(1)
+	go func() {
+		defer ss.refreshing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+		defer cancel()
+		_ = ss.r.Run(ctx, "session_refresh", func(ctx context.Context, c redisClient) error {
+			return c.PExpire(ctx, key, ss.expiry()).Err()
+		})
+	}()
 }
 
 // LoadTaking is Load and Limits.TakeWithSlot in one round trip, one
@@ -174,11 +201,12 @@ func fieldsOf(raw []any) (map[string]string, error) {
 	return fields, nil
 }
 
-// loadTakeScript is loadScript on KEYS[1] with ARGV[1..2], then
-// takeScript on the other keys with ARGV[3..]: it returns the session's
-// fields, then takeScript's three values. The session's expiry, when it
-// is refreshed, is written as loadScript writes it; only the take's
-// writes are kept out of the AOF.
+// loadTakeScript reads the session KEYS[1] as Load does and, when it
+// exists with less than ARGV[1] ms to live (and ARGV[1] > 0), sets its
+// expiry to ARGV[2] ms; then it runs takeScript on the other keys with
+// ARGV[3..]. It returns the session's fields, then takeScript's three
+// values. The refresh is written to the AOF as any write; only the take's
+// writes are kept out of it.
 var loadTakeScript = redis.NewScript(takeLua + `
 local f = redis.call('HGETALL', KEYS[1])
 local idle = tonumber(ARGV[1])
@@ -190,19 +218,6 @@ for i = 2, #KEYS do K[i - 1] = KEYS[i] end
 for i = 3, #ARGV do A[i - 2] = ARGV[i] end
 local r = take(K, A)
 return {f, r[1], r[2], r[3]}
-`)
-
-// loadScript returns every field of KEYS[1] and, when it exists with less
-// than ARGV[1] ms to live (and ARGV[1] > 0), sets its expiry to ARGV[2] ms.
-// A read that refreshes nothing writes nothing (scripts replicate their
-// effects), so it costs no append-only-file write.
-var loadScript = redis.NewScript(`
-local f = redis.call('HGETALL', KEYS[1])
-local idle = tonumber(ARGV[1])
-if #f > 0 and idle > 0 and redis.call('PTTL', KEYS[1]) < idle then
-  redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
-end
-return f
 `)
 
 // Set writes fields of session id (name, value, name, value...) and marks
