@@ -153,7 +153,7 @@ func (ss *Sessions) refresh(key string) {
 // happens whatever the read finds: a caller whose guess was wrong gives
 // back what it took (Limits.Give, Limits.Release).
 func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket, slot *Slot) (fields map[string]string, ok bool, took TakeResult, err error) {
-	tkeys, targs, dropped := ss.r.takeArgs(buckets, slot)
+	tkeys, targs, dropped := ss.r.bucketArgs(buckets, slot)
 	if len(tkeys) == 0 {
 		fields, ok, err = ss.Load(ctx, id)
 		return fields, ok, TakeResult{Refused: -1}, err
@@ -207,7 +207,7 @@ func fieldsOf(raw []any) (map[string]string, error) {
 // ARGV[3..]. It returns the session's fields, then takeScript's three
 // values. The refresh is written to the AOF as any write; only the take's
 // writes are kept out of it.
-var loadTakeScript = redis.NewScript(takeLua + `
+var loadTakeScript = redis.NewScript(`
 local f = redis.call('HGETALL', KEYS[1])
 local idle = tonumber(ARGV[1])
 if #f > 0 and idle > 0 and redis.call('PTTL', KEYS[1]) < idle then
@@ -216,7 +216,8 @@ end
 local K, A = {}, {}
 for i = 2, #KEYS do K[i - 1] = KEYS[i] end
 for i = 3, #ARGV do A[i - 2] = ARGV[i] end
-local r = take(K, A)
+` + bucketsLua + takeLua + `
+local r = take()
 return {f, r[1], r[2], r[3]}
 `)
 
