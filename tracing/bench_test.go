@@ -166,3 +166,24 @@ func BenchmarkExportBatch(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkInjectMeta splices a client span's traceparent into params
+// with a _meta (the benchmarks' calls) and without one.
+func BenchmarkInjectMeta(b *testing.B) {
+	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	ctx, span := tr.StartClient(context.Background(), ClientRequest{Method: "tools/call"})
+	defer span.End(OutcomeOK, 0)
+	for _, c := range []struct{ name, params string }{
+		{"meta", string(benchParams)},
+		{"nometa", `{"name":"fx__echo","arguments":{"text":"hello"}}`},
+	} {
+		params := json.RawMessage(c.params)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.InjectMeta(ctx, params)
+			}
+		})
+	}
+}
