@@ -324,7 +324,7 @@ func (tc *toolCalls) rateGate(next callHandler) callHandler {
 		agent, t := c.r.sess.agent.Name, c.entry.policyTool()
 		var refusal *limitRefusal
 		var err error
-		switch pre := claimPrepaid(ctx, l, c); {
+		switch pre := claimPrepaid(l, c); {
 		case pre != nil:
 			refusal = tc.usePrepaid(ctx, c, l, pre)
 		case l.shared != nil:

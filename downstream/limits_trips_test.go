@@ -195,3 +195,55 @@ func opsSince(t *testing.T, reg *prometheus.Registry, before map[string]float64)
 	sort.Strings(out)
 	return strings.Join(out, ", ")
 }
+
+// TestPrepaidRidesOnItsRequest: the limits a tools/call took with its
+// session's read travel on the request the transport routed with them
+// (inbound.prepaid), and rateGate uses them without asking the store
+// again: a prepaid whose take was refused answers the call rate_limited
+// with no store operation. A request routed without one takes its own.
+func TestPrepaidRidesOnItsRequest(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
+	fx := connected(`{"name":"alpha","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
+	}
+	p := New(Options{Config: parseConfig(t, prepaidYAML), Upstreams: map[string]Upstream{"fx": fx},
+		Logger: zerolog.Nop(), Version: "test", Store: st})
+	p.Refresh()
+	a, err := p.views.resolveAgent("bot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSession(newID(), transportHTTP, a, nil)
+	defer s.close()
+	route := func(id int, in inbound) string {
+		m, err := parseMessage(fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"fx__alpha","arguments":{}}}`, id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		refusal, _, run := p.route.receiveMessage(t.Context(), s, m, noStream{}, in)
+		if run == nil {
+			t.Fatalf("call %d refused: %s", id, refusal)
+		}
+		rep, _ := run()
+		return string(rep.bytes())
+	}
+
+	pre := p.calls.prepay(s, "fx__alpha")
+	if pre == nil {
+		t.Fatal("no prepaid for a limited call")
+	}
+	pre.took = store.TakeResult{Refused: 0, Wait: 30 * time.Second} // the agent's limit refused it
+	before := storeCounts(t, reg)
+	if got := route(1, inbound{prepaid: pre}); !strings.Contains(got, "rate_limited") {
+		t.Errorf("call with a refused prepaid: %s, want it rate_limited", got)
+	}
+	if ops := opsSince(t, reg, before); ops != "" {
+		t.Errorf("the call with its prepaid asked the store: %s, want nothing", ops)
+	}
+	if got := route(2, inbound{}); !strings.Contains(got, `"text":"ok"`) {
+		t.Errorf("call with no prepaid: %s, want it run (the agent's one call of the minute)", got)
+	}
+}

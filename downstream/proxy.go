@@ -133,6 +133,12 @@ func New(opts Options) *Proxy {
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
 	if p.sessions.shared != nil {
 		p.sessions.prepay = p.calls.prepay
+		p.sessions.relevel = func(ctx context.Context) {
+			p.relay.applyLogLevels()
+			ctx, cancel := context.WithTimeout(ctx, levelSendTimeout)
+			defer cancel()
+			p.relay.levels.waitSent(ctx)
+		}
 	}
 	p.lifecycle = &lifecycle{generations: e, serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
 	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))

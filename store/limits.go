@@ -52,41 +52,36 @@ func (l *Limits) SlotsKey(server string, max int) string {
 // buckets do (ratelimit.Bucket).
 const bucketSlack = 1e-9
 
-// bucketScript takes (ARGV[1] "take") or gives back ("give") one token in
-// every bucket of KEYS, atomically: a take that finds one bucket short
-// changes none and returns that bucket's index (1-based) and the seconds
-// until it has a token; otherwise it returns 0. ARGV holds, per bucket,
-// its refill rate (tokens a second) and capacity. A bucket idle long
-// enough to be full again expires: a missing bucket is a full one.
-var bucketScript = redis.NewScript(`
+// bucketsLua is the start of both bucket scripts: Redis's clock, then
+// ARGV's slack and bucket count nb, and two functions over the first nb
+// keys of KEYS, whose refill rate (tokens a second) and capacity are
+// ARGV[1+2i] and ARGV[2+2i] (bucketArgs). level(i) reads bucket i as
+// refilled up to now: a bucket idle long enough to be full again has
+// expired, and a missing bucket is a full one. put(i, have) stores bucket
+// i with have tokens, to expire when it would be full again.
+const bucketsLua = `
 redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local take = ARGV[1] == 'take'
-local slack = tonumber(ARGV[2])
+local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
 local tokens, rates, caps = {}, {}, {}
-for i, key in ipairs(KEYS) do
+local function level(i)
   local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
-  local v = redis.call('HMGET', key, 'tokens', 'last')
+  local v = redis.call('HMGET', KEYS[i], 'tokens', 'last')
   local have, last = tonumber(v[1]), tonumber(v[2])
   if have == nil or last == nil then
     have = cap
   elseif now > last then
     have = math.min(cap, have + (now - last) * rate)
   end
-  if take and have < 1 - slack then
-    return {i, tostring((1 - have) / rate)}
-  end
   tokens[i], rates[i], caps[i] = have, rate, cap
+  return have
 end
-for i, key in ipairs(KEYS) do
-  local have
-  if take then have = math.max(0, tokens[i] - 1) else have = math.min(caps[i], tokens[i] + 1) end
-  redis.call('HSET', key, 'tokens', tostring(have), 'last', tostring(now))
-  redis.call('PEXPIRE', key, math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+local function put(i, have)
+  redis.call('HSET', KEYS[i], 'tokens', tostring(have), 'last', tostring(now))
+  redis.call('PEXPIRE', KEYS[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
 end
-return {0, '0'}
-`)
+`
 
 // Take takes one token from every bucket, or from none: when one is
 // short, refused is its index in buckets and wait how long until it has a
@@ -111,7 +106,7 @@ type Slot struct {
 // got the slot (give it back with Release); when none was free the tokens
 // stay taken and the caller waits for a slot with Acquire.
 func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot) (refused int, wait time.Duration, leased bool, err error) {
-	keys, args := takeArgs(buckets, slot)
+	keys, args := bucketArgs(buckets, slot)
 	if len(keys) == 0 {
 		return -1, 0, false, nil
 	}
@@ -139,8 +134,9 @@ type TakeResult struct {
 	Leased  bool
 }
 
-// takeArgs are takeScript's keys and arguments for buckets and slot.
-func takeArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
+// bucketArgs are the keys and arguments of takeScript for buckets and
+// slot, and of giveScript for buckets (slot nil).
+func bucketArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
 	keys := make([]string, 0, len(buckets)+1)
 	args := make([]any, 0, 2+2*len(buckets)+3)
 	args = append(args, bucketSlack, len(buckets))
@@ -172,37 +168,21 @@ func takeResult(v []any) (TakeResult, error) {
 }
 
 // takeScript takes one token in each of the first ARGV[2] buckets of KEYS,
-// all or none, as bucketScript does; when they all gave one and KEYS has
-// one more key, it then tries for a lease there as slotScript does. ARGV
-// is the slack, the bucket count, each bucket's rate and capacity, then
-// the slot's count, lease (ms) and name. It returns the index of the
-// bucket that refused (0: none), the seconds until it has a token, and 1
-// when it took the lease.
-var takeScript = redis.NewScript(`
-redis.set_repl(redis.REPL_NONE)
-local t = redis.call('TIME')
-local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
-local tokens, rates, caps = {}, {}, {}
+// all or none (bucketsLua); when they all gave one and KEYS has one more
+// key, it then tries for a lease there as slotScript does. ARGV is
+// bucketArgs's: the slack, the bucket count, each bucket's rate and
+// capacity, then the slot's count, lease (ms) and name. It returns the
+// index of the bucket that refused (0: none), the seconds until it has a
+// token, and 1 when it took the lease.
+var takeScript = redis.NewScript(bucketsLua + `
 for i = 1, nb do
-  local key = KEYS[i]
-  local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
-  local v = redis.call('HMGET', key, 'tokens', 'last')
-  local have, last = tonumber(v[1]), tonumber(v[2])
-  if have == nil or last == nil then
-    have = cap
-  elseif now > last then
-    have = math.min(cap, have + (now - last) * rate)
-  end
+  local have = level(i)
   if have < 1 - slack then
-    return {i, tostring((1 - have) / rate), 0}
+    return {i, tostring((1 - have) / rates[i]), 0}
   end
-  tokens[i], rates[i], caps[i] = have, rate, cap
 end
 for i = 1, nb do
-  local have = math.max(0, tokens[i] - 1)
-  redis.call('HSET', KEYS[i], 'tokens', tostring(have), 'last', tostring(now))
-  redis.call('PEXPIRE', KEYS[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+  put(i, math.max(0, tokens[i] - 1))
 end
 local leased = 0
 if #KEYS > nb then
@@ -219,49 +199,28 @@ end
 return {0, '0', leased}
 `)
 
+// giveScript gives back one token to each bucket of KEYS (bucketsLua),
+// never above its capacity. ARGV is bucketArgs's without a slot.
+var giveScript = redis.NewScript(bucketsLua + `
+for i = 1, nb do
+  level(i)
+end
+for i = 1, nb do
+  put(i, math.min(caps[i], tokens[i] + 1))
+end
+return 0
+`)
+
 // Give puts back one token in every bucket (never above its capacity): a
 // call that took them and was not sent after all.
 func (l *Limits) Give(ctx context.Context, buckets []Bucket) error {
-	_, err := l.run(ctx, "limit_give", "give", buckets)
-	return err
-}
-
-type bucketResult struct {
-	refused int
-	wait    time.Duration
-}
-
-func (l *Limits) run(ctx context.Context, op, mode string, buckets []Bucket) (bucketResult, error) {
-	res := bucketResult{refused: -1}
-	if len(buckets) == 0 {
-		return res, nil
-	}
-	keys := make([]string, len(buckets))
-	args := make([]any, 0, 2+2*len(buckets))
-	args = append(args, mode, bucketSlack)
-	for i, b := range buckets {
-		keys[i] = b.Key
-		args = append(args, float64(max(b.PerMinute, 1))/60, max(b.Burst, 1))
-	}
-	err := l.r.Run(ctx, op, func(ctx context.Context, c redisClient) error {
-		v, err := bucketScript.Run(ctx, c, keys, args...).Slice()
-		if err != nil {
-			return err
-		}
-		if len(v) != 2 {
-			return fmt.Errorf("bucket script: %d values", len(v))
-		}
-		n, _ := v[0].(int64)
-		s, _ := v[1].(string)
-		secs, err := strconv.ParseFloat(s, 64)
-		if err != nil {
-			return fmt.Errorf("bucket script: wait %q: %w", s, err)
-		}
-		res.refused = int(n) - 1
-		res.wait = max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)
+	keys, args := bucketArgs(buckets, nil)
+	if len(keys) == 0 {
 		return nil
+	}
+	return l.r.Run(ctx, "limit_give", func(ctx context.Context, c redisClient) error {
+		return giveScript.Run(ctx, c, keys, args...).Err()
 	})
-	return res, err
 }
 
 // slotScript takes a lease on one of ARGV[1] slots of KEYS[1] for

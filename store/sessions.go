@@ -103,7 +103,7 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 // it took (Limits.Give, Limits.Release). A script Redis does not have yet
 // is sent again by itself.
 func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket, slot *Slot) (fields map[string]string, ok bool, took TakeResult, err error) {
-	keys, args := takeArgs(buckets, slot)
+	keys, args := bucketArgs(buckets, slot)
 	if len(keys) == 0 {
 		fields, ok, err = ss.Load(ctx, id)
 		return fields, ok, TakeResult{Refused: -1}, err
