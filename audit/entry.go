@@ -106,8 +106,8 @@ const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 // this order, the optional ones (marked so) left out when empty, strings
 // escaped as encoding/json escapes them without HTML escaping, and raw
 // values compacted (FuzzEncodeMatchesJSON holds it to encoding/json's
-// output). Written by hand: encoding/json's reflection was a fifth of the
-// writer's CPU per line.
+// output). Written by hand: encoding/json's reflection was about a fifth
+// of what audit added to a call's CPU (docs/performance.md).
 //
 //	time, agent, session (optional), client, auth, token_position
 //	(optional), method, target, server (optional), decision, rule,
