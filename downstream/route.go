@@ -71,6 +71,10 @@ func methodTable(l *lifecycle, c *toolCalls, s *resourcesPrompts) map[string]han
 		"prompts/get":              s.surfaced(s.getPrompt),
 		"completion/complete":      s.complete,
 		"subscriptions/listen":     s.listen,
+		"tasks/get":                c.getTask,
+		"tasks/result":             c.taskResult,
+		"tasks/cancel":             c.cancelTask,
+		"tasks/list":               c.listTasks,
 	}
 }
 
