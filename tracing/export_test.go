@@ -7,6 +7,7 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +21,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	collectortracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
 )
 
 // bodySink is an OTLP/HTTP collector that keeps every request body.
@@ -159,5 +162,55 @@ func TestWireMatchesSDK(t *testing.T) {
 		if err := e.Shutdown(ctx); err != nil {
 			t.Errorf("second Shutdown: %v", err)
 		}
+	}
+}
+
+// TestWireValidUTF8: a span whose texts are not UTF-8 (an upstream's error
+// message, a tool name) is posted with each bad run replaced by U+FFFD, in
+// a request a collector can unmarshal, along with the rest of its batch.
+func TestWireValidUTF8(t *testing.T) {
+	clearOTELEnv(t)
+	ctx := context.Background()
+	sink := newBodySink(t)
+	exp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(ctx)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+	const bad = "a\xff\xfeb"
+	scope := instrumentation.Scope{Name: "scope" + bad, Version: bad}
+	res := resource.NewSchemaless(attribute.String("r"+bad, bad))
+	spans := tracetest.SpanStubs{
+		{Name: "tools/call " + bad, SpanContext: sc, Resource: res, InstrumentationScope: scope,
+			Attributes: []attribute.KeyValue{attribute.String("k"+bad, bad), attribute.StringSlice("ss", []string{bad})},
+			Events:     []sdktrace.Event{{Name: bad}},
+			Status:     sdktrace.Status{Code: codes.Error, Description: bad}},
+		{Name: "fine", SpanContext: sc, Resource: res, InstrumentationScope: scope},
+	}.Snapshots()
+	if err := exp.ExportSpans(ctx, spans); err != nil {
+		t.Fatal(err)
+	}
+	bodies := sink.take()
+	if len(bodies) != 1 {
+		t.Fatalf("%d requests, want 1", len(bodies))
+	}
+	var req collectortracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(bodies[0], &req); err != nil {
+		t.Fatalf("the collector cannot read the request: %v", err)
+	}
+	const good = "a\uFFFDb"
+	rs := req.ResourceSpans[0]
+	ss := rs.ScopeSpans[0]
+	s := ss.Spans[0]
+	got := []string{rs.Resource.Attributes[0].Key, rs.Resource.Attributes[0].Value.GetStringValue(),
+		ss.Scope.Name, ss.Scope.Version, s.Name, s.Attributes[0].Key, s.Attributes[0].Value.GetStringValue(),
+		s.Attributes[1].Value.GetArrayValue().Values[0].GetStringValue(), s.Events[0].Name, s.Status.Message}
+	want := []string{"r" + good, good, "scope" + good, good, "tools/call " + good, "k" + good, good, good, good, good}
+	if !slices.Equal(got, want) {
+		t.Errorf("texts\n got %q\nwant %q", got, want)
+	}
+	if len(ss.Spans) != 2 || ss.Spans[1].Name != "fine" {
+		t.Errorf("the batch's other span is not there: %v", ss.Spans)
 	}
 }

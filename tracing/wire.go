@@ -2,6 +2,8 @@ package tracing
 
 import (
 	"math"
+	"strings"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -15,7 +17,9 @@ import (
 // ended spans. It produces the bytes the OTLP exporters' own conversion
 // and proto.Marshal produce (TestWireMatchesSDK compares them): the same
 // fields in field-number order, zero scalars left out, a span's status and
-// an attribute's value always written.
+// an attribute's value always written. One difference: text that is not
+// UTF-8 is made so (appendUTF8), where the SDK's exporter fails the batch
+// (TestWireValidUTF8).
 //
 // Field numbers of opentelemetry/proto/trace/v1/trace.proto and
 // common/v1/common.proto.
@@ -118,6 +122,18 @@ func appendStringField(b []byte, num protowire.Number, s string) []byte {
 		return b
 	}
 	b = protowire.AppendTag(b, num, protowire.BytesType)
+	return appendUTF8(b, s)
+}
+
+// appendUTF8 appends s as the bytes of a protobuf string, each run of
+// invalid UTF-8 in it replaced by U+FFFD. A string field must hold UTF-8:
+// a collector's unmarshalling refuses the whole request otherwise, and the
+// SDK's exporter fails to marshal it, so that one span's text from an
+// upstream (an error message, a name) would cost every span of its batch.
+func appendUTF8(b []byte, s string) []byte {
+	if !utf8.ValidString(s) {
+		s = strings.ToValidUTF8(s, "\uFFFD")
+	}
 	return protowire.AppendString(b, s)
 }
 
@@ -277,7 +293,7 @@ func appendValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		b = appendDouble(b, v.AsFloat64())
 	case attribute.STRING:
 		b = protowire.AppendTag(b, fAnyString, protowire.BytesType)
-		b = protowire.AppendString(b, v.AsString())
+		b = appendUTF8(b, v.AsString())
 	case attribute.BYTESLICE:
 		b = protowire.AppendTag(b, fAnyBytes, protowire.BytesType)
 		b = protowire.AppendBytes(b, v.AsByteSlice())
