@@ -25,7 +25,11 @@ type Sessions struct {
 	idle time.Duration // 0: no expiry (sessions last until deleted)
 
 	// names keeps the keys of the session ids used lately: an HMAC a
-	// request is a few microseconds of CPU, on every request.
+	// request is a few microseconds of CPU, on every request. Only the ids
+	// of sessions that exist go in (made here, or found by a read), and a
+	// read that finds none takes its id out: an id a client made up, of
+	// any length up to the listener's header limit, is not kept, nor the
+	// id of a session ended or expired meanwhile once it is asked for.
 	namesMu sync.Mutex
 	names   map[string]string
 
@@ -45,6 +49,7 @@ func (s *Store) Sessions(idle time.Duration) *Sessions {
 	return &Sessions{r: s.redis, keys: s.keys, idle: idle}
 }
 
+// key is the Redis key of session id, from names when it is there.
 func (ss *Sessions) key(id string) string {
 	ss.namesMu.Lock()
 	k, ok := ss.names[id]
@@ -52,14 +57,25 @@ func (ss *Sessions) key(id string) string {
 	if ok {
 		return k
 	}
-	k = ss.r.Key("session", ss.keys.SessionID(id))
+	return ss.r.Key("session", ss.keys.SessionID(id))
+}
+
+// remember keeps key as the key of session id, which exists (found is
+// true), or forgets id (the session is not there).
+func (ss *Sessions) remember(id, key string, found bool) {
 	ss.namesMu.Lock()
+	defer ss.namesMu.Unlock()
+	if !found {
+		delete(ss.names, id)
+		return
+	}
+	if _, ok := ss.names[id]; ok {
+		return
+	}
 	if ss.names == nil || len(ss.names) >= maxNames {
 		ss.names = make(map[string]string)
 	}
-	ss.names[id] = k
-	ss.namesMu.Unlock()
-	return k
+	ss.names[id] = key
 }
 
 // maxIdleSlack bounds idleSlack: with it a read refreshes a busy
@@ -88,7 +104,7 @@ func (ss *Sessions) touch(ctx context.Context, p redis.Pipeliner, key string) {
 // Create records a new session with its first fields.
 func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]string) error {
 	key := ss.key(id)
-	return ss.r.Run(ctx, "session_create", func(ctx context.Context, c redisClient) error {
+	err := ss.r.Run(ctx, "session_create", func(ctx context.Context, c redisClient) error {
 		_, err := c.TxPipelined(ctx, func(p redis.Pipeliner) error {
 			p.Del(ctx, key)
 			p.HSet(ctx, key, fields)
@@ -97,6 +113,10 @@ func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]str
 		})
 		return err
 	})
+	if err == nil {
+		ss.remember(id, key, true)
+	}
+	return err
 }
 
 // Load returns every field of session id and marks it used; ok is false
@@ -129,6 +149,7 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 	if len(fields) > 0 && ss.idle > 0 && ttl >= -1 && ttl < ss.idle {
 		ss.refresh(key)
 	}
+	ss.remember(id, key, len(fields) > 0)
 	return fields, len(fields) > 0, nil
 }
 
@@ -158,8 +179,9 @@ func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket,
 		fields, ok, err = ss.Load(ctx, id)
 		return fields, ok, TakeResult{Refused: -1}, err
 	}
+	key := ss.key(id)
 	keys := make([]string, 0, 1+len(tkeys))
-	keys = append(keys, ss.key(id))
+	keys = append(keys, key)
 	keys = append(keys, tkeys...)
 	args := make([]any, 0, 2+len(targs))
 	args = append(args, ss.idle.Milliseconds(), ss.expiry().Milliseconds())
@@ -183,6 +205,7 @@ func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket,
 		return nil, false, TakeResult{}, err
 	}
 	ss.r.rel.confirm(slot.keyOrEmpty(), dropped)
+	ss.remember(id, key, len(fields) > 0)
 	return fields, len(fields) > 0, took, nil
 }
 
@@ -256,9 +279,7 @@ return 1
 // Delete ends session id on every replica.
 func (ss *Sessions) Delete(ctx context.Context, id string) error {
 	key := ss.key(id)
-	ss.namesMu.Lock()
-	delete(ss.names, id)
-	ss.namesMu.Unlock()
+	ss.remember(id, key, false)
 	return ss.r.Run(ctx, "session_delete", func(ctx context.Context, c redisClient) error {
 		return c.Del(ctx, key).Err()
 	})

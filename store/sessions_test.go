@@ -106,3 +106,56 @@ func TestSessionReadsDuringWritePause(t *testing.T) {
 		t.Errorf("after the pause the session expires in %s (%v), want more than %s", ttl, err, idle)
 	}
 }
+
+// TestSessionNamesKeepOnlyLiveIDs: the ids whose keys a Sessions keeps are
+// those of sessions that exist: not an id a client made up (an unknown id
+// of 60 KB, read alone or with a take), nor one ended here, nor one that
+// expired or ended on another replica once it is read again.
+func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	ss := s.Sessions(10 * time.Minute)
+	kept := func() []string {
+		ss.namesMu.Lock()
+		defer ss.namesMu.Unlock()
+		var ids []string
+		for id := range ss.names {
+			ids = append(ids, id[:min(len(id), 16)])
+		}
+		return ids
+	}
+	for i := range 20 {
+		id := strings.Repeat(strconv.Itoa(i), 60<<10)
+		if _, ok, err := ss.Load(t.Context(), id); err != nil || ok {
+			t.Fatalf("Load of a made-up id = %v %v", ok, err)
+		}
+		b := []Bucket{{Key: s.Limits().BucketKey("t", strconv.Itoa(i)), PerMinute: 60, Burst: 1}}
+		if _, ok, _, err := ss.LoadTaking(t.Context(), id+"x", b, nil); err != nil || ok {
+			t.Fatalf("LoadTaking of a made-up id = %v %v", ok, err)
+		}
+	}
+	if ids := kept(); len(ids) != 0 {
+		t.Fatalf("after reads of made-up ids, the keys of %d ids are kept: %q", len(ids), ids)
+	}
+	for _, id := range []string{"sid-1", "sid-2", "sid-3"} {
+		if err := ss.Create(t.Context(), id, map[string]string{"a": "dev"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := ss.Load(t.Context(), id); err != nil || !ok {
+			t.Fatalf("Load(%s) = %v %v", id, ok, err)
+		}
+	}
+	if err := ss.Delete(t.Context(), "sid-1"); err != nil {
+		t.Fatal(err)
+	}
+	// sid-2 expires, or ends on another replica.
+	if err := s.Redis().Client().Del(t.Context(), ss.key("sid-2")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := ss.Load(t.Context(), "sid-2"); err != nil || ok {
+		t.Fatalf("Load of a removed session = %v %v", ok, err)
+	}
+	if ids := kept(); len(ids) != 1 || ids[0] != "sid-3" {
+		t.Errorf("kept the keys of %q, want only sid-3's", ids)
+	}
+}
