@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -43,6 +44,27 @@ type Redis struct {
 	where string
 	// rel gives max_concurrent leases back off the calls' path.
 	rel *releaser
+
+	// bg counts the writes sent off the calls' path (background), which
+	// Close waits for; bgClosed (under bgMu) refuses new ones.
+	bgMu     sync.Mutex
+	bgClosed bool
+	bg       sync.WaitGroup
+}
+
+// background runs f on a goroutine of its own that Close waits for (f is
+// one operation, bounded by OpTimeout); once Close began it runs nothing.
+func (r *Redis) background(f func()) {
+	r.bgMu.Lock()
+	defer r.bgMu.Unlock()
+	if r.bgClosed {
+		return
+	}
+	r.bg.Add(1)
+	go func() {
+		defer r.bg.Done()
+		f()
+	}()
 }
 
 // newRedis builds the client of cfg (type redis, validated). It does not
@@ -211,9 +233,13 @@ func (e *unavailableError) Error() string {
 // text, so that no caller mistakes it for the end of its own request.
 func (e *unavailableError) Unwrap() error { return ErrUnavailable }
 
-// Close sends the lease releases still waiting, once, and closes the
-// client's connections.
+// Close waits for the writes sent in the background, sends the lease
+// releases still waiting, once, and closes the client's connections.
 func (r *Redis) Close() error {
+	r.bgMu.Lock()
+	r.bgClosed = true
+	r.bgMu.Unlock()
+	r.bg.Wait()
 	if r.rel != nil {
 		r.rel.close()
 	}

@@ -32,8 +32,6 @@ type Sessions struct {
 	// id of a session ended or expired meanwhile once it is asked for.
 	namesMu sync.Mutex
 	names   map[string]string
-
-	refreshing sync.WaitGroup // refreshes of expiries on their way
 }
 
 // maxNames bounds Sessions.names; when it is full it starts over.
@@ -154,18 +152,17 @@ func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]stri
 }
 
 // refresh sets the expiry of the session under key to ss.expiry() in the
-// background. PEXPIRE makes no key: a session deleted meanwhile stays
-// deleted. A refresh that fails is tried again by the next read.
+// background, which the store's Close waits for. PEXPIRE makes no key: a
+// session deleted meanwhile stays deleted. A refresh that fails is tried
+// again by the next read.
 func (ss *Sessions) refresh(key string) {
-	ss.refreshing.Add(1)
-	go func() {
-		defer ss.refreshing.Done()
+	ss.r.background(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
 		defer cancel()
 		_ = ss.r.Run(ctx, "session_refresh", func(ctx context.Context, c redisClient) error {
 			return c.PExpire(ctx, key, ss.expiry()).Err()
 		})
-	}()
+	})
 }
 
 // LoadTaking is Load and Limits.TakeWithSlot in one round trip, one

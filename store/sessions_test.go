@@ -62,7 +62,7 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
 		t.Fatalf("Load = %v %v", ok, err)
 	}
-	ss.refreshing.Wait() // the refresh is sent after the read
+	s.redis.bg.Wait() // the refresh is sent after the read
 	ttl, err := rc.PTTL(t.Context(), key).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -101,7 +101,7 @@ func TestSessionReadsDuringWritePause(t *testing.T) {
 	if err != nil || !ok || f["a"] != "dev" {
 		t.Fatalf("Load while Redis takes no writes = %v %v %v, want the session", f, ok, err)
 	}
-	ss.refreshing.Wait()
+	s.redis.bg.Wait()
 	if ttl, err := rc.PTTL(t.Context(), ss.key("sid-1")).Result(); err != nil || ttl <= idle {
 		t.Errorf("after the pause the session expires in %s (%v), want more than %s", ttl, err, idle)
 	}
@@ -157,5 +157,38 @@ func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
 	}
 	if ids := kept(); len(ids) != 1 || ids[0] != "sid-3" {
 		t.Errorf("kept the keys of %q, want only sid-3's", ids)
+	}
+}
+
+// TestCloseWaitsForRefresh: a session's expiry refresh, sent after the
+// read, is not cut short by the store's Close: it is done when Close
+// returns (here it waits for Redis to take writes again).
+func TestCloseWaitsForRefresh(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	const idle = 10 * time.Minute
+	ss := s.Sessions(idle)
+	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	key := ss.key("sid-1")
+	rc := s.Redis().Client()
+	if err := rc.PExpire(t.Context(), key, idle-time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	// Writes wait 300 ms (within OpTimeout): the refresh is on its way
+	// when Close is called.
+	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "300", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
+		t.Fatalf("Load = %v %v", ok, err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	other, _ := openRedis(t, srv)
+	if ttl, err := other.Redis().Client().PTTL(t.Context(), key).Result(); err != nil || ttl <= idle {
+		t.Errorf("after Close the session expires in %s (%v), want more than %s: the refresh was cut short", ttl, err, idle)
 	}
 }
