@@ -194,9 +194,12 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 	)
 	switch proto {
 	case protoHTTP, protoHTTPJSON:
-		var opts []otlptracehttp.Option
+		// The encoding is always given: the client otherwise takes it from
+		// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, and the wire exporter's
+		// spans, all unknown fields, would go as empty JSON objects.
+		opts := []otlptracehttp.Option{otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf)}
 		if proto == protoHTTPJSON {
-			opts = append(opts, otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON))
+			opts[0] = otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON)
 		}
 		if u != nil {
 			v := *u

@@ -104,6 +104,15 @@ func TestNewExportsToCollector(t *testing.T) {
 		exportOne(t, config.Tracing{Endpoint: rcv.Endpoint(), Protocol: "http/protobuf", ServiceName: "from-config", SampleRatio: ratio(1)})
 		checkExported(t, rcv, "from-config")
 	})
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
+		t.Run("config http/protobuf wins over "+v+"=http/json", func(t *testing.T) {
+			clearOTELEnv(t)
+			rcv := otlptest.NewHTTP(t)
+			t.Setenv(v, "http/json")
+			exportOne(t, config.Tracing{Endpoint: rcv.Endpoint(), Protocol: "http/protobuf", ServiceName: "pb", SampleRatio: ratio(1)})
+			checkExported(t, rcv, "pb")
+		})
+	}
 }
 
 func TestNewOff(t *testing.T) {
