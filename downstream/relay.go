@@ -20,9 +20,12 @@ import (
 // upstreams the request comes in on the stream of the call it belongs to,
 // and its context is that call's, so the client is known exactly.
 // Otherwise (stdio and SSE upstreams) the proxy looks at which sessions
-// have a request in flight to that server: exactly one gets it; none or
-// several is a clear error to the upstream, since guessing could show one
-// user another user's prompt. roots/list is answered without a client
+// have a request in flight to that server that is free to ask: one that
+// is waiting for the answer to a question of its own cannot be asking
+// another (a server's handler awaits each answer before its next
+// question), so those are set aside while any other is in flight. Exactly
+// one session left gets it; none or several is a clear error to the
+// upstream, since guessing could show one user another user's prompt. roots/list is answered without a client
 // when none can be asked (docs/protocol.md#requests-from-servers): the server's configured roots, else
 // an empty list. The request passes as bytes: only the fields the proxy
 // governs (sampling's maxTokens and includeContext) are rewritten.
@@ -107,24 +110,36 @@ func (c *callRegistry) begin(ctx context.Context, server string, r *request) (en
 	}
 }
 
-// only returns a request in flight to server when they all belong to one
-// session, and how many sessions have requests in flight to it.
+// only returns the request a server's request without a call of its own
+// belongs to, and how many sessions it could belong to (1 when found).
+// Requests waiting for the answer to a server request of their own
+// (request.asking) are left out while any other is in flight: of the rest,
+// all must belong to one session. When every request in flight is waiting
+// (a handler that asks several questions at once), they all count.
 func (c *callRegistry) only(server string) (*request, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var one *request
-	sessions := map[*session]bool{}
+	var free, waiting []*request
 	for f := range c.m[server] {
-		if f.ctx.Err() != nil {
-			continue
+		switch {
+		case f.ctx.Err() != nil:
+		case f.r.asking.Load() > 0:
+			waiting = append(waiting, f.r)
+		default:
+			free = append(free, f.r)
 		}
-		sessions[f.r.sess] = true
-		one = f.r
+	}
+	if len(free) == 0 {
+		free = waiting
+	}
+	sessions := map[*session]bool{}
+	for _, r := range free {
+		sessions[r.sess] = true
 	}
 	if len(sessions) != 1 {
 		return nil, len(sessions)
 	}
-	return one, 1
+	return free[0], 1
 }
 
 // inFlight returns the requests in flight to server.
@@ -157,6 +172,10 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 	}
 	if r != nil {
 		defer func() { r.noteMissing(err) }()
+		// While r waits for this answer it is not the one asking anything
+		// else of the server (callRegistry.only).
+		r.asking.Add(1)
+		defer r.asking.Add(-1)
 	}
 	if r != nil && r.sess.state.Parked() != nil {
 		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})

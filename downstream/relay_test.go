@@ -102,6 +102,60 @@ func TestUpstreamRequestRouting(t *testing.T) {
 	endB()
 }
 
+// A server request that names no call (stdio, SSE) goes to the one
+// session whose call to the server is free to ask: a call waiting for the
+// answer to a question of its own is not the one asking again, unless no
+// other call is in flight (a handler asking several questions at once).
+func TestServerRequestAttribution(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()})
+	sess := func() *session {
+		s, err := testSession(p, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := sess(), sess(), sess()
+	type call struct {
+		s       *session
+		waiting bool
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []call
+		want  *session // nil: refused
+		n     int
+	}{
+		{"none", nil, nil, 0},
+		{"one free", []call{{a, false}}, a, 1},
+		{"two sessions free", []call{{a, false}, {b, false}}, nil, 2},
+		{"one waiting, one free", []call{{a, true}, {b, false}}, b, 1},
+		{"one waiting alone", []call{{a, true}}, a, 1},
+		{"both waiting", []call{{a, true}, {b, true}}, nil, 2},
+		{"one waiting, two free", []call{{a, true}, {b, false}, {c, false}}, nil, 2},
+		{"one session waiting and free", []call{{a, true}, {a, false}, {b, true}}, a, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reg callRegistry
+			for _, cl := range tc.calls {
+				r := reqFor(cl.s, "tools/call", nil)
+				if cl.waiting {
+					r.asking.Add(1)
+				}
+				defer reg.begin(context.Background(), "fx", r)()
+			}
+			got, n := reg.only("fx")
+			var gotSess *session
+			if got != nil {
+				gotSess = got.sess
+			}
+			if gotSess != tc.want || n != tc.n {
+				t.Errorf("only = session %p of %d; want %p of %d", gotSess, n, tc.want, tc.n)
+			}
+		})
+	}
+}
+
 // Sampling reaches the client as the upstream wrote it, but for what the
 // proxy governs: maxTokens capped, includeContext "none" (the client sees
 // one server, so another upstream's context must not reach this one).

@@ -597,3 +597,36 @@ func TestAbandonedParkedCallStopsCounting(t *testing.T) {
 		t.Errorf("the other client's call = %s after asking %v; want its own elicitation answered", got, asked)
 	}
 }
+
+// A stateless client that leaves its parked call (it never answers the
+// question the call raised) does not keep another client's call to the
+// same stdio-like server from being asked, even before the abandoned
+// call's state expires: the abandoned call waits for its own answer, so
+// the server's next request is the other call's.
+func TestParkedCallWaitingForItsAnswerLeavesRequestsToOthers(t *testing.T) {
+	fx := connected(echoTool, `{"name":"other","inputSchema":{"type":"object"}}`)
+	var p *Proxy
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		q := `{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`
+		if strings.Contains(string(params), `"name":"echo"`) {
+			q = `{"message":"ABANDONED CALL'S QUESTION","requestedSchema":{"type":"object","properties":{}}}`
+		}
+		ans, err := p.OnUpstreamRequest(context.Background(), "fx", "elicitation/create", json.RawMessage(q))
+		if err != nil {
+			return json.RawMessage(`{"content":[{"type":"text","text":` + string(rawjson.String(err.Error())) + `}],"isError":true}`), nil
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(rawjson.String(string(ans))) + `}]}`), nil
+	}
+	p = newProxy(t, strings.Replace(oneServerYAML, "timeout: 5s", "timeout: 1m", 1), map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := strings.Replace(modernMeta, `{"sampling":{}}`, `{"elicitation":{}}`, 1)
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+meta+`}}`)
+	if !strings.Contains(first[len(first)-1], `"resultType":"input_required"`) || !strings.Contains(first[len(first)-1], "ABANDONED") {
+		t.Fatalf("first reply = %q; want input_required with the question", first)
+	}
+	c := sessionClient(t, p, `{"elicitation":{}}`)
+	got, asked := c.callAnswering(`{"name":"fx__other","arguments":{}}`, map[string]string{"elicitation/create": `{"action":"accept","content":{"n":"B"}}`})
+	if len(asked) != 1 || !strings.Contains(got, `{\"action\":\"accept\"`) {
+		t.Errorf("the other client's call = %s after asking %v; want its own elicitation answered", got, asked)
+	}
+}
