@@ -21,11 +21,12 @@ import (
 // and its context is that call's, so the client is known exactly.
 // Otherwise (stdio and SSE upstreams) the proxy looks at which sessions
 // have a request in flight to that server that is free to ask: one that
-// is waiting for the answer to a question of its own cannot be asking
-// another (a server's handler awaits each answer before its next
-// question), so those are set aside while any other is in flight. Exactly
-// one session left gets it; none or several is a clear error to the
-// upstream, since guessing could show one user another user's prompt. roots/list is answered without a client
+// has waited longer than roundGather for the answer to a question of its
+// own is not asking another (a server's handler awaits each answer before
+// its next question, or asks several at once), so those are set aside
+// while any other is in flight. Exactly one session left gets it; none or
+// several is a clear error to the upstream, since guessing could show one
+// user another user's prompt. roots/list is answered without a client
 // when none can be asked (docs/protocol.md#requests-from-servers): the server's configured roots, else
 // an empty list. The request passes as bytes: only the fields the proxy
 // governs (sampling's maxTokens and includeContext) are rewritten.
@@ -111,21 +112,23 @@ func (c *callRegistry) begin(ctx context.Context, server string, r *request) (en
 }
 
 // only returns the request a server's request without a call of its own
-// belongs to, and how many sessions it could belong to (1 when found).
-// Requests waiting for the answer to a server request of their own
-// (request.asking) are left out while any other is in flight: of the rest,
-// all must belong to one session. When every request in flight is waiting
-// (a handler that asks several questions at once), they all count.
-func (c *callRegistry) only(server string) (*request, int) {
+// belongs to, and how many sessions it could belong to (1 when found). A
+// request waiting for the answer to a server request of its own
+// (request.asking) is left out, unless its wait began less than burst
+// before now: a server that asks several things at once sends them
+// together (roundGather), so a request of such a burst may still be its.
+// Of the requests left, all must belong to one session. When none is left
+// (every call in flight has waited longer), they all count.
+func (c *callRegistry) only(server string, now time.Time, burst time.Duration) (*request, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var free, waiting []*request
 	for f := range c.m[server] {
-		switch {
-		case f.ctx.Err() != nil:
-		case f.r.asking.Load() > 0:
-			waiting = append(waiting, f.r)
-		default:
+		if f.ctx.Err() != nil {
+			continue
+		}
+		waiting = append(waiting, f.r)
+		if since, asking := f.r.askingSince(); !asking || now.Sub(since) < burst {
 			free = append(free, f.r)
 		}
 	}
@@ -140,6 +143,30 @@ func (c *callRegistry) only(server string) (*request, int) {
 		return nil, len(sessions)
 	}
 	return free[0], 1
+}
+
+// startAsking counts a server request made during r that waits for the
+// client's answer; the returned func ends the wait.
+func (r *request) startAsking(now time.Time) (done func()) {
+	r.askMu.Lock()
+	if r.asking == 0 {
+		r.askSince = now
+	}
+	r.asking++
+	r.askMu.Unlock()
+	return func() {
+		r.askMu.Lock()
+		r.asking--
+		r.askMu.Unlock()
+	}
+}
+
+// askingSince reports whether r waits for answers to server requests, and
+// since when (the first of those still unanswered was made).
+func (r *request) askingSince() (time.Time, bool) {
+	r.askMu.Lock()
+	defer r.askMu.Unlock()
+	return r.askSince, r.asking > 0
 }
 
 // inFlight returns the requests in flight to server.
@@ -168,14 +195,13 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 	r := requestFrom(ctx)
 	n := 1
 	if r == nil {
-		r, n = rl.calls.only(srv)
+		r, n = rl.calls.only(srv, time.Now(), rl.roundGather())
 	}
 	if r != nil {
 		defer func() { r.noteMissing(err) }()
 		// While r waits for this answer it is not the one asking anything
 		// else of the server (callRegistry.only).
-		r.asking.Add(1)
-		defer r.asking.Add(-1)
+		defer r.startAsking(time.Now())()
 	}
 	if r != nil && r.sess.state.Parked() != nil {
 		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})

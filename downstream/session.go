@@ -330,8 +330,11 @@ type request struct {
 	// client's request then fails with -32021 naming it.
 	missing atomic.Pointer[missingCapability]
 	// asking counts the server requests made during r that wait for the
-	// client's answer (relay.go): meanwhile r is not the call asking anew.
-	asking atomic.Int32
+	// client's answer, the first of them since askSince (relay.go):
+	// meanwhile r is not the call asking anew.
+	askMu    sync.Mutex
+	asking   int
+	askSince time.Time
 }
 
 // withRequest tags ctx, the context of a request sent upstream for client
