@@ -61,13 +61,13 @@ type proxyVariant struct {
 // The reasons shared by the variants: each is where the 2025-11-25 era
 // loses something the scenario needs.
 const (
-	whySessionCaps = "a 2025-11-25 client declares its capabilities once, at initialize, for the session; the upstream " +
-		"session is the proxy's, declared with sampling, elicitation and roots so that it can relay for any client: " +
-		"test_missing_capability sees sampling declared and runs, so there is no -32021 (over stdio one process is one " +
-		"session; over HTTP a proxy could open one upstream session per client capability set, which mcp-proxy does not)"
-	whySessionAsks = "the upstream session declares the proxy's capabilities (see server-stateless), so the server asks " +
-		"for elicitation too, which this client did not declare and the proxy refuses with -32021; directly the server " +
-		"asks only for sampling"
+	whySessionCaps = "a 2025-11-25 client declares its capabilities once, at initialize, for the session, and a stdio " +
+		"server has one session (its process), the proxy's, declared with sampling, elicitation and roots so that it " +
+		"can relay for any client: test_missing_capability sees sampling declared and runs, so there is no -32021 " +
+		"(over Streamable HTTP the call goes on a session declaring the client's capabilities, and agrees)"
+	whySessionAsks = "the stdio server's one session declares the proxy's capabilities (see server-stateless), so the " +
+		"server asks for elicitation too, which this client did not declare and the proxy refuses with -32021; directly " +
+		"the server asks only for sampling"
 	whyOneRound = "2025-11-25 has no result that asks for more input: go-sdk's server asks a session-era client one " +
 		"round as requests, calls its handler once more and returns the second round's input requests in a plain " +
 		"result (mcp/mrtr.go), which the proxy, its 2025-11-25 client, receives as the call's complete result"
@@ -96,11 +96,9 @@ var proxyVariants = []proxyVariant{
 	{
 		name: "http/2025-11-25", transport: "http", protocol: "2025-11-25",
 		differs: map[string]string{
-			"server-stateless":                          whySessionCaps,
 			"input-required-result-basic-elicitation":   whyNoKeys,
 			"input-required-result-multi-round":         whyOneRound,
 			"input-required-result-ignore-extra-params": whyNoAnswersAhead,
-			"input-required-result-capability-check":    whySessionAsks,
 		},
 	},
 	{
