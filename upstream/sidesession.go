@@ -24,9 +24,10 @@ import (
 // the proxy's.
 //
 // A side session belongs to the session it was opened from: it lives as
-// long as that one, carries only the calls (no GET stream, no discovery,
-// no keepalive: the main session has those), and is closed with it. One
-// the server has forgotten (404) is opened anew for the next call.
+// long as that one, carries calls only (and its GET stream, on which a
+// server may send a call's requests; no discovery, no keepalive: the main
+// session has those), and is closed with it. One the server has forgotten
+// (404) is opened anew for the next call.
 
 // maxSideSessions bounds the side sessions of a session: the capability
 // sets a client can declare that the proxy tells apart are eight (sampling,
@@ -218,6 +219,13 @@ func (s *session) openSide(caps json.RawMessage) (*session, error) {
 		return nil, err
 	}
 	side.caps = capabilitiesOf(res.Capabilities)
+	if h, ok := tr.(*httpWire); ok {
+		// A server may send a call's requests on the session's GET stream
+		// rather than the call's own (MCP 2025-11-25, basic/transports):
+		// the first call goes once it is open, or known not to be.
+		h.listen()
+		h.awaitGET(ctx)
+	}
 	if err := side.applyLogLevel(ctx); err != nil && ctx.Err() == nil {
 		side.log.Debug().Err(safe(err)).Msg("logging/setLevel on a side session failed")
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/server"
 )
@@ -23,6 +24,11 @@ type sessionLog struct {
 	mu      sync.Mutex
 	entries []sessionEntry
 	forget  map[string]bool
+	// slowGET delays the GET streams of every session but the first
+	// (the side sessions), logging "GET served" when one reaches the
+	// server: a call sent before then could not be asked anything on it.
+	slowGET time.Duration
+	first   string
 }
 
 type sessionEntry struct {
@@ -44,7 +50,17 @@ func (l *sessionLog) wrap(next http.Handler) http.Handler {
 		l.entries = append(l.entries, sessionEntry{r.Method, m.Method, id, string(m.Params.Capabilities)})
 		gone := r.Method == http.MethodPost && l.forget[id]
 		delete(l.forget, id)
+		if l.first == "" && id != "" {
+			l.first = id
+		}
+		slow := r.Method == http.MethodGet && id != l.first && l.slowGET > 0
 		l.mu.Unlock()
+		if slow {
+			time.Sleep(l.slowGET)
+			l.mu.Lock()
+			l.entries = append(l.entries, sessionEntry{"GET served", "", id, ""})
+			l.mu.Unlock()
+		}
 		if gone {
 			http.Error(w, "unknown session", http.StatusNotFound)
 			return
@@ -134,5 +150,30 @@ func TestSideSessionsDeclareTheClientsCapabilities(t *testing.T) {
 		if !deleted[id] {
 			t.Errorf("session %q not deleted on close (deleted: %v)", id, deleted)
 		}
+	}
+}
+
+// A side session's first call is sent once its GET stream is open: a
+// server may send the call's requests on that stream (the official
+// TypeScript SDK does for a request not tied to the call), and one sent
+// before the stream is open would be lost.
+func TestSideSessionCallsAfterItsGETStream(t *testing.T) {
+	log := &sessionLog{forget: map[string]bool{}, slowGET: 200 * time.Millisecond}
+	ts := httptest.NewServer(log.wrap(server.NewStreamableHTTPServer(newMCPGoServer())))
+	t.Cleanup(ts.Close)
+	c := start(t, httpServer("web", ts.URL+"/mcp"), Options{OnRequest: noRelay})
+	mustConnected(t, c)
+	ctx := WithClientCapabilities(context.Background(), json.RawMessage(`{"sampling":{}}`))
+	if _, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"hello","arguments":{}}`)); err != nil {
+		t.Fatal(err)
+	}
+	var order []string
+	for _, e := range log.of(func(e sessionEntry) bool { return e.session != "" && e.session != log.first }) {
+		if e.http == "GET served" || e.method == "tools/call" {
+			order = append(order, e.http+" "+e.method)
+		}
+	}
+	if want := []string{"GET served ", "POST tools/call"}; !slices.Equal(order, want) {
+		t.Errorf("on the side session: %q, want %q", order, want)
 	}
 }
