@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 )
 
 // WellKnownPath is the root of the protected resource metadata URLs
@@ -14,16 +16,6 @@ const WellKnownPath = "/.well-known/oauth-protected-resource"
 // metadataMaxAge lets clients and caches keep the metadata for a while; it
 // changes only with the config.
 const metadataMaxAge = "300"
-
-// resourceMetadata is the protected resource metadata document (RFC 9728
-// §2) of one endpoint.
-type resourceMetadata struct {
-	Resource               string   `json:"resource"`
-	AuthorizationServers   []string `json:"authorization_servers"`
-	ScopesSupported        []string `json:"scopes_supported,omitempty"`
-	BearerMethodsSupported []string `json:"bearer_methods_supported"`
-	ResourceName           string   `json:"resource_name,omitempty"`
-}
 
 // endpointPath is the path of an MCP endpoint: listen.path for pathAgent
 // "", else /agents/<pathAgent>/mcp.
@@ -91,7 +83,10 @@ func (a *Authenticator) MetadataHandler() http.Handler {
 			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
 			return
 		}
-		body, err := json.Marshal(resourceMetadata{
+		// The protected resource metadata document (RFC 9728 §2), in the
+		// SDK's type that oauthclient decodes it with: its two lists always
+		// hold a value here, so their omitempty never drops them.
+		body, err := json.Marshal(oauthex.ProtectedResourceMetadata{
 			Resource:               resource,
 			AuthorizationServers:   []string{a.cfg.Listen.Auth.Issuer},
 			ScopesSupported:        a.oauth.required,

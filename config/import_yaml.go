@@ -3,10 +3,11 @@ package config
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/mcp-proxy/mcp-proxy/sanitize"
 )
 
 // maxCommentValue bounds how much of an unimported value a comment quotes.
@@ -116,14 +117,8 @@ func yamlEscape(s string, quoted bool) string {
 			b.WriteString(`\\`)
 		case quoted && r == '"':
 			b.WriteString(`\"`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
 		case r < 0x20 || r >= 0x7f && r <= 0x9f || r == 0x2028 || r == 0x2029 || r == 0xfeff || r == 0xfffe || r == 0xffff:
-			fmt.Fprintf(&b, `\u%04x`, r)
+			sanitize.WriteEscape(&b, r)
 		default:
 			b.WriteRune(r)
 		}

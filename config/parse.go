@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
+	"github.com/mcp-proxy/mcp-proxy/internal/yamldoc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -19,12 +21,10 @@ const maxConfigBytes = 1 << 20
 // Load reads the file at path and parses it with Parse. A nil lookupEnv
 // means os.LookupEnv. Errors reading the file wrap the *fs.PathError.
 func Load(path string, lookupEnv func(string) (string, bool)) (*Config, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, opened, err := atomicfile.ReadAtMost(path, maxConfigBytes)
+	if !opened {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
 	if err != nil {
 		return nil, fmt.Errorf("config: read %s: %w", path, err)
 	}
@@ -94,13 +94,12 @@ func setOf(list []string) map[string]bool {
 // parseDocument returns the top-level mapping of the only document in
 // data, or nil when there is no document or it is empty.
 func parseDocument(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
+	doc, dec, err := yamldoc.First(data)
+	if err != nil {
 		return nil, syntaxError(data, err)
+	}
+	if doc == nil {
+		return nil, nil
 	}
 	var next yaml.Node
 	switch err := dec.Decode(&next); {

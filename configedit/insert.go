@@ -4,9 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
+	"github.com/mcp-proxy/mcp-proxy/internal/yamldoc"
 	"gopkg.in/yaml.v3"
 )
 
@@ -126,15 +126,11 @@ func addServer(data []byte, e Entry) (out []byte, changed bool, err error) {
 }
 
 func parse(data []byte) (*yaml.Node, error) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := dec.Decode(&doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			return nil, nil
-		}
+	doc, _, err := yamldoc.First(data)
+	if err != nil {
 		return nil, fmt.Errorf("config is not valid YAML: %w", err)
 	}
-	if len(doc.Content) == 0 {
+	if doc == nil || len(doc.Content) == 0 {
 		return nil, nil
 	}
 	root := doc.Content[0]

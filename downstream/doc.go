@@ -27,7 +27,9 @@
 // approval.go, overrides.go and limits.go; resources.go and listen.go
 // serve resources, prompts, completions and subscriptions;
 // owntools_search.go and owntools_resources.go are the proxy's own tools;
-// views.go the tools each agent sees; relay.go, roundtrip.go,
+// views.go the tools each agent sees; tasks.go and tasktable.go pass
+// the tasks of MCP 2025-11-25 through (task-augmented calls, tasks/*,
+// the proxy's task ids bound to sessions); relay.go, roundtrip.go,
 // progress.go and loglevel.go carry upstream requests and notifications
 // to the right client; catalogstate.go, catalog.go and surface.go build
 // the merged catalog. See docs/architecture.md.

@@ -207,6 +207,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		return
 	}
 	var s *session // with this POST begun on it (activity), ended below
+	var pre *prepaid
 	if first.Method == "initialize" && !batch {
 		var err error
 		if s, err = f.openSession(r, c); err != nil {
@@ -229,7 +230,6 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		if !batch && first.Method == "tools/call" {
 			tool, _ = stringMember(first.Params, "name")
 		}
-		var pre *prepaid
 		var err error
 		if s, pre, err = f.sessions.acquire(r.Context(), c, sid, tool); err != nil {
 			jsonError(w, http.StatusServiceUnavailable, first.ID, codeServerError, sanitize.Error(err.Error()))
@@ -240,7 +240,6 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			return
 		}
 		if pre != nil {
-			r = r.WithContext(withPrepaid(r.Context(), pre))
 			defer pre.giveBack(r.Context()) // unless the call used it
 		}
 	}
@@ -249,7 +248,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
 		return
 	}
-	f.serve(w, r, s, msgs, first, ferr == nil, batch) // first handed over, not parsed again
+	f.serve(w, r, s, msgs, first, ferr == nil, batch, pre) // first handed over, not parsed again
 }
 
 // openSession starts the HTTP session an initialize creates, with the
@@ -281,10 +280,11 @@ func perCallHeader(h http.Header) []string {
 // answers them: 202 when nothing does (notifications, the client's
 // answers), else the responses, as JSON or on an SSE stream when other
 // messages (progress, the proxy's questions) precede them. When parsed is
-// set, first is msgs[0] already parsed.
-func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool) {
+// set, first is msgs[0] already parsed; pre (nil: none) is what its
+// tools/call took with the session's read, which its request carries.
+func (f *httpFront) serve(w http.ResponseWriter, r *http.Request, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, pre *prepaid) {
 	ps := newPostStream(w, r)
-	answer := f.route.receiveBatch(r.Context(), s, msgs, first, parsed, batch, ps, r.Header)
+	answer := f.route.receiveBatch(r.Context(), s, msgs, first, parsed, batch, ps, inbound{header: r.Header, prepaid: pre})
 	ps.finish(answer(), batch, http.StatusOK)
 }
 
@@ -321,7 +321,7 @@ func (f *httpFront) postStateless(w http.ResponseWriter, r *http.Request, c clie
 	ps := newPostStream(w, r)
 	// first parsed: one that did not has no _meta version, which
 	// checkStatelessHeaders refused.
-	refusal, code, run := f.route.receiveMessage(r.Context(), s, first, ps, r.Header)
+	refusal, code, run := f.route.receiveMessage(r.Context(), s, first, ps, inbound{header: r.Header})
 	rep := whole(refusal)
 	if run != nil {
 		rep, code = run()

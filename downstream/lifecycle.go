@@ -49,6 +49,8 @@ const firstCompletionsVersion = "2025-03-26"
 // tools, and lists that change as servers come and go).
 type offered struct {
 	logging, prompts, resources, subscribe, completions bool
+	// tasks unites the servers' tasks capabilities (tasks.go).
+	tasks upstream.TaskCapabilities
 }
 
 // offeredTo is the union over the servers s's agent is granted. A server
@@ -68,13 +70,17 @@ func (lc *lifecycle) offeredTo(s *session) offered {
 		snap := g.ups[name].Snapshot()
 		c := snap.Capabilities
 		if !snap.Listed() {
-			c = upstream.Capabilities{Resources: true, ResourcesSubscribe: true, Prompts: true, Logging: true, Completions: true}
+			c = upstream.Capabilities{Resources: true, ResourcesSubscribe: true, Prompts: true, Logging: true, Completions: true,
+				Tasks: upstream.TaskCapabilities{ToolCalls: true, List: true, Cancel: true}}
 		}
 		o.logging = o.logging || c.Logging
 		o.prompts = o.prompts || c.Prompts && cfg.PromptsEnabled()
 		o.resources = o.resources || c.Resources && cfg.ResourcesEnabled()
 		o.subscribe = o.subscribe || c.Resources && c.ResourcesSubscribe && cfg.ResourcesEnabled()
 		o.completions = o.completions || c.Completions
+		o.tasks.ToolCalls = o.tasks.ToolCalls || c.Tasks.ToolCalls
+		o.tasks.List = o.tasks.List || c.Tasks.List
+		o.tasks.Cancel = o.tasks.Cancel || c.Tasks.Cancel
 	}
 	return o
 }
@@ -98,6 +104,20 @@ func (o offered) capabilitiesJSON(version string) []byte {
 	out = append(out, `"tools":{"listChanged":true}`...)
 	if o.completions && version >= firstCompletionsVersion {
 		out = append(out, `,"completions":{}`...)
+	}
+	if o.tasks.Any() && version >= firstTasksVersion && !isModern(version) {
+		out = append(out, `,"tasks":{`...)
+		sep := ""
+		if o.tasks.List {
+			out, sep = append(out, `"list":{}`...), ","
+		}
+		if o.tasks.Cancel {
+			out, sep = append(append(out, sep...), `"cancel":{}`...), ","
+		}
+		if o.tasks.ToolCalls {
+			out = append(append(out, sep...), `"requests":{"tools":{"call":{}}}`...)
+		}
+		out = append(out, '}')
 	}
 	return append(out, '}')
 }

@@ -30,24 +30,28 @@ servers:
   rs: {command: fixture}
   rsoff: {command: fixture, tools: {resources: false}}
   dn: {command: fixture}
+  tk: {command: fixture}
 bundles:
   prompts: {servers: [pr]}
   resources: {servers: [rs]}
   both: {servers: [pr, rs]}
   resoff: {servers: [rsoff]}
   down: {servers: [dn]}
+  tasks: {servers: [tk, pr]}
 agents:
   p: {mcp_bundles: [prompts]}
   r: {mcp_bundles: [resources]}
   pr: {mcp_bundles: [both]}
   off: {mcp_bundles: [resoff]}
   dn: {mcp_bundles: [down]}
+  tk: {mcp_bundles: [tasks]}
 default_agent: pr
 `, map[string]*fakeUpstream{
 		"pr":    withCaps(upstream.Capabilities{Tools: true, Prompts: true, PromptsListChanged: true, Completions: true, Logging: true}),
 		"rs":    withCaps(upstream.Capabilities{Tools: true, Resources: true, ResourcesSubscribe: true}),
 		"rsoff": withCaps(upstream.Capabilities{Tools: true, Resources: true, ResourcesSubscribe: true}),
 		"dn":    down,
+		"tk":    withCaps(upstream.Capabilities{Tools: true, Tasks: upstream.TaskCapabilities{ToolCalls: true, Cancel: true}}),
 	})
 	const (
 		all        = `{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{}}`
@@ -56,6 +60,10 @@ default_agent: pr
 		prompts24  = `{"logging":{},"prompts":{"listChanged":true},"tools":{"listChanged":true}}`
 		resources  = `{"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true}}`
 		toolsAlone = `{"tools":{"listChanged":true}}`
+		// A server not connected may come with tasks too.
+		allTasks = `{"logging":{},"prompts":{"listChanged":true},"resources":{"subscribe":true,"listChanged":true},"tools":{"listChanged":true},"completions":{},` +
+			`"tasks":{"list":{},"cancel":{},"requests":{"tools":{"call":{}}}}}`
+		promptsTasks = `{"logging":{},"prompts":{"listChanged":true},"tools":{"listChanged":true},"completions":{},"tasks":{"cancel":{},"requests":{"tools":{"call":{}}}}}`
 	)
 	for _, tt := range []struct {
 		agent, version, want string
@@ -71,8 +79,15 @@ default_agent: pr
 		{"r", "2025-11-25", resources},
 		{"r", "2026-07-28", resources},
 		{"off", "2025-11-25", toolsAlone},
-		{"dn", "2025-11-25", all},
+		{"dn", "2025-11-25", allTasks},
+		{"dn", "2025-06-18", all},
 		{"dn", "2024-11-05", all2024},
+		{"dn", "2026-07-28", all},
+		// Tasks as the granted servers declare them, to the era that has
+		// them (MCP 2025-11-25) only.
+		{"tk", "2025-11-25", promptsTasks},
+		{"tk", "2025-06-18", prompts},
+		{"tk", "2026-07-28", prompts},
 	} {
 		s := agentSession(t, p, tt.agent)
 		var msg string

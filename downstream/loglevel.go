@@ -14,7 +14,12 @@ import (
 // is told the most verbose level of the live sessions granted its server,
 // and told again whenever that changes: a session sets a level, a session
 // that had one ends, or a reload brings a new connection (a server added
-// or restarted by a reload starts with no level at all).
+// or restarted by a reload starts with no level at all). With a Redis
+// store, a session's level is set on whichever replica the client asked:
+// another replica that picks the session up, or reads a level changed
+// elsewhere, tells its own upstreams before it serves the request
+// (sessionTable.relevel), so the client's logs are filtered the same
+// whichever replica serves it (docs/shared-state.md#log-levels).
 
 // levelSendTimeout bounds one SetLogLevel: a server that does not answer
 // keeps its level, and the next change is not held up for long.
@@ -33,6 +38,26 @@ type levelSync struct {
 	// reload closed included: once it is zero, every level wanted so far has
 	// been sent and nothing more will be until the next change.
 	senders sync.WaitGroup
+	// active counts the senders too, under mu, for waitSent; idle is
+	// closed when it drops to zero.
+	active int
+	idle   chan struct{}
+}
+
+// waitSent waits until every level wanted so far has been passed on (each
+// send bounded by levelSendTimeout), or ctx ends.
+func (ls *levelSync) waitSent(ctx context.Context) {
+	ls.mu.Lock()
+	if ls.active == 0 {
+		ls.mu.Unlock()
+		return
+	}
+	idle := ls.idle
+	ls.mu.Unlock()
+	select {
+	case <-idle:
+	case <-ctx.Done():
+	}
 }
 
 // connLevel is the level one connection should have and the one last
@@ -83,6 +108,10 @@ func (rl *relay) applyLogLevels() {
 		cl.want = level
 		if cl.want != cl.sent && !cl.busy {
 			cl.busy = true
+			if ls.active == 0 {
+				ls.idle = make(chan struct{})
+			}
+			ls.active++
 			ls.senders.Go(func() { rl.passLevels(name, u, cl) })
 		}
 	}
@@ -102,6 +131,9 @@ func (rl *relay) passLevels(server string, u Upstream, cl *connLevel) {
 		level := cl.want
 		if level == cl.sent {
 			cl.busy = false
+			if ls.active--; ls.active == 0 {
+				close(ls.idle)
+			}
 			ls.mu.Unlock()
 			return
 		}

@@ -16,12 +16,14 @@ import (
 // tells the agent, and so the limits the call falls under; the call's
 // steps before rateGate are checked ahead (the tool is known, the policy
 // allows it, it is not held, its server is up) so that a call they would
-// refuse takes nothing. What was taken is a prepaid, which rateGate uses
-// when the call is the one it was taken for. When the guess was wrong (the
-// stored session is gone, or serves someone else) it is given back at once
-// and the request goes on as any other; when the call never used it (a
-// reload in between, a refusal before rateGate) it is given back when the
-// request ends. docs/shared-state.md#cost counts the round trips.
+// refuse takes nothing. What was taken is a prepaid: the HTTP front hands
+// it to the route with the message (inbound), the request carries it
+// (request.prepaid), and rateGate uses it when the call is the one it was
+// taken for. When the guess was wrong (the stored session is gone, or
+// serves someone else) it is given back at once and the request goes on
+// as any other; when the call never used it (a reload in between, a
+// refusal before rateGate) it is given back when the request ends.
+// docs/shared-state.md#cost counts the round trips.
 
 // prepaid is what one tools/call took with its session's read.
 type prepaid struct {
@@ -35,20 +37,10 @@ type prepaid struct {
 	done    atomic.Bool // used by rateGate, or given back
 }
 
-type prepaidKey struct{}
-
-// withPrepaid carries pre (nil: none) in ctx to the call's rateGate.
-func withPrepaid(ctx context.Context, pre *prepaid) context.Context {
-	if pre == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, prepaidKey{}, pre)
-}
-
-// claimPrepaid returns the prepaid of ctx when it was taken for call c
-// under limits l, and marks it used; nil otherwise.
-func claimPrepaid(ctx context.Context, l *callLimits, c *toolCall) *prepaid {
-	pre, _ := ctx.Value(prepaidKey{}).(*prepaid)
+// claimPrepaid returns the prepaid its request brought to call c when it
+// was taken for c under limits l, and marks it used; nil otherwise.
+func claimPrepaid(l *callLimits, c *toolCall) *prepaid {
+	pre := c.r.prepaid
 	if pre == nil || pre.limits != l || pre.sess != c.r.sess || pre.entry != c.entry || c.round != nil {
 		return nil
 	}
@@ -59,8 +51,9 @@ func claimPrepaid(ctx context.Context, l *callLimits, c *toolCall) *prepaid {
 }
 
 // giveBack returns what pre took unless rateGate used it; a second call
-// does nothing. A store that fails to take it back leaves the tokens
-// taken (the limit errs on the strict side) and the lease to its expiry.
+// does nothing. A store that fails to take the tokens back leaves them
+// taken (the limit errs on the strict side); the lease is given back in
+// the background (store.Limits.Release), tried again until it ends.
 func (pre *prepaid) giveBack(ctx context.Context) {
 	if pre == nil || !pre.done.CompareAndSwap(false, true) {
 		return
@@ -71,7 +64,7 @@ func (pre *prepaid) giveBack(ctx context.Context) {
 		_ = shared.Give(ctx, pre.buckets)
 	}
 	if pre.took.Leased {
-		_ = shared.Release(ctx, pre.slot.Key, pre.slot.ID)
+		shared.Release(pre.slot.Key, pre.slot.ID, pre.slot.Lease)
 	}
 }
 
@@ -107,7 +100,7 @@ func (tc *toolCalls) prepay(s *session, name string) *prepaid {
 // with its session's read.
 func (tc *toolCalls) usePrepaid(ctx context.Context, c *toolCall, l *callLimits, pre *prepaid) *limitRefusal {
 	if pre.took.Leased {
-		c.slot = tc.sharedSlotRelease(ctx, c, l.shared, pre.slot.Key, pre.slot.ID)
+		c.slot = sharedSlotRelease(l.shared, pre.slot)
 	}
 	if pre.took.Refused < 0 {
 		return nil

@@ -123,6 +123,8 @@ func New(opts Options) *Proxy {
 	p.stdio = &stdioFront{route: p.route, sessions: p.sessions, agents: p.views}
 	p.surface = &resourcesPrompts{env: e, catalog: p.catalogs, sessions: p.sessions, stop: p.front.stop}
 	p.relay = newRelay(e, p.sessions, p.surface)
+	tasks := newTaskTable(nil)
+	p.relay.tasks = tasks
 	p.surface.relay = p.relay
 	if opts.Store != nil && opts.Store.Shared() {
 		e.cross = newCrossReplica(e, opts.Store)
@@ -130,9 +132,16 @@ func New(opts Options) *Proxy {
 		p.sessions.cross = e.cross
 	}
 	p.calls = newToolCalls(e, p.catalogs, p.views, p.own, p.relay, p.route.decorateResult)
+	p.calls.tasks = tasks
 	p.own.catalog, p.own.views, p.own.calls = p.catalogs, p.views, p.calls
 	if p.sessions.shared != nil {
 		p.sessions.prepay = p.calls.prepay
+		p.sessions.relevel = func(ctx context.Context) {
+			p.relay.applyLogLevels()
+			ctx, cancel := context.WithTimeout(ctx, levelSendTimeout)
+			defer cancel()
+			p.relay.levels.waitSent(ctx)
+		}
 	}
 	p.lifecycle = &lifecycle{generations: e, serverInfo: e.serverInfo(), catalog: p.catalogs, own: p.own, logins: p.logins, levels: p.relay}
 	p.route.serve(methodTable(p.lifecycle, p.calls, p.surface), notificationTable(p.relay))
@@ -140,6 +149,7 @@ func New(opts Options) *Proxy {
 	// levels no longer count its own.
 	p.sessions.onRemove = func(s *session) {
 		p.surface.dropSubscriptions(s)
+		tasks.forget(s)
 		if s.state.Level() >= 0 {
 			p.relay.applyLogLevels()
 		}

@@ -47,6 +47,7 @@ type relay struct {
 	sampling rateWindow    // sampling requests per server, last minute
 	parked   parkTable     // calls of stateless clients between round trips (roundtrip.go)
 	levels   levelSync     // the log level passed to each upstream (loglevel.go)
+	tasks    *taskTable    // the tasks clients created (tasks.go)
 	// gather overrides roundGather (roundtrip.go) when positive: tests on a
 	// loaded machine give a round longer to gather.
 	gather time.Duration
@@ -169,6 +170,18 @@ func (r *request) askingSince() (time.Time, bool) {
 	return r.askSince, r.asking > 0
 }
 
+// ofSession returns a request of s in flight to server, nil when none.
+func (c *callRegistry) ofSession(server string, s *session) *request {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for f := range c.m[server] {
+		if f.ctx.Err() == nil && f.r.sess == s {
+			return f.r
+		}
+	}
+	return nil
+}
+
 // inFlight returns the requests in flight to server.
 func (c *callRegistry) inFlight(server string) []*request {
 	c.mu.Lock()
@@ -194,6 +207,19 @@ func refuse(code int, format string, a ...any) error {
 func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (_ json.RawMessage, err error) {
 	r := requestFrom(ctx)
 	n := 1
+	if t, ok := rl.relatedTask(srv, params); ok {
+		// A request about a task goes to the session that created it,
+		// naming the task by the proxy's id: on the stream of its request
+		// in flight to the server (tasks/result) when it has one, else on
+		// the session's own.
+		params = retagRelated(params, t.id)
+		if r == nil || taskOwner(r.sess) != t.owner {
+			r = rl.calls.ofSession(srv, t.sess)
+		}
+		if r == nil {
+			return rl.dispatch(ctx, srv, method, params, taskAsker{t.sess})
+		}
+	}
 	if r == nil {
 		r, n = rl.calls.only(srv, time.Now(), rl.roundGather())
 	}
@@ -298,6 +324,31 @@ func (a sessionAsker) ask(ctx context.Context, method string, params json.RawMes
 		defer cancel()
 	}
 	res, err := a.r.sess.ask(ctx, a.r, method, params)
+	if err != nil {
+		return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
+	}
+	return res, nil
+}
+
+// taskAsker asks the client of a session on the session's own stream: a
+// server's request about a task of the session while no request of it is
+// in flight to the server.
+type taskAsker struct{ s *session }
+
+func (a taskAsker) caps() clientCaps {
+	if c := a.s.state.Client(); c != nil {
+		return c.caps
+	}
+	return clientCaps{}
+}
+
+func (a taskAsker) ask(ctx context.Context, method string, params json.RawMessage, within time.Duration) (json.RawMessage, error) {
+	if within > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, within)
+		defer cancel()
+	}
+	res, err := a.s.ask(ctx, nil, method, params)
 	if err != nil {
 		return nil, refuse(codeRefused, "the client did not answer the %s request: %s", method, sanitize.Error(err.Error()))
 	}
@@ -500,6 +551,8 @@ func (rl *relay) onNotification(srv, method string, params json.RawMessage) {
 		rl.forwardLog(srv, params)
 	case "notifications/resources/updated":
 		rl.watchers.resourceUpdated(srv, params)
+	case "notifications/tasks/status":
+		rl.taskStatusChanged(srv, params)
 	}
 }
 

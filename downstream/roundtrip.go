@@ -387,27 +387,30 @@ func (rl *relay) ask(ctx context.Context, pc *parkedCall, method string, params 
 	defer a.abandoned.Store(true) // a no-op once it was asked: then awaitRound has it
 	t := time.NewTimer(timeout)
 	defer t.Stop()
-	select {
-	case pc.asks <- a:
-	case <-pc.done:
-		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
-	case <-pc.ctx.Done():
-		return nil, refuse(codeRefused, "%s not relayed: the call was cancelled", method)
-	case <-ctx.Done():
-		return nil, refuse(codeRefused, "%s not relayed: the call ended", method)
-	case <-t.C:
-		return nil, refuse(codeRefused, "%s not relayed: another request of this call is still unanswered", method)
-	}
-	select {
-	case ans := <-a.answer:
-		return ans.result, ans.err
-	case <-pc.done:
-		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
-	case <-pc.ctx.Done():
-		return nil, refuse(codeRefused, "%s not answered: the call was cancelled (its client did not come back)", method)
-	case <-ctx.Done():
-		return nil, refuse(codeRefused, "%s not answered: the call ended", method)
-	case <-t.C:
-		return nil, refuse(codeRefused, "the client did not answer the %s request within %s", method, timeout)
+	// One wait for both steps, the hand-over to the call's next round and
+	// then the answer, under one timer: asks is nil once a is handed over,
+	// answer nil until then, and step words the refusals of each.
+	asks := pc.asks
+	var answer chan inputAnswer
+	step, cancelled := "not relayed", "the call was cancelled"
+	for {
+		select {
+		case asks <- a:
+			asks, answer = nil, a.answer
+			step, cancelled = "not answered", "the call was cancelled (its client did not come back)"
+		case ans := <-answer:
+			return ans.result, ans.err
+		case <-pc.done:
+			return nil, refuse(codeRefused, "%s %s: the call ended", method, step)
+		case <-pc.ctx.Done():
+			return nil, refuse(codeRefused, "%s %s: %s", method, step, cancelled)
+		case <-ctx.Done():
+			return nil, refuse(codeRefused, "%s %s: the call ended", method, step)
+		case <-t.C:
+			if answer == nil {
+				return nil, refuse(codeRefused, "%s not relayed: another request of this call is still unanswered", method)
+			}
+			return nil, refuse(codeRefused, "the client did not answer the %s request within %s", method, timeout)
+		}
 	}
 }

@@ -3,6 +3,7 @@ package downstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
@@ -641,5 +642,72 @@ func TestParkedCallWaitingForItsAnswerLeavesRequestsToOthers(t *testing.T) {
 	})
 	if len(asked) != 2 || !strings.Contains(got, `{\"action\":\"accept\"`) || !strings.Contains(got, "SAMPLED") {
 		t.Errorf("the other client's call = %s after asking %v; want both its questions answered", got, asked)
+	}
+}
+
+// TestAskRefusals: a server request put to a parked call's client is
+// refused with a text that says which step it did not pass, the hand-over
+// to the client's next round or the answer, and why; an answer is
+// returned as it came.
+func TestAskRefusals(t *testing.T) {
+	const relayed, answered = "relayed", "answered"
+	for _, tc := range []struct {
+		name    string
+		step    string        // how far the ask gets before the end
+		end     string        // "done", "call", "ctx", "timer" or "answer"
+		timeout time.Duration // the ask's
+		want    string
+	}{
+		{"call ended before the round", "", "done", time.Minute, "roots/list not relayed: the call ended"},
+		{"call cancelled before the round", "", "call", time.Minute, "roots/list not relayed: the call was cancelled"},
+		{"asker gone before the round", "", "ctx", time.Minute, "roots/list not relayed: the call ended"},
+		{"no round in time", "", "timer", time.Nanosecond, "roots/list not relayed: another request of this call is still unanswered"},
+		{"call ended before the answer", relayed, "done", time.Minute, "roots/list not answered: the call ended"},
+		{"call cancelled before the answer", relayed, "call", time.Minute,
+			"roots/list not answered: the call was cancelled (its client did not come back)"},
+		{"asker gone before the answer", relayed, "ctx", time.Minute, "roots/list not answered: the call ended"},
+		{"no answer in time", relayed, "timer", time.Second, "the client did not answer the roots/list request within 1s"},
+		{"answered", answered, "answer", time.Minute, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			callCtx, cancelCall := context.WithCancel(t.Context())
+			defer cancelCall()
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			pc := &parkedCall{agent: "a", asks: make(chan *inputAsk), done: make(chan struct{}), ctx: callCtx}
+			end := func() {
+				switch tc.end {
+				case "done":
+					close(pc.done)
+				case "call":
+					cancelCall()
+				case "ctx":
+					cancel()
+				}
+			}
+			if tc.step == "" {
+				end()
+			} else {
+				go func() {
+					a := <-pc.asks // the client's next round takes the request
+					if tc.end == "answer" {
+						a.answer <- inputAnswer{result: json.RawMessage(`{"roots":[]}`)}
+						return
+					}
+					end()
+				}()
+			}
+			res, err := (&relay{}).ask(ctx, pc, "roots/list", nil, tc.timeout)
+			if tc.want == "" {
+				if err != nil || string(res) != `{"roots":[]}` {
+					t.Fatalf("ask = %s, %v; want the answer", res, err)
+				}
+				return
+			}
+			var rpc *upstream.RPCError
+			if !errors.As(err, &rpc) || rpc.Code != codeRefused || rpc.Message != tc.want {
+				t.Fatalf("ask = %s, %v; want the refusal %q", res, err, tc.want)
+			}
+		})
 	}
 }

@@ -71,6 +71,10 @@ func methodTable(l *lifecycle, c *toolCalls, s *resourcesPrompts) map[string]han
 		"prompts/get":              s.surfaced(s.getPrompt),
 		"completion/complete":      s.complete,
 		"subscriptions/listen":     s.listen,
+		"tasks/get":                c.getTask,
+		"tasks/result":             c.taskResult,
+		"tasks/cancel":             c.cancelTask,
+		"tasks/list":               c.listTasks,
 	}
 }
 
@@ -211,7 +215,7 @@ func (rt *router) answer(ctx context.Context, r *request) (reply, int) {
 // value: a pointer handed through the transports' interface would put it
 // on the heap). In a JSON-RPC batch (batch), a request of the stateless
 // protocol, which has no batches, is refused.
-func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, header http.Header) (answer func() []reply) {
+func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, in inbound) (answer func() []reply) {
 	var replies []reply
 	var runs []func() (reply, int)
 	for i, msg := range msgs {
@@ -228,7 +232,7 @@ func (rt *router) receiveBatch(ctx context.Context, s *session, msgs [][]byte, f
 				continue
 			}
 		}
-		refusal, _, run := rt.receiveParsed(ctx, s, m, err, out, header)
+		refusal, _, run := rt.receiveParsed(ctx, s, m, err, out, in)
 		switch {
 		case refusal != nil:
 			replies = append(replies, whole(refusal))
@@ -283,16 +287,27 @@ func parseMessage(msg []byte) (rawjson.Message, error) { return rawjson.ParseMes
 // reply, the others take receiveMessage.
 func (rt *router) receive(ctx context.Context, s *session, msg []byte, out stream) (refusal []byte, code int, run func() (reply, int)) {
 	m, err := parseMessage(msg)
-	return rt.receiveParsed(ctx, s, m, err, out, nil)
+	return rt.receiveParsed(ctx, s, m, err, out, inbound{})
+}
+
+// inbound is what a transport hands over with a client's message besides
+// its bytes. The zero value (stdio, a test) brings nothing.
+type inbound struct {
+	// header is the HTTP request's header, whose trace context the
+	// request's span continues; nil on stdio.
+	header http.Header
+	// prepaid is what the POST's one tools/call took in the store with
+	// its session's read (prepaid.go); nil: nothing.
+	prepaid *prepaid
 }
 
 // receiveParsed is receive of a message already parsed into m, with err
 // the parse's error.
-func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int)) {
+func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, in inbound) (refusal []byte, code int, run func() (reply, int)) {
 	if err != nil {
 		return refused(nil, parseError(err))
 	}
-	return rt.receiveMessage(ctx, s, m, out, header)
+	return rt.receiveMessage(ctx, s, m, out, in)
 }
 
 // receiveMessage routes one parsed message of a client. A response goes
@@ -301,11 +316,11 @@ func (rt *router) receiveParsed(ctx context.Context, s *session, m rawjson.Messa
 // JSON-RPC error code it carries. For a request it returns the work that
 // answers it (the response and its error code, 0 for a result), which the
 // caller runs off its read loop; out carries the messages that precede the
-// response, and header is the HTTP request's header (nil on stdio), whose
-// trace context the request's span continues. The request is registered
+// response, and in is what the transport brought with the message (the
+// request takes it over: its header, its prepaid limits). The request is registered
 // before receiveMessage returns, so that a notifications/cancelled read
 // right after it finds it.
-func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int)) {
+func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, in inbound) (refusal []byte, code int, run func() (reply, int)) {
 	switch m.Kind {
 	case rawjson.KindResponse:
 		if !s.asks.deliver(m) && !rt.cross.forwardAnswer(ctx, s, m) {
@@ -322,7 +337,7 @@ func (rt *router) receiveMessage(ctx context.Context, s *session, m rawjson.Mess
 	if werr != nil {
 		return refused(m.ID, werr)
 	}
-	r.header = header
+	r.header, r.prepaid = in.header, in.prepaid
 	rctx, cancel := context.WithCancel(ctx)
 	if werr := s.inflight.add(m.ID, cancel); werr != nil {
 		cancel()

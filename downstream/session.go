@@ -325,6 +325,9 @@ type request struct {
 	out stream
 	// header is the HTTP request's header (nil on stdio): trace context.
 	header http.Header
+	// prepaid is what a tools/call took in the store with its session's
+	// read (prepaid.go), for rateGate to claim; nil: nothing.
+	prepaid *prepaid
 	// missing is set when a server's request during r needed a client
 	// capability r's client did not declare (relay.go): a 2026-07-28
 	// client's request then fails with -32021 naming it.

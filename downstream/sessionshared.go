@@ -58,10 +58,12 @@ func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sh
 	return &sharedState{id: id, sessions: sessions, log: log, level: -1}
 }
 
-// load replaces the copy with the fields read from the store.
-func (s *sharedState) load(fields map[string]string) {
+// load replaces the copy with the fields read from the store, and reports
+// whether the log level changed (another replica set it).
+func (s *sharedState) load(fields map[string]string) (levelChanged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	before := s.level
 	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
 	activated, groups, always := map[string]bool{}, map[int]bool{}, map[string]bool{}
 	if v, ok := fields[fieldVersion]; ok {
@@ -84,6 +86,7 @@ func (s *sharedState) load(fields map[string]string) {
 	}
 	s.deferred.reset(activated, groups)
 	s.always.reset(always)
+	return s.level != before
 }
 
 // write sends fields to the store (see sharedState on failures).

@@ -42,6 +42,10 @@ type sessionTable struct {
 	// prepay is what a tools/call of a tool on a session would take in the
 	// store, to take it with the session's read (prepaid.go); nil: nothing.
 	prepay func(s *session, tool string) *prepaid
+	// relevel runs, before the request goes on, when a session read from
+	// the store brings a log level this replica's upstreams were not told
+	// (set on another replica: loglevel.go); nil: nothing.
+	relevel func(ctx context.Context)
 }
 
 // sharedSessions is what the table needs for sessions in a store.
@@ -173,6 +177,7 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 		return nil, nil, err
 	}
 	var made, gone *session
+	relevel := false
 	st.mu.Lock()
 	s := st.byID[id]
 	switch {
@@ -193,7 +198,9 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 	}
 	if s != nil {
 		sh := s.state.(*sharedState)
-		sh.load(fields)
+		// A level set or changed on another replica: this replica's
+		// upstreams are told it before the request goes on.
+		relevel = sh.load(fields) || (made != nil && sh.Level() >= 0)
 		if sh.wasInitialized() {
 			// The client's notifications/initialized may have reached
 			// another replica: the questions waiting for it go now.
@@ -214,6 +221,9 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 	}
 	if made != nil {
 		st.metrics.SessionOpened(made.agent.Name, made.transport)
+	}
+	if relevel && st.relevel != nil {
+		st.relevel(ctx)
 	}
 	return s, pre, nil
 }

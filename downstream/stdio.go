@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"sync"
 	"time"
@@ -37,9 +36,9 @@ type stdioFront struct {
 // messageRoute is what a transport needs of the route: it hands over the
 // messages it framed (route.go).
 type messageRoute interface {
-	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, header http.Header) (answer func() []reply)
-	receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int))
-	receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, header http.Header) (refusal []byte, code int, run func() (reply, int))
+	receiveBatch(ctx context.Context, s *session, msgs [][]byte, first rawjson.Message, parsed, batch bool, out stream, in inbound) (answer func() []reply)
+	receiveMessage(ctx context.Context, s *session, m rawjson.Message, out stream, in inbound) (refusal []byte, code int, run func() (reply, int))
+	receiveParsed(ctx context.Context, s *session, m rawjson.Message, err error, out stream, in inbound) (refusal []byte, code int, run func() (reply, int))
 }
 
 // agentResolver resolves the agent a session serves.
@@ -186,7 +185,7 @@ func (r *stdioReader) route(line []byte, err error) func() {
 		if !r.runs.start() {
 			return nil
 		}
-		answer := p.route.receiveBatch(ctx, s, msgs, rawjson.Message{}, false, true, w, nil)
+		answer := p.route.receiveBatch(ctx, s, msgs, rawjson.Message{}, false, true, w, inbound{})
 		return func() {
 			defer r.runs.done()
 			if all := answer(); len(all) > 0 {
@@ -196,13 +195,13 @@ func (r *stdioReader) route(line []byte, err error) func() {
 	case len(trimmed) > 0:
 		m, perr := parseMessage(line)
 		if perr == nil && (m.Kind == rawjson.KindResponse || m.Kind == rawjson.KindNotification) {
-			_, _, _ = p.route.receiveMessage(ctx, s, m, w, nil) // delivered at once: no run
+			_, _, _ = p.route.receiveMessage(ctx, s, m, w, inbound{}) // delivered at once: no run
 			return nil
 		}
 		if !r.runs.start() {
 			return nil
 		}
-		refusal, _, run := p.route.receiveParsed(ctx, s, m, perr, w, nil)
+		refusal, _, run := p.route.receiveParsed(ctx, s, m, perr, w, inbound{})
 		if refusal != nil {
 			_ = w.send(refusal)
 		}

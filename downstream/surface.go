@@ -223,8 +223,11 @@ func stringMember(raw json.RawMessage, key string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	var s string
-	if !ok || json.Unmarshal(v, &s) != nil || s == "" {
+	if !ok {
+		return "", fmt.Errorf("no string %q", key)
+	}
+	s, err := rawjson.Unquote(v) // decodes as encoding/json does, without its reflection
+	if err != nil || s == "" {
 		return "", fmt.Errorf("no string %q", key)
 	}
 	return s, nil

@@ -21,8 +21,10 @@ import (
 
 // What happens to a tools/call, in order:
 //
-//  1. callTool reads the params (name, arguments, _meta) from the request's
-//     bytes; nothing is decoded beyond the name.
+//  1. callTool reads the params (name, arguments, _meta, task) from the
+//     request's bytes; nothing is decoded beyond the name. A call with a
+//     task member is a task-augmented call (tasks.go): the same chain, and
+//     its CreateTaskResult gets the proxy's task id.
 //  2. A later round of a stateless client's parked call resumes it
 //     (roundtrip.go). The proxy's own tools (tool_search, call_tool,
 //     mcp_resources, mcp_prompts) run here (owntools_search.go, owntools_resources.go).
@@ -53,6 +55,7 @@ type toolCalls struct {
 	own       ownRunner
 	relay     callRelay
 	approvals approvalStates // approval states of stateless clients (approval.go)
+	tasks     *taskTable     // the tasks clients created (tasks.go)
 	// decorate finishes a 2026-07-28 result the route would (a view's
 	// list is decorated once per view).
 	decorate func(method string, res json.RawMessage, hint cacheHint) json.RawMessage
@@ -122,6 +125,10 @@ type toolCall struct {
 	// first round; responses are the client's inputResponses to it.
 	round     *roundState
 	responses json.RawMessage
+	// task is the client's task member (a task-augmented call, tasks.go),
+	// nil when none; upTask is set when it was forwarded.
+	task   json.RawMessage
+	upTask bool
 	// slot gives back the max_concurrent lease rateGate took with the
 	// call's tokens (a Redis store), for send to use; nil: none.
 	slot func()
@@ -181,7 +188,25 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 			return tc.nextRound(ctx, r, req, st)
 		}
 	}
+	if len(req.task) > 0 {
+		return tc.forwardTask(ctx, r, req)
+	}
 	return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
+}
+
+// forwardTask is forwardCall for a call with a task member: the own tools
+// take no tasks (the member is left out), and a session that holds its
+// maximum of tasks is refused before anything runs.
+func (tc *toolCalls) forwardTask(ctx context.Context, r *request, req callRequest) (json.RawMessage, *wireError) {
+	tc.catalogs.awaitTool(ctx, req.name)
+	entry, ok := tc.catalogs.Catalog().Lookup(req.name)
+	if !ok {
+		return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
+	}
+	if tasksFor(r) && !tc.tasks.room(r.sess) {
+		return nil, tooManyTasks()
+	}
+	return tc.chain(ctx, &toolCall{r: r, name: req.name, args: req.args, meta: req.meta, entry: entry, task: req.task})
 }
 
 // paramHeaders checks a stateless HTTP call's Mcp-Param-* headers against
@@ -389,6 +414,10 @@ func (tc *toolCalls) send(ctx context.Context, c *toolCall) (json.RawMessage, *w
 	case err == nil:
 		params, err = unaskedResponses(params, c.r, up)
 	}
+	if task := tc.taskParam(c, up); err == nil && task != nil {
+		params, err = rawjson.Set(params, "task", task)
+		c.upTask = true
+	}
 	if err != nil {
 		if held != nil {
 			held()
@@ -475,6 +504,14 @@ func (tc *toolCalls) runCall(ctx context.Context, c *toolCall, up Upstream, time
 	c.outcome, werr = tc.classify(c.entry, result, err, ctx, cctx, timeout)
 	if werr != nil {
 		return nil, werr
+	}
+	if c.upTask {
+		if res, werr, ok := tc.createdTask(ctx, c, up, result); ok {
+			if werr != nil {
+				c.outcome = metrics.OutcomeError
+			}
+			return res, werr
+		}
 	}
 	return tc.rewriteResult(c.r.sess.agent.Name, c.entry.Server, result, c.r.linkOK()), nil
 }
@@ -601,6 +638,7 @@ type callRequest struct {
 	args  json.RawMessage
 	meta  json.RawMessage
 	state json.RawMessage // requestState (a stateless client's later round, roundtrip.go)
+	task  json.RawMessage // task (a task-augmented call, tasks.go)
 }
 
 // stateString is the request's requestState when it is a string.
@@ -641,6 +679,10 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 			}
 		case "requestState":
 			c.state = v
+		case "task":
+			if string(v) != "null" {
+				c.task = v
+			}
 		}
 	}
 	if !named {
@@ -651,6 +693,9 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 	}
 	if len(c.meta) > 0 && c.meta[0] != '{' {
 		return c, errorf(codeInvalidParams, "invalid params: _meta must be an object")
+	}
+	if len(c.task) > 0 && c.task[0] != '{' {
+		return c, errorf(codeInvalidParams, "invalid params: task must be an object")
 	}
 	return c, nil
 }

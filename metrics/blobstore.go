@@ -11,10 +11,7 @@ type BlobStore struct {
 // NewBlobStore creates mcp_proxy_blob_store_bytes{agent} and registers it on
 // reg.
 func NewBlobStore(reg prometheus.Registerer) (*BlobStore, error) {
-	b := &BlobStore{bytes: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "mcp_proxy_blob_store_bytes",
-		Help: "Bytes of blob files in each agent's folder under blobs.dir, after eviction.",
-	}, []string{"agent"})}
+	b := &BlobStore{bytes: spec{Name: "mcp_proxy_blob_store_bytes", Labels: []string{"agent"}, Help: "Bytes of blob files in each agent's folder under blobs.dir, after eviction."}.gauge()}
 	if err := reg.Register(b.bytes); err != nil {
 		return nil, err
 	}

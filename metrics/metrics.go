@@ -32,27 +32,68 @@ const (
 // serve no metrics need not build one.
 type Metrics struct {
 	upstreamUp       *prometheus.GaugeVec
-	upstreamConnects *prometheus.CounterVec
 	upstreamTools    *prometheus.GaugeVec
-	requests         *prometheus.CounterVec
 	toolCalls        *prometheus.CounterVec
 	toolCallDuration *prometheus.HistogramVec
 	sessionsActive   *prometheus.GaugeVec
 	blobs            *prometheus.CounterVec
 	blobBytes        *prometheus.CounterVec
-	policyDenials    *prometheus.CounterVec
-	approvals        *prometheus.CounterVec
-	toolSearch       *prometheus.CounterVec
-	sampling         *prometheus.CounterVec
-	auth             *prometheus.CounterVec
 	toolsQuarantined *prometheus.GaugeVec
-	toolFindings     *prometheus.CounterVec
-	rateLimited      *prometheus.CounterVec // ratelimit.go
-	statusSignIns    *prometheus.CounterVec // status.go
-	waits            *waitMetrics           // waits.go
+	counters         [numCounters]*prometheus.CounterVec // those count adds one to
+	waits            *waitMetrics                        // waits.go
 
 	protoMu  sync.Mutex        // guards protocol, and orders the up gauge's relabelling
 	protocol map[string]string // the protocol label of each server's up series
+}
+
+// spec names a collector, says what it measures and lists its labels.
+type spec struct {
+	Name, Help string
+	Labels     []string
+}
+
+func (s spec) counter() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: s.Name, Help: s.Help}, s.Labels)
+}
+
+func (s spec) gauge() *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: s.Name, Help: s.Help}, s.Labels)
+}
+
+func (s spec) histogram(buckets []float64) *prometheus.HistogramVec {
+	return prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: s.Name, Help: s.Help, Buckets: buckets}, s.Labels)
+}
+
+// counter is one of the counters whose methods add one to a series, and
+// nothing else: Metrics.count.
+type counter int
+
+const (
+	upstreamConnects counter = iota
+	requests
+	policyDenials
+	approvals
+	toolSearch
+	sampling
+	auth
+	toolFindings
+	rateLimited   // ratelimit.go
+	statusSignIns // status.go
+	numCounters
+)
+
+// counterSpecs are the counters of Metrics.count.
+var counterSpecs = [numCounters]spec{
+	upstreamConnects: {Name: "mcp_proxy_upstream_connects_total", Labels: []string{"server", "result"}, Help: "Connection attempts to upstream servers by result (ok, error)."},
+	requests:         {Name: "mcp_proxy_requests_total", Labels: []string{"agent", "method", "outcome"}, Help: "Downstream MCP requests by agent, method and outcome (ok, error)."},
+	policyDenials:    {Name: NamePolicyDenials, Labels: []string{"agent", "rule"}, Help: "Tool calls refused by a policy rule, by agent and rule (not_granted, server_filter, excluded_tools, allowed_tools, per_call_allowed_tools, read_only)."},
+	approvals:        {Name: "mcp_proxy_approvals_total", Labels: []string{"agent", "decision"}, Help: "Approval questions by agent and decision (approve, always, deny, decline, cancel, timeout, unsupported, error)."},
+	toolSearch:       {Name: "mcp_proxy_tool_search_queries_total", Labels: []string{"agent", "mode"}, Help: "tool_search queries by agent and mode (keyword, select)."},
+	sampling:         {Name: "mcp_proxy_sampling_requests_total", Labels: []string{"server", "outcome"}, Help: "Sampling requests from upstream servers by server and outcome (ok, error, timeout, unsupported, unroutable, invalid, refused_disabled, refused_rate, refused_model)."},
+	auth:             {Name: "mcp_proxy_auth_total", Labels: []string{"agent", "result"}, Help: "Authentications on the HTTP listener by agent (empty when none was chosen) and result (ok, missing, invalid, expired, wrong_audience, insufficient_scope, no_agent, forbidden_agent, unavailable)."},
+	toolFindings:     {Name: "mcp_proxy_tool_findings_total", Labels: []string{"server", "kind"}, Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool."},
+	rateLimited:      {Name: "mcp_proxy_rate_limited_total", Labels: []string{"agent", "server", "limit"}, Help: "Tool calls refused by a rate limit and never sent upstream, by agent, server and limit (server_rate, server_concurrent, agent)."},
+	statusSignIns:    {Name: "mcp_proxy_status_sign_ins_total", Labels: []string{"result"}, Help: "Tokens entered on the status page (its form or its address), by result (ok, wrong_token, throttled: refused unchecked while too many wrong tokens came)."},
 }
 
 // callDurationBuckets spans a fast local tool (1 ms) to the 600 s timeout cap.
@@ -61,77 +102,22 @@ var callDurationBuckets = []float64{.001, .0025, .005, .01, .025, .05, .1, .25, 
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) (*Metrics, error) {
 	m := &Metrics{
-		upstreamUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcp_proxy_upstream_up",
-			Help: "1 when the upstream MCP server is connected, else 0; protocol is the MCP version last spoken with it (\"\" before any).",
-		}, []string{"server", "protocol"}),
-		upstreamConnects: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_upstream_connects_total",
-			Help: "Connection attempts to upstream servers by result (ok, error).",
-		}, []string{"server", "result"}),
-		upstreamTools: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcp_proxy_upstream_tools",
-			Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, without those held in quarantine, before any agent's policy; 0 while it is down.",
-		}, []string{"server"}),
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_requests_total",
-			Help: "Downstream MCP requests by agent, method and outcome (ok, error).",
-		}, []string{"agent", "method", "outcome"}),
-		toolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NameToolCalls,
-			Help: "Tool calls by server, upstream tool name and outcome.",
-		}, []string{"server", "tool", "outcome"}),
-		toolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    NameToolCallDuration,
-			Help:    "Tool call latency through the proxy, by server and outcome.",
-			Buckets: callDurationBuckets,
-		}, []string{"server", "outcome"}),
-		sessionsActive: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: NameSessionsActive,
-			Help: "Downstream sessions currently open, by agent and transport. An HTTP session its client never ends with DELETE counts until listen.session_idle_timeout closes it.",
-		}, []string{"agent", "transport"}),
-		blobs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_blobs_total",
-			Help: "Embedded blobs in tool results by server and result (written, reused, unavailable, invalid, too_large, over_budget).",
-		}, []string{"server", "result"}),
-		blobBytes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_blob_bytes_total",
-			Help: "Decoded bytes of embedded blobs in tool results by server and result.",
-		}, []string{"server", "result"}),
-		policyDenials: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: NamePolicyDenials,
-			Help: "Tool calls refused by a policy rule, by agent and rule (not_granted, server_filter, excluded_tools, allowed_tools, per_call_allowed_tools, read_only).",
-		}, []string{"agent", "rule"}),
-		approvals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_approvals_total",
-			Help: "Approval questions by agent and decision (approve, always, deny, decline, cancel, timeout, unsupported, error).",
-		}, []string{"agent", "decision"}),
-		toolSearch: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_tool_search_queries_total",
-			Help: "tool_search queries by agent and mode (keyword, select).",
-		}, []string{"agent", "mode"}),
-		sampling: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_sampling_requests_total",
-			Help: "Sampling requests from upstream servers by server and outcome (ok, error, timeout, unsupported, unroutable, invalid, refused_disabled, refused_rate, refused_model).",
-		}, []string{"server", "outcome"}),
-		auth: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_auth_total",
-			Help: "Authentications on the HTTP listener by agent (empty when none was chosen) and result (ok, missing, invalid, expired, wrong_audience, insufficient_scope, no_agent, forbidden_agent, unavailable).",
-		}, []string{"agent", "result"}),
-		toolsQuarantined: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "mcp_proxy_tools_quarantined",
-			Help: "Tools of the upstream server held in quarantine (changed since pinned, new, or held by the description scan).",
-		}, []string{"server"}),
-		toolFindings: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_tool_findings_total",
-			Help: "Tool integrity findings by server and kind, counted once per tool definition: description scan kinds, definition_changed, new_tool.",
-		}, []string{"server", "kind"}),
-		rateLimited:   newRateLimited(),
-		statusSignIns: newStatusSignIns(),
+		upstreamUp:       spec{Name: "mcp_proxy_upstream_up", Labels: []string{"server", "protocol"}, Help: "1 when the upstream MCP server is connected, else 0; protocol is the MCP version last spoken with it (\"\" before any)."}.gauge(),
+		upstreamTools:    spec{Name: "mcp_proxy_upstream_tools", Labels: []string{"server"}, Help: "Tools the upstream server currently exposes through the proxy: its tools after tools.include/exclude, without those held in quarantine, before any agent's policy; 0 while it is down."}.gauge(),
+		toolCalls:        spec{Name: NameToolCalls, Labels: []string{"server", "tool", "outcome"}, Help: "Tool calls by server, upstream tool name and outcome."}.counter(),
+		toolCallDuration: spec{Name: NameToolCallDuration, Labels: []string{"server", "outcome"}, Help: "Tool call latency through the proxy, by server and outcome."}.histogram(callDurationBuckets),
+		sessionsActive:   spec{Name: NameSessionsActive, Labels: []string{"agent", "transport"}, Help: "Downstream sessions currently open, by agent and transport. An HTTP session its client never ends with DELETE counts until listen.session_idle_timeout closes it."}.gauge(),
+		blobs:            spec{Name: "mcp_proxy_blobs_total", Labels: []string{"server", "result"}, Help: "Embedded blobs in tool results by server and result (written, reused, unavailable, invalid, too_large, over_budget)."}.counter(),
+		blobBytes:        spec{Name: "mcp_proxy_blob_bytes_total", Labels: []string{"server", "result"}, Help: "Decoded bytes of embedded blobs in tool results by server and result."}.counter(),
+		toolsQuarantined: spec{Name: "mcp_proxy_tools_quarantined", Labels: []string{"server"}, Help: "Tools of the upstream server held in quarantine (changed since pinned, new, or held by the description scan)."}.gauge(),
 	}
-	if err := register(reg, m.upstreamUp, m.upstreamConnects, m.upstreamTools,
-		m.requests, m.toolCalls, m.toolCallDuration, m.sessionsActive, m.blobs, m.blobBytes,
-		m.policyDenials, m.approvals, m.toolSearch, m.sampling, m.auth, m.toolsQuarantined, m.toolFindings, m.rateLimited, m.statusSignIns); err != nil {
+	cs := []prometheus.Collector{m.upstreamUp, m.upstreamTools, m.toolCalls, m.toolCallDuration,
+		m.sessionsActive, m.blobs, m.blobBytes, m.toolsQuarantined}
+	for c, s := range counterSpecs {
+		m.counters[c] = s.counter()
+		cs = append(cs, m.counters[c])
+	}
+	if err := register(reg, cs...); err != nil {
 		return nil, err
 	}
 	var err error
@@ -152,17 +138,30 @@ func register(reg prometheus.Registerer, cs ...prometheus.Collector) error {
 	return nil
 }
 
+// count adds one to the series labels of counter c; a nil m records
+// nothing.
+func (m *Metrics) count(c counter, labels ...string) {
+	if m == nil {
+		return
+	}
+	m.counters[c].WithLabelValues(labels...).Inc()
+}
+
+// gaugeValue is 1 for true, 0 for false.
+func gaugeValue(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // UpstreamState records whether server is connected and how many tools it has.
 func (m *Metrics) UpstreamState(server string, up bool, tools int) {
 	if m == nil {
 		return
 	}
-	v := 0.0
-	if up {
-		v = 1
-	}
 	m.protoMu.Lock()
-	m.upstreamUp.WithLabelValues(server, m.protocol[server]).Set(v)
+	m.upstreamUp.WithLabelValues(server, m.protocol[server]).Set(gaugeValue(up))
 	m.protoMu.Unlock()
 	m.upstreamTools.WithLabelValues(server).Set(float64(tools))
 }
@@ -197,12 +196,7 @@ func (m *Metrics) UpstreamProtocol(server, protocol string) {
 }
 
 // UpstreamConnect counts one connection attempt; result is "ok" or "error".
-func (m *Metrics) UpstreamConnect(server, result string) {
-	if m == nil {
-		return
-	}
-	m.upstreamConnects.WithLabelValues(server, result).Inc()
-}
+func (m *Metrics) UpstreamConnect(server, result string) { m.count(upstreamConnects, server, result) }
 
 // ForgetServer drops the series of a server removed from the config.
 func (m *Metrics) ForgetServer(server string) {
@@ -219,12 +213,7 @@ func (m *Metrics) ForgetServer(server string) {
 }
 
 // Request counts one downstream request; outcome is "ok" or "error".
-func (m *Metrics) Request(agent, method, outcome string) {
-	if m == nil {
-		return
-	}
-	m.requests.WithLabelValues(agent, method, outcome).Inc()
-}
+func (m *Metrics) Request(agent, method, outcome string) { m.count(requests, agent, method, outcome) }
 
 // ToolCall records one tool call's outcome and latency.
 func (m *Metrics) ToolCall(server, tool, outcome string, d time.Duration) {
@@ -261,46 +250,21 @@ func (m *Metrics) Blob(server, result string, bytes int64) {
 }
 
 // PolicyDenial counts one call refused by rule.
-func (m *Metrics) PolicyDenial(agent, rule string) {
-	if m == nil {
-		return
-	}
-	m.policyDenials.WithLabelValues(agent, rule).Inc()
-}
+func (m *Metrics) PolicyDenial(agent, rule string) { m.count(policyDenials, agent, rule) }
 
 // Approval counts one approval question by its decision.
-func (m *Metrics) Approval(agent, decision string) {
-	if m == nil {
-		return
-	}
-	m.approvals.WithLabelValues(agent, decision).Inc()
-}
+func (m *Metrics) Approval(agent, decision string) { m.count(approvals, agent, decision) }
 
 // ToolSearch counts one tool_search query; mode is "keyword" or "select".
-func (m *Metrics) ToolSearch(agent, mode string) {
-	if m == nil {
-		return
-	}
-	m.toolSearch.WithLabelValues(agent, mode).Inc()
-}
+func (m *Metrics) ToolSearch(agent, mode string) { m.count(toolSearch, agent, mode) }
 
 // Sampling counts one sampling request of an upstream by its outcome.
-func (m *Metrics) Sampling(server, outcome string) {
-	if m == nil {
-		return
-	}
-	m.sampling.WithLabelValues(server, outcome).Inc()
-}
+func (m *Metrics) Sampling(server, outcome string) { m.count(sampling, server, outcome) }
 
 // Auth counts one authentication on the HTTP listener. agent is a
 // configured agent name or "" when none was chosen; result is one of the
 // fixed set of authn's results. Neither may ever be a subject or a token.
-func (m *Metrics) Auth(agent, result string) {
-	if m == nil {
-		return
-	}
-	m.auth.WithLabelValues(agent, result).Inc()
-}
+func (m *Metrics) Auth(agent, result string) { m.count(auth, agent, result) }
 
 // ToolsQuarantined sets how many of server's tools are held in quarantine.
 func (m *Metrics) ToolsQuarantined(server string, n int) {
@@ -311,9 +275,4 @@ func (m *Metrics) ToolsQuarantined(server string, n int) {
 }
 
 // ToolFinding counts one tool integrity finding of kind on server.
-func (m *Metrics) ToolFinding(server, kind string) {
-	if m == nil {
-		return
-	}
-	m.toolFindings.WithLabelValues(server, kind).Inc()
-}
+func (m *Metrics) ToolFinding(server, kind string) { m.count(toolFindings, server, kind) }

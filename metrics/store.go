@@ -36,15 +36,8 @@ type Store struct {
 // mcp_proxy_store_latency_seconds{op} and mcp_proxy_store_up.
 func NewStore(reg prometheus.Registerer) (*Store, error) {
 	s := &Store{
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_store_requests_total",
-			Help: "Requests to the shared-state store by operation and outcome (ok, error, unavailable).",
-		}, []string{"op", "outcome"}),
-		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "mcp_proxy_store_latency_seconds",
-			Help:    "Time the shared-state store took to answer, by operation.",
-			Buckets: storeLatencyBuckets,
-		}, []string{"op"}),
+		requests: spec{Name: "mcp_proxy_store_requests_total", Labels: []string{"op", "outcome"}, Help: "Requests to the shared-state store by operation and outcome (ok, error, unavailable)."}.counter(),
+		latency:  spec{Name: "mcp_proxy_store_latency_seconds", Labels: []string{"op"}, Help: "Time the shared-state store took to answer, by operation."}.histogram(storeLatencyBuckets),
 		up: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "mcp_proxy_store_up",
 			Help: "1 while the shared-state store answers, else 0; always 1 with the memory store.",
@@ -71,9 +64,5 @@ func (s *Store) Up(up bool) {
 	if s == nil {
 		return
 	}
-	v := 0.0
-	if up {
-		v = 1
-	}
-	s.up.Set(v)
+	s.up.Set(gaugeValue(up))
 }

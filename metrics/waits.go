@@ -20,15 +20,8 @@ type waitMetrics struct {
 
 func newWaitMetrics(reg prometheus.Registerer) (*waitMetrics, error) {
 	w := &waitMetrics{
-		waited: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "mcp_proxy_requests_waited_total",
-			Help: "Requests that found their upstream server not connected and waited for its connection (first connection, or reconnection within reconnect_wait), by server and outcome (sent, timeout, canceled, failed, overflow).",
-		}, []string{"server", "outcome"}),
-		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "mcp_proxy_request_wait_seconds",
-			Help:    "How long requests waited for their upstream server's connection, by server (overflow refusals did not wait and are not observed).",
-			Buckets: waitBuckets,
-		}, []string{"server"}),
+		waited:   spec{Name: "mcp_proxy_requests_waited_total", Labels: []string{"server", "outcome"}, Help: "Requests that found their upstream server not connected and waited for its connection (first connection, or reconnection within reconnect_wait), by server and outcome (sent, timeout, canceled, failed, overflow)."}.counter(),
+		duration: spec{Name: "mcp_proxy_request_wait_seconds", Labels: []string{"server"}, Help: "How long requests waited for their upstream server's connection, by server (overflow refusals did not wait and are not observed)."}.histogram(waitBuckets),
 	}
 	if err := register(reg, w.waited, w.duration); err != nil {
 		return nil, err

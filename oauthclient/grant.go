@@ -12,15 +12,14 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/mcp-proxy/mcp-proxy/internal/atomicfile"
 	"golang.org/x/oauth2"
 	"golang.org/x/oauth2/clientcredentials"
 )
@@ -172,12 +171,7 @@ type signingKey struct {
 // and settles the algorithm: alg when given (it must suit the key), else
 // RS256, ES256/384/512 by curve, or EdDSA.
 func loadSigningKey(path, alg string) (*signingKey, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("private_key_file: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFile+1))
+	data, _, err := atomicfile.ReadAtMost(path, maxKeyFile)
 	if err != nil {
 		return nil, fmt.Errorf("private_key_file: %w", err)
 	}

@@ -90,11 +90,31 @@ type storeFile struct {
 // processes sharing the folder (they serialize on an exclusive lock file
 // per server).
 type Store struct {
-	dir string
+	files tokenFiles
 	// shared is set for a store kept in the shared-state store (Redis):
-	// then dir is "" and the file methods are not used.
+	// then files is empty and unused.
 	shared *sharedTokens
+}
 
+// tokenBackend is where a Store keeps its entries: a folder (tokenFiles)
+// or the shared-state store (sharedTokens).
+type tokenBackend interface {
+	load(server string) ([]Entry, error)
+	update(server string, fn func([]Entry) ([]Entry, error)) (stamp string, err error)
+	stamp(server string) (string, error)
+}
+
+// backend is the store's tokenBackend.
+func (s *Store) backend() tokenBackend {
+	if s.shared != nil {
+		return s.shared
+	}
+	return &s.files
+}
+
+// tokenFiles keeps the entries in a folder, one file per server name.
+type tokenFiles struct {
+	dir   string
 	mu    sync.Mutex             // guards locks
 	locks map[string]*sync.Mutex // per server, within this process
 }
@@ -106,16 +126,16 @@ func OpenStore(dir string) (*Store, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("token store: %q is not an absolute path", dir)
 	}
-	return &Store{dir: filepath.Clean(dir), locks: map[string]*sync.Mutex{}}, nil
+	return &Store{files: tokenFiles{dir: filepath.Clean(dir), locks: map[string]*sync.Mutex{}}}, nil
 }
 
 // Dir returns the store's folder, "" for a shared store.
-func (s *Store) Dir() string { return s.dir }
+func (s *Store) Dir() string { return s.files.dir }
 
 // Shared reports whether the store is kept in the shared-state store.
 func (s *Store) Shared() bool { return s != nil && s.shared != nil }
 
-func (s *Store) path(server, ext string) (string, error) {
+func (s *tokenFiles) path(server, ext string) (string, error) {
 	if !storeNameOK.MatchString(server) {
 		return "", fmt.Errorf("token store: invalid server name %q", server)
 	}
@@ -124,7 +144,7 @@ func (s *Store) path(server, ext string) (string, error) {
 
 // ensureDir creates the folder 0700 and refuses one that group or others
 // can use.
-func (s *Store) ensureDir() error {
+func (s *tokenFiles) ensureDir() error {
 	if err := os.MkdirAll(s.dir, storeDirMode); err != nil {
 		return fmt.Errorf("token store: %w", err)
 	}
@@ -146,9 +166,10 @@ func (s *Store) Load(server string) ([]Entry, error) {
 	if s == nil {
 		return nil, nil
 	}
-	if s.shared != nil {
-		return s.shared.load(server)
-	}
+	return s.backend().load(server)
+}
+
+func (s *tokenFiles) load(server string) ([]Entry, error) {
 	p, err := s.path(server, ".json")
 	if err != nil {
 		return nil, err
@@ -198,9 +219,10 @@ func (s *Store) update(server string, fn func([]Entry) ([]Entry, error)) (string
 	if s == nil {
 		return "", errors.New("token store: none configured")
 	}
-	if s.shared != nil {
-		return s.shared.update(server, fn)
-	}
+	return s.backend().update(server, fn)
+}
+
+func (s *tokenFiles) update(server string, fn func([]Entry) ([]Entry, error)) (string, error) {
 	p, err := s.path(server, ".json")
 	if err != nil {
 		return "", err
@@ -231,7 +253,7 @@ func (s *Store) update(server string, fn func([]Entry) ([]Entry, error)) (string
 	if err := atomicfile.WriteFile(p, data, storeFileMode); err != nil {
 		return "", fmt.Errorf("token store: %w", err)
 	}
-	return s.stamp(server)
+	return fileStamp(p), nil
 }
 
 // encodeEntries is the document of entries, newest first, as a file holds
@@ -260,7 +282,7 @@ func decodeEntries(data []byte, where string) ([]Entry, error) {
 
 // lock takes the per-server lock of this process, then the lock file that
 // other processes share.
-func (s *Store) lock(server string) (func(), error) {
+func (s *tokenFiles) lock(server string) (func(), error) {
 	s.mu.Lock()
 	m := s.locks[server]
 	if m == nil {
@@ -298,19 +320,26 @@ func (s *Store) stamp(server string) (string, error) {
 	if s == nil {
 		return "", nil
 	}
-	if s.shared != nil {
-		return s.shared.stamp(server)
-	}
+	return s.backend().stamp(server)
+}
+
+func (s *tokenFiles) stamp(server string) (string, error) {
 	p, err := s.path(server, ".json")
 	if err != nil {
-		return "", nil
+		return "", nil // a name no file can have: no entries
 	}
+	return fileStamp(p), nil
+}
+
+// fileStamp identifies the version of the file at p, "" when there is
+// none: each write is a new file, renamed over the old one.
+func fileStamp(p string) string {
 	fi, err := os.Stat(p)
 	if err != nil {
-		return "", nil
+		return ""
 	}
 	dev, ino := atomicfile.Inode(fi) // a rename changes it
-	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino), nil
+	return fmt.Sprintf("%d/%d/%d:%d", fi.ModTime().UnixNano(), fi.Size(), dev, ino)
 }
 
 // find returns the newest entry for serverURL (and issuer, when not "").
@@ -344,7 +373,7 @@ func (s *Store) Servers() ([]string, error) {
 	if s == nil || s.shared != nil {
 		return nil, nil
 	}
-	des, err := os.ReadDir(s.dir)
+	des, err := os.ReadDir(s.files.dir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

@@ -356,7 +356,6 @@ func isMarkerPart(s string) bool {
 // zerologEscape escapes s the way zerolog writes a string value: '"' and
 // '\\' and the C0 controls and DEL escaped, invalid UTF-8 as \ufffd.
 func zerologEscape(s string) string {
-	const hex = "0123456789abcdef"
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -378,16 +377,8 @@ func zerologEscape(s string) string {
 			b.WriteString(`\b`)
 		case c == '\f':
 			b.WriteString(`\f`)
-		case c == '\n':
-			b.WriteString(`\n`)
-		case c == '\r':
-			b.WriteString(`\r`)
-		case c == '\t':
-			b.WriteString(`\t`)
 		case c < 0x20 || c == 0x7F:
-			b.WriteString(`\u00`)
-			b.WriteByte(hex[c>>4])
-			b.WriteByte(hex[c&0xF])
+			WriteEscape(&b, rune(c))
 		default:
 			b.WriteByte(c)
 		}

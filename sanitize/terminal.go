@@ -45,14 +45,8 @@ func terminal(s string, oneLine bool) string {
 			b.WriteRune(r)
 		case r == utf8.RuneError:
 			b.WriteRune(utf8.RuneError)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\r':
-			b.WriteString(`\r`)
 		default:
-			writeUEscape(&b, r)
+			WriteEscape(&b, r)
 		}
 	}
 	return b.String()
@@ -105,6 +99,23 @@ func escapeLogControls(s string) string {
 }
 
 func isLogEscape(r rune) bool { return isBidiControl(r) || r == '\u2028' || r == '\u2029' }
+
+// WriteEscape writes r, a character of the Basic Multilingual Plane, as
+// the backslash escape that JSON strings, YAML's double-quoted scalars and
+// Terminal share: newline, tab and carriage return as \n, \t and \r, any
+// other as \uXXXX.
+func WriteEscape(b *strings.Builder, r rune) {
+	switch r {
+	case '\n':
+		b.WriteString(`\n`)
+	case '\t':
+		b.WriteString(`\t`)
+	case '\r':
+		b.WriteString(`\r`)
+	default:
+		writeUEscape(b, r)
+	}
+}
 
 // writeUEscape writes r, a rune of the Basic Multilingual Plane, as \uXXXX.
 func writeUEscape(b *strings.Builder, r rune) {

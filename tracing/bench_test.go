@@ -11,7 +11,9 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -119,4 +121,69 @@ func cpuTime(b *testing.B) time.Duration {
 		b.Fatal(err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkExportBatch posts a batch of 512 call spans (the batch
+// processor's default size; a server span and a client span per call, with
+// the attributes the proxy gives them) to a local OTLP/HTTP sink, through
+// the SDK's exporter and through the proxy's (wireExporter). cpu-ns/span
+// is the process's CPU (the sink's included) per span.
+func BenchmarkExportBatch(b *testing.B) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	tr := &Tracer{tp: tp, tracer: tp.Tracer(instrumentationName)}
+	for range 256 {
+		callPath(context.Background(), tr)
+	}
+	spans := rec.Ended()
+	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+	}))
+	b.Cleanup(sink.Close)
+	ctx := context.Background()
+	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(sink.URL + "/v1/traces")}
+	for _, c := range []struct {
+		name string
+		exp  func() (sdktrace.SpanExporter, error)
+	}{
+		{"sdk", func() (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx, opts...) }},
+		{"wire", func() (sdktrace.SpanExporter, error) { return newWireExporter(ctx, otlptracehttp.NewClient(opts...)) }},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			exp, err := c.exp()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { _ = exp.Shutdown(ctx) })
+			b.ReportAllocs()
+			start := cpuTime(b)
+			for b.Loop() {
+				if err := exp.ExportSpans(ctx, spans); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
+		})
+	}
+}
+
+// BenchmarkInjectMeta splices a client span's traceparent into params
+// with a _meta (the benchmarks' calls) and without one.
+func BenchmarkInjectMeta(b *testing.B) {
+	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
+	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	ctx, span := tr.StartClient(context.Background(), ClientRequest{Method: "tools/call"})
+	defer span.End(OutcomeOK, 0)
+	for _, c := range []struct{ name, params string }{
+		{"meta", string(benchParams)},
+		{"nometa", `{"name":"fx__echo","arguments":{"text":"hello"}}`},
+	} {
+		params := json.RawMessage(c.params)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				tr.InjectMeta(ctx, params)
+			}
+		})
+	}
 }

@@ -41,5 +41,8 @@
 //
 // Spans go to the collector through a batch processor that drops, never
 // blocks, when the collector is slow. Shutdown flushes what is queued,
-// bounded by its ctx. Export errors are logged at most once a minute.
+// bounded by its ctx. Export errors are logged at most once a minute. Over
+// http/protobuf and grpc the spans are encoded by this package (wire.go)
+// into the bytes the SDK's exporter would send, and posted by the SDK's
+// OTLP client; http/json uses the SDK's exporter.
 package tracing

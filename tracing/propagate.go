@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 
@@ -89,35 +90,32 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 	if !sc.IsValid() {
 		return params
 	}
-	var c metaCarrier
-	t.prop.Inject(ctx, &c)
-	if c.traceparent == "" {
-		return params
-	}
+	tracestate := sc.TraceState().String()
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
 	meta, ok, err := rawjson.Get(params, keyMeta)
-	if err != nil {
-		return params
-	}
-	if !ok {
-		meta = json.RawMessage(`{}`)
-	} else if len(meta) == 0 || meta[0] != '{' {
+	if err != nil || ok && (len(meta) == 0 || meta[0] != '{') {
 		return params
 	}
 	var next []byte
 	switch _, stale, _ := rawjson.Get(meta, keyTracestate); {
-	case c.tracestate != "":
-		next, err = rawjson.SetMany(meta, rawjson.KV{Key: keyTraceparent, Value: rawjson.String(c.traceparent)},
-			rawjson.KV{Key: keyTracestate, Value: rawjson.String(c.tracestate)})
+	case !ok && tracestate == "": // the usual case: _meta written whole, one copy of params
+		next = append(make([]byte, 0, len(metaOpen)+traceparentLen+len(metaClose)), metaOpen...)
+		next = append(appendTraceparent(next, sc), metaClose...)
+	case !ok:
+		meta = json.RawMessage(`{}`)
+		fallthrough
+	case tracestate != "":
+		next, err = rawjson.SetMany(meta, rawjson.KV{Key: keyTraceparent, Value: quotedTraceparent(sc)},
+			rawjson.KV{Key: keyTracestate, Value: rawjson.String(tracestate)})
 	case stale:
 		next, err = rawjson.Delete(meta, keyTracestate)
 		if err == nil {
-			next, err = rawjson.Set(next, keyTraceparent, rawjson.String(c.traceparent))
+			next, err = rawjson.Set(next, keyTraceparent, quotedTraceparent(sc))
 		}
-	default: // the usual case: one walk, one copy
-		next, err = rawjson.Set(meta, keyTraceparent, rawjson.String(c.traceparent))
+	default: // one walk, one copy
+		next, err = rawjson.Set(meta, keyTraceparent, quotedTraceparent(sc))
 	}
 	if err != nil {
 		return params
@@ -127,6 +125,35 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 		return params
 	}
 	return out
+}
+
+// The _meta object of params that had none, around its traceparent.
+const (
+	metaOpen  = `{"` + keyTraceparent + `":`
+	metaClose = `}`
+)
+
+// traceparentLen is the length of a version 00 traceparent, quotes
+// included: "00-<32 hex>-<16 hex>-<2 hex>".
+const traceparentLen = 2 + 2 + 1 + 32 + 1 + 16 + 1 + 2
+
+// quotedTraceparent is the W3C traceparent of sc as a JSON string, as the
+// TraceContext propagator writes it: version 00 and, of the flags, only
+// sampled and random (the ones the W3C spec defines).
+func quotedTraceparent(sc trace.SpanContext) []byte {
+	return appendTraceparent(make([]byte, 0, traceparentLen), sc)
+}
+
+// appendTraceparent appends quotedTraceparent(sc) to b.
+func appendTraceparent(b []byte, sc trace.SpanContext) []byte {
+	tid, sid := sc.TraceID(), sc.SpanID()
+	b = append(b, `"00-`...)
+	b = hex.AppendEncode(b, tid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, sid[:])
+	b = append(b, '-')
+	b = hex.AppendEncode(b, []byte{byte(sc.TraceFlags() & (trace.FlagsSampled | trace.FlagsRandom))})
+	return append(b, '"')
 }
 
 // InjectHeader sets the traceparent (and tracestate) headers of an HTTP

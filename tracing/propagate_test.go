@@ -147,3 +147,21 @@ func FuzzInjectMeta(f *testing.F) {
 		}
 	})
 }
+
+// TestQuotedTraceparent: the traceparent InjectMeta writes is the W3C
+// propagator's (the one InjectHeader uses), whatever the trace flags.
+func TestQuotedTraceparent(t *testing.T) {
+	tr, _ := memTracer(t)
+	for _, flags := range []trace.TraceFlags{0, trace.FlagsSampled, trace.FlagsRandom, trace.FlagsSampled | trace.FlagsRandom, 0xff} {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{
+			TraceID:    trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36},
+			SpanID:     trace.SpanID{0, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+			TraceFlags: flags})
+		h := http.Header{}
+		tr.InjectHeader(trace.ContextWithSpanContext(context.Background(), sc), h)
+		want := `"` + h.Get("traceparent") + `"`
+		if got := string(quotedTraceparent(sc)); got != want || len(got) != traceparentLen {
+			t.Errorf("flags %02x: quotedTraceparent = %s, the propagator writes %s", byte(flags), got, want)
+		}
+	}
+}

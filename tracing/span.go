@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -119,10 +120,13 @@ const maxAttrs = 16
 // no other) and its batch processor do not.
 type spanState struct {
 	s trace.Span
+	// recording is s.IsRecording() at the start, which holds until End:
+	// asking the SDK again takes the span's lock each time.
+	recording bool
 
 	mu         sync.Mutex
 	outcomeSet bool
-	ended      bool
+	ended      atomic.Bool // set under mu; read without it by IsRecording
 	n          int
 	attrs      [maxAttrs]attribute.KeyValue
 }
@@ -131,7 +135,7 @@ type spanState struct {
 // one wins, as with SetAttributes). It drops kv when the span has ended or
 // is full. st.mu must be held.
 func (st *spanState) setLocked(kv attribute.KeyValue) {
-	if st.ended {
+	if st.ended.Load() {
 		return
 	}
 	for i := range st.n {
@@ -166,7 +170,7 @@ type serverSpanKey struct{}
 
 // IsRecording reports whether the span records attributes: callers may
 // skip work that only feeds a span.
-func (s Span) IsRecording() bool { return s.st != nil && s.st.s.IsRecording() }
+func (s Span) IsRecording() bool { return s.st != nil && s.st.recording && !s.st.ended.Load() }
 
 // SetServer records the upstream server a request was routed to.
 func (s Span) SetServer(server string) {
@@ -212,7 +216,7 @@ func (s Span) SetOutcome(outcome string, rpcCode int) {
 
 // setOutcomeLocked is SetOutcome's work; st.mu must be held.
 func (st *spanState) setOutcomeLocked(outcome string, rpcCode int) {
-	if st.ended {
+	if st.ended.Load() {
 		return
 	}
 	st.outcomeSet = true
@@ -239,13 +243,13 @@ func (s Span) End(outcome string, rpcCode int) {
 		return
 	}
 	st.mu.Lock()
-	if !st.outcomeSet && outcome != "" && st.s.IsRecording() {
+	if !st.outcomeSet && outcome != "" && st.recording {
 		st.setOutcomeLocked(outcome, rpcCode)
 	}
-	if !st.ended && st.n > 0 {
+	if !st.ended.Load() && st.n > 0 {
 		st.s.SetAttributes(st.attrs[:st.n]...)
 	}
-	st.ended = true
+	st.ended.Store(true)
 	st.mu.Unlock()
 	st.s.End()
 }
@@ -278,8 +282,8 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target), serverStart...)
-	st := &spanState{s: span}
-	if span.IsRecording() {
+	st := &spanState{s: span, recording: span.IsRecording()}
+	if st.recording {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
 		st.addTarget(r.Method, r.Target)
 		if id := requestID(r.ID); id != "" {
@@ -306,8 +310,8 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 		target = paramName(r.Params)
 	}
 	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target), clientStart...)
-	st := &spanState{s: span}
-	if span.IsRecording() {
+	st := &spanState{s: span, recording: span.IsRecording()}
+	if st.recording {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
 		st.addTarget(r.Method, target)
 		if r.ID != "" {

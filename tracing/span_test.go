@@ -8,6 +8,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
@@ -327,5 +328,34 @@ func TestEveryAttributeKept(t *testing.T) {
 	sameMap(t, "server span", attrMap(spans[1].Attributes), want)
 	if got := len(spans[1].Attributes); got != len(want) {
 		t.Errorf("server span has %d attributes, want %d", got, len(want))
+	}
+}
+
+// TestRecordingEndsWithSpan: a sampled span records until it ends, and
+// what is set on it afterwards does not reach the exported span.
+func TestRecordingEndsWithSpan(t *testing.T) {
+	tr, exp := memTracer(t)
+	ctx, s := tr.StartServer(context.Background(), ServerRequest{Method: "tools/list"})
+	inner := tr.SpanFromContext(ctx)
+	if !s.IsRecording() || !inner.IsRecording() {
+		t.Fatal("a sampled span does not record")
+	}
+	s.End(OutcomeOK, 0)
+	if s.IsRecording() || inner.IsRecording() {
+		t.Error("an ended span still records")
+	}
+	inner.SetServer("late")
+	inner.SetOutcome("denied", 0)
+	spans := ended(t, tr, exp)
+	if len(spans) != 1 {
+		t.Fatalf("%d spans exported, want 1", len(spans))
+	}
+	for _, kv := range spans[0].Attributes {
+		if kv.Key == AttrServer || kv.Key == AttrOutcome && kv.Value.AsString() != OutcomeOK {
+			t.Errorf("attribute %s=%s set after End was exported", kv.Key, kv.Value.Emit())
+		}
+	}
+	if spans[0].Status.Code == codes.Error {
+		t.Error("a SetOutcome after End marked the exported span failed")
 	}
 }

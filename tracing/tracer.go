@@ -209,7 +209,11 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
 		}
 		kind = "OTLP/HTTP"
-		exp, err = otlptracehttp.New(ctx, opts...)
+		if proto == protoHTTPJSON {
+			exp, err = otlptracehttp.New(ctx, opts...)
+		} else {
+			exp, err = newWireExporter(ctx, otlptracehttp.NewClient(opts...))
+		}
 	case protoGRPC:
 		var opts []otlptracegrpc.Option
 		if u != nil {
@@ -219,7 +223,7 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
 		}
 		kind = "OTLP/gRPC"
-		exp, err = otlptracegrpc.New(ctx, opts...)
+		exp, err = newWireExporter(ctx, otlptracegrpc.NewClient(opts...))
 	default:
 		return nil, "", fmt.Errorf("%w: OTLP protocol %q (http/protobuf, grpc or http/json)", ErrUnsupported, proto)
 	}

@@ -222,6 +222,10 @@ func capabilitiesOf(c mcp.ServerCapabilities) Capabilities {
 	}
 	out.Logging = c.Logging != nil
 	out.Completions = c.Completions != nil
+	if t := c.Tasks; t != nil {
+		out.Tasks.List, out.Tasks.Cancel = t.List != nil, t.Cancel != nil
+		out.Tasks.ToolCalls = t.Requests != nil && t.Requests.Tools != nil && t.Requests.Tools.Call != nil
+	}
 	return out
 }
 

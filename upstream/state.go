@@ -96,7 +96,22 @@ type Capabilities struct {
 	Resources, ResourcesSubscribe, ResourcesListChanged bool
 	Prompts, PromptsListChanged                         bool
 	Logging, Completions                                bool
+	// Tasks is the tasks capability of MCP 2025-11-25 (basic/utilities/tasks):
+	// what of tasks/list, tasks/cancel and task-augmented tools/call the
+	// server takes. The zero value is no tasks.
+	Tasks TaskCapabilities
 }
+
+// TaskCapabilities is an upstream's tasks capability (MCP 2025-11-25).
+type TaskCapabilities struct {
+	// ToolCalls is tasks.requests.tools.call: tools/call may carry a task.
+	ToolCalls bool
+	// List is tasks.list, Cancel tasks.cancel.
+	List, Cancel bool
+}
+
+// Any reports whether the server declared the tasks capability at all.
+func (t TaskCapabilities) Any() bool { return t.ToolCalls || t.List || t.Cancel }
 
 // CacheHint is what a list result said of how long it stays fresh and who
 // may share it (ttlMs and cacheScope, MCP 2026-07-28,

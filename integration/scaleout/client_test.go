@@ -207,7 +207,9 @@ type toolResult struct {
 	IsError           bool           `json:"isError"`
 }
 
-// echo calls fx__echo and checks that the text comes back.
+// echo calls fx__echo and, when the answer is a 200, checks that the text
+// comes back. Any other status is returned without an error: every caller
+// judges r.status itself.
 func (c *mcpClient) echo(ctx context.Context, sessionID, text string) (*reply, error) {
 	r, err := c.callTool(ctx, sessionID, "fx__echo", map[string]any{"text": text}, nil)
 	if err != nil || r.status != http.StatusOK {

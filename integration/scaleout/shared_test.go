@@ -58,13 +58,18 @@ type sharedReplica struct {
 
 // startSharedReplica runs a replica on the Redis store srv with two
 // fixture servers, their echo tool alone: fx, and fl limited to 5 calls a
-// minute; agents dev (the
-// default, full autonomy) and ask (supervised).
-func startSharedReplica(t *testing.T, proxyBin, fixtureBin, name string, srv *redistest.Server) *sharedReplica {
+// minute; with secure too when o is not nil (the OAuth server o, waiting
+// for a login); agents dev (the default, full autonomy) and ask
+// (supervised).
+func startSharedReplica(t *testing.T, proxyBin, fixtureBin, name string, srv *redistest.Server, o *oauthServer) *sharedReplica {
 	t.Helper()
 	dir := t.TempDir()
 	r := &sharedReplica{metrics: freeAddr(t), limited: filepath.Join(dir, "limited.jsonl")}
 	record := filepath.Join(dir, "record.jsonl")
+	secure, servers := "", "fx, fl"
+	if o != nil {
+		secure, servers = o.serverYAML(), "fx, fl, secure"
+	}
 	cfg := fmt.Sprintf(`log: {level: info, format: json}
 store:
   type: redis
@@ -85,13 +90,13 @@ servers:
     required: true
     tools: {include: [echo]}
     limits: {per_minute: 5}
-bundles:
-  all: {servers: [fx, fl]}
+%sbundles:
+  all: {servers: [%s]}
 agents:
   dev: {mcp_bundles: [all]}
   ask: {mcp_bundles: [all], autonomy: supervised}
 default_agent: dev
-`, srv.URL(), r.metrics, fixtureBin, "shared-"+name, record, fixtureBin, "shared-"+name+"-l", r.limited)
+`, srv.URL(), r.metrics, fixtureBin, "shared-"+name, record, fixtureBin, "shared-"+name+"-l", r.limited, secure, servers)
 	t.Setenv("MCP_PROXY_STORE_KEY", sharedStoreKey) // proxyEnv passes the test's environment on
 	r.replica = startProxy(t, proxyBin, name, dir, record, cfg)
 	return r
@@ -181,7 +186,7 @@ func TestSharedStateBehindRoundRobin(t *testing.T) {
 	var reps []*sharedReplica
 	var addrs []string
 	for _, name := range []string{"a", "b", "c"} {
-		r := startSharedReplica(t, proxyBin, fixtureBin, name, srv)
+		r := startSharedReplica(t, proxyBin, fixtureBin, name, srv, nil)
 		reps = append(reps, r)
 		addrs = append(addrs, r.addr)
 	}

@@ -1,11 +1,13 @@
-// Package atomicfile writes files that readers see whole or not at all, and
+// Package atomicfile writes files that readers see whole or not at all,
 // takes the exclusive lock files that processes sharing a folder serialize
-// their read-modify-write cycles on. The token store and the pin files use
+// their read-modify-write cycles on, and reads files with a bound on their
+// size. The token store, the pin files, the config and private keys use
 // it.
 package atomicfile
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -54,4 +56,19 @@ func WriteFile(path string, data []byte, perm os.FileMode) error {
 		d.Close()
 	}
 	return nil
+}
+
+// ReadAtMost reads the file at path, at most limit+1 bytes of it: a caller
+// tells a file larger than limit by the length of data, and a wrong path (a
+// log, a disk image) costs neither memory nor time. opened is false when
+// the file could not be opened, for callers that word that failure apart
+// from one reading it; err is the *fs.PathError of the step that failed.
+func ReadAtMost(path string, limit int64) (data []byte, opened bool, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false, err
+	}
+	defer f.Close()
+	data, err = io.ReadAll(io.LimitReader(f, limit+1))
+	return data, true, err
 }

@@ -2,6 +2,7 @@ package atomicfile
 
 import (
 	"errors"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -70,5 +71,42 @@ func TestLock(t *testing.T) {
 	}
 	if _, err := Lock(link, time.Second); err == nil {
 		t.Fatal("Lock through a symbolic link succeeded")
+	}
+}
+
+func TestReadAtMost(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for _, tc := range []struct {
+		name, path string
+		want       string
+		opened     bool
+		err        error
+	}{
+		{"within", write("a", "four"), "four", true, nil},
+		{"at the limit", write("b", "fivee"), "fivee", true, nil},
+		{"over: one byte more", write("c", "seven!!"), "seven!", true, nil},
+		{"missing", filepath.Join(dir, "none"), "", false, fs.ErrNotExist},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, opened, err := ReadAtMost(tc.path, 5)
+			if string(data) != tc.want || opened != tc.opened || !errors.Is(err, tc.err) {
+				t.Fatalf("ReadAtMost = %q, %v, %v; want %q, %v, %v", data, opened, err, tc.want, tc.opened, tc.err)
+			}
+		})
+	}
+	if runtime.GOOS != "windows" {
+		// A folder opens but does not read: the error is the read's.
+		_, opened, err := ReadAtMost(dir, 5)
+		var pe *fs.PathError
+		if !opened || !errors.As(err, &pe) || pe.Op != "read" {
+			t.Fatalf("folder: opened %v, err %v; want opened, a read *fs.PathError", opened, err)
+		}
 	}
 }

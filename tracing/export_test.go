@@ -1,0 +1,163 @@
+package tracing
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	"go.opentelemetry.io/otel/sdk/instrumentation"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// bodySink is an OTLP/HTTP collector that keeps every request body.
+type bodySink struct {
+	srv    *httptest.Server
+	mu     sync.Mutex
+	bodies [][]byte
+}
+
+func newBodySink(t *testing.T) *bodySink {
+	s := &bodySink{}
+	s.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.mu.Lock()
+		s.bodies = append(s.bodies, b)
+		s.mu.Unlock()
+	}))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *bodySink) take() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bodies
+	s.bodies = nil
+	return b
+}
+
+// wireBatches are ended spans with everything OTLP carries: every
+// attribute type, long values (lengths of two and three bytes), events,
+// links, the three statuses, remote and local parents, trace state,
+// dropped counts, two scopes of one resource, no resource, the zero scope.
+func wireBatches(t *testing.T) [][]sdktrace.ReadOnlySpan {
+	t.Helper()
+	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.41.0",
+		attribute.String("service.name", "mcp-proxy"), attribute.String("service.version", "1.2.3"),
+		attribute.Int("r.int", 7))
+	scope := instrumentation.Scope{Name: instrumentationName, SchemaURL: "https://opentelemetry.io/schemas/1.41.0"}
+	other := instrumentation.Scope{Name: "other", Version: "v2", SchemaURL: "https://example.com/s",
+		Attributes: attribute.NewSet(attribute.Bool("scoped", true))}
+	ts, err := trace.ParseTraceState("vendor=a1,other=b2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tid := trace.TraceID{0x4b, 0xf9, 0x2f, 0x35, 0x77, 0xb3, 0x4d, 0xa6, 0xa3, 0xce, 0x92, 0x9d, 0x0e, 0x0e, 0x47, 0x36}
+	remote := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{0, 0xf0, 0x67, 0xaa, 0x0b, 0xa9, 0x02, 0xb7},
+		TraceFlags: trace.FlagsSampled, TraceState: ts, Remote: true})
+	server := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{1, 2, 3, 4, 5, 6, 7, 8},
+		TraceFlags: trace.FlagsSampled, TraceState: ts})
+	client := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: trace.SpanID{9, 10, 11, 12, 13, 14, 15, 16}})
+	start := time.Date(2026, 12, 7, 10, 0, 0, 123456789, time.UTC)
+	every := []attribute.KeyValue{
+		attribute.String("s", "tools/call"), attribute.String("empty", ""), attribute.String("long", strings.Repeat("x", 200)),
+		attribute.String("longer", strings.Repeat("y", 20000)),
+		attribute.Bool("t", true), attribute.Bool("f", false),
+		attribute.Int64("zero", 0), attribute.Int64("neg", -42), attribute.Int64("max", math.MaxInt64),
+		attribute.Float64("f0", 0), attribute.Float64("pi", 3.25), attribute.Float64("nan", math.NaN()),
+		attribute.ByteSlice("bytes", []byte{0, 1, 2}), attribute.ByteSlice("nobytes", nil),
+		attribute.StringSlice("ss", []string{"a", "", "c"}), attribute.Int64Slice("is", []int64{1, -1}),
+		attribute.Float64Slice("fs", []float64{0.5}), attribute.BoolSlice("bs", []bool{true, false}),
+		attribute.StringSlice("nostrings", nil),
+		attribute.Slice("mixed", attribute.StringValue("x"), attribute.Int64Value(3), attribute.MapValue(attribute.Bool("in", true))),
+		attribute.Map("map", attribute.String("k", "v"), attribute.Slice("deep", attribute.Float64Value(1))),
+		{Key: "nothing", Value: attribute.Value{}},
+		{Key: "", Value: attribute.StringValue("keyless")},
+	}
+	spans := tracetest.SpanStubs{
+		{
+			Name: "tools/call fx__echo", SpanContext: server, Parent: remote, SpanKind: trace.SpanKindServer,
+			StartTime: start, EndTime: start.Add(201 * time.Microsecond), Attributes: every,
+			Events: []sdktrace.Event{
+				{Name: "exception", Time: start.Add(time.Microsecond), Attributes: []attribute.KeyValue{attribute.String("exception.type", "x")}, DroppedAttributeCount: 2},
+				{Name: "", Time: time.Time{}},
+			},
+			Links: []sdktrace.Link{
+				{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.Int("n", 1)}, DroppedAttributeCount: 1},
+				{SpanContext: client},
+			},
+			Status:            sdktrace.Status{Code: codes.Error, Description: "-32602"},
+			DroppedAttributes: 3, DroppedEvents: 4, DroppedLinks: 5, ChildSpanCount: 1,
+			Resource: res, InstrumentationScope: scope,
+		},
+		{
+			Name: "tools/call echo", SpanContext: client, Parent: server, SpanKind: trace.SpanKindClient,
+			StartTime: start.Add(5 * time.Microsecond), EndTime: start.Add(190 * time.Microsecond),
+			Attributes: []attribute.KeyValue{attribute.String("mcp.method.name", "tools/call")},
+			Status:     sdktrace.Status{Code: codes.Ok}, Resource: res, InstrumentationScope: scope,
+		},
+		{Name: "other", SpanContext: client, SpanKind: trace.SpanKindInternal, StartTime: start, EndTime: start,
+			Resource: res, InstrumentationScope: other},
+		{Name: "more", SpanContext: server, SpanKind: trace.SpanKindProducer, Resource: res, InstrumentationScope: scope},
+	}.Snapshots()
+	return [][]sdktrace.ReadOnlySpan{
+		spans,
+		tracetest.SpanStubs{{Name: "bare", SpanContext: client, SpanKind: trace.SpanKindConsumer}}.Snapshots(),
+		tracetest.SpanStubs{{Name: "unspecified", SpanContext: client, SpanKind: trace.SpanKind(99), Resource: res}}.Snapshots(),
+		nil,
+	}
+}
+
+// TestWireMatchesSDK: the proxy's protobuf exporter posts, for the same
+// spans, the very bytes the SDK's OTLP/HTTP exporter posts.
+func TestWireMatchesSDK(t *testing.T) {
+	clearOTELEnv(t)
+	ctx := context.Background()
+	sdkSink, wireSink := newBodySink(t), newBodySink(t)
+	sdkExp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(sdkSink.srv.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wireExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(wireSink.srv.URL+"/v1/traces")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, batch := range wireBatches(t) {
+		if err := sdkExp.ExportSpans(ctx, batch); err != nil {
+			t.Fatalf("batch %d: SDK exporter: %v", i, err)
+		}
+		if err := wireExp.ExportSpans(ctx, batch); err != nil {
+			t.Fatalf("batch %d: wire exporter: %v", i, err)
+		}
+		want, got := sdkSink.take(), wireSink.take()
+		if len(got) != len(want) {
+			t.Fatalf("batch %d: %d requests, the SDK's exporter %d", i, len(got), len(want))
+		}
+		for j := range want {
+			if !bytes.Equal(got[j], want[j]) {
+				t.Errorf("batch %d: request body differs from the SDK exporter's:\n got %x\nwant %x", i, got[j], want[j])
+			}
+		}
+	}
+	for _, e := range []sdktrace.SpanExporter{sdkExp, wireExp} {
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("Shutdown: %v", err)
+		}
+		if err := e.Shutdown(ctx); err != nil {
+			t.Errorf("second Shutdown: %v", err)
+		}
+	}
+}
