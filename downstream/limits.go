@@ -364,7 +364,7 @@ func (tc *toolCalls) takeShared(ctx context.Context, c *toolCall, l *callLimits,
 	}
 	refusal, leased, err := l.takeShared(ctx, agent, t, slot)
 	if leased {
-		c.slot = tc.sharedSlotRelease(ctx, c, l.shared, slot.Key, slot.ID)
+		c.slot = sharedSlotRelease(l.shared, slot)
 	}
 	return refusal, err
 }
@@ -435,16 +435,14 @@ func (tc *toolCalls) holdSharedSlot(ctx context.Context, c *toolCall, shared *st
 			return nil, nil, storeError(err)
 		}
 	}
-	return tc.sharedSlotRelease(ctx, c, shared, sl.slotsKey, id), nil, nil
+	return sharedSlotRelease(shared, &store.Slot{Key: sl.slotsKey, ID: id, Lease: timeout}), nil, nil
 }
 
-// sharedSlotRelease is what gives back the lease id under key.
-func (tc *toolCalls) sharedSlotRelease(ctx context.Context, c *toolCall, shared *store.Limits, key, id string) func() {
-	return func() {
-		if err := shared.Release(context.WithoutCancel(ctx), key, id); err != nil {
-			tc.log.Warn().Err(err).Str("server", c.entry.Server).Msg("a max_concurrent slot was not given back; it comes free when its lease ends")
-		}
-	}
+// sharedSlotRelease is what gives back the lease slot took: off the call's
+// path, so that the answer does not wait for the round trip; the store
+// sends it again while Redis does not take it, until the lease ends.
+func sharedSlotRelease(shared *store.Limits, slot *store.Slot) func() {
+	return func() { shared.Release(slot.Key, slot.ID, slot.Lease) }
 }
 
 // storeError is the JSON-RPC error of a request the shared-state store

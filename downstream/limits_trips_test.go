@@ -52,8 +52,8 @@ func tripsStore(t *testing.T, srv *redistest.Server, reg *prometheus.Registry) *
 // TestLimitedCallRoundTrips: with a Redis store, a call under a per_minute
 // and a max_concurrent limit, on an HTTP session, costs one round trip
 // before it runs (the session's read, the tokens and the slot's lease in
-// one pipeline) and one after (the release); the lease is held while the
-// call runs upstream.
+// one pipeline) and one after (the release, sent once the answer is on its
+// way); the lease is held while the call runs upstream.
 func TestLimitedCallRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
 	reg := prometheus.NewRegistry()
@@ -83,6 +83,10 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 		}
 		if n := <-held; n != 1 {
 			t.Errorf("call %d ran upstream with %d leases held, want its own", i+1, n)
+		}
+		// The release is sent after the answer, in the background.
+		if err := st.Limits().Settle(t.Context()); err != nil {
+			t.Fatal(err)
 		}
 	}
 	if got, want := opsSince(t, reg, before), "session_load_limit_take ok 3, slot_release ok 3"; got != want {
@@ -151,6 +155,9 @@ func TestPrepaidGivenBack(t *testing.T) {
 	if r := call(c, "fx__alpha"); !strings.Contains(r.body, "rate_limited") {
 		t.Errorf("a second call in the minute: %d %s, want it rate_limited", r.status, r.body)
 	}
+	if err := st.Limits().Settle(t.Context()); err != nil {
+		t.Fatal(err)
+	}
 	if n, err := st.Redis().Client().ZCard(t.Context(), st.Limits().SlotsKey("fx", 1)).Result(); err != nil || n != 0 {
 		t.Errorf("%d leases left after the calls (%v), want 0", n, err)
 	}
@@ -194,6 +201,51 @@ func opsSince(t *testing.T, reg *prometheus.Registry, before map[string]float64)
 	}
 	sort.Strings(out)
 	return strings.Join(out, ", ")
+}
+
+// TestReleaseAfterTheAnswer: a limited call is answered without waiting
+// for its lease's release, and a release Redis does not take at first
+// (it is paused for writes from the moment the call runs upstream until
+// the answer is in) is sent again until it is taken: no lease is left,
+// long before the lease (the server's 60 s timeout) would have ended.
+func TestReleaseAfterTheAnswer(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
+	slots := st.Limits().SlotsKey("fx", 1)
+	rc := st.Redis().Client()
+	fx := connected(`{"name":"alpha","inputSchema":{"type":"object"}}`)
+	fx.RequestFn = func(ctx context.Context, _ string, _ json.RawMessage) (json.RawMessage, error) {
+		if err := rc.Do(ctx, "CLIENT", "PAUSE", "60000", "WRITE").Err(); err != nil {
+			return nil, err
+		}
+		return json.RawMessage(`{"content":[{"type":"text","text":"ok"}]}`), nil
+	}
+	yaml := strings.Replace(tripsYAML, "timeout: 5s", "timeout: 60s", 1)
+	p := New(Options{Config: parseConfig(t, yaml), Upstreams: map[string]Upstream{"fx": fx},
+		Logger: zerolog.Nop(), Version: "test", Store: st})
+	p.Refresh()
+	c := &httpClient{t: t, url: startHTTP(t, p).URL + "/mcp"}
+	c.initialize()
+	r := c.post(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"fx__alpha","arguments":{}}}`)
+	if r.status != http.StatusOK || !strings.Contains(r.body, `"text":"ok"`) {
+		t.Fatalf("call: %d %s", r.status, r.body)
+	}
+	// Reads go through a write pause: the lease is still held.
+	if n, err := rc.ZCard(t.Context(), slots).Result(); err != nil || n != 1 {
+		t.Errorf("%d leases held when the answer came (%v), want the call's", n, err)
+	}
+	if err := rc.Do(t.Context(), "CLIENT", "UNPAUSE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	if err := st.Limits().Settle(ctx); err != nil {
+		t.Fatalf("the release was not taken once Redis took writes again: %v", err)
+	}
+	if n, err := rc.ZCard(t.Context(), slots).Result(); err != nil || n != 0 {
+		t.Errorf("%d leases left (%v), want 0", n, err)
+	}
 }
 
 // TestPrepaidRidesOnItsRequest: the limits a tools/call took with its

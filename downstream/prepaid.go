@@ -51,8 +51,9 @@ func claimPrepaid(l *callLimits, c *toolCall) *prepaid {
 }
 
 // giveBack returns what pre took unless rateGate used it; a second call
-// does nothing. A store that fails to take it back leaves the tokens
-// taken (the limit errs on the strict side) and the lease to its expiry.
+// does nothing. A store that fails to take the tokens back leaves them
+// taken (the limit errs on the strict side); the lease is given back in
+// the background (store.Limits.Release), tried again until it ends.
 func (pre *prepaid) giveBack(ctx context.Context) {
 	if pre == nil || !pre.done.CompareAndSwap(false, true) {
 		return
@@ -63,7 +64,7 @@ func (pre *prepaid) giveBack(ctx context.Context) {
 		_ = shared.Give(ctx, pre.buckets)
 	}
 	if pre.took.Leased {
-		_ = shared.Release(ctx, pre.slot.Key, pre.slot.ID)
+		shared.Release(pre.slot.Key, pre.slot.ID, pre.slot.Lease)
 	}
 }
 
@@ -99,7 +100,7 @@ func (tc *toolCalls) prepay(s *session, name string) *prepaid {
 // with its session's read.
 func (tc *toolCalls) usePrepaid(ctx context.Context, c *toolCall, l *callLimits, pre *prepaid) *limitRefusal {
 	if pre.took.Leased {
-		c.slot = tc.sharedSlotRelease(ctx, c, l.shared, pre.slot.Key, pre.slot.ID)
+		c.slot = sharedSlotRelease(l.shared, pre.slot)
 	}
 	if pre.took.Refused < 0 {
 		return nil

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"strconv"
 	"testing"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
@@ -59,5 +60,32 @@ func TestKeyNames(t *testing.T) {
 		if tc.got != tc.want {
 			t.Errorf("Key = %q, want %q", tc.got, tc.want)
 		}
+	}
+}
+
+// TestSessionNamesCache: the key of a session id is its HMAC under the
+// prefix whether it comes from the cache or not, and the cache of a
+// replica that served many sessions stays bounded.
+func TestSessionNamesCache(t *testing.T) {
+	keys, err := deriveKeys(master(7))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss := &Sessions{r: &Redis{prefix: "p:"}, keys: keys}
+	want := "p:session:" + keys.SessionID("sid-0")
+	if got := ss.key("sid-0"); got != want {
+		t.Fatalf("key = %q, want %q", got, want)
+	}
+	for i := range 2 * maxNames {
+		ss.key("sid-" + strconv.Itoa(i+1))
+		if n := len(ss.names); n > maxNames {
+			t.Fatalf("%d names cached, want at most %d", n, maxNames)
+		}
+	}
+	if got := ss.key("sid-0"); got != want {
+		t.Errorf("key after the cache started over = %q, want %q", got, want)
+	}
+	if got := ss.key("sid-0"); got != want {
+		t.Errorf("cached key = %q, want %q", got, want)
 	}
 }

@@ -52,10 +52,11 @@ func (l *Limits) SlotsKey(server string, max int) string {
 // buckets do (ratelimit.Bucket).
 const bucketSlack = 1e-9
 
-// bucketsLua is the start of both bucket scripts: Redis's clock, then
-// ARGV's slack and bucket count nb, and two functions over the first nb
-// keys of KEYS, whose refill rate (tokens a second) and capacity are
-// ARGV[1+2i] and ARGV[2+2i] (bucketArgs). level(i) reads bucket i as
+// bucketsLua is the start of both bucket scripts, on the keys K and the
+// arguments A (KEYS and ARGV, or a part of them: bucketsOf): Redis's
+// clock, then A's slack and bucket count nb, and two functions over the
+// first nb keys of K, whose refill rate (tokens a second) and capacity are
+// A[1+2i] and A[2+2i] (bucketArgs). level(i) reads bucket i as
 // refilled up to now: a bucket idle long enough to be full again has
 // expired, and a missing bucket is a full one. put(i, have) stores bucket
 // i with have tokens, to expire when it would be full again.
@@ -63,11 +64,11 @@ const bucketsLua = `
 redis.set_repl(redis.REPL_NONE)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-local slack, nb = tonumber(ARGV[1]), tonumber(ARGV[2])
+local slack, nb = tonumber(A[1]), tonumber(A[2])
 local tokens, rates, caps = {}, {}, {}
 local function level(i)
-  local rate, cap = tonumber(ARGV[1 + 2*i]), tonumber(ARGV[2 + 2*i])
-  local v = redis.call('HMGET', KEYS[i], 'tokens', 'last')
+  local rate, cap = tonumber(A[1 + 2*i]), tonumber(A[2 + 2*i])
+  local v = redis.call('HMGET', K[i], 'tokens', 'last')
   local have, last = tonumber(v[1]), tonumber(v[2])
   if have == nil or last == nil then
     have = cap
@@ -78,9 +79,13 @@ local function level(i)
   return have
 end
 local function put(i, have)
-  redis.call('HSET', KEYS[i], 'tokens', tostring(have), 'last', tostring(now))
-  redis.call('PEXPIRE', KEYS[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
+  redis.call('HSET', K[i], 'tokens', tostring(have), 'last', tostring(now))
+  redis.call('PEXPIRE', K[i], math.ceil((caps[i] - have) / rates[i] * 1000) + 1000)
 end
+`
+
+// bucketsOf makes KEYS and ARGV the K and A of bucketsLua.
+const bucketsOf = `local K, A = KEYS, ARGV
 `
 
 // Take takes one token from every bucket, or from none: when one is
@@ -106,7 +111,7 @@ type Slot struct {
 // got the slot (give it back with Release); when none was free the tokens
 // stay taken and the caller waits for a slot with Acquire.
 func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot) (refused int, wait time.Duration, leased bool, err error) {
-	keys, args := bucketArgs(buckets, slot)
+	keys, args, dropped := l.r.bucketArgs(buckets, slot)
 	if len(keys) == 0 {
 		return -1, 0, false, nil
 	}
@@ -122,6 +127,7 @@ func (l *Limits) TakeWithSlot(ctx context.Context, buckets []Bucket, slot *Slot)
 	if err != nil {
 		return -1, 0, false, err
 	}
+	l.r.rel.confirm(slot.keyOrEmpty(), dropped)
 	return res.Refused, res.Wait, res.Leased, nil
 }
 
@@ -135,10 +141,15 @@ type TakeResult struct {
 }
 
 // bucketArgs are the keys and arguments of takeScript for buckets and
-// slot, and of giveScript for buckets (slot nil).
-func bucketArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
-	keys := make([]string, 0, len(buckets)+1)
-	args := make([]any, 0, 2+2*len(buckets)+3)
+// slot, and of giveScript for buckets (slot nil); with a slot, dropped is
+// the leases of its key waiting to be given back on this replica, which
+// takeScript drops first (confirm them once it ran).
+func (r *Redis) bucketArgs(buckets []Bucket, slot *Slot) (keys []string, args []any, dropped []string) {
+	if slot != nil {
+		dropped = r.rel.pendingOf(slot.Key)
+	}
+	keys = make([]string, 0, len(buckets)+1)
+	args = make([]any, 0, 2+2*len(buckets)+3+len(dropped))
 	args = append(args, bucketSlack, len(buckets))
 	for _, b := range buckets {
 		keys = append(keys, b.Key)
@@ -147,8 +158,19 @@ func bucketArgs(buckets []Bucket, slot *Slot) ([]string, []any) {
 	if slot != nil {
 		keys = append(keys, slot.Key)
 		args = append(args, slot.Max, max64(slot.Lease.Milliseconds(), 1), slot.ID)
+		for _, id := range dropped {
+			args = append(args, id)
+		}
 	}
-	return keys, args
+	return keys, args, dropped
+}
+
+// keyOrEmpty is the slot's key, "" for no slot.
+func (s *Slot) keyOrEmpty() string {
+	if s == nil {
+		return ""
+	}
+	return s.Key
 }
 
 // takeResult reads takeScript's reply.
@@ -167,41 +189,51 @@ func takeResult(v []any) (TakeResult, error) {
 		Wait: max(time.Duration(math.Round(secs*float64(time.Second))), time.Nanosecond)}, nil
 }
 
-// takeScript takes one token in each of the first ARGV[2] buckets of KEYS,
-// all or none (bucketsLua); when they all gave one and KEYS has one more
-// key, it then tries for a lease there as slotScript does. ARGV is
-// bucketArgs's: the slack, the bucket count, each bucket's rate and
-// capacity, then the slot's count, lease (ms) and name. It returns the
-// index of the bucket that refused (0: none), the seconds until it has a
-// token, and 1 when it took the lease.
-var takeScript = redis.NewScript(bucketsLua + `
-for i = 1, nb do
-  local have = level(i)
-  if have < 1 - slack then
-    return {i, tostring((1 - have) / rates[i]), 0}
+// takeLua defines take(), which takes one token in each of the first nb
+// buckets of K, all or none (bucketsLua, which it follows); when they all
+// gave one and K has one more key, it then tries for a lease there as
+// slotScript does. A is bucketArgs's: the slack, the bucket count, each
+// bucket's rate and capacity, then the slot's count, lease (ms) and name,
+// then the leases to drop from the slot first (given back on this
+// replica, not yet sent). It returns the index of the bucket that refused
+// (0: none), the seconds until it has a token, and 1 when it took the
+// lease.
+const takeLua = `
+local function take()
+  for j = 6 + 2*nb, #A do
+    redis.call('ZREM', K[nb + 1], A[j])
   end
-end
-for i = 1, nb do
-  put(i, math.max(0, tokens[i] - 1))
-end
-local leased = 0
-if #KEYS > nb then
-  local key, a = KEYS[nb + 1], 3 + 2*nb
-  local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  local lease = tonumber(ARGV[a + 1])
-  redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
-  if redis.call('ZCARD', key) < tonumber(ARGV[a]) then
-    redis.call('ZADD', key, ms + lease, ARGV[a + 2])
-    redis.call('PEXPIRE', key, lease + 1000)
-    leased = 1
+  for i = 1, nb do
+    local have = level(i)
+    if have < 1 - slack then
+      return {i, tostring((1 - have) / rates[i]), 0}
+    end
   end
+  for i = 1, nb do
+    put(i, math.max(0, tokens[i] - 1))
+  end
+  local leased = 0
+  if #K > nb then
+    local key, a = K[nb + 1], 3 + 2*nb
+    local ms = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+    local lease = tonumber(A[a + 1])
+    redis.call('ZREMRANGEBYSCORE', key, '-inf', ms)
+    if redis.call('ZCARD', key) < tonumber(A[a]) then
+      redis.call('ZADD', key, ms + lease, A[a + 2])
+      redis.call('PEXPIRE', key, lease + 1000)
+      leased = 1
+    end
+  end
+  return {0, '0', leased}
 end
-return {0, '0', leased}
-`)
+`
+
+// takeScript is take() on KEYS and ARGV.
+var takeScript = redis.NewScript(bucketsOf + bucketsLua + takeLua + `return take()`)
 
 // giveScript gives back one token to each bucket of KEYS (bucketsLua),
 // never above its capacity. ARGV is bucketArgs's without a slot.
-var giveScript = redis.NewScript(bucketsLua + `
+var giveScript = redis.NewScript(bucketsOf + bucketsLua + `
 for i = 1, nb do
   level(i)
 end
@@ -214,7 +246,7 @@ return 0
 // Give puts back one token in every bucket (never above its capacity): a
 // call that took them and was not sent after all.
 func (l *Limits) Give(ctx context.Context, buckets []Bucket) error {
-	keys, args := bucketArgs(buckets, nil)
+	keys, args, _ := l.r.bucketArgs(buckets, nil)
 	if len(keys) == 0 {
 		return nil
 	}
@@ -225,9 +257,13 @@ func (l *Limits) Give(ctx context.Context, buckets []Bucket) error {
 
 // slotScript takes a lease on one of ARGV[1] slots of KEYS[1] for
 // ARGV[2] ms under the name ARGV[3], after dropping expired leases (those
-// of calls whose replica died); it returns 1 with the lease, 0 without.
+// of calls whose replica died) and the leases ARGV[4..] (given back on
+// this replica, not yet sent); it returns 1 with the lease, 0 without.
 var slotScript = redis.NewScript(`
 redis.set_repl(redis.REPL_NONE)
+for j = 4, #ARGV do
+  redis.call('ZREM', KEYS[1], ARGV[j])
+end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
@@ -257,11 +293,20 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 	ms := max64(lease.Milliseconds(), 1)
 	for {
 		var got int64
+		dropped := l.r.rel.pendingOf(key)
+		args := make([]any, 0, 3+len(dropped))
+		args = append(args, n, ms, id)
+		for _, d := range dropped {
+			args = append(args, d)
+		}
 		err := l.r.Run(ctx, "slot_acquire", func(ctx context.Context, c redisClient) error {
 			var err error
-			got, err = slotScript.Run(ctx, c, []string{key}, n, ms, id).Int64()
+			got, err = slotScript.Run(ctx, c, []string{key}, args...).Int64()
 			return err
 		})
+		if err == nil {
+			l.r.rel.confirm(key, dropped)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return fmt.Errorf("%w: %w", ErrNoSlot, ctx.Err())
@@ -281,19 +326,17 @@ func (l *Limits) Acquire(ctx context.Context, key string, n int, lease time.Dura
 	}
 }
 
-// Release gives back the lease id took under key. ctx should outlive the
-// call's own (a released slot matters most when the call was cancelled).
-func (l *Limits) Release(ctx context.Context, key, id string) error {
-	return l.r.Run(ctx, "slot_release", func(ctx context.Context, c redisClient) error {
-		return releaseScript.Run(ctx, c, []string{key}, id).Err()
-	})
+// Release gives back the lease id took under key (for lease) off the
+// caller's path: it returns at once, and the release is sent in the
+// background, with others waiting then in one round trip, and again while
+// Redis does not take it, until the lease ends (releaser).
+func (l *Limits) Release(key, id string, lease time.Duration) {
+	l.r.rel.add(key, id, lease)
 }
 
-// releaseScript drops the lease ARGV[1] of KEYS[1].
-var releaseScript = redis.NewScript(`
-redis.set_repl(redis.REPL_NONE)
-return redis.call('ZREM', KEYS[1], ARGV[1])
-`)
+// Settle waits until every release Release queued was sent and taken, or
+// ctx ends.
+func (l *Limits) Settle(ctx context.Context) error { return l.r.rel.settle(ctx) }
 
 func max64(a, b int64) int64 {
 	if a > b {

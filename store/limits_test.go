@@ -3,6 +3,7 @@
 package store
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -56,7 +57,8 @@ func TestLimitsSkipTheAOF(t *testing.T) {
 	if err := l.Give(t.Context(), buckets); err != nil {
 		t.Fatal(err)
 	}
-	if err := l.Release(t.Context(), slot.Key, slot.ID); err != nil {
+	l.Release(slot.Key, slot.ID, slot.Lease)
+	if err := l.Settle(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if refused, _, leased, err := l.TakeWithSlot(t.Context(), buckets, &other); err != nil || refused != -1 || !leased {
@@ -64,5 +66,44 @@ func TestLimitsSkipTheAOF(t *testing.T) {
 	}
 	if after := aofSize(t, s); after != before {
 		t.Errorf("the limits appended %d bytes to the AOF, want none", after-before)
+	}
+}
+
+// TestNextTakeDropsWaitingRelease: a lease given back on this replica and
+// not yet sent (the background sender is held here) is dropped by the
+// next take of its slot on the replica, with the tokens or alone: a
+// client that calls again once it has its answer finds its own last
+// lease gone, with one slot.
+func TestNextTakeDropsWaitingRelease(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	rl := s.redis.rel
+	rl.mu.Lock()
+	rl.started = true // no sender: releases wait
+	rl.mu.Unlock()
+	t.Cleanup(func() { close(rl.done) })
+	l := s.Limits()
+	buckets := []Bucket{{Key: l.BucketKey("server", "fx", "100"), PerMinute: 100, Burst: 100}}
+	slot := &Slot{Key: l.SlotsKey("fx", 1), Max: 1, Lease: time.Minute, ID: "call-1"}
+	if _, _, leased, err := l.TakeWithSlot(t.Context(), buckets, slot); err != nil || !leased {
+		t.Fatalf("TakeWithSlot = %v %v, want the lease", leased, err)
+	}
+	l.Release(slot.Key, slot.ID, slot.Lease)
+	next := *slot
+	next.ID = "call-2"
+	if _, _, leased, err := l.TakeWithSlot(t.Context(), buckets, &next); err != nil || !leased {
+		t.Fatalf("TakeWithSlot after call-1's release = %v %v, want the lease", leased, err)
+	}
+	l.Release(next.Key, next.ID, next.Lease)
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+	defer cancel()
+	if err := l.Acquire(ctx, slot.Key, 1, time.Minute, "call-3"); err != nil {
+		t.Fatalf("Acquire after call-2's release = %v, want the lease", err)
+	}
+	if err := l.Settle(ctx); err != nil {
+		t.Errorf("releases still waiting after the takes that dropped them: %v", err)
+	}
+	if got, err := s.Redis().Client().ZRange(t.Context(), slot.Key, 0, -1).Result(); err != nil || len(got) != 1 || got[0] != "call-3" {
+		t.Errorf("leases held = %v (%v), want [call-3]", got, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/metrics"
@@ -40,6 +41,8 @@ type Redis struct {
 	metrics *metrics.Store
 	// where names the server in errors: its address, never its password.
 	where string
+	// rel gives max_concurrent leases back off the calls' path.
+	rel *releaser
 }
 
 // newRedis builds the client of cfg (type redis, validated). It does not
@@ -78,6 +81,8 @@ func newRedis(cfg config.Store, m *metrics.Store) (*Redis, error) {
 			MaxRetries:            redisRetries,
 			MinRetryBackoff:       minRetryWait,
 			MaxRetryBackoff:       maxRetryWait,
+			Protocol:              protocol(opt.Protocol),
+			DisableIdentity:       true,
 		})
 		return r, nil
 	}
@@ -85,8 +90,22 @@ func newRedis(cfg config.Store, m *metrics.Store) (*Redis, error) {
 	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout, opt.PoolTimeout = dialTimeout, ioTimeout, ioTimeout, poolTimeout
 	opt.ContextTimeoutEnabled = true
 	opt.MaxRetries, opt.MinRetryBackoff, opt.MaxRetryBackoff = redisRetries, minRetryWait, maxRetryWait
+	opt.Protocol, opt.DisableIdentity = protocol(opt.Protocol), true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	r.client = redis.NewClient(opt)
 	return r, nil
+}
+
+// protocol is the RESP version of the client: 2 unless the URL asks for
+// another (?protocol=3). The store uses none of RESP3's additions (push
+// messages, client-side caching), and on RESP3 go-redis looks for push
+// messages around every command, which costs a few microseconds of CPU
+// each time.
+func protocol(fromURL int) int {
+	if fromURL != 0 {
+		return fromURL
+	}
+	return 2
 }
 
 // caPool is the system's roots plus the PEM certificates of path.
@@ -192,8 +211,14 @@ func (e *unavailableError) Error() string {
 // text, so that no caller mistakes it for the end of its own request.
 func (e *unavailableError) Unwrap() error { return ErrUnavailable }
 
-// Close closes the client's connections.
-func (r *Redis) Close() error { return r.client.Close() }
+// Close sends the lease releases still waiting, once, and closes the
+// client's connections.
+func (r *Redis) Close() error {
+	if r.rel != nil {
+		r.rel.close()
+	}
+	return r.client.Close()
+}
 
 // redisClient is go-redis's client of one endpoint or of a Sentinel
 // master.

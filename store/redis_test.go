@@ -192,3 +192,18 @@ func TestRedisSentinel(t *testing.T) {
 		t.Fatalf("GET on the master = %q, %v", got, err)
 	}
 }
+
+// TestRedisClientHandshake: the store's connections speak RESP2 (the store
+// uses nothing of RESP3, on which go-redis looks for push messages around
+// every command) and send no CLIENT SETINFO when they connect.
+func TestRedisClientHandshake(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	info, err := s.Redis().Client().ClientInfo(t.Context()).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Resp != 2 || info.LibName != "" || info.LibVer != "" {
+		t.Errorf("CLIENT INFO: resp=%d lib-name=%q lib-ver=%q, want resp=2 and no library named", info.Resp, info.LibName, info.LibVer)
+	}
+}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -13,15 +14,26 @@ import (
 // fields whose meaning is the caller's, stored under the HMAC of its id
 // and expiring after the idle timeout without use. Every operation is one
 // round trip. Reading a session refreshes its expiry only when less than
-// the idle timeout is left, to idle + slack (idleSlack): most requests then
-// write nothing, and on Redis with appendfsync always a write waits for the
-// disk. A session thus expires between idle and idle + slack after its
-// last use. It is safe for concurrent use.
+// the idle timeout is left, to idle + slack (idleSlack), in a write sent
+// after the read: most requests write nothing, and on Redis with
+// appendfsync always a write waits for the disk. A session thus expires
+// between idle and idle + slack after its last use. It is safe for
+// concurrent use.
 type Sessions struct {
 	r    *Redis
 	keys *Keys
 	idle time.Duration // 0: no expiry (sessions last until deleted)
+
+	// names keeps the keys of the session ids used lately: an HMAC a
+	// request is a few microseconds of CPU, on every request.
+	namesMu sync.Mutex
+	names   map[string]string
+
+	refreshing sync.WaitGroup // refreshes of expiries on their way
 }
+
+// maxNames bounds Sessions.names; when it is full it starts over.
+const maxNames = 4096
 
 // Sessions is the session store of a Redis store whose sessions expire
 // after idle without use (0: never), nil with the memory store and on a
@@ -33,7 +45,22 @@ func (s *Store) Sessions(idle time.Duration) *Sessions {
 	return &Sessions{r: s.redis, keys: s.keys, idle: idle}
 }
 
-func (ss *Sessions) key(id string) string { return ss.r.Key("session", ss.keys.SessionID(id)) }
+func (ss *Sessions) key(id string) string {
+	ss.namesMu.Lock()
+	k, ok := ss.names[id]
+	ss.namesMu.Unlock()
+	if ok {
+		return k
+	}
+	k = ss.r.Key("session", ss.keys.SessionID(id))
+	ss.namesMu.Lock()
+	if ss.names == nil || len(ss.names) >= maxNames {
+		ss.names = make(map[string]string)
+	}
+	ss.names[id] = k
+	ss.namesMu.Unlock()
+	return k
+}
 
 // maxIdleSlack bounds idleSlack: with it a read refreshes a busy
 // session's expiry at most once a minute.
@@ -73,100 +100,125 @@ func (ss *Sessions) Create(ctx context.Context, id string, fields map[string]str
 }
 
 // Load returns every field of session id and marks it used; ok is false
-// when there is no such session (never made, deleted, or expired).
+// when there is no such session (never made, deleted, or expired). The
+// read is one pipeline of HGETALL and PTTL, which costs both sides less
+// than a script; when the refresh of the expiry is due, it is sent after
+// the read, off the caller's path (refresh).
 func (ss *Sessions) Load(ctx context.Context, id string) (fields map[string]string, ok bool, err error) {
 	key := ss.key(id)
+	var ttl time.Duration
 	err = ss.r.Run(ctx, "session_load", func(ctx context.Context, c redisClient) error {
-		v, err := loadScript.Run(ctx, c, []string{key}, ss.idle.Milliseconds(), ss.expiry().Milliseconds()).StringSlice()
+		var all *redis.MapStringStringCmd
+		var left *redis.DurationCmd
+		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
+			all = p.HGetAll(ctx, key)
+			left = p.PTTL(ctx, key)
+			return nil
+		})
 		if err != nil {
 			return err
 		}
-		if len(v)%2 != 0 {
-			return fmt.Errorf("session load: %d values", len(v))
-		}
-		fields = make(map[string]string, len(v)/2)
-		for i := 0; i < len(v); i += 2 {
-			fields[v[i]] = v[i+1]
-		}
+		fields, ttl = all.Val(), left.Val()
 		return nil
 	})
 	if err != nil {
 		return nil, false, err
 	}
+	// PTTL is -1 without an expiry, -2 for no key (go-redis keeps those
+	// as they are).
+	if len(fields) > 0 && ss.idle > 0 && ttl >= -1 && ttl < ss.idle {
+		ss.refresh(key)
+	}
 	return fields, len(fields) > 0, nil
 }
 
-// LoadTaking is Load and Limits.TakeWithSlot in one pipelined round trip:
-// the read of the session a tools/call comes on, and the tokens and the
-// max_concurrent lease of the call it is expected to be. The take happens
-// whatever the read finds: a caller whose guess was wrong gives back what
-// it took (Limits.Give, Limits.Release). A script Redis does not have yet
-// is sent again by itself.
+// refresh sets the expiry of the session under key to ss.expiry() in the
+// background. PEXPIRE makes no key: a session deleted meanwhile stays
+// deleted. A refresh that fails is tried again by the next read.
+func (ss *Sessions) refresh(key string) {
+	ss.refreshing.Add(1)
+	go func() {
+		defer ss.refreshing.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), OpTimeout)
+		defer cancel()
+		_ = ss.r.Run(ctx, "session_refresh", func(ctx context.Context, c redisClient) error {
+			return c.PExpire(ctx, key, ss.expiry()).Err()
+		})
+	}()
+}
+
+// LoadTaking is Load and Limits.TakeWithSlot in one round trip, one
+// script: the read of the session a tools/call comes on, and the tokens
+// and the max_concurrent lease of the call it is expected to be. The take
+// happens whatever the read finds: a caller whose guess was wrong gives
+// back what it took (Limits.Give, Limits.Release).
 func (ss *Sessions) LoadTaking(ctx context.Context, id string, buckets []Bucket, slot *Slot) (fields map[string]string, ok bool, took TakeResult, err error) {
-	keys, args := bucketArgs(buckets, slot)
-	if len(keys) == 0 {
+	tkeys, targs, dropped := ss.r.bucketArgs(buckets, slot)
+	if len(tkeys) == 0 {
 		fields, ok, err = ss.Load(ctx, id)
 		return fields, ok, TakeResult{Refused: -1}, err
 	}
-	key := ss.key(id)
-	loadArgs := []any{ss.idle.Milliseconds(), ss.expiry().Milliseconds()}
-	var raw []string
+	keys := make([]string, 0, 1+len(tkeys))
+	keys = append(keys, ss.key(id))
+	keys = append(keys, tkeys...)
+	args := make([]any, 0, 2+len(targs))
+	args = append(args, ss.idle.Milliseconds(), ss.expiry().Milliseconds())
+	args = append(args, targs...)
 	err = ss.r.Run(ctx, "session_load_limit_take", func(ctx context.Context, c redisClient) error {
-		var load, take *redis.Cmd
-		_, err := c.Pipelined(ctx, func(p redis.Pipeliner) error {
-			load = loadScript.EvalSha(ctx, p, []string{key}, loadArgs...)
-			take = takeScript.EvalSha(ctx, p, keys, args...)
-			return nil
-		})
-		if err != nil && !isNoScript(err) {
-			return err
-		}
-		if isNoScript(load.Err()) {
-			load = loadScript.Run(ctx, c, []string{key}, loadArgs...)
-		}
-		if isNoScript(take.Err()) {
-			take = takeScript.Run(ctx, c, keys, args...)
-		}
-		if raw, err = load.StringSlice(); err != nil {
-			return err
-		}
-		v, err := take.Slice()
+		v, err := loadTakeScript.Run(ctx, c, keys, args...).Slice()
 		if err != nil {
 			return err
 		}
-		took, err = takeResult(v)
+		if len(v) != 4 {
+			return fmt.Errorf("session load and take: %d values", len(v))
+		}
+		raw, _ := v[0].([]any)
+		if fields, err = fieldsOf(raw); err != nil {
+			return err
+		}
+		took, err = takeResult(v[1:])
 		return err
 	})
 	if err != nil {
 		return nil, false, TakeResult{}, err
 	}
-	if len(raw)%2 != 0 {
-		return nil, false, TakeResult{}, fmt.Errorf("session load: %d values", len(raw))
-	}
-	fields = make(map[string]string, len(raw)/2)
-	for i := 0; i < len(raw); i += 2 {
-		fields[raw[i]] = raw[i+1]
-	}
+	ss.r.rel.confirm(slot.keyOrEmpty(), dropped)
 	return fields, len(fields) > 0, took, nil
 }
 
-// isNoScript reports whether err is Redis's answer to a script it does not
-// have in its cache.
-func isNoScript(err error) bool {
-	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+// fieldsOf reads a hash's fields from HGETALL's reply, a list of names and
+// values.
+func fieldsOf(raw []any) (map[string]string, error) {
+	if len(raw)%2 != 0 {
+		return nil, fmt.Errorf("session load: %d values", len(raw))
+	}
+	fields := make(map[string]string, len(raw)/2)
+	for i := 0; i < len(raw); i += 2 {
+		k, _ := raw[i].(string)
+		v, _ := raw[i+1].(string)
+		fields[k] = v
+	}
+	return fields, nil
 }
 
-// loadScript returns every field of KEYS[1] and, when it exists with less
-// than ARGV[1] ms to live (and ARGV[1] > 0), sets its expiry to ARGV[2] ms.
-// A read that refreshes nothing writes nothing (scripts replicate their
-// effects), so it costs no append-only-file write.
-var loadScript = redis.NewScript(`
+// loadTakeScript reads the session KEYS[1] as Load does and, when it
+// exists with less than ARGV[1] ms to live (and ARGV[1] > 0), sets its
+// expiry to ARGV[2] ms; then it runs takeScript on the other keys with
+// ARGV[3..]. It returns the session's fields, then takeScript's three
+// values. The refresh is written to the AOF as any write; only the take's
+// writes are kept out of it.
+var loadTakeScript = redis.NewScript(`
 local f = redis.call('HGETALL', KEYS[1])
 local idle = tonumber(ARGV[1])
 if #f > 0 and idle > 0 and redis.call('PTTL', KEYS[1]) < idle then
   redis.call('PEXPIRE', KEYS[1], tonumber(ARGV[2]))
 end
-return f
+local K, A = {}, {}
+for i = 2, #KEYS do K[i - 1] = KEYS[i] end
+for i = 3, #ARGV do A[i - 2] = ARGV[i] end
+` + bucketsLua + takeLua + `
+local r = take()
+return {f, r[1], r[2], r[3]}
 `)
 
 // Set writes fields of session id (name, value, name, value...) and marks
@@ -204,6 +256,9 @@ return 1
 // Delete ends session id on every replica.
 func (ss *Sessions) Delete(ctx context.Context, id string) error {
 	key := ss.key(id)
+	ss.namesMu.Lock()
+	delete(ss.names, id)
+	ss.namesMu.Unlock()
 	return ss.r.Run(ctx, "session_delete", func(ctx context.Context, c redisClient) error {
 		return c.Del(ctx, key).Err()
 	})

@@ -62,6 +62,7 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
 		t.Fatalf("Load = %v %v", ok, err)
 	}
+	ss.refreshing.Wait() // the refresh is sent after the read
 	ttl, err := rc.PTTL(t.Context(), key).Result()
 	if err != nil {
 		t.Fatal(err)
@@ -71,5 +72,37 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	}
 	if _, ok, err := ss.Load(t.Context(), "sid-2"); err != nil || ok {
 		t.Errorf("Load of an unknown session = %v %v, want not found", ok, err)
+	}
+}
+
+// TestSessionReadsDuringWritePause: a session is read while Redis takes
+// no writes (CLIENT PAUSE WRITE, as during a failover), even one whose
+// expiry is due for a refresh: the read is plain reads, and the refresh
+// is sent after it, taken once Redis takes writes again.
+func TestSessionReadsDuringWritePause(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	const idle = 10 * time.Minute
+	ss := s.Sessions(idle)
+	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	rc := s.Redis().Client()
+	if err := rc.PExpire(t.Context(), ss.key("sid-1"), idle-time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
+		t.Fatal(err)
+	}
+	f, ok, err := ss.Load(t.Context(), "sid-1")
+	if uerr := rc.Do(t.Context(), "CLIENT", "UNPAUSE").Err(); uerr != nil {
+		t.Fatal(uerr)
+	}
+	if err != nil || !ok || f["a"] != "dev" {
+		t.Fatalf("Load while Redis takes no writes = %v %v %v, want the session", f, ok, err)
+	}
+	ss.refreshing.Wait()
+	if ttl, err := rc.PTTL(t.Context(), ss.key("sid-1")).Result(); err != nil || ttl <= idle {
+		t.Errorf("after the pause the session expires in %s (%v), want more than %s", ttl, err, idle)
 	}
 }

@@ -68,6 +68,7 @@ func Open(cfg config.Store, opts Options) (*Store, error) {
 	if s.redis, err = newRedis(cfg, opts.Metrics); err != nil {
 		return nil, err
 	}
+	s.redis.rel = newReleaser(s.redis, opts.Logger)
 	// go-redis logs to stderr on its own (failed dials, for one); its lines
 	// go through the proxy's log instead, at debug level: the probe says
 	// once, at error level, that the store does not answer.

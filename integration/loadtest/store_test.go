@@ -59,7 +59,7 @@ func TestStoreScenarios(t *testing.T) {
 	}
 	want := map[string]map[string]float64{
 		"store-http-c1":         {"session_load/ok": 1},
-		"store-http-c8-limited": {"session_load_limit_take/ok": 1, "slot_release/ok": 1},
+		"store-http-c8-limited": {"session_load_limit_take/ok": 1},
 	}
 	if len(rep.Results) != len(want) {
 		t.Fatalf("%d results, want %d", len(rep.Results), len(want))
@@ -76,8 +76,15 @@ func TestStoreScenarios(t *testing.T) {
 		if _, ok := r.Ratios[sideProxy+"/"+sideMemory]; !ok {
 			t.Errorf("%s: no proxy/memory ratio", r.Scenario)
 		}
-		if !maps.Equal(r.Store.TripsPerCall, want[r.Scenario]) {
-			t.Errorf("%s: store round trips a call %v, want %v", r.Scenario, r.Store.TripsPerCall, want[r.Scenario])
+		// A lease's release is sent after the answer, in the background,
+		// and the next take on the replica carries one not sent yet: at
+		// most one a call goes on its own.
+		trips := maps.Clone(r.Store.TripsPerCall)
+		if trips["slot_release/ok"] <= 1 {
+			delete(trips, "slot_release/ok")
+		}
+		if !maps.Equal(trips, want[r.Scenario]) {
+			t.Errorf("%s: store round trips a call %v, want %v and slot_release/ok at most 1", r.Scenario, r.Store.TripsPerCall, want[r.Scenario])
 		}
 		if r.Store.SessionKeys != 1 || r.Store.SessionBytes <= 0 || r.Store.SessionBytes > maxSessionBytes {
 			t.Errorf("%s: a go-sdk session with two calls is %d B in %d keys, want one key of at most %d B",
