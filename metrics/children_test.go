@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -106,6 +107,40 @@ func TestToolSeriesAcrossMetrics(t *testing.T) {
 	for reg, want := range map[*prometheus.Registry]string{regA: "1", regB: "2"} {
 		line := `mcp_proxy_tool_calls_total{outcome="ok",server="fs",tool="read_file"} ` + want + "\n"
 		if got := exposition(t, reg, NameToolCalls); !bytes.Contains([]byte(got), []byte(line)) {
+			t.Errorf("exposition:\n%s\nwant the line %q", got, line)
+		}
+	}
+}
+
+// TestCountConcurrentSeries counts on new and known series from several
+// goroutines at once: every series ends with every count made on it.
+func TestCountConcurrentSeries(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m, err := New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const workers, agents, rounds = 4, 20, 5
+	done := make(chan struct{})
+	for w := range workers {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for r := range rounds {
+				for a := range agents {
+					agent := "agent" + strconv.Itoa((a+w+r)%agents)
+					m.Request(agent, "tools/call", "ok")
+				}
+			}
+		}()
+	}
+	for range workers {
+		<-done
+	}
+	got := exposition(t, reg, "mcp_proxy_requests_total{")
+	for a := range agents {
+		line := `mcp_proxy_requests_total{agent="agent` + strconv.Itoa(a) + `",method="tools/call",outcome="ok"} ` +
+			strconv.Itoa(workers*rounds) + "\n"
+		if !strings.Contains(got, line) {
 			t.Errorf("exposition:\n%s\nwant the line %q", got, line)
 		}
 	}
