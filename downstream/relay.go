@@ -162,15 +162,17 @@ func refuse(code int, format string, a ...any) error {
 // OnUpstreamRequest answers an upstream's sampling/createMessage,
 // elicitation/create or roots/list by asking the client of the request it
 // belongs to. It is upstream.Options.OnRequest.
-func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (_ json.RawMessage, err error) {
+func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.RawMessage) (res json.RawMessage, err error) {
 	r := requestFrom(ctx)
 	n := 1
 	if t, ok := rl.relatedTask(srv, params); ok {
 		// A request about a task goes to the session that created it,
 		// naming the task by the proxy's id: on the stream of its request
 		// in flight to the server (tasks/result) when it has one, else on
-		// the session's own.
+		// the session's own. The client's answer names the proxy's id
+		// too: the server gets its own back.
 		params = retagRelated(params, t.id)
+		defer func() { res = retagRelated(res, t.upID) }()
 		if r == nil || taskOwner(r.sess) != t.owner {
 			r = rl.calls.ofSession(srv, t.sess)
 		}
@@ -516,7 +518,9 @@ func (rl *relay) onNotification(srv, method string, params json.RawMessage) {
 // of that session in flight to the server when there is one (so that a log
 // written during a call arrives with the call), else on the session's own
 // stream. A stateless client gets it on its request's stream only when
-// that request asked for logs (its _meta log level).
+// that request asked for logs (its _meta log level). A message about a
+// task a client created through the proxy (related-task metadata) goes
+// to that client's session only, naming the proxy's id (tasks.go).
 func (rl *relay) forwardLog(srv string, params json.RawMessage) {
 	level, err := stringMember(params, "level")
 	if err != nil || levelIndex(level) < 0 {
@@ -524,6 +528,21 @@ func (rl *relay) forwardLog(srv string, params json.RawMessage) {
 	}
 	out, err := rawjson.Set(params, "logger", rawjson.String(srv))
 	if err != nil {
+		return
+	}
+	if t, ok := rl.relatedTask(srv, params); ok {
+		// A message about a task is for the session that created it, under
+		// the proxy's id: on the stream of its request in flight to the
+		// server when it has one, else on its own.
+		if t.sess == nil || !t.sess.agent.Granted(srv) || !t.sess.wantsLog(level) {
+			return
+		}
+		msg := notification("notifications/message", retagRelated(out, t.id))
+		if r := rl.calls.ofSession(srv, t.sess); r != nil {
+			_ = r.out.send(msg)
+		} else {
+			t.sess.sendUnowned(msg)
+		}
 		return
 	}
 	msg := notification("notifications/message", out)

@@ -86,11 +86,11 @@ func (tc *toolCalls) createdTask(ctx context.Context, c *toolCall, up Upstream, 
 	if err != nil {
 		return nil, errorf(codeInternal, "MCP server '%s': invalid CreateTaskResult", c.entry.Server), true
 	}
-	return result, nil, true
+	return retagRelated(result, id), nil, true
 }
 
 func tooManyTasks() *wireError {
-	return errorf(codeInvalidRequest, "this session already holds %d tasks; let some end (tasks/cancel) before creating more", maxTasksPerSession)
+	return errorf(codeInvalidRequest, "this session already holds %d tasks, none of them ended; let some end (tasks/cancel) before creating more", maxTasksPerSession)
 }
 
 // taskTTL is a task's ttl (milliseconds), 0 when it has none or null.
@@ -215,6 +215,7 @@ func (tc *toolCalls) taskStatus(ctx context.Context, r *request, method string) 
 	if werr != nil {
 		return nil, werr
 	}
+	tc.tasks.noteStatus(t.id, res)
 	return retagTask(res, t.id), nil
 }
 
@@ -230,6 +231,7 @@ func (tc *toolCalls) taskResult(ctx context.Context, r *request) (json.RawMessag
 	if werr != nil {
 		return nil, werr
 	}
+	tc.tasks.end(t.id) // a task's result comes once it is over
 	return retagTask(tc.rewriteResult(r.sess.agent.Name, t.server, res, r.linkOK()), t.id), nil
 }
 
@@ -262,20 +264,20 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 		out = append(out, task...)
 	}
 	g := tc.gen()
-	for _, srv := range g.serverNames() {
-		mine := byServer[srv]
-		if len(mine) == 0 || tc.serverUp(srv) != nil {
+	for _, srv := range g.cfg.ServersInOrder() {
+		mine, up, cfg := byServer[srv], g.ups[srv], g.cfg.Servers[srv]
+		if len(mine) == 0 || up == nil || cfg == nil || tc.serverUp(srv) != nil {
 			continue
 		}
-		up := g.ups[srv]
 		if up.Snapshot().Capabilities.Tasks.List {
-			for _, task := range tc.serverTasks(ctx, r, srv, mine) {
+			for _, task := range tc.serverTasks(ctx, r, srv, up, cfg.Timeout.D(), mine) {
 				add(task)
 			}
 			continue
 		}
 		for _, t := range mine {
 			if res, werr := tc.taskRequest(ctx, r, t, "tasks/get"); werr == nil {
+				tc.tasks.noteStatus(t.id, res)
 				add(retagTask(res, t.id))
 			}
 		}
@@ -283,15 +285,13 @@ func (tc *toolCalls) listTasks(ctx context.Context, r *request) (json.RawMessage
 	return append(out, "]}"...), nil
 }
 
-// serverTasks reads srv's tasks/list and keeps the tasks of mine, with
-// the proxy's ids.
-func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, mine []taskRoute) []json.RawMessage {
+// serverTasks reads the tasks/list of srv (up, each page within timeout)
+// and keeps the tasks of mine, with the proxy's ids.
+func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, up Upstream, timeout time.Duration, mine []taskRoute) []json.RawMessage {
 	ids := make(map[string]string, len(mine))
 	for _, t := range mine {
 		ids[t.upID] = t.id
 	}
-	up := tc.gen().ups[srv]
-	timeout := tc.gen().cfg.Servers[srv].Timeout.D()
 	var out []json.RawMessage
 	cursor := ""
 	for range maxTaskListPages {
@@ -313,6 +313,7 @@ func (tc *toolCalls) serverTasks(ctx context.Context, r *request, srv string, mi
 		for _, task := range page.Tasks {
 			upID, err := stringMember(task, "taskId")
 			if id, ok := ids[upID]; err == nil && ok {
+				tc.tasks.noteStatus(id, task)
 				out = append(out, retagTask(task, id))
 				delete(ids, upID)
 			}
@@ -397,5 +398,6 @@ func (rl *relay) taskStatusChanged(srv string, params json.RawMessage) {
 	if !ok || t.sess == nil || !t.sess.agent.Granted(srv) {
 		return
 	}
+	rl.tasks.noteStatus(t.id, params)
 	t.sess.sendUnowned(notification("notifications/tasks/status", retagTask(params, t.id)))
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -299,7 +300,7 @@ func TestTaskLimit(t *testing.T) {
 		}
 		return answer(ctx, method, params)
 	}
-	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks; let some end (tasks/cancel) before creating more"}}`
+	refused := `{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"this session already holds 256 tasks, none of them ended; let some end (tasks/cancel) before creating more"}}`
 	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); got != refused {
 		t.Errorf("a task created once the session was full = %s, want %s", got, refused)
 	}
@@ -316,5 +317,184 @@ func TestTaskLimit(t *testing.T) {
 	}
 	if n := len(ev.requests()); n != sent {
 		t.Errorf("a full session's task-augmented call reached the server (%d requests)", n-sent)
+	}
+}
+
+// The client's answer to a server's request about a task names the task by
+// the proxy's id, the only one it knows: the server gets it back under its
+// own id, on the session's own stream and on the stream of the session's
+// request in flight to the server alike.
+func TestTaskRequestAnswerRetagged(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	s.state.SetClient(clientInfo{version: "2025-11-25", caps: clientCaps{elicitation: true}})
+	s.markInitialized()
+	out := &answeringStream{s: s}
+	s.notify.attach(out)
+	id := createTask(t, p, s)
+	const rel = `"io.modelcontextprotocol/related-task"`
+	out.result = `{"action":"accept","content":{"x":"y"},"_meta":{` + rel + `:{"taskId":"` + id + `"}}}`
+	ask := `{"message":"which?","requestedSchema":{"type":"object"},"_meta":{` + rel + `:{"taskId":"up-1"}}}`
+	want := `{"action":"accept","content":{"x":"y"},"_meta":{` + rel + `:{"taskId":"up-1"}}}`
+
+	res, err := p.OnUpstreamRequest(context.Background(), "ev", "elicitation/create", json.RawMessage(ask))
+	if err != nil || string(res) != want {
+		t.Errorf("on the session's stream: the server got %s, %v; want %s", res, err, want)
+	}
+
+	// During the client's tasks/result, the server asks on its stream.
+	answer := ev.RequestFn
+	got := make(chan string, 1)
+	ev.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "tasks/result" {
+			res, err := p.OnUpstreamRequest(ctx, "ev", "elicitation/create", json.RawMessage(ask))
+			got <- fmt.Sprint(string(res), err)
+		}
+		return answer(ctx, method, params)
+	}
+	onRequest := &answeringStream{s: s, result: out.result}
+	refusal, _, run := p.route.receive(context.Background(), s, []byte(`{"jsonrpc":"2.0","id":7,"method":"tasks/result","params":{"taskId":"`+id+`"}}`), onRequest)
+	if refusal != nil || run == nil {
+		t.Fatalf("tasks/result refused: %s", refusal)
+	}
+	if reply, _ := run(); !strings.Contains(string(reply.bytes()), `"result"`) {
+		t.Fatalf("tasks/result = %s", reply.bytes())
+	}
+	if len(onRequest.asked) != 1 {
+		t.Errorf("the request's stream carried %q, want the elicitation", onRequest.asked)
+	}
+	if g := <-got; g != want+"<nil>" {
+		t.Errorf("on the request's stream: the server got %s; want %s", g, want)
+	}
+}
+
+// tasks/list gives the servers' tasks in config order, not by name: one
+// server's with tasks/list, the other's with tasks/get.
+func TestTaskListConfigOrder(t *testing.T) {
+	taskServer := func(prefix string, list bool) *fakeUpstream {
+		u := connected(`{"name":"job","inputSchema":{"type":"object"}}`)
+		snap := *u.Snapshot()
+		snap.Capabilities = upstream.Capabilities{Tools: true, Tasks: upstream.TaskCapabilities{ToolCalls: true, List: list}}
+		u.snap.Store(&snap)
+		u.RequestFn = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+			switch method {
+			case "tools/call":
+				return json.RawMessage(`{"task":{"taskId":"` + prefix + `","status":"working"}}`), nil
+			case "tasks/get":
+				return json.RawMessage(`{"taskId":"` + prefix + `","status":"working","n":"` + prefix + `"}`), nil
+			case "tasks/list":
+				return json.RawMessage(`{"tasks":[{"taskId":"` + prefix + `","status":"working","n":"` + prefix + `"}]}`), nil
+			}
+			return nil, &upstream.RPCError{Code: codeMethodNotFound, Message: "no " + method}
+		}
+		return u
+	}
+	yaml := "servers:\n  zz: {command: fixture}\n  aa: {command: fixture}\n"
+	p := newProxy(t, yaml, map[string]*fakeUpstream{"zz": taskServer("z", true), "aa": taskServer("a", false)})
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	var ids []string
+	for _, tool := range []string{"aa__job", "zz__job"} {
+		got := rpc(t, p, s, "tools/call", `{"name":"`+tool+`","task":{}}`)
+		id, _, _ := strings.Cut(strings.TrimPrefix(got, `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"`), `"`)
+		if !validTaskID(id) {
+			t.Fatalf("tools/call %s = %s", tool, got)
+		}
+		ids = append(ids, id)
+	}
+	want := `{"jsonrpc":"2.0","id":7,"result":{"tasks":[{"taskId":"` + ids[1] + `","status":"working","n":"z"},{"taskId":"` + ids[0] + `","status":"working","n":"a"}]}}`
+	if got := rpc(t, p, s, "tasks/list", `{}`); got != want {
+		t.Errorf("tasks/list =\n%s\nwant zz's task before aa's:\n%s", got, want)
+	}
+}
+
+// A CreateTaskResult whose related-task metadata names the server's id
+// reaches the client with the proxy's id there too.
+func TestCreatedTaskRelatedRetagged(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	ev.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+		return json.RawMessage(`{"task":{"taskId":"up-1","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"up-1"}}}`), nil
+	}
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`)
+	id, _, _ := strings.Cut(strings.TrimPrefix(got, `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"`), `"`)
+	want := `{"jsonrpc":"2.0","id":7,"result":{"task":{"taskId":"` + id + `","status":"working"},"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"` + id + `"}}}}`
+	if !validTaskID(id) || got != want {
+		t.Errorf("CreateTaskResult =\n%s\nwant\n%s", got, want)
+	}
+}
+
+// A full session makes room as the refusal says: a task it cancelled (or
+// saw end otherwise) is forgotten, the oldest first, when one more task
+// needs room; while none has ended, one more is refused.
+func TestTaskLimitCancelMakesRoom(t *testing.T) {
+	p, ev, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	first := createTask(t, p, s) // the server's up-1
+	for i := 1; i < maxTasksPerSession; i++ {
+		if _, err := p.calls.tasks.add(s, "ev", fmt.Sprint("other-", i), "ev__research", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); !strings.Contains(got, `"code":-32600`) {
+		t.Fatalf("a task-augmented call of a full session = %s, want it refused", got)
+	}
+	if got := rpc(t, p, s, "tasks/cancel", `{"taskId":"`+first+`"}`); !strings.Contains(got, `"status":"cancelled"`) {
+		t.Fatalf("tasks/cancel = %s", got)
+	}
+	sent := len(ev.requests())
+	if got := rpc(t, p, s, "tools/call", `{"name":"ev__research","task":{}}`); !strings.Contains(got, `"taskId":"pxt-`) {
+		t.Fatalf("a task-augmented call once a task of the session ended = %s, want a task", got)
+	}
+	if reqs := ev.requests(); len(reqs) != sent+1 || reqs[sent].Method != "tools/call" {
+		t.Errorf("the server got %+v, want the one tools/call (no task cancelled)", reqs[sent:])
+	}
+	if got := rpc(t, p, s, "tasks/get", `{"taskId":"`+first+`"}`); !strings.Contains(got, "Task not found") {
+		t.Errorf("the ended task that made room = %s, want it forgotten", got)
+	}
+}
+
+// A full session's task-augmented call of a tool whose server takes no
+// tasks runs as a plain call, as it would with room: no task is made.
+func TestTaskLimitPlainCallRuns(t *testing.T) {
+	p, _, gx := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	for i := range maxTasksPerSession {
+		if _, err := p.calls.tasks.add(s, "ev", fmt.Sprint("up-", i), "ev__research", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := rpc(t, p, s, "tools/call", `{"name":"gx__plain","task":{"ttl":1000}}`)
+	if !strings.Contains(got, "ran at once") || len(gx.requests()) != 1 {
+		t.Errorf("a full session's task-augmented call to a server without tasks = %s, want it run as a plain call", got)
+	}
+}
+
+// A server's log message about a task (related-task metadata) goes to the
+// session that created the task only, naming the proxy's id; one about no
+// task goes to every session that takes the server's logs.
+func TestTaskLogRelayed(t *testing.T) {
+	p, _, _ := tasksProxy(t)
+	s := clientAt(t, p, "s1", "2025-11-25", nil)
+	other := clientAt(t, p, "s2", "2025-11-25", nil)
+	var mine, theirs recordStream
+	for _, x := range []struct {
+		s   *session
+		out *recordStream
+	}{{s, &mine}, {other, &theirs}} {
+		x.s.open.Store(true)
+		x.s.notify.attach(x.out)
+		p.sessions.add(x.s)
+	}
+	id := createTask(t, p, s)
+	const rel = `"io.modelcontextprotocol/related-task"`
+	p.OnUpstreamNotification("ev", "notifications/message", json.RawMessage(`{"level":"info","data":"step 2","_meta":{`+rel+`:{"taskId":"up-1"}}}`))
+	p.OnUpstreamNotification("ev", "notifications/message", json.RawMessage(`{"level":"info","data":"for all"}`))
+	forAll := `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"for all","logger":"ev"}}`
+	want := []string{`{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"step 2","_meta":{` + rel + `:{"taskId":"` + id + `"}},"logger":"ev"}}`, forAll}
+	if got := mine.messages(); !slices.Equal(got, want) {
+		t.Errorf("the task's session got\n%q\nwant\n%q", got, want)
+	}
+	if got := theirs.messages(); !slices.Equal(got, []string{forAll}) {
+		t.Errorf("another session got\n%q\nwant only\n%q", got, forAll)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"crypto/rand"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -24,7 +25,8 @@ import (
 const (
 	// maxTasksPerSession bounds the live tasks of one session: a client
 	// that creates tasks and never lets them end cannot grow the table
-	// without end. A tasks/list answers them all in one page.
+	// without end. A full session's oldest ended task makes room for a
+	// new one. A tasks/list answers them all in one page.
 	maxTasksPerSession = 256
 	// maxTaskKeep bounds how long the proxy keeps a task's route: its ttl
 	// when the server gave one and it is shorter (the server may delete
@@ -39,11 +41,11 @@ const (
 )
 
 // errTooManyTasks refuses a task-augmented call of a session that holds
-// maxTasksPerSession live tasks.
+// maxTasksPerSession live tasks, none of them known to have ended.
 var errTooManyTasks = errors.New("too many tasks")
 
 // taskRoute is one task a client created through the proxy: its values
-// never change once it is in the table.
+// never change once it is in the table, but for ended.
 type taskRoute struct {
 	id      string   // the proxy's id, the one the client knows
 	server  string   // the server that runs it
@@ -53,6 +55,10 @@ type taskRoute struct {
 	sess    *session // that session, for the server's messages about the task
 	expires time.Time
 	seq     uint64 // the order of creation
+	// ended is set once the proxy saw the task in a terminal status
+	// (completed, failed, cancelled): it is kept for its ttl all the
+	// same, until its session needs the room.
+	ended bool
 }
 
 // upTask names a task as its server knows it.
@@ -110,7 +116,8 @@ func validTaskID(id string) bool {
 // add records a task server created for s's call of tool under the
 // server's id upID, kept for ttl (0: maxTaskKeep), and returns the
 // proxy's id of it. A session that holds maxTasksPerSession live tasks
-// gets errTooManyTasks; so does one that owns no tasks (no id).
+// forgets the oldest that ended to make room, and gets errTooManyTasks
+// when none has; so does one that owns no tasks (no id).
 func (t *taskTable) add(s *session, server, upID, tool string, ttl time.Duration) (string, error) {
 	owner := taskOwner(s)
 	if owner == "" {
@@ -124,7 +131,11 @@ func (t *taskTable) add(s *session, server, upID, tool string, ttl time.Duration
 	defer t.mu.Unlock()
 	t.sweepLocked(now)
 	if t.count[owner] >= maxTasksPerSession {
-		return "", errTooManyTasks
+		ended := t.oldestEndedLocked(owner)
+		if ended == nil {
+			return "", errTooManyTasks
+		}
+		t.dropLocked(ended)
 	}
 	if old := t.byUp[upTask{server, upID}]; old != nil {
 		// The server reused an id (it restarted and forgot its tasks):
@@ -152,7 +163,39 @@ func (t *taskTable) room(s *session) bool {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.sweepLocked(now)
-	return t.count[owner] < maxTasksPerSession
+	return t.count[owner] < maxTasksPerSession || t.oldestEndedLocked(owner) != nil
+}
+
+// oldestEndedLocked is owner's oldest task that ended, nil when none has.
+func (t *taskTable) oldestEndedLocked(owner string) *taskRoute {
+	var oldest *taskRoute
+	for _, rt := range t.byID {
+		if rt.owner == owner && rt.ended && (oldest == nil || rt.seq < oldest.seq) {
+			oldest = rt
+		}
+	}
+	return oldest
+}
+
+// noteStatus records what a server's task object (a tasks/get or
+// tasks/cancel answer, an entry of tasks/list, the params of
+// notifications/tasks/status) says of the task the proxy knows as id: a
+// terminal status marks the task ended.
+func (t *taskTable) noteStatus(id string, task json.RawMessage) {
+	switch status, _ := stringMember(task, "status"); status {
+	case "completed", "failed", "cancelled":
+		t.end(id)
+	}
+}
+
+// end marks the task the proxy knows as id ended: its tasks/result was
+// answered, or the server gave it a terminal status.
+func (t *taskTable) end(id string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if rt := t.byID[id]; rt != nil {
+		rt.ended = true
+	}
 }
 
 // lookup returns the live task id of s's session: a task of another

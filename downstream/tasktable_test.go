@@ -137,6 +137,35 @@ func TestTaskTableLimit(t *testing.T) {
 	if !tt.room(a) {
 		t.Error("no room after a task expired")
 	}
+	if _, err := tt.add(a, "ev", "refill", "t", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+
+	// Full again: a task that ended makes room, the oldest of those first;
+	// a status that is not terminal does not.
+	tt.noteStatus(ids[5], json.RawMessage(`{"taskId":"up-5","status":"input_required"}`))
+	if tt.room(a) {
+		t.Error("room in a full session none of whose tasks ended")
+	}
+	tt.noteStatus(ids[9], json.RawMessage(`{"taskId":"up-9","status":"cancelled"}`))
+	tt.end(ids[7])
+	for _, gone := range []string{ids[7], ids[9]} {
+		if !tt.room(a) {
+			t.Fatal("no room in a full session with an ended task")
+		}
+		if _, err := tt.add(a, "ev", "after-"+gone, "t", time.Hour); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := tt.lookup(a, gone); ok {
+			t.Errorf("task %s, the oldest that ended, was kept", gone)
+		}
+	}
+	if _, ok := tt.lookup(a, ids[5]); !ok {
+		t.Error("a task that did not end was dropped")
+	}
+	if _, err := tt.add(a, "ev", "one-more-again", "t", 0); err != errTooManyTasks {
+		t.Errorf("once the ended tasks are gone: err = %v, want errTooManyTasks", err)
+	}
 }
 
 // validTaskID accepts the ids the proxy makes and nothing else.

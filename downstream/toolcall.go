@@ -196,14 +196,16 @@ func (tc *toolCalls) callTool(ctx context.Context, r *request) (json.RawMessage,
 
 // forwardTask is forwardCall for a call with a task member: the own tools
 // take no tasks (the member is left out), and a session that holds its
-// maximum of tasks is refused before anything runs.
+// maximum of tasks is refused before anything runs when the tool's server
+// would make a task (else the call runs as a plain call: taskParam).
 func (tc *toolCalls) forwardTask(ctx context.Context, r *request, req callRequest) (json.RawMessage, *wireError) {
 	tc.catalogs.awaitTool(ctx, req.name)
 	entry, ok := tc.catalogs.Catalog().Lookup(req.name)
 	if !ok {
 		return tc.forwardCall(ctx, r, req.name, req.args, req.meta)
 	}
-	if tasksFor(r) && !tc.tasks.room(r.sess) {
+	up := tc.gen().ups[entry.Server]
+	if tasksFor(r) && up != nil && up.Snapshot().Capabilities.Tasks.ToolCalls && !tc.tasks.room(r.sess) {
 		return nil, tooManyTasks()
 	}
 	return tc.chain(ctx, &toolCall{r: r, name: req.name, args: req.args, meta: req.meta, entry: entry, task: req.task})
