@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/filter"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/namespace"
 	"github.com/mcp-proxy/mcp-proxy/override"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
@@ -49,6 +50,10 @@ type ToolEntry struct {
 	// override is the tool's compiled override (docs/agents.md#overrides-and-rate-limits), nil for none:
 	// the call chain reads its pinned arguments.
 	override *override.Tool
+	// series caches the tool's call metrics (docs/operations.md#metrics) once
+	// a call has resolved them; a copy of the entry shares it, and it goes
+	// away with the last catalog that holds the tool.
+	series *metrics.ToolSeries
 
 	// src is the upstream's tool object Raw was made from (shared with the
 	// upstream's snapshot, never a copy), and visible what clients were to
@@ -318,7 +323,7 @@ func exposeTool(server, exposed string, t upstream.Tool, visible json.RawMessage
 		return nil, err
 	}
 	return &ToolEntry{Exposed: exposed, Server: server, Name: t.Name, Description: desc,
-		ReadOnly: readOnly, Raw: raw, src: t.Raw, visible: visible}, nil
+		ReadOnly: readOnly, Raw: raw, src: t.Raw, visible: visible, series: new(metrics.ToolSeries)}, nil
 }
 
 // jsonArray writes JSON values, each valid on its own, as one JSON array.

@@ -122,7 +122,6 @@ func (rp *resourcesPrompts) listen(ctx context.Context, r *request) (json.RawMes
 	}
 	f := in.Notifications // every list the proxy has changes, and resources can be subscribed to
 	f.ResourceSubscriptions = slices.Compact(slices.Sorted(slices.Values(f.ResourceSubscriptions)))
-	ack, _ := json.Marshal(map[string]any{"notifications": f})
 
 	// The listen takes notifications from here on; they wait for the
 	// acknowledgement, sent once its resources are subscribed to.
@@ -143,12 +142,20 @@ func (rp *resourcesPrompts) listen(ctx context.Context, r *request) (json.RawMes
 		s.listens.add(ls)
 		defer s.listens.remove(ls)
 	}
+	// The acknowledgement names what the listen will get (MCP 2026-07-28:
+	// the subset of the requested notifications the server honours): a
+	// resource whose subscription failed upstream is left out.
+	honoured := f
+	honoured.ResourceSubscriptions = nil
 	for _, uri := range f.ResourceSubscriptions {
 		params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
 		if _, werr := rp.subscription(ctx, r, params, true); werr != nil {
 			rp.log.Debug().Str("agent", s.agent.Name).Str("error", werr.Message).Msg("a listen's resource subscription was not made")
+			continue
 		}
+		honoured.ResourceSubscriptions = append(honoured.ResourceSubscriptions, uri)
 	}
+	ack, _ := json.Marshal(map[string]any{"notifications": honoured})
 	ls.acknowledge(notification("notifications/subscriptions/acknowledged", withSubscriptionID(ack, r.id)))
 	select {
 	case <-ctx.Done():
@@ -157,7 +164,7 @@ func (rp *resourcesPrompts) listen(ctx context.Context, r *request) (json.RawMes
 	case <-s.inputDone:
 	}
 	if s.transport != transportHTTP {
-		for _, uri := range f.ResourceSubscriptions {
+		for _, uri := range honoured.ResourceSubscriptions {
 			params, _ := rawjson.Set([]byte(`{}`), "uri", rawjson.String(uri))
 			_, _ = rp.subscription(context.WithoutCancel(ctx), r, params, false)
 		}

@@ -62,3 +62,29 @@ func TestStdioListenTagsAndFilters(t *testing.T) {
 		t.Fatalf("got %s, want the answer to 3: nothing else was to be sent", resp)
 	}
 }
+
+// A listen's acknowledgement names what it will get: of the resources it
+// asked for, only those the proxy subscribed to upstream, not one whose
+// server refused the subscription nor one no server has.
+func TestListenAcknowledgesOnlyHonouredSubscriptions(t *testing.T) {
+	fx := connected(`{"name":"t","inputSchema":{"type":"object"}}`)
+	snap := *fx.Snapshot()
+	snap.Capabilities = upstream.Capabilities{Tools: true, Resources: true, ResourcesSubscribe: true}
+	snap.Resources = []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`), json.RawMessage(`{"uri":"r://2","name":"two"}`)}
+	fx.snap.Store(&snap)
+	fx.RequestFn = func(_ context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if method == "resources/subscribe" && strings.Contains(string(params), "r://2") {
+			return nil, &upstream.RPCError{Code: -32603, Message: "cannot watch r://2"}
+		}
+		return json.RawMessage(`{}`), nil
+	}
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": fx})
+	c := startStdio(t, p)
+	c.send(`{"jsonrpc":"2.0","id":"L","method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true,` +
+		`"resourceSubscriptions":["fx+r://2","nowhere+r://9","fx+r://1"]},"_meta":{` + modernMeta + `}}}`)
+	want := `{"jsonrpc":"2.0","method":"notifications/subscriptions/acknowledged","params":{"notifications":` +
+		`{"toolsListChanged":true,"resourceSubscriptions":["fx+r://1"]},"_meta":{"io.modelcontextprotocol/subscriptionId":"L"}}}`
+	if ack := c.next(); ack != want {
+		t.Fatalf("acknowledgement\n%s\nwant\n%s", ack, want)
+	}
+}

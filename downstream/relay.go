@@ -20,7 +20,11 @@ import (
 // upstreams the request comes in on the stream of the call it belongs to,
 // and its context is that call's, so the client is known exactly.
 // Otherwise (stdio and SSE upstreams) the proxy looks at which sessions
-// have a request in flight to that server: exactly one gets it; none or
+// have a request in flight to that server that is free to ask: one that
+// has waited longer than roundGather for the answer to a question of its
+// own is not asking another (a server's handler awaits each answer before
+// its next question, or asks several at once), so those are set aside
+// while any other is in flight. Exactly one session left gets it; none or
 // several is a clear error to the upstream, since guessing could show one
 // user another user's prompt. roots/list is answered without a client
 // when none can be asked (docs/protocol.md#requests-from-servers): the server's configured roots, else
@@ -108,24 +112,62 @@ func (c *callRegistry) begin(ctx context.Context, server string, r *request) (en
 	}
 }
 
-// only returns a request in flight to server when they all belong to one
-// session, and how many sessions have requests in flight to it.
-func (c *callRegistry) only(server string) (*request, int) {
+// only returns the request a server's request without a call of its own
+// belongs to, and how many sessions it could belong to (1 when found). A
+// request waiting for the answer to a server request of its own
+// (request.asking) is left out, unless its wait began less than burst
+// before now: a server that asks several things at once sends them
+// together (roundGather), so a request of such a burst may still be its.
+// Of the requests left, all must belong to one session. When none is left
+// (every call in flight has waited longer), they all count.
+func (c *callRegistry) only(server string, now time.Time, burst time.Duration) (*request, int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var one *request
-	sessions := map[*session]bool{}
+	var free, waiting []*request
 	for f := range c.m[server] {
 		if f.ctx.Err() != nil {
 			continue
 		}
-		sessions[f.r.sess] = true
-		one = f.r
+		waiting = append(waiting, f.r)
+		if since, asking := f.r.askingSince(); !asking || now.Sub(since) < burst {
+			free = append(free, f.r)
+		}
+	}
+	if len(free) == 0 {
+		free = waiting
+	}
+	sessions := map[*session]bool{}
+	for _, r := range free {
+		sessions[r.sess] = true
 	}
 	if len(sessions) != 1 {
 		return nil, len(sessions)
 	}
-	return one, 1
+	return free[0], 1
+}
+
+// startAsking counts a server request made during r that waits for the
+// client's answer; the returned func ends the wait.
+func (r *request) startAsking(now time.Time) (done func()) {
+	r.askMu.Lock()
+	if r.asking == 0 {
+		r.askSince = now
+	}
+	r.asking++
+	r.askMu.Unlock()
+	return func() {
+		r.askMu.Lock()
+		r.asking--
+		r.askMu.Unlock()
+	}
+}
+
+// askingSince reports whether r waits for answers to server requests, and
+// since when (the first of those still unanswered was made).
+func (r *request) askingSince() (time.Time, bool) {
+	r.askMu.Lock()
+	defer r.askMu.Unlock()
+	return r.askSince, r.asking > 0
 }
 
 // ofSession returns a request of s in flight to server, nil when none.
@@ -181,10 +223,13 @@ func (rl *relay) onRequest(ctx context.Context, srv, method string, params json.
 		}
 	}
 	if r == nil {
-		r, n = rl.calls.only(srv)
+		r, n = rl.calls.only(srv, time.Now(), rl.roundGather())
 	}
 	if r != nil {
 		defer func() { r.noteMissing(err) }()
+		// While r waits for this answer it is not the one asking anything
+		// else of the server (callRegistry.only).
+		defer r.startAsking(time.Now())()
 	}
 	if r != nil && r.sess.state.Parked() != nil {
 		return rl.dispatch(ctx, srv, method, params, parkedAsker{rl, r.sess.state.Parked()})

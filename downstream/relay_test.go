@@ -102,6 +102,75 @@ func TestUpstreamRequestRouting(t *testing.T) {
 	endB()
 }
 
+// A server request that names no call (stdio, SSE) goes to the one
+// session whose call to the server is free to ask: a call that has waited
+// a while for the answer to a question of its own is not the one asking
+// again, unless no other call is in flight; one that began waiting within
+// the burst may still be (a handler asking several questions at once).
+func TestServerRequestAttribution(t *testing.T) {
+	p := newProxy(t, oneServerYAML, map[string]*fakeUpstream{"fx": connected()})
+	sess := func() *session {
+		s, err := testSession(p, "", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	a, b, c := sess(), sess(), sess()
+	now := time.Date(2026, 7, 28, 12, 0, 0, 0, time.UTC)
+	const burst = 50 * time.Millisecond
+	// A call's state: free, waiting for an answer since long ago, or since
+	// just now (within the burst).
+	const (
+		free = iota
+		waiting
+		justAsked
+	)
+	type call struct {
+		s     *session
+		state int
+	}
+	for _, tc := range []struct {
+		name  string
+		calls []call
+		want  *session // nil: refused
+		n     int
+	}{
+		{"none", nil, nil, 0},
+		{"one free", []call{{a, free}}, a, 1},
+		{"two sessions free", []call{{a, free}, {b, free}}, nil, 2},
+		{"one waiting, one free", []call{{a, waiting}, {b, free}}, b, 1},
+		{"one waiting alone", []call{{a, waiting}}, a, 1},
+		{"both waiting", []call{{a, waiting}, {b, waiting}}, nil, 2},
+		{"one waiting, two free", []call{{a, waiting}, {b, free}, {c, free}}, nil, 2},
+		{"one session waiting and free", []call{{a, waiting}, {a, free}, {b, waiting}}, a, 1},
+		{"two waiting, one just asked", []call{{a, waiting}, {b, waiting}, {c, justAsked}}, c, 1},
+		{"one just asked, one free", []call{{a, justAsked}, {b, free}}, nil, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var reg callRegistry
+			for _, cl := range tc.calls {
+				r := reqFor(cl.s, "tools/call", nil)
+				switch cl.state {
+				case waiting:
+					defer r.startAsking(now.Add(-time.Minute))()
+				case justAsked:
+					defer r.startAsking(now.Add(-burst / 2))()
+				}
+				defer reg.begin(context.Background(), "fx", r)()
+			}
+			got, n := reg.only("fx", now, burst)
+			var gotSess *session
+			if got != nil {
+				gotSess = got.sess
+			}
+			if gotSess != tc.want || n != tc.n {
+				t.Errorf("only = session %p of %d; want %p of %d", gotSess, n, tc.want, tc.n)
+			}
+		})
+	}
+}
+
 // Sampling reaches the client as the upstream wrote it, but for what the
 // proxy governs: maxTokens capped, includeContext "none" (the client sees
 // one server, so another upstream's context must not reach this one).

@@ -599,6 +599,52 @@ func TestAbandonedParkedCallStopsCounting(t *testing.T) {
 	}
 }
 
+// A stateless client that leaves its parked call (it never answers the
+// question the call raised) does not keep another client's call to the
+// same stdio-like server from being asked, even before the abandoned
+// call's state expires: the abandoned call waits for its own answer, so
+// the server's next requests are the other call's, both of the two it
+// sends at once.
+func TestParkedCallWaitingForItsAnswerLeavesRequestsToOthers(t *testing.T) {
+	fx := connected(echoTool, `{"name":"other","inputSchema":{"type":"object"}}`)
+	var p *Proxy
+	ask := func(method, params string) string {
+		ans, err := p.OnUpstreamRequest(context.Background(), "fx", method, json.RawMessage(params))
+		if err != nil {
+			return err.Error()
+		}
+		return string(ans)
+	}
+	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+		if strings.Contains(string(params), `"name":"echo"`) { // the abandoned client's call
+			ask("elicitation/create", `{"message":"ABANDONED CALL'S QUESTION","requestedSchema":{"type":"object","properties":{}}}`)
+			return json.RawMessage(`{"content":[]}`), nil
+		}
+		sampled := make(chan string, 1)
+		go func() {
+			sampled <- ask("sampling/createMessage", `{"messages":[{"role":"user","content":{"type":"text","text":"q?"}}],"maxTokens":10}`)
+		}()
+		elicited := ask("elicitation/create", `{"message":"name?","requestedSchema":{"type":"object","properties":{}}}`)
+		text := elicited + " " + <-sampled
+		return json.RawMessage(`{"content":[{"type":"text","text":` + string(rawjson.String(text)) + `}]}`), nil
+	}
+	p = newProxy(t, strings.Replace(oneServerYAML, "timeout: 5s", "timeout: 1m", 1), map[string]*fakeUpstream{"fx": fx})
+	url := startHTTP(t, p).URL + "/mcp"
+	meta := strings.Replace(modernMeta, `{"sampling":{}}`, `{"elicitation":{}}`, 1)
+	first := statelessCall(t, url, `{"name":"fx__echo","arguments":{},"_meta":{`+meta+`}}`)
+	if !strings.Contains(first[len(first)-1], `"resultType":"input_required"`) || !strings.Contains(first[len(first)-1], "ABANDONED") {
+		t.Fatalf("first reply = %q; want input_required with the question", first)
+	}
+	c := sessionClient(t, p, `{"elicitation":{},"sampling":{}}`)
+	got, asked := c.callAnswering(`{"name":"fx__other","arguments":{}}`, map[string]string{
+		"elicitation/create":     `{"action":"accept","content":{"n":"B"}}`,
+		"sampling/createMessage": `{"role":"assistant","content":{"type":"text","text":"SAMPLED"},"model":"m"}`,
+	})
+	if len(asked) != 2 || !strings.Contains(got, `{\"action\":\"accept\"`) || !strings.Contains(got, "SAMPLED") {
+		t.Errorf("the other client's call = %s after asking %v; want both its questions answered", got, asked)
+	}
+}
+
 // TestAskRefusals: a server request put to a parked call's client is
 // refused with a text that says which step it did not pass, the hand-over
 // to the client's next round or the answer, and why; an answer is

@@ -332,6 +332,12 @@ type request struct {
 	// capability r's client did not declare (relay.go): a 2026-07-28
 	// client's request then fails with -32021 naming it.
 	missing atomic.Pointer[missingCapability]
+	// asking counts the server requests made during r that wait for the
+	// client's answer, the first of them since askSince (relay.go):
+	// meanwhile r is not the call asking anew.
+	askMu    sync.Mutex
+	asking   int
+	askSince time.Time
 }
 
 // withRequest tags ctx, the context of a request sent upstream for client

@@ -280,7 +280,7 @@ func (tc *toolCalls) observeCall(next callHandler) callHandler {
 				c.outcome = metrics.OutcomeError
 			}
 		}
-		tc.opts.Metrics.ToolCall(c.entry.Server, c.entry.Name, c.outcome, c.elapsed)
+		tc.opts.Metrics.ToolCallOf(c.entry.series, c.entry.Server, c.entry.Name, c.outcome, c.elapsed)
 		code := 0
 		if werr != nil {
 			code = werr.Code

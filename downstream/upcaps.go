@@ -2,8 +2,9 @@ package downstream
 
 import "encoding/json"
 
-// upstreamCaps is the capabilities object of c as an upstream of the
-// 2026-07-28 era is told them on a request sent for this client
+// upstreamCaps is the capabilities object of c as an upstream is told them
+// on a request sent for this client (in the 2026-07-28 era in its _meta,
+// over a session-era Streamable HTTP server by the session it goes on)
 // (upstream.WithClientCapabilities): only the requests the proxy relays to
 // a client, and only those this client can answer. It runs on every
 // tools/call, so the eight possible objects are encoded once.

@@ -448,12 +448,16 @@ func connectErasHTTP(t testing.TB, url string, opts *mcp.ClientOptions, sopts *m
 
 // TestErasMissingCapability: a client that did not declare elicitation
 // calls a tool whose upstream asks for it. A 2026-07-28 client's call is
-// refused with -32021 (the revision's missing-capability error), whatever
-// era the upstream speaks; a 2025-11-25 client of a 2026-07-28 upstream
-// gets the call's result with isError naming the capability; between a
-// 2025-11-25 client and upstream, as before the new era, the proxy refuses
-// the upstream's request (-32601) and relays the upstream's answer to that
-// as it is (go-sdk's server fails the call: "method not found").
+// refused with -32021 (the revision's missing-capability error) when the
+// upstream asks; a 2025-11-25 client of a 2026-07-28 upstream gets the
+// call's result with isError naming the capability; between a 2025-11-25
+// client and a stdio upstream, as before the new era, the proxy refuses the
+// upstream's request (-32601) and relays the upstream's answer to that as it
+// is (go-sdk's server fails the call: "method not found"). A session-era
+// Streamable HTTP upstream is called on a session declaring the client's
+// capabilities (docs/protocol.md#upstream-protocol), so it does not ask: it
+// refuses the call itself, as it would the client directly, and the client
+// of either era gets that refusal as it is.
 func TestErasMissingCapability(t *testing.T) {
 	clients := []eraClient{
 		{"go-sdk/2025-11-25/stdio", "go", "2025-11-25", "stdio"},
@@ -485,6 +489,13 @@ func runMissingCapability(t testing.TB, up eraUpstream, cl eraClient) {
 		cs = connectErasHTTP(t, url, opts, sopts)
 	}
 	res, err := cs.CallTool(testCtx(t, callTimeout), &mcp.CallToolParams{Name: up.elicit, Arguments: map[string]any{}})
+	if up.name == "http/2025-11-25" {
+		var werr *jsonrpc.Error
+		if !errors.As(err, &werr) || werr.Code == -32021 || !strings.Contains(werr.Message, "client does not support elicitation") {
+			t.Errorf("%s from a client without elicitation: %v, want the upstream's own refusal (client does not support elicitation)", up.elicit, err)
+		}
+		return
+	}
 	if cl.version == "2026-07-28" {
 		var werr *jsonrpc.Error
 		if !errors.As(err, &werr) || werr.Code != -32021 {

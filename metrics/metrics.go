@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -40,6 +41,7 @@ type Metrics struct {
 	blobBytes        *prometheus.CounterVec
 	toolsQuarantined *prometheus.GaugeVec
 	counters         [numCounters]*prometheus.CounterVec // those count adds one to
+	children         [numCounters]childCache             // their series count resolved
 	waits            *waitMetrics                        // waits.go
 
 	protoMu  sync.Mutex        // guards protocol, and orders the up gauge's relabelling
@@ -144,7 +146,13 @@ func (m *Metrics) count(c counter, labels ...string) {
 	if m == nil {
 		return
 	}
-	m.counters[c].WithLabelValues(labels...).Inc()
+	var k labelKey
+	if len(labels) > len(k) {
+		m.counters[c].WithLabelValues(labels...).Inc()
+		return
+	}
+	copy(k[:], labels)
+	m.children[c].get(k, m.counters[c], labels).Inc()
 }
 
 // gaugeValue is 1 for true, 0 for false.
@@ -217,11 +225,71 @@ func (m *Metrics) Request(agent, method, outcome string) { m.count(requests, age
 
 // ToolCall records one tool call's outcome and latency.
 func (m *Metrics) ToolCall(server, tool, outcome string, d time.Duration) {
+	m.ToolCallOf(nil, server, tool, outcome, d)
+}
+
+// ToolSeries holds the series of one tool's calls once its first call of
+// an outcome has resolved them, so that the next calls of that outcome
+// skip the collectors' label hashing and their lock. The caller keeps one
+// per tool for as long as the tool exists (the proxy: on its catalog
+// entry, so that a tool gone from the catalog takes its ToolSeries with
+// it); its zero value is ready. It creates no series of its own: a series
+// appears when a call records on it, exactly as through ToolCall.
+type ToolSeries struct {
+	outcomes [numOutcomes]atomic.Pointer[toolChildren]
+}
+
+// toolChildren are the series one tool's calls of one outcome record on.
+type toolChildren struct {
+	m        *Metrics // they belong to m's collectors
+	calls    prometheus.Counter
+	duration prometheus.Observer
+}
+
+// The outcomes ToolSeries keeps series for, in outcomeIndex's order.
+const numOutcomes = 6
+
+// outcomeIndex is the slot of a ToolSeries for outcome, or -1 for a value
+// that is none of the Outcome constants.
+func outcomeIndex(outcome string) int {
+	switch outcome {
+	case OutcomeOK:
+		return 0
+	case OutcomeToolError:
+		return 1
+	case OutcomeError:
+		return 2
+	case OutcomeTimeout:
+		return 3
+	case OutcomeCanceled:
+		return 4
+	case OutcomeDenied:
+		return 5
+	}
+	return -1
+}
+
+// ToolCallOf is ToolCall for a call of the tool whose series ts caches
+// (nil: none); it records the same series with the same values. ts must
+// only ever be passed with the same server and tool.
+func (m *Metrics) ToolCallOf(ts *ToolSeries, server, tool, outcome string, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
-	m.toolCallDuration.WithLabelValues(server, outcome).Observe(d.Seconds())
+	i := outcomeIndex(outcome)
+	if ts == nil || i < 0 {
+		m.toolCalls.WithLabelValues(server, tool, outcome).Inc()
+		m.toolCallDuration.WithLabelValues(server, outcome).Observe(d.Seconds())
+		return
+	}
+	ch := ts.outcomes[i].Load()
+	if ch == nil || ch.m != m {
+		ch = &toolChildren{m: m, calls: m.toolCalls.WithLabelValues(server, tool, outcome),
+			duration: m.toolCallDuration.WithLabelValues(server, outcome)}
+		ts.outcomes[i].Store(ch)
+	}
+	ch.calls.Inc()
+	ch.duration.Observe(d.Seconds())
 }
 
 // SessionOpened and SessionClosed track active downstream sessions.

@@ -60,7 +60,8 @@ var authSchemes = []struct {
 // blanks and a credential of its shape; see matchSecret for the results.
 func matchScheme(s string, i int) (start, end, resume int) {
 	rest := s[i:]
-	for _, sc := range authSchemes {
+	for _, n := range byFirst.schemes[s[i]] {
+		sc := &authSchemes[n]
 		if !hasPrefixFold(rest, sc.name) {
 			continue
 		}

@@ -37,7 +37,12 @@ type Scrubber struct {
 // that the longest secret wins when one is a prefix of another.
 type forms struct {
 	byFirst [256][]string
-	n       int
+	// starts has bit a<<8|b set when a form starts with the bytes a, b:
+	// every form is at least MinSecretLen bytes long, so none can start
+	// where the next two bytes are not such a pair, and match rejects
+	// most positions with one bit test.
+	starts [1 << 16 / 64]uint64
+	n      int
 }
 
 func (f *forms) add(s string) {
@@ -45,6 +50,8 @@ func (f *forms) add(s string) {
 		return
 	}
 	f.byFirst[s[0]] = append(f.byFirst[s[0]], s)
+	k := uint(s[0])<<8 | uint(s[1])
+	f.starts[k>>6] |= 1 << (k & 63)
 	f.n++
 }
 
@@ -56,6 +63,12 @@ func (f *forms) sort() {
 
 // match returns the form found at the start of s, or "".
 func (f *forms) match(s string) string {
+	if len(s) < MinSecretLen {
+		return "" // shorter than any form
+	}
+	if k := uint(s[0])<<8 | uint(s[1]); f.starts[k>>6]&(1<<(k&63)) == 0 {
+		return ""
+	}
 	for _, c := range f.byFirst[s[0]] {
 		if strings.HasPrefix(s, c) {
 			return c

@@ -188,3 +188,20 @@ func BenchmarkScrubberWriter(b *testing.B) {
 type discard struct{}
 
 func (discard) Write(p []byte) (int, error) { return len(p), nil }
+
+// BenchmarkScrubberAuditLine scrubs an audit line (docs/operations.md#audit-log)
+// of a tool call with digested arguments, with the secrets of a config
+// holding an agent token, an upstream header and two environment values.
+func BenchmarkScrubberAuditLine(b *testing.B) {
+	sc := NewScrubber([]string{"mcpp_3kq9Zr7vLx2Nw8Tb5Yc1Hd6Fj0Gm4Ps", "Bearer ghp_configuredtoken0123456789",
+		"s3cr3t-value", "postgres://app:pa55w0rd@db.internal:5432/app"})
+	line := []byte(`{"time":"2026-12-07T11:40:02.123456Z","agent":"assistant","session":"9b1f0c2e4a7d4e0f8c3b6a5d2e1f0a9b","client":"","method":"tools/call","target":"echo__echo","server":"echo","decision":"allow","outcome":"ok","duration_ms":0.412,"arguments_sha256":"5f2b8c0e9d4a7f1b3c6e2d8a0f5b9c4e7d1a3f6b8c2e5d9a0b4f7c1e3d6a8b2f","request_id":42}` + "\n")
+	w := sc.Writer(discard{})
+	b.SetBytes(int64(len(line)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := w.Write(line); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -56,6 +56,34 @@ var candidate = func() (t [256]bool) {
 	return t
 }()
 
+// byFirst holds, for each byte, the patterns that can start with it, each
+// list in its list's order: the token prefixes starting with the byte
+// itself (they are case-sensitive), the secret keys starting with it in
+// either case, and whether an authentication scheme's name does. A pattern
+// whose first byte differs can never match there, so matchSecret trying
+// only these finds what trying every pattern in order would, and stops at
+// the same one. schemes are indexes into authSchemes, for matchScheme.
+var byFirst = func() (t struct {
+	prefixes [256][]string
+	keys     [256][]string
+	schemes  [256][]int
+}) {
+	for _, p := range tokenPrefixes {
+		t.prefixes[p[0]] = append(t.prefixes[p[0]], p)
+	}
+	for _, k := range secretKeys {
+		for _, c := range []byte{k[0], k[0] - 'a' + 'A'} {
+			t.keys[c] = append(t.keys[c], k)
+		}
+	}
+	for n, sc := range authSchemes {
+		for _, c := range []byte{sc.name[0], sc.name[0] - 'a' + 'A'} {
+			t.schemes[c] = append(t.schemes[c], n)
+		}
+	}
+	return t
+}()
+
 // redactSecrets replaces secret values in s with Redacted.
 func redactSecrets(s string) string {
 	ed := edits{s: s}
@@ -121,7 +149,7 @@ func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 // it is clear.
 func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
-	for _, p := range tokenPrefixes {
+	for _, p := range byFirst.prefixes[s[i]] {
 		if word && strings.HasPrefix(rest, p) {
 			e := i + len(p)
 			for e < len(s) && isTokenByte(s[e]) {
@@ -138,7 +166,7 @@ func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume i
 			return start, end, resume, false
 		}
 	}
-	for _, key := range secretKeys {
+	for _, key := range byFirst.keys[s[i]] {
 		if !hasPrefixFold(rest, key) {
 			continue
 		}

@@ -152,9 +152,22 @@ func clean(s string) string {
 	return b.String()
 }
 
+// asciiKept marks the ASCII bytes clean keeps: all but those of dropASCII
+// and ESC. Bytes from 0x80 up are not marked; they start UTF-8 sequences.
+var asciiKept = func() (t [256]bool) {
+	for c := range utf8.RuneSelf {
+		t[c] = !dropASCII(byte(c)) && c != 0x1B
+	}
+	return t
+}()
+
 // firstUnclean returns the index of the first byte clean must change, or -1.
 func firstUnclean(s string) int {
 	for i := 0; i < len(s); {
+		if asciiKept[s[i]] {
+			i++
+			continue
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
 			if dropASCII(c) {

@@ -75,8 +75,8 @@ func startEverythingHTTP(t *testing.T, bin string, stateless bool) string {
 // protocol pinned to 2025-11-25, pinned to 2026-07-28, and auto (which finds
 // 2026-07-28): the era is the one asked for, calls work, the x-mcp-header
 // tool is called with its header (the server validates it), the client's
-// capabilities reach the server per call in the new era, and a resource
-// subscription is updated.
+// capabilities reach the server per call in the new era and over
+// Streamable HTTP in either, and a resource subscription is updated.
 func TestEverythingServerEras(t *testing.T) {
 	bin := buildEverythingServer(t)
 	for _, tc := range []struct {
@@ -138,8 +138,10 @@ func TestEverythingServerEras(t *testing.T) {
 				if res, err := call(ctx, "test_x_mcp_header", `{"region":"eu-west-1","level":2}`); err != nil || !strings.Contains(res, "region=eu-west-1") {
 					t.Errorf("test_x_mcp_header: %s, %v", res, err)
 				}
-				if want == config.LatestProtocol {
-					// The capabilities of the client a call is made for.
+				if want == config.LatestProtocol || transport == "http" {
+					// The capabilities of the client a call is made for: in
+					// _meta, or over a session-era HTTP upstream on a session
+					// declaring them (sidesession.go).
 					res, err := call(WithClientCapabilities(ctx, json.RawMessage(`{"sampling":{}}`)), "test_missing_capability", `{}`)
 					if err != nil || !strings.Contains(res, "tool executed") {
 						t.Errorf("test_missing_capability for a client with sampling: %s, %v", res, err)

@@ -127,7 +127,10 @@ func (s *session) initializeAuto(ctx context.Context) (handshakeResult, error) {
 // notifications/initialized.
 func (s *session) initialize(ctx context.Context, version string) (handshakeResult, error) {
 	var caps mcp.ClientCapabilities
-	if s.c.opts.OnRequest != nil {
+	switch {
+	case s.declared != nil:
+		caps = *s.declared
+	case s.c.opts.OnRequest != nil:
 		caps = relayCapabilities()
 	}
 	params, err := json.Marshal(mcp.InitializeParams{

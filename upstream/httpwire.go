@@ -68,6 +68,10 @@ type httpWire struct {
 	closed   bool
 	stopGET  context.CancelFunc
 	getEnded chan struct{} // closed when the GET stream's loop returns; nil: never started
+	// getTried is closed once the GET stream's first open has its answer
+	// (or the loop returned without one); nil: never started.
+	getTried     chan struct{}
+	getTriedOnce sync.Once
 }
 
 var _ wire = (*httpWire)(nil)
@@ -368,15 +372,38 @@ func (w *httpWire) listen() {
 		return
 	}
 	ctx, cancel := context.WithCancel(w.in.life)
-	w.stopGET, w.getEnded = cancel, make(chan struct{})
+	w.stopGET, w.getEnded, w.getTried = cancel, make(chan struct{}), make(chan struct{})
 	ended := w.getEnded
 	w.mu.Unlock()
 	if !w.in.spawn(func() {
 		defer close(ended)
+		defer w.triedGET()
 		w.listenLoop(ctx)
 	}) {
 		cancel()
 		close(ended)
+		w.triedGET()
+	}
+}
+
+// triedGET marks the GET stream's first open as answered.
+func (w *httpWire) triedGET() {
+	w.getTriedOnce.Do(func() { close(w.getTried) })
+}
+
+// awaitGET waits, at most while ctx lasts, until the GET stream's first
+// open was answered (open, refused or failed): the server can send on it
+// from then on. It returns at once if listen was never called.
+func (w *httpWire) awaitGET(ctx context.Context) {
+	w.mu.Lock()
+	tried := w.getTried
+	w.mu.Unlock()
+	if tried == nil {
+		return
+	}
+	select {
+	case <-tried:
+	case <-ctx.Done():
 	}
 }
 
@@ -390,6 +417,7 @@ func (w *httpWire) listenLoop(ctx context.Context) {
 			h = http.Header{headerLastEventID: {r.lastID}}
 		}
 		resp, to, err := w.send(ctx, http.MethodGet, nil, "text/event-stream", h)
+		w.triedGET()
 		switch {
 		case ctx.Err() != nil:
 			if resp != nil {

@@ -26,7 +26,8 @@ type clientCapsKey struct{}
 // asked), roots always (the proxy answers roots/list itself when the client
 // cannot). Without them a request declares the capabilities the proxy
 // declares on its own (those of initialize). caps that are not a JSON object
-// count as none declared.
+// count as none declared. Over a session-era Streamable HTTP server a call
+// carrying them goes on a session initialized with them (sidesession.go).
 func WithClientCapabilities(ctx context.Context, caps json.RawMessage) context.Context {
 	return context.WithValue(ctx, clientCapsKey{}, caps)
 }

@@ -74,6 +74,15 @@ func (c *Conn) Request(ctx context.Context, method string, params json.RawMessag
 		s.end()
 		return c.subscribe(method, params) // listen.go
 	}
+	if caps, ok := s.sideCaps(ctx, method); ok {
+		// Made for a client whose capabilities differ from the ones
+		// the session declared: on a session declaring the client's.
+		raw, sent, err := s.requestOnSide(ctx, caps, method, params)
+		if sent {
+			s.end()
+			return raw, err
+		}
+	}
 	raw, err := s.request(ctx, method, params)
 	s.end() // a renewal retires s once its requests have ended
 	if !errors.Is(err, ErrSessionExpired) {

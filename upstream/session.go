@@ -35,6 +35,12 @@ type session struct {
 	// stdio child was respawned because it exited on it.
 	initializeOnly bool
 
+	// declared, when set, is what initialize declares instead of the
+	// proxy's relay capabilities: a side session's client's
+	// (sidesession.go).
+	declared *mcp.ClientCapabilities
+	sides    sideSessions // the side sessions opened from this one
+
 	httpBase *http.Transport // http and sse only: the session's own pool
 
 	ctx     context.Context // ends when the session dies
@@ -278,6 +284,7 @@ func (s *session) close() {
 	s.closeOnce.Do(func() {
 		s.die(errSessionClosed)
 		s.finishRenewal(nil, s.deathErr())
+		s.sides.closeAll()
 		s.mu.Lock()
 		s.closing = true
 		s.mu.Unlock()

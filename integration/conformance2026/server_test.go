@@ -58,41 +58,36 @@ type proxyVariant struct {
 	differs map[string]string
 }
 
-// The reasons shared by the variants.
+// The reasons shared by the variants: each is where the 2025-11-25 era
+// loses something the scenario needs.
 const (
-	// The 2025-11-25 era cannot carry these.
-	whySessionCaps = "a 2025-11-25 upstream session declares the proxy's capabilities once, not each client's: " +
-		"test_missing_capability cannot tell that the scenario's client has no sampling, so there is no -32021"
-	whySessionAsks = "a 2025-11-25 upstream session declares the proxy's capabilities, so the server asks for " +
-		"elicitation too, which the proxy refuses with -32021 for this client; directly the server asks only " +
-		"for what the client declared"
-	whyOneRound = "go-sdk's server asks a 2025-11-25 client its input requests itself and calls the handler " +
-		"once more (mcp/mrtr.go), so a second round comes back as a plain result"
-	whyNoKeys = "a 2025-11-25 upstream asks with requests that carry no input-request key: the scenario " +
-		"requires the server's own key (user_name), which the proxy cannot know"
-	whyStdioOwner = "input-required-result-basic-elicitation (see its reason) leaves its call in flight upstream " +
-		"until its request state expires (the server's timeout); a 2025-11-25 server's request over stdio does " +
-		"not say which call it belongs to, and with two calls in flight the proxy does not guess " +
-		"(\"2 client sessions have calls in flight to this server\")"
+	whySessionCaps = "a 2025-11-25 client declares its capabilities once, at initialize, for the session, and a stdio " +
+		"server has one session (its process), the proxy's, declared with sampling, elicitation and roots so that it " +
+		"can relay for any client: test_missing_capability sees sampling declared and runs, so there is no -32021 " +
+		"(over Streamable HTTP the call goes on a session declaring the client's capabilities, and agrees)"
+	whySessionAsks = "the stdio server's one session declares the proxy's capabilities (see server-stateless), so the " +
+		"server asks for elicitation too, which this client did not declare and the proxy refuses with -32021; directly " +
+		"the server asks only for sampling"
+	whyOneRound = "2025-11-25 has no result that asks for more input: go-sdk's server asks a session-era client one " +
+		"round as requests, calls its handler once more and returns the second round's input requests in a plain " +
+		"result (mcp/mrtr.go), which the proxy, its 2025-11-25 client, receives as the call's complete result"
+	whyNoKeys = "a 2025-11-25 server asks with a plain elicitation/create request, which has no input-request key: " +
+		"the key (user_name) exists only in a 2026-07-28 input_required result, so the proxy names the input " +
+		"request with a key of its own"
+	whyNoAnswersAhead = "the first call carries inputResponses (user_name) ahead of any question: a 2025-11-25 " +
+		"tools/call has no inputResponses, and the question the server then sends has no key to match an answer " +
+		"to, so the call asks (input_required) where directly it completes"
 )
 
 var proxyVariants = []proxyVariant{
 	{
 		name: "stdio/2025-11-25", transport: "stdio", protocol: "2025-11-25",
 		differs: map[string]string{
-			"server-stateless":                              whySessionCaps,
-			"input-required-result-basic-elicitation":       whyNoKeys,
-			"input-required-result-multi-round":             whyOneRound,
-			"input-required-result-ignore-extra-params":     whyNoKeys,
-			"input-required-result-multiple-input-requests": whyStdioOwner,
-			"input-required-result-basic-sampling":          whyStdioOwner,
-			"input-required-result-basic-list-roots":        whyStdioOwner,
-			"input-required-result-request-state":           whyStdioOwner,
-			"input-required-result-missing-input-response":  whyStdioOwner,
-			"input-required-result-non-tool-request":        whyStdioOwner,
-			"input-required-result-result-type":             whyStdioOwner,
-			"input-required-result-tampered-state":          whyStdioOwner,
-			"input-required-result-capability-check":        whyStdioOwner,
+			"server-stateless":                          whySessionCaps,
+			"input-required-result-basic-elicitation":   whyNoKeys,
+			"input-required-result-multi-round":         whyOneRound,
+			"input-required-result-ignore-extra-params": whyNoAnswersAhead,
+			"input-required-result-capability-check":    whySessionAsks,
 		},
 	},
 	{
@@ -101,11 +96,9 @@ var proxyVariants = []proxyVariant{
 	{
 		name: "http/2025-11-25", transport: "http", protocol: "2025-11-25",
 		differs: map[string]string{
-			"server-stateless":                          whySessionCaps,
 			"input-required-result-basic-elicitation":   whyNoKeys,
 			"input-required-result-multi-round":         whyOneRound,
-			"input-required-result-ignore-extra-params": whyNoKeys,
-			"input-required-result-capability-check":    whySessionAsks,
+			"input-required-result-ignore-extra-params": whyNoAnswersAhead,
 		},
 	},
 	{
