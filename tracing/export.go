@@ -35,7 +35,7 @@ type wireExporter struct {
 	// done with a batch's bytes when UploadTraces returns (it marshals the
 	// request before sending it, retries included).
 	mu  sync.Mutex
-	buf []byte
+	buf []byte // kept only up to maxKeptBuf
 
 	stopOnce sync.Once
 	stopErr  error
@@ -58,6 +58,11 @@ func (e *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	defer e.mu.Unlock()
 	req, buf := encodeSpans(e.buf[:0], spans)
 	e.buf = buf
+	if cap(buf) > maxKeptBuf {
+		// A batch of huge values (a client's tool name can be as long as
+		// its request) is not kept for the life of the process.
+		e.buf = nil
+	}
 	if len(req) == 0 {
 		return nil
 	}
@@ -66,6 +71,10 @@ func (e *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 	}
 	return nil
 }
+
+// maxKeptBuf bounds the encoding buffer kept between batches: a full batch
+// of the proxy's spans (512, well under 1 KB each) fits several times.
+const maxKeptBuf = 4 << 20
 
 // Shutdown implements sdktrace.SpanExporter: it stops the client once.
 func (e *wireExporter) Shutdown(ctx context.Context) error {

@@ -214,3 +214,39 @@ func TestWireValidUTF8(t *testing.T) {
 		t.Errorf("the batch's other span is not there: %v", ss.Spans)
 	}
 }
+
+// TestWireBufferBounded: the buffer the wire exporter keeps between batches
+// does not keep the size of a batch of huge values (a 32 MB tool name makes
+// a span name and an attribute that long); an ordinary batch's is kept.
+func TestWireBufferBounded(t *testing.T) {
+	clearOTELEnv(t)
+	ctx := context.Background()
+	sink := newBodySink(t)
+	exp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(ctx)
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+	huge := strings.Repeat("n", 8<<20)
+	for _, c := range []struct {
+		name   string
+		target string
+		keep   bool
+	}{{"huge", huge, false}, {"ordinary", "echo", true}} {
+		spans := tracetest.SpanStubs{{Name: "tools/call " + c.target, SpanContext: sc,
+			Attributes: []attribute.KeyValue{attribute.String("gen_ai.tool.name", c.target)}}}.Snapshots()
+		if err := exp.ExportSpans(ctx, spans); err != nil {
+			t.Fatal(err)
+		}
+		if b := sink.take(); len(b) != 1 || len(b[0]) < 2*len(c.target) {
+			t.Fatalf("%s: %d requests, want 1 with the span", c.name, len(b))
+		}
+		exp.mu.Lock()
+		kept := cap(exp.buf)
+		exp.mu.Unlock()
+		if kept > maxKeptBuf || c.keep && kept == 0 {
+			t.Errorf("after the %s batch the exporter keeps a buffer of %d bytes, want at most %d and, for an ordinary batch, one", c.name, kept, maxKeptBuf)
+		}
+	}
+}
