@@ -298,40 +298,15 @@ func appendValue(b []byte, num protowire.Number, v attribute.Value) []byte {
 		b = protowire.AppendTag(b, fAnyBytes, protowire.BytesType)
 		b = protowire.AppendBytes(b, v.AsByteSlice())
 	case attribute.BOOLSLICE:
-		var arr int
-		b, arr = beginMsg(b, fAnyArray)
-		for _, e := range v.AsBoolSlice() {
-			b = appendValue(b, fListValues, attribute.BoolValue(e))
-		}
-		b = endMsg(b, arr)
+		b = appendArray(b, v.AsBoolSlice(), attribute.BoolValue)
 	case attribute.INT64SLICE:
-		var arr int
-		b, arr = beginMsg(b, fAnyArray)
-		for _, e := range v.AsInt64Slice() {
-			b = appendValue(b, fListValues, attribute.Int64Value(e))
-		}
-		b = endMsg(b, arr)
+		b = appendArray(b, v.AsInt64Slice(), attribute.Int64Value)
 	case attribute.FLOAT64SLICE:
-		var arr int
-		b, arr = beginMsg(b, fAnyArray)
-		for _, e := range v.AsFloat64Slice() {
-			b = appendValue(b, fListValues, attribute.Float64Value(e))
-		}
-		b = endMsg(b, arr)
+		b = appendArray(b, v.AsFloat64Slice(), attribute.Float64Value)
 	case attribute.STRINGSLICE:
-		var arr int
-		b, arr = beginMsg(b, fAnyArray)
-		for _, e := range v.AsStringSlice() {
-			b = appendValue(b, fListValues, attribute.StringValue(e))
-		}
-		b = endMsg(b, arr)
+		b = appendArray(b, v.AsStringSlice(), attribute.StringValue)
 	case attribute.SLICE:
-		var arr int
-		b, arr = beginMsg(b, fAnyArray)
-		for _, e := range v.AsSlice() {
-			b = appendValue(b, fListValues, e)
-		}
-		b = endMsg(b, arr)
+		b = appendArray(b, v.AsSlice(), func(e attribute.Value) attribute.Value { return e })
 	case attribute.MAP:
 		var list int
 		b, list = beginMsg(b, fAnyKVList)
@@ -356,4 +331,14 @@ func appendIterKeyValues(b []byte, num protowire.Number, it attribute.Iterator) 
 		b = appendKeyValue(b, num, it.Attribute())
 	}
 	return b
+}
+
+// appendArray appends the AnyValue field array_value: an ArrayValue whose
+// values are the elements of s, each made a Value by value.
+func appendArray[T any](b []byte, s []T, value func(T) attribute.Value) []byte {
+	b, arr := beginMsg(b, fAnyArray)
+	for _, e := range s {
+		b = appendValue(b, fListValues, value(e))
+	}
+	return endMsg(b, arr)
 }

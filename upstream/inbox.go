@@ -44,8 +44,14 @@ type incoming struct {
 // take handles one message of the server. A request is answered with ctx
 // (also ended when the session ends), its reply given to send; a
 // notification goes to the handler; a response is returned for the caller
-// to match. Anything else is dropped with a warning.
+// to match. An event with no data is a stream's priming event (MCP
+// 2025-11-25, Streamable HTTP: an event id and an empty data field, sent so
+// that a client can resume) and is passed over in silence. Anything else is
+// dropped with a warning.
 func (b *inbox) take(ctx context.Context, data []byte, send func(reply []byte)) incoming {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return incoming{}
+	}
 	e, _, err := readMessage(data)
 	switch {
 	case err == nil && e.Kind == rawjson.KindResponse:

@@ -97,6 +97,11 @@ func (s *session) requestOnSide(ctx context.Context, caps json.RawMessage, metho
 		if side == nil {
 			return nil, false, nil
 		}
+		// A level set since the side opened (or since its last call) goes
+		// first, so the server logs this call as the client asked.
+		if err := side.applyLogLevel(ctx); err != nil && ctx.Err() == nil {
+			side.log.Debug().Err(safe(err)).Msg("logging/setLevel on a side session failed")
+		}
 		raw, err := side.request(ctx, method, params)
 		if !errors.Is(err, ErrSessionExpired) || attempt > 0 {
 			return raw, true, err
@@ -197,7 +202,7 @@ func (t *sideSessions) closeAll() {
 
 // openSide opens a side session of s declaring caps: a Streamable HTTP
 // session of the same server at s's protocol version, within the
-// server's connect_timeout, with s's log level.
+// server's connect_timeout. requestOnSide tells it the log level.
 func (s *session) openSide(caps json.RawMessage) (*session, error) {
 	var declared mcp.ClientCapabilities
 	if err := json.Unmarshal(caps, &declared); err != nil {
@@ -225,9 +230,6 @@ func (s *session) openSide(caps json.RawMessage) (*session, error) {
 		// the first call goes once it is open, or known not to be.
 		h.listen()
 		h.awaitGET(ctx)
-	}
-	if err := side.applyLogLevel(ctx); err != nil && ctx.Err() == nil {
-		side.log.Debug().Err(safe(err)).Msg("logging/setLevel on a side session failed")
 	}
 	return side, nil
 }

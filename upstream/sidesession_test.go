@@ -177,3 +177,59 @@ func TestSideSessionCallsAfterItsGETStream(t *testing.T) {
 		t.Errorf("on the side session: %q, want %q", order, want)
 	}
 }
+
+// A level set after a side session opened reaches that session before its
+// next call, as it reaches the main one: the server logs a client's calls
+// at the level the client asked for, whichever session carries them.
+func TestSideSessionTakesALaterLogLevel(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		levels = map[string][]string{} // session id: the levels set on it, in order
+	)
+	srv := newMCPGoServer()
+	server.WithLogging()(srv)
+	inner := server.NewStreamableHTTPServer(srv)
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var m struct {
+			Method string
+			Params struct{ Level string }
+		}
+		if json.Unmarshal(body, &m) == nil && m.Method == "logging/setLevel" {
+			mu.Lock()
+			id := r.Header.Get("Mcp-Session-Id")
+			levels[id] = append(levels[id], m.Params.Level)
+			mu.Unlock()
+		}
+		inner.ServeHTTP(w, r)
+	}))
+	t.Cleanup(ts.Close)
+	c := start(t, httpServer("web", ts.URL+"/mcp"), Options{OnRequest: noRelay})
+	mustConnected(t, c)
+	ctx := WithClientCapabilities(context.Background(), json.RawMessage(`{}`))
+	call := func() {
+		t.Helper()
+		if raw, err := c.Request(ctx, "tools/call", json.RawMessage(`{"name":"hello","arguments":{"who":"x"}}`)); err != nil {
+			t.Fatalf("call: %s, %v", raw, err)
+		}
+	}
+	if err := c.SetLogLevel(context.Background(), "error"); err != nil {
+		t.Fatal(err)
+	}
+	call() // opens the side session, told "error"
+	if err := c.SetLogLevel(context.Background(), "debug"); err != nil {
+		t.Fatal(err)
+	}
+	call()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(levels) != 2 {
+		t.Fatalf("levels set per session: %v; want the main session and one side session", levels)
+	}
+	for id, got := range levels {
+		if !slices.Equal(got, []string{"error", "debug"}) {
+			t.Errorf("session %s was set %v; want [error debug]", id, got)
+		}
+	}
+}
