@@ -65,7 +65,7 @@ func TestKeyNames(t *testing.T) {
 
 // TestSessionNamesCache: the key of a session id is its HMAC under the
 // prefix whether it comes from the cache or not, and the cache of a
-// replica that served many sessions stays bounded.
+// replica that served more sessions than it holds stays bounded and full.
 func TestSessionNamesCache(t *testing.T) {
 	keys, err := deriveKeys(master(7))
 	if err != nil {
@@ -76,14 +76,22 @@ func TestSessionNamesCache(t *testing.T) {
 	if got := ss.key("sid-0"); got != want {
 		t.Fatalf("key = %q, want %q", got, want)
 	}
-	for i := range 2 * maxNames {
-		ss.key("sid-" + strconv.Itoa(i+1))
+	for i := range maxNames + 1 {
+		id := "sid-" + strconv.Itoa(i+1)
+		ss.remember(id, ss.key(id), true)
 		if n := len(ss.names); n > maxNames {
 			t.Fatalf("%d names cached, want at most %d", n, maxNames)
 		}
 	}
+	// One more session than the cache holds costs one entry, not all.
+	if n := len(ss.names); n != maxNames {
+		t.Errorf("%d names cached after %d sessions, want %d", n, maxNames+1, maxNames)
+	}
+	if k, ok := ss.names["sid-"+strconv.Itoa(maxNames+1)]; !ok || k != "p:session:"+keys.SessionID("sid-"+strconv.Itoa(maxNames+1)) {
+		t.Errorf("the last session's key cached = %q, %v", k, ok)
+	}
 	if got := ss.key("sid-0"); got != want {
-		t.Errorf("key after the cache started over = %q, want %q", got, want)
+		t.Errorf("key of an id out of the cache = %q, want %q", got, want)
 	}
 	if got := ss.key("sid-0"); got != want {
 		t.Errorf("cached key = %q, want %q", got, want)

@@ -34,7 +34,9 @@ type Sessions struct {
 	names   map[string]string
 }
 
-// maxNames bounds Sessions.names; when it is full it starts over.
+// maxNames bounds Sessions.names; when it is full, one entry makes room
+// for the next, so more sessions than this in use keep most of their keys
+// rather than the whole map being dropped every maxNames misses.
 const maxNames = 4096
 
 // Sessions is the session store of a Redis store whose sessions expire
@@ -70,8 +72,14 @@ func (ss *Sessions) remember(id, key string, found bool) {
 	if _, ok := ss.names[id]; ok {
 		return
 	}
-	if ss.names == nil || len(ss.names) >= maxNames {
+	if ss.names == nil {
 		ss.names = make(map[string]string)
+	}
+	if len(ss.names) >= maxNames {
+		for other := range ss.names { // one entry out, the runtime's pick
+			delete(ss.names, other)
+			break
+		}
 	}
 	ss.names[id] = key
 }
