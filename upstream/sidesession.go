@@ -37,11 +37,18 @@ import (
 const maxSideSessions = 8
 
 // sideMethods are the requests during which a server may ask the client for
-// input: the ones whose answer can depend on the client's capabilities.
+// input: the ones whose answer can depend on the client's capabilities. The
+// requests about tasks go the same way, since a server knows a task only on
+// the session whose call made it (MCP 2025-11-25, tasks), and a client's
+// capabilities, so its session, are the same for its call and its tasks.
 var sideMethods = map[string]bool{
 	string(mcp.MethodToolsCall):     true,
 	string(mcp.MethodPromptsGet):    true,
 	string(mcp.MethodResourcesRead): true,
+	"tasks/get":                     true,
+	"tasks/result":                  true,
+	"tasks/cancel":                  true,
+	"tasks/list":                    true,
 }
 
 // sideSessions are a session's side sessions, by capability set. Safe for
