@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -678,4 +679,38 @@ func BenchmarkRecordPaced(b *testing.B) {
 	b.StopTimer()
 	_ = l.Close(context.Background())
 	b.ReportMetric(float64(counted.flushes.Load())/float64(b.N), "writes/op")
+}
+
+// Arguments whose strings hold bytes that are not UTF-8 are written with
+// U+FFFD in their place (the scrubber every line passes makes them so), so
+// the line stays JSON a strict reader takes, and the digest is still that
+// of the arguments as sent.
+func TestArgumentsNotUTF8(t *testing.T) {
+	args := json.RawMessage("{\"p\": \"a\xff\xfeb\", \"q\": \"\xc3\"}")
+	sum := sha256.Sum256([]byte("{\"p\":\"a\xff\xfeb\",\"q\":\"\xc3\"}"))
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: args, RequestID: json.RawMessage("\"r\xff\"")})
+	closeLog(t, l)
+	data, err := os.ReadFile(cfg.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !utf8.Valid(data) {
+		t.Fatalf("the line is not UTF-8: %q", data)
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines", len(lines))
+	}
+	got := fmt.Sprint(lines[0]["arguments"])
+	if want := fmt.Sprint(map[string]any{"p": "a\uFFFDb", "q": "\uFFFD"}); got != want {
+		t.Errorf("arguments = %s, want %s", got, want)
+	}
+	if got, want := lines[0]["arguments_sha256"], hex.EncodeToString(sum[:]); got != want {
+		t.Errorf("arguments_sha256 = %v, want %s (the bytes as sent)", got, want)
+	}
+	if got := lines[0]["request_id"]; got != "r\uFFFD" {
+		t.Errorf("request_id = %q", got)
+	}
 }
