@@ -52,6 +52,12 @@ type sharedState struct {
 	deferred    deferredState // under its own lock
 
 	parked atomic.Pointer[parkedCall]
+
+	// levelPending is closed once the re-level a request of the session
+	// started on this replica (a level set elsewhere) has reached the
+	// upstreams; nil when none is under way. Under the session table's
+	// lock, not mu: the other requests of the session wait on it.
+	levelPending chan struct{}
 }
 
 func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sharedState {

@@ -46,6 +46,9 @@ type sessionTable struct {
 	// the store brings a log level this replica's upstreams were not told
 	// (set on another replica: loglevel.go); nil: nothing.
 	relevel func(ctx context.Context)
+	// levelWaiting, when set (tests), runs as a request starts to wait for
+	// the re-level another request of its session started.
+	levelWaiting func()
 }
 
 // sharedSessions is what the table needs for sessions in a store.
@@ -178,6 +181,7 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 	}
 	var made, gone *session
 	relevel := false
+	var levelSent, levelWait chan struct{}
 	st.mu.Lock()
 	s := st.byID[id]
 	switch {
@@ -201,6 +205,15 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 		// A level set or changed on another replica: this replica's
 		// upstreams are told it before the request goes on.
 		relevel = sh.load(fields) || (made != nil && sh.Level() >= 0)
+		switch {
+		case relevel:
+			// The session's other requests on this replica wait for it
+			// too: they read the store after this one and see no change.
+			levelSent = make(chan struct{})
+			sh.levelPending = levelSent
+		case sh.levelPending != nil:
+			levelWait = sh.levelPending
+		}
 		if sh.wasInitialized() {
 			// The client's notifications/initialized may have reached
 			// another replica: the questions waiting for it go now.
@@ -222,8 +235,28 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 	if made != nil {
 		st.metrics.SessionOpened(made.agent.Name, made.transport)
 	}
-	if relevel && st.relevel != nil {
-		st.relevel(ctx)
+	if relevel {
+		if st.relevel != nil {
+			st.relevel(ctx)
+		}
+		st.mu.Lock()
+		if sh := s.state.(*sharedState); sh.levelPending == levelSent {
+			sh.levelPending = nil
+		}
+		st.mu.Unlock()
+		close(levelSent)
+	}
+	if levelWait != nil {
+		if st.levelWaiting != nil {
+			st.levelWaiting()
+		}
+		t := time.NewTimer(levelSendTimeout)
+		select {
+		case <-levelWait:
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
 	}
 	return s, pre, nil
 }
