@@ -6,9 +6,13 @@ import (
 	"context"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
 )
 
@@ -105,5 +109,103 @@ func TestNextTakeDropsWaitingRelease(t *testing.T) {
 	}
 	if got, err := s.Redis().Client().ZRange(t.Context(), slot.Key, 0, -1).Result(); err != nil || len(got) != 1 || got[0] != "call-3" {
 		t.Errorf("leases held = %v (%v), want [call-3]", got, err)
+	}
+}
+
+// TestEndedReleasesLeaveTheQueue: a release waiting on this replica (the
+// sender is held, as while Redis does not take them) whose lease has
+// ended is not carried by the next take of its slot (Redis dropped the
+// lease itself) and leaves the queue; one whose lease lasts is carried.
+func TestEndedReleasesLeaveTheQueue(t *testing.T) {
+	srv := redistest.Start(t)
+	s, _ := openRedis(t, srv)
+	rl := s.redis.rel
+	rl.mu.Lock()
+	rl.started = true // no sender: releases wait
+	rl.mu.Unlock()
+	t.Cleanup(func() { close(rl.done) })
+	l := s.Limits()
+	key := l.SlotsKey("fx", 2)
+	const short = 20 * time.Millisecond
+	l.Release(key, "short", short)
+	l.Release(key, "long", time.Minute)
+	time.Sleep(2 * short) // past the short lease's end
+	if got := rl.pendingOf(key); len(got) != 1 || got[0] != "long" {
+		t.Errorf("the next take carries %v, want [long]", got)
+	}
+	rl.mu.Lock()
+	n := rl.count
+	rl.mu.Unlock()
+	if n != 1 {
+		t.Errorf("%d releases wait, want 1", n)
+	}
+}
+
+// lockedBuffer is a log a background goroutine writes to.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (w *lockedBuffer) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+func (w *lockedBuffer) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.String()
+}
+
+// TestReleaseQueueCapped: while Redis is down, releases queue up to
+// maxPendingReleases; past it the oldest are dropped with a warning that
+// names neither slot nor lease, and once Redis is back the rest are given
+// back and a warning counts what was dropped.
+func TestReleaseQueueCapped(t *testing.T) {
+	srv := redistest.Start(t)
+	var logs lockedBuffer
+	s, err := Open(config.Store{Type: config.StoreRedis, URL: srv.URL(), KeyPrefix: "test:", EncryptionKey: testKey},
+		Options{Logger: zerolog.New(&logs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Close() })
+	l := s.Limits()
+	key := l.SlotsKey("fx", 1)
+	srv.Kill()
+	const extra = 3
+	for i := range maxPendingReleases + extra {
+		l.Release(key, "call-"+strconv.Itoa(i), time.Minute)
+	}
+	got := map[string]bool{}
+	for _, id := range s.redis.rel.pendingOf(key) {
+		got[id] = true
+	}
+	if len(got) != maxPendingReleases {
+		t.Errorf("%d releases wait, want %d", len(got), maxPendingReleases)
+	}
+	for i := range extra + 1 {
+		id := "call-" + strconv.Itoa(i)
+		if want := i >= extra; got[id] != want {
+			t.Errorf("%s waiting = %v, want %v (the oldest are dropped)", id, got[id], want)
+		}
+	}
+	if !strings.Contains(logs.String(), `"max":4096,"message":"too many max_concurrent slots wait to be given back; the oldest are dropped`) {
+		t.Errorf("no warning of the dropped releases in %s", logs.String())
+	}
+	srv.Start()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := l.Settle(ctx); err != nil {
+		t.Fatalf("Settle once Redis is back = %v", err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, `"dropped":3,"message":"max_concurrent slots were dropped`) {
+		t.Errorf("no count of the dropped releases in %s", out)
+	}
+	if strings.Contains(out, "call-") || strings.Contains(out, key) {
+		t.Errorf("the log names a lease or a slot: %s", out)
 	}
 }

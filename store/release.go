@@ -21,12 +21,18 @@ import (
 // waiting here, in its own script (pendingOf): a client that sends its
 // next call once it has the answer never finds its own last lease held,
 // and a busy replica's releases mostly cost no round trip of their own.
+// While Redis does not take them the queue is bounded: a lease that has
+// ended is dropped (Redis dropped it too), and past maxPendingReleases the
+// oldest are dropped, their slots held in Redis until their leases end.
 type releaser struct {
 	r   *Redis
 	log zerolog.Logger
 
 	mu      sync.Mutex
 	pending map[string]map[string]time.Time // slots key -> lease id -> when the lease ends (local clock)
+	count   int                             // leases in pending
+	order   []queuedRelease                 // pending's leases, oldest first, and some already gone
+	dropped int                             // leases dropped over the cap since the last warning
 	settled *sync.Cond                      // broadcast when pending empties
 	started bool
 	closed  bool
@@ -43,6 +49,19 @@ const (
 	retryLast     = time.Second
 	releaseLinger = 5 * time.Millisecond
 )
+
+// maxPendingReleases is how many releases a replica keeps waiting for
+// Redis at most (docs/shared-state.md, the rate limits); past it
+// the oldest are dropped, and their slots stay taken until their leases
+// end.
+const maxPendingReleases = 4096
+
+// queuedRelease is one lease in the order releases were queued; it is
+// still waiting while pending holds it with the same end.
+type queuedRelease struct {
+	key, id string
+	end     time.Time
+}
 
 func newReleaser(r *Redis, log zerolog.Logger) *releaser {
 	rl := &releaser{r: r, log: log, pending: map[string]map[string]time.Time{},
@@ -66,7 +85,13 @@ func (rl *releaser) add(key, id string, lease time.Duration) {
 		ids = map[string]time.Time{}
 		rl.pending[key] = ids
 	}
-	ids[id] = time.Now().Add(lease)
+	end := time.Now().Add(lease)
+	if _, ok := ids[id]; !ok {
+		rl.count++
+	}
+	ids[id] = end
+	rl.order = append(rl.order, queuedRelease{key: key, id: id, end: end})
+	rl.trim()
 	if !rl.started {
 		rl.started = true
 		go rl.run()
@@ -78,7 +103,42 @@ func (rl *releaser) add(key, id string, lease time.Duration) {
 	}
 }
 
-// pendingOf is the leases of key still waiting to be given back.
+// trim drops the oldest leases while more than maxPendingReleases wait,
+// and compacts order once most of it is gone; rl.mu is held.
+func (rl *releaser) trim() {
+	var over map[string][]string
+	n := 0
+	for rl.count-n > maxPendingReleases && len(rl.order) > 0 {
+		q := rl.order[0]
+		rl.order = rl.order[1:]
+		if end, ok := rl.pending[q.key][q.id]; ok && end.Equal(q.end) {
+			if over == nil {
+				over = map[string][]string{}
+			}
+			over[q.key] = append(over[q.key], q.id)
+			n++
+		}
+	}
+	if n > 0 {
+		rl.forget(over)
+		if rl.dropped == 0 {
+			rl.log.Warn().Int("max", maxPendingReleases).Msg("too many max_concurrent slots wait to be given back; the oldest are dropped and stay taken until their leases end")
+		}
+		rl.dropped += n
+	}
+	if len(rl.order) > 64 && len(rl.order) > 2*rl.count {
+		live := make([]queuedRelease, 0, rl.count)
+		for _, q := range rl.order {
+			if end, ok := rl.pending[q.key][q.id]; ok && end.Equal(q.end) {
+				live = append(live, q)
+			}
+		}
+		rl.order = live
+	}
+}
+
+// pendingOf is the leases of key still waiting to be given back; those
+// whose lease has ended are forgotten (Redis dropped them by then).
 func (rl *releaser) pendingOf(key string) []string {
 	rl.mu.Lock()
 	defer rl.mu.Unlock()
@@ -86,9 +146,18 @@ func (rl *releaser) pendingOf(key string) []string {
 	if len(ids) == 0 {
 		return nil
 	}
+	now := time.Now()
 	out := make([]string, 0, len(ids))
-	for id := range ids {
+	var ended []string
+	for id, end := range ids {
+		if now.After(end) {
+			ended = append(ended, id)
+			continue
+		}
 		out = append(out, id)
+	}
+	if ended != nil {
+		rl.forget(map[string][]string{key: ended})
 	}
 	return out
 }
@@ -108,13 +177,17 @@ func (rl *releaser) forget(done map[string][]string) {
 	for key, ids := range done {
 		m := rl.pending[key]
 		for _, id := range ids {
-			delete(m, id)
+			if _, ok := m[id]; ok {
+				delete(m, id)
+				rl.count--
+			}
 		}
 		if len(m) == 0 {
 			delete(rl.pending, key)
 		}
 	}
 	if len(rl.pending) == 0 {
+		rl.order = rl.order[:0]
 		rl.settled.Broadcast()
 	}
 }
@@ -184,6 +257,12 @@ func (rl *releaser) run() {
 			if failing {
 				rl.log.Info().Msg("the max_concurrent slots waiting to be given back were given back")
 			}
+			rl.mu.Lock()
+			if rl.dropped > 0 {
+				rl.log.Warn().Int("dropped", rl.dropped).Msg("max_concurrent slots were dropped from the queue of those to give back; they stayed taken until their leases ended")
+				rl.dropped = 0
+			}
+			rl.mu.Unlock()
 			wait, failing = 0, false
 			continue
 		}
