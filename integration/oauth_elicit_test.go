@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testoauth"
 )
 
 // Logins of OAuth upstreams through the host (docs/security.md#oauth-upstreams): over stdio the
@@ -27,18 +29,10 @@ const urlHostInit = `{"protocolVersion":"2025-11-25","capabilities":{"elicitatio
 
 // loginConfig is the config of both tests: secure, up's MCP server, which
 // needs a login (no auth.open), and local, the fixture.
-func loginConfig(t *testing.T, up *oauthUpstream) string {
+func loginConfig(t *testing.T, up *testoauth.Server) string {
 	return writeConfig(t, "state_dir: "+q(t.TempDir())+"\n",
-		httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
+		httpServer("secure", up.URL("/mcp"), "auth: {type: oauth, open: none}"),
 		fixtureServer("local", []string{"-no-weird"}))
-}
-
-// revoke forgets every token the upstream issued, as an authorization
-// server that revoked them: the next request of the proxy gets a 401.
-func (u *oauthUpstream) revoke() {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	u.tokens = map[string]bool{}
 }
 
 // logLines returns the JSON log lines with message msg, in order.
@@ -153,11 +147,11 @@ func TestOAuthLoginURLElicitationStdio(t *testing.T) {
 	}
 	p := req.Params
 	au, err := url.Parse(p.URL)
-	if p.Mode != "url" || err != nil || !strings.HasPrefix(p.URL, up.url("/authorize?")) || p.ElicitationID == "" || !strings.Contains(p.Message, `"secure"`) {
+	if p.Mode != "url" || err != nil || !strings.HasPrefix(p.URL, up.URL("/authorize?")) || p.ElicitationID == "" || !strings.Contains(p.Message, `"secure"`) {
 		t.Fatalf("elicitation/create %s: want mode url, the upstream's authorization URL, an id and a message naming the server", ask.Raw)
 	}
 	aq := au.Query()
-	if aq.Get("code_challenge_method") != "S256" || aq.Get("resource") != up.url("/mcp") || !strings.HasPrefix(aq.Get("redirect_uri"), "http://127.0.0.1:") || aq.Get("state") == "" {
+	if aq.Get("code_challenge_method") != "S256" || aq.Get("resource") != up.URL("/mcp") || !strings.HasPrefix(aq.Get("redirect_uri"), "http://127.0.0.1:") || aq.Get("state") == "" {
 		t.Errorf("authorization URL %s: want PKCE S256, the resource, a loopback redirect and a state", p.URL)
 	}
 	c.mu.Lock()
@@ -280,7 +274,7 @@ func TestOAuthLoginNoElicitationOverHTTP(t *testing.T) {
 
 	// A login that starts while the client is connected: the upstream
 	// revoked the token, the next call is refused, the proxy logs in again.
-	up.revoke()
+	up.Revoke()
 	if got := callWhoami(t, c); got != "" {
 		t.Fatalf("secure__whoami answered %q with a revoked token", got)
 	}

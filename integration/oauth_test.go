@@ -3,128 +3,34 @@ package integration
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	mcpgo "github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testoauth"
 )
 
-// oauthUpstream is a Streamable HTTP MCP server (mcp-go) behind OAuth, with
-// its own authorization server (PRM, RFC 8414 metadata, registration,
-// authorize approving at once, token with PKCE): what a hosted MCP server
-// looks like to the proxy. It records every Authorization header /mcp got.
-type oauthUpstream struct {
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	codes    map[string]string // code -> PKCE challenge
-	tokens   map[string]bool
-	authSeen []string
-}
-
-func newOAuthUpstream(t *testing.T) *oauthUpstream {
+// newOAuthUpstream starts a Streamable HTTP MCP server (mcp-go) behind
+// OAuth, with its own authorization server that issues no refresh tokens:
+// what a hosted MCP server looks like to the proxy. Its tool whoami
+// answers "an authorized caller".
+func newOAuthUpstream(t *testing.T) *testoauth.Server {
 	t.Helper()
-	u := &oauthUpstream{codes: map[string]string{}, tokens: map[string]bool{}}
 	mcpSrv := server.NewMCPServer("oauth-upstream", "1.0.0", server.WithToolCapabilities(true))
 	mcpSrv.AddTool(mcpgo.NewTool("whoami", mcpgo.WithDescription("says who called")), func(ctx context.Context, req mcpgo.CallToolRequest) (*mcpgo.CallToolResult, error) {
 		return mcpgo.NewToolResultText("an authorized caller"), nil
 	})
-	mcpHandler := server.NewStreamableHTTPServer(mcpSrv)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		h := r.Header.Get("Authorization")
-		u.mu.Lock()
-		u.authSeen = append(u.authSeen, h)
-		ok := u.tokens[strings.TrimPrefix(h, "Bearer ")]
-		u.mu.Unlock()
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+u.url("/.well-known/oauth-protected-resource/mcp")+`"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		mcpHandler.ServeHTTP(w, r)
-	})
-	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, r *http.Request) {
-		oauthJSON(w, http.StatusOK, map[string]any{"resource": u.url("/mcp"), "authorization_servers": []string{u.srv.URL}})
-	})
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, r *http.Request) {
-		oauthJSON(w, http.StatusOK, map[string]any{
-			"issuer": u.srv.URL, "authorization_endpoint": u.url("/authorize"), "token_endpoint": u.url("/token"),
-			"registration_endpoint": u.url("/register"), "code_challenge_methods_supported": []string{"S256"},
-			"response_types_supported": []string{"code"}, "token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	mux.HandleFunc("/register", func(w http.ResponseWriter, r *http.Request) {
-		oauthJSON(w, http.StatusCreated, map[string]any{"client_id": "proxy-client", "token_endpoint_auth_method": "none"})
-	})
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		code := fmt.Sprintf("code-%d", time.Now().UnixNano())
-		u.mu.Lock()
-		u.codes[code] = q.Get("code_challenge")
-		u.mu.Unlock()
-		back, _ := url.Parse(q.Get("redirect_uri"))
-		bq := back.Query()
-		bq.Set("code", code)
-		bq.Set("state", q.Get("state"))
-		back.RawQuery = bq.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
-	})
-	mux.HandleFunc("/token", func(w http.ResponseWriter, r *http.Request) {
-		_ = r.ParseForm()
-		sum := sha256.Sum256([]byte(r.PostForm.Get("code_verifier")))
-		u.mu.Lock()
-		defer u.mu.Unlock()
-		if ch, ok := u.codes[r.PostForm.Get("code")]; !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) || r.PostForm.Get("resource") != u.url("/mcp") {
-			oauthJSON(w, http.StatusBadRequest, map[string]string{"error": "invalid_grant"})
-			return
-		}
-		delete(u.codes, r.PostForm.Get("code"))
-		tok := fmt.Sprintf("upstream-access-token-%d", time.Now().UnixNano())
-		u.tokens[tok] = true
-		oauthJSON(w, http.StatusOK, map[string]any{"access_token": tok, "token_type": "Bearer", "expires_in": 3600})
-	})
-	u.srv = httptest.NewServer(mux)
-	t.Cleanup(u.srv.Close)
-	return u
-}
-
-func (u *oauthUpstream) url(p string) string { return u.srv.URL + p }
-
-func (u *oauthUpstream) issued() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var out []string
-	for t := range u.tokens {
-		out = append(out, t)
-	}
-	return out
-}
-
-func (u *oauthUpstream) seen() []string {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return append([]string(nil), u.authSeen...)
-}
-
-func oauthJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
+	return testoauth.New(t, testoauth.Options{MCP: server.NewStreamableHTTPServer(mcpSrv)})
 }
 
 // logLine finds the first JSON log line with message msg and returns it.
@@ -161,7 +67,7 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	up := newOAuthUpstream(t)
 	state := t.TempDir()
 	cfg := writeConfig(t, fmt.Sprintf("state_dir: %s\nmetrics: {listen: 127.0.0.1:0}\nagents:\n  a: {mcp_bundles: [all], tokens: [%s]}\nbundles:\n  all: {servers: [secure, local]}\ndefault_agent: a\n", q(state), q(oauthAgentToken)),
-		httpServer("secure", up.url("/mcp"), "required: true", "auth: {type: oauth, open: none}"),
+		httpServer("secure", up.URL("/mcp"), "required: true", "auth: {type: oauth, open: none}"),
 		fixtureServer("local", []string{"-no-weird"}))
 	base, p := startHTTPProxy(t, cfg)
 	headers := map[string]string{"Authorization": "Bearer " + oauthAgentToken}
@@ -221,11 +127,11 @@ func TestOAuthUpstreamOverHTTP(t *testing.T) {
 	if got := upMetric(); got != `mcp_proxy_upstream_up{protocol="2026-07-28",server="secure"} 1` {
 		t.Errorf("metric after the login: %s", got)
 	}
-	issued := up.issued()
+	issued := up.Issued()
 	if len(issued) != 1 {
 		t.Fatalf("tokens issued: %d", len(issued))
 	}
-	for _, h := range up.seen() {
+	for _, h := range up.Seen() {
 		if strings.Contains(h, oauthAgentToken) {
 			t.Fatalf("the upstream got the client's token: %q", h)
 		}
@@ -251,7 +157,7 @@ func TestOAuthLoginCLIPickUp(t *testing.T) {
 	t.Parallel()
 	up := newOAuthUpstream(t)
 	state := t.TempDir()
-	cfg := writeConfig(t, "state_dir: "+q(state)+"\n", httpServer("secure", up.url("/mcp"), "auth: {type: oauth, open: none}"),
+	cfg := writeConfig(t, "state_dir: "+q(state)+"\n", httpServer("secure", up.URL("/mcp"), "auth: {type: oauth, open: none}"),
 		fixtureServer("local", []string{"-no-weird"}))
 
 	// A server that needs a login is not connected: tools exits 1 (as for
@@ -310,10 +216,10 @@ func TestOAuthLoginCLIPickUp(t *testing.T) {
 
 	status, _, code := runCLI(t, "auth", "status", "--config", cfg, "--json")
 	var rows []map[string]any
-	if code != 0 || json.Unmarshal([]byte(status), &rows) != nil || len(rows) != 1 || rows[0]["state"] != "authorized" || rows[0]["issuer"] != up.srv.URL {
+	if code != 0 || json.Unmarshal([]byte(status), &rows) != nil || len(rows) != 1 || rows[0]["state"] != "authorized" || rows[0]["issuer"] != up.Issuer() {
 		t.Errorf("auth status (exit %d): %s", code, status)
 	}
-	for _, tok := range up.issued() {
+	for _, tok := range up.Issued() {
 		if strings.Contains(status, tok) || strings.Contains(printed.String(), tok) || strings.Contains(stderr.String(), tok) {
 			t.Errorf("a token was printed or logged")
 		}

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testoauth"
 )
 
 // The status page's texts the tests look for.
@@ -37,7 +39,7 @@ type statusScenario struct {
 	pageURL   string // http://127.0.0.1:<port>/
 	signInURL string // the page's address with the status token; "" with metrics.tokens
 	descFile  string
-	up        *oauthUpstream
+	up        *testoauth.Server
 	cs        *mcp.ClientSession
 }
 
@@ -46,7 +48,7 @@ type statusScenario struct {
 func startStatusScenario(t *testing.T, tokens ...string) *statusScenario {
 	t.Helper()
 	up := newOAuthUpstream(t)
-	s := startStatusScenarioAt(t, up.url("/mcp"), tokens...)
+	s := startStatusScenarioAt(t, up.URL("/mcp"), tokens...)
 	s.up = up
 	return s
 }
@@ -237,7 +239,7 @@ func TestStatusPageOverHTTP(t *testing.T) {
 	if !sfWaitFor(callTimeout, func() bool { return hasName(toolNames(listTools(t, s.cs)), "fx__echo") }) {
 		t.Error("fx__echo not listed again after Approve")
 	}
-	for _, tok := range s.up.issued() {
+	for _, tok := range s.up.Issued() {
 		if strings.Contains(page, tok) || strings.Contains(s.proxy.stderr.String(), tok) {
 			t.Error("the upstream's token reached the page or the log")
 		}

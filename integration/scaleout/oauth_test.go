@@ -5,14 +5,9 @@ package scaleout
 import (
 	"bufio"
 	"context"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -24,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
+	"github.com/mcp-proxy/mcp-proxy/internal/testoauth"
 )
 
 // Lifetimes of the OAuth server's access tokens: the login's expires
@@ -43,21 +39,11 @@ const (
 const refreshHold = 3 * time.Second
 
 // oauthServer is an MCP server (go-sdk, Streamable HTTP) behind OAuth with
-// its own authorization server: protected resource metadata, RFC 8414
-// metadata, registration, an authorize endpoint that approves at once, and
-// a token endpoint with PKCE and single-use refresh tokens. Its tool
-// whoami answers which grant issued the bearer token it was called with:
-// "login" or "refresh".
+// its own authorization server, whose refresh tokens are single-use (see
+// testoauth). Its tool whoami answers which grant issued the bearer token
+// it was called with: "login" or "refresh".
 type oauthServer struct {
-	srv *httptest.Server
-
-	mu      sync.Mutex
-	codes   map[string]string // code -> PKCE challenge
-	access  map[string]string // access token -> the grant that issued it
-	refresh map[string]bool   // refresh tokens not used yet
-	grants  map[string]int    // grant_type -> tokens issued
-	refused []string          // grants refused, as "grant_type: error"
-	next    int
+	*testoauth.Server
 
 	replicas   int // the proxies that use it (see holdRefresh)
 	holdMu     sync.Mutex
@@ -70,112 +56,21 @@ type oauthServer struct {
 // refreshHold), which holds none when there is one replica.
 func newOAuthServer(t *testing.T, replicas int) *oauthServer {
 	t.Helper()
-	o := &oauthServer{codes: map[string]string{}, access: map[string]string{}, refresh: map[string]bool{}, grants: map[string]int{},
-		replicas: replicas, all: make(chan struct{})}
+	o := &oauthServer{replicas: replicas, all: make(chan struct{})}
 	ms := mcp.NewServer(&mcp.Implementation{Name: "oauth-upstream", Version: "1.0.0"}, nil)
 	mcp.AddTool(ms, &mcp.Tool{Name: "whoami", Description: "Says which grant issued the caller's token."},
 		func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-			o.mu.Lock()
-			grant := o.access[strings.TrimPrefix(req.Extra.Header.Get("Authorization"), "Bearer ")]
-			o.mu.Unlock()
+			grant := o.Grant(req.Extra.Header.Get("Authorization"))
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: grant}}}, nil, nil
 		})
-	mh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil)
-	mux := http.NewServeMux()
-	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
-		o.mu.Lock()
-		_, ok := o.access[strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")]
-		o.mu.Unlock()
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.url("/.well-known/oauth-protected-resource/mcp")+`"`)
-			w.WriteHeader(http.StatusUnauthorized)
-			return
-		}
-		mh.ServeHTTP(w, r)
+	o.Server = testoauth.New(t, testoauth.Options{
+		MCP:                   mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ms }, nil),
+		RefreshTokens:         true,
+		LoginTokenSeconds:     loginTokenSeconds,
+		RefreshedTokenSeconds: refreshedTokenSeconds,
+		BeforeRefresh:         o.holdRefresh,
 	})
-	mux.HandleFunc("/.well-known/oauth-protected-resource/mcp", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{"resource": o.url("/mcp"), "authorization_servers": []string{o.srv.URL}})
-	})
-	mux.HandleFunc("/.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, map[string]any{
-			"issuer": o.srv.URL, "authorization_endpoint": o.url("/authorize"), "token_endpoint": o.url("/token"),
-			"registration_endpoint": o.url("/register"), "code_challenge_methods_supported": []string{"S256"},
-			"response_types_supported": []string{"code"}, "grant_types_supported": []string{"authorization_code", "refresh_token"},
-			"token_endpoint_auth_methods_supported": []string{"none"},
-		})
-	})
-	mux.HandleFunc("/register", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusCreated, map[string]any{"client_id": "proxy-client", "token_endpoint_auth_method": "none"})
-	})
-	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
-		q := r.URL.Query()
-		o.mu.Lock()
-		o.next++
-		code := fmt.Sprintf("code-%d", o.next)
-		o.codes[code] = q.Get("code_challenge")
-		o.mu.Unlock()
-		back, err := url.Parse(q.Get("redirect_uri"))
-		if err != nil {
-			http.Error(w, "bad redirect_uri", http.StatusBadRequest)
-			return
-		}
-		bq := back.Query()
-		bq.Set("code", code)
-		bq.Set("state", q.Get("state"))
-		back.RawQuery = bq.Encode()
-		http.Redirect(w, r, back.String(), http.StatusFound)
-	})
-	mux.HandleFunc("/token", o.token)
-	o.srv = httptest.NewServer(mux)
-	t.Cleanup(o.srv.Close)
 	return o
-}
-
-func (o *oauthServer) url(p string) string { return o.srv.URL + p }
-
-// token serves the token endpoint: an authorization code (PKCE checked)
-// or a refresh token, each good once.
-func (o *oauthServer) token(w http.ResponseWriter, r *http.Request) {
-	_ = r.ParseForm()
-	f := r.PostForm
-	grant := f.Get("grant_type")
-	if grant == "refresh_token" {
-		o.holdRefresh()
-	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	refuse := func(e string) {
-		o.refused = append(o.refused, grant+": "+e)
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": e})
-	}
-	var label string
-	var expires int
-	switch grant {
-	case "authorization_code":
-		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
-		ch, ok := o.codes[f.Get("code")]
-		if !ok || ch != base64.RawURLEncoding.EncodeToString(sum[:]) {
-			refuse("invalid_grant")
-			return
-		}
-		delete(o.codes, f.Get("code"))
-		label, expires = "login", loginTokenSeconds
-	case "refresh_token":
-		if !o.refresh[f.Get("refresh_token")] {
-			refuse("invalid_grant")
-			return
-		}
-		delete(o.refresh, f.Get("refresh_token"))
-		label, expires = "refresh", refreshedTokenSeconds
-	default:
-		refuse("unsupported_grant_type")
-		return
-	}
-	o.grants[grant]++
-	o.next++
-	access, refresh := fmt.Sprintf("access-%d", o.next), fmt.Sprintf("refresh-%d", o.next)
-	o.access[access], o.refresh[refresh] = label, true
-	writeJSON(w, http.StatusOK, map[string]any{"access_token": access, "token_type": "Bearer", "expires_in": expires, "refresh_token": refresh})
 }
 
 // holdRefresh holds a refresh grant until one has come from each replica,
@@ -191,23 +86,6 @@ func (o *oauthServer) holdRefresh() {
 	case <-o.all:
 	case <-time.After(refreshHold):
 	}
-}
-
-// counts returns the tokens issued by grant type and the grants refused.
-func (o *oauthServer) counts() (map[string]int, []string) {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	grants := map[string]int{}
-	for k, v := range o.grants {
-		grants[k] = v
-	}
-	return grants, append([]string(nil), o.refused...)
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 // oauthReplicaConfig is a replica's (or the CLI's) config: the Redis store
@@ -234,7 +112,7 @@ default_agent: dev
 
 // serverYAML is the config entry of o as server "secure", under servers.
 func (o *oauthServer) serverYAML() string {
-	return fmt.Sprintf("  secure:\n    url: %q\n    auth: {type: oauth, open: none}\n", o.url("/mcp"))
+	return fmt.Sprintf("  secure:\n    url: %q\n    auth: {type: oauth, open: none}\n", o.URL("/mcp"))
 }
 
 // listsTool reports whether the replica at addr lists tool, through a new
@@ -391,7 +269,7 @@ func TestOneLoginServesThreeReplicas(t *testing.T) {
 	if total != calls {
 		t.Errorf("%d calls counted across the replicas, want %d", total, calls)
 	}
-	grants, refused := o.counts()
+	grants, refused := o.Counts()
 	if grants["authorization_code"] != 1 || grants["refresh_token"] != 1 || len(refused) != 0 {
 		t.Errorf("the authorization server issued %v and refused %v; want one login and one refresh, nothing refused", grants, refused)
 	}

@@ -89,7 +89,7 @@ func TestRedisOutage(t *testing.T) {
 	if got := statelessPost(t, devURL, "secure__whoami", whoami); !strings.Contains(got, `"text":"refresh"`) || strings.Contains(got, `"isError":true`) {
 		t.Fatalf("secure__whoami before the outage = %s; want the upstream to see the refreshed token", got)
 	}
-	grants, refused := o.counts()
+	grants, refused := o.Counts()
 	if grants["authorization_code"] != 1 || grants["refresh_token"] != 1 || len(refused) != 0 {
 		t.Fatalf("before the outage the authorization server issued %v and refused %v; want one login and one refresh", grants, refused)
 	}
@@ -176,7 +176,7 @@ func TestRedisOutage(t *testing.T) {
 	if got := statelessPost(t, devURL, "secure__whoami", whoami); !strings.Contains(got, `"text":"refresh"`) || strings.Contains(got, `"isError":true`) {
 		t.Errorf("secure__whoami after the outage = %s; want the upstream to see the token refreshed before it", got)
 	}
-	if grants, refused := o.counts(); grants["authorization_code"] != 1 || grants["refresh_token"] != 1 || len(refused) != 0 {
+	if grants, refused := o.Counts(); grants["authorization_code"] != 1 || grants["refresh_token"] != 1 || len(refused) != 0 {
 		t.Errorf("in all the authorization server issued %v and refused %v; want the login and the refresh of before, nothing since", grants, refused)
 	}
 	if rep, err := raw.echo(ctx, cs.ID(), "after-raw"); err != nil {
