@@ -8,8 +8,35 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/mcp-proxy/mcp-proxy/internal/redistest"
 )
+
+// idle is the idle timeout of the sessions of idleSession.
+const idle = 10 * time.Minute
+
+// idleSession opens a store on srv whose sessions expire after idle, with
+// one session, sid-1, made: it returns the store, its sessions, sid-1's
+// key and the Redis client.
+func idleSession(t *testing.T, srv *redistest.Server) (*Store, *Sessions, string, redis.UniversalClient) {
+	t.Helper()
+	s, _ := openRedis(t, srv)
+	ss := s.Sessions(idle)
+	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	return s, ss, ss.key("sid-1"), s.Redis().Client()
+}
+
+// dueForRefresh leaves key less than idle to live, so that its next read
+// refreshes its expiry.
+func dueForRefresh(t *testing.T, rc redis.UniversalClient, key string) {
+	t.Helper()
+	if err := rc.PExpire(t.Context(), key, idle-time.Second).Err(); err != nil {
+		t.Fatal(err)
+	}
+}
 
 // dirty is Redis's count of writes since its last save: what a write to
 // the append-only file, and with appendfsync always a wait for the disk,
@@ -38,14 +65,7 @@ func dirty(t *testing.T, s *Store) int {
 // read sets it to the idle timeout plus the slack again.
 func TestSessionReadsWriteNothing(t *testing.T) {
 	srv := redistest.Start(t)
-	s, _ := openRedis(t, srv)
-	const idle = 10 * time.Minute
-	ss := s.Sessions(idle)
-	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	key := ss.key("sid-1")
-	rc := s.Redis().Client()
+	s, ss, key, rc := idleSession(t, srv)
 	before := dirty(t, s)
 	for range 5 {
 		f, ok, err := ss.Load(t.Context(), "sid-1")
@@ -56,9 +76,7 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	if after := dirty(t, s); after != before {
 		t.Errorf("5 reads of a fresh session made %d writes, want 0", after-before)
 	}
-	if err := rc.PExpire(t.Context(), key, idle-time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	dueForRefresh(t, rc, key)
 	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
 		t.Fatalf("Load = %v %v", ok, err)
 	}
@@ -80,17 +98,8 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 // expiry is due for a refresh: the read is plain reads, and the refresh
 // is sent after it, taken once Redis takes writes again.
 func TestSessionReadsDuringWritePause(t *testing.T) {
-	srv := redistest.Start(t)
-	s, _ := openRedis(t, srv)
-	const idle = 10 * time.Minute
-	ss := s.Sessions(idle)
-	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	rc := s.Redis().Client()
-	if err := rc.PExpire(t.Context(), ss.key("sid-1"), idle-time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	s, ss, key, rc := idleSession(t, redistest.Start(t))
+	dueForRefresh(t, rc, key)
 	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
@@ -102,7 +111,7 @@ func TestSessionReadsDuringWritePause(t *testing.T) {
 		t.Fatalf("Load while Redis takes no writes = %v %v %v, want the session", f, ok, err)
 	}
 	s.redis.bg.Wait()
-	if ttl, err := rc.PTTL(t.Context(), ss.key("sid-1")).Result(); err != nil || ttl <= idle {
+	if ttl, err := rc.PTTL(t.Context(), key).Result(); err != nil || ttl <= idle {
 		t.Errorf("after the pause the session expires in %s (%v), want more than %s", ttl, err, idle)
 	}
 }
@@ -165,17 +174,8 @@ func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
 // returns (here it waits for Redis to take writes again).
 func TestCloseWaitsForRefresh(t *testing.T) {
 	srv := redistest.Start(t)
-	s, _ := openRedis(t, srv)
-	const idle = 10 * time.Minute
-	ss := s.Sessions(idle)
-	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	key := ss.key("sid-1")
-	rc := s.Redis().Client()
-	if err := rc.PExpire(t.Context(), key, idle-time.Second).Err(); err != nil {
-		t.Fatal(err)
-	}
+	s, ss, key, rc := idleSession(t, srv)
+	dueForRefresh(t, rc, key)
 	// Writes wait 300 ms (within OpTimeout): the refresh is on its way
 	// when Close is called.
 	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "300", "WRITE").Err(); err != nil {
