@@ -3,13 +3,10 @@ package integration
 import (
 	"cmp"
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // TestSubscriptionsAcrossEras: a resource subscription through the proxy
@@ -23,14 +20,7 @@ import (
 // test://watched-resource come back to the client, in its era's form.
 func TestSubscriptionsAcrossEras(t *testing.T) {
 	t.Parallel()
-	root, err := testproc.ModuleRoot("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	if err := testproc.Build(root, bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", false, buildTimeout); err != nil {
-		t.Fatal(err)
-	}
+	bin := everythingGoBin(t)
 	for _, upstreamEra := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run("upstream "+upstreamEra, func(t *testing.T) {
 			t.Parallel()

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/integrity"
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"github.com/mcp-proxy/mcp-proxy/upstream"
 )
@@ -31,14 +30,7 @@ func TestScanRealServers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sdkServer := filepath.Join(t.TempDir(), "everything-server")
-	root, err := testproc.ModuleRoot("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := testproc.Build(root, sdkServer, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", false, buildTimeout); err != nil {
-		t.Fatal(err)
-	}
+	sdkServer := everythingGoBin(t)
 	js := func(pkg string) string { return filepath.Join(nm, "@modelcontextprotocol", pkg, "dist", "index.js") }
 	doc := fmt.Sprintf(`
 servers:

@@ -3,14 +3,11 @@ package integration
 import (
 	"cmp"
 	"context"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // TestMultiRoundTripAcrossEras: the official Go SDK's everything-server
@@ -23,14 +20,7 @@ import (
 // rounds, complete with the client's answers.
 func TestMultiRoundTripAcrossEras(t *testing.T) {
 	t.Parallel()
-	root, err := testproc.ModuleRoot("..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin := filepath.Join(t.TempDir(), "everything-server")
-	if err := testproc.Build(root, bin, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server", false, buildTimeout); err != nil {
-		t.Fatal(err)
-	}
+	bin := everythingGoBin(t)
 	cfg := writeConfig(t, "", stdioServer("ev", bin, nil, "protocol: 2026-07-28"))
 	for _, tr := range []string{"stdio", "http"} {
 		for _, proto := range []string{"2025-11-25", ""} {
