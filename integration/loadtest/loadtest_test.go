@@ -54,15 +54,7 @@ func TestRelayCopiesLines(t *testing.T) {
 // error, every number positive, and no process left running.
 func TestRunEveryScenario(t *testing.T) {
 	dir := t.TempDir()
-	proxyBin := filepath.Join(dir, "mcp-proxy")
-	fixtureBin := filepath.Join(dir, "fixture")
-	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	proxyBin, fixtureBin := buildBinaries(t, dir)
 	jsonPath := filepath.Join(dir, "out.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -139,15 +131,7 @@ func TestRunEveryScenario(t *testing.T) {
 // initialize and two calls, and the proxy's peak RSS.
 func TestSessionsScenario(t *testing.T) {
 	dir := t.TempDir()
-	proxyBin := filepath.Join(dir, "mcp-proxy")
-	fixtureBin := filepath.Join(dir, "fixture")
-	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	proxyBin, fixtureBin := buildBinaries(t, dir)
 	jsonPath := filepath.Join(dir, "out.json")
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
@@ -411,4 +395,19 @@ func TestReadyLines(t *testing.T) {
 			}
 		})
 	}
+}
+
+// buildBinaries builds mcp-proxy and the fixture into dir and returns
+// their paths.
+func buildBinaries(t *testing.T, dir string) (proxyBin, fixtureBin string) {
+	t.Helper()
+	proxyBin, fixtureBin = filepath.Join(dir, "mcp-proxy"), filepath.Join(dir, "fixture")
+	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
+		cmd := exec.Command("go", "build", "-o", bin, pkg)
+		cmd.Dir = filepath.Join("..", "..")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
+		}
+	}
+	return proxyBin, fixtureBin
 }

@@ -30,15 +30,7 @@ func TestStoreScenarios(t *testing.T) {
 		t.Fatal("redis-server is not installed: apt-get install -y redis-server")
 	}
 	dir := t.TempDir()
-	proxyBin := filepath.Join(dir, "mcp-proxy")
-	fixtureBin := filepath.Join(dir, "fixture")
-	for bin, pkg := range map[string]string{proxyBin: "./cmd/mcp-proxy", fixtureBin: "./integration/fixture"} {
-		cmd := exec.Command("go", "build", "-o", bin, pkg)
-		cmd.Dir = filepath.Join("..", "..")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", pkg, err, out)
-		}
-	}
+	proxyBin, fixtureBin := buildBinaries(t, dir)
 	jsonPath := filepath.Join(dir, "out.json")
 	t.Setenv("TMPDIR", dir) // the run's temp dir, redis-server's among it
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
