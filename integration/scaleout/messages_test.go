@@ -3,13 +3,11 @@
 package scaleout
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -53,24 +51,10 @@ servers:
 func toolRuns(t *testing.T, tool string, reps ...*replica) map[string]int {
 	t.Helper()
 	out := map[string]int{}
-	for _, r := range reps {
-		f, err := os.Open(r.record)
-		if os.IsNotExist(err) {
-			continue
+	for _, c := range fixtureCalls(t, reps...) {
+		if c.tool == tool {
+			out[c.replica]++
 		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			var line struct {
-				Tool string `json:"tool"`
-			}
-			if json.Unmarshal(sc.Bytes(), &line) == nil && line.Tool == tool {
-				out[r.name]++
-			}
-		}
-		f.Close()
 	}
 	return out
 }

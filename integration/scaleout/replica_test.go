@@ -121,11 +121,15 @@ func waitReady(t *testing.T, r *replica) {
 	t.Fatalf("replica %s not ready within %s (last: %s)\n%s", r.name, startTimeout, last, tail(r.proc.stderr.String(), 4000))
 }
 
-// recorded reads which replica ran each fx__echo call: text -> replica
-// names, one entry per call the fixture received.
-func recorded(t *testing.T, replicas ...*replica) map[string][]string {
+// fixtureCall is one call a replica's fixture received.
+type fixtureCall struct {
+	replica, tool, text string // text: the arguments' text, if any
+}
+
+// fixtureCalls reads the calls each replica's fixture received, in order.
+func fixtureCalls(t *testing.T, replicas ...*replica) []fixtureCall {
 	t.Helper()
-	out := map[string][]string{}
+	var out []fixtureCall
 	for _, r := range replicas {
 		f, err := os.Open(r.record)
 		if os.IsNotExist(err) {
@@ -145,13 +149,24 @@ func recorded(t *testing.T, replicas ...*replica) map[string][]string {
 			if err := json.Unmarshal(sc.Bytes(), &line); err != nil {
 				t.Fatalf("%s: %v", r.record, err)
 			}
-			if line.Tool == "echo" {
-				out[line.Arguments.Text] = append(out[line.Arguments.Text], r.name)
-			}
+			out = append(out, fixtureCall{r.name, line.Tool, line.Arguments.Text})
 		}
 		_ = f.Close()
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// recorded reads which replica ran each fx__echo call: text -> replica
+// names, one entry per call the fixture received.
+func recorded(t *testing.T, replicas ...*replica) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, c := range fixtureCalls(t, replicas...) {
+		if c.tool == "echo" {
+			out[c.text] = append(out[c.text], c.replica)
 		}
 	}
 	return out
