@@ -827,23 +827,7 @@ func TestAnnouncedListChangedPassedOn(t *testing.T) {
 	}
 	b := &fakeUpstream{}
 	b.snap.Store(snap(upstream.Announced{}))
-	p := newProxy(t, `
-blobs: {mode: passthrough}
-servers:
-  a: {command: fixture}
-  b: {command: fixture}
-bundles:
-  justa: {servers: [a]}
-  all: {servers: [a, b]}
-agents:
-  aonly: {mcp_bundles: [justa]}
-  both: {mcp_bundles: [all]}
-default_agent: both
-`, map[string]*fakeUpstream{"a": connected(`{"name":"y"}`), "b": b})
-	aonly := startStdioAs(t, p, context.Background(), "aonly")
-	aonly.initialize()
-	both := startStdioAs(t, p, context.Background(), "both")
-	both.initialize()
+	p, aonly, both := grantedApart(t, `{"name":"y"}`, b)
 	const (
 		tools     = `"notifications/tools/list_changed"`
 		resources = `"notifications/resources/list_changed"`

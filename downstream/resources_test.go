@@ -96,13 +96,11 @@ func TestWaitStartupOncePerGeneration(t *testing.T) {
 	}
 }
 
-// resources/list_changed reaches the sessions granted the server whose
-// resources changed, not a session whose agent is not granted it: its
-// merged list did not change.
-func TestSurfaceListChangedOnlyToGrantedSessions(t *testing.T) {
-	b := &fakeUpstream{}
-	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
-		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)}})
+// grantedApart is a proxy with servers a (one tool, aTool) and b, and two
+// initialized stdio sessions: aonly, whose agent is granted a only, and
+// both, granted both.
+func grantedApart(t *testing.T, aTool string, b *fakeUpstream) (*Proxy, *stdioClient, *stdioClient) {
+	t.Helper()
 	p := newProxy(t, `
 blobs: {mode: passthrough}
 servers:
@@ -115,11 +113,22 @@ agents:
   aonly: {mcp_bundles: [justa]}
   both: {mcp_bundles: [all]}
 default_agent: both
-`, map[string]*fakeUpstream{"a": connected(`{"name":"x"}`), "b": b})
+`, map[string]*fakeUpstream{"a": connected(aTool), "b": b})
 	aonly := startStdioAs(t, p, context.Background(), "aonly")
 	aonly.initialize()
 	both := startStdioAs(t, p, context.Background(), "both")
 	both.initialize()
+	return p, aonly, both
+}
+
+// resources/list_changed reaches the sessions granted the server whose
+// resources changed, not a session whose agent is not granted it: its
+// merged list did not change.
+func TestSurfaceListChangedOnlyToGrantedSessions(t *testing.T) {
+	b := &fakeUpstream{}
+	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
+		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`)}})
+	p, aonly, both := grantedApart(t, `{"name":"x"}`, b)
 	b.snap.Store(&upstream.Snapshot{State: upstream.StateConnected, Capabilities: upstream.Capabilities{Resources: true},
 		Resources: []json.RawMessage{json.RawMessage(`{"uri":"r://1","name":"one"}`), json.RawMessage(`{"uri":"r://2","name":"two"}`)}})
 	p.Refresh()
