@@ -3,7 +3,6 @@ package conformance
 import (
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -117,16 +116,6 @@ func (p *proc) stop() error {
 // or "".
 func (p *proc) raceReport() string { return testproc.RaceReport(p.stderr.String()) }
 
-// freePort returns a loopback TCP port that was free a moment ago.
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	port := l.Addr().(*net.TCPAddr).Port
-	return port, l.Close()
-}
-
 // errExited: a server ended before it was ready.
 var errExited = errors.New("exited before it was ready")
 
@@ -164,7 +153,7 @@ func waitReady(p *proc, url string, want200 bool) error {
 func startServer(name, readyPath string, newCmd func(port int) *exec.Cmd) (*proc, int, error) {
 	var lastErr error
 	for range startAttempts {
-		port, err := freePort()
+		port, err := testproc.FreePort()
 		if err != nil {
 			return nil, 0, err
 		}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -280,7 +279,7 @@ servers:
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	port := freePort(t)
+	port := testproc.MustFreePort(t)
 	cmd := exec.Command(proxy, "serve", "--config", cfgPath, "--listen", "127.0.0.1:"+strconv.Itoa(port))
 	cmd.Env = append(os.Environ(), "HOME="+dir, "XDG_STATE_HOME="+filepath.Join(dir, "state"), "XDG_CONFIG_HOME="+filepath.Join(dir, "config"))
 	p := start(t, "mcp-proxy", cmd)
@@ -316,7 +315,7 @@ func runSuite(t *testing.T, r *confrunner.Runner, url, out string) *confrunner.S
 // loopback port until the test ends, and returns its URL.
 func startEverything(t *testing.T, server string, stateless bool, dir string) string {
 	t.Helper()
-	port := freePort(t)
+	port := testproc.MustFreePort(t)
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	cmd := exec.Command(server, "-http="+addr, fmt.Sprintf("-stateless=%v", stateless))
 	cmd.Env = append(os.Environ(), "HOME="+dir)
@@ -329,16 +328,6 @@ func startEverything(t *testing.T, server string, stateless bool, dir string) st
 	})
 	waitHTTP(t, p, "http://"+addr+"/", false)
 	return "http://localhost:" + strconv.Itoa(port) + "/"
-}
-
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // proc is a server the test started, in a process group of its own.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // The peer is another MCP proxy, an optional side of the HTTP call
@@ -55,7 +57,7 @@ type peerUpstream struct {
 // peerSpec runs the peer in front of upstream u over stdio; its ready value
 // is its endpoint URL, once it serves the upstream.
 func (e *env) peerSpec(u string, payload int) (procSpec, error) {
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return procSpec{}, fmt.Errorf("peer: %w", err)
 	}
@@ -109,15 +111,4 @@ func dialHTTPRetry(ctx context.Context, url, token string) (*httpClient, error) 
 		}
 	}
 	return nil, err
-}
-
-// freePort returns a loopback port that was free a moment ago (the peer
-// takes its address from its config, not from the kernel).
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", loopback+":0")
-	if err != nil {
-		return 0, err
-	}
-	port := ln.Addr().(*net.TCPAddr).Port
-	return port, ln.Close()
 }

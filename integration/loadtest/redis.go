@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // Bounds of starting the store scenarios' redis-server.
@@ -42,7 +44,7 @@ func startRedis(ctx context.Context, f *fleet, bin, dir string) (*redisServer, e
 	if err != nil {
 		return nil, fmt.Errorf("redis: %w", err)
 	}
-	port, err := freePort()
+	port, err := testproc.FreePort()
 	if err != nil {
 		return nil, err
 	}

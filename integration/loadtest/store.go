@@ -12,6 +12,8 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // The store scenarios compare the proxy on its memory store (the base,
@@ -69,7 +71,7 @@ func callStore(conc int, limited bool) func(context.Context, *env, string) (*res
 		if err != nil {
 			return nil, err
 		}
-		metricsAddr, err := freePort()
+		metricsAddr, err := testproc.FreePort()
 		if err != nil {
 			return nil, err
 		}

@@ -17,6 +17,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-proxy/mcp-proxy/internal/testproc"
 )
 
 // InstallHint says how to get redis-server where it is missing.
@@ -64,7 +66,7 @@ func start(t testing.TB, cert, key []byte) *Server {
 		}
 		bin = "/usr/bin/redis-server"
 	}
-	s := &Server{t: t, bin: bin, Dir: t.TempDir(), Port: freePort(t), TLS: cert != nil}
+	s := &Server{t: t, bin: bin, Dir: t.TempDir(), Port: testproc.MustFreePort(t), TLS: cert != nil}
 	s.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(s.Port))
 	if s.TLS {
 		for name, data := range map[string][]byte{"tls.crt": cert, "tls.key": key} {
@@ -170,16 +172,6 @@ func (s *Server) URL() string {
 	return fmt.Sprintf("redis://%s/0", s.Addr)
 }
 
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // Sentinel is a redis-server in sentinel mode watching one master under
 // the name MasterName. It is killed when the test ends.
 type Sentinel struct {
@@ -195,7 +187,7 @@ const MasterName = "mcp-proxy-test"
 func StartSentinel(t testing.TB, master *Server) *Sentinel {
 	t.Helper()
 	dir := t.TempDir()
-	port := freePort(t)
+	port := testproc.MustFreePort(t)
 	_, masterPort, _ := net.SplitHostPort(master.Addr)
 	conf := strings.Join([]string{
 		"bind 127.0.0.1",

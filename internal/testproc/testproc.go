@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -142,4 +143,31 @@ func Build(root, out, pkg string, race bool, timeout time.Duration) error {
 		return fmt.Errorf("go %s: %w\n%s", strings.Join(args, " "), err, output)
 	}
 	return nil
+}
+
+// FreePort is a TCP port of 127.0.0.1 that was free a moment ago: a
+// process the test starts next is told to listen on it.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	return port, l.Close()
+}
+
+// Fataler is the part of testing.TB that MustFreePort uses.
+type Fataler interface {
+	Helper()
+	Fatal(args ...any)
+}
+
+// MustFreePort is FreePort, ending the test when no port can be had.
+func MustFreePort(t Fataler) int {
+	t.Helper()
+	port, err := FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
 }

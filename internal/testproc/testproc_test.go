@@ -1,10 +1,12 @@
 package testproc
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -78,4 +80,14 @@ func TestModuleRootAndBuild(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "go build -o") {
 		t.Errorf("building a missing package: %v; want the go build error", err)
 	}
+}
+
+// TestFreePort: the port FreePort gives can be listened on at once.
+func TestFreePort(t *testing.T) {
+	port := MustFreePort(t)
+	l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(port))
+	if err != nil {
+		t.Fatalf("listen on the free port %d: %v", port, err)
+	}
+	_ = l.Close()
 }
