@@ -31,11 +31,13 @@ import (
 type wireExporter struct {
 	client otlptrace.Client
 
-	// mu holds buf, the encoding buffer that batches reuse: the client is
-	// done with a batch's bytes when UploadTraces returns (it marshals the
-	// request before sending it, retries included).
-	mu  sync.Mutex
-	buf []byte // kept only up to maxKeptBuf
+	// mu holds buf and msgs, the encoding buffer and the span messages
+	// that batches reuse: the client is done with a batch's bytes and
+	// messages when UploadTraces returns (it marshals the request before
+	// sending it, retries included).
+	mu   sync.Mutex
+	buf  []byte         // kept only up to maxKeptBuf
+	msgs []tracepb.Span // kept only up to maxKeptMsgs
 
 	stopOnce sync.Once
 	stopErr  error
@@ -56,17 +58,26 @@ func newWireExporter(ctx context.Context, client otlptrace.Client) (*wireExporte
 func (e *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	req, buf := encodeSpans(e.buf[:0], spans)
+	if cap(e.msgs) < len(spans) {
+		e.msgs = make([]tracepb.Span, len(spans))
+	}
+	msgs := e.msgs[:len(spans)]
+	req, buf := encodeSpans(e.buf[:0], msgs, spans)
 	e.buf = buf
 	if cap(buf) > maxKeptBuf {
 		// A batch of huge values (a client's tool name can be as long as
 		// its request) is not kept for the life of the process.
 		e.buf = nil
 	}
-	if len(req) == 0 {
-		return nil
+	var err error
+	if len(req) > 0 {
+		err = e.client.UploadTraces(ctx, req)
 	}
-	if err := e.client.UploadTraces(ctx, req); err != nil {
+	clear(msgs) // no bytes of this batch stay reachable
+	if cap(e.msgs) > maxKeptMsgs {
+		e.msgs = nil
+	}
+	if err != nil {
 		return fmt.Errorf("traces export: %w", err)
 	}
 	return nil
@@ -75,6 +86,11 @@ func (e *wireExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnl
 // maxKeptBuf bounds the encoding buffer kept between batches: a full batch
 // of the proxy's spans (512, well under 1 KB each) fits several times.
 const maxKeptBuf = 4 << 20
+
+// maxKeptMsgs bounds the span messages kept between batches: the batch
+// processor's default batch (512 spans) fits, a larger configured one
+// (OTEL_BSP_MAX_EXPORT_BATCH_SIZE) allocates its own each time.
+const maxKeptMsgs = 2048
 
 // Shutdown implements sdktrace.SpanExporter: it stops the client once.
 func (e *wireExporter) Shutdown(ctx context.Context) error {
@@ -85,9 +101,10 @@ func (e *wireExporter) Shutdown(ctx context.Context) error {
 // encodeSpans groups spans by resource and instrumentation scope, in the
 // order they first appear, as OTLP's ResourceSpans and ScopeSpans, each
 // span, resource and scope a message holding its encoding as unknown
-// fields. nil spans are skipped. The spans' bytes are appended to buf,
-// which is returned for reuse once the messages are no longer needed.
-func encodeSpans(buf []byte, spans []sdktrace.ReadOnlySpan) ([]*tracepb.ResourceSpans, []byte) {
+// fields. nil spans are skipped. msgs, zero messages as many as spans,
+// become the spans' messages. The spans' bytes are appended to buf, which
+// is returned for reuse once the messages are no longer needed.
+func encodeSpans(buf []byte, msgs []tracepb.Span, spans []sdktrace.ReadOnlySpan) ([]*tracepb.ResourceSpans, []byte) {
 	type scopeKey struct {
 		res   attribute.Distinct
 		scope instrumentation.Scope
@@ -96,7 +113,6 @@ func encodeSpans(buf []byte, spans []sdktrace.ReadOnlySpan) ([]*tracepb.Resource
 		out    []*tracepb.ResourceSpans
 		resIdx = map[attribute.Distinct]*tracepb.ResourceSpans{}
 		scopes = map[scopeKey]*tracepb.ScopeSpans{}
-		msgs   = make([]tracepb.Span, len(spans))
 		ends   = make([]int, len(spans))
 	)
 	for i, s := range spans {

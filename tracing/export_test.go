@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	collectortracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -247,6 +248,68 @@ func TestWireBufferBounded(t *testing.T) {
 		exp.mu.Unlock()
 		if kept > maxKeptBuf || c.keep && kept == 0 {
 			t.Errorf("after the %s batch the exporter keeps a buffer of %d bytes, want at most %d and, for an ordinary batch, one", c.name, kept, maxKeptBuf)
+		}
+	}
+}
+
+// recordingClient is an otlptrace.Client that keeps the span messages of
+// each upload and what they held while it was running.
+type recordingClient struct {
+	msgs  [][]*tracepb.Span
+	bytes [][]byte
+}
+
+func (c *recordingClient) Start(context.Context) error { return nil }
+func (c *recordingClient) Stop(context.Context) error  { return nil }
+
+func (c *recordingClient) UploadTraces(_ context.Context, req []*tracepb.ResourceSpans) error {
+	var msgs []*tracepb.Span
+	for _, rs := range req {
+		for _, ss := range rs.ScopeSpans {
+			for _, s := range ss.Spans {
+				msgs = append(msgs, s)
+				c.bytes = append(c.bytes, slices.Clone(s.ProtoReflect().GetUnknown()))
+			}
+		}
+	}
+	c.msgs = append(c.msgs, msgs)
+	return nil
+}
+
+// TestWireReusesMessages: the span messages of a batch are the previous
+// batch's, and once the client is done with a batch they hold none of its
+// bytes.
+func TestWireReusesMessages(t *testing.T) {
+	ctx := context.Background()
+	client := &recordingClient{}
+	exp, err := newWireExporter(ctx, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+	for _, names := range [][]string{{"tools/call a", "tools/call b"}, {"tools/call c", "tools/call d"}} {
+		var stubs tracetest.SpanStubs
+		for _, n := range names {
+			stubs = append(stubs, tracetest.SpanStub{Name: n, SpanContext: sc})
+		}
+		if err := exp.ExportSpans(ctx, stubs.Snapshots()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(client.msgs) != 2 || len(client.msgs[0]) != 2 || len(client.msgs[1]) != 2 {
+		t.Fatalf("uploads of %v span messages, want two of 2", client.msgs)
+	}
+	for i, m := range client.msgs[1] {
+		if m != client.msgs[0][i] {
+			t.Errorf("span message %d of the second batch is a new one", i)
+		}
+		if u := m.ProtoReflect().GetUnknown(); len(u) != 0 {
+			t.Errorf("span message %d still holds %d bytes after its upload", i, len(u))
+		}
+	}
+	for i, b := range client.bytes {
+		if want := []string{"a", "b", "c", "d"}[i]; !bytes.Contains(b, []byte("tools/call "+want)) {
+			t.Errorf("upload of span %d held %q, want the span named tools/call %s", i, b, want)
 		}
 	}
 }
