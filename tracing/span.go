@@ -281,7 +281,7 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	if tp, ts := metaTraceContext(r.Params); tp != "" {
 		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
 	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, r.Target), serverStart...)
+	ctx, span := t.tracer.Start(ctx, t.names.name(r.Method, r.Target), serverStart...)
 	st := &spanState{s: span, recording: span.IsRecording()}
 	if st.recording {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
@@ -309,7 +309,7 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	if r.Method == methodToolsCall || r.Method == methodPromptsGet {
 		target = paramName(r.Params)
 	}
-	ctx, span := t.tracer.Start(ctx, spanName(r.Method, target), clientStart...)
+	ctx, span := t.tracer.Start(ctx, t.names.name(r.Method, target), clientStart...)
 	st := &spanState{s: span, recording: span.IsRecording()}
 	if st.recording {
 		st.add(semconv.McpMethodNameKey.String(r.Method))
@@ -336,13 +336,6 @@ func (t *Tracer) TraceID(ctx context.Context) string {
 		return ""
 	}
 	return sc.TraceID().String()
-}
-
-func spanName(method, target string) string {
-	if target == "" {
-		return method
-	}
-	return method + " " + target
 }
 
 // add appends a start attribute, whose key is new to the span; only the

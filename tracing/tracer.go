@@ -70,6 +70,7 @@ type Tracer struct {
 	tracer trace.Tracer
 	prop   propagation.TraceContext
 	log    zerolog.Logger
+	names  spanNames
 
 	shutdownOnce sync.Once
 	shutdownErr  error
