@@ -103,11 +103,14 @@ type ClientRequest struct {
 // its methods are safe for concurrent use.
 type Span struct{ st *spanState }
 
-// maxAttrs is the most attributes one span takes: a server span's ten at
-// its start (method, tool name and operation, request id, session,
-// protocol, transport, address, port, agent) and six later ones (server,
-// outcome, policy rule, approval, error.type, rpc.response.status_code).
-const maxAttrs = 16
+// inlineAttrs is how many attributes a span keeps in its own state; more
+// go to a slice of their own. A call's server span over HTTP has twelve
+// (method, tool name and operation, request id, session, protocol,
+// transport, address, port, agent, then server and outcome), fewer over
+// stdio and on a client span; only a failure's error.type and
+// rpc.response.status_code, a policy rule or an approval take it further
+// (at most 16). Each attribute is 64 bytes, in every span.
+const inlineAttrs = 12
 
 // spanState is a started span and the attributes it records at End.
 //
@@ -128,7 +131,8 @@ type spanState struct {
 	outcomeSet bool
 	ended      atomic.Bool // set under mu; read without it by IsRecording
 	n          int
-	attrs      [maxAttrs]attribute.KeyValue
+	attrs      [inlineAttrs]attribute.KeyValue
+	more       []attribute.KeyValue // after attrs is full
 }
 
 // setLocked records kv, replacing an earlier value of its key (the last
@@ -144,11 +148,24 @@ func (st *spanState) setLocked(kv attribute.KeyValue) {
 			return
 		}
 	}
-	if st.n < len(st.attrs) {
+	for i := range st.more {
+		if st.more[i].Key == kv.Key {
+			st.more[i] = kv
+			return
+		}
+	}
+	switch {
+	case st.n < len(st.attrs):
 		st.attrs[st.n] = kv
 		st.n++
+	case len(st.more) < maxMoreAttrs:
+		st.more = append(st.more, kv)
 	}
 }
+
+// maxMoreAttrs bounds the attributes beyond inlineAttrs: no span of the
+// proxy sets more than sixteen different keys.
+const maxMoreAttrs = 4
 
 // set is setLocked with the lock taken.
 func (st *spanState) set(kv attribute.KeyValue) {
@@ -248,6 +265,9 @@ func (s Span) End(outcome string, rpcCode int) {
 	}
 	if !st.ended.Load() && st.n > 0 {
 		st.s.SetAttributes(st.attrs[:st.n]...)
+		if len(st.more) > 0 {
+			st.s.SetAttributes(st.more...)
+		}
 	}
 	st.ended.Store(true)
 	st.mu.Unlock()
@@ -339,7 +359,8 @@ func (t *Tracer) TraceID(ctx context.Context) string {
 }
 
 // add appends a start attribute, whose key is new to the span; only the
-// span's starter calls it, before anyone else sees st.
+// span's starter calls it, before anyone else sees st. A span starts with
+// at most ten, all of them in attrs.
 func (st *spanState) add(kv attribute.KeyValue) {
 	st.attrs[st.n] = kv
 	st.n++

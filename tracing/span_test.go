@@ -291,7 +291,8 @@ func TestOutcomeSetDeeper(t *testing.T) {
 // TestEveryAttributeKept: a server span with every attribute the proxy
 // records (each start field, then server, policy rule, approval and a
 // failed outcome with a JSON-RPC code) keeps them all; so does a client
-// span. A span holds at most maxAttrs until it ends.
+// span. A span holds inlineAttrs in its state and the rest, at most
+// maxMoreAttrs, apart: a key set again there (the approval) is replaced.
 func TestEveryAttributeKept(t *testing.T) {
 	tr, exp := memTracer(t)
 	ctx, srv := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "gh__create",
@@ -299,8 +300,9 @@ func TestEveryAttributeKept(t *testing.T) {
 		Transport: TransportTCP, Address: "127.0.0.1", Port: 8080})
 	srv.SetServer("gh")
 	srv.SetPolicyRule("read_only")
-	srv.SetApproval("deny")
+	srv.SetApproval("approve")
 	srv.SetOutcome("denied", -32001)
+	srv.SetApproval("deny")
 	_, cli := tr.StartClient(ctx, ClientRequest{Method: "tools/call", Params: json.RawMessage(`{"name":"cre\u0061te"}`),
 		ID: "px-3", Server: "gh", Protocol: "2025-11-25", SessionID: "u1", Transport: TransportTCP, Address: "10.0.0.2", Port: 9000})
 	cli.End("timeout", 0)
@@ -322,8 +324,8 @@ func TestEveryAttributeKept(t *testing.T) {
 		"mcp_proxy.server": "gh", "mcp_proxy.policy.rule": "read_only", "mcp_proxy.approval": "deny",
 		"mcp_proxy.outcome": "denied", "error.type": "-32001", "rpc.response.status_code": "-32001",
 	}
-	if len(want) != maxAttrs {
-		t.Fatalf("the fullest server span has %d attributes, maxAttrs is %d", len(want), maxAttrs)
+	if len(want) != inlineAttrs+maxMoreAttrs {
+		t.Fatalf("the fullest server span has %d attributes, a span holds %d", len(want), inlineAttrs+maxMoreAttrs)
 	}
 	sameMap(t, "server span", attrMap(spans[1].Attributes), want)
 	if got := len(spans[1].Attributes); got != len(want) {
