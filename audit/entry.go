@@ -115,6 +115,12 @@ const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 //	arguments_sha256, arguments, arguments_omitted, request_id, trace_id
 //	(all five optional)
 func (r *record) encode() ([]byte, error) {
+	return r.appendLine(make([]byte, 0, 512+len(r.args)+len(r.Target)+len(r.Error))) // a call's line is 300-450 bytes
+}
+
+// appendLine appends encode's line to b. On error b is returned as it
+// came.
+func (r *record) appendLine(b []byte) ([]byte, error) {
 	client, auth, tokenPos := r.Agent, AuthNone, 0
 	switch {
 	case r.Subject != "":
@@ -122,7 +128,7 @@ func (r *record) encode() ([]byte, error) {
 	case r.Token > 0:
 		auth, tokenPos = AuthToken, r.Token
 	}
-	b := make([]byte, 0, 512+len(r.args)+len(r.Target)+len(r.Error)) // a call's line is 300-450 bytes
+	n := len(b)
 	b = append(b, `{"time":"`...)
 	b = r.Time.UTC().AppendFormat(b, timeLayout) // digits and -:.TZ+, nothing to escape
 	b = append(b, '"')
@@ -152,13 +158,13 @@ func (r *record) encode() ([]byte, error) {
 	var err error
 	if len(r.args) > 0 {
 		if b, err = rawMember(b, "arguments", r.args); err != nil {
-			return nil, err
+			return b[:n], err
 		}
 	}
 	b = optional(b, "arguments_omitted", r.argsOmitted)
 	if validID(r.RequestID) {
 		if b, err = rawMember(b, "request_id", r.RequestID); err != nil {
-			return nil, err
+			return b[:n], err
 		}
 	}
 	b = optional(b, "trace_id", r.TraceID)
@@ -180,12 +186,13 @@ func optional(b []byte, name, value string) []byte {
 }
 
 // rawMember appends ,"name":raw with raw compacted, as encoding/json
-// writes a json.RawMessage.
+// writes a json.RawMessage. On error what it returns is b's array with
+// anything after len(b).
 func rawMember(b []byte, name string, raw []byte) ([]byte, error) {
 	b = append(append(append(b, ',', '"'), name...), '"', ':')
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
-		return nil, fmt.Errorf("audit: %s: %w", name, err)
+		return b, fmt.Errorf("audit: %s: %w", name, err)
 	}
 	return buf.Bytes(), nil
 }

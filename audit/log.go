@@ -85,6 +85,8 @@ type Log struct {
 	// gather is the writer's pause before a batch that began with a lone
 	// entry (a sleep of GatherDelay; tests replace it).
 	gather func()
+
+	w writeBuffers // the writer goroutine's alone
 }
 
 // sink is where lines go: the rotating file, or a test's writer.
@@ -281,35 +283,69 @@ func (l *Log) finish(dirty bool) {
 	}
 }
 
-// write encodes, scrubs and writes a batch, in order.
+// write encodes, scrubs and writes a batch, in order. The batch's lines
+// are encoded into one buffer and copied once into one string, which the
+// scrubber reads line by line; the buffers are the writer's own and kept
+// for the next batch.
 func (l *Log) write(batch []*record) {
-	var out bytes.Buffer
-	scrub := l.sc.Writer(&out)
+	w := &l.w
+	lines, ends := w.lines[:0], w.ends[:0]
 	lost := 0
-	var werr error
 	for _, r := range batch {
 		l.queuedBytes.Add(-r.cost)
-		b, err := r.encode()
-		if err != nil {
+		var err error
+		if lines, err = r.appendLine(lines); err != nil {
 			lost++
 			continue
 		}
-		out.Reset()
-		_, _ = scrub.Write(b) // one line per Write: scrubbed whole
+		ends = append(ends, len(lines))
+	}
+	text := string(lines)
+	var werr error
+	start := 0
+	for _, end := range ends {
 		if werr == nil {
-			werr = l.sink.WriteLine(out.Bytes())
+			w.out = append(w.out[:0], l.sc.LogLine(text[start:end])...) // one line: scrubbed whole
+			werr = l.sink.WriteLine(w.out)
 		}
 		if werr != nil {
 			lost++
 		}
+		start = end
 	}
 	if werr == nil {
 		werr = l.sink.Flush()
 	}
+	w.keep(lines, ends)
 	if werr != nil {
 		l.drop(lost, "writing failed: "+sanitize.Error(werr.Error()))
 	} else if lost > 0 {
 		l.drop(lost, "an entry could not be encoded")
+	}
+}
+
+// maxKeptBuffer bounds each buffer the writer keeps between batches: a
+// busy proxy's batch of a few hundred lines fits, a batch of large lines
+// (arguments: full) gets buffers of its own.
+const maxKeptBuffer = 256 << 10
+
+// writeBuffers are the writer goroutine's buffers, reused from batch to
+// batch: the batch's encoded lines, where each ends, and one scrubbed line.
+type writeBuffers struct {
+	lines []byte
+	ends  []int
+	out   []byte
+}
+
+// keep holds lines and ends for the next batch, unless they grew past
+// maxKeptBuffer.
+func (w *writeBuffers) keep(lines []byte, ends []int) {
+	w.lines, w.ends = lines, ends
+	if cap(lines) > maxKeptBuffer || cap(ends)*8 > maxKeptBuffer {
+		w.lines, w.ends = nil, nil
+	}
+	if cap(w.out) > maxKeptBuffer {
+		w.out = nil
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -712,5 +713,104 @@ func TestArgumentsNotUTF8(t *testing.T) {
 	}
 	if got := lines[0]["request_id"]; got != "r\uFFFD" {
 		t.Errorf("request_id = %q", got)
+	}
+}
+
+// benchSecrets are a config's secrets: an agent token, an upstream
+// header and two environment values.
+var benchSecrets = []string{"mcpp_3kq9Zr7vLx2Nw8Tb5Yc1Hd6Fj0Gm4Ps", "Bearer ghp_configuredtoken0123456789",
+	"s3cr3t-value", "postgres://app:pa55w0rd@db.internal:5432/app"}
+
+// BenchmarkWrite is the writer's work for each line of a batch of 64
+// calls' entries (digest mode, a static token, a trace id): encoded,
+// scrubbed with benchSecrets and handed to the sink.
+func BenchmarkWrite(b *testing.B) {
+	l, err := newLog(&countingSink{}, config.AuditArgumentsDigest, Options{Secrets: benchSecrets})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = l.Close(context.Background()) })
+	batch := benchBatch(64)
+	b.ReportAllocs()
+	for b.Loop() {
+		l.write(batch)
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(batch)), "ns/line")
+}
+
+// keepingSink keeps the lines written to it.
+type keepingSink struct {
+	countingSink
+	kept []string
+}
+
+func (s *keepingSink) WriteLine(line []byte) error {
+	s.kept = append(s.kept, string(line))
+	return s.countingSink.WriteLine(line)
+}
+
+// benchBatch is n records of calls as BenchmarkWrite writes them.
+func benchBatch(n int) []*record {
+	batch := make([]*record, n)
+	for i := range batch {
+		r := &record{Entry: Entry{Time: time.Now(), Agent: "assistant", Session: "mcp-proxy-5f0c1d2e9a8b7c6d", Token: 1,
+			Method: "tools/call", Target: "github__create_issue", Server: "github", Decision: DecisionAllow,
+			Outcome: "ok", Duration: time.Duration(400+i) * time.Microsecond, RequestID: json.RawMessage(strconv.Itoa(i)),
+			TraceID: "4bf92f3577b34da6a3ce929d0e0e4736"}, cost: entryCost}
+		r.digest, _, r.hasDigest = digestOf(json.RawMessage(`{"title":"a bug","body":"it breaks"}`), false)
+		batch[i] = r
+	}
+	return batch
+}
+
+// TestWriteBatchAllocations: writing a batch costs the same few
+// allocations however many lines it has (the encoding and scrubbing
+// buffers are reused), not some for each line. Its lines have no request
+// id: the check of one takes a scanner from encoding/json's sync.Pool,
+// which the race detector empties at random.
+func TestWriteBatchAllocations(t *testing.T) {
+	l, err := newLog(&countingSink{}, config.AuditArgumentsDigest, Options{Secrets: benchSecrets})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close(context.Background())
+	batch := benchBatch(64)
+	for _, r := range batch {
+		r.RequestID = nil
+	}
+	l.write(batch) // the buffers grow once
+	if n := testing.AllocsPerRun(20, func() { l.write(batch) }); n > 2 {
+		t.Errorf("a batch of %d lines: %.0f allocations, want at most 2", len(batch), n)
+	}
+}
+
+// TestWriteSkipsUnencodable: an entry that cannot be encoded (arguments
+// that are not JSON, which Record never keeps) is counted as dropped and
+// leaves the lines around it whole.
+func TestWriteSkipsUnencodable(t *testing.T) {
+	sink := &keepingSink{}
+	l, err := newLog(sink, config.AuditArgumentsFull, Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := benchBatch(3)
+	batch[1].args = []byte(`{"broken":`)
+	want := make([]string, 0, 2)
+	for _, r := range []*record{batch[0], batch[2]} {
+		b, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, string(b))
+	}
+	l.write(batch)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(sink.kept, "") != strings.Join(want, "") {
+		t.Errorf("lines written:\n%s\nwant:\n%s", strings.Join(sink.kept, ""), strings.Join(want, ""))
+	}
+	if l.Dropped() != 1 {
+		t.Errorf("%d dropped, want 1", l.Dropped())
 	}
 }

@@ -409,3 +409,9 @@ func marshalEscape(s string) string {
 	}
 	return string(b[1 : len(b)-1])
 }
+
+// LogLine scrubs s, one log line, as Writer scrubs a Write: a JSON object
+// stays valid JSON with secrets in its strings replaced, other text gets
+// Scrubber.Text; the bidirectional controls, U+2028 and U+2029 are escaped.
+// It returns s itself when nothing changes.
+func (sc *Scrubber) LogLine(s string) string { return sc.logLine(s) }
