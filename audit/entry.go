@@ -115,12 +115,18 @@ const timeLayout = "2006-01-02T15:04:05.000000Z07:00"
 //	arguments_sha256, arguments, arguments_omitted, request_id, trace_id
 //	(all five optional)
 func (r *record) encode() ([]byte, error) {
-	return r.appendLine(make([]byte, 0, 512+len(r.args)+len(r.Target)+len(r.Error))) // a call's line is 300-450 bytes
+	b, _, err := r.appendLine(make([]byte, 0, 512+len(r.args)+len(r.Target)+len(r.Error)), nil) // a call's line is 300-450 bytes
+	return b, err
 }
 
-// appendLine appends encode's line to b. On error b is returned as it
-// came.
-func (r *record) appendLine(b []byte) ([]byte, error) {
+// appendLine appends encode's line to b. When vals is not nil, the start
+// and end in b of each value the writer must scrub are appended to it,
+// two ints a value: every value that came from a client, an upstream or
+// the config. What the line holds besides them is JSON punctuation,
+// lineFixed's texts (member names, and the values this package chooses:
+// auth, a decision, arguments_omitted), the time, numbers, hex digests
+// and trace ids. On error b and vals are returned as they came.
+func (r *record) appendLine(b []byte, vals []int) ([]byte, []int, error) {
 	client, auth, tokenPos := r.Agent, AuthNone, 0
 	switch {
 	case r.Subject != "":
@@ -128,26 +134,30 @@ func (r *record) appendLine(b []byte) ([]byte, error) {
 	case r.Token > 0:
 		auth, tokenPos = AuthToken, r.Token
 	}
-	n := len(b)
+	n, nv := len(b), len(vals)
 	b = append(b, `{"time":"`...)
 	b = r.Time.UTC().AppendFormat(b, timeLayout) // digits and -:.TZ+, nothing to escape
 	b = append(b, '"')
-	b = member(b, "agent", r.Agent)
-	b = optional(b, "session", r.Session)
-	b = member(b, "client", client)
-	b = member(b, "auth", auth)
+	b, vals = member(b, vals, "agent", r.Agent)
+	b, vals = optional(b, vals, "session", r.Session)
+	b, vals = member(b, vals, "client", client)
+	b = fixed(b, "auth", auth)
 	if tokenPos != 0 {
 		b = append(b, `,"token_position":`...)
 		b = strconv.AppendInt(b, int64(tokenPos), 10)
 	}
-	b = member(b, "method", r.Method)
-	b = member(b, "target", r.Target)
-	b = optional(b, "server", r.Server)
-	b = member(b, "decision", r.Decision)
-	b = optional(b, "rule", r.Rule)
-	b = optional(b, "approval", r.Approval)
-	b = optional(b, "outcome", r.Outcome)
-	b = optional(b, "error", r.Error)
+	b, vals = member(b, vals, "method", r.Method)
+	b, vals = member(b, vals, "target", r.Target)
+	b, vals = optional(b, vals, "server", r.Server)
+	if r.Decision == DecisionAllow || r.Decision == DecisionDeny {
+		b = fixed(b, "decision", r.Decision)
+	} else {
+		b, vals = member(b, vals, "decision", r.Decision)
+	}
+	b, vals = optional(b, vals, "rule", r.Rule)
+	b, vals = optional(b, vals, "approval", r.Approval)
+	b, vals = optional(b, vals, "outcome", r.Outcome)
+	b, vals = optional(b, vals, "error", r.Error)
 	b = append(b, `,"duration_ms":`...)
 	b = appendFloat(b, float64(r.Duration.Microseconds())/1000)
 	if r.hasDigest {
@@ -157,44 +167,108 @@ func (r *record) appendLine(b []byte) ([]byte, error) {
 	}
 	var err error
 	if len(r.args) > 0 {
-		if b, err = rawMember(b, "arguments", r.args); err != nil {
-			return b[:n], err
+		if b, vals, err = rawMember(b, vals, "arguments", r.args); err != nil {
+			return b[:n], vals[:nv], err
 		}
 	}
-	b = optional(b, "arguments_omitted", r.argsOmitted)
+	if r.argsOmitted == omittedInvalid || r.argsOmitted == omittedTooLarge {
+		b = fixed(b, "arguments_omitted", r.argsOmitted)
+	} else {
+		b, vals = optional(b, vals, "arguments_omitted", r.argsOmitted)
+	}
 	if validID(r.RequestID) {
-		if b, err = rawMember(b, "request_id", r.RequestID); err != nil {
-			return b[:n], err
+		if b, vals, err = rawMember(b, vals, "request_id", r.RequestID); err != nil {
+			return b[:n], vals[:nv], err
 		}
 	}
-	b = optional(b, "trace_id", r.TraceID)
-	return append(b, '}', '\n'), nil
+	if isTraceID(r.TraceID) {
+		b = fixed(b, "trace_id", r.TraceID)
+	} else {
+		b, vals = optional(b, vals, "trace_id", r.TraceID)
+	}
+	return append(b, '}', '\n'), vals, nil
 }
 
-// member appends ,"name":"value".
-func member(b []byte, name, value string) []byte {
+// Why arguments are left out of a line (arguments_omitted).
+const (
+	omittedInvalid  = "invalid_json"
+	omittedTooLarge = "too_large"
+)
+
+// The parts of a line that appendLine does not mark as values to scrub:
+// the member names and the values it chooses (lineFixed), the time
+// (timeBytes), numbers as appendFloat and strconv write them
+// (numberBytes), hex digests and trace ids (hexBytes), and the JSON
+// around them. TestLineOwnParts holds the lines to it.
+var lineFixed = []string{
+	"time", "agent", "session", "client", "auth", "token_position", "method", "target", "server", "decision",
+	"rule", "approval", "outcome", "error", "duration_ms", "arguments_sha256", "arguments", "arguments_omitted",
+	"request_id", "trace_id",
+	AuthOAuth, AuthToken, AuthNone, DecisionAllow, DecisionDeny, omittedInvalid, omittedTooLarge,
+}
+
+const (
+	timeBytes   = "0123456789-:.TZ"
+	numberBytes = "0123456789.eE+-"
+	hexBytes    = "0123456789abcdef"
+)
+
+// member appends ,"name":"value", and the value's bounds to vals when vals
+// is not nil.
+func member(b []byte, vals []int, name, value string) ([]byte, []int) {
 	b = append(append(append(b, ',', '"'), name...), '"', ':')
-	return rawjson.AppendString(b, value)
+	start := len(b)
+	b = rawjson.AppendString(b, value)
+	if vals != nil {
+		vals = append(vals, start, len(b))
+	}
+	return b, vals
+}
+
+// fixed appends ,"name":"value" for a value of the line's own (see
+// lineFixed).
+func fixed(b []byte, name, value string) []byte {
+	b, _ = member(b, nil, name, value)
+	return b
 }
 
 // optional is member, or nothing for "".
-func optional(b []byte, name, value string) []byte {
+func optional(b []byte, vals []int, name, value string) ([]byte, []int) {
 	if value == "" {
-		return b
+		return b, vals
 	}
-	return member(b, name, value)
+	return member(b, vals, name, value)
+}
+
+// isTraceID reports a trace id as the tracer writes it: 32 lower case hex
+// digits.
+func isTraceID(s string) bool {
+	if len(s) != 32 {
+		return false
+	}
+	for i := range len(s) {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // rawMember appends ,"name":raw with raw compacted, as encoding/json
-// writes a json.RawMessage. On error what it returns is b's array with
-// anything after len(b).
-func rawMember(b []byte, name string, raw []byte) ([]byte, error) {
+// writes a json.RawMessage, and its bounds to vals as member does. On
+// error what it returns is b's array with anything after len(b).
+func rawMember(b []byte, vals []int, name string, raw []byte) ([]byte, []int, error) {
 	b = append(append(append(b, ',', '"'), name...), '"', ':')
+	start := len(b)
 	buf := bytes.NewBuffer(b)
 	if err := json.Compact(buf, raw); err != nil {
-		return b, fmt.Errorf("audit: %s: %w", name, err)
+		return b, vals, fmt.Errorf("audit: %s: %w", name, err)
 	}
-	return buf.Bytes(), nil
+	b = buf.Bytes()
+	if vals != nil {
+		vals = append(vals, start, len(b))
+	}
+	return b, vals, nil
 }
 
 // appendFloat appends f as encoding/json writes a float64: the shortest

@@ -87,6 +87,9 @@ type Log struct {
 	gather func()
 
 	w writeBuffers // the writer goroutine's alone
+	// narrow is whether the writer scrubs only a line's values (see
+	// write): no configured secret can occur in the rest.
+	narrow bool
 }
 
 // sink is where lines go: the rotating file, or a test's writer.
@@ -125,11 +128,13 @@ func newLog(s sink, mode string, opts Options) (*Log, error) {
 	if mode == "" {
 		mode = config.AuditArgumentsDigest
 	}
+	sc := sanitize.NewScrubber(opts.Secrets)
 	l := &Log{
 		mode:   mode,
 		log:    opts.Logger,
 		sink:   s,
-		sc:     sanitize.NewScrubber(opts.Secrets),
+		sc:     sc,
+		narrow: sc.Inert(lineFixed, timeBytes, numberBytes, hexBytes),
 		ch:     make(chan *record, QueueEntries),
 		done:   make(chan struct{}),
 		gather: opts.gather,
@@ -170,10 +175,10 @@ func (l *Log) Record(e Entry) {
 		r.digest, r.args, r.hasDigest = digestOf(e.Arguments, full && len(e.Arguments) <= MaxFullArguments)
 		switch {
 		case !r.hasDigest:
-			r.argsOmitted = "invalid_json"
+			r.argsOmitted = omittedInvalid
 		case !full:
 		case len(e.Arguments) > MaxFullArguments:
-			r.argsOmitted = "too_large"
+			r.argsOmitted = omittedTooLarge
 		default:
 			r.cost += int64(len(r.args))
 		}
@@ -287,36 +292,47 @@ func (l *Log) finish(dirty bool) {
 // are encoded into one buffer and copied once into one string, which the
 // scrubber reads line by line; the buffers are the writer's own and kept
 // for the next batch.
+//
+// Only the values of a line that came from a client, an upstream or the
+// config are scrubbed (sanitize.Scrubber.LogValue), each alone, and the
+// rest is copied: the member names, numbers, the time, digests and the
+// values this package chooses cannot hold a secret shape, and the
+// configured secrets were found unable to occur in them (narrow). The
+// bytes are those of scrubbing the whole line (FuzzNarrowScrub); a line
+// with a value LogValue cannot scrub alone is scrubbed whole.
 func (l *Log) write(batch []*record) {
 	w := &l.w
-	lines, ends := w.lines[:0], w.ends[:0]
+	lines, vals, ends := w.lines[:0], w.vals[:0], w.ends[:0]
+	if vals == nil {
+		vals = make([]int, 0, 32) // appendLine records value bounds in a slice that is not nil
+	}
 	lost := 0
 	for _, r := range batch {
 		l.queuedBytes.Add(-r.cost)
 		var err error
-		if lines, err = r.appendLine(lines); err != nil {
+		if lines, vals, err = r.appendLine(lines, vals); err != nil {
 			lost++
 			continue
 		}
-		ends = append(ends, len(lines))
+		ends = append(ends, lineEnd{line: len(lines), vals: len(vals)})
 	}
 	text := string(lines)
 	var werr error
-	start := 0
+	start, v := 0, 0
 	for _, end := range ends {
 		if werr == nil {
-			w.out = append(w.out[:0], l.sc.LogLine(text[start:end])...) // one line: scrubbed whole
+			w.out = l.scrubLine(w.out[:0], text, start, end.line, vals[v:end.vals])
 			werr = l.sink.WriteLine(w.out)
 		}
 		if werr != nil {
 			lost++
 		}
-		start = end
+		start, v = end.line, end.vals
 	}
 	if werr == nil {
 		werr = l.sink.Flush()
 	}
-	w.keep(lines, ends)
+	w.keep(lines, vals, ends)
 	if werr != nil {
 		l.drop(lost, "writing failed: "+sanitize.Error(werr.Error()))
 	} else if lost > 0 {
@@ -324,25 +340,50 @@ func (l *Log) write(batch []*record) {
 	}
 }
 
+// scrubLine appends the scrubbed line text[start:end] to out; vals are the
+// bounds in text of the line's values to scrub (appendLine's).
+func (l *Log) scrubLine(out []byte, text string, start, end int, vals []int) []byte {
+	if l.narrow {
+		n, last := len(out), start
+		for i := 0; i < len(vals); i += 2 {
+			v, ok := l.sc.LogValue(text[vals[i]:vals[i+1]])
+			if !ok {
+				out = out[:n]
+				return append(out, l.sc.LogLine(text[start:end])...)
+			}
+			out = append(append(out, text[last:vals[i]]...), v...)
+			last = vals[i+1]
+		}
+		return append(out, text[last:end]...)
+	}
+	return append(out, l.sc.LogLine(text[start:end])...) // one line: scrubbed whole
+}
+
+// lineEnd is where a line of a batch ends in the batch's lines and in its
+// value bounds.
+type lineEnd struct{ line, vals int }
+
 // maxKeptBuffer bounds each buffer the writer keeps between batches: a
 // busy proxy's batch of a few hundred lines fits, a batch of large lines
 // (arguments: full) gets buffers of its own.
 const maxKeptBuffer = 256 << 10
 
 // writeBuffers are the writer goroutine's buffers, reused from batch to
-// batch: the batch's encoded lines, where each ends, and one scrubbed line.
+// batch: the batch's encoded lines, the bounds of their values to scrub,
+// where each line ends, and one scrubbed line.
 type writeBuffers struct {
 	lines []byte
-	ends  []int
+	vals  []int
+	ends  []lineEnd
 	out   []byte
 }
 
-// keep holds lines and ends for the next batch, unless they grew past
+// keep holds the buffers for the next batch, unless they grew past
 // maxKeptBuffer.
-func (w *writeBuffers) keep(lines []byte, ends []int) {
-	w.lines, w.ends = lines, ends
-	if cap(lines) > maxKeptBuffer || cap(ends)*8 > maxKeptBuffer {
-		w.lines, w.ends = nil, nil
+func (w *writeBuffers) keep(lines []byte, vals []int, ends []lineEnd) {
+	w.lines, w.vals, w.ends = lines, vals, ends
+	if cap(lines) > maxKeptBuffer || cap(vals)*8 > maxKeptBuffer || cap(ends)*16 > maxKeptBuffer {
+		w.lines, w.vals, w.ends = nil, nil, nil
 	}
 	if cap(w.out) > maxKeptBuffer {
 		w.out = nil

@@ -157,6 +157,11 @@ func (sc *Scrubber) logLine(s string) string {
 		}
 		return x
 	}
+	return sc.logJSON(s)
+}
+
+// logJSON is logLine's scrub of JSON text.
+func (sc *Scrubber) logJSON(s string) string {
 	x := sc.scrubJSON(s)
 	y := Text(x)
 	if y != x {
@@ -415,3 +420,67 @@ func marshalEscape(s string) string {
 // Scrubber.Text; the bidirectional controls, U+2028 and U+2029 are escaped.
 // It returns s itself when nothing changes.
 func (sc *Scrubber) LogLine(s string) string { return sc.logLine(s) }
+
+// LogValue scrubs s, one JSON value (a string, number, literal, array or
+// object) of a log line that is a JSON object, so that a writer of such
+// lines need not scrub the parts it wrote itself. When ok, a line whose
+// other bytes LogLine leaves as they are (member names, and values that
+// hold no secret shape and, see Inert, no configured secret) becomes, with
+// each such value replaced by LogValue's, the very bytes LogLine makes of
+// it: every pattern LogLine looks for starts and ends inside one JSON
+// value there. One does not: a header line's value ("Cookie: a=...") takes
+// a quoted parameter after an '=' whole, and a quote right after an '='
+// (raw, or escaped inside a string) can be the string's own end, the value
+// then running on into the line's next members. LogValue is not ok when s
+// holds one; only LogLine on the whole line gives its bytes then.
+func (sc *Scrubber) LogValue(s string) (string, bool) {
+	if strings.Contains(s, `="`) || strings.Contains(s, `=\"`) {
+		return "", false
+	}
+	return sc.logJSON(s), true
+}
+
+// Inert reports whether LogLine would find no configured secret in the
+// parts of a JSON log line that are texts of fixed or those made only of
+// the bytes of one of alphabets: it looks for secrets in each string and
+// each bare value (number, literal) of a line alone, so a secret is found
+// in one of those only when one of its forms occurs in a fixed text, or
+// is made of an alphabet's bytes. A nil Scrubber knows no secret.
+func (sc *Scrubber) Inert(fixed []string, alphabets ...string) bool {
+	if sc == nil {
+		return true
+	}
+	ins := make([][256]bool, len(alphabets))
+	for k, a := range alphabets {
+		for i := range len(a) {
+			ins[k][a[i]] = true
+		}
+	}
+	for _, f := range []*forms{&sc.text, &sc.json} {
+		for _, list := range f.byFirst {
+			for _, form := range list {
+				for _, t := range fixed {
+					if strings.Contains(t, form) {
+						return false
+					}
+				}
+				for k := range ins {
+					if allIn(form, &ins[k]) {
+						return false
+					}
+				}
+			}
+		}
+	}
+	return true
+}
+
+// allIn reports whether every byte of s is marked in in.
+func allIn(s string, in *[256]bool) bool {
+	for i := range len(s) {
+		if !in[s[i]] {
+			return false
+		}
+	}
+	return true
+}

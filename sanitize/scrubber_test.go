@@ -205,3 +205,66 @@ func BenchmarkScrubberAuditLine(b *testing.B) {
 		}
 	}
 }
+
+// TestLogValue: a value scrubbed alone is what LogLine makes of it inside
+// a line of members that hold nothing to scrub; a value with a quote
+// right after an '=' is not scrubbed alone, since there LogLine's header
+// value can run on into the next members.
+func TestLogValue(t *testing.T) {
+	sc := NewScrubber([]string{"s3cr3t-value"})
+	for _, tc := range []struct {
+		name, value string
+		ok          bool
+	}{
+		{"plain", `"github__create_issue"`, true},
+		{"configured secret", `"upstream said s3cr3t-value"`, true},
+		{"token shape", `"sk-abcdefghijkl"`, true},
+		{"header line", `"Authorization: Bearer abcdef"`, true},
+		{"url", `"https://h/p?token=x#f"`, true},
+		{"object", `{"password":[1,2],"accessToken":"t0k3n"}`, true},
+		{"number", `-1.5e3`, true},
+		{"cookie ending in =", `"Cookie: a="`, false},
+		{"escaped quote after =", `"Cookie: a=\"b"`, false},
+		{"in an object", `{"h":"Cookie: a="}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := sc.LogValue(tc.value)
+			if ok != tc.ok {
+				t.Fatalf("LogValue(%s) ok = %v, want %v", tc.value, ok, tc.ok)
+			}
+			if !ok {
+				return
+			}
+			line := `{"time":"2026-12-07T11:40:02.123456Z","v":` + tc.value + `,"n":1}` + "\n"
+			want := sc.LogLine(line)
+			if line := `{"time":"2026-12-07T11:40:02.123456Z","v":` + got + `,"n":1}` + "\n"; line != want {
+				t.Errorf("LogValue(%s) = %s; in the line LogLine writes %s", tc.value, got, want)
+			}
+		})
+	}
+}
+
+// TestInert: a secret is found among a line's own parts when one of its
+// forms occurs in a fixed text or is made of an alphabet's bytes.
+func TestInert(t *testing.T) {
+	fixed := []string{"session", "duration_ms"}
+	for _, tc := range []struct {
+		secret string
+		want   bool
+	}{
+		{"s3cr3t-value", true},
+		{"session", false},
+		{"ession", false},
+		{"duration_m", false},
+		{"123456", false},
+		{"12345x", true},
+		{"12 345", true}, // its URL-encoded form holds '+' and '%': the space keeps it out of every alphabet
+	} {
+		if got := NewScrubber([]string{tc.secret}).Inert(fixed, "0123456789"); got != tc.want {
+			t.Errorf("Inert with secret %q = %v, want %v", tc.secret, got, tc.want)
+		}
+	}
+	if !(*Scrubber)(nil).Inert(fixed, "0123456789") {
+		t.Error("a nil Scrubber is not inert")
+	}
+}
