@@ -114,7 +114,10 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 		if err == nil {
 			next, err = rawjson.Set(next, keyTraceparent, quotedTraceparent(sc))
 		}
-	default: // one walk, one copy
+	default:
+		if out, ok := spliceTraceparent(params, meta, sc); ok {
+			return out // the usual case with a _meta: one copy of params
+		}
 		next, err = rawjson.Set(meta, keyTraceparent, quotedTraceparent(sc))
 	}
 	if err != nil {
@@ -125,6 +128,38 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 		return params
 	}
 	return out
+}
+
+// spliceTraceparent returns params with a traceparent member added last to
+// meta, its _meta object as rawjson.Get returns it (a sub-slice of params),
+// in one copy: the bytes rawjson.Set of meta and then of params make. It
+// is not ok, and InjectMeta sets them so, when meta has a traceparent
+// already (Set replaces it where it is) or params is not a valid object
+// (Set fails and the params go as they came).
+func spliceTraceparent(params, meta []byte, sc trace.SpanContext) ([]byte, bool) {
+	start := cap(params) - cap(meta)
+	if len(meta) < 2 || start < 0 || start+len(meta) > len(params) || &params[start] != &meta[0] {
+		return nil, false
+	}
+	if _, has, err := rawjson.Get(meta, keyTraceparent); err != nil || has || rawjson.Object(params) != nil {
+		return nil, false
+	}
+	// Set adds a member after the last one's value, before the blanks
+	// that may come ahead of the closing brace, or just after the opening
+	// brace of an empty object.
+	at := start + len(meta) - 1
+	for params[at-1] == ' ' || params[at-1] == '\t' || params[at-1] == '\n' || params[at-1] == '\r' {
+		at--
+	}
+	empty := at == start+1
+	out := make([]byte, 0, len(params)+1+len(`"`+keyTraceparent+`":`)+traceparentLen)
+	out = append(out, params[:at]...)
+	if !empty {
+		out = append(out, ',')
+	}
+	out = append(out, `"`+keyTraceparent+`":`...)
+	out = appendTraceparent(out, sc)
+	return append(out, params[at:]...), true
 }
 
 // The _meta object of params that had none, around its traceparent.

@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/rs/zerolog"
+
+	"github.com/mcp-proxy/mcp-proxy/rawjson"
 	"go.opentelemetry.io/otel/sdk/resource"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
@@ -102,7 +104,8 @@ func TestInjectHeader(t *testing.T) {
 func FuzzInjectMeta(f *testing.F) {
 	for _, s := range []string{``, `{}`, `{"_meta":{}}`, `{"_meta":null}`, `{"a":1,"_meta":{"traceparent":"x","tracestate":"y"}}`,
 		`{"_meta":{"traceparent":"00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"}}`, `[]`, `{"a":"\ud800"}`, `{"_meta":{"a":{"b":[1,2,{"c":3}]}}, "z" : 0 }`,
-		`{"_meta":1,"_meta":{}}`} {
+		`{"_meta":1,"_meta":{}}`, `{"_meta":{ } }`, `{"_meta":{"progressToken":7 	},"a":[1]}`, `{"_meta":{"a":1},"b":`,
+		`{"_meta":{"a":1}} x`, `{"_meta":{"traceparent":1, "x":2}}`} {
 		f.Add([]byte(s))
 	}
 	tr := newTracer(tracetest.NewInMemoryExporter(), resource.Empty(), zerolog.Nop())
@@ -115,6 +118,9 @@ func FuzzInjectMeta(f *testing.F) {
 		out := tr.InjectMeta(ctx, params)
 		if !bytes.Equal(params, keep) {
 			t.Fatal("input modified")
+		}
+		if want := injectMetaBySet(sc, params); !bytes.Equal(out, want) {
+			t.Fatalf("InjectMeta(%q) = %q, setting the members one at a time gives %q", params, out, want)
 		}
 		if bytes.Equal(out, params) {
 			return
@@ -148,6 +154,46 @@ func FuzzInjectMeta(f *testing.F) {
 	})
 }
 
+// injectMetaBySet is what InjectMeta did before it spliced a traceparent
+// into an existing _meta itself: the members set with rawjson, _meta's and
+// then params'. Its output is the reference FuzzInjectMeta holds
+// InjectMeta to.
+func injectMetaBySet(sc trace.SpanContext, params json.RawMessage) json.RawMessage {
+	tracestate := sc.TraceState().String()
+	if len(params) == 0 {
+		params = json.RawMessage(`{}`)
+	}
+	meta, ok, err := rawjson.Get(params, keyMeta)
+	if err != nil || ok && (len(meta) == 0 || meta[0] != '{') {
+		return params
+	}
+	if !ok {
+		meta = json.RawMessage(`{}`)
+	}
+	_, stale, _ := rawjson.Get(meta, keyTracestate)
+	var next []byte
+	switch {
+	case tracestate != "":
+		next, err = rawjson.SetMany(meta, rawjson.KV{Key: keyTraceparent, Value: quotedTraceparent(sc)},
+			rawjson.KV{Key: keyTracestate, Value: rawjson.String(tracestate)})
+	case stale:
+		next, err = rawjson.Delete(meta, keyTracestate)
+		if err == nil {
+			next, err = rawjson.Set(next, keyTraceparent, quotedTraceparent(sc))
+		}
+	default:
+		next, err = rawjson.Set(meta, keyTraceparent, quotedTraceparent(sc))
+	}
+	if err != nil {
+		return params
+	}
+	out, err := rawjson.Set(params, keyMeta, next)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
 // TestQuotedTraceparent: the traceparent InjectMeta writes is the W3C
 // propagator's (the one InjectHeader uses), whatever the trace flags.
 func TestQuotedTraceparent(t *testing.T) {
@@ -163,5 +209,16 @@ func TestQuotedTraceparent(t *testing.T) {
 		if got := string(quotedTraceparent(sc)); got != want || len(got) != traceparentLen {
 			t.Errorf("flags %02x: quotedTraceparent = %s, the propagator writes %s", byte(flags), got, want)
 		}
+	}
+}
+
+// TestInjectMetaOneCopy: params that have a _meta without trace context,
+// as a client's calls usually do (a progress token), get the traceparent
+// in one allocation: the new params, no intermediate _meta.
+func TestInjectMetaOneCopy(t *testing.T) {
+	tr, _ := memTracer(t)
+	ctx, _ := childOf(t, tr, hostParent, "")
+	if n := testing.AllocsPerRun(100, func() { tr.InjectMeta(ctx, benchParams) }); n != 1 {
+		t.Errorf("InjectMeta(%s): %.0f allocations, want 1", benchParams, n)
 	}
 }
