@@ -43,7 +43,12 @@
 // of any HTTP authentication scheme (Basic, Bearer, Digest, Negotiate,
 // AWS4-HMAC-SHA256...) and the value of a credential-shaped key
 // (authorization, cookie, x-api-key...) at any depth; URL queries are
-// dropped. Arguments are recorded as a digest by default (arguments:
+// dropped. The writer scrubs only the values that came from a client, an
+// upstream or the config, each alone, when no configured secret can occur
+// in the rest of a line (member names, numbers, the time, digests, the
+// values the package chooses), and the whole line otherwise: the bytes
+// are those of scrubbing the whole line (FuzzNarrowScrub). Arguments are
+// recorded as a digest by default (arguments:
 // digest): the hex SHA-256 of the arguments' JSON as the client sent it
 // with insignificant white space removed (key order, number spelling and
 // string escapes count), so a known value can be matched against it

@@ -363,10 +363,13 @@ func (l *Log) scrubLine(out []byte, text string, start, end int, vals []int) []b
 // value bounds.
 type lineEnd struct{ line, vals int }
 
-// maxKeptBuffer bounds each buffer the writer keeps between batches: a
-// busy proxy's batch of a few hundred lines fits, a batch of large lines
-// (arguments: full) gets buffers of its own.
-const maxKeptBuffer = 256 << 10
+// maxKeptBuffer bounds each buffer the writer keeps between batches: the
+// lines of a busy proxy's batch (a few hundred to a couple of thousand
+// calls' lines of some 450 bytes; a batch stops growing at
+// WriteBatchBytes, which counts at least entryCost an entry) and their
+// value bounds fit, so that a steady load reuses them; larger ones (a
+// batch of full arguments) are let go after their batch.
+const maxKeptBuffer = WriteBatchBytes
 
 // writeBuffers are the writer goroutine's buffers, reused from batch to
 // batch: the batch's encoded lines, the bounds of their values to scrub,
@@ -382,7 +385,7 @@ type writeBuffers struct {
 // maxKeptBuffer.
 func (w *writeBuffers) keep(lines []byte, vals []int, ends []lineEnd) {
 	w.lines, w.vals, w.ends = lines, vals, ends
-	if cap(lines) > maxKeptBuffer || cap(vals)*8 > maxKeptBuffer || cap(ends)*16 > maxKeptBuffer {
+	if cap(lines) > maxKeptBuffer || cap(vals)*8 > maxKeptBuffer/2 || cap(ends)*16 > maxKeptBuffer/8 {
 		w.lines, w.vals, w.ends = nil, nil, nil
 	}
 	if cap(w.out) > maxKeptBuffer {
