@@ -91,12 +91,19 @@ type Entry struct {
 // digest, and copies of the byte slices it writes.
 type record struct {
 	Entry
+	// id holds a short RequestID's copy, in the record's own allocation:
+	// a client's ids are numbers or short strings.
+	id          [maxInlineID]byte
 	digest      [sha256.Size]byte
 	hasDigest   bool
 	args        []byte // full mode only
 	argsOmitted string // full mode: why the value is not written
 	cost        int64  // bytes counted against QueueBytes
 }
+
+// maxInlineID is the longest request id a record keeps without an
+// allocation of its own.
+const maxInlineID = 24
 
 // timeLayout is RFC 3339 in UTC with microseconds, fixed width so lines
 // sort as text.

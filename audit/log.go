@@ -167,8 +167,11 @@ func (l *Log) Record(e Entry) {
 	}
 	r := &record{Entry: e, cost: entryCost}
 	r.Arguments = nil // read below, never kept
-	if len(e.RequestID) > 0 {
+	switch n := len(e.RequestID); {
+	case n > maxInlineID:
 		r.RequestID = bytes.Clone(e.RequestID)
+	case n > 0:
+		r.RequestID = append(r.id[:0:maxInlineID], e.RequestID...)
 	}
 	if l.mode != config.AuditArgumentsNone && len(e.Arguments) > 0 {
 		full := l.mode == config.AuditArgumentsFull

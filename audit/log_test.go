@@ -816,3 +816,32 @@ func TestWriteSkipsUnencodable(t *testing.T) {
 		t.Errorf("%d dropped, want 1", l.Dropped())
 	}
 }
+
+// TestRecordKeepsShortIDInline: Record of a call without arguments makes
+// one allocation, its record, which holds a short request id too; the
+// id is a copy (the caller may reuse its bytes), and a long one is
+// copied apart.
+func TestRecordKeepsShortIDInline(t *testing.T) {
+	sink := &keepingSink{}
+	l, err := newLog(sink, config.AuditArgumentsDigest, Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	short := []byte(`"req-0123456789"`)
+	long := []byte(`"` + strings.Repeat("x", maxInlineID) + `"`)
+	e := Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, RequestID: short}
+	if n := testing.AllocsPerRun(100, func() { l.Record(e) }); n != 1 {
+		t.Errorf("Record with a short request id: %.0f allocations, want 1", n)
+	}
+	l.Record(e)
+	copy(short, `"req-XXXXXXXXXX"`)
+	e.RequestID = long
+	l.Record(e)
+	if err := l.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	kept := sink.kept[len(sink.kept)-2:]
+	if !strings.Contains(kept[0], `"request_id":"req-0123456789"`) || !strings.Contains(kept[1], `"request_id":`+string(long)) {
+		t.Errorf("request ids written:\n%s%s", kept[0], kept[1])
+	}
+}
