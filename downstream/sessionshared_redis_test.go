@@ -37,6 +37,19 @@ func sharedReplicas(t *testing.T, srv *redistest.Server, n int) ([]*Proxy, []str
 	return ps, urls
 }
 
+// announced waits until the copy of the sessions of each of ps holds
+// every session write announced so far: a write made on one replica
+// reaches another's copy after the announcement's delay
+// (docs/shared-state.md#the-replicas-copy-of-sessions).
+func announced(t *testing.T, ps ...*Proxy) {
+	t.Helper()
+	for _, p := range ps {
+		if err := p.sessions.shared.store.Sync(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // listNames is the names of a tools/list reply.
 func listNames(t *testing.T, r httpReply) string {
 	t.Helper()
@@ -82,6 +95,7 @@ func TestSessionAcrossReplicas(t *testing.T) {
 		t.Fatalf("logging/setLevel on replica 1: %d %s", r.status, r.body)
 	}
 	ps[0].sessions.byID[c.session].state.ApproveAlways("fs__read_file")
+	announced(t, ps[1]) // the level, which is read late (the approval is not)
 	if r := at(1).post(`{"jsonrpc":"2.0","id":6,"method":"ping"}`); r.status != http.StatusOK {
 		t.Fatalf("ping on replica 2: %d %s", r.status, r.body)
 	}
@@ -120,6 +134,7 @@ func TestSessionAcrossReplicas(t *testing.T) {
 	if r := at(1).do(http.MethodDelete, "", nil); r.status != http.StatusOK {
 		t.Fatalf("DELETE on replica 2: %d %s", r.status, r.body)
 	}
+	announced(t, ps...)
 	for i := range urls {
 		if r := at(i).post(`{"jsonrpc":"2.0","id":7,"method":"tools/list"}`); r.status != http.StatusNotFound {
 			t.Errorf("tools/list on replica %d after DELETE: %d %s, want 404", i+1, r.status, r.body)
