@@ -4,6 +4,8 @@ package store
 
 import (
 	"errors"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,33 +211,58 @@ func TestSessionCopyDroppedWithSubscription(t *testing.T) {
 	}
 }
 
-// TestSessionCopyRedisDown: with Redis stopped, a session whose copy is
-// current is not served from it for more than a second (the subscription
-// fails, or stops answering its pings): its reads fail naming the store.
+// TestSessionCopyRedisDown: with Redis stopped (killed: the subscription
+// fails at once; or frozen with SIGSTOP: it stops answering its pings), a
+// session whose copy is current is not served from it for more than a
+// second: its reads fail naming the store.
 func TestSessionCopyRedisDown(t *testing.T) {
-	srv := redistest.Start(t)
-	_, ss, _ := replica(t, srv)
-	if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	syncCopy(t, ss)
-	load(t, ss, "sid-1")
-	if got := load(t, ss, "sid-1"); !got.Copy {
-		t.Fatalf("Load = %+v, want the copy", got)
-	}
-	srv.Kill()
-	stopped := time.Now()
-	for {
-		got, err := ss.Load(t.Context(), "sid-1")
-		if err != nil {
-			if !errors.Is(err, ErrUnavailable) {
-				t.Errorf("Load with Redis down = %v, want ErrUnavailable", err)
+	for _, tc := range []struct {
+		name string
+		stop func(t *testing.T, srv *redistest.Server, s *Store)
+	}{
+		{"killed", func(_ *testing.T, srv *redistest.Server, _ *Store) { srv.Kill() }},
+		{"frozen", func(t *testing.T, _ *redistest.Server, s *Store) {
+			info, err := s.Redis().Client().InfoMap(t.Context(), "server").Result()
+			if err != nil {
+				t.Fatal(err)
 			}
-			break
-		}
-		if since := time.Since(stopped); !got.Copy || since > maxAckAge {
-			t.Fatalf("Load %s after Redis stopped = %+v, want ErrUnavailable (a copy is served at most %s)", since, got, maxAckAge)
-		}
+			pid, err := strconv.Atoi(info["Server"]["process_id"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGCONT) })
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := redistest.Start(t)
+			s, ss, _ := replica(t, srv)
+			if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
+				t.Fatal(err)
+			}
+			syncCopy(t, ss)
+			load(t, ss, "sid-1")
+			if got := load(t, ss, "sid-1"); !got.Copy {
+				t.Fatalf("Load = %+v, want the copy", got)
+			}
+			tc.stop(t, srv, s)
+			stopped := time.Now()
+			for {
+				asked := time.Since(stopped)
+				got, err := ss.Load(t.Context(), "sid-1")
+				if err != nil {
+					if !errors.Is(err, ErrUnavailable) {
+						t.Errorf("Load with Redis down = %v, want ErrUnavailable", err)
+					}
+					break
+				}
+				if !got.Copy || asked > maxAckAge {
+					t.Fatalf("Load %s after Redis stopped = %+v, want ErrUnavailable (a copy is served at most %s)", asked, got, maxAckAge)
+				}
+			}
+		})
 	}
 }
 
