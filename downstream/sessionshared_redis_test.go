@@ -161,3 +161,68 @@ func TestSessionStoreDown(t *testing.T) {
 		t.Errorf("tools/list once Redis is back = %s", got)
 	}
 }
+
+// TestStaleCopyNoIsReadAgain: a replica serving a session from its copy
+// answers no NO that a write made elsewhere, not yet announced to it,
+// would turn into a YES: it reads the session again first. Each write
+// here is made in Redis with no announcement, as a write on another
+// replica whose announcement has not arrived yet. The copy is in use (a
+// log level so written is not seen: levels may be read late), yet a tool
+// activated is listed, and a tool approved "always" runs with no
+// question.
+func TestStaleCopyNoIsReadAgain(t *testing.T) {
+	srv := redistest.Start(t)
+	ps, urls := sharedReplicas(t, srv, 2)
+	c := &httpClient{t: t, url: urls[0]}
+	c.initialize()
+	announced(t, ps...)
+	b := &httpClient{t: t, url: urls[1], session: c.session}
+	if got := listNames(t, b.post(`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__list_directory" {
+		t.Fatalf("tools/list on replica 2 = %s", got)
+	}
+	st := redisStore(t, srv)
+	key := st.Redis().Key("session", st.Keys().SessionID(c.session))
+	unannounced := func(field string) {
+		t.Helper()
+		if err := st.Redis().Client().HSet(t.Context(), key, field, "1").Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unannounced(fieldLevel) // "1": alert
+	if r := b.post(`{"jsonrpc":"2.0","id":2,"method":"ping"}`); r.status != http.StatusOK {
+		t.Fatalf("ping on replica 2: %d %s", r.status, r.body)
+	}
+	if l := ps[1].sessions.byID[c.session].state.Level(); l != -1 {
+		t.Fatalf("replica 2 read the level %d; want none: the session comes from its copy", l)
+	}
+	unannounced(prefixActivated + "fs__read_file")
+	if got := listNames(t, b.post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__read_file,fs__list_directory" {
+		t.Errorf("tools/list on replica 2 after an activation it was not told of = %s", got)
+	}
+
+	var urlsSup []string
+	for range 2 {
+		fx := connected(echoTool)
+		fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
+		}
+		p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": fx}, Logger: zerolog.Nop(),
+			Version: "test", Store: redisStore(t, srv)})
+		p.Refresh()
+		ps = append(ps, p)
+		urlsSup = append(urlsSup, startHTTP(t, p).URL+"/mcp")
+	}
+	c = &httpClient{t: t, url: urlsSup[0]}
+	c.initialize() // no elicitation: a tool that needs approval cannot run
+	announced(t, ps...)
+	b = &httpClient{t: t, url: urlsSup[1], session: c.session}
+	call := `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`
+	if r := b.post(call); !strings.Contains(r.body, "needs approval") {
+		t.Fatalf("call on replica 2 before the approval: %d %s", r.status, r.body)
+	}
+	key = st.Redis().Key("session", st.Keys().SessionID(c.session))
+	unannounced(prefixAlways + "fx__echo")
+	if r := b.post(call); !strings.Contains(r.body, `"text":"ran"`) {
+		t.Errorf("call on replica 2 after an \"always\" approval it was not told of: %d %s", r.status, r.body)
+	}
+}
