@@ -44,6 +44,7 @@ type Store struct {
 	// subscription, made by the first Sessions (sessions.go).
 	sessions      *sessionCache
 	sessionsWatch *sessionWatch
+	closed        bool // Close began
 }
 
 // sessionCache is the store's copy of the sessions, made and subscribed
@@ -54,6 +55,9 @@ func (s *Store) sessionCache() (*sessionCache, *sessionWatch) {
 	if s.sessions == nil {
 		s.sessions = newSessionCache()
 		s.sessionsWatch = startSessionWatch(s.redis, s.sessions)
+		if s.closed {
+			s.sessionsWatch.Close() // nothing is served from the copy then
+		}
 	}
 	return s.sessions, s.sessionsWatch
 }
@@ -170,6 +174,7 @@ func (s *Store) Close() error {
 		}
 		s.mu.Lock()
 		msgs, watch := s.msgs, s.sessionsWatch
+		s.closed = true
 		s.mu.Unlock()
 		for _, m := range msgs {
 			m.Close()
