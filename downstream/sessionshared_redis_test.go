@@ -168,8 +168,8 @@ func TestSessionStoreDown(t *testing.T) {
 // here is made in Redis with no announcement, as a write on another
 // replica whose announcement has not arrived yet. The copy is in use (a
 // log level so written is not seen: levels may be read late), yet a tool
-// activated is listed, and a tool approved "always" runs with no
-// question.
+// activated is listed, a client's notifications/initialized is known, and
+// a tool approved "always" runs with no question.
 func TestStaleCopyNoIsReadAgain(t *testing.T) {
 	srv := redistest.Start(t)
 	ps, urls := sharedReplicas(t, srv, 2)
@@ -198,6 +198,29 @@ func TestStaleCopyNoIsReadAgain(t *testing.T) {
 	unannounced(prefixActivated + "fs__read_file")
 	if got := listNames(t, b.post(`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)); got != "tool_search,call_tool,fs__read_file,fs__list_directory" {
 		t.Errorf("tools/list on replica 2 after an activation it was not told of = %s", got)
+	}
+
+	// A client whose notifications/initialized reached another replica:
+	// replica 2's questions to it need not wait for one.
+	c = &httpClient{t: t, url: urls[0]}
+	r := c.post(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"1"}}}`)
+	c.session = r.header.Get("Mcp-Session-Id")
+	announced(t, ps...)
+	b = &httpClient{t: t, url: urls[1], session: c.session}
+	for i := range 2 { // the first read fills the copy, the second is from it
+		if r := b.post(`{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.status != http.StatusOK {
+			t.Fatalf("ping %d on replica 2: %d %s", i+1, r.status, r.body)
+		}
+	}
+	key = st.Redis().Key("session", st.Keys().SessionID(c.session))
+	unannounced(fieldInitialized)
+	if r := b.post(`{"jsonrpc":"2.0","id":6,"method":"ping"}`); r.status != http.StatusOK {
+		t.Fatalf("ping on replica 2: %d %s", r.status, r.body)
+	}
+	select {
+	case <-ps[1].sessions.byID[c.session].initialized:
+	default:
+		t.Error("replica 2 does not know of a notifications/initialized it was not told of")
 	}
 
 	var urlsSup []string
