@@ -11,9 +11,12 @@
 // licence is kept at the head of the output, as it requires) and, for every
 // single lowercase word, takes its most frequent senses: the other words of
 // those senses' synsets and their derivationally related forms ("creation"
-// for "create") are its synonyms. Hypernyms were measured too and found
-// nothing the benchmark did not lose elsewhere, so the table leaves them
-// out. The output has one line per index term,
+// for "create") are its synonyms. Hypernyms, hyponyms, "similar to",
+// "also see", entailment, cause, the derived forms of a sense's other words
+// and the words of its definition were measured too, as weaker related
+// words, and found nothing the benchmark did not lose elsewhere, so the
+// table leaves them out (docs/deferred-loading.md, "What else was
+// measured"). The output has one line per index term,
 //
 //	term<TAB>synonym terms
 //
