@@ -41,7 +41,19 @@ const approvalStatePrefix = "px-approval-"
 // mayAsk reports whether approve may ask a person about c (it will not
 // when the agent's autonomy runs it).
 func (tc *toolCalls) mayAsk(c *toolCall) bool {
-	return c.r.sess.agent.ApprovalOf(c.entry.policyTool(), c.r.sess.state.ApprovedAlways(c.entry.Exposed)) != filter.ApprovalRun
+	return approvalOf(c) != filter.ApprovalRun
+}
+
+// approvalOf is the agent's approval of call c. The session's "always"
+// approvals are asked only when they decide it: with a Redis store, a NO
+// read from the replica's copy of the session costs a read of the session
+// (sharedState.reread).
+func approvalOf(c *toolCall) filter.Approval {
+	a, t := c.r.sess.agent, c.entry.policyTool()
+	if got := a.ApprovalOf(t, false); got == filter.ApprovalRun {
+		return got
+	}
+	return a.ApprovalOf(t, c.r.sess.state.ApprovedAlways(c.entry.Exposed))
 }
 
 // approve runs the approval gate of docs/agents.md#approval for one call. It returns nil
@@ -51,7 +63,7 @@ func (tc *toolCalls) mayAsk(c *toolCall) bool {
 // the error of a shared-state store that did not answer.
 func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired, werr *wireError) {
 	r, a := c.r, c.r.sess.agent
-	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
+	if approvalOf(c) == filter.ApprovalRun {
 		return nil, nil, nil
 	}
 	if !r.caps.elicitation {

@@ -33,12 +33,22 @@ const (
 
 // sharedState is the state of an HTTP session kept in a Redis store, so
 // that any replica serves it. It reads from a copy loaded at the start of
-// each request (sessionTable.acquire: one round trip) and writes each
-// change through to the store at once. A write the store does not take is
+// each request (sessionTable.acquire: from the replica's copy of the
+// session when it is current, else one round trip) and writes each change
+// through to the store at once. A write the store does not take is
 // logged and kept in the copy: the request that made it was served, and the
 // next request, on whichever replica, fails with the store's error if the
 // store is still away. The parked call of a stateless request stays in
 // this process. Its methods are safe for concurrent use.
+//
+// When the fields came from the replica's copy, a write just made on
+// another replica may not be in them yet (its announcement is on its
+// way): a question the session's state answers NO (a tool not activated,
+// a group not active, nothing activated, no "always" approval, not
+// initialized) reads the session from Redis once before it is answered
+// (reread), so that such a write is never refused. A YES cannot come from
+// a write missed (a session's fields are only ever added), and a log
+// level set elsewhere may be read late (docs/shared-state.md).
 type sharedState struct {
 	id       string
 	sessions *store.Sessions
@@ -48,6 +58,7 @@ type sharedState struct {
 	client      *clientInfo
 	level       int32
 	initialized bool
+	fromCopy    bool          // the fields came from the replica's copy, not read since
 	always      toolSet       // under its own lock
 	deferred    deferredState // under its own lock
 
@@ -64,12 +75,20 @@ func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sh
 	return &sharedState{id: id, sessions: sessions, log: log, level: -1}
 }
 
-// load replaces the copy with the fields read from the store, and reports
-// whether the log level changed (another replica set it).
-func (s *sharedState) load(fields map[string]string) (levelChanged bool) {
+// load replaces the copy with the session read (from the replica's copy
+// or from Redis), and reports whether the log level changed (another
+// replica set it).
+func (s *sharedState) load(got store.Session) (levelChanged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.level
+	s.fill(got.Fields)
+	s.fromCopy = got.Copy
+	return s.level != before
+}
+
+// fill sets the state from fields. s.mu must be held.
+func (s *sharedState) fill(fields map[string]string) {
 	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
 	activated, groups, always := map[string]bool{}, map[int]bool{}, map[string]bool{}
 	if v, ok := fields[fieldVersion]; ok {
@@ -92,7 +111,32 @@ func (s *sharedState) load(fields map[string]string) (levelChanged bool) {
 	}
 	s.deferred.reset(activated, groups)
 	s.always.reset(always)
-	return s.level != before
+}
+
+// reread reads the session from Redis when its fields came from the
+// replica's copy, once, and reports whether it did: a NO the state was
+// about to answer may be a write made elsewhere and not announced here
+// yet. The log level stays as it was: the next request's read tells the
+// upstreams of a change (sessionTable.acquire). A session gone or a store
+// that does not answer leaves the state as it was.
+func (s *sharedState) reread() bool {
+	s.mu.Lock()
+	if !s.fromCopy {
+		s.mu.Unlock()
+		return false
+	}
+	s.fromCopy = false
+	s.mu.Unlock()
+	got, err := s.sessions.Reload(context.Background(), s.id)
+	if err != nil || !got.Found() {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	level := s.level
+	s.fill(got.Fields)
+	s.level = level
+	return true
 }
 
 // write sends fields to the store (see sharedState on failures).
@@ -130,9 +174,13 @@ func (s *sharedState) SetLevel(level int32) {
 	s.write(fieldLevel, strconv.Itoa(int(level)))
 }
 
-func (s *sharedState) Activated(tool string) bool { return s.deferred.isActivated(tool) }
+func (s *sharedState) Activated(tool string) bool {
+	return s.deferred.isActivated(tool) || s.reread() && s.deferred.isActivated(tool)
+}
 
-func (s *sharedState) GroupActive(i int) bool { return s.deferred.groupActive(i) }
+func (s *sharedState) GroupActive(i int) bool {
+	return s.deferred.groupActive(i) || s.reread() && s.deferred.groupActive(i)
+}
 
 func (s *sharedState) Activate(tools []string, groups []int) bool {
 	newTools, newGroups := s.deferred.activate(tools, groups)
@@ -147,9 +195,13 @@ func (s *sharedState) Activate(tools []string, groups []int) bool {
 	return len(pairs) > 0
 }
 
-func (s *sharedState) NothingActivated() bool { return s.deferred.empty() }
+func (s *sharedState) NothingActivated() bool {
+	return s.deferred.empty() && (!s.reread() || s.deferred.empty())
+}
 
-func (s *sharedState) ApprovedAlways(tool string) bool { return s.always.has(tool) }
+func (s *sharedState) ApprovedAlways(tool string) bool {
+	return s.always.has(tool) || s.reread() && s.always.has(tool)
+}
 
 func (s *sharedState) ApproveAlways(tool string) {
 	s.always.add(tool)
@@ -172,11 +224,18 @@ func (s *sharedState) recordInitialized() {
 	}
 }
 
-// wasInitialized reports whether the stored session had been initialized.
+// wasInitialized reports whether the stored session had been initialized,
+// as far as the fields last loaded tell.
 func (s *sharedState) wasInitialized() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.initialized
+}
+
+// initializedNow is wasInitialized that, on a NO from the replica's copy,
+// reads the session again first (reread).
+func (s *sharedState) initializedNow() bool {
+	return s.wasInitialized() || s.reread() && s.wasInitialized()
 }
 
 // capsLetters encodes client capabilities in a few letters.
