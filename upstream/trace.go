@@ -77,25 +77,38 @@ func endSpan(span tracing.Span, method string, result json.RawMessage, err error
 		span.End(tracing.OutcomeOK, 0)
 		return
 	}
-	var rpc *RPCError
-	switch {
-	case err == nil:
+	span.End(outcomeOf(method, result, err))
+}
+
+// outcomeOf is endSpan's outcome of a call and the JSON-RPC code of its
+// error (0 for none). A call that succeeded costs no allocation: the
+// error's target is declared only for a failure, where errors.As takes
+// its address and so moves it to the heap.
+func outcomeOf(method string, result json.RawMessage, err error) (string, int) {
+	if err == nil {
 		if method == string(mcp.MethodToolsCall) {
 			if v, ok, _ := rawjson.Get(result, "isError"); ok && string(v) == "true" {
-				span.End(metrics.OutcomeToolError, 0)
-				return
+				return metrics.OutcomeToolError, 0
 			}
 		}
-		span.End(tracing.OutcomeOK, 0)
+		return tracing.OutcomeOK, 0
+	}
+	return failureOf(err)
+}
+
+// failureOf is outcomeOf for a call that failed with err.
+func failureOf(err error) (string, int) {
+	var rpc *RPCError
+	switch {
 	case errors.As(err, &rpc):
-		span.End(metrics.OutcomeError, rpc.Code)
+		return metrics.OutcomeError, rpc.Code
 	case errors.Is(err, ErrConnectionLost), errors.Is(err, ErrNotConnected):
-		span.End(metrics.OutcomeError, 0)
+		return metrics.OutcomeError, 0
 	case errors.Is(err, context.DeadlineExceeded):
-		span.End(metrics.OutcomeTimeout, 0)
+		return metrics.OutcomeTimeout, 0
 	case errors.Is(err, context.Canceled):
-		span.End(metrics.OutcomeCanceled, 0)
+		return metrics.OutcomeCanceled, 0
 	default:
-		span.End(metrics.OutcomeError, 0)
+		return metrics.OutcomeError, 0
 	}
 }

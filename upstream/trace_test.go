@@ -3,6 +3,8 @@ package upstream
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"math"
 	"net/http"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 	"github.com/mcp-proxy/mcp-proxy/internal/otlptest"
+	"github.com/mcp-proxy/mcp-proxy/metrics"
 	"github.com/mcp-proxy/mcp-proxy/tracing"
 )
 
@@ -362,4 +365,36 @@ func discardingTracer(b *testing.B) *tracing.Tracer {
 	}
 	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 	return tr
+}
+
+// TestOutcomeOf: the client span's outcome of each kind of call, and a
+// call that succeeded (the usual case) classified without an allocation.
+func TestOutcomeOf(t *testing.T) {
+	for _, tc := range []struct {
+		name, method string
+		result       string
+		err          error
+		outcome      string
+		code         int
+	}{
+		{"ok", "tools/call", `{"content":[]}`, nil, tracing.OutcomeOK, 0},
+		{"tool error", "tools/call", `{"content":[],"isError":true}`, nil, metrics.OutcomeToolError, 0},
+		{"isError of another method", "prompts/get", `{"isError":true}`, nil, tracing.OutcomeOK, 0},
+		{"JSON-RPC error", "tools/call", ``, fmt.Errorf("call: %w", &RPCError{Code: -32602, Message: "bad"}), metrics.OutcomeError, -32602},
+		{"connection lost", "tools/call", ``, ErrConnectionLost, metrics.OutcomeError, 0},
+		{"timeout", "tools/call", ``, context.DeadlineExceeded, metrics.OutcomeTimeout, 0},
+		{"canceled", "tools/call", ``, context.Canceled, metrics.OutcomeCanceled, 0},
+		{"other", "tools/call", ``, errors.New("boom"), metrics.OutcomeError, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			outcome, code := outcomeOf(tc.method, json.RawMessage(tc.result), tc.err)
+			if outcome != tc.outcome || code != tc.code {
+				t.Errorf("outcomeOf = %s, %d; want %s, %d", outcome, code, tc.outcome, tc.code)
+			}
+		})
+	}
+	result := json.RawMessage(`{"content":[{"type":"text","text":"hi"}]}`)
+	if n := testing.AllocsPerRun(100, func() { outcomeOf("tools/call", result, nil) }); n != 0 {
+		t.Errorf("a call that succeeded: %.0f allocations, want 0", n)
+	}
 }
