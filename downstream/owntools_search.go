@@ -68,6 +68,17 @@ func ownTool(st *session, name string) bool {
 	return false
 }
 
+// nothingActivated reports whether the session's searches activated no
+// tool and woke no group. A session whose agent is offered no tool_search
+// cannot have activated anything that shows (activations made before a
+// reload took its deferred mode or its dynamic groups away no longer
+// count), so its state is not asked: with a Redis store, that question
+// answered from the replica's copy of the session costs a read of the
+// session (sharedState.reread).
+func (s *session) nothingActivated() bool {
+	return !ownTool(s, toolSearchName) || s.state.NothingActivated()
+}
+
 // ownOffered reports whether name is one of the proxy's own tools offered
 // to the session: then an upstream tool exposed under the same bare name
 // is not listed for it, nor found by its searches (the own one answers).

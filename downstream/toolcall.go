@@ -153,7 +153,7 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 func (tc *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	tc.catalogs.waitStartup(ctx)
 	tc.refreshStale(r.sess)
-	if r.modern && r.sess.state.NothingActivated() {
+	if r.modern && r.sess.nothingActivated() {
 		if hint := tc.listHint(r.sess, r.method); hint == (cacheHint{}) {
 			// The common case, decorated once per view; a list with a
 			// TTL is decorated for this request, its TTL counting down.
