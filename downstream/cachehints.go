@@ -72,7 +72,7 @@ var listKinds = map[string]listKind{
 // tools activated by the session itself. Only then may a result be
 // public: lists differ per agent.
 func (e *env) sharedView(s *session) bool {
-	return !e.gen().cfg.HasAgents() && s.perCall == nil && s.nothingActivated()
+	return !e.gen().cfg.HasAgents() && s.perCall == nil && s.state.NothingActivated()
 }
 
 // listHint is the cache hint of s's merged list of method: the smallest

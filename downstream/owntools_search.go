@@ -68,15 +68,17 @@ func ownTool(st *session, name string) bool {
 	return false
 }
 
-// nothingActivated reports whether the session's searches activated no
-// tool and woke no group. A session whose agent is offered no tool_search
-// cannot have activated anything that shows (activations made before a
-// reload took its deferred mode or its dynamic groups away no longer
-// count), so its state is not asked: with a Redis store, that question
-// answered from the replica's copy of the session costs a read of the
-// session (sharedState.reread).
-func (s *session) nothingActivated() bool {
-	return !ownTool(s, toolSearchName) || s.state.NothingActivated()
+// readActivations reads the session again from Redis when its state came
+// from the replica's copy and its activations decide what it is shown
+// (its agent is offered tool_search): a search on another replica may
+// have activated a tool whose announcement has not arrived yet
+// (sharedState.reread). The error is the store's.
+func (s *session) readActivations(ctx context.Context) error {
+	sh, ok := s.state.(*sharedState)
+	if !ok || !ownTool(s, toolSearchName) {
+		return nil
+	}
+	return sh.reread(ctx)
 }
 
 // ownOffered reports whether name is one of the proxy's own tools offered

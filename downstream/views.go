@@ -113,7 +113,7 @@ func (v *view) modernList(decorate func(method string, res json.RawMessage, hint
 // listFor is the session's tools/list result: the shared view's while the
 // session has activated nothing, else its own.
 func (vc *viewCache) listFor(s *session) []byte {
-	if s.nothingActivated() {
+	if s.state.NothingActivated() {
 		return vc.viewFor(s).listJSON
 	}
 	return vc.sessionList(s)
