@@ -290,13 +290,15 @@ func TestStaleCopyNoStoreError(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []struct {
-		name string
-		cl   *httpClient
-		msg  string
+		name    string
+		replica *Proxy
+		cl      *httpClient
+		msg     string
 	}{
-		{"tools/list, nothing activated", b, list},
-		{"tools/call, no \"always\" approval", d, call},
+		{"tools/list, nothing activated", ps[1], b, list},
+		{"tools/call, no \"always\" approval", ps[3], d, call},
 	} {
+		announced(t, c.replica) // the copy is current: a ping was just answered
 		r := c.cl.post(c.msg)
 		if !strings.Contains(r.body, `"error"`) || !strings.Contains(r.body, "store session_load") || !strings.Contains(r.body, "NOPERM") {
 			t.Errorf("%s with the session's read refused: %d %s, want the store's error", c.name, r.status, r.body)
