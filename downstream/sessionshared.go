@@ -71,6 +71,10 @@ type sharedState struct {
 	// upstreams; nil when none is under way. Under the session table's
 	// lock, not mu: the other requests of the session wait on it.
 	levelPending chan struct{}
+
+	// beforeReread, when set (tests; under mu), runs as a reread is about
+	// to read the session from Redis.
+	beforeReread func()
 }
 
 func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sharedState {
@@ -119,30 +123,33 @@ func (s *sharedState) fill(fields map[string]string) {
 // replica's copy, so that a NO the state is about to answer is not one a
 // write made elsewhere, and not announced here yet, would turn into a
 // YES. It returns the store's error: the NO is not to be answered then.
-// The log level stays as it was: the next request's read tells the
-// upstreams of a change (sessionTable.acquire). A session gone leaves the
-// state as it was (the next request finds it gone).
+// The fields count as read only once the read is in: a request asking
+// while another one's read is on its way reads too, rather than answer
+// from the copy. The log level stays as it was: the next request's read
+// tells the upstreams of a change (sessionTable.acquire). A session gone
+// leaves the state as it was (the next request finds it gone).
 func (s *sharedState) reread(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.fromCopy {
-		s.mu.Unlock()
+	fromCopy, hook := s.fromCopy, s.beforeReread
+	s.mu.Unlock()
+	if !fromCopy {
 		return nil
 	}
-	s.fromCopy = false
-	s.mu.Unlock()
+	if hook != nil {
+		hook()
+	}
 	got, err := s.sessions.Reload(ctx, s.id)
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case err != nil:
-		s.fromCopy = true // still the copy's: a later question reads again
-		return err
-	case !got.Found():
-		return nil
+	s.fromCopy = false
+	if got.Found() {
+		level := s.level
+		s.fill(got.Fields)
+		s.level = level
 	}
-	level := s.level
-	s.fill(got.Fields)
-	s.level = level
 	return nil
 }
 

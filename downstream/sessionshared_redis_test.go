@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -303,5 +305,55 @@ func TestStaleCopyNoStoreError(t *testing.T) {
 		if !strings.Contains(r.body, `"error"`) || !strings.Contains(r.body, "store session_load") || !strings.Contains(r.body, "NOPERM") {
 			t.Errorf("%s with the session's read refused: %d %s, want the store's error", c.name, r.status, r.body)
 		}
+	}
+}
+
+// TestStaleCopyConcurrentReread: two requests of a session on one replica
+// both read its state from the copy, which lacks a tool activated on
+// another replica and not announced yet. While the first reads the
+// session again for its NO, the second, asking the same question, does
+// not answer NO from the copy: it reads the session too.
+func TestStaleCopyConcurrentReread(t *testing.T) {
+	srv := redistest.Start(t)
+	st := redisStore(t, srv)
+	ss := st.Sessions(time.Hour)
+	if err := ss.Create(t.Context(), "sid-1", map[string]string{fieldAgent: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := ss.Reload(t.Context(), "sid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Set(t.Context(), "sid-1", prefixActivated+"fs__read_file", "1"); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSharedState("sid-1", ss, zerolog.Nop())
+	stale.Copy = true
+	sh.load(stale) // both requests' reads, from the copy
+	first, release := make(chan struct{}), make(chan struct{})
+	var rereads atomic.Int32
+	sh.mu.Lock()
+	sh.beforeReread = func() {
+		if rereads.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+	}
+	sh.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- sh.reread(context.Background()) }() // the first request
+	<-first
+	if sh.Activated("fs__read_file") {
+		t.Fatal("the copy already has the activation")
+	}
+	if err := sh.reread(t.Context()); err != nil { // the second request
+		t.Fatal(err)
+	}
+	if !sh.Activated("fs__read_file") {
+		t.Error("the second request answers NO from the copy while the first one reads the session again")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }
