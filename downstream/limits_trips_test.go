@@ -303,3 +303,42 @@ func TestPrepaidRidesOnItsRequest(t *testing.T) {
 		t.Errorf("call with no prepaid: %s, want it run (the agent's one call of the minute)", got)
 	}
 }
+
+const listTripsYAML = `
+servers:
+  fx: {command: fixture}
+`
+
+// TestListFromCopyRoundTrips: with a Redis store and no agent that offers
+// tool_search (the default: no agents), a tools/list on a session whose
+// copy is current on the replica costs no store round trip: no search
+// can have activated a tool on another replica, so "nothing activated"
+// needs no second read of the session.
+func TestListFromCopyRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
+	p := New(Options{Config: parseConfig(t, listTripsYAML), Upstreams: map[string]Upstream{"fx": connected(echoTool)},
+		Logger: zerolog.Nop(), Version: "test", Store: st})
+	p.Refresh()
+	c := &httpClient{t: t, url: startHTTP(t, p).URL + "/mcp"}
+	c.initialize()
+	announced(t, p)
+	list := func(id int) {
+		t.Helper()
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
+		if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"fx__echo"`) {
+			t.Fatalf("tools/list %d: %d %s", id, r.status, r.body)
+		}
+	}
+	list(1) // the session's first read after initialize's writes: the copy
+	before := storeCounts(t, reg)
+	const lists = 3
+	for i := range lists {
+		announced(t, p) // the copy is current: a ping was just answered
+		list(i + 2)
+	}
+	if got := opsSince(t, reg, before); got != "" {
+		t.Errorf("store operations of %d tools/list from the copy (the store's upkeep left out): %s, want none", lists, got)
+	}
+}

@@ -43,12 +43,14 @@ const (
 //
 // When the fields came from the replica's copy, a write just made on
 // another replica may not be in them yet (its announcement is on its
-// way): a question the session's state answers NO (a tool not activated,
-// a group not active, nothing activated, no "always" approval, not
-// initialized) reads the session from Redis once before it is answered
-// (reread), so that such a write is never refused. A YES cannot come from
-// a write missed (a session's fields are only ever added), and a log
-// level set elsewhere may be read late (docs/shared-state.md).
+// way): its methods answer from the fields as they are, and a caller
+// about to answer NO from them (a tool not activated, a group not
+// active, nothing activated, no "always" approval, not initialized)
+// reads the session from Redis first (reread), so that such a write is
+// never refused, and fails with the store's error when that read does. A
+// YES cannot come from a write missed (a session's fields are only ever
+// added), and a log level set elsewhere may be read late
+// (docs/shared-state.md).
 type sharedState struct {
 	id       string
 	sessions *store.Sessions
@@ -69,6 +71,10 @@ type sharedState struct {
 	// upstreams; nil when none is under way. Under the session table's
 	// lock, not mu: the other requests of the session wait on it.
 	levelPending chan struct{}
+
+	// beforeReread, when set (tests; under mu), runs as a reread is about
+	// to read the session from Redis.
+	beforeReread func()
 }
 
 func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sharedState {
@@ -114,29 +120,37 @@ func (s *sharedState) fill(fields map[string]string) {
 }
 
 // reread reads the session from Redis when its fields came from the
-// replica's copy, once, and reports whether it did: a NO the state was
-// about to answer may be a write made elsewhere and not announced here
-// yet. The log level stays as it was: the next request's read tells the
-// upstreams of a change (sessionTable.acquire). A session gone or a store
-// that does not answer leaves the state as it was.
-func (s *sharedState) reread() bool {
+// replica's copy, so that a NO the state is about to answer is not one a
+// write made elsewhere, and not announced here yet, would turn into a
+// YES. It returns the store's error: the NO is not to be answered then.
+// The fields count as read only once the read is in: a request asking
+// while another one's read is on its way reads too, rather than answer
+// from the copy. The log level stays as it was: the next request's read
+// tells the upstreams of a change (sessionTable.acquire). A session gone
+// leaves the state as it was (the next request finds it gone).
+func (s *sharedState) reread(ctx context.Context) error {
 	s.mu.Lock()
-	if !s.fromCopy {
-		s.mu.Unlock()
-		return false
-	}
-	s.fromCopy = false
+	fromCopy, hook := s.fromCopy, s.beforeReread
 	s.mu.Unlock()
-	got, err := s.sessions.Reload(context.Background(), s.id)
-	if err != nil || !got.Found() {
-		return false
+	if !fromCopy {
+		return nil
+	}
+	if hook != nil {
+		hook()
+	}
+	got, err := s.sessions.Reload(ctx, s.id)
+	if err != nil {
+		return err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	level := s.level
-	s.fill(got.Fields)
-	s.level = level
-	return true
+	s.fromCopy = false
+	if got.Found() {
+		level := s.level
+		s.fill(got.Fields)
+		s.level = level
+	}
+	return nil
 }
 
 // write sends fields to the store (see sharedState on failures).
@@ -174,13 +188,9 @@ func (s *sharedState) SetLevel(level int32) {
 	s.write(fieldLevel, strconv.Itoa(int(level)))
 }
 
-func (s *sharedState) Activated(tool string) bool {
-	return s.deferred.isActivated(tool) || s.reread() && s.deferred.isActivated(tool)
-}
+func (s *sharedState) Activated(tool string) bool { return s.deferred.isActivated(tool) }
 
-func (s *sharedState) GroupActive(i int) bool {
-	return s.deferred.groupActive(i) || s.reread() && s.deferred.groupActive(i)
-}
+func (s *sharedState) GroupActive(i int) bool { return s.deferred.groupActive(i) }
 
 func (s *sharedState) Activate(tools []string, groups []int) bool {
 	newTools, newGroups := s.deferred.activate(tools, groups)
@@ -195,13 +205,9 @@ func (s *sharedState) Activate(tools []string, groups []int) bool {
 	return len(pairs) > 0
 }
 
-func (s *sharedState) NothingActivated() bool {
-	return s.deferred.empty() && (!s.reread() || s.deferred.empty())
-}
+func (s *sharedState) NothingActivated() bool { return s.deferred.empty() }
 
-func (s *sharedState) ApprovedAlways(tool string) bool {
-	return s.always.has(tool) || s.reread() && s.always.has(tool)
-}
+func (s *sharedState) ApprovedAlways(tool string) bool { return s.always.has(tool) }
 
 func (s *sharedState) ApproveAlways(tool string) {
 	s.always.add(tool)
@@ -233,9 +239,12 @@ func (s *sharedState) wasInitialized() bool {
 }
 
 // initializedNow is wasInitialized that, on a NO from the replica's copy,
-// reads the session again first (reread).
-func (s *sharedState) initializedNow() bool {
-	return s.wasInitialized() || s.reread() && s.wasInitialized()
+// reads the session again first (reread). A NO only holds back the
+// questions waiting for the client's notifications/initialized, so a
+// store that does not answer that read leaves them for the next request
+// rather than failing this one.
+func (s *sharedState) initializedNow(ctx context.Context) bool {
+	return s.wasInitialized() || s.reread(ctx) == nil && s.wasInitialized()
 }
 
 // capsLetters encodes client capabilities in a few letters.

@@ -7,7 +7,9 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/rs/zerolog"
@@ -247,5 +249,111 @@ func TestStaleCopyNoIsReadAgain(t *testing.T) {
 	unannounced(prefixAlways + "fx__echo")
 	if r := b.post(call); !strings.Contains(r.body, `"text":"ran"`) {
 		t.Errorf("call on replica 2 after an \"always\" approval it was not told of: %d %s", r.status, r.body)
+	}
+}
+
+// TestStaleCopyNoStoreError: when the second read of a session that a NO
+// from the replica's copy needs (sharedState.reread) fails, the request
+// fails with the store's error, as it did when every request read the
+// session: the copy may lack a write made elsewhere, so the NO is not
+// answered. Redis here keeps answering pings and the subscription (the
+// copy stays current) but refuses HGETALL, the session's read.
+func TestStaleCopyNoStoreError(t *testing.T) {
+	srv := redistest.Start(t)
+	ps, urls := sharedReplicas(t, srv, 2)
+	for range 2 {
+		fx := connected(echoTool)
+		fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
+		}
+		p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": fx}, Logger: zerolog.Nop(),
+			Version: "test", Store: redisStore(t, srv)})
+		p.Refresh()
+		ps = append(ps, p)
+		urls = append(urls, startHTTP(t, p).URL+"/mcp")
+	}
+	deferred := &httpClient{t: t, url: urls[0]}
+	deferred.initialize()
+	supervised := &httpClient{t: t, url: urls[2]}
+	supervised.initialize() // no elicitation: a tool that needs approval cannot run
+	announced(t, ps...)
+	list := `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"fx__echo","arguments":{}}}`
+	b := &httpClient{t: t, url: urls[1], session: deferred.session}
+	if got := listNames(t, b.post(list)); got != "tool_search,call_tool,fs__list_directory" {
+		t.Fatalf("tools/list on replica 2 = %s", got)
+	}
+	d := &httpClient{t: t, url: urls[3], session: supervised.session}
+	if r := d.post(call); !strings.Contains(r.body, "needs approval") {
+		t.Fatalf("call on replica 4: %d %s", r.status, r.body)
+	}
+	admin := redisStore(t, srv).Redis().Client()
+	if err := admin.Do(t.Context(), "ACL", "SETUSER", "default", "-hgetall").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		replica *Proxy
+		cl      *httpClient
+		msg     string
+	}{
+		{"tools/list, nothing activated", ps[1], b, list},
+		{"tools/call, no \"always\" approval", ps[3], d, call},
+	} {
+		announced(t, c.replica) // the copy is current: a ping was just answered
+		r := c.cl.post(c.msg)
+		if !strings.Contains(r.body, `"error"`) || !strings.Contains(r.body, "store session_load") || !strings.Contains(r.body, "NOPERM") {
+			t.Errorf("%s with the session's read refused: %d %s, want the store's error", c.name, r.status, r.body)
+		}
+	}
+}
+
+// TestStaleCopyConcurrentReread: two requests of a session on one replica
+// both read its state from the copy, which lacks a tool activated on
+// another replica and not announced yet. While the first reads the
+// session again for its NO, the second, asking the same question, does
+// not answer NO from the copy: it reads the session too.
+func TestStaleCopyConcurrentReread(t *testing.T) {
+	srv := redistest.Start(t)
+	st := redisStore(t, srv)
+	ss := st.Sessions(time.Hour)
+	if err := ss.Create(t.Context(), "sid-1", map[string]string{fieldAgent: "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	stale, err := ss.Reload(t.Context(), "sid-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ss.Set(t.Context(), "sid-1", prefixActivated+"fs__read_file", "1"); err != nil {
+		t.Fatal(err)
+	}
+	sh := newSharedState("sid-1", ss, zerolog.Nop())
+	stale.Copy = true
+	sh.load(stale) // both requests' reads, from the copy
+	first, release := make(chan struct{}), make(chan struct{})
+	var rereads atomic.Int32
+	sh.mu.Lock()
+	sh.beforeReread = func() {
+		if rereads.Add(1) == 1 {
+			close(first)
+			<-release
+		}
+	}
+	sh.mu.Unlock()
+	done := make(chan error, 1)
+	go func() { done <- sh.reread(context.Background()) }() // the first request
+	<-first
+	if sh.Activated("fs__read_file") {
+		t.Fatal("the copy already has the activation")
+	}
+	if err := sh.reread(t.Context()); err != nil { // the second request
+		t.Fatal(err)
+	}
+	if !sh.Activated("fs__read_file") {
+		t.Error("the second request answers NO from the copy while the first one reads the session again")
+	}
+	close(release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

@@ -217,7 +217,7 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 		s.activity.begin()
 	}
 	st.mu.Unlock()
-	if s != nil && s.state.(*sharedState).initializedNow() {
+	if s != nil && s.state.(*sharedState).initializedNow(ctx) {
 		// The client's notifications/initialized may have reached
 		// another replica: the questions waiting for it go now.
 		s.markInitialized()
