@@ -14,19 +14,21 @@ import (
 )
 
 // askingUpstream is a fake 2026-07-28 upstream whose tool asks the client
-// one question (key q) with state "up-1", and answers with what it got
-// once the retry carries both.
+// one question (key q) with state "up state #1", and answers with what it
+// got once the retry carries both. A space and a # are outside a sealed
+// state's alphabet: finding that state inside one can only mean it went
+// out in clear.
 func askingUpstream() *fakeUpstream {
 	fx := connected(echoTool)
 	fx.RequestFn = func(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 		state, _, _ := rawjson.Get(params, "requestState")
 		ans, _, _ := rawjson.Get(params, "inputResponses")
-		if string(state) == `"up-1"` && len(ans) > 0 {
+		if string(state) == `"up state #1"` && len(ans) > 0 {
 			text, _ := json.Marshal("got " + string(ans))
 			return json.RawMessage(`{"content":[{"type":"text","text":` + string(text) + `}]}`), nil
 		}
 		return json.RawMessage(`{"resultType":"input_required","inputRequests":{"q":{"method":"elicitation/create",` +
-			`"params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}},"requestState":"up-1"}`), nil
+			`"params":{"message":"name?","requestedSchema":{"type":"object","properties":{}}}}},"requestState":"up state #1"}`), nil
 	}
 	return fx
 }
@@ -47,7 +49,7 @@ func TestPassedStateOpensWithTheSameKey(t *testing.T) {
 	first, second, other := proxy(s1), proxy(s2), proxy(nil)
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}}`
 	r1 := readModern(t, statelessCall(t, first, `{"name":"fx__echo","arguments":{"a":1},`+meta+`}`)[0])
-	if _, ok := r1.Result.InputRequests["q"]; !ok || !isSealedState(r1.Result.RequestState) || strings.Contains(r1.Result.RequestState, "up-1") {
+	if _, ok := r1.Result.InputRequests["q"]; !ok || !isSealedState(r1.Result.RequestState) || strings.Contains(r1.Result.RequestState, "up state #1") {
 		t.Fatalf("first round = %+v; want the upstream's key q and a sealed state", r1)
 	}
 	retry := func(url, args string) string {

@@ -390,8 +390,17 @@ func checkNoteParams(params json.RawMessage) error {
 // -32022 answer of a 2026-07-28 server whose supported list has a version
 // of the stateless core the proxy speaks; "" otherwise.
 func (s *session) retryVersion(err error) string {
+	if err == nil || !s.modern {
+		return "" // before rpc is declared: errors.As moves it to the heap
+	}
+	return retryVersionOf(err)
+}
+
+// retryVersionOf is retryVersion for a failed request of the stateless
+// core.
+func retryVersionOf(err error) string {
 	var rpc *RPCError
-	if !s.modern || !errors.As(err, &rpc) || rpc.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
+	if !errors.As(err, &rpc) || rpc.Code != mcp.UNSUPPORTED_PROTOCOL_VERSION {
 		return ""
 	}
 	if v := mutualVersion(rpc); mcp.IsModernProtocol(v) {

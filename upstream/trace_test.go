@@ -287,13 +287,15 @@ func TestRequestOffAllocations(t *testing.T) {
 			}
 		}
 	}
-	// The request path without tracing, as it was before tracing existed:
-	// request minus startSpan/endSpan. (isObject counts: under the race
+	// The request path without tracing: request minus startSpan/endSpan. (isObject counts: under the race
 	// detector its pooled scanner is often dropped and allocated again.)
 	base := func() {
 		id := "px-" + strconv.FormatUint(baseS.c.ids.Add(1), 10) // as request makes it
 		if !isObject(params) {
 			t.Fatal("params")
+		}
+		if baseS.c.refusedTool(params) { // as request checks a tools/call
+			t.Fatal("refused")
 		}
 		if _, err := baseS.send(ctx, "tools/call", id, params); err != nil {
 			t.Fatal(err)
