@@ -244,9 +244,11 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
-	if werr := batchRefusal(s.version()); batch && werr != nil {
-		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
-		return
+	if batch { // the refusal is built only for a batch: its text is formatted
+		if werr := batchRefusal(s.version()); werr != nil {
+			jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+			return
+		}
 	}
 	f.serve(w, r, s, msgs, first, ferr == nil, batch, pre) // first handed over, not parsed again
 }
