@@ -143,7 +143,9 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 // the authorization server is bounded by r's context and fetchTimeout), and
 // does not modify r.
 //
-// Exactly one result is non-nil. A Principal names the agent to serve: on
+// Exactly one result is non-nil. The Principal may be shared with other
+// requests of the same token (the cache of accepted tokens hands out its
+// own): callers must not modify it. A Principal names the agent to serve: on
 // the default endpoint it is default_agent for static tokens and requests
 // without a credential, and the first agent in config order whose match
 // rules hold for an access token. A Failure says what to answer; write it
