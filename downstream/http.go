@@ -227,7 +227,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			return
 		}
 		var tool string
-		if !batch && first.Method == "tools/call" {
+		if !batch && first.Method == "tools/call" && f.sessions.prepays() {
 			tool, _ = stringMember(first.Params, "name")
 		}
 		var err error
