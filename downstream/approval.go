@@ -38,22 +38,35 @@ const approvalInputID = "mcp-proxy/approval"
 // approvalStatePrefix marks the request states of approval round trips.
 const approvalStatePrefix = "px-approval-"
 
-// mayAsk reports whether approve may ask a person about c (it will not
-// when the agent's autonomy runs it).
-func (tc *toolCalls) mayAsk(c *toolCall) bool {
-	return c.r.sess.agent.ApprovalOf(c.entry.policyTool(), c.r.sess.state.ApprovedAlways(c.entry.Exposed)) != filter.ApprovalRun
+// approvalOf is the agent's approval of call c. The session's "always"
+// approvals are asked only when they decide it; with a Redis store, a NO
+// read from the replica's copy of the session is read again from Redis
+// first (sharedState.reread), and the error is the store's when that
+// read fails.
+func approvalOf(ctx context.Context, c *toolCall) (filter.Approval, error) {
+	a, t, state := c.r.sess.agent, c.entry.policyTool(), c.r.sess.state
+	if got := a.ApprovalOf(t, false); got == filter.ApprovalRun {
+		return got, nil
+	}
+	if state.ApprovedAlways(c.entry.Exposed) {
+		return a.ApprovalOf(t, true), nil
+	}
+	if sh, ok := state.(*sharedState); ok {
+		if err := sh.reread(ctx); err != nil {
+			return 0, err
+		}
+	}
+	return a.ApprovalOf(t, state.ApprovedAlways(c.entry.Exposed)), nil
 }
 
-// approve runs the approval gate of docs/agents.md#approval for one call. It returns nil
-// when the call may run, else the isError result that refuses it; or, for a
-// stateless client over HTTP, which cannot be sent a request, the
-// input_required result that asks the question (a multi round-trip); or
-// the error of a shared-state store that did not answer.
+// approve runs the approval gate of docs/agents.md#approval for a call
+// approvalOf does not run as it is. It returns nil when the call may run,
+// else the isError result that refuses it; or, for a stateless client
+// over HTTP, which cannot be sent a request, the input_required result
+// that asks the question (a multi round-trip); or the error of a
+// shared-state store that did not answer.
 func (tc *toolCalls) approve(ctx context.Context, c *toolCall) (refusal []byte, ask *inputRequired, werr *wireError) {
 	r, a := c.r, c.r.sess.agent
-	if a.ApprovalOf(c.entry.policyTool(), r.sess.state.ApprovedAlways(c.entry.Exposed)) == filter.ApprovalRun {
-		return nil, nil, nil
-	}
 	if !r.caps.elicitation {
 		tc.opts.Metrics.Approval(a.Name, "unsupported")
 		c.approval = "unsupported"

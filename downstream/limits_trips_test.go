@@ -52,7 +52,8 @@ func tripsStore(t *testing.T, srv *redistest.Server, reg *prometheus.Registry) *
 // TestLimitedCallRoundTrips: with a Redis store, a call under a per_minute
 // and a max_concurrent limit, on an HTTP session, costs one round trip
 // before it runs (the session's read, the tokens and the slot's lease in
-// one pipeline) and one after (the release, sent once the answer is on its
+// one script; the take alone once the replica's copy of the session is
+// current) and one after (the release, sent once the answer is on its
 // way); the lease is held while the call runs upstream.
 func TestLimitedCallRoundTrips(t *testing.T) {
 	srv := redistest.Start(t)
@@ -74,6 +75,7 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 	p.Refresh()
 	c := &httpClient{t: t, url: startHTTP(t, p).URL + "/mcp"}
 	c.initialize()
+	announced(t, p) // initialize's writes, whose announcements drop the copy
 	before := storeCounts(t, reg)
 	const calls = 3
 	for i := range calls {
@@ -89,7 +91,9 @@ func TestLimitedCallRoundTrips(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, want := opsSince(t, reg, before), "session_load_limit_take ok 3, slot_release ok 3"; got != want {
+	// The first call reads the session with its take; the others find its
+	// copy current and take alone.
+	if got, want := opsSince(t, reg, before), "limit_take ok 2, session_load_limit_take ok 1, slot_release ok 3"; got != want {
 		t.Errorf("store operations of %d calls (the store's upkeep left out): %s, want %s", calls, got, want)
 	}
 	if n, err := st.Redis().Client().ZCard(t.Context(), slots).Result(); err != nil || n != 0 {
@@ -297,5 +301,44 @@ func TestPrepaidRidesOnItsRequest(t *testing.T) {
 	}
 	if got := route(2, inbound{}); !strings.Contains(got, `"text":"ok"`) {
 		t.Errorf("call with no prepaid: %s, want it run (the agent's one call of the minute)", got)
+	}
+}
+
+const listTripsYAML = `
+servers:
+  fx: {command: fixture}
+`
+
+// TestListFromCopyRoundTrips: with a Redis store and no agent that offers
+// tool_search (the default: no agents), a tools/list on a session whose
+// copy is current on the replica costs no store round trip: no search
+// can have activated a tool on another replica, so "nothing activated"
+// needs no second read of the session.
+func TestListFromCopyRoundTrips(t *testing.T) {
+	srv := redistest.Start(t)
+	reg := prometheus.NewRegistry()
+	st := tripsStore(t, srv, reg)
+	p := New(Options{Config: parseConfig(t, listTripsYAML), Upstreams: map[string]Upstream{"fx": connected(echoTool)},
+		Logger: zerolog.Nop(), Version: "test", Store: st})
+	p.Refresh()
+	c := &httpClient{t: t, url: startHTTP(t, p).URL + "/mcp"}
+	c.initialize()
+	announced(t, p)
+	list := func(id int) {
+		t.Helper()
+		r := c.post(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/list"}`, id))
+		if r.status != http.StatusOK || !strings.Contains(r.body, `"name":"fx__echo"`) {
+			t.Fatalf("tools/list %d: %d %s", id, r.status, r.body)
+		}
+	}
+	list(1) // the session's first read after initialize's writes: the copy
+	before := storeCounts(t, reg)
+	const lists = 3
+	for i := range lists {
+		announced(t, p) // the copy is current: a ping was just answered
+		list(i + 2)
+	}
+	if got := opsSince(t, reg, before); got != "" {
+		t.Errorf("store operations of %d tools/list from the copy (the store's upkeep left out): %s, want none", lists, got)
 	}
 }

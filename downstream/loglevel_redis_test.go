@@ -39,11 +39,13 @@ func TestLevelSetOnAnotherReplica(t *testing.T) {
 	srv := redistest.Start(t)
 	var levels []func() []string
 	var urls []string
+	var ps []*Proxy
 	for range 2 {
 		up, got := logLevelUpstream()
 		p := New(Options{Config: parseConfig(t, levelReplicasYAML), Upstreams: map[string]Upstream{"fx": up}, Logger: zerolog.Nop(),
 			Version: "test", Store: redisStore(t, srv)})
 		p.Refresh()
+		ps = append(ps, p)
 		levels = append(levels, got)
 		urls = append(urls, startHTTP(t, p).URL+"/mcp")
 	}
@@ -69,6 +71,9 @@ func TestLevelSetOnAnotherReplica(t *testing.T) {
 	post(1, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
 	want(1, "error")
 	post(0, `{"jsonrpc":"2.0","id":4,"method":"logging/setLevel","params":{"level":"debug"}}`)
+	// A level is read from replica 2's copy of the session, which the
+	// change reaches after its announcement's delay.
+	announced(t, ps[1])
 	post(1, `{"jsonrpc":"2.0","id":5,"method":"ping"}`)
 	want(1, "error", "debug")
 }

@@ -68,6 +68,19 @@ func ownTool(st *session, name string) bool {
 	return false
 }
 
+// readActivations reads the session again from Redis when its state came
+// from the replica's copy and its activations decide what it is shown
+// (its agent is offered tool_search): a search on another replica may
+// have activated a tool whose announcement has not arrived yet
+// (sharedState.reread). The error is the store's.
+func (s *session) readActivations(ctx context.Context) error {
+	sh, ok := s.state.(*sharedState)
+	if !ok || !ownTool(s, toolSearchName) {
+		return nil
+	}
+	return sh.reread(ctx)
+}
+
 // ownOffered reports whether name is one of the proxy's own tools offered
 // to the session: then an upstream tool exposed under the same bare name
 // is not listed for it, nor found by its searches (the own one answers).

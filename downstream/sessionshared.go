@@ -33,12 +33,24 @@ const (
 
 // sharedState is the state of an HTTP session kept in a Redis store, so
 // that any replica serves it. It reads from a copy loaded at the start of
-// each request (sessionTable.acquire: one round trip) and writes each
-// change through to the store at once. A write the store does not take is
+// each request (sessionTable.acquire: from the replica's copy of the
+// session when it is current, else one round trip) and writes each change
+// through to the store at once. A write the store does not take is
 // logged and kept in the copy: the request that made it was served, and the
 // next request, on whichever replica, fails with the store's error if the
 // store is still away. The parked call of a stateless request stays in
 // this process. Its methods are safe for concurrent use.
+//
+// When the fields came from the replica's copy, a write just made on
+// another replica may not be in them yet (its announcement is on its
+// way): its methods answer from the fields as they are, and a caller
+// about to answer NO from them (a tool not activated, a group not
+// active, nothing activated, no "always" approval, not initialized)
+// reads the session from Redis first (reread), so that such a write is
+// never refused, and fails with the store's error when that read does. A
+// YES cannot come from a write missed (a session's fields are only ever
+// added), and a log level set elsewhere may be read late
+// (docs/shared-state.md).
 type sharedState struct {
 	id       string
 	sessions *store.Sessions
@@ -48,6 +60,7 @@ type sharedState struct {
 	client      *clientInfo
 	level       int32
 	initialized bool
+	fromCopy    bool          // the fields came from the replica's copy, not read since
 	always      toolSet       // under its own lock
 	deferred    deferredState // under its own lock
 
@@ -58,18 +71,30 @@ type sharedState struct {
 	// upstreams; nil when none is under way. Under the session table's
 	// lock, not mu: the other requests of the session wait on it.
 	levelPending chan struct{}
+
+	// beforeReread, when set (tests; under mu), runs as a reread is about
+	// to read the session from Redis.
+	beforeReread func()
 }
 
 func newSharedState(id string, sessions *store.Sessions, log zerolog.Logger) *sharedState {
 	return &sharedState{id: id, sessions: sessions, log: log, level: -1}
 }
 
-// load replaces the copy with the fields read from the store, and reports
-// whether the log level changed (another replica set it).
-func (s *sharedState) load(fields map[string]string) (levelChanged bool) {
+// load replaces the copy with the session read (from the replica's copy
+// or from Redis), and reports whether the log level changed (another
+// replica set it).
+func (s *sharedState) load(got store.Session) (levelChanged bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	before := s.level
+	s.fill(got.Fields)
+	s.fromCopy = got.Copy
+	return s.level != before
+}
+
+// fill sets the state from fields. s.mu must be held.
+func (s *sharedState) fill(fields map[string]string) {
 	s.client, s.level, s.initialized = nil, -1, fields[fieldInitialized] == "1"
 	activated, groups, always := map[string]bool{}, map[int]bool{}, map[string]bool{}
 	if v, ok := fields[fieldVersion]; ok {
@@ -92,7 +117,40 @@ func (s *sharedState) load(fields map[string]string) (levelChanged bool) {
 	}
 	s.deferred.reset(activated, groups)
 	s.always.reset(always)
-	return s.level != before
+}
+
+// reread reads the session from Redis when its fields came from the
+// replica's copy, so that a NO the state is about to answer is not one a
+// write made elsewhere, and not announced here yet, would turn into a
+// YES. It returns the store's error: the NO is not to be answered then.
+// The fields count as read only once the read is in: a request asking
+// while another one's read is on its way reads too, rather than answer
+// from the copy. The log level stays as it was: the next request's read
+// tells the upstreams of a change (sessionTable.acquire). A session gone
+// leaves the state as it was (the next request finds it gone).
+func (s *sharedState) reread(ctx context.Context) error {
+	s.mu.Lock()
+	fromCopy, hook := s.fromCopy, s.beforeReread
+	s.mu.Unlock()
+	if !fromCopy {
+		return nil
+	}
+	if hook != nil {
+		hook()
+	}
+	got, err := s.sessions.Reload(ctx, s.id)
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.fromCopy = false
+	if got.Found() {
+		level := s.level
+		s.fill(got.Fields)
+		s.level = level
+	}
+	return nil
 }
 
 // write sends fields to the store (see sharedState on failures).
@@ -172,11 +230,21 @@ func (s *sharedState) recordInitialized() {
 	}
 }
 
-// wasInitialized reports whether the stored session had been initialized.
+// wasInitialized reports whether the stored session had been initialized,
+// as far as the fields last loaded tell.
 func (s *sharedState) wasInitialized() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.initialized
+}
+
+// initializedNow is wasInitialized that, on a NO from the replica's copy,
+// reads the session again first (reread). A NO only holds back the
+// questions waiting for the client's notifications/initialized, so a
+// store that does not answer that read leaves them for the next request
+// rather than failing this one.
+func (s *sharedState) initializedNow(ctx context.Context) bool {
+	return s.wasInitialized() || s.reread(ctx) == nil && s.wasInitialized()
 }
 
 // capsLetters encodes client capabilities in a few letters.

@@ -3,6 +3,8 @@ package downstream
 import (
 	"slices"
 	"testing"
+
+	"github.com/mcp-proxy/mcp-proxy/store"
 )
 
 // TestSharedStateFields: what a replica reads from a stored session's
@@ -12,10 +14,10 @@ func TestSharedStateFields(t *testing.T) {
 	if s.Client() != nil || s.Level() != -1 || !s.NothingActivated() {
 		t.Fatal("a new shared state is not empty")
 	}
-	s.load(map[string]string{
+	s.load(store.Session{Fields: map[string]string{
 		fieldAgent: "dev", fieldVersion: "2025-06-18", fieldCaps: "er", fieldLevel: "4", fieldInitialized: "1",
 		prefixActivated + "fs__read_file": "1", prefixGroup + "2": "1", prefixGroup + "x": "1", prefixAlways + "fs__write_file": "1",
-	})
+	}})
 	c := s.Client()
 	if c == nil || c.version != "2025-06-18" || c.caps != (clientCaps{elicitation: true, roots: true}) {
 		t.Errorf("client = %+v", c)
@@ -24,7 +26,7 @@ func TestSharedStateFields(t *testing.T) {
 		!s.GroupActive(2) || s.GroupActive(0) || !s.ApprovedAlways("fs__write_file") || s.ApprovedAlways("fs__read_file") {
 		t.Errorf("loaded state %+v", s)
 	}
-	s.load(map[string]string{fieldAgent: "dev"})
+	s.load(store.Session{Fields: map[string]string{fieldAgent: "dev"}})
 	if s.Client() != nil || s.Level() != -1 || !s.NothingActivated() || s.ApprovedAlways("fs__write_file") || s.wasInitialized() {
 		t.Error("a second load kept what the store no longer has")
 	}

@@ -173,17 +173,17 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 			pre = st.prepay(local, tool)
 		}
 	}
-	var fields map[string]string
-	var ok bool
+	var got store.Session
 	var err error
 	if pre != nil {
-		fields, ok, pre.took, err = st.shared.store.LoadTaking(ctx, id, pre.buckets, pre.slot)
+		got, pre.took, err = st.shared.store.LoadTaking(ctx, id, pre.buckets, pre.slot)
 	} else {
-		fields, ok, err = st.shared.store.Load(ctx, id)
+		got, err = st.shared.store.Load(ctx, id)
 	}
 	if err != nil {
 		return nil, nil, err
 	}
+	fields, ok := got.Fields, got.Found()
 	var made, gone *session
 	relevel := false
 	var levelSent, levelWait chan struct{}
@@ -199,7 +199,7 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 	case !servesClient(fields, c):
 		s = nil
 	case s == nil:
-		if s = st.fromStore(id, fields, c); s != nil {
+		if s = st.fromStore(id, got, c); s != nil {
 			st.cross.adopt(s) // before any request finds it
 			st.all[s], st.byID[id] = struct{}{}, s
 			made = s
@@ -209,7 +209,7 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 		sh := s.state.(*sharedState)
 		// A level set or changed on another replica: this replica's
 		// upstreams are told it before the request goes on.
-		relevel = sh.load(fields) || (made != nil && sh.Level() >= 0)
+		relevel = sh.load(got) || (made != nil && sh.Level() >= 0)
 		switch {
 		case relevel:
 			// The session's other requests on this replica wait for it
@@ -219,14 +219,14 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 		case sh.levelPending != nil:
 			levelWait = sh.levelPending
 		}
-		if sh.wasInitialized() {
-			// The client's notifications/initialized may have reached
-			// another replica: the questions waiting for it go now.
-			s.markInitialized()
-		}
 		s.activity.begin()
 	}
 	st.mu.Unlock()
+	if s != nil && s.state.(*sharedState).initializedNow(ctx) {
+		// The client's notifications/initialized may have reached
+		// another replica: the questions waiting for it go now.
+		s.markInitialized()
+	}
 	if pre != nil && (s == nil || s != pre.sess) {
 		// Not the session the limits were taken for (it is gone, or
 		// serves someone else): what was taken goes back before the
@@ -269,15 +269,15 @@ func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool st
 // fromStore makes the local session of a session another replica made:
 // the same agent, user, per-call list and state, nothing to initialize
 // again. nil when its agent is gone (a reload removed it).
-func (st *sessionTable) fromStore(id string, fields map[string]string, c client) *session {
-	a, err := st.shared.resolve(fields[fieldAgent])
+func (st *sessionTable) fromStore(id string, got store.Session, c client) *session {
+	a, err := st.shared.resolve(got.Fields[fieldAgent])
 	if err != nil {
 		return nil
 	}
-	s := newSession(id, transportHTTP, a, perCallOf(fields))
+	s := newSession(id, transportHTTP, a, perCallOf(got.Fields))
 	s.principal = c.principal
 	state := newSharedState(id, st.shared.store, st.shared.log)
-	state.load(fields)
+	state.load(got)
 	s.state = state
 	if state.Client() != nil {
 		s.open.Store(true)
@@ -298,8 +298,8 @@ func (st *sessionTable) end(ctx context.Context, c client, id string) (found boo
 		}
 		return s != nil, nil
 	}
-	fields, ok, err := st.shared.store.Load(ctx, id)
-	if err != nil || !ok || !servesClient(fields, c) {
+	got, err := st.shared.store.Reload(ctx, id)
+	if err != nil || !got.Found() || !servesClient(got.Fields, c) {
 		return false, err
 	}
 	if err := st.shared.store.Delete(ctx, id); err != nil {

@@ -153,6 +153,9 @@ func buildCallChain(last callHandler, steps ...callMiddleware) callHandler {
 func (tc *toolCalls) listTools(ctx context.Context, r *request) (json.RawMessage, *wireError) {
 	tc.catalogs.waitStartup(ctx)
 	tc.refreshStale(r.sess)
+	if err := r.sess.readActivations(ctx); err != nil {
+		return nil, storeError(err)
+	}
 	if r.modern && r.sess.state.NothingActivated() {
 		if hint := tc.listHint(r.sess, r.method); hint == (cacheHint{}) {
 			// The common case, decorated once per view; a list with a
@@ -367,7 +370,15 @@ func (tc *toolCalls) approvalGate(next callHandler) callHandler {
 		if c.round != nil {
 			return next(ctx, c) // approved in its first round, for these arguments
 		}
-		if c.slot != nil && tc.mayAsk(c) {
+		approval, err := approvalOf(ctx, c)
+		if err != nil {
+			c.outcome = metrics.OutcomeError
+			return nil, storeError(err)
+		}
+		if approval == filter.ApprovalRun {
+			return next(ctx, c)
+		}
+		if c.slot != nil {
 			// Nobody holds a slot while a person decides.
 			c.slot()
 			c.slot = nil

@@ -52,7 +52,7 @@ func reportCPU(b *testing.B, start time.Duration) {
 var benchSession = map[string]string{"a": "dev", "ps": "", "pt": "0", "v": "2025-11-25", "c": "e", "i": "1", "l": "6", "w:fx__echo": "1"}
 
 // BenchmarkSessionsLoad is the one round trip of a request on an HTTP
-// session without limits, one at a time.
+// session without limits whose copy is not current, one at a time.
 func BenchmarkSessionsLoad(b *testing.B) {
 	s := benchStore(b)
 	ss := s.Sessions(time.Hour)
@@ -63,8 +63,8 @@ func BenchmarkSessionsLoad(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b, cpuTime(b))
 	for b.Loop() {
-		if _, ok, err := ss.Load(ctx, "sid-bench"); err != nil || !ok {
-			b.Fatalf("Load: %v %v", ok, err)
+		if got, err := ss.Reload(ctx, "sid-bench"); err != nil || !got.Found() {
+			b.Fatalf("Reload: %v %v", got, err)
 		}
 	}
 }
@@ -82,8 +82,8 @@ func BenchmarkSessionsLoadParallel(b *testing.B) {
 	b.SetParallelism(4)
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			if _, ok, err := ss.Load(ctx, "sid-bench"); err != nil || !ok {
-				b.Errorf("Load: %v %v", ok, err)
+			if got, err := ss.Reload(ctx, "sid-bench"); err != nil || !got.Found() {
+				b.Errorf("Reload: %v %v", got, err)
 				return
 			}
 		}
@@ -91,8 +91,9 @@ func BenchmarkSessionsLoadParallel(b *testing.B) {
 }
 
 // BenchmarkSessionsLoadTaking is the round trip before a call under a
-// per_minute and a max_concurrent limit, and the release after it (sent
-// in the background, or with the next take).
+// per_minute and a max_concurrent limit (the take alone, once the
+// session's copy is current), and the release after it (sent in the
+// background, or with the next take).
 func BenchmarkSessionsLoadTaking(b *testing.B) {
 	s := benchStore(b)
 	ss := s.Sessions(time.Hour)
@@ -106,9 +107,9 @@ func BenchmarkSessionsLoadTaking(b *testing.B) {
 	b.ReportAllocs()
 	defer reportCPU(b, cpuTime(b))
 	for b.Loop() {
-		_, ok, took, err := ss.LoadTaking(ctx, "sid-bench", buckets, slot)
-		if err != nil || !ok || took.Refused >= 0 || !took.Leased {
-			b.Fatalf("LoadTaking: %v %+v %v", ok, took, err)
+		got, took, err := ss.LoadTaking(ctx, "sid-bench", buckets, slot)
+		if err != nil || !got.Found() || took.Refused >= 0 || !took.Leased {
+			b.Fatalf("LoadTaking: %v %+v %v", got, took, err)
 		}
 		l.Release(slot.Key, slot.ID, slot.Lease)
 	}

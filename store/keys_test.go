@@ -71,29 +71,27 @@ func TestSessionNamesCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ss := &Sessions{r: &Redis{prefix: "p:"}, keys: keys}
+	ss := &Sessions{r: &Redis{prefix: "p:"}, keys: keys, cache: newSessionCache()}
 	want := "p:session:" + keys.SessionID("sid-0")
 	if got := ss.key("sid-0"); got != want {
 		t.Fatalf("key = %q, want %q", got, want)
 	}
-	for i := range maxNames + 1 {
+	for i := range maxCachedSessions + 1 {
 		id := "sid-" + strconv.Itoa(i+1)
-		ss.remember(id, ss.key(id), true)
-		if n := len(ss.names); n > maxNames {
-			t.Fatalf("%d names cached, want at most %d", n, maxNames)
+		ss.cache.remember(id, ss.key(id))
+		if n := len(ss.cache.byID); n > maxCachedSessions || len(ss.cache.byKey) != n {
+			t.Fatalf("%d sessions cached (%d by key), want at most %d", n, len(ss.cache.byKey), maxCachedSessions)
 		}
 	}
 	// One more session than the cache holds costs one entry, not all.
-	if n := len(ss.names); n != maxNames {
-		t.Errorf("%d names cached after %d sessions, want %d", n, maxNames+1, maxNames)
+	if n := len(ss.cache.byID); n != maxCachedSessions {
+		t.Errorf("%d sessions cached after %d sessions, want %d", n, maxCachedSessions+1, maxCachedSessions)
 	}
-	if k, ok := ss.names["sid-"+strconv.Itoa(maxNames+1)]; !ok || k != "p:session:"+keys.SessionID("sid-"+strconv.Itoa(maxNames+1)) {
-		t.Errorf("the last session's key cached = %q, %v", k, ok)
+	last := "sid-" + strconv.Itoa(maxCachedSessions+1)
+	if k := ss.cache.keyOf(last); k != "p:session:"+keys.SessionID(last) {
+		t.Errorf("the last session's key cached = %q", k)
 	}
 	if got := ss.key("sid-0"); got != want {
 		t.Errorf("key of an id out of the cache = %q, want %q", got, want)
-	}
-	if got := ss.key("sid-0"); got != want {
-		t.Errorf("cached key = %q, want %q", got, want)
 	}
 }

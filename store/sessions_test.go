@@ -68,17 +68,17 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	s, ss, key, rc := idleSession(t, srv)
 	before := dirty(t, s)
 	for range 5 {
-		f, ok, err := ss.Load(t.Context(), "sid-1")
-		if err != nil || !ok || f["a"] != "dev" {
-			t.Fatalf("Load = %v %v %v", f, ok, err)
+		got, err := ss.Reload(t.Context(), "sid-1")
+		if err != nil || got.Fields["a"] != "dev" {
+			t.Fatalf("Reload = %v %v", got, err)
 		}
 	}
 	if after := dirty(t, s); after != before {
 		t.Errorf("5 reads of a fresh session made %d writes, want 0", after-before)
 	}
 	dueForRefresh(t, rc, key)
-	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
-		t.Fatalf("Load = %v %v", ok, err)
+	if got, err := ss.Reload(t.Context(), "sid-1"); err != nil || !got.Found() {
+		t.Fatalf("Reload = %v %v", got, err)
 	}
 	s.redis.bg.Wait() // the refresh is sent after the read
 	ttl, err := rc.PTTL(t.Context(), key).Result()
@@ -88,8 +88,8 @@ func TestSessionReadsWriteNothing(t *testing.T) {
 	if want := idle + time.Minute; ttl <= idle || ttl > want {
 		t.Errorf("after a read with less than the idle timeout left, the session expires in %s, want in (%s, %s]", ttl, idle, want)
 	}
-	if _, ok, err := ss.Load(t.Context(), "sid-2"); err != nil || ok {
-		t.Errorf("Load of an unknown session = %v %v, want not found", ok, err)
+	if got, err := ss.Load(t.Context(), "sid-2"); err != nil || got.Found() {
+		t.Errorf("Load of an unknown session = %v %v, want not found", got, err)
 	}
 }
 
@@ -103,12 +103,12 @@ func TestSessionReadsDuringWritePause(t *testing.T) {
 	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "30000", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	f, ok, err := ss.Load(t.Context(), "sid-1")
+	got, err := ss.Reload(t.Context(), "sid-1")
 	if uerr := rc.Do(t.Context(), "CLIENT", "UNPAUSE").Err(); uerr != nil {
 		t.Fatal(uerr)
 	}
-	if err != nil || !ok || f["a"] != "dev" {
-		t.Fatalf("Load while Redis takes no writes = %v %v %v, want the session", f, ok, err)
+	if err != nil || got.Fields["a"] != "dev" {
+		t.Fatalf("Reload while Redis takes no writes = %v %v, want the session", got, err)
 	}
 	s.redis.bg.Wait()
 	if ttl, err := rc.PTTL(t.Context(), key).Result(); err != nil || ttl <= idle {
@@ -125,22 +125,22 @@ func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
 	s, _ := openRedis(t, srv)
 	ss := s.Sessions(10 * time.Minute)
 	kept := func() []string {
-		ss.namesMu.Lock()
-		defer ss.namesMu.Unlock()
+		ss.cache.mu.Lock()
+		defer ss.cache.mu.Unlock()
 		var ids []string
-		for id := range ss.names {
+		for id := range ss.cache.byID {
 			ids = append(ids, id[:min(len(id), 16)])
 		}
 		return ids
 	}
 	for i := range 20 {
 		id := strings.Repeat(strconv.Itoa(i), 60<<10)
-		if _, ok, err := ss.Load(t.Context(), id); err != nil || ok {
-			t.Fatalf("Load of a made-up id = %v %v", ok, err)
+		if got, err := ss.Load(t.Context(), id); err != nil || got.Found() {
+			t.Fatalf("Load of a made-up id = %v %v", got.Found(), err)
 		}
 		b := []Bucket{{Key: s.Limits().BucketKey("t", strconv.Itoa(i)), PerMinute: 60, Burst: 1}}
-		if _, ok, _, err := ss.LoadTaking(t.Context(), id+"x", b, nil); err != nil || ok {
-			t.Fatalf("LoadTaking of a made-up id = %v %v", ok, err)
+		if got, _, err := ss.LoadTaking(t.Context(), id+"x", b, nil); err != nil || got.Found() {
+			t.Fatalf("LoadTaking of a made-up id = %v %v", got.Found(), err)
 		}
 	}
 	if ids := kept(); len(ids) != 0 {
@@ -150,8 +150,8 @@ func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
 		if err := ss.Create(t.Context(), id, map[string]string{"a": "dev"}); err != nil {
 			t.Fatal(err)
 		}
-		if _, ok, err := ss.Load(t.Context(), id); err != nil || !ok {
-			t.Fatalf("Load(%s) = %v %v", id, ok, err)
+		if got, err := ss.Load(t.Context(), id); err != nil || !got.Found() {
+			t.Fatalf("Load(%s) = %v %v", id, got, err)
 		}
 	}
 	if err := ss.Delete(t.Context(), "sid-1"); err != nil {
@@ -161,8 +161,8 @@ func TestSessionNamesKeepOnlyLiveIDs(t *testing.T) {
 	if err := s.Redis().Client().Del(t.Context(), ss.key("sid-2")).Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := ss.Load(t.Context(), "sid-2"); err != nil || ok {
-		t.Fatalf("Load of a removed session = %v %v", ok, err)
+	if got, err := ss.Reload(t.Context(), "sid-2"); err != nil || got.Found() {
+		t.Fatalf("Reload of a removed session = %v %v", got, err)
 	}
 	if ids := kept(); len(ids) != 1 || ids[0] != "sid-3" {
 		t.Errorf("kept the keys of %q, want only sid-3's", ids)
@@ -181,8 +181,8 @@ func TestCloseWaitsForRefresh(t *testing.T) {
 	if err := rc.Do(t.Context(), "CLIENT", "PAUSE", "300", "WRITE").Err(); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok, err := ss.Load(t.Context(), "sid-1"); err != nil || !ok {
-		t.Fatalf("Load = %v %v", ok, err)
+	if got, err := ss.Reload(t.Context(), "sid-1"); err != nil || !got.Found() {
+		t.Fatalf("Reload = %v %v", got, err)
 	}
 	if err := s.Close(); err != nil {
 		t.Fatal(err)

@@ -40,6 +40,26 @@ type Store struct {
 
 	mu   sync.Mutex
 	msgs []*Messages // inboxes to close before the client
+	// sessions is the replica's copy of the sessions and its
+	// subscription, made by the first Sessions (sessions.go).
+	sessions      *sessionCache
+	sessionsWatch *sessionWatch
+	closed        bool // Close began
+}
+
+// sessionCache is the store's copy of the sessions, made and subscribed
+// on first use.
+func (s *Store) sessionCache() (*sessionCache, *sessionWatch) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.sessions == nil {
+		s.sessions = newSessionCache()
+		s.sessionsWatch = startSessionWatch(s.redis, s.sessions)
+		if s.closed {
+			s.sessionsWatch.Close() // nothing is served from the copy then
+		}
+	}
+	return s.sessions, s.sessionsWatch
 }
 
 // Open builds the store cfg describes (validated by config). The memory
@@ -153,10 +173,14 @@ func (s *Store) Close() error {
 			return
 		}
 		s.mu.Lock()
-		msgs := s.msgs
+		msgs, watch := s.msgs, s.sessionsWatch
+		s.closed = true
 		s.mu.Unlock()
 		for _, m := range msgs {
 			m.Close()
+		}
+		if watch != nil {
+			watch.Close()
 		}
 		close(s.stop)
 		<-s.done

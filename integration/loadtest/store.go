@@ -229,6 +229,10 @@ func (f *storeFigures) tripsText() string {
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %.2f", k, f.TripsPerCall[k])
 	}
+	list := strings.Join(parts, ", ")
+	if list == "" {
+		list = "none"
+	}
 	return fmt.Sprintf("%.2f store round trips a call (%s); a go-sdk session with 2 calls: %d B in %d key(s)",
-		total, strings.Join(parts, ", "), f.SessionBytes, f.SessionKeys)
+		total, list, f.SessionBytes, f.SessionKeys)
 }

@@ -135,11 +135,22 @@ func TestRedisOutage(t *testing.T) {
 	raw := newMCPClient(askURL)
 	storeDown := "shared-state store (Redis) unavailable at " + srv.Addr
 	start := time.Now()
-	rep, err := raw.post(ctx, cs.ID(), "tools/call", map[string]any{"name": "fx__echo", "arguments": map[string]any{"text": "during"}})
-	took := time.Since(start)
-	if err != nil {
-		t.Fatal(err)
+	var rep *reply
+	for {
+		// The replica's copy of the session may serve it until the
+		// replica notices the outage: at once when the connection drops,
+		// as here, and within a second at most.
+		asked := time.Since(start)
+		var err error
+		rep, err = raw.post(ctx, cs.ID(), "tools/call", map[string]any{"name": "fx__echo", "arguments": map[string]any{"text": "during"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.status != http.StatusOK || asked > time.Second {
+			break
+		}
 	}
+	took := time.Since(start)
 	var rpc rpcResponse
 	if rep.status != http.StatusServiceUnavailable || json.Unmarshal([]byte(rep.body), &rpc) != nil || rpc.Error == nil ||
 		!strings.HasPrefix(rpc.Error.Message, storeDown) {
