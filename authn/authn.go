@@ -107,6 +107,36 @@ type Authenticator struct {
 	oauth        *verifier
 	metrics      *metrics.Metrics
 	log          zerolog.Logger
+	// fixed are the Principals of requests without a token or with a
+	// static one, by agent: made once, shared by every request.
+	fixed map[string]fixedPrincipals
+}
+
+// fixedPrincipals are one agent's Principals that no token's claims
+// change: MethodNone's, and MethodStatic's for each of its tokens.
+type fixedPrincipals struct {
+	none   *Principal
+	static []*Principal // by token index
+}
+
+// fixedFor returns the fixed Principals of every agent of cfg (the
+// implicit agent when there are none).
+func fixedFor(cfg *config.Config) map[string]fixedPrincipals {
+	out := map[string]fixedPrincipals{}
+	add := func(name string, tokens int) {
+		f := fixedPrincipals{none: &Principal{Agent: name, Method: MethodNone, TokenIndex: -1}}
+		for i := range tokens {
+			f.static = append(f.static, &Principal{Agent: name, Method: MethodStatic, TokenIndex: i})
+		}
+		out[name] = f
+	}
+	if !cfg.HasAgents() {
+		add(config.ImplicitAgent, 0)
+	}
+	for name, ag := range cfg.Agents {
+		add(name, len(ag.Tokens))
+	}
+	return out
 }
 
 // New returns the Authenticator of cfg, which must be valid (Parse or
@@ -120,6 +150,7 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 		path:    cfg.Listen.Path,
 		metrics: opts.Metrics,
 		log:     opts.Log,
+		fixed:   fixedFor(cfg),
 	}
 	if i := strings.Index(a.public, "://"); i >= 0 {
 		if j := strings.IndexByte(a.public[i+3:], '/'); j >= 0 {
@@ -143,7 +174,10 @@ func New(cfg *config.Config, opts Options) *Authenticator {
 // the authorization server is bounded by r's context and fetchTimeout), and
 // does not modify r.
 //
-// Exactly one result is non-nil. A Principal names the agent to serve: on
+// Exactly one result is non-nil. The Principal may be shared with other
+// requests (a request without a token or with a static one gets its
+// agent's, made once; the cache of accepted tokens hands out its own):
+// callers must not modify it. A Principal names the agent to serve: on
 // the default endpoint it is default_agent for static tokens and requests
 // without a credential, and the first agent in config order whose match
 // rules hold for an access token. A Failure says what to answer; write it
@@ -166,7 +200,7 @@ func (a *Authenticator) Authenticate(r *http.Request, pathAgent string) (*Princi
 	}
 	if owner, idx := a.staticOwner(tok, agent); owner == agent && agent != "" {
 		a.count(agent, ResultOK)
-		return &Principal{Agent: agent, Method: MethodStatic, TokenIndex: idx}, nil
+		return a.fixed[agent].static[idx], nil
 	} else if owner != "" {
 		// A static token of another agent: refused here, and never sent to
 		// the introspection endpoint.
@@ -231,11 +265,11 @@ func (a *Authenticator) checkToken(r *http.Request, pathAgent, tok string) (*Pri
 func (a *Authenticator) staticOnly(agent, tok string, ok bool) (*Principal, *Failure) {
 	tokens := a.agentConfig(agent).Tokens
 	if len(tokens) == 0 {
-		return &Principal{Agent: agent, Method: MethodNone, TokenIndex: -1}, nil
+		return a.fixed[agent].none, nil
 	}
 	if idx := matchStatic(tok, tokens); ok && idx >= 0 {
 		a.count(agent, ResultOK)
-		return &Principal{Agent: agent, Method: MethodStatic, TokenIndex: idx}, nil
+		return a.fixed[agent].static[idx], nil
 	}
 	res := ResultInvalid
 	if !ok {

@@ -30,3 +30,23 @@ func BenchmarkAuthenticateJWT(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAuthenticateStatic is one request of an agent's endpoint with
+// one of its static tokens, and one of an agent that needs none.
+func BenchmarkAuthenticateStatic(b *testing.B) {
+	r := newRig(b, staticDoc, "")
+	for _, c := range []struct{ name, agent, auth string }{{"token", "ops", "Bearer ops-static-token-2"}, {"none", "open", ""}} {
+		b.Run(c.name, func(b *testing.B) {
+			req := httptest.NewRequest(http.MethodPost, "http://proxy.test/mcp", nil)
+			if c.auth != "" {
+				req.Header.Set("Authorization", c.auth)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, f := r.a.Authenticate(req, c.agent); f != nil {
+					b.Fatalf("refused: %+v", f)
+				}
+			}
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package authn
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -102,5 +105,41 @@ func TestStaticBearer(t *testing.T) {
 	}
 	if StaticBearer("Bearer x", nil) {
 		t.Error("no tokens allowed a header")
+	}
+}
+
+// TestFixedPrincipals: a request without a token or with a static one gets
+// the whole Principal of its agent and method, without allocating, with or
+// without listen.auth and without any agent configured (the implicit one).
+func TestFixedPrincipals(t *testing.T) {
+	is := newTestIssuer(t, newECKey(t, "k1"))
+	for _, tc := range []struct {
+		name, doc, issuer, pathAgent, auth string
+		want                               Principal
+	}{
+		{"static token", staticDoc, "", "ops", "Bearer ops-static-token-2", Principal{Agent: "ops", Method: MethodStatic, TokenIndex: 1}},
+		{"default endpoint", staticDoc, "", "", "Bearer ops-static-token-1", Principal{Agent: "ops", Method: MethodStatic, TokenIndex: 0}},
+		{"agent without tokens", staticDoc, "", "open", "", Principal{Agent: "open", Method: MethodNone, TokenIndex: -1}},
+		{"implicit agent", "listen: {transport: http}\n", "", "", "", Principal{Agent: "default", Method: MethodNone, TokenIndex: -1}},
+		{"static token beside OAuth", oauthDoc, is.srv.URL, "ops", "Bearer ops-static-token-1", Principal{Agent: "ops", Method: MethodStatic, TokenIndex: 0}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, tc.doc, tc.issuer)
+			req := httptest.NewRequest(http.MethodPost, "http://proxy.test/mcp", nil)
+			if tc.auth != "" {
+				req.Header.Set("Authorization", tc.auth)
+			}
+			if p, f := r.a.Authenticate(req, tc.pathAgent); f != nil || !reflect.DeepEqual(*p, tc.want) {
+				t.Fatalf("Authenticate = %+v, %+v; want %+v", p, f, tc.want)
+			}
+			allocs := testing.AllocsPerRun(20, func() {
+				if p, f := r.a.Authenticate(req, tc.pathAgent); f != nil || p.Agent != tc.want.Agent {
+					t.Fatalf("Authenticate = %+v, %+v; want %+v", p, f, tc.want)
+				}
+			})
+			if allocs > 0 {
+				t.Errorf("%.0f allocations per request, want none", allocs)
+			}
+		})
 	}
 }

@@ -39,26 +39,34 @@ type verifiedCache struct {
 	count   atomic.Int64
 }
 
-// verifiedEntry is one accepted token. p is copied out on every hit.
+// verifiedEntry is one accepted token. p is never modified once stored.
 type verifiedEntry struct {
 	p     Principal
 	until time.Time // min(exp + clockSkew, checked at + verifiedTTL)
 	keys  uint64    // the key set generation it was checked with
 }
 
-// verifiedKey is the cache key of tok at pathAgent's endpoint.
+// verifiedKeyStack is how long a key's input (the endpoint's agent, a
+// zero byte and the token) can be and still be hashed from a buffer on the
+// stack; JWTs are rarely longer than 2 KiB. A longer one is hashed from the
+// heap (tokens are at most maxTokenBytes).
+const verifiedKeyStack = 2 << 10
+
+// verifiedKey is the cache key of tok at pathAgent's endpoint: the SHA-256
+// of pathAgent, a zero byte and tok.
 func verifiedKey(tok, pathAgent string) [32]byte {
-	h := sha256.New()
-	h.Write([]byte(pathAgent))
-	h.Write([]byte{0})
-	h.Write([]byte(tok))
-	var k [32]byte
-	h.Sum(k[:0])
-	return k
+	var buf [verifiedKeyStack]byte
+	in := buf[:0]
+	if n := len(pathAgent) + 1 + len(tok); n > len(buf) {
+		in = make([]byte, 0, n)
+	}
+	in = append(append(append(in, pathAgent...), 0), tok...)
+	return sha256.Sum256(in)
 }
 
-// get returns a copy of the Principal of a token checked with key set
-// generation keys and still good at now, or nil.
+// get returns the Principal of a token checked with key set generation
+// keys and still good at now, or nil. It is the entry's own, shared by
+// every hit: callers must not modify it.
 func (c *verifiedCache) get(k [32]byte, now time.Time, keys uint64) *Principal {
 	v, ok := c.entries.Load(k)
 	if !ok {
@@ -69,8 +77,7 @@ func (c *verifiedCache) get(k [32]byte, now time.Time, keys uint64) *Principal {
 		c.entries.CompareAndDelete(k, v)
 		return nil
 	}
-	p := e.p
-	return &p
+	return &e.p
 }
 
 // put remembers p, the Principal of a token checked at now with key set

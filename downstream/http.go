@@ -172,7 +172,7 @@ func principalOf(p *authn.Principal) principal {
 func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 	f.active.Add(1)
 	defer f.active.Add(-1)
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+	if !isJSONContentType(r.Header.Get("Content-Type")) {
 		jsonError(w, http.StatusUnsupportedMediaType, nil, codeInvalidRequest, "invalid content type: must be application/json")
 		return
 	}
@@ -227,7 +227,7 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 			return
 		}
 		var tool string
-		if !batch && first.Method == "tools/call" {
+		if !batch && first.Method == "tools/call" && f.sessions.prepays() {
 			tool, _ = stringMember(first.Params, "name")
 		}
 		var err error
@@ -244,11 +244,24 @@ func (f *httpFront) post(w http.ResponseWriter, r *http.Request, c client) {
 		}
 	}
 	defer s.activity.end()
-	if werr := batchRefusal(s.version()); batch && werr != nil {
-		jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
-		return
+	if batch { // the refusal is built only for a batch: its text is formatted
+		if werr := batchRefusal(s.version()); werr != nil {
+			jsonError(w, http.StatusBadRequest, nil, werr.Code, werr.Message)
+			return
+		}
 	}
 	f.serve(w, r, s, msgs, first, ferr == nil, batch, pre) // first handed over, not parsed again
+}
+
+// isJSONContentType reports whether a Content-Type header names
+// application/json (any case, any parameters). The value clients send,
+// exactly "application/json", is taken without parsing.
+func isJSONContentType(v string) bool {
+	if v == "application/json" {
+		return true
+	}
+	mt, _, _ := mime.ParseMediaType(v)
+	return mt == "application/json"
 }
 
 // openSession starts the HTTP session an initialize creates, with the

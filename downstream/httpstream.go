@@ -35,9 +35,11 @@ func acceptsSSE(accept string) bool {
 	if accept == "" {
 		return true
 	}
-	for _, part := range strings.Split(accept, ",") {
-		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
-		switch strings.ToLower(strings.TrimSpace(mt)) {
+	for accept != "" {
+		var part string
+		part, accept, _ = strings.Cut(accept, ",")
+		mt, _, _ := strings.Cut(part, ";")
+		switch strings.ToLower(strings.TrimSpace(mt)) { // no copy when already lower case
 		case "text/event-stream", "text/*", "*/*":
 			return true
 		}

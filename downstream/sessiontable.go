@@ -157,6 +157,11 @@ func (st *sessionTable) acquire(ctx context.Context, c client, id, tool string) 
 	return s, nil, nil
 }
 
+// prepays reports whether acquire takes a tools/call's rate limits with
+// the session's read (a store, and limits to take): only then does it need
+// the tool, which the caller otherwise need not read from the call.
+func (st *sessionTable) prepays() bool { return st.shared != nil && st.prepay != nil }
+
 // acquireShared is acquire with the sessions in the store.
 func (st *sessionTable) acquireShared(ctx context.Context, c client, id, tool string) (*session, *prepaid, error) {
 	var pre *prepaid

@@ -669,18 +669,21 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 	if len(params) == 0 || params[0] != '{' {
 		return c, errorf(codeInvalidParams, "invalid params: tools/call needs a params object")
 	}
-	ms, err := rawjson.Members(params)
-	if err != nil {
-		return c, errorf(codeInvalidParams, "invalid params: %s", err.Error())
-	}
-	named := false
-	for _, m := range ms {
+	// The members are read as the walk validates them, in order, and
+	// the first bad one is reported only once the whole object is valid:
+	// an invalid object's error comes first.
+	named, badName := false, false
+	if err := rawjson.EachMember(params, func(m rawjson.Member) bool {
+		if badName {
+			return true
+		}
 		v := params[m.ValueStart:m.ValueEnd]
 		switch m.Key {
 		case "name":
 			name, err := rawjson.Unquote(v)
 			if err != nil {
-				return c, errorf(codeInvalidParams, "invalid params: the tool name must be a string")
+				badName = true
+				return true
 			}
 			c.name = name
 			named = true
@@ -697,6 +700,12 @@ func readCallParams(params json.RawMessage) (callRequest, *wireError) {
 				c.task = v
 			}
 		}
+		return true
+	}); err != nil {
+		return callRequest{}, errorf(codeInvalidParams, "invalid params: %s", err.Error())
+	}
+	if badName {
+		return c, errorf(codeInvalidParams, "invalid params: the tool name must be a string")
 	}
 	if !named {
 		return c, errorf(codeInvalidParams, "invalid params: tools/call needs a tool name")

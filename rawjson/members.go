@@ -34,6 +34,12 @@ func Members(obj []byte) ([]Member, error) {
 	return out, err
 }
 
+// EachMember calls fn with each top-level member of obj in the order they
+// appear, as Members returns them, without making their slice; it stops
+// when fn returns false. The whole object is validated, with the errors of
+// Members, only when fn never stops the walk.
+func EachMember(obj []byte, fn func(Member) bool) error { return walk(obj, fn) }
+
 // Get returns the value of the first member named key, as a sub-slice of obj.
 func Get(obj []byte, key string) (json.RawMessage, bool, error) {
 	var found json.RawMessage

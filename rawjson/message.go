@@ -185,8 +185,14 @@ func Unique(obj []byte) error {
 	if i >= len(obj) || obj[i] != '{' {
 		return nil
 	}
-	ms, err := Members(obj)
-	if err != nil {
+	// Messages and params have a few members: they are gathered on the
+	// stack.
+	var buf [uniqueStack]Member
+	ms := buf[:0]
+	if err := walk(obj, func(m Member) bool {
+		ms = append(ms, m)
+		return true
+	}); err != nil {
 		return err
 	}
 	if repeats(ms) {
@@ -194,6 +200,9 @@ func Unique(obj []byte) error {
 	}
 	return nil
 }
+
+// uniqueStack is how many members Unique gathers without allocating.
+const uniqueStack = 8
 
 // validID reports whether id is a JSON-RPC id: a string, a number or null.
 func validID(id []byte) bool {

@@ -3,6 +3,7 @@ package httpguard
 import (
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 )
@@ -18,7 +19,7 @@ func HostAllowed(r *http.Request) bool {
 	if !ok {
 		return true
 	}
-	return !IsLoopback(hostOnly(local)) || IsLoopback(hostOnly(r.Host))
+	return !addrIsLoopback(local, false) || IsLoopback(hostOnly(r.Host))
 }
 
 // ReachedLoopback reports whether r reached the listener on a loopback
@@ -26,21 +27,39 @@ func HostAllowed(r *http.Request) bool {
 // unknown (not served by net/http) or not one.
 func ReachedLoopback(r *http.Request) bool {
 	local, ok := localAddr(r)
-	if !ok {
-		return false
-	}
-	host, _, err := net.SplitHostPort(local)
-	return err == nil && IsLoopback(host)
+	return ok && addrIsLoopback(local, true)
 }
 
 // localAddr is the address of the listener r reached, as net/http records
 // it.
-func localAddr(r *http.Request) (string, bool) {
+func localAddr(r *http.Request) (net.Addr, bool) {
 	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
 	if !ok || local == nil {
-		return "", false
+		return nil, false
 	}
-	return local.String(), true
+	return local, true
+}
+
+// addrIsLoopback reports whether a, a listener's address, is a loopback
+// address: IsLoopback of the host of a.String(), which must have a port
+// when needPort is set and is otherwise taken whole when it has none. A TCP
+// address (what net/http records for every TCP listener) is read without
+// being formatted, since this runs on every request: its IP is loopback
+// and it has no zone (a zone makes the formatted host no IP); its string
+// always has a port.
+func addrIsLoopback(a net.Addr, needPort bool) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t != nil && t.Zone == "" && t.IP.IsLoopback()
+	}
+	s := a.String()
+	host, _, err := net.SplitHostPort(s)
+	switch {
+	case err == nil:
+		return IsLoopback(host)
+	case needPort:
+		return false
+	}
+	return IsLoopback(s)
 }
 
 // OriginAllowed reports whether r may be served by its Origin header: a
@@ -68,8 +87,13 @@ func IsLoopback(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
+	// What net.ParseIP accepts (no zone), read without allocating.
+	a, err := netip.ParseAddr(strings.Trim(host, "[]"))
+	if err != nil || a.Zone() != "" {
+		return false
+	}
+	ip := a.As16()
+	return net.IP(ip[:]).IsLoopback()
 }
 
 func hostOnly(hostport string) string {
