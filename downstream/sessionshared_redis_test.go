@@ -39,6 +39,26 @@ func sharedReplicas(t *testing.T, srv *redistest.Server, n int) ([]*Proxy, []str
 	return ps, urls
 }
 
+// supervisedReplicas starts n proxies of supervisedYAML on srv, whose tool
+// fx__echo answers "ran" once approved, and returns them with their URLs.
+func supervisedReplicas(t *testing.T, srv *redistest.Server, n int) ([]*Proxy, []string) {
+	t.Helper()
+	var ps []*Proxy
+	var urls []string
+	for range n {
+		fx := connected(echoTool)
+		fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
+			return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
+		}
+		p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": fx}, Logger: zerolog.Nop(),
+			Version: "test", Store: redisStore(t, srv)})
+		p.Refresh()
+		ps = append(ps, p)
+		urls = append(urls, startHTTP(t, p).URL+"/mcp")
+	}
+	return ps, urls
+}
+
 // announced waits until the copy of the sessions of each of ps holds
 // every session write announced so far: a write made on one replica
 // reaches another's copy after the announcement's delay
@@ -225,18 +245,8 @@ func TestStaleCopyNoIsReadAgain(t *testing.T) {
 		t.Error("replica 2 does not know of a notifications/initialized it was not told of")
 	}
 
-	var urlsSup []string
-	for range 2 {
-		fx := connected(echoTool)
-		fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
-		}
-		p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": fx}, Logger: zerolog.Nop(),
-			Version: "test", Store: redisStore(t, srv)})
-		p.Refresh()
-		ps = append(ps, p)
-		urlsSup = append(urlsSup, startHTTP(t, p).URL+"/mcp")
-	}
+	sup, urlsSup := supervisedReplicas(t, srv, 2)
+	ps = append(ps, sup...)
 	c = &httpClient{t: t, url: urlsSup[0]}
 	c.initialize() // no elicitation: a tool that needs approval cannot run
 	announced(t, ps...)
@@ -261,17 +271,8 @@ func TestStaleCopyNoIsReadAgain(t *testing.T) {
 func TestStaleCopyNoStoreError(t *testing.T) {
 	srv := redistest.Start(t)
 	ps, urls := sharedReplicas(t, srv, 2)
-	for range 2 {
-		fx := connected(echoTool)
-		fx.RequestFn = func(context.Context, string, json.RawMessage) (json.RawMessage, error) {
-			return json.RawMessage(`{"content":[{"type":"text","text":"ran"}]}`), nil
-		}
-		p := New(Options{Config: parseConfig(t, supervisedYAML), Upstreams: map[string]Upstream{"fx": fx}, Logger: zerolog.Nop(),
-			Version: "test", Store: redisStore(t, srv)})
-		p.Refresh()
-		ps = append(ps, p)
-		urls = append(urls, startHTTP(t, p).URL+"/mcp")
-	}
+	sup, supURLs := supervisedReplicas(t, srv, 2)
+	ps, urls = append(ps, sup...), append(urls, supURLs...)
 	deferred := &httpClient{t: t, url: urls[0]}
 	deferred.initialize()
 	supervised := &httpClient{t: t, url: urls[2]}

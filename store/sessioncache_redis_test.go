@@ -64,6 +64,21 @@ func load(t *testing.T, ss *Sessions, id string) Session {
 	return got
 }
 
+// copied makes session sid-1 through writer and reads it on reader until
+// reader serves it from its copy (the first read after the announcements
+// is Redis's, the second the copy).
+func copied(t *testing.T, writer, reader *Sessions) {
+	t.Helper()
+	if err := writer.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
+		t.Fatal(err)
+	}
+	syncCopy(t, reader)
+	load(t, reader, "sid-1")
+	if got := load(t, reader, "sid-1"); !got.Copy {
+		t.Fatalf("second Load = %+v, want the copy", got)
+	}
+}
+
 // TestSessionCopyHitCostsNoRoundTrip: once a session was read on a
 // replica, its next reads there come from the copy and cost no operation
 // in Redis, with or without limits to take (then the take alone goes).
@@ -106,14 +121,7 @@ func TestSessionCopySeesOtherReplicasWrites(t *testing.T) {
 	srv := redistest.Start(t)
 	_, a, _ := replica(t, srv)
 	_, b, _ := replica(t, srv)
-	if err := a.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-		t.Fatal(err)
-	}
-	syncCopy(t, b)
-	load(t, b, "sid-1")
-	if got := load(t, b, "sid-1"); !got.Copy {
-		t.Fatalf("second Load on b = %+v, want the copy", got)
-	}
+	copied(t, a, b)
 	if err := a.Set(t.Context(), "sid-1", "l", "4"); err != nil {
 		t.Fatal(err)
 	}
@@ -239,14 +247,7 @@ func TestSessionCopyRedisDown(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := redistest.Start(t)
 			s, ss, _ := replica(t, srv)
-			if err := ss.Create(t.Context(), "sid-1", map[string]string{"a": "dev"}); err != nil {
-				t.Fatal(err)
-			}
-			syncCopy(t, ss)
-			load(t, ss, "sid-1")
-			if got := load(t, ss, "sid-1"); !got.Copy {
-				t.Fatalf("Load = %+v, want the copy", got)
-			}
+			copied(t, ss, ss)
 			tc.stop(t, srv, s)
 			stopped := time.Now()
 			for {
