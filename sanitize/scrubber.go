@@ -160,10 +160,12 @@ func (sc *Scrubber) logLine(s string) string {
 	return sc.logJSON(s)
 }
 
-// logJSON is logLine's scrub of JSON text.
+// logJSON is logLine's scrub of JSON text: Text's rules, but no
+// redaction runs past the end of the JSON string it starts in (see
+// redact), so the line keeps every member.
 func (sc *Scrubber) logJSON(s string) string {
 	x := sc.scrubJSON(s)
-	y := Text(x)
+	y := redact(dropURLQueries(clean(x)), true)
 	if y != x {
 		y = sc.scrubJSON(y)
 	}
@@ -416,9 +418,12 @@ func marshalEscape(s string) string {
 }
 
 // LogLine scrubs s, one log line, as Writer scrubs a Write: a JSON object
-// stays valid JSON with secrets in its strings replaced, other text gets
-// Scrubber.Text; the bidirectional controls, U+2028 and U+2029 are escaped.
-// It returns s itself when nothing changes.
+// stays valid JSON with secrets in its strings replaced, each replacement
+// ending at the end of the string it starts in at the latest, so that
+// every member stays (a value under a secret key's member name is
+// replaced whole). Other text gets Scrubber.Text; the bidirectional
+// controls, U+2028 and U+2029 are escaped. It returns s itself when
+// nothing changes.
 func (sc *Scrubber) LogLine(s string) string { return sc.logLine(s) }
 
 // LogValue scrubs s, one JSON value (a string, number, literal, array or

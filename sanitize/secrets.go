@@ -84,8 +84,16 @@ var byFirst = func() (t struct {
 	return t
 }()
 
-// redactSecrets replaces secret values in s with Redacted.
-func redactSecrets(s string) string {
+// redactSecrets replaces secret values in s, plain text, with Redacted.
+func redactSecrets(s string) string { return redact(s, false) }
+
+// redact replaces secret values in s with Redacted. With inJSON, s is a
+// JSON text (a log line) and every redaction stays inside the JSON string
+// it starts in: an unescaped '"' there always ends a string, so it never
+// opens a quoted value, except the value of a member whose name is a
+// secret key ("token": "..."). Elsewhere the patterns already stop at an
+// unescaped '"'.
+func redact(s string, inJSON bool) string {
 	ed := edits{s: s}
 	// Once an array or object after a secret key runs to the end of s
 	// unclosed (s is no valid JSON), no later one is looked for: each
@@ -101,7 +109,7 @@ func redactSecrets(s string) string {
 			i++
 			continue
 		}
-		start, end, resume, quote := matchSecret(s, i, word, &closed)
+		start, end, resume, quote := matchSecret(s, i, word, inJSON, &closed)
 		if resume <= i {
 			i++
 			continue
@@ -146,8 +154,8 @@ func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 // matched) and whether the marker replaces a JSON value that is not a
 // string, so that it must be quoted. *closed is cleared when an array or
 // object value is found unclosed, and no such value is looked for while
-// it is clear.
-func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume int, quote bool) {
+// it is clear. inJSON is redact's.
+func matchSecret(s string, i int, word, inJSON bool, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
 	for _, p := range byFirst.prefixes[s[i]] {
 		if word && strings.HasPrefix(rest, p) {
@@ -171,10 +179,10 @@ func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume i
 			continue
 		}
 		j := i + len(key)
-		if start, end, resume = keyValue(s, j, key); resume > i {
+		if start, end, resume = keyValue(s, j, key, inJSON); resume > i {
 			return start, end, resume, false
 		}
-		if start, end, resume = headerLine(s, i, key); resume > i {
+		if start, end, resume = headerLine(s, i, key, inJSON); resume > i {
 			return start, end, resume, false
 		}
 		if key != "key" && *closed {
@@ -193,7 +201,8 @@ func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume i
 // JSON string that holds it. The header name must start a line or a
 // quoted string, so that prose such as "needs authorization: the token
 // expired" keeps its words. A leading authentication scheme's name stays.
-func headerLine(s string, i int, key string) (start, end, resume int) {
+// inJSON is redact's.
+func headerLine(s string, i int, key string, inJSON bool) (start, end, resume int) {
 	if !isHeaderKey(key) {
 		return 0, 0, 0
 	}
@@ -216,7 +225,7 @@ func headerLine(s string, i int, key string) (start, end, resume int) {
 			return e, e, e
 		}
 	}
-	e := headerValueEnd(s, k)
+	e := headerValueEnd(s, k, inJSON)
 	if e == k {
 		return 0, 0, 0
 	}
@@ -271,8 +280,11 @@ func startsHeaderName(s string, i int) bool {
 // keyValue matches what may follow a secret key at j: `=value`, `="value"`,
 // `": "value"` (the key was quoted, also JSON-escaped) or `: "value"`.
 // The quoted value of a header key keeps a leading authentication
-// scheme's name ("Basic [REDACTED]"), whatever follows it.
-func keyValue(s string, j int, key string) (start, end, resume int) {
+// scheme's name ("Basic [REDACTED]"), whatever follows it. With inJSON
+// (see redact), an unescaped '"' opens a value only after a member name
+// that ends with the key: elsewhere it is the end of the JSON string that
+// holds the key (`"error":"token=","id":1`).
+func keyValue(s string, j int, key string, inJSON bool) (start, end, resume int) {
 	header := isHeaderKey(key)
 	quoted := func(vs int, q string) (start, end, resume int) {
 		start, end, resume = quotedValue(s, vs, q)
@@ -284,7 +296,7 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 	k := skipBlanks(s, j)
 	if k < len(s) && s[k] == '=' {
 		k = skipBlanks(s, k+1)
-		if q := quoteAt(s, k); q != "" {
+		if q := quoteAt(s, k); q != "" && !(inJSON && q == `"`) {
 			return quoted(k+len(q), q)
 		}
 		if header {
@@ -292,7 +304,9 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 		}
 		return unquotedValue(s, k)
 	}
+	closer := ""
 	if q := quoteAt(s, k); q != "" && k == j {
+		closer = q
 		k += len(q)
 	}
 	k = skipBlanks(s, k)
@@ -300,7 +314,7 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 		return 0, 0, 0
 	}
 	k = skipBlanks(s, k+1)
-	if q := quoteAt(s, k); q != "" {
+	if q := quoteAt(s, k); q != "" && !(inJSON && q == `"` && closer != `"`) {
 		return quoted(k+len(q), q)
 	}
 	return 0, 0, 0
