@@ -428,22 +428,14 @@ func (sc *Scrubber) LogLine(s string) string { return sc.logLine(s) }
 
 // LogValue scrubs s, one JSON value (a string, number, literal, array or
 // object) of a log line that is a JSON object, so that a writer of such
-// lines need not scrub the parts it wrote itself. When ok, a line whose
-// other bytes LogLine leaves as they are (member names, and values that
-// hold no secret shape and, see Inert, no configured secret) becomes, with
-// each such value replaced by LogValue's, the very bytes LogLine makes of
-// it: every pattern LogLine looks for starts and ends inside one JSON
-// value there. One does not: a header line's value ("Cookie: a=...") takes
-// a quoted parameter after an '=' whole, and a quote right after an '='
-// (raw, or escaped inside a string) can be the string's own end, the value
-// then running on into the line's next members. LogValue is not ok when s
-// holds one; only LogLine on the whole line gives its bytes then.
-func (sc *Scrubber) LogValue(s string) (string, bool) {
-	if strings.Contains(s, `="`) || strings.Contains(s, `=\"`) {
-		return "", false
-	}
-	return sc.logJSON(s), true
-}
+// lines need not scrub the parts it wrote itself. A line whose other bytes
+// LogLine leaves as they are (member names, and values that hold no secret
+// shape and, see Inert, no configured secret) becomes, with each such value
+// replaced by LogValue's, the very bytes LogLine makes of it: every pattern
+// LogLine looks for starts inside one JSON value there and, since a
+// redaction ends at the end of the string it starts in at the latest, ends
+// inside it too.
+func (sc *Scrubber) LogValue(s string) string { return sc.logJSON(s) }
 
 // Inert reports whether LogLine would find no configured secret in the
 // parts of a JSON log line that are texts of fixed or those made only of

@@ -207,33 +207,29 @@ func BenchmarkScrubberAuditLine(b *testing.B) {
 }
 
 // TestLogValue: a value scrubbed alone is what LogLine makes of it inside
-// a line of members that hold nothing to scrub; a value with a quote
-// right after an '=' is not scrubbed alone, since there LogLine's header
-// value can run on into the next members.
+// a line of members that hold nothing to scrub, also when a redaction in
+// it reaches the end of its string.
 func TestLogValue(t *testing.T) {
 	sc := NewScrubber([]string{"s3cr3t-value"})
 	for _, tc := range []struct {
-		name, value string
-		ok          bool
+		name, value, want string
 	}{
-		{"plain", `"github__create_issue"`, true},
-		{"configured secret", `"upstream said s3cr3t-value"`, true},
-		{"token shape", `"sk-abcdefghijkl"`, true},
-		{"header line", `"Authorization: Bearer abcdef"`, true},
-		{"url", `"https://h/p?token=x#f"`, true},
-		{"object", `{"password":[1,2],"accessToken":"t0k3n"}`, true},
-		{"number", `-1.5e3`, true},
-		{"cookie ending in =", `"Cookie: a="`, false},
-		{"escaped quote after =", `"Cookie: a=\"b"`, false},
-		{"in an object", `{"h":"Cookie: a="}`, false},
+		{"plain", `"github__create_issue"`, `"github__create_issue"`},
+		{"configured secret", `"upstream said s3cr3t-value"`, `"upstream said [REDACTED]"`},
+		{"token shape", `"sk-abcdefghijkl"`, `"[REDACTED]"`},
+		{"header line", `"Authorization: Bearer abcdef"`, `"Authorization: Bearer [REDACTED]"`},
+		{"url", `"https://h/p?token=x#f"`, `"https://h/p"`},
+		{"object", `{"password":[1,2],"accessToken":"t0k3n"}`, `{"password":"[REDACTED]","accessToken":"[REDACTED]"}`},
+		{"number", `-1.5e3`, `-1.5e3`},
+		{"cookie ending in =", `"Cookie: a="`, `"Cookie: [REDACTED]"`},
+		{"escaped quote after =", `"Cookie: a=\"b"`, `"Cookie: [REDACTED]"`},
+		{"key= at the end", `"token="`, `"token="`},
+		{"in an object", `{"h":"Cookie: a="}`, `{"h":"Cookie: [REDACTED]"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := sc.LogValue(tc.value)
-			if ok != tc.ok {
-				t.Fatalf("LogValue(%s) ok = %v, want %v", tc.value, ok, tc.ok)
-			}
-			if !ok {
-				return
+			got := sc.LogValue(tc.value)
+			if got != tc.want {
+				t.Fatalf("LogValue(%s) = %s, want %s", tc.value, got, tc.want)
 			}
 			line := `{"time":"2026-12-07T11:40:02.123456Z","v":` + tc.value + `,"n":1}` + "\n"
 			want := sc.LogLine(line)
