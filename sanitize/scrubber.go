@@ -162,10 +162,16 @@ func (sc *Scrubber) logLine(s string) string {
 
 // logJSON is logLine's scrub of JSON text: Text's rules, but no
 // redaction runs past the end of the JSON string it starts in (see
-// redact), so the line keeps every member.
+// jsonText), so the line keeps every member. Text that only looks like
+// JSON (it starts with '{') keeps plain text's rules.
 func (sc *Scrubber) logJSON(s string) string {
 	x := sc.scrubJSON(s)
-	y := redact(dropURLQueries(clean(x)), true)
+	var js jsonText
+	t := dropURLQueries(clean(x))
+	y := redact(t, &js)
+	if js.bounded && !json.Valid([]byte(t)) {
+		y = redactSecrets(t)
+	}
 	if y != x {
 		y = sc.scrubJSON(y)
 	}

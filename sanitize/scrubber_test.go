@@ -310,8 +310,9 @@ func TestLogLineRedactionStaysInString(t *testing.T) {
 	}
 }
 
-// TestPlainTextQuotedValues: outside a JSON line a quote after a key opens
-// the value, which is hidden whole.
+// TestPlainTextQuotedValues: outside a JSON line (also in text that only
+// starts like one) a quote after a key opens the value, which is hidden
+// whole.
 func TestPlainTextQuotedValues(t *testing.T) {
 	sc := NewScrubber([]string{"s3cr3t-value"})
 	for _, tc := range []struct {
@@ -321,6 +322,11 @@ func TestPlainTextQuotedValues(t *testing.T) {
 		{`password: "abc def"`, `password: "[REDACTED]"`},
 		{`Cookie: a="b c"; d=1`, `Cookie: [REDACTED]`},
 		{`Authorization: Digest username="u", response="6629fae4"`, `Authorization: Digest [REDACTED]`},
+		// Text that starts like a JSON object but is none.
+		{`{x} token="abc def" sent`, `{x} token="[REDACTED]" sent`},
+		{`{x} password: "abc def"`, `{x} password: "[REDACTED]"`},
+		{"{x}\nCookie: a=\"b c\"; d=1", "{x}\nCookie: [REDACTED]"},
+		{`{x}` + "\n" + `Cookie: a=\"b" c\"; d=1`, `{x}` + "\n" + `Cookie: [REDACTED]`},
 	} {
 		if got := sc.LogLine(tc.in); got != tc.want {
 			t.Errorf("LogLine(%q) = %q, want %q", tc.in, got, tc.want)
