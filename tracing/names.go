@@ -5,7 +5,10 @@ import "sync"
 // Bounds of the span name cache.
 const (
 	// maxNames is how many span names a Tracer keeps: the tools and
-	// prompts of a large fleet, under a megabyte. Targets past it get a
+	// prompts of a large fleet, under a megabyte. A name past it drops
+	// the names kept and starts them again: the targets are the clients'
+	// (a tool that does not exist gets its span too), and names kept for
+	// good would let one client's made-up names leave every later tool's
 	// name built for each span.
 	maxNames = 4096
 	// maxNameTarget is the longest target whose name is kept: the MCP
@@ -45,12 +48,13 @@ func (c *spanNames) name(method, target string) string {
 	if c.m == nil {
 		c.m = make(map[nameKey]string)
 	}
-	if len(c.m) < maxNames {
-		// The key's strings are the name's own: the caller's (a request's
-		// bytes) are not kept.
-		k = nameKey{n[:len(method)], n[len(method)+1:]}
-		c.m[k] = n
+	if len(c.m) >= maxNames {
+		clear(c.m)
 	}
+	// The key's strings are the name's own: the caller's (a request's
+	// bytes) are not kept.
+	k = nameKey{n[:len(method)], n[len(method)+1:]}
+	c.m[k] = n
 	c.mu.Unlock()
 	return n
 }

@@ -11,7 +11,8 @@ import (
 
 // TestSpanNames: a span is named "<method> <target>" or after its method
 // alone, whether its name is kept or not: a target longer than a tool
-// name may be, and targets past maxNames, are named but not kept.
+// name may be, is named but not kept; past maxNames the names kept start
+// again.
 func TestSpanNames(t *testing.T) {
 	var c spanNames
 	long := strings.Repeat("n", maxNameTarget+1)
@@ -44,8 +45,8 @@ func TestSpanNames(t *testing.T) {
 			t.Fatalf("name of %s = %q", target, got)
 		}
 	}
-	if len(c.m) != maxNames {
-		t.Errorf("%d names kept, want at most %d", len(c.m), maxNames)
+	if want := 10; len(c.m) != want {
+		t.Errorf("%d names kept, want %d (the last ones, started again past %d)", len(c.m), want, maxNames)
 	}
 }
 
@@ -73,5 +74,26 @@ func TestSpanNameShared(t *testing.T) {
 		if unsafe.StringData(a) != unsafe.StringData(b) {
 			t.Errorf("two spans named %q each built their name", want)
 		}
+	}
+}
+
+// TestSpanNamesAfterFlood: a client that calls maxNames made-up tools (each
+// refused as unknown, each still a span) does not stop the names of the
+// tools called afterwards from being kept: the next call to a real tool
+// shares its name with the one before.
+func TestSpanNamesAfterFlood(t *testing.T) {
+	var c spanNames
+	for i := range maxNames {
+		c.name("tools/call", "made_up_"+strconv.Itoa(i))
+	}
+	a, b := c.name("tools/call", "gh__create_issue"), c.name("tools/call", "gh__create_issue")
+	if a != "tools/call gh__create_issue" || b != a {
+		t.Fatalf("names %q and %q, want %q", a, b, "tools/call gh__create_issue")
+	}
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("after a flood of made-up tool names, a real tool's name is built for every span")
+	}
+	if len(c.m) > maxNames {
+		t.Errorf("%d names kept, want at most %d", len(c.m), maxNames)
 	}
 }
