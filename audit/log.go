@@ -301,8 +301,7 @@ func (l *Log) finish(dirty bool) {
 // rest is copied: the member names, numbers, the time, digests and the
 // values this package chooses cannot hold a secret shape, and the
 // configured secrets were found unable to occur in them (narrow). The
-// bytes are those of scrubbing the whole line (FuzzNarrowScrub); a line
-// with a value LogValue cannot scrub alone is scrubbed whole.
+// bytes are those of scrubbing the whole line (FuzzNarrowScrub).
 func (l *Log) write(batch []*record) {
 	w := &l.w
 	lines, vals, ends := w.lines[:0], w.vals[:0], w.ends[:0]
@@ -347,14 +346,9 @@ func (l *Log) write(batch []*record) {
 // bounds in text of the line's values to scrub (appendLine's).
 func (l *Log) scrubLine(out []byte, text string, start, end int, vals []int) []byte {
 	if l.narrow {
-		n, last := len(out), start
+		last := start
 		for i := 0; i < len(vals); i += 2 {
-			v, ok := l.sc.LogValue(text[vals[i]:vals[i+1]])
-			if !ok {
-				out = out[:n]
-				return append(out, l.sc.LogLine(text[start:end])...)
-			}
-			out = append(append(out, text[last:vals[i]]...), v...)
+			out = append(append(out, text[last:vals[i]]...), l.sc.LogValue(text[vals[i]:vals[i+1]])...)
 			last = vals[i+1]
 		}
 		return append(out, text[last:end]...)

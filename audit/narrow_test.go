@@ -176,3 +176,40 @@ func FuzzNarrowScrub(f *testing.F) {
 		}
 	})
 }
+
+// TestLineKeepsMembers: an untrusted target or error text ending in a
+// header's '=' or an unclosed escaped quote is redacted inside its own
+// member; the line keeps request_id, trace_id and every other member.
+func TestLineKeepsMembers(t *testing.T) {
+	for _, tc := range []struct {
+		name, target, errText, wantTarget, wantError string
+	}{
+		{"cookie ending in =", "Cookie: a=", "boom", "Cookie: [REDACTED]", "boom"},
+		{"unclosed escaped quote", "gh__x", `Cookie: a="b`, "gh__x", "Cookie: [REDACTED]"},
+		{"key= at the end", "gh__x", `token="`, "gh__x", `token="`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := fullRecord(tc.target, tc.errText, []byte(`{"a":1}`), []byte(`"r-1"`))
+			for _, narrow := range []bool{true, false} {
+				secrets := []string{"s3cr3t-value"}
+				if !narrow {
+					secrets = append(secrets, "session") // a member name: the whole line is scrubbed
+				}
+				got, isNarrow := writtenLine(t, secrets, r)
+				if isNarrow != narrow {
+					t.Fatalf("narrow = %v, want %v", isNarrow, narrow)
+				}
+				var m map[string]any
+				if err := json.Unmarshal([]byte(got), &m); err != nil {
+					t.Fatalf("%v: %s", err, got)
+				}
+				if m["target"] != tc.wantTarget || m["error"] != tc.wantError {
+					t.Errorf("target %q, error %q; want %q, %q: %s", m["target"], m["error"], tc.wantTarget, tc.wantError, got)
+				}
+				if m["request_id"] != "r-1" || m["trace_id"] != "4bf92f3577b34da6a3ce929d0e0e4736" || m["outcome"] != "tool_error" {
+					t.Errorf("members lost: %s", got)
+				}
+			}
+		})
+	}
+}

@@ -230,13 +230,22 @@ func tokenEnd(s string, k int) int {
 // line end (also JSON-escaped: \n, \r) or the end of the JSON string that
 // holds it (an unescaped '"', or an escaped one inside a JSON string). A
 // quoted parameter (name="..." or, JSON-escaped, name=\"...\") is skipped
-// whole, so that Digest's quoted response is inside the value.
-func headerValueEnd(s string, k int) int {
+// whole, so that Digest's quoted response is inside the value. In a JSON
+// text (js, see jsonText), an unescaped '"' is always the end of the JSON
+// string, and so of the value: it opens no parameter, and a JSON-escaped
+// parameter not closed before it ends there.
+func headerValueEnd(s string, k int, js *jsonText) int {
 	for k < len(s) {
 		switch c := s[k]; {
 		case c == '\n' || c == '\r' || c == '"':
 			return k
-		case c == '=' && k+1 < len(s) && s[k+1] == '"':
+		case c == '=' && js != nil && strings.HasPrefix(s[k+1:], `\"`):
+			e, closed := escapedParamEnd(s, k+3)
+			if !closed {
+				js.mark()
+			}
+			k = e
+		case c == '=' && k+1 < len(s) && s[k+1] == '"' && !js.mark():
 			q := strings.IndexAny(s[k+2:], "\"\n\r\\")
 			if q < 0 || s[k+2+q] != '"' {
 				return k + 1
@@ -258,4 +267,26 @@ func headerValueEnd(s string, k int) int {
 		}
 	}
 	return k
+}
+
+// escapedParamEnd returns the end of a JSON-escaped quoted parameter whose
+// content starts at k, inside a JSON string: just after its closing \"
+// (closed), or at the unescaped '"' that ends the string when that comes
+// first. Escapes are read whole, so the '"' of an escaped backslash
+// ("\\"") is the string's end.
+func escapedParamEnd(s string, k int) (end int, closed bool) {
+	for k < len(s) {
+		switch s[k] {
+		case '"':
+			return k, false
+		case '\\':
+			if k+1 < len(s) && s[k+1] == '"' {
+				return k + 2, true
+			}
+			k += 2
+		default:
+			k++
+		}
+	}
+	return len(s), false
 }

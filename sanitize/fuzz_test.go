@@ -3,8 +3,11 @@ package sanitize
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -160,4 +163,96 @@ func checkNoSecret(t *testing.T, what, out string, secrets []string) {
 			}
 		}
 	}
+}
+
+// FuzzLogLineMembers: a JSON line of string members, their values holding
+// a configured secret and header-like texts, stays valid JSON with the
+// same member names in the same order once scrubbed, and holds no form of
+// the secret. The line is written both as zerolog and as encoding/json
+// escape strings.
+func FuzzLogLineMembers(f *testing.F) {
+	f.Add("s3cr3t-value", "a", "b", "c")
+	f.Add("s3cr3t-value", "", `"b`, `b\`)
+	f.Add("Zr7vLx2Nw8", `a="b`, `x\"y`, "\n")
+	f.Add("pa55w0rd-1", "Digest response=", `token: "`, "Bearer ")
+	f.Add("line\nbreak", "=\\\"", `\`, "https://u:p@h/?q")
+	f.Fuzz(func(t *testing.T, secret, a, b, c string) {
+		names := []string{"error", "tool", "authorization", "request_id", "trace_id", "message"}
+		values := []string{
+			"Cookie: " + a + "=",
+			b + " token=" + `"` + c,
+			"x " + secret + " " + a,
+			"Authorization: Digest response=\"" + c,
+			a + "\npassword: \"" + b,
+			c,
+		}
+		sc := NewScrubber([]string{secret})
+
+		var zl bytes.Buffer
+		zlog := zerolog.New(&zl)
+		ev := zlog.Log()
+		for i, n := range names {
+			ev = ev.Str(n, values[i])
+		}
+		ev.Send()
+		var std bytes.Buffer
+		std.WriteByte('{')
+		for i, n := range names {
+			if i > 0 {
+				std.WriteByte(',')
+			}
+			k, _ := json.Marshal(n)
+			v, _ := json.Marshal(values[i])
+			std.Write(k)
+			std.WriteByte(':')
+			std.Write(v)
+		}
+		std.WriteString("}\n")
+
+		for _, line := range []string{zl.String(), std.String()} {
+			out := sc.LogLine(line)
+			got, err := memberNames(out)
+			if err != nil {
+				t.Fatalf("LogLine(%q) = %q: %v", line, out, err)
+			}
+			if !slices.Equal(got, names) {
+				t.Fatalf("LogLine(%q) = %q: members %q, want %q", line, out, got, names)
+			}
+			checkNoSecret(t, "log line", out, []string{secret})
+			var m map[string]string
+			if err := json.Unmarshal([]byte(out), &m); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range m {
+				checkNoSecret(t, "log value", v, []string{secret})
+			}
+		}
+	})
+}
+
+// memberNames returns the names of the members of the JSON object s, in
+// order, or an error when s is not one JSON object of string members.
+func memberNames(s string) ([]string, error) {
+	if !json.Valid([]byte(s)) {
+		return nil, errors.New("not valid JSON")
+	}
+	dec := json.NewDecoder(strings.NewReader(s))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, fmt.Errorf("no object: %v %v", tok, err)
+	}
+	var names []string
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		names = append(names, tok.(string))
+		if tok, err = dec.Token(); err != nil {
+			return nil, err
+		}
+		if _, ok := tok.(string); !ok {
+			return nil, fmt.Errorf("member %q is no string: %v", names[len(names)-1], tok)
+		}
+	}
+	return names, nil
 }

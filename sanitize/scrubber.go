@@ -160,10 +160,18 @@ func (sc *Scrubber) logLine(s string) string {
 	return sc.logJSON(s)
 }
 
-// logJSON is logLine's scrub of JSON text.
+// logJSON is logLine's scrub of JSON text: Text's rules, but no
+// redaction runs past the end of the JSON string it starts in (see
+// jsonText), so the line keeps every member. Text that only looks like
+// JSON (it starts with '{') keeps plain text's rules.
 func (sc *Scrubber) logJSON(s string) string {
 	x := sc.scrubJSON(s)
-	y := Text(x)
+	var js jsonText
+	t := dropURLQueries(clean(x))
+	y := redact(t, &js)
+	if js.bounded && !json.Valid([]byte(t)) {
+		y = redactSecrets(t)
+	}
 	if y != x {
 		y = sc.scrubJSON(y)
 	}
@@ -416,29 +424,24 @@ func marshalEscape(s string) string {
 }
 
 // LogLine scrubs s, one log line, as Writer scrubs a Write: a JSON object
-// stays valid JSON with secrets in its strings replaced, other text gets
-// Scrubber.Text; the bidirectional controls, U+2028 and U+2029 are escaped.
-// It returns s itself when nothing changes.
+// stays valid JSON with secrets in its strings replaced, each replacement
+// ending at the end of the string it starts in at the latest, so that
+// every member stays (a value under a secret key's member name is
+// replaced whole). Other text gets Scrubber.Text; the bidirectional
+// controls, U+2028 and U+2029 are escaped. It returns s itself when
+// nothing changes.
 func (sc *Scrubber) LogLine(s string) string { return sc.logLine(s) }
 
 // LogValue scrubs s, one JSON value (a string, number, literal, array or
 // object) of a log line that is a JSON object, so that a writer of such
-// lines need not scrub the parts it wrote itself. When ok, a line whose
-// other bytes LogLine leaves as they are (member names, and values that
-// hold no secret shape and, see Inert, no configured secret) becomes, with
-// each such value replaced by LogValue's, the very bytes LogLine makes of
-// it: every pattern LogLine looks for starts and ends inside one JSON
-// value there. One does not: a header line's value ("Cookie: a=...") takes
-// a quoted parameter after an '=' whole, and a quote right after an '='
-// (raw, or escaped inside a string) can be the string's own end, the value
-// then running on into the line's next members. LogValue is not ok when s
-// holds one; only LogLine on the whole line gives its bytes then.
-func (sc *Scrubber) LogValue(s string) (string, bool) {
-	if strings.Contains(s, `="`) || strings.Contains(s, `=\"`) {
-		return "", false
-	}
-	return sc.logJSON(s), true
-}
+// lines need not scrub the parts it wrote itself. A line whose other bytes
+// LogLine leaves as they are (member names, and values that hold no secret
+// shape and, see Inert, no configured secret) becomes, with each such value
+// replaced by LogValue's, the very bytes LogLine makes of it: every pattern
+// LogLine looks for starts inside one JSON value there and, since a
+// redaction ends at the end of the string it starts in at the latest, ends
+// inside it too.
+func (sc *Scrubber) LogValue(s string) string { return sc.logJSON(s) }
 
 // Inert reports whether LogLine would find no configured secret in the
 // parts of a JSON log line that are texts of fixed or those made only of

@@ -207,33 +207,29 @@ func BenchmarkScrubberAuditLine(b *testing.B) {
 }
 
 // TestLogValue: a value scrubbed alone is what LogLine makes of it inside
-// a line of members that hold nothing to scrub; a value with a quote
-// right after an '=' is not scrubbed alone, since there LogLine's header
-// value can run on into the next members.
+// a line of members that hold nothing to scrub, also when a redaction in
+// it reaches the end of its string.
 func TestLogValue(t *testing.T) {
 	sc := NewScrubber([]string{"s3cr3t-value"})
 	for _, tc := range []struct {
-		name, value string
-		ok          bool
+		name, value, want string
 	}{
-		{"plain", `"github__create_issue"`, true},
-		{"configured secret", `"upstream said s3cr3t-value"`, true},
-		{"token shape", `"sk-abcdefghijkl"`, true},
-		{"header line", `"Authorization: Bearer abcdef"`, true},
-		{"url", `"https://h/p?token=x#f"`, true},
-		{"object", `{"password":[1,2],"accessToken":"t0k3n"}`, true},
-		{"number", `-1.5e3`, true},
-		{"cookie ending in =", `"Cookie: a="`, false},
-		{"escaped quote after =", `"Cookie: a=\"b"`, false},
-		{"in an object", `{"h":"Cookie: a="}`, false},
+		{"plain", `"github__create_issue"`, `"github__create_issue"`},
+		{"configured secret", `"upstream said s3cr3t-value"`, `"upstream said [REDACTED]"`},
+		{"token shape", `"sk-abcdefghijkl"`, `"[REDACTED]"`},
+		{"header line", `"Authorization: Bearer abcdef"`, `"Authorization: Bearer [REDACTED]"`},
+		{"url", `"https://h/p?token=x#f"`, `"https://h/p"`},
+		{"object", `{"password":[1,2],"accessToken":"t0k3n"}`, `{"password":"[REDACTED]","accessToken":"[REDACTED]"}`},
+		{"number", `-1.5e3`, `-1.5e3`},
+		{"cookie ending in =", `"Cookie: a="`, `"Cookie: [REDACTED]"`},
+		{"escaped quote after =", `"Cookie: a=\"b"`, `"Cookie: [REDACTED]"`},
+		{"key= at the end", `"token="`, `"token="`},
+		{"in an object", `{"h":"Cookie: a="}`, `{"h":"Cookie: [REDACTED]"}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := sc.LogValue(tc.value)
-			if ok != tc.ok {
-				t.Fatalf("LogValue(%s) ok = %v, want %v", tc.value, ok, tc.ok)
-			}
-			if !ok {
-				return
+			got := sc.LogValue(tc.value)
+			if got != tc.want {
+				t.Fatalf("LogValue(%s) = %s, want %s", tc.value, got, tc.want)
 			}
 			line := `{"time":"2026-12-07T11:40:02.123456Z","v":` + tc.value + `,"n":1}` + "\n"
 			want := sc.LogLine(line)
@@ -266,5 +262,77 @@ func TestInert(t *testing.T) {
 	}
 	if !(*Scrubber)(nil).Inert(fixed, "0123456789") {
 		t.Error("a nil Scrubber is not inert")
+	}
+}
+
+// TestLogLineRedactionStaysInString: in a JSON line a redaction ends at the
+// end of the JSON string it starts in at the latest, so no member is lost,
+// and a value in escaped quotes inside a string is still hidden.
+func TestLogLineRedactionStaysInString(t *testing.T) {
+	sc := NewScrubber([]string{"s3cr3t-value"})
+	const rest = `,"duration_ms":0.4,"request_id":"r-1","trace_id":"4bf92f3577b34da6a3ce929d0e0e4736"}`
+	for _, tc := range []struct {
+		name, in, want string
+	}{
+		{"cookie ending in =", `{"error":"Cookie: a="` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+		{"cookie with an unclosed escaped quote", `{"error":"Cookie: a=\"b"` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+		{"unclosed escaped quote, escaped backslash last", `{"error":"Cookie: a=\"b\\"` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+		{"unclosed escaped quote, a later string quoted", `{"error":"Cookie: a=\"b","tool":"say \"hi\""` + rest,
+			`{"error":"Cookie: [REDACTED]","tool":"say \"hi\""` + rest},
+		{"proxy-authorization ending in =", `{"tool":"Proxy-Authorization: Digest a="` + rest, `{"tool":"Proxy-Authorization: Digest [REDACTED]"` + rest},
+		{"key= at the end", `{"error":"token="` + rest, `{"error":"token="` + rest},
+		{"key: at the end", `{"error":"api_key: "` + rest, `{"error":"api_key: "` + rest},
+		{"escaped quoted key: at the end", `{"error":"x \"password\": "` + rest, `{"error":"x \"password\": "` + rest},
+		{"camelCase key= at the end", `{"error":"accessToken= "` + rest, `{"error":"accessToken= "` + rest},
+		{"digest response= at the end", `{"error":"Digest response="` + rest, `{"error":"Digest response="` + rest},
+		// Still hidden, inside their strings.
+		{"key=\\\"value\\\"", `{"error":"token=\"abc\" sent"` + rest, `{"error":"token=\"[REDACTED]\" sent"` + rest},
+		{"key=\\\"value, unclosed", `{"error":"token=\"abc"` + rest, `{"error":"token=\"[REDACTED]"` + rest},
+		{"cookie with quoted parameters", `{"error":"Cookie: a=\"b c\"; d=1"` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+		{"digest credential", `{"error":"Authorization: Digest username=\"u\", response=\"6629fae4\""` + rest,
+			`{"error":"Authorization: Digest [REDACTED]"` + rest},
+		{"escaped member", `{"error":"body {\"password\": \"abc\"}"` + rest, `{"error":"body {\"password\": \"[REDACTED]\"}"` + rest},
+		{"member named by a key", `{"token":"abc"` + rest, `{"token":"[REDACTED]"` + rest},
+		{"member named by a key, number", `{"password":1234` + rest, `{"password":"[REDACTED]"` + rest},
+		{"bearer", `{"error":"Bearer abcdef"` + rest, `{"error":"Bearer [REDACTED]"` + rest},
+		{"url userinfo", `{"error":"https://u:p@h/x?q=1"` + rest, `{"error":"https://[REDACTED]@h/x"` + rest},
+		{"configured secret", `{"error":"Cookie: a=s3cr3t-value"` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := sc.LogLine(tc.in)
+			if got != tc.want {
+				t.Fatalf("LogLine(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+			}
+			if !json.Valid([]byte(got)) {
+				t.Fatalf("LogLine(%s) = %s: not valid JSON", tc.in, got)
+			}
+		})
+	}
+}
+
+// TestPlainTextQuotedValues: outside a JSON line (also in text that only
+// starts like one) a quote after a key opens the value, which is hidden
+// whole.
+func TestPlainTextQuotedValues(t *testing.T) {
+	sc := NewScrubber([]string{"s3cr3t-value"})
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{`token="abc def" sent`, `token="[REDACTED]" sent`},
+		{`password: "abc def"`, `password: "[REDACTED]"`},
+		{`Cookie: a="b c"; d=1`, `Cookie: [REDACTED]`},
+		{`Authorization: Digest username="u", response="6629fae4"`, `Authorization: Digest [REDACTED]`},
+		// Text that starts like a JSON object but is none.
+		{`{x} token="abc def" sent`, `{x} token="[REDACTED]" sent`},
+		{`{x} password: "abc def"`, `{x} password: "[REDACTED]"`},
+		{"{x}\nCookie: a=\"b c\"; d=1", "{x}\nCookie: [REDACTED]"},
+		{`{x}` + "\n" + `Cookie: a=\"b" c\"; d=1`, `{x}` + "\n" + `Cookie: [REDACTED]`},
+	} {
+		if got := sc.LogLine(tc.in); got != tc.want {
+			t.Errorf("LogLine(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+		if got := sc.Text(tc.in); got != tc.want {
+			t.Errorf("Text(%q) = %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

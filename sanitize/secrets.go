@@ -84,8 +84,35 @@ var byFirst = func() (t struct {
 	return t
 }()
 
-// redactSecrets replaces secret values in s with Redacted.
-func redactSecrets(s string) string {
+// redactSecrets replaces secret values in s, plain text, with Redacted.
+func redactSecrets(s string) string { return redact(s, nil) }
+
+// jsonText is redact's state for a JSON text (a log line). There every
+// redaction stays inside the JSON string it starts in: an unescaped '"'
+// always ends a string, so it never opens a quoted value, except the
+// value of a member whose name is a secret key ("token": "..."), and a
+// JSON-escaped quoted parameter ends at the string's end at the latest.
+// Elsewhere the patterns already stop at an unescaped '"'. A nil
+// *jsonText is plain text, where a quote after a key opens the value.
+type jsonText struct {
+	// bounded is set when a quote was read as a string's end where plain
+	// text takes it to open a value: only for valid JSON is that right.
+	bounded bool
+}
+
+// mark notes, when j is a JSON text, that a quote was read as a string's
+// end; it reports whether j is one.
+func (j *jsonText) mark() bool {
+	if j == nil {
+		return false
+	}
+	j.bounded = true
+	return true
+}
+
+// redact replaces secret values in s with Redacted; js is nil for plain
+// text (see jsonText).
+func redact(s string, js *jsonText) string {
 	ed := edits{s: s}
 	// Once an array or object after a secret key runs to the end of s
 	// unclosed (s is no valid JSON), no later one is looked for: each
@@ -101,7 +128,7 @@ func redactSecrets(s string) string {
 			i++
 			continue
 		}
-		start, end, resume, quote := matchSecret(s, i, word, &closed)
+		start, end, resume, quote := matchSecret(s, i, word, js, &closed)
 		if resume <= i {
 			i++
 			continue
@@ -146,8 +173,8 @@ func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 // matched) and whether the marker replaces a JSON value that is not a
 // string, so that it must be quoted. *closed is cleared when an array or
 // object value is found unclosed, and no such value is looked for while
-// it is clear.
-func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume int, quote bool) {
+// it is clear. js is redact's.
+func matchSecret(s string, i int, word bool, js *jsonText, closed *bool) (start, end, resume int, quote bool) {
 	rest := s[i:]
 	for _, p := range byFirst.prefixes[s[i]] {
 		if word && strings.HasPrefix(rest, p) {
@@ -171,10 +198,10 @@ func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume i
 			continue
 		}
 		j := i + len(key)
-		if start, end, resume = keyValue(s, j, key); resume > i {
+		if start, end, resume = keyValue(s, j, key, js); resume > i {
 			return start, end, resume, false
 		}
-		if start, end, resume = headerLine(s, i, key); resume > i {
+		if start, end, resume = headerLine(s, i, key, js); resume > i {
 			return start, end, resume, false
 		}
 		if key != "key" && *closed {
@@ -193,7 +220,8 @@ func matchSecret(s string, i int, word bool, closed *bool) (start, end, resume i
 // JSON string that holds it. The header name must start a line or a
 // quoted string, so that prose such as "needs authorization: the token
 // expired" keeps its words. A leading authentication scheme's name stays.
-func headerLine(s string, i int, key string) (start, end, resume int) {
+// js is redact's.
+func headerLine(s string, i int, key string, js *jsonText) (start, end, resume int) {
 	if !isHeaderKey(key) {
 		return 0, 0, 0
 	}
@@ -216,7 +244,7 @@ func headerLine(s string, i int, key string) (start, end, resume int) {
 			return e, e, e
 		}
 	}
-	e := headerValueEnd(s, k)
+	e := headerValueEnd(s, k, js)
 	if e == k {
 		return 0, 0, 0
 	}
@@ -271,8 +299,11 @@ func startsHeaderName(s string, i int) bool {
 // keyValue matches what may follow a secret key at j: `=value`, `="value"`,
 // `": "value"` (the key was quoted, also JSON-escaped) or `: "value"`.
 // The quoted value of a header key keeps a leading authentication
-// scheme's name ("Basic [REDACTED]"), whatever follows it.
-func keyValue(s string, j int, key string) (start, end, resume int) {
+// scheme's name ("Basic [REDACTED]"), whatever follows it. In a JSON
+// text (see jsonText), an unescaped '"' opens a value only after a member
+// name that ends with the key: elsewhere it is the end of the JSON string
+// that holds the key (`"error":"token=","id":1`).
+func keyValue(s string, j int, key string, js *jsonText) (start, end, resume int) {
 	header := isHeaderKey(key)
 	quoted := func(vs int, q string) (start, end, resume int) {
 		start, end, resume = quotedValue(s, vs, q)
@@ -284,7 +315,7 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 	k := skipBlanks(s, j)
 	if k < len(s) && s[k] == '=' {
 		k = skipBlanks(s, k+1)
-		if q := quoteAt(s, k); q != "" {
+		if q := quoteAt(s, k); q != "" && !(q == `"` && js.mark()) {
 			return quoted(k+len(q), q)
 		}
 		if header {
@@ -292,7 +323,9 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 		}
 		return unquotedValue(s, k)
 	}
+	closer := ""
 	if q := quoteAt(s, k); q != "" && k == j {
+		closer = q
 		k += len(q)
 	}
 	k = skipBlanks(s, k)
@@ -300,7 +333,7 @@ func keyValue(s string, j int, key string) (start, end, resume int) {
 		return 0, 0, 0
 	}
 	k = skipBlanks(s, k+1)
-	if q := quoteAt(s, k); q != "" {
+	if q := quoteAt(s, k); q != "" && !(q == `"` && closer != `"` && js.mark()) {
 		return quoted(k+len(q), q)
 	}
 	return 0, 0, 0

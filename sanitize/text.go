@@ -40,8 +40,10 @@ const ellipsis = "…"
 //
 // Text is idempotent: Text(Text(s)) == Text(s). It never returns a string
 // longer than len(s) plus the markers it inserted, and it returns s itself
-// (no allocation) when nothing needs to change. Applied to one JSON object
-// (a zerolog line), it keeps the JSON valid.
+// (no allocation) when nothing needs to change. It reads s as plain text,
+// where a quote after a key's '=' or ':' opens the value; inside a JSON
+// string that quote may be the string's end, so a JSON line is scrubbed
+// with Scrubber.LogLine, which keeps it valid with every member.
 func Text(s string) string {
 	s = clean(s)
 	s = dropURLQueries(s)
