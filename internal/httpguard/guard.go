@@ -44,12 +44,12 @@ func localAddr(r *http.Request) (net.Addr, bool) {
 // address: IsLoopback of the host of a.String(), which must have a port
 // when needPort is set and is otherwise taken whole when it has none. A TCP
 // address (what net/http records for every TCP listener) is read without
-// being formatted, since this runs on every request: its IP is loopback
-// and it has no zone (a zone makes the formatted host no IP); its string
-// always has a port.
+// being formatted, since this runs on every request; its zone does not
+// matter (a listener on ::1%lo is on loopback all the same, and needs the
+// Host check as much as any).
 func addrIsLoopback(a net.Addr, needPort bool) bool {
 	if t, ok := a.(*net.TCPAddr); ok {
-		return t != nil && t.Zone == "" && t.IP.IsLoopback()
+		return t != nil && t.IP.IsLoopback()
 	}
 	s := a.String()
 	host, _, err := net.SplitHostPort(s)

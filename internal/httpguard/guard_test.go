@@ -42,6 +42,9 @@ func TestRebinding(t *testing.T) {
 		{"loopback listener, ipv6 host", "[::1]:9464", "[::1]:9464", "", http.StatusTeapot, ""},
 		{"loopback listener, rebound name", "127.0.0.1:9464", "attacker.example:9464", "", http.StatusForbidden,
 			"Forbidden: invalid Host header \"attacker.example:9464\"\n"},
+		{"zoned loopback listener, rebound name", "[::1%lo]:9464", "attacker.example:9464", "", http.StatusForbidden,
+			"Forbidden: invalid Host header \"attacker.example:9464\"\n"},
+		{"zoned loopback listener, localhost", "[::1%lo]:9464", "localhost:9464", "", http.StatusTeapot, ""},
 		{"public listener, any host", "10.1.2.3:9464", "proxy.internal:9464", "", http.StatusTeapot, ""},
 		{"foreign origin", "127.0.0.1:9464", "127.0.0.1:9464", "https://attacker.example", http.StatusForbidden,
 			"Forbidden: Origin \"https://attacker.example\" is not allowed\n"},
@@ -71,6 +74,7 @@ func TestReachedLoopback(t *testing.T) {
 	}{
 		{"127.0.0.1:9464", true},
 		{"[::1]:9464", true},
+		{"[::1%lo]:9464", true},
 		{"10.1.2.3:9464", false},
 		{"", false}, // unknown
 	} {

@@ -20,6 +20,13 @@ func refIsLoopback(host string) bool {
 // HostAllowed (needPort false) and ReachedLoopback (needPort true) read it
 // first.
 func refAddrIsLoopback(a net.Addr, needPort bool) bool {
+	if t, ok := a.(*net.TCPAddr); ok && t != nil {
+		// A zone does not make a loopback address another: formatted
+		// without it.
+		plain := *t
+		plain.Zone = ""
+		a = &plain
+	}
 	s := a.String()
 	if needPort {
 		host, _, err := net.SplitHostPort(s)
