@@ -845,3 +845,32 @@ func TestRecordKeepsShortIDInline(t *testing.T) {
 		t.Errorf("request ids written:\n%s%s", kept[0], kept[1])
 	}
 }
+
+// TestKeyAfterHTMLEscapeInArguments: with arguments: full, a secret key
+// right after '&', '<' or '>' written as a JSON \u escape (as Go's
+// encoding/json writes them: a form body "user=bob\u0026password=...")
+// has its value redacted, as it is after the raw byte.
+func TestKeyAfterHTMLEscapeInArguments(t *testing.T) {
+	cfg := auditConfig(t.TempDir(), "full")
+	l := openLog(t, cfg, Options{})
+	l.Record(Entry{Agent: "a", Method: "tools/call", Target: "t", Decision: DecisionAllow, Arguments: json.RawMessage(
+		`{"body":"user=bob\u0026password=hunter22x","q":"a=1\u0026access_token=tk-5566778899",` +
+			`"xml":"\u003etoken=tk-1122334455\u003c","word":"\u0061token=kept"}`)})
+	closeLog(t, l)
+	data, _ := os.ReadFile(cfg.Path)
+	for _, s := range []string{"hunter22x", "tk-5566778899", "tk-1122334455"} {
+		if bytes.Contains(data, []byte(s)) {
+			t.Errorf("the file holds %q:\n%s", s, data)
+		}
+	}
+	lines := readLines(t, cfg.Path)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines:\n%s", len(lines), data)
+	}
+	got, _ := json.Marshal(lines[0]["arguments"])
+	want := `{"body":"user=bob\u0026password=[REDACTED]","q":"a=1\u0026access_token=[REDACTED]",` +
+		`"word":"atoken=kept","xml":"\u003etoken=[REDACTED]\u003c"}`
+	if string(got) != want {
+		t.Errorf("arguments written:\n got %s\nwant %s", got, want)
+	}
+}

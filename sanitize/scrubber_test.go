@@ -297,6 +297,12 @@ func TestLogLineRedactionStaysInString(t *testing.T) {
 		{"bearer", `{"error":"Bearer abcdef"` + rest, `{"error":"Bearer [REDACTED]"` + rest},
 		{"url userinfo", `{"error":"https://u:p@h/x?q=1"` + rest, `{"error":"https://[REDACTED]@h/x"` + rest},
 		{"configured secret", `{"error":"Cookie: a=s3cr3t-value"` + rest, `{"error":"Cookie: [REDACTED]"` + rest},
+		// A key right after a \u escape of a byte that is no letter or digit
+		// (encoding/json writes '&', '<', '>' so) starts a word.
+		{"key after \\u0026", `{"error":"user=bob\u0026password=hunter22x"` + rest, `{"error":"user=bob\u0026password=[REDACTED]"` + rest},
+		{"key after \\u003e", `{"error":"\u003etoken=abcdef\u003c"` + rest, `{"error":"\u003etoken=[REDACTED]\u003c"` + rest},
+		{"bearer after \\u0026", `{"error":"x\u0026Bearer abcdef"` + rest, `{"error":"x\u0026Bearer [REDACTED]"` + rest},
+		{"key after an escaped letter", `{"error":"\u0061token=abcdef"` + rest, `{"error":"\u0061token=abcdef"` + rest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := sc.LogLine(tc.in)

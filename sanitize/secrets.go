@@ -145,14 +145,23 @@ func redact(s string, js *jsonText) string {
 }
 
 // wordStart reports whether a pattern may start at i: at the start of s,
-// after a byte that is no letter or digit, or after a JSON escape of a
-// line end or tab (`\nCookie:` inside a JSON string).
+// after a byte that is no letter or digit, after a JSON escape of a line
+// end or tab (`\nCookie:` inside a JSON string), or after a \u escape of
+// anything but an ASCII letter or digit (encoding/json writes '&', '<'
+// and '>' as \u0026, \u003c and \u003e: `user=bob\u0026password=...`).
 func wordStart(s string, i int) bool {
 	if i == 0 || !isAlnum(s[i-1]) {
 		return true
 	}
 	c := s[i-1]
-	return (c == 'n' || c == 'r' || c == 't') && i >= 2 && s[i-2] == '\\'
+	if (c == 'n' || c == 'r' || c == 't') && i >= 2 && s[i-2] == '\\' {
+		return true
+	}
+	if i >= 6 && s[i-6] == '\\' && s[i-5] == 'u' {
+		v, ok := hex4(s, i-4)
+		return ok && (v >= 0x80 || !isAlnum(byte(v)))
+	}
+	return false
 }
 
 // camelStart reports whether i starts a word of a camelCase name: an upper
