@@ -302,6 +302,17 @@ func TestLogLineRedactionStaysInString(t *testing.T) {
 		{"key after \\u0026", `{"error":"user=bob\u0026password=hunter22x"` + rest, `{"error":"user=bob\u0026password=[REDACTED]"` + rest},
 		{"key after \\u003e", `{"error":"\u003etoken=abcdef\u003c"` + rest, `{"error":"\u003etoken=[REDACTED]\u003c"` + rest},
 		{"bearer after \\u0026", `{"error":"x\u0026Bearer abcdef"` + rest, `{"error":"x\u0026Bearer [REDACTED]"` + rest},
+		// A value in escaped quotes holding an escaped quote of its own
+		// (text quoted twice: password="p\"w" in a JSON string) is hidden
+		// whole, and so is a value of JSON nested twice in a string.
+		{"escaped quoted value with an inner quote", `{"error":"password=\"p\\\"wd-tail\" sent"` + rest,
+			`{"error":"password=\"[REDACTED]\" sent"` + rest},
+		{"member of JSON nested twice", `{"error":"body {\"b\":\"{\\\"password\\\":\\\"hunter22x\\\"}\"}"` + rest,
+			`{"error":"body {\"b\":\"{\\\"password\\\":\\\"[REDACTED]\\\"}\"}"` + rest},
+		{"key= in JSON nested twice", `{"error":"{\"m\":\"token=\\\"abc def\\\" x\"}"` + rest,
+			`{"error":"{\"m\":\"token=\\\"[REDACTED]\\\" x\"}"` + rest},
+		{"escaped quoted value, an escaped backslash then the string's end", `{"error":"token=\"ab\\","id":"x"` + rest,
+			`{"error":"token=\"[REDACTED]","id":"x"` + rest},
 		{"key after an escaped letter", `{"error":"\u0061token=abcdef"` + rest, `{"error":"\u0061token=abcdef"` + rest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -412,7 +412,9 @@ func jsonValueEnd(s string, k int) int {
 	return k
 }
 
-// quoteAt returns the quote that opens at k: `"`, `'`, `\"` or "".
+// quoteAt returns the quote that opens at k: `"`, `'`, or an escaped
+// quote: `\"` inside a JSON string, `\\\"` inside a JSON string held by
+// one (an odd run of backslashes before '"'); "" for none.
 func quoteAt(s string, k int) string {
 	switch {
 	case k >= len(s):
@@ -421,16 +423,30 @@ func quoteAt(s string, k int) string {
 		return `"`
 	case s[k] == '\'':
 		return `'`
-	case strings.HasPrefix(s[k:], `\"`):
-		return `\"`
+	case s[k] == '\\':
+		if r := backslashRun(s, k); r%2 == 1 && k+r < len(s) && s[k+r] == '"' {
+			return s[k : k+r+1]
+		}
 	}
 	return ""
+}
+
+// backslashRun returns the length of the run of backslashes at k.
+func backslashRun(s string, k int) int {
+	e := k
+	for e < len(s) && s[e] == '\\' {
+		e++
+	}
+	return e - k
 }
 
 // quotedValue finds the end of a value opened by quote q at vs. The value
 // ends at the closing quote; it also stops at a line end, and at an
 // unescaped '"' for the other quote kinds, so that inside a JSON string it
-// never runs past the string's end. A backslash escape is kept whole.
+// never runs past the string's end. A backslash escape is kept whole. In
+// a value opened by an escaped quote, a quote escaped with fewer
+// backslashes is the end of a string that holds the value, and one
+// escaped with more is inside it (`password=\"p\\\"w\"` is p\"w).
 func quotedValue(s string, vs int, q string) (start, end, resume int) {
 	e := vs
 	for e < len(s) {
@@ -438,10 +454,23 @@ func quotedValue(s string, vs int, q string) (start, end, resume int) {
 		if c == '\n' || c == '"' || (q == `'` && c == '\'') {
 			break
 		}
-		if c == '\\' {
-			if q == `\"` && e+1 < len(s) && s[e+1] == '"' {
-				break
+		if c == '\\' && len(q) > 1 {
+			r := backslashRun(s, e)
+			if e+r < len(s) && s[e+r] == '"' {
+				if r%2 == 0 {
+					e += r // escaped backslashes, then the JSON string's end
+					break
+				}
+				if r <= len(q)-1 {
+					break // the closing quote, or the end of a string that holds the value
+				}
+				e += r + 1
+				continue
 			}
+			e += r
+			continue
+		}
+		if c == '\\' {
 			if e+1 < len(s) && s[e+1] != '\n' {
 				e += 2
 				continue
