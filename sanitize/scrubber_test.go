@@ -353,3 +353,24 @@ func TestPlainTextQuotedValues(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIKeyHeaderStructuredValue: a member named like the X-Api-Key
+// header has a number, array or object value replaced whole, as its
+// string value is (http.Header marshals each value as an array); a member
+// named "key" or a camelCase *Key keeps such a value.
+func TestAPIKeyHeaderStructuredValue(t *testing.T) {
+	sc := NewScrubber(nil)
+	for _, tc := range []struct {
+		in, want string
+	}{
+		{`{"h":{"X-Api-Key":["k-445566"]},"n":1}`, `{"h":{"X-Api-Key":"[REDACTED]"},"n":1}`},
+		{`{"h":{"api-key":{"v":"k-778899"}},"n":1}`, `{"h":{"api-key":"[REDACTED]"},"n":1}`},
+		{`{"X-API-KEY":12345678}`, `{"X-API-KEY":"[REDACTED]"}`},
+		{`{"X-Api-Key":"k-1"}`, `{"X-Api-Key":"[REDACTED]"}`},
+		{`{"key":["a","b"],"sortKey":{"key":3}}`, `{"key":["a","b"],"sortKey":{"key":3}}`},
+	} {
+		if got := sc.LogLine(tc.in); got != tc.want {
+			t.Errorf("LogLine(%s)\n got %s\nwant %s", tc.in, got, tc.want)
+		}
+	}
+}

@@ -27,8 +27,11 @@ var tokenPrefixes = []string{
 // name starts one too, so "accessToken" and "sessionCookie" match). The
 // key must end where the name ends: "tokenizer", "keyboard" and
 // "passwordless" are other words, and so is "monkey" (no word start).
+// "api-key" is listed whole so that an X-Api-Key member's number, array
+// or object value is hidden (http.Header marshals each value as an
+// array), which "key" alone, too common a word, does not do.
 var secretKeys = []string{
-	"token", "key", "apikey", "api_key", "password", "passwd", "passphrase", "secret",
+	"token", "key", "apikey", "api_key", "api-key", "password", "passwd", "passphrase", "secret",
 	"authorization", "cookie", "credential", "credentials",
 }
 
