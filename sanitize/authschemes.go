@@ -269,21 +269,29 @@ func headerValueEnd(s string, k int, js *jsonText) int {
 	return k
 }
 
-// escapedParamEnd returns the end of a JSON-escaped quoted parameter whose
-// content starts at k, inside a JSON string: just after its closing \"
-// (closed), or at the unescaped '"' that ends the string when that comes
-// first. Escapes are read whole, so the '"' of an escaped backslash
-// ("\\"") is the string's end.
+// escapedParamEnd returns the end of a JSON-escaped quoted parameter or
+// string whose content starts at k, inside a JSON string: just after its
+// closing \" (closed), or at the unescaped '"' that ends the string when
+// that comes first. Escapes are read whole, so the '"' of an escaped
+// backslash ("\\"") is the string's end, and a quote escaped once more
+// (\\\") is inside the content.
 func escapedParamEnd(s string, k int) (end int, closed bool) {
 	for k < len(s) {
 		switch s[k] {
 		case '"':
 			return k, false
 		case '\\':
-			if k+1 < len(s) && s[k+1] == '"' {
-				return k + 2, true
+			r := backslashRun(s, k)
+			if k+r < len(s) && s[k+r] == '"' {
+				switch {
+				case r%2 == 0:
+					return k + r, false
+				case r == 1:
+					return k + 2, true
+				}
+				r++
 			}
-			k += 2
+			k += r
 		default:
 			k++
 		}

@@ -313,6 +313,14 @@ func TestLogLineRedactionStaysInString(t *testing.T) {
 			`{"error":"{\"m\":\"token=\\\"[REDACTED]\\\" x\"}"` + rest},
 		{"escaped quoted value, an escaped backslash then the string's end", `{"error":"token=\"ab\\","id":"x"` + rest,
 			`{"error":"token=\"[REDACTED]","id":"x"` + rest},
+		// A number, array or object under a secret key in JSON quoted in a
+		// string becomes an escaped-quoted marker.
+		{"escaped member, number", `{"error":"body {\"pin\":{\"password\":4821}}"` + rest,
+			`{"error":"body {\"pin\":{\"password\":\"[REDACTED]\"}}"` + rest},
+		{"escaped member, array", `{"error":"{\"Set-Cookie\": [\"sid=1\", \"b]\\\"\"], \"n\":1}"` + rest,
+			`{"error":"{\"Set-Cookie\": \"[REDACTED]\", \"n\":1}"` + rest},
+		{"escaped member, object unclosed", `{"error":"{\"token\":{\"a\":1","id":"x"` + rest,
+			`{"error":"{\"token\":{\"a\":1","id":"x"` + rest},
 		{"key after an escaped letter", `{"error":"\u0061token=abcdef"` + rest, `{"error":"\u0061token=abcdef"` + rest},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -137,8 +137,8 @@ func redact(s string, js *jsonText) string {
 			continue
 		}
 		switch {
-		case end > start && quote:
-			ed.replace(start, end, `"`, Redacted, `"`)
+		case end > start && quote != "":
+			ed.replace(start, end, quote, Redacted, quote)
 		case end > start:
 			ed.replace(start, end, Redacted)
 		}
@@ -182,11 +182,12 @@ func isLower(c byte) bool { return 'a' <= c && c <= 'z' }
 // only at a word start (word), secret keys also at a camelCase boundary.
 // It returns the range to replace (empty when the value is already
 // Redacted), where to resume scanning (resume <= i means no pattern
-// matched) and whether the marker replaces a JSON value that is not a
-// string, so that it must be quoted. *closed is cleared when an array or
+// matched) and, when the marker replaces a JSON value that is not a
+// string, the quote to put around it (`"`, or `\"` in JSON quoted in a
+// string). *closed is cleared when an array or
 // object value is found unclosed, and no such value is looked for while
 // it is clear. js is redact's.
-func matchSecret(s string, i int, word bool, js *jsonText, closed *bool) (start, end, resume int, quote bool) {
+func matchSecret(s string, i int, word bool, js *jsonText, closed *bool) (start, end, resume int, quote string) {
 	rest := s[i:]
 	for _, p := range byFirst.prefixes[s[i]] {
 		if word && strings.HasPrefix(rest, p) {
@@ -195,14 +196,14 @@ func matchSecret(s string, i int, word bool, js *jsonText, closed *bool) (start,
 				e++
 			}
 			if e-i-len(p) >= minTokenBody {
-				return i, e, e, false
+				return i, e, e, ""
 			}
-			return 0, 0, 0, false
+			return 0, 0, 0, ""
 		}
 	}
 	if word {
 		if start, end, resume = matchScheme(s, i); resume > i {
-			return start, end, resume, false
+			return start, end, resume, ""
 		}
 	}
 	for _, key := range byFirst.keys[s[i]] {
@@ -211,20 +212,20 @@ func matchSecret(s string, i int, word bool, js *jsonText, closed *bool) (start,
 		}
 		j := i + len(key)
 		if start, end, resume = keyValue(s, j, key, js); resume > i {
-			return start, end, resume, false
+			return start, end, resume, ""
 		}
 		if start, end, resume = headerLine(s, i, key, js); resume > i {
-			return start, end, resume, false
+			return start, end, resume, ""
 		}
 		if key != "key" && *closed {
-			start, end, ok := structuredValue(s, j)
+			start, end, q, ok := structuredValue(s, j)
 			if end > start {
-				return start, end, end, true
+				return start, end, end, q
 			}
 			*closed = ok
 		}
 	}
-	return 0, 0, 0, false
+	return 0, 0, 0, ""
 }
 
 // headerLine matches a header line of one of headerKeys at i ("Cookie:
@@ -353,25 +354,31 @@ func keyValue(s string, j int, key string, js *jsonText) (start, end, resume int
 
 // structuredValue matches, after a secret key at j, the end of a JSON
 // member name and a value that is a number, an array or an object
-// (`": 123`, `": [...]`, `": {...}`); it returns the value's range, empty
-// when there is none. The whole value becomes the string "[REDACTED]", so
+// (`": 123`, `": [...]`, `": {...}`, also in JSON quoted in a string:
+// `\": [\"a\"]`); it returns the value's range, empty when there is
+// none, and the name's closing quote. The whole value becomes the string "[REDACTED]", so
 // that JSON stays valid. matchSecret leaves out the key "key", too common
 // a word in ordinary arguments. ok is false when an array or object there
 // is not closed before the end of s.
-func structuredValue(s string, j int) (start, end int, ok bool) {
-	if j >= len(s) || s[j] != '"' {
-		return 0, 0, true
+func structuredValue(s string, j int) (start, end int, q string, ok bool) {
+	switch {
+	case j < len(s) && s[j] == '"':
+		q = `"`
+	case strings.HasPrefix(s[j:], `\"`):
+		q = `\"`
+	default:
+		return 0, 0, "", true
 	}
-	k := skipBlanks(s, j+1)
+	k := skipBlanks(s, j+len(q))
 	if k >= len(s) || s[k] != ':' {
-		return 0, 0, true
+		return 0, 0, "", true
 	}
 	k = skipBlanks(s, k+1)
-	e := jsonValueEnd(s, k)
+	e := jsonValueEnd(s, k, q)
 	if e > k && !endsJSONValue(s, e) {
-		return 0, 0, true // "password": 12abc is no JSON: left to the other patterns
+		return 0, 0, "", true // "password": 12abc is no JSON: left to the other patterns
 	}
-	return k, e, e > k || k >= len(s) || (s[k] != '[' && s[k] != '{')
+	return k, e, q, e > k || k >= len(s) || (s[k] != '[' && s[k] != '{')
 }
 
 // endsJSONValue reports whether a JSON value may end at e: what follows
@@ -382,9 +389,12 @@ func endsJSONValue(s string, e int) bool {
 }
 
 // jsonValueEnd returns the end of the JSON number, array or object at k,
-// or k when there is none or it is not closed. Strings inside are skipped
-// with their escapes, so a bracket in a string does not count.
-func jsonValueEnd(s string, k int) int {
+// or k when there is none or it is not closed. Strings inside (opened by
+// q: `"`, or `\"` in JSON quoted in a string) are skipped with their
+// escapes, so a bracket in a string does not count. In JSON quoted in a
+// string, an unescaped '"' is the end of that string: the value is not
+// closed.
+func jsonValueEnd(s string, k int, q string) int {
 	if k >= len(s) {
 		return k
 	}
@@ -409,7 +419,19 @@ func jsonValueEnd(s string, k int) int {
 				return e + 1
 			}
 		case '"':
+			if q != `"` {
+				return k
+			}
 			e = jsonStringEnd(s, e+1)
+		case '\\':
+			if q == `"` || e+1 >= len(s) || s[e+1] != '"' {
+				return k // no escape outside a JSON string
+			}
+			end, closed := escapedParamEnd(s, e+2)
+			if !closed {
+				return k
+			}
+			e = end - 1
 		}
 	}
 	return k
