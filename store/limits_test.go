@@ -73,19 +73,27 @@ func TestLimitsSkipTheAOF(t *testing.T) {
 	}
 }
 
+// heldReleases is a store on a new redis-server whose releases wait on
+// this replica: no background sender takes them (as while Redis does not
+// answer).
+func heldReleases(t *testing.T) *Store {
+	t.Helper()
+	s, _ := openRedis(t, redistest.Start(t))
+	rl := s.redis.rel
+	rl.mu.Lock()
+	rl.started = true // no sender: releases wait
+	rl.mu.Unlock()
+	t.Cleanup(func() { close(rl.done) })
+	return s
+}
+
 // TestNextTakeDropsWaitingRelease: a lease given back on this replica and
 // not yet sent (the background sender is held here) is dropped by the
 // next take of its slot on the replica, with the tokens or alone: a
 // client that calls again once it has its answer finds its own last
 // lease gone, with one slot.
 func TestNextTakeDropsWaitingRelease(t *testing.T) {
-	srv := redistest.Start(t)
-	s, _ := openRedis(t, srv)
-	rl := s.redis.rel
-	rl.mu.Lock()
-	rl.started = true // no sender: releases wait
-	rl.mu.Unlock()
-	t.Cleanup(func() { close(rl.done) })
+	s := heldReleases(t)
 	l := s.Limits()
 	buckets := []Bucket{{Key: l.BucketKey("server", "fx", "100"), PerMinute: 100, Burst: 100}}
 	slot := &Slot{Key: l.SlotsKey("fx", 1), Max: 1, Lease: time.Minute, ID: "call-1"}
@@ -117,14 +125,8 @@ func TestNextTakeDropsWaitingRelease(t *testing.T) {
 // ended is not carried by the next take of its slot (Redis dropped the
 // lease itself) and leaves the queue; one whose lease lasts is carried.
 func TestEndedReleasesLeaveTheQueue(t *testing.T) {
-	srv := redistest.Start(t)
-	s, _ := openRedis(t, srv)
-	rl := s.redis.rel
-	rl.mu.Lock()
-	rl.started = true // no sender: releases wait
-	rl.mu.Unlock()
-	t.Cleanup(func() { close(rl.done) })
-	l := s.Limits()
+	s := heldReleases(t)
+	rl, l := s.redis.rel, s.Limits()
 	key := l.SlotsKey("fx", 2)
 	const short = 20 * time.Millisecond
 	l.Release(key, "short", short)

@@ -166,18 +166,26 @@ func TestWireMatchesSDK(t *testing.T) {
 	}
 }
 
+// sinkExporter is a wire exporter posting over OTLP/HTTP to a bodySink,
+// with no OTEL_* variable in force; it is shut down when the test ends.
+func sinkExporter(t *testing.T) (*wireExporter, *bodySink) {
+	t.Helper()
+	clearOTELEnv(t)
+	sink := newBodySink(t)
+	exp, err := newWireExporter(context.Background(), otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exp.Shutdown(context.Background()) })
+	return exp, sink
+}
+
 // TestWireValidUTF8: a span whose texts are not UTF-8 (an upstream's error
 // message, a tool name) is posted with each bad run replaced by U+FFFD, in
 // a request a collector can unmarshal, along with the rest of its batch.
 func TestWireValidUTF8(t *testing.T) {
-	clearOTELEnv(t)
 	ctx := context.Background()
-	sink := newBodySink(t)
-	exp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exp.Shutdown(ctx)
+	exp, sink := sinkExporter(t)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
 	const bad = "a\xff\xfeb"
 	scope := instrumentation.Scope{Name: "scope" + bad, Version: bad}
@@ -220,14 +228,8 @@ func TestWireValidUTF8(t *testing.T) {
 // does not keep the size of a batch of huge values (a 32 MB tool name makes
 // a span name and an attribute that long); an ordinary batch's is kept.
 func TestWireBufferBounded(t *testing.T) {
-	clearOTELEnv(t)
 	ctx := context.Background()
-	sink := newBodySink(t)
-	exp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer exp.Shutdown(ctx)
+	exp, sink := sinkExporter(t)
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
 	huge := strings.Repeat("n", 8<<20)
 	for _, c := range []struct {
