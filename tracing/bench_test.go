@@ -78,9 +78,21 @@ func BenchmarkCallPathOff(b *testing.B) {
 	}
 }
 
-func BenchmarkCallPathOn(b *testing.B) {
-	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
+// discardExporter drops what it is given.
+type discardExporter struct{}
+
+func (discardExporter) export(context.Context, []*spanState) error { return nil }
+func (discardExporter) shutdown(context.Context) error             { return nil }
+
+// discardTracer samples every span and exports to discardExporter.
+func discardTracer(b *testing.B) *Tracer {
+	tr := newTracer(discardExporter{}, sdktrace.ParentBased(sdktrace.AlwaysSample()), testBatch(b), zerolog.Nop(), func(error) {})
 	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	return tr
+}
+
+func BenchmarkCallPathOn(b *testing.B) {
+	tr := discardTracer(b)
 	ctx := context.Background()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -126,52 +138,66 @@ func cpuTime(b *testing.B) time.Duration {
 // BenchmarkExportBatch posts a batch of 512 call spans (the batch
 // processor's default size; a server span and a client span per call, with
 // the attributes the proxy gives them) to a local OTLP/HTTP sink, through
-// the SDK's exporter and through the proxy's (wireExporter). cpu-ns/span
-// is the process's CPU (the sink's included) per span.
+// the SDK's exporter (the same spans as its stubs) and through the proxy's
+// (wireExporter). cpu-ns/span is the process's CPU (the sink's included)
+// per span.
 func BenchmarkExportBatch(b *testing.B) {
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
-	tr := &Tracer{tp: tp, tracer: tp.Tracer(instrumentationName)}
+	exp := &memExporter{}
+	tr := newTracer(exp, sdktrace.AlwaysSample(), testBatch(b), zerolog.Nop(), func(error) {})
 	for range 256 {
 		callPath(context.Background(), tr)
 	}
-	spans := rec.Ended()
+	if err := tr.Shutdown(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	spans := exp.spans
+	var stubs tracetest.SpanStubs
+	for _, st := range spans {
+		stubs = append(stubs, stub(st))
+	}
+	snaps := stubs.Snapshots()
 	sink := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 	}))
 	b.Cleanup(sink.Close)
 	ctx := context.Background()
 	opts := []otlptracehttp.Option{otlptracehttp.WithEndpointURL(sink.URL + "/v1/traces")}
-	for _, c := range []struct {
-		name string
-		exp  func() (sdktrace.SpanExporter, error)
-	}{
-		{"sdk", func() (sdktrace.SpanExporter, error) { return otlptracehttp.New(ctx, opts...) }},
-		{"wire", func() (sdktrace.SpanExporter, error) { return newWireExporter(ctx, otlptracehttp.NewClient(opts...)) }},
-	} {
-		b.Run(c.name, func(b *testing.B) {
-			exp, err := c.exp()
-			if err != nil {
+	b.Run("sdk", func(b *testing.B) {
+		exp, err := otlptracehttp.New(ctx, opts...)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = exp.Shutdown(ctx) })
+		b.ReportAllocs()
+		start := cpuTime(b)
+		for b.Loop() {
+			if err := exp.ExportSpans(ctx, snaps); err != nil {
 				b.Fatal(err)
 			}
-			b.Cleanup(func() { _ = exp.Shutdown(ctx) })
-			b.ReportAllocs()
-			start := cpuTime(b)
-			for b.Loop() {
-				if err := exp.ExportSpans(ctx, spans); err != nil {
-					b.Fatal(err)
-				}
+		}
+		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
+	})
+	b.Run("wire", func(b *testing.B) {
+		exp, err := newWireExporter(ctx, otlptracehttp.NewClient(opts...), resource.Empty(), false, testBatch(b).limits)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = exp.shutdown(ctx) })
+		b.ReportAllocs()
+		start := cpuTime(b)
+		for b.Loop() {
+			if err := exp.export(ctx, spans); err != nil {
+				b.Fatal(err)
 			}
-			b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
-		})
-	}
+		}
+		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
+	})
 }
 
 // BenchmarkInjectMeta splices a client span's traceparent into params
 // with a _meta (the benchmarks' calls) and without one.
 func BenchmarkInjectMeta(b *testing.B) {
-	tr := newTracer(tracetest.NewNoopExporter(), resource.Empty(), zerolog.Nop())
-	b.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
+	tr := discardTracer(b)
 	ctx, span := tr.StartClient(context.Background(), ClientRequest{Method: "tools/call"})
 	defer span.End(OutcomeOK, 0)
 	for _, c := range []struct{ name, params string }{

@@ -13,9 +13,10 @@
 // tracing.endpoint is set or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or
 // OTEL_EXPORTER_OTLP_ENDPOINT is; OTEL_SDK_DISABLED=true or
 // OTEL_TRACES_EXPORTER=none turn it off whatever the file says. Keys the
-// file leaves out are read by the OpenTelemetry SDK itself from its
-// variables (endpoint, headers, timeout, compression, TLS files, sampler,
-// batch processor, resource attributes). The protocol is tracing.protocol,
+// file leaves out are read from OpenTelemetry's variables: by the SDK's
+// OTLP client (endpoint, headers, timeout, compression, TLS files) and
+// resource, and by this package as the SDK reads them (sampler, batch
+// processor, span attribute limits). The protocol is tracing.protocol,
 // else OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, else OTEL_EXPORTER_OTLP_PROTOCOL,
 // else http/protobuf; grpc and http/json (variables only) are the others.
 // tracing.endpoint is a URL; for http/protobuf a URL without a path gets
@@ -39,10 +40,10 @@
 // into an upstream request's params._meta without re-encoding the rest;
 // InjectHeader writes it into an HTTP request's headers.
 //
-// Spans go to the collector through a batch processor that drops, never
-// blocks, when the collector is slow. Shutdown flushes what is queued,
-// bounded by its ctx. Export errors are logged at most once a minute. Over
-// http/protobuf and grpc the spans are encoded by this package (wire.go)
-// into the bytes the SDK's exporter would send, and posted by the SDK's
-// OTLP client; http/json uses the SDK's exporter.
+// Spans are recorded by this package (recorder.go says why) and go to the
+// collector through a batch processor that drops, never blocks, when the
+// collector is slow. Shutdown flushes what is queued, bounded by its ctx.
+// Export errors and drops are logged at most once a minute. The spans are
+// encoded by this package (wire.go) into the bytes the SDK's exporter
+// would send, and posted by the SDK's OTLP client of the protocol.
 package tracing

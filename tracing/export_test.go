@@ -3,6 +3,7 @@ package tracing
 import (
 	"bytes"
 	"context"
+	"encoding/hex"
 	"io"
 	"math"
 	"net/http"
@@ -20,9 +21,12 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
 	collectortracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -53,18 +57,27 @@ func (s *bodySink) take() [][]byte {
 	return b
 }
 
-// wireBatches are ended spans with everything OTLP carries: every
-// attribute type, long values (lengths of two and three bytes), events,
-// links, the three statuses, remote and local parents, trace state,
-// dropped counts, two scopes of one resource, no resource, the zero scope.
-func wireBatches(t *testing.T) [][]sdktrace.ReadOnlySpan {
+// endedSpan is a span as the recorder hands it to an exporter.
+func endedSpan(name string, sc, parent trace.SpanContext, kind trace.SpanKind, start, end time.Time, attrs []attribute.KeyValue, code codes.Code, text string) *spanState {
+	st := &spanState{sc: sc, parent: parent, kind: kind, name: name, start: start, end: end}
+	st.status, st.statusText = code, text
+	st.n = copy(st.attrs[:], attrs)
+	st.more = attrs[st.n:] // every one, past what a live span keeps
+	st.ended.Store(true)
+	return st
+}
+
+// wireResource is the resource of the wire tests' spans.
+var wireResource = resource.NewWithAttributes("https://opentelemetry.io/schemas/1.41.0",
+	attribute.String("service.name", "mcp-proxy"), attribute.String("service.version", "1.2.3"),
+	attribute.Int("r.int", 7))
+
+// wireBatches are ended spans with everything the recorder's spans carry:
+// every attribute type, long values (lengths of two and three bytes), the
+// three statuses, remote and local parents and none, trace state, every
+// kind; and an empty batch.
+func wireBatches(t *testing.T) [][]*spanState {
 	t.Helper()
-	res := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.41.0",
-		attribute.String("service.name", "mcp-proxy"), attribute.String("service.version", "1.2.3"),
-		attribute.Int("r.int", 7))
-	scope := instrumentation.Scope{Name: instrumentationName, SchemaURL: "https://opentelemetry.io/schemas/1.41.0"}
-	other := instrumentation.Scope{Name: "other", Version: "v2", SchemaURL: "https://example.com/s",
-		Attributes: attribute.NewSet(attribute.Bool("scoped", true))}
 	ts, err := trace.ParseTraceState("vendor=a1,other=b2")
 	if err != nil {
 		t.Fatal(err)
@@ -88,41 +101,32 @@ func wireBatches(t *testing.T) [][]sdktrace.ReadOnlySpan {
 		attribute.StringSlice("nostrings", nil),
 		attribute.Slice("mixed", attribute.StringValue("x"), attribute.Int64Value(3), attribute.MapValue(attribute.Bool("in", true))),
 		attribute.Map("map", attribute.String("k", "v"), attribute.Slice("deep", attribute.Float64Value(1))),
-		{Key: "nothing", Value: attribute.Value{}},
-		{Key: "", Value: attribute.StringValue("keyless")},
 	}
-	spans := tracetest.SpanStubs{
+	return [][]*spanState{
 		{
-			Name: "tools/call fx__echo", SpanContext: server, Parent: remote, SpanKind: trace.SpanKindServer,
-			StartTime: start, EndTime: start.Add(201 * time.Microsecond), Attributes: every,
-			Events: []sdktrace.Event{
-				{Name: "exception", Time: start.Add(time.Microsecond), Attributes: []attribute.KeyValue{attribute.String("exception.type", "x")}, DroppedAttributeCount: 2},
-				{Name: "", Time: time.Time{}},
-			},
-			Links: []sdktrace.Link{
-				{SpanContext: remote, Attributes: []attribute.KeyValue{attribute.Int("n", 1)}, DroppedAttributeCount: 1},
-				{SpanContext: client},
-			},
-			Status:            sdktrace.Status{Code: codes.Error, Description: "-32602"},
-			DroppedAttributes: 3, DroppedEvents: 4, DroppedLinks: 5, ChildSpanCount: 1,
-			Resource: res, InstrumentationScope: scope,
+			endedSpan("tools/call fx__echo", server, remote, trace.SpanKindServer, start, start.Add(201*time.Microsecond), every, codes.Error, "-32602"),
+			endedSpan("tools/call echo", client, server, trace.SpanKindClient, start.Add(5*time.Microsecond), start.Add(190*time.Microsecond),
+				[]attribute.KeyValue{attribute.String("mcp.method.name", "tools/call")}, codes.Ok, ""),
+			endedSpan("other", client, trace.SpanContext{}, trace.SpanKindInternal, start, start, nil, codes.Unset, ""),
+			endedSpan("more", server, client, trace.SpanKindProducer, time.Time{}, time.Time{}, nil, codes.Unset, ""),
 		},
-		{
-			Name: "tools/call echo", SpanContext: client, Parent: server, SpanKind: trace.SpanKindClient,
-			StartTime: start.Add(5 * time.Microsecond), EndTime: start.Add(190 * time.Microsecond),
-			Attributes: []attribute.KeyValue{attribute.String("mcp.method.name", "tools/call")},
-			Status:     sdktrace.Status{Code: codes.Ok}, Resource: res, InstrumentationScope: scope,
-		},
-		{Name: "other", SpanContext: client, SpanKind: trace.SpanKindInternal, StartTime: start, EndTime: start,
-			Resource: res, InstrumentationScope: other},
-		{Name: "more", SpanContext: server, SpanKind: trace.SpanKindProducer, Resource: res, InstrumentationScope: scope},
-	}.Snapshots()
-	return [][]sdktrace.ReadOnlySpan{
-		spans,
-		tracetest.SpanStubs{{Name: "bare", SpanContext: client, SpanKind: trace.SpanKindConsumer}}.Snapshots(),
-		tracetest.SpanStubs{{Name: "unspecified", SpanContext: client, SpanKind: trace.SpanKind(99), Resource: res}}.Snapshots(),
+		{endedSpan("bare", client, trace.SpanContext{}, trace.SpanKindConsumer, start, start, nil, codes.Unset, "")},
+		{endedSpan("unspecified", client, trace.SpanContext{}, trace.SpanKind(99), start, start, nil, codes.Unset, "")},
 		nil,
 	}
+}
+
+// sdkStubs are spans as the SDK would have ended them, of the proxy's
+// instrumentation scope and res.
+func sdkStubs(spans []*spanState, res *resource.Resource) []sdktrace.ReadOnlySpan {
+	var stubs tracetest.SpanStubs
+	for _, st := range spans {
+		s := stub(st)
+		s.Resource = res
+		s.InstrumentationScope = instrumentation.Scope{Name: instrumentationName, SchemaURL: semconv.SchemaURL}
+		stubs = append(stubs, s)
+	}
+	return stubs.Snapshots()
 }
 
 // TestWireMatchesSDK: the proxy's protobuf exporter posts, for the same
@@ -135,15 +139,16 @@ func TestWireMatchesSDK(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wireExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(wireSink.srv.URL+"/v1/traces")))
+	wireExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(wireSink.srv.URL+"/v1/traces")),
+		wireResource, false, testBatch(t).limits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, batch := range wireBatches(t) {
-		if err := sdkExp.ExportSpans(ctx, batch); err != nil {
+		if err := sdkExp.ExportSpans(ctx, sdkStubs(batch, wireResource)); err != nil {
 			t.Fatalf("batch %d: SDK exporter: %v", i, err)
 		}
-		if err := wireExp.ExportSpans(ctx, batch); err != nil {
+		if err := wireExp.export(ctx, batch); err != nil {
 			t.Fatalf("batch %d: wire exporter: %v", i, err)
 		}
 		want, got := sdkSink.take(), wireSink.take()
@@ -156,27 +161,147 @@ func TestWireMatchesSDK(t *testing.T) {
 			}
 		}
 	}
-	for _, e := range []sdktrace.SpanExporter{sdkExp, wireExp} {
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("Shutdown: %v", err)
-		}
-		if err := e.Shutdown(ctx); err != nil {
-			t.Errorf("second Shutdown: %v", err)
+	if err := sdkExp.Shutdown(ctx); err != nil {
+		t.Errorf("Shutdown: %v", err)
+	}
+	for range 2 {
+		if err := wireExp.shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
 		}
 	}
 }
 
-// sinkExporter is a wire exporter posting over OTLP/HTTP to a bodySink,
-// with no OTEL_* variable in force; it is shut down when the test ends.
-func sinkExporter(t *testing.T) (*wireExporter, *bodySink) {
-	t.Helper()
+// TestWireJSON: over http/json the collector receives the messages that
+// http/protobuf sends, in OTLP's JSON encoding.
+func TestWireJSON(t *testing.T) {
 	clearOTELEnv(t)
-	sink := newBodySink(t)
-	exp, err := newWireExporter(context.Background(), otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")))
+	ctx := context.Background()
+	pbSink, jsonSink := newBodySink(t), newBodySink(t)
+	pbExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(pbSink.srv.URL+"/v1/traces")),
+		wireResource, false, testBatch(t).limits)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = exp.Shutdown(context.Background()) })
+	jsonExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(jsonSink.srv.URL+"/v1/traces"),
+		otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON)), wireResource, true, testBatch(t).limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	batch := wireBatches(t)[0]
+	for _, e := range []*wireExporter{pbExp, jsonExp} {
+		if err := e.export(ctx, batch); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pb, js := pbSink.take(), jsonSink.take()
+	if len(pb) != 1 || len(js) != 1 {
+		t.Fatalf("%d protobuf and %d JSON requests, want 1 each", len(pb), len(js))
+	}
+	var want, got collectortracepb.ExportTraceServiceRequest
+	if err := proto.Unmarshal(pb[0], &want); err != nil {
+		t.Fatal(err)
+	}
+	if err := protojson.Unmarshal(js[0], &got); err != nil {
+		t.Fatalf("the collector cannot read the JSON request: %v\n%s", err, js[0])
+	}
+	// OTLP's JSON writes ids in hex (the client's in capitals), where
+	// protojson reads base64, and
+	// leaves an empty bytes value out: the ids are compared as hex, then
+	// cleared, and the empty bytes attribute left out of both.
+	normalize := func(req *collectortracepb.ExportTraceServiceRequest, hexIDs bool) {
+		for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+			if hexIDs {
+				for _, id := range [][]byte{s.TraceId, s.SpanId, s.ParentSpanId} {
+					if len(id) > 0 && !bytes.Contains(bytes.ToLower(js[0]), []byte(`"`+hex.EncodeToString(id)+`"`)) {
+						t.Errorf("the JSON request has no id %x", id)
+					}
+				}
+			}
+			s.TraceId, s.SpanId, s.ParentSpanId = nil, nil, nil
+			s.Attributes = slices.DeleteFunc(s.Attributes, func(kv *commonpb.KeyValue) bool { return kv.Key == "nobytes" })
+		}
+	}
+	normalize(&want, true)
+	normalize(&got, false)
+	if !proto.Equal(&got, &want) {
+		t.Errorf("the JSON request holds\n%v\nthe protobuf one\n%v", &got, &want)
+	}
+	if n := len(got.GetResourceSpans()[0].GetScopeSpans()[0].GetSpans()); n != len(batch) {
+		t.Errorf("%d spans in the JSON request, want %d", n, len(batch))
+	}
+}
+
+// TestWireLimits: the span attribute limits of the OTel variables cut
+// what the SDK's spans would: the attributes past the count (counted as
+// dropped), and string values past the length in characters.
+func TestWireLimits(t *testing.T) {
+	clearOTELEnv(t)
+	ctx := context.Background()
+	attrs := []attribute.KeyValue{
+		attribute.String("a", "héllo wörld"), attribute.StringSlice("b", []string{"abcdefgh", "ab"}),
+		attribute.Int64("c", 123456789), attribute.String("d", "dropped"), attribute.String("e", "dropped too"),
+	}
+	lim := attrLimits{count: 3, valueLen: 4}
+
+	// The SDK's span with the same limits, exported by the SDK's exporter.
+	sdkSink, wireSink := newBodySink(t), newBodySink(t)
+	sdkExp, err := otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(sdkSink.srv.URL+"/v1/traces"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(sdkExp), sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+		AttributeCountLimit: lim.count, AttributeValueLengthLimit: lim.valueLen,
+		EventCountLimit: -1, LinkCountLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1}))
+	_, span := tp.Tracer("t").Start(ctx, "s")
+	span.SetAttributes(attrs...)
+	span.End()
+	if err := tp.Shutdown(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	wireExp, err := newWireExporter(ctx, otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(wireSink.srv.URL+"/v1/traces")),
+		resource.Empty(), false, lim)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}, TraceFlags: trace.FlagsSampled})
+	if err := wireExp.export(ctx, []*spanState{endedSpan("s", sc, trace.SpanContext{}, trace.SpanKindInternal, time.Now(), time.Now(), attrs, codes.Unset, "")}); err != nil {
+		t.Fatal(err)
+	}
+	span1 := func(body [][]byte) *tracepb.Span {
+		t.Helper()
+		var req collectortracepb.ExportTraceServiceRequest
+		if len(body) != 1 {
+			t.Fatalf("%d requests, want 1", len(body))
+		}
+		if err := proto.Unmarshal(body[0], &req); err != nil {
+			t.Fatal(err)
+		}
+		return req.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	}
+	want, got := span1(sdkSink.take()), span1(wireSink.take())
+	if !proto.Equal(&tracepb.Span{Attributes: got.Attributes, DroppedAttributesCount: got.DroppedAttributesCount},
+		&tracepb.Span{Attributes: want.Attributes, DroppedAttributesCount: want.DroppedAttributesCount}) {
+		t.Errorf("attributes %v, %d dropped; the SDK's %v, %d dropped", got.Attributes, got.DroppedAttributesCount, want.Attributes, want.DroppedAttributesCount)
+	}
+	if got.DroppedAttributesCount != 2 || got.Attributes[0].Value.GetStringValue() != "héll" {
+		t.Errorf("attributes %v, %d dropped: want 3 kept, the first cut to héll, 2 dropped", got.Attributes, got.DroppedAttributesCount)
+	}
+}
+
+// sinkExporter is a wire exporter of res's spans posting over OTLP/HTTP to
+// a bodySink, with no OTEL_* variable in force; it is shut down when the
+// test ends.
+func sinkExporter(t *testing.T, res *resource.Resource) (*wireExporter, *bodySink) {
+	t.Helper()
+	clearOTELEnv(t)
+	sink := newBodySink(t)
+	exp, err := newWireExporter(context.Background(), otlptracehttp.NewClient(otlptracehttp.WithEndpointURL(sink.srv.URL+"/v1/traces")),
+		res, false, testBatch(t).limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = exp.shutdown(context.Background()) })
 	return exp, sink
 }
 
@@ -185,19 +310,16 @@ func sinkExporter(t *testing.T) (*wireExporter, *bodySink) {
 // a request a collector can unmarshal, along with the rest of its batch.
 func TestWireValidUTF8(t *testing.T) {
 	ctx := context.Background()
-	exp, sink := sinkExporter(t)
-	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
 	const bad = "a\xff\xfeb"
-	scope := instrumentation.Scope{Name: "scope" + bad, Version: bad}
-	res := resource.NewSchemaless(attribute.String("r"+bad, bad))
-	spans := tracetest.SpanStubs{
-		{Name: "tools/call " + bad, SpanContext: sc, Resource: res, InstrumentationScope: scope,
-			Attributes: []attribute.KeyValue{attribute.String("k"+bad, bad), attribute.StringSlice("ss", []string{bad})},
-			Events:     []sdktrace.Event{{Name: bad}},
-			Status:     sdktrace.Status{Code: codes.Error, Description: bad}},
-		{Name: "fine", SpanContext: sc, Resource: res, InstrumentationScope: scope},
-	}.Snapshots()
-	if err := exp.ExportSpans(ctx, spans); err != nil {
+	exp, sink := sinkExporter(t, resource.NewSchemaless(attribute.String("r"+bad, bad)))
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+	now := time.Now()
+	spans := []*spanState{
+		endedSpan("tools/call "+bad, sc, trace.SpanContext{}, trace.SpanKindServer, now, now,
+			[]attribute.KeyValue{attribute.String("k"+bad, bad), attribute.StringSlice("ss", []string{bad})}, codes.Error, bad),
+		endedSpan("fine", sc, trace.SpanContext{}, trace.SpanKindServer, now, now, nil, codes.Unset, ""),
+	}
+	if err := exp.export(ctx, spans); err != nil {
 		t.Fatal(err)
 	}
 	bodies := sink.take()
@@ -213,9 +335,9 @@ func TestWireValidUTF8(t *testing.T) {
 	ss := rs.ScopeSpans[0]
 	s := ss.Spans[0]
 	got := []string{rs.Resource.Attributes[0].Key, rs.Resource.Attributes[0].Value.GetStringValue(),
-		ss.Scope.Name, ss.Scope.Version, s.Name, s.Attributes[0].Key, s.Attributes[0].Value.GetStringValue(),
-		s.Attributes[1].Value.GetArrayValue().Values[0].GetStringValue(), s.Events[0].Name, s.Status.Message}
-	want := []string{"r" + good, good, "scope" + good, good, "tools/call " + good, "k" + good, good, good, good, good}
+		s.Name, s.Attributes[0].Key, s.Attributes[0].Value.GetStringValue(),
+		s.Attributes[1].Value.GetArrayValue().Values[0].GetStringValue(), s.Status.Message}
+	want := []string{"r" + good, good, "tools/call " + good, "k" + good, good, good, good}
 	if !slices.Equal(got, want) {
 		t.Errorf("texts\n got %q\nwant %q", got, want)
 	}
@@ -229,7 +351,7 @@ func TestWireValidUTF8(t *testing.T) {
 // a span name and an attribute that long); an ordinary batch's is kept.
 func TestWireBufferBounded(t *testing.T) {
 	ctx := context.Background()
-	exp, sink := sinkExporter(t)
+	exp, sink := sinkExporter(t, resource.Empty())
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
 	huge := strings.Repeat("n", 8<<20)
 	for _, c := range []struct {
@@ -237,17 +359,16 @@ func TestWireBufferBounded(t *testing.T) {
 		target string
 		keep   bool
 	}{{"huge", huge, false}, {"ordinary", "echo", true}} {
-		spans := tracetest.SpanStubs{{Name: "tools/call " + c.target, SpanContext: sc,
-			Attributes: []attribute.KeyValue{attribute.String("gen_ai.tool.name", c.target)}}}.Snapshots()
-		if err := exp.ExportSpans(ctx, spans); err != nil {
+		now := time.Now()
+		spans := []*spanState{endedSpan("tools/call "+c.target, sc, trace.SpanContext{}, trace.SpanKindServer, now, now,
+			[]attribute.KeyValue{attribute.String("gen_ai.tool.name", c.target)}, codes.Unset, "")}
+		if err := exp.export(ctx, spans); err != nil {
 			t.Fatal(err)
 		}
 		if b := sink.take(); len(b) != 1 || len(b[0]) < 2*len(c.target) {
 			t.Fatalf("%s: %d requests, want 1 with the span", c.name, len(b))
 		}
-		exp.mu.Lock()
 		kept := cap(exp.buf)
-		exp.mu.Unlock()
 		if kept > maxKeptBuf || c.keep && kept == 0 {
 			t.Errorf("after the %s batch the exporter keeps a buffer of %d bytes, want at most %d and, for an ordinary batch, one", c.name, kept, maxKeptBuf)
 		}
@@ -284,17 +405,18 @@ func (c *recordingClient) UploadTraces(_ context.Context, req []*tracepb.Resourc
 func TestWireReusesMessages(t *testing.T) {
 	ctx := context.Background()
 	client := &recordingClient{}
-	exp, err := newWireExporter(ctx, client)
+	exp, err := newWireExporter(ctx, client, resource.Empty(), false, testBatch(t).limits)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: trace.TraceID{1}, SpanID: trace.SpanID{2}})
+	now := time.Now()
 	for _, names := range [][]string{{"tools/call a", "tools/call b"}, {"tools/call c", "tools/call d"}} {
-		var stubs tracetest.SpanStubs
+		var spans []*spanState
 		for _, n := range names {
-			stubs = append(stubs, tracetest.SpanStub{Name: n, SpanContext: sc})
+			spans = append(spans, endedSpan(n, sc, trace.SpanContext{}, trace.SpanKindServer, now, now, nil, codes.Unset, ""))
 		}
-		if err := exp.ExportSpans(ctx, stubs.Snapshots()); err != nil {
+		if err := exp.export(ctx, spans); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -13,8 +13,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
-	"go.opentelemetry.io/otel/sdk/resource"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -108,7 +107,7 @@ func FuzzInjectMeta(f *testing.F) {
 		`{"_meta":{"a":1}} x`, `{"_meta":{"traceparent":1, "x":2}}`} {
 		f.Add([]byte(s))
 	}
-	tr := newTracer(tracetest.NewInMemoryExporter(), resource.Empty(), zerolog.Nop())
+	tr := newTracer(discardExporter{}, sdktrace.ParentBased(sdktrace.AlwaysSample()), testBatch(f), zerolog.Nop(), func(error) {})
 	f.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 	f.Fuzz(func(t *testing.T, params []byte) {
 		ctx, _ := tr.StartClient(context.Background(), ClientRequest{Method: "m"})

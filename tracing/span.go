@@ -7,12 +7,16 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/embedded"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/mcp-proxy/mcp-proxy/rawjson"
 )
@@ -99,7 +103,7 @@ type ClientRequest struct {
 }
 
 // Span is one of the proxy's spans. The zero Span (tracing off, or the
-// span was not started) does nothing. A Span must be ended exactly once;
+// span was not sampled) does nothing. A Span must be ended exactly once;
 // its methods are safe for concurrent use.
 type Span struct{ st *spanState }
 
@@ -112,34 +116,47 @@ type Span struct{ st *spanState }
 // (at most 16). Each attribute is 64 bytes, in every span.
 const inlineAttrs = 12
 
-// spanState is a started span and the attributes it records at End.
+// spanState is one sampled span: what the recorder (recorder.go) exports
+// once it has ended. It is allocated once, with room for its attributes;
+// a span that is not sampled has none and rides in ctx as its bare span
+// context. It is also the trace.Span that ctx carries, so that the
+// propagator, the samplers and trace.SpanContextFromContext find it as
+// they would the SDK's.
 //
-// The attributes wait here, in one allocation with the state, and go to
-// the SDK in a single SetAttributes as the span ends: handed over at the
-// start and then one by one, each span cost three more copies of them
-// (the start options', the SDK's, and the SDK's again as its slice grew).
-// Nothing reads a span's attributes before it ends: the proxy's samplers
-// (ParentBased, TraceIDRatio, always on or off: OTEL_TRACES_SAMPLER offers
-// no other) and its batch processor do not.
+// Until the span ends its fields below mu change only under mu; once
+// ended is set nothing changes them again, and the batcher's goroutine,
+// which receives the span through the queue's lock, reads them without
+// mu.
 type spanState struct {
-	s trace.Span
-	// recording is s.IsRecording() at the start, which holds until End:
-	// asking the SDK again takes the span's lock each time.
-	recording bool
+	embedded.Span
+
+	t      *Tracer
+	server *spanState // the request's server span: itself, or its parent's
+	sc     trace.SpanContext
+	parent trace.SpanContext
+	kind   trace.SpanKind
+	start  time.Time
 
 	mu         sync.Mutex
+	name       string
+	end        time.Time
+	status     codes.Code
+	statusText string // with codes.Error only
 	outcomeSet bool
 	ended      atomic.Bool // set under mu; read without it by IsRecording
 	n          int
 	attrs      [inlineAttrs]attribute.KeyValue
 	more       []attribute.KeyValue // after attrs is full
+	dropped    int                  // attributes that did not fit
 }
+
+var _ trace.Span = (*spanState)(nil)
 
 // setLocked records kv, replacing an earlier value of its key (the last
 // one wins, as with SetAttributes). It drops kv when the span has ended or
 // is full. st.mu must be held.
 func (st *spanState) setLocked(kv attribute.KeyValue) {
-	if st.ended.Load() {
+	if st.ended.Load() || !kv.Valid() {
 		return
 	}
 	for i := range st.n {
@@ -160,11 +177,15 @@ func (st *spanState) setLocked(kv attribute.KeyValue) {
 		st.n++
 	case len(st.more) < maxMoreAttrs:
 		st.more = append(st.more, kv)
+	default:
+		st.dropped++
 	}
 }
 
 // maxMoreAttrs bounds the attributes beyond inlineAttrs: no span of the
-// proxy sets more than sixteen different keys.
+// proxy sets more than sixteen different keys. More (SetAttributes through
+// the trace.Span in ctx) are dropped, and counted as OTLP's dropped
+// attributes.
 const maxMoreAttrs = 4
 
 // set is setLocked with the lock taken.
@@ -174,20 +195,101 @@ func (st *spanState) set(kv attribute.KeyValue) {
 	st.mu.Unlock()
 }
 
-// The start options of the two kinds of span, built once: a slice made
-// for each Start would be an allocation, as the Tracer interface's
-// variadic escapes.
-var (
-	serverStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindServer)}
-	clientStart = []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindClient)}
-)
+// setStatusLocked sets the span's status as the SDK does: a status ranks
+// above the ones before it (Unset, Error, Ok) or is ignored, and only an
+// Error keeps its description. st.mu must be held.
+func (st *spanState) setStatusLocked(code codes.Code, text string) {
+	if st.ended.Load() || code < st.status {
+		return
+	}
+	st.status, st.statusText = code, ""
+	if code == codes.Error {
+		st.statusText = text
+	}
+}
 
-// serverSpanKey holds the server span's state in its request's ctx.
-type serverSpanKey struct{}
+// endLocked ends the span; st.mu must be held, and is released. The span
+// goes to the batcher once.
+func (st *spanState) endLocked() {
+	if st.ended.Load() {
+		st.mu.Unlock()
+		return
+	}
+	st.end = st.start.Add(time.Since(st.start)) // on the monotonic clock
+	st.ended.Store(true)
+	st.mu.Unlock()
+	st.t.batch.enqueue(st)
+}
+
+// attributes calls f with each of the span's attributes, in the order they
+// were first set; only after the span has ended.
+func (st *spanState) attributes(f func(attribute.KeyValue)) {
+	for _, kv := range st.attrs[:st.n] {
+		f(kv)
+	}
+	for _, kv := range st.more {
+		f(kv)
+	}
+}
+
+// The trace.Span methods, for code that finds the span in ctx through
+// OpenTelemetry's API. The proxy itself uses Span.
+
+// SpanContext implements trace.Span.
+func (st *spanState) SpanContext() trace.SpanContext { return st.sc }
+
+// IsRecording implements trace.Span.
+func (st *spanState) IsRecording() bool { return !st.ended.Load() }
+
+// SetStatus implements trace.Span.
+func (st *spanState) SetStatus(code codes.Code, description string) {
+	st.mu.Lock()
+	st.setStatusLocked(code, description)
+	st.mu.Unlock()
+}
+
+// SetAttributes implements trace.Span.
+func (st *spanState) SetAttributes(kv ...attribute.KeyValue) {
+	st.mu.Lock()
+	for _, a := range kv {
+		st.setLocked(a)
+	}
+	st.mu.Unlock()
+}
+
+// SetName implements trace.Span.
+func (st *spanState) SetName(name string) {
+	st.mu.Lock()
+	if !st.ended.Load() {
+		st.name = name
+	}
+	st.mu.Unlock()
+}
+
+// End implements trace.Span; its options are ignored.
+func (st *spanState) End(...trace.SpanEndOption) {
+	st.mu.Lock()
+	st.endLocked()
+}
+
+// AddEvent implements trace.Span. The proxy's spans carry no events (its
+// exports have none to send), so an event is dropped.
+func (st *spanState) AddEvent(string, ...trace.EventOption) {}
+
+// AddLink implements trace.Span; like events, links are dropped.
+func (st *spanState) AddLink(trace.Link) {}
+
+// RecordError implements trace.Span; it records an exception event, which
+// is dropped like any other.
+func (st *spanState) RecordError(error, ...trace.EventOption) {}
+
+// TracerProvider implements trace.Span. Spans started from it are not the
+// proxy's, and are not exported.
+func (st *spanState) TracerProvider() trace.TracerProvider { return noop.NewTracerProvider() }
 
 // IsRecording reports whether the span records attributes: callers may
 // skip work that only feeds a span.
-func (s Span) IsRecording() bool { return s.st != nil && s.st.recording && !s.st.ended.Load() }
+func (s Span) IsRecording() bool { return s.st != nil && !s.st.ended.Load() }
 
 // SetServer records the upstream server a request was routed to.
 func (s Span) SetServer(server string) {
@@ -247,7 +349,7 @@ func (st *spanState) setOutcomeLocked(outcome string, rpcCode int) {
 		st.setLocked(semconv.RPCResponseStatusCode(errType))
 	}
 	st.setLocked(semconv.ErrorTypeKey.String(errType))
-	st.s.SetStatus(codes.Error, errType)
+	st.setStatusLocked(codes.Error, errType)
 }
 
 // End ends the span. Its outcome and rpcCode (see SetOutcome) are recorded
@@ -260,18 +362,10 @@ func (s Span) End(outcome string, rpcCode int) {
 		return
 	}
 	st.mu.Lock()
-	if !st.outcomeSet && outcome != "" && st.recording {
+	if !st.outcomeSet && outcome != "" {
 		st.setOutcomeLocked(outcome, rpcCode)
 	}
-	if !st.ended.Load() && st.n > 0 {
-		st.s.SetAttributes(st.attrs[:st.n]...)
-		if len(st.more) > 0 {
-			st.s.SetAttributes(st.more...)
-		}
-	}
-	st.ended.Store(true)
-	st.mu.Unlock()
-	st.s.End()
+	st.endLocked()
 }
 
 // SpanFromContext returns the server span of the request ctx belongs to
@@ -283,8 +377,36 @@ func (t *Tracer) SpanFromContext(ctx context.Context) Span {
 	if t == nil {
 		return Span{}
 	}
-	st, _ := ctx.Value(serverSpanKey{}).(*spanState)
-	return Span{st}
+	if st, ok := trace.SpanFromContext(ctx).(*spanState); ok {
+		return Span{st.server}
+	}
+	return Span{}
+}
+
+// start starts a span named name as a child of the span context in ctx,
+// when the sampler samples it, and returns a ctx holding the span (or,
+// not sampled, just its span context, which propagates as the SDK's
+// unsampled spans do). A span the sampler would record without sampling
+// it is not kept: the batch processor exports sampled spans only.
+func (t *Tracer) start(ctx context.Context, name string, kind trace.SpanKind) (context.Context, *spanState) {
+	parent := trace.SpanContextFromContext(ctx)
+	tid, sid := newIDs(parent)
+	res := t.sampler.ShouldSample(sdktrace.SamplingParameters{ParentContext: ctx, TraceID: tid, Name: name, Kind: kind})
+	flags := parent.TraceFlags() &^ trace.FlagsSampled
+	if res.Decision == sdktrace.RecordAndSample {
+		flags |= trace.FlagsSampled
+	}
+	sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: tid, SpanID: sid, TraceFlags: flags, TraceState: res.Tracestate})
+	if res.Decision != sdktrace.RecordAndSample {
+		return trace.ContextWithSpanContext(ctx, sc), nil
+	}
+	st := &spanState{t: t, sc: sc, parent: parent, kind: kind, name: name, start: time.Now()}
+	if kind == trace.SpanKindServer {
+		st.server = st
+	} else if p, ok := trace.SpanFromContext(ctx).(*spanState); ok {
+		st.server = p.server
+	}
+	return trace.ContextWithSpan(ctx, st), st
 }
 
 // StartServer starts the server span of one downstream request, as a child
@@ -301,20 +423,20 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	if tp, ts := metaTraceContext(r.Params); tp != "" {
 		ctx = t.prop.Extract(ctx, &metaCarrier{traceparent: tp, tracestate: ts})
 	}
-	ctx, span := t.tracer.Start(ctx, t.names.name(r.Method, r.Target), serverStart...)
-	st := &spanState{s: span, recording: span.IsRecording()}
-	if st.recording {
-		st.add(semconv.McpMethodNameKey.String(r.Method))
-		st.addTarget(r.Method, r.Target)
-		if id := requestID(r.ID); id != "" {
-			st.add(semconv.JSONRPCRequestID(id))
-		}
-		st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
-		if r.Agent != "" {
-			st.add(AttrAgent.String(r.Agent))
-		}
+	ctx, st := t.start(ctx, t.names.name(r.Method, r.Target), trace.SpanKindServer)
+	if st == nil {
+		return ctx, Span{}
 	}
-	return context.WithValue(ctx, serverSpanKey{}, st), Span{st}
+	st.add(semconv.McpMethodNameKey.String(r.Method))
+	st.addTarget(r.Method, r.Target)
+	if id := requestID(r.ID); id != "" {
+		st.add(semconv.JSONRPCRequestID(id))
+	}
+	st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+	if r.Agent != "" {
+		st.add(AttrAgent.String(r.Agent))
+	}
+	return ctx, Span{st}
 }
 
 // StartClient starts the client span of one upstream request, a child of
@@ -329,18 +451,18 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	if r.Method == methodToolsCall || r.Method == methodPromptsGet {
 		target = paramName(r.Params)
 	}
-	ctx, span := t.tracer.Start(ctx, t.names.name(r.Method, target), clientStart...)
-	st := &spanState{s: span, recording: span.IsRecording()}
-	if st.recording {
-		st.add(semconv.McpMethodNameKey.String(r.Method))
-		st.addTarget(r.Method, target)
-		if r.ID != "" {
-			st.add(semconv.JSONRPCRequestID(r.ID))
-		}
-		st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
-		if r.Server != "" {
-			st.add(AttrServer.String(r.Server))
-		}
+	ctx, st := t.start(ctx, t.names.name(r.Method, target), trace.SpanKindClient)
+	if st == nil {
+		return ctx, Span{}
+	}
+	st.add(semconv.McpMethodNameKey.String(r.Method))
+	st.addTarget(r.Method, target)
+	if r.ID != "" {
+		st.add(semconv.JSONRPCRequestID(r.ID))
+	}
+	st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
+	if r.Server != "" {
+		st.add(AttrServer.String(r.Server))
 	}
 	return ctx, Span{st}
 }

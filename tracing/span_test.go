@@ -4,33 +4,82 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync"
 	"testing"
 
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// memTracer is a Tracer that keeps its spans in memory; flush with
-// tp.ForceFlush before reading exp.
-func memTracer(t *testing.T, opts ...sdktrace.TracerProviderOption) (*Tracer, *tracetest.InMemoryExporter) {
+// memExporter keeps the spans exported to it.
+type memExporter struct {
+	mu    sync.Mutex
+	spans []*spanState
+}
+
+func (m *memExporter) export(_ context.Context, spans []*spanState) error {
+	m.mu.Lock()
+	m.spans = append(m.spans, spans...)
+	m.mu.Unlock()
+	return nil
+}
+
+func (m *memExporter) shutdown(context.Context) error { return nil }
+
+// testBatch is the batch processor's default config.
+func testBatch(t testing.TB) batchConfig {
 	t.Helper()
-	exp := tracetest.NewInMemoryExporter()
-	tr := newTracer(exp, resource.Empty(), zerolog.Nop(), opts...)
+	bc, err := batchConfigFrom(func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bc
+}
+
+// memTracer is a Tracer that keeps its spans in memory, sampling with
+// sampler (nil: the default, ParentBased(AlwaysSample)); ended reads them.
+func memTracer(t *testing.T, sampler ...sdktrace.Sampler) (*Tracer, *memExporter) {
+	t.Helper()
+	s := sdktrace.ParentBased(sdktrace.AlwaysSample())
+	if len(sampler) > 0 {
+		s = sampler[0]
+	}
+	exp := &memExporter{}
+	tr := newTracer(exp, s, testBatch(t), zerolog.Nop(), func(err error) { t.Errorf("export: %v", err) })
 	t.Cleanup(func() { _ = tr.Shutdown(context.Background()) })
 	return tr, exp
 }
 
-func ended(t *testing.T, tr *Tracer, exp *tracetest.InMemoryExporter) tracetest.SpanStubs {
+// ended shuts tr down, which exports every ended span, and returns them
+// as the SDK's test stubs.
+func ended(t *testing.T, tr *Tracer, exp *memExporter) tracetest.SpanStubs {
 	t.Helper()
-	if err := tr.tp.ForceFlush(context.Background()); err != nil {
+	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	return exp.GetSpans()
+	exp.mu.Lock()
+	defer exp.mu.Unlock()
+	out := make(tracetest.SpanStubs, 0, len(exp.spans))
+	for _, st := range exp.spans {
+		out = append(out, stub(st))
+	}
+	return out
+}
+
+// stub is the SDK's test stub of the ended span st.
+func stub(st *spanState) tracetest.SpanStub {
+	var attrs []attribute.KeyValue
+	st.attributes(func(kv attribute.KeyValue) { attrs = append(attrs, kv) })
+	return tracetest.SpanStub{
+		Name: st.name, SpanContext: st.sc, Parent: st.parent, SpanKind: st.kind,
+		StartTime: st.start, EndTime: st.end, Attributes: attrs,
+		Status:            sdktrace.Status{Code: st.status, Description: st.statusText},
+		DroppedAttributes: st.dropped,
+	}
 }
 
 func attrMap(kvs []attribute.KeyValue) map[string]string {
@@ -234,7 +283,7 @@ func TestServerSpanParent(t *testing.T) {
 }
 
 func TestSampleRatioZeroStillPropagates(t *testing.T) {
-	tr, exp := memTracer(t, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0))))
+	tr, exp := memTracer(t, sdktrace.ParentBased(sdktrace.TraceIDRatioBased(0)))
 	ctx, s := tr.StartClient(context.Background(), ClientRequest{Method: "tools/list", ID: "px-1"})
 	out := string(tr.InjectMeta(ctx, nil))
 	if s.IsRecording() {

@@ -18,7 +18,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/mcp-proxy/mcp-proxy/config"
 )
@@ -66,11 +65,11 @@ type Options struct {
 // *Tracer is tracing turned off (see the package doc). All methods are
 // safe for concurrent use.
 type Tracer struct {
-	tp     *sdktrace.TracerProvider
-	tracer trace.Tracer
-	prop   propagation.TraceContext
-	log    zerolog.Logger
-	names  spanNames
+	sampler sdktrace.Sampler
+	batch   *batcher
+	prop    propagation.TraceContext
+	log     zerolog.Logger
+	names   spanNames
 
 	shutdownOnce sync.Once
 	shutdownErr  error
@@ -90,21 +89,27 @@ func New(ctx context.Context, cfg config.Tracing, opts Options) (*Tracer, error)
 	if err != nil || !on {
 		return nil, err
 	}
-	exp, endpoint, err := newExporter(ctx, cfg, env)
-	if err != nil {
+	var sampler sdktrace.Sampler
+	if r := cfg.SampleRatio; r != nil {
+		sampler = sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))
+	} else if sampler, err = samplerFrom(env); err != nil {
 		return nil, err
 	}
+	bc, bcErr := batchConfigFrom(env)
 	res, err := newResource(ctx, cfg, opts.Version)
 	if err != nil {
-		_ = exp.Shutdown(ctx)
 		return nil, err
 	}
-	var tpOpts []sdktrace.TracerProviderOption
-	if r := cfg.SampleRatio; r != nil {
-		tpOpts = append(tpOpts, sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(*r))))
-	} // else the SDK reads OTEL_TRACES_SAMPLER(_ARG), default parentbased_always_on
-	t := newTracer(exp, res, opts.Logger, tpOpts...)
-	otel.SetErrorHandler(newErrorLogger(opts.Logger))
+	exp, endpoint, err := newExporter(ctx, cfg, env, res, bc.limits)
+	if err != nil {
+		return nil, err
+	}
+	errs := newErrorLogger(opts.Logger)
+	otel.SetErrorHandler(errs) // the OTLP clients report through it too
+	t := newTracer(exp, sampler, bc, opts.Logger, errs.Handle)
+	if bcErr != nil {
+		opts.Logger.Warn().Err(bcErr).Msg("tracing: OTEL_BSP_* or attribute limit variable ignored")
+	}
 	ev := opts.Logger.Info().Str("protocol", protocolOf(cfg, env))
 	if endpoint != "" {
 		ev = ev.Str("endpoint", endpoint)
@@ -113,14 +118,13 @@ func New(ctx context.Context, cfg config.Tracing, opts Options) (*Tracer, error)
 	return t, nil
 }
 
-// newTracer builds a Tracer on exp; tests give it an in-memory exporter.
-func newTracer(exp sdktrace.SpanExporter, res *resource.Resource, log zerolog.Logger, opts ...sdktrace.TracerProviderOption) *Tracer {
-	opts = append([]sdktrace.TracerProviderOption{sdktrace.WithBatcher(exp), sdktrace.WithResource(res)}, opts...)
-	tp := sdktrace.NewTracerProvider(opts...)
+// newTracer builds a Tracer exporting through exp; tests give it an
+// exporter of their own.
+func newTracer(exp spanExporter, sampler sdktrace.Sampler, bc batchConfig, log zerolog.Logger, report func(error)) *Tracer {
 	return &Tracer{
-		tp:     tp,
-		tracer: tp.Tracer(instrumentationName, trace.WithSchemaURL(semconv.SchemaURL)),
-		log:    log,
+		sampler: sampler,
+		batch:   newBatcher(bc, exp, report),
+		log:     log,
 	}
 }
 
@@ -134,7 +138,7 @@ func (t *Tracer) Shutdown(ctx context.Context) error {
 	t.shutdownOnce.Do(func() {
 		ctx, cancel := context.WithTimeout(ctx, ShutdownBudget)
 		defer cancel()
-		if err := t.tp.Shutdown(ctx); err != nil {
+		if err := t.batch.shutdown(ctx); err != nil {
 			t.shutdownErr = fmt.Errorf("tracing: flush at shutdown: %w", err)
 		}
 	})
@@ -179,7 +183,7 @@ func protocolOf(cfg config.Tracing, env func(string) (string, bool)) string {
 
 // newExporter builds the OTLP exporter. It returns the endpoint from the
 // config for the start line ("" when the SDK takes it from a variable).
-func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (string, bool)) (sdktrace.SpanExporter, string, error) {
+func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (string, bool), res *resource.Resource, lim attrLimits) (*wireExporter, string, error) {
 	var u *url.URL
 	if cfg.Endpoint != "" {
 		var err error
@@ -189,15 +193,15 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 	}
 	var (
 		proto = protocolOf(cfg, env)
-		exp   sdktrace.SpanExporter
+		exp   *wireExporter
 		kind  string // for the error text
 		err   error
 	)
 	switch proto {
 	case protoHTTP, protoHTTPJSON:
 		// The encoding is always given: the client otherwise takes it from
-		// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, and the wire exporter's
-		// spans, all unknown fields, would go as empty JSON objects.
+		// OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL, and spans encoded as
+		// unknown fields would go as empty JSON objects.
 		opts := []otlptracehttp.Option{otlptracehttp.WithEncoding(otlptracehttp.EncodingProtobuf)}
 		if proto == protoHTTPJSON {
 			opts[0] = otlptracehttp.WithEncoding(otlptracehttp.EncodingJSON)
@@ -213,11 +217,7 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 			opts = append(opts, otlptracehttp.WithHeaders(cfg.Headers))
 		}
 		kind = "OTLP/HTTP"
-		if proto == protoHTTPJSON {
-			exp, err = otlptracehttp.New(ctx, opts...)
-		} else {
-			exp, err = newWireExporter(ctx, otlptracehttp.NewClient(opts...))
-		}
+		exp, err = newWireExporter(ctx, otlptracehttp.NewClient(opts...), res, proto == protoHTTPJSON, lim)
 	case protoGRPC:
 		var opts []otlptracegrpc.Option
 		if u != nil {
@@ -227,7 +227,7 @@ func newExporter(ctx context.Context, cfg config.Tracing, env func(string) (stri
 			opts = append(opts, otlptracegrpc.WithHeaders(cfg.Headers))
 		}
 		kind = "OTLP/gRPC"
-		exp, err = newWireExporter(ctx, otlptracegrpc.NewClient(opts...))
+		exp, err = newWireExporter(ctx, otlptracegrpc.NewClient(opts...), res, false, lim)
 	default:
 		return nil, "", fmt.Errorf("%w: OTLP protocol %q (http/protobuf, grpc or http/json)", ErrUnsupported, proto)
 	}

@@ -21,7 +21,9 @@ func clearOTELEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT",
 		"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
 		"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS", "OTEL_TRACES_SAMPLER", "OTEL_TRACES_SAMPLER_ARG",
-		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
+		"OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES", "OTEL_BSP_SCHEDULE_DELAY", "OTEL_BSP_EXPORT_TIMEOUT",
+		"OTEL_BSP_MAX_QUEUE_SIZE", "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", "OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT",
+		"OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "OTEL_SPAN_ATTRIBUTE_COUNT_LIMIT", "OTEL_ATTRIBUTE_COUNT_LIMIT"} {
 		t.Setenv(k, "")
 	}
 }
@@ -104,6 +106,16 @@ func TestNewExportsToCollector(t *testing.T) {
 		exportOne(t, config.Tracing{Endpoint: rcv.Endpoint(), Protocol: "http/protobuf", ServiceName: "from-config", SampleRatio: ratio(1)})
 		checkExported(t, rcv, "from-config")
 	})
+	t.Run("http/json from the environment", func(t *testing.T) {
+		clearOTELEnv(t)
+		rcv := otlptest.NewHTTP(t)
+		t.Setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "http/json")
+		exportOne(t, config.Tracing{Endpoint: rcv.Endpoint(), ServiceName: "js"})
+		checkExported(t, rcv, "js")
+		if ct := rcv.Header().Get("Content-Type"); ct != "application/json" {
+			t.Errorf("Content-Type %q, want application/json", ct)
+		}
+	})
 	for _, v := range []string{"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL"} {
 		t.Run("config http/protobuf wins over "+v+"=http/json", func(t *testing.T) {
 			clearOTELEnv(t)
@@ -127,6 +139,8 @@ func TestNewOff(t *testing.T) {
 		{name: "OTEL_SDK_DISABLED", env: map[string]string{"OTEL_SDK_DISABLED": "true"}, cfg: config.Tracing{Endpoint: "http://127.0.0.1:1"}},
 		{name: "OTEL_TRACES_EXPORTER=none", env: map[string]string{"OTEL_TRACES_EXPORTER": "none", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}},
 		{name: "unsupported exporter", env: map[string]string{"OTEL_TRACES_EXPORTER": "zipkin"}, cfg: config.Tracing{Endpoint: "http://127.0.0.1:1"}, wantErr: ErrUnsupported},
+		{name: "unsupported sampler", env: map[string]string{"OTEL_TRACES_SAMPLER": "jaeger_remote"}, cfg: config.Tracing{Endpoint: "http://127.0.0.1:1"}, wantErr: ErrUnsupported},
+		{name: "sampler ratio above 1", env: map[string]string{"OTEL_TRACES_SAMPLER": "traceidratio", "OTEL_TRACES_SAMPLER_ARG": "1.5"}, cfg: config.Tracing{Endpoint: "http://127.0.0.1:1"}, wantErr: ErrUnsupported},
 		{name: "unsupported protocol", env: map[string]string{"OTEL_EXPORTER_OTLP_PROTOCOL": "thrift", "OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:1"}, wantErr: ErrUnsupported},
 	}
 	for _, tt := range tests {

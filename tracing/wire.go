@@ -9,7 +9,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -177,63 +176,80 @@ func count(v int) uint64 {
 // unixNano is t as OTLP's unsigned nanoseconds, 0 before 1970.
 func unixNano(ns int64) uint64 { return uint64(max(ns, 0)) }
 
-// appendSpan appends the fields of one Span message (not its tag).
-func appendSpan(b []byte, s sdktrace.ReadOnlySpan) []byte {
-	sc := s.SpanContext()
+// appendSpan appends the fields of one Span message (not its tag) of the
+// ended span st, its attributes within lim.
+func appendSpan(b []byte, st *spanState, lim attrLimits) []byte {
+	sc := st.sc
 	tid, sid := sc.TraceID(), sc.SpanID()
 	b = protowire.AppendTag(b, fSpanTraceID, protowire.BytesType)
 	b = protowire.AppendBytes(b, tid[:])
 	b = protowire.AppendTag(b, fSpanSpanID, protowire.BytesType)
 	b = protowire.AppendBytes(b, sid[:])
 	b = appendStringField(b, fSpanTraceState, sc.TraceState().String())
-	parent := s.Parent()
-	if psid := parent.SpanID(); psid.IsValid() {
+	if psid := st.parent.SpanID(); psid.IsValid() {
 		b = appendBytesField(b, fSpanParentSpanID, psid[:])
 	}
-	b = appendStringField(b, fSpanName, s.Name())
-	b = appendVarintField(b, fSpanKind, spanKind(s.SpanKind()))
-	b = appendFixed64Field(b, fSpanStart, unixNano(s.StartTime().UnixNano()))
-	b = appendFixed64Field(b, fSpanEnd, unixNano(s.EndTime().UnixNano()))
-	b = appendKeyValues(b, fSpanAttributes, s.Attributes())
-	b = appendVarintField(b, fSpanDroppedAttrs, count(s.DroppedAttributes()))
-	for _, e := range s.Events() {
-		var at int
-		b, at = beginMsg(b, fSpanEvents)
-		b = appendFixed64Field(b, fEventTime, unixNano(e.Time.UnixNano()))
-		b = appendStringField(b, fEventName, e.Name)
-		b = appendKeyValues(b, fEventAttributes, e.Attributes)
-		b = appendVarintField(b, fEventDroppedAttrs, count(e.DroppedAttributeCount))
-		b = endMsg(b, at)
-	}
-	b = appendVarintField(b, fSpanDroppedEvts, count(s.DroppedEvents()))
-	for _, l := range s.Links() {
-		var at int
-		b, at = beginMsg(b, fSpanLinks)
-		ltid, lsid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-		b = protowire.AppendTag(b, fLinkTraceID, protowire.BytesType)
-		b = protowire.AppendBytes(b, ltid[:])
-		b = protowire.AppendTag(b, fLinkSpanID, protowire.BytesType)
-		b = protowire.AppendBytes(b, lsid[:])
-		b = appendKeyValues(b, fLinkAttributes, l.Attributes)
-		b = appendVarintField(b, fLinkDroppedAttrs, count(l.DroppedAttributeCount))
-		b = appendFixed32Field(b, fLinkFlags, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext))
-		b = endMsg(b, at)
-	}
-	b = appendVarintField(b, fSpanDroppedLinks, count(s.DroppedLinks()))
+	b = appendStringField(b, fSpanName, st.name)
+	b = appendVarintField(b, fSpanKind, spanKind(st.kind))
+	b = appendFixed64Field(b, fSpanStart, unixNano(st.start.UnixNano()))
+	b = appendFixed64Field(b, fSpanEnd, unixNano(st.end.UnixNano()))
+	kept, dropped := 0, st.dropped
+	st.attributes(func(kv attribute.KeyValue) {
+		if lim.count >= 0 && kept >= lim.count {
+			dropped++
+			return
+		}
+		kept++
+		b = appendKeyValue(b, fSpanAttributes, truncated(kv, lim.valueLen))
+	})
+	b = appendVarintField(b, fSpanDroppedAttrs, count(dropped))
 	var at int
 	b, at = beginMsg(b, fSpanStatus)
-	st := s.Status()
 	var code uint64
-	switch st.Code {
+	switch st.status {
 	case codes.Ok:
 		code = statusOK
 	case codes.Error:
 		code = statusError
 	}
-	b = appendStringField(b, fStatusMessage, st.Description)
+	b = appendStringField(b, fStatusMessage, st.statusText)
 	b = appendVarintField(b, fStatusCode, code)
 	b = endMsg(b, at)
-	return appendFixed32Field(b, fSpanFlags, spanFlags(sc.TraceFlags(), parent))
+	return appendFixed32Field(b, fSpanFlags, spanFlags(sc.TraceFlags(), st.parent))
+}
+
+// truncated is kv with its string, or each string of its list, cut to at
+// most limit characters, as the SDK cuts them (limit < 0: no limit).
+func truncated(kv attribute.KeyValue, limit int) attribute.KeyValue {
+	if limit < 0 {
+		return kv
+	}
+	switch kv.Value.Type() {
+	case attribute.STRING:
+		if s := kv.Value.AsString(); len(s) > limit {
+			kv.Value = attribute.StringValue(cutChars(s, limit))
+		}
+	case attribute.STRINGSLICE:
+		ss := kv.Value.AsStringSlice()
+		for i, s := range ss {
+			ss[i] = cutChars(s, limit)
+		}
+		kv.Value = attribute.StringSliceValue(ss)
+	}
+	return kv
+}
+
+// cutChars is s cut after its first limit characters (runes; a byte that
+// is not UTF-8 counts as one).
+func cutChars(s string, limit int) string {
+	n := 0
+	for i := range s {
+		if n == limit {
+			return s[:i]
+		}
+		n++
+	}
+	return s
 }
 
 // spanFlags are OTLP's flags of a span (or link) with trace flags tf
