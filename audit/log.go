@@ -30,10 +30,16 @@ const (
 	// GatherDelay is how long the writer, woken by an entry that came
 	// alone, waits for more before it writes: a busy proxy then makes one
 	// write a GatherDelay, not one per call (each write is a system call
-	// that also wakes the runtime's monitor thread, see
-	// docs/performance.md), at the price of lines reaching the file up to
-	// GatherDelay later.
-	GatherDelay = 10 * time.Millisecond
+	// that also wakes the runtime's monitor thread, whose polling and
+	// context switches cost a proxy on one CPU slot more than the write,
+	// see docs/performance.md), at the price of lines reaching the file up
+	// to GatherDelay later.
+	GatherDelay = 100 * time.Millisecond
+	// GatherEntries ends the wait early: once this many entries (or
+	// WriteBatchBytes of copied arguments) are queued they are written at
+	// once, so that a burst never comes near QueueEntries or QueueBytes
+	// while the writer waits.
+	GatherEntries = 256
 	// DropLogInterval is the least time between two drop warnings.
 	DropLogInterval = 10 * time.Second
 	// CloseBudget bounds Close when its ctx has no earlier deadline.
@@ -83,8 +89,13 @@ type Log struct {
 	done chan struct{} // closed when the writer has ended
 
 	// gather is the writer's pause before a batch that began with a lone
-	// entry (a sleep of GatherDelay; tests replace it).
+	// entry (waitGathered; tests replace it).
 	gather func()
+	// gathered ends a gather: GatherEntries or WriteBatchBytes are
+	// queued, or Close.
+	gathered chan struct{}
+	// gatherDelay is GatherDelay (tests set it before the first entry).
+	gatherDelay time.Duration
 
 	w writeBuffers // the writer goroutine's alone
 	// narrow is whether the writer scrubs only a line's values (see
@@ -130,21 +141,23 @@ func newLog(s sink, mode string, opts Options) (*Log, error) {
 	}
 	sc := sanitize.NewScrubber(opts.Secrets)
 	l := &Log{
-		mode:   mode,
-		log:    opts.Logger,
-		sink:   s,
-		sc:     sc,
-		narrow: sc.Inert(lineFixed, timeBytes, numberBytes, hexBytes),
-		ch:     make(chan *record, QueueEntries),
-		done:   make(chan struct{}),
-		gather: opts.gather,
+		mode:        mode,
+		log:         opts.Logger,
+		sink:        s,
+		sc:          sc,
+		narrow:      sc.Inert(lineFixed, timeBytes, numberBytes, hexBytes),
+		ch:          make(chan *record, QueueEntries),
+		done:        make(chan struct{}),
+		gather:      opts.gather,
+		gathered:    make(chan struct{}, 1),
+		gatherDelay: GatherDelay,
 		droppedC: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "mcp_proxy_audit_dropped_total",
 			Help: "Audit log entries not written: the queue was full (slow or stuck disk) or the write failed.",
 		}),
 	}
 	if l.gather == nil {
-		l.gather = func() { time.Sleep(GatherDelay) }
+		l.gather = l.waitGathered
 	}
 	if opts.Registerer != nil {
 		if err := opts.Registerer.Register(l.droppedC); err != nil {
@@ -192,16 +205,40 @@ func (l *Log) Record(e Entry) {
 	if l.closed {
 		return
 	}
-	if l.queuedBytes.Add(r.cost) > QueueBytes {
+	queued := l.queuedBytes.Add(r.cost)
+	if queued > QueueBytes {
 		l.queuedBytes.Add(-r.cost)
 		l.drop(1, "the queue is full (the disk is slow or stuck)")
 		return
 	}
 	select {
 	case l.ch <- r:
+		if len(l.ch) == GatherEntries || queued >= WriteBatchBytes && queued-r.cost < WriteBatchBytes {
+			l.endGather()
+		}
 	default:
 		l.queuedBytes.Add(-r.cost)
 		l.drop(1, "the queue is full (the disk is slow or stuck)")
+	}
+}
+
+// waitGathered is the writer's gather: GatherDelay, or until endGather.
+func (l *Log) waitGathered() {
+	t := time.NewTimer(l.gatherDelay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-l.gathered:
+	}
+}
+
+// endGather ends the writer's gather, or the next one if it is not
+// gathering (the queue filled while it wrote: the next batch is a large
+// one anyway).
+func (l *Log) endGather() {
+	select {
+	case l.gathered <- struct{}{}:
+	default:
 	}
 }
 
@@ -409,6 +446,7 @@ func (l *Log) Close(ctx context.Context) error {
 	if !l.closed {
 		l.closed = true
 		close(l.ch)
+		l.endGather()
 	}
 	l.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, CloseBudget)

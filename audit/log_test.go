@@ -643,6 +643,62 @@ func TestLoneEntryGathersFollowers(t *testing.T) {
 	}
 }
 
+// TestGatherEndsEarly: the writer's wait for followers ends once
+// GatherEntries are queued, and at Close, however long GatherDelay is.
+func TestGatherEndsEarly(t *testing.T) {
+	sink := &countingSink{}
+	l, err := newLog(sink, "digest", Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.gatherDelay = time.Hour
+	waitTaken := func() { // the writer has taken the queued entries
+		deadline := time.Now().Add(10 * time.Second) // a liveness bound, not a timing
+		for len(l.ch) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatal("the writer took no entry")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // alone: the writer waits
+	waitTaken()
+	for range GatherEntries {
+		l.Record(Entry{Method: "tools/call", Target: "fx__echo"})
+	}
+	want := GatherEntries + 1
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sink.mu.Lock()
+		lines, flushes := sink.lines, sink.flushes
+		sink.mu.Unlock()
+		if lines == want {
+			if flushes != 1 {
+				t.Errorf("%d lines in %d writes, want 1 write", lines, flushes)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lines written with %d entries queued, want them all at once", lines, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // a lone entry: the writer waits an hour
+	closed := make(chan error, 1)
+	go func() { closed <- l.Close(context.Background()) }()
+	select {
+	case err := <-closed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close waited for the writer's gather")
+	}
+	if sink.lines != want+1 {
+		t.Errorf("%d lines after Close, want %d", sink.lines, want+1)
+	}
+}
+
 // flushCounter counts the writes (Flush calls) of the sink it wraps.
 type flushCounter struct {
 	sink
