@@ -213,7 +213,10 @@ func (l *Log) Record(e Entry) {
 	}
 	select {
 	case l.ch <- r:
-		if len(l.ch) == GatherEntries || queued >= WriteBatchBytes && queued-r.cost < WriteBatchBytes {
+		// At or past the threshold, not only at it: two Records can both
+		// send before either reads the length, and neither would see
+		// GatherEntries itself.
+		if len(l.ch) >= GatherEntries || queued >= WriteBatchBytes && queued-r.cost < WriteBatchBytes {
 			l.endGather()
 		}
 	default:

@@ -930,3 +930,45 @@ func TestKeyAfterHTMLEscapeInArguments(t *testing.T) {
 		t.Errorf("arguments written:\n got %s\nwant %s", got, want)
 	}
 }
+
+// TestGatherEndsPastThreshold: the writer's wait ends when concurrent
+// Records take the queue past GatherEntries without any of them seeing it
+// at exactly GatherEntries: one sends the 256th entry, another the 257th,
+// and only then does either look at the queue's length.
+func TestGatherEndsPastThreshold(t *testing.T) {
+	sink := &countingSink{}
+	l, err := newLog(sink, "digest", Options{Logger: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.gatherDelay = time.Hour
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // alone: the writer waits
+	deadline := time.Now().Add(10 * time.Second)              // a liveness bound, not a timing
+	for len(l.ch) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the writer took no entry")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	// GatherEntries Records that have sent their entry and not yet looked
+	// at the queue's length.
+	for range GatherEntries {
+		l.queuedBytes.Add(entryCost)
+		l.ch <- &record{Entry: Entry{Method: "tools/call", Target: "fx__echo", Time: time.Now()}, cost: entryCost}
+	}
+	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // the 257th: it sees 257
+	want := GatherEntries + 2
+	for {
+		sink.mu.Lock()
+		lines := sink.lines
+		sink.mu.Unlock()
+		if lines == want {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d lines written with %d entries queued, want them all: the writer still waits", lines, want)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
