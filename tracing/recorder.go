@@ -121,7 +121,7 @@ func samplerFrom(env func(string) (string, bool)) (sdktrace.Sampler, error) {
 			return sdktrace.TraceIDRatioBased(1), nil
 		}
 		r, err := strconv.ParseFloat(arg, 64)
-		if err != nil || r < 0 || r > 1 {
+		if err != nil || !(r >= 0 && r <= 1) { // NaN too: it would sample every trace
 			return nil, fmt.Errorf("%w: OTEL_TRACES_SAMPLER_ARG=%s (a ratio from 0 to 1)", ErrUnsupported, arg)
 		}
 		return sdktrace.TraceIDRatioBased(r), nil

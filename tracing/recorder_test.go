@@ -39,6 +39,8 @@ func TestSamplerFrom(t *testing.T) {
 		{"traceidratio", "-0.1", ""},
 		{"parentbased_traceidratio", "1.01", ""},
 		{"traceidratio", "half", ""},
+		{"traceidratio", "NaN", ""},
+		{"parentbased_traceidratio", "nan", ""},
 	} {
 		s, err := samplerFrom(envOf(map[string]string{"OTEL_TRACES_SAMPLER": c.name, "OTEL_TRACES_SAMPLER_ARG": c.arg}))
 		if c.want == "" {
