@@ -200,6 +200,11 @@ type batcher struct {
 
 	shutOnce sync.Once
 	shutErr  error
+
+	// droppedTotal is every span dropped until the last report, the
+	// goroutine's own: each report carries it, so that the reports the
+	// error log holds back (one a minute) lose no count.
+	droppedTotal int
 }
 
 func newBatcher(cfg batchConfig, exp spanExporter, report func(error)) *batcher {
@@ -291,7 +296,9 @@ func (b *batcher) take(batch []*spanState, full bool) []*spanState {
 	b.dropped = 0
 	b.mu.Unlock()
 	if dropped > 0 {
-		b.report(fmt.Errorf("%d spans dropped: the export queue (OTEL_BSP_MAX_QUEUE_SIZE %d) was full", dropped, b.cfg.maxQueue))
+		b.droppedTotal += dropped
+		b.report(fmt.Errorf("%d spans dropped (%d since the start): the export queue (OTEL_BSP_MAX_QUEUE_SIZE %d) was full",
+			dropped, b.droppedTotal, b.cfg.maxQueue))
 	}
 	return batch
 }

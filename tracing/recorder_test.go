@@ -274,3 +274,62 @@ func TestOverflowAttributesCounted(t *testing.T) {
 		t.Errorf("%d attributes kept and %d dropped, want %d kept of 22", n, d, inlineAttrs+maxMoreAttrs)
 	}
 }
+
+// TestBatcherDropReportsTotal: each drop report carries the number dropped
+// since the start as well as since the last report, so that a report the
+// error log holds back (one a minute) loses no count.
+func TestBatcherDropReportsTotal(t *testing.T) {
+	exp := newGateExporter()
+	bc := testBatch(t)
+	bc.maxQueue, bc.maxBatch, bc.delay = 2, 2, time.Hour
+	var mu sync.Mutex
+	var reports []string
+	tr := newTracer(exp, sdktrace.AlwaysSample(), bc, zerolog.Nop(), func(err error) {
+		mu.Lock()
+		reports = append(reports, err.Error())
+		mu.Unlock()
+	})
+	waitExported := func(n int) {
+		for range n {
+			select {
+			case <-exp.got:
+			case <-time.After(10 * time.Second): // a liveness bound, not a timing
+				t.Fatal("a batch was not exported")
+			}
+		}
+	}
+	waitTaken := func() {
+		deadline := time.Now().Add(10 * time.Second) // a liveness bound, not a timing
+		for {
+			tr.batch.mu.Lock()
+			n := len(tr.batch.queue)
+			tr.batch.mu.Unlock()
+			if n == 0 {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("the batch was not taken")
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	for round := range 2 {
+		exp.gate.Lock()
+		endN(tr, "full", 2) // the goroutine takes them and waits at the gate
+		waitTaken()
+		endN(tr, "more", 3+round) // 2 fit in the queue, the rest are dropped
+		exp.gate.Unlock()
+		if round == 0 {
+			waitExported(2) // the stuck batch, then the queued one, reporting the drop
+		}
+	}
+	if err := tr.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(reports) != 2 || !strings.HasPrefix(reports[0], "1 spans dropped (1 since the start)") ||
+		!strings.HasPrefix(reports[1], "2 spans dropped (3 since the start)") {
+		t.Errorf("reports %q, want 1 dropped (1 since the start), then 2 (3 since the start)", reports)
+	}
+}
