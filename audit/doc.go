@@ -31,9 +31,10 @@
 //
 // Durability: each batch of lines (whatever was queued when the writer
 // woke, at most WriteBatchBytes; a writer woken by a lone entry first waits
-// GatherDelay for others to join it) reaches the kernel in one write; the file
-// is fsynced at most once per SyncInterval while lines are being written,
-// before each rotation and at Close. A crash of the proxy loses only the
+// GatherDelay for others to join it, less once GatherEntries or
+// WriteBatchBytes are queued or Close is called) reaches the kernel in one
+// write; the file is fsynced at most once per SyncInterval while lines are
+// being written, before each rotation and at Close. A crash of the proxy loses only the
 // queue (at most GatherDelay of entries on a busy proxy); a crash of the machine loses at most the last SyncInterval.
 //
 // Secrets: every line passes through a sanitize.Scrubber built from the

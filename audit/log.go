@@ -62,8 +62,8 @@ type Options struct {
 	// Registerer, when not nil, gets mcp_proxy_audit_dropped_total.
 	Registerer prometheus.Registerer
 
-	// gather, when not nil, replaces the writer's GatherDelay sleep
-	// (tests).
+	// gather, when not nil, replaces the writer's wait for followers
+	// (waitGathered; tests).
 	gather func()
 }
 

@@ -29,8 +29,9 @@ const (
 var tracingProtocols = []string{TracingHTTP, TracingGRPC}
 
 // tracingDefaults fills the tracing keys the file left out, unless the
-// OpenTelemetry variable that sets the same thing is present: the SDK reads
-// those itself, and a default here would shadow them.
+// OpenTelemetry variable that sets the same thing is present: the tracing
+// package (the sampler, the protocol) or the SDK (the resource) reads those
+// itself, and a default here would shadow them.
 func (c *Config) tracingDefaults(lookupEnv func(string) (string, bool)) {
 	t := &c.Tracing
 	has := func(names ...string) bool {

@@ -272,8 +272,9 @@ func newResource(ctx context.Context, cfg config.Tracing, version string) (*reso
 	return res, nil
 }
 
-// errorLogger logs the SDK's errors (failed exports, dropped spans) at
-// most once per errorLogInterval, with the number held back since.
+// errorLogger logs export errors (the OTLP clients' report through
+// OpenTelemetry's error handler) and the recorder's drop reports at most
+// once per errorLogInterval, with the number held back since.
 type errorLogger struct {
 	log        zerolog.Logger
 	mu         sync.Mutex

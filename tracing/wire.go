@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The OTLP protobuf encoding of spans, written straight from the SDK's
-// ended spans. It produces the bytes the OTLP exporters' own conversion
+// The OTLP protobuf encoding of spans, written straight from the
+// recorder's ended spans (span.go). It produces the bytes the OTLP exporters' own conversion
 // and proto.Marshal produce (TestWireMatchesSDK compares them): the same
 // fields in field-number order, zero scalars left out, a span's status and
 // an attribute's value always written. One difference: text that is not
