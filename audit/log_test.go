@@ -652,17 +652,9 @@ func TestGatherEndsEarly(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.gatherDelay = time.Hour
-	waitTaken := func() { // the writer has taken the queued entries
-		deadline := time.Now().Add(10 * time.Second) // a liveness bound, not a timing
-		for len(l.ch) > 0 {
-			if time.Now().After(deadline) {
-				t.Fatal("the writer took no entry")
-			}
-			time.Sleep(time.Millisecond)
-		}
-	}
+	gathering := gatherStarts(l)
 	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // alone: the writer waits
-	waitTaken()
+	waitGathering(t, gathering)
 	for range GatherEntries {
 		l.Record(Entry{Method: "tools/call", Target: "fx__echo"})
 	}
@@ -943,14 +935,9 @@ func TestGatherEndsPastThreshold(t *testing.T) {
 	}
 	l.gatherDelay = time.Hour
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	gathering := gatherStarts(l)
 	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // alone: the writer waits
-	deadline := time.Now().Add(10 * time.Second)              // a liveness bound, not a timing
-	for len(l.ch) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the writer took no entry")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitGathering(t, gathering)
 	// GatherEntries Records that have sent their entry and not yet looked
 	// at the queue's length.
 	for range GatherEntries {
@@ -959,6 +946,7 @@ func TestGatherEndsPastThreshold(t *testing.T) {
 	}
 	l.Record(Entry{Method: "tools/call", Target: "fx__echo"}) // the 257th: it sees 257
 	want := GatherEntries + 2
+	deadline := time.Now().Add(10 * time.Second) // a liveness bound, not a timing
 	for {
 		sink.mu.Lock()
 		lines := sink.lines
@@ -970,5 +958,33 @@ func TestGatherEndsPastThreshold(t *testing.T) {
 			t.Fatalf("%d lines written with %d entries queued, want them all: the writer still waits", lines, want)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// gatherStarts has l's writer report each wait for followers it begins (it
+// took an entry and found the queue empty), then wait as it would. Call it
+// before the first Record.
+func gatherStarts(l *Log) <-chan struct{} {
+	c := make(chan struct{}, 1)
+	l.gather = func() {
+		select {
+		case c <- struct{}{}:
+		default:
+		}
+		l.waitGathered()
+	}
+	return c
+}
+
+// waitGathering waits until the writer has begun to wait for followers: an
+// entry recorded now joins its write. Polling the queue's length does not
+// tell: the writer may have taken the lone entry and not yet looked whether
+// others follow, and seeing one it writes at once.
+func waitGathering(t *testing.T, gathering <-chan struct{}) {
+	t.Helper()
+	select {
+	case <-gathering:
+	case <-time.After(10 * time.Second): // a liveness bound, not a timing
+		t.Fatal("the writer did not wait for followers of a lone entry")
 	}
 }
