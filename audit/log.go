@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
@@ -358,7 +359,15 @@ func (l *Log) write(batch []*record) {
 		}
 		ends = append(ends, lineEnd{line: len(lines), vals: len(vals)})
 	}
-	text := string(lines)
+	// The scrubber reads the lines as a string. It is the buffer itself,
+	// not a copy (a line's worth of garbage a call): nothing keeps the
+	// string or its pieces past scrubLine, whose results are appended to
+	// w.out at once, and the buffer is not written again before the next
+	// batch.
+	var text string
+	if len(lines) > 0 {
+		text = unsafe.String(&lines[0], len(lines))
+	}
 	var werr error
 	start, v := 0, 0
 	for _, end := range ends {

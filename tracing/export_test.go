@@ -61,8 +61,7 @@ func (s *bodySink) take() [][]byte {
 func endedSpan(name string, sc, parent trace.SpanContext, kind trace.SpanKind, start, end time.Time, attrs []attribute.KeyValue, code codes.Code, text string) *spanState {
 	st := &spanState{sc: sc, parent: parent, kind: kind, name: name, start: start, end: end}
 	st.status, st.statusText = code, text
-	st.n = copy(st.attrs[:], attrs)
-	st.more = attrs[st.n:] // every one, past what a live span keeps
+	st.more = attrs // every one, past what a live span keeps
 	st.ended.Store(true)
 	return st
 }

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -55,7 +56,7 @@ func (c *metaCarrier) Keys() []string { return []string{keyTraceparent, keyTrace
 // decoding the rest of params; "" for what is absent, not a string, or
 // malformed JSON.
 func metaTraceContext(params json.RawMessage) (traceparent, tracestate string) {
-	if len(params) == 0 {
+	if !mayHold(params, keyTraceparent) {
 		return "", ""
 	}
 	meta, ok, err := rawjson.Get(params, keyMeta)
@@ -94,9 +95,18 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 	if len(params) == 0 {
 		params = json.RawMessage(`{}`)
 	}
-	meta, ok, err := rawjson.Get(params, keyMeta)
-	if err != nil || ok && (len(meta) == 0 || meta[0] != '{') {
-		return params
+	var (
+		meta json.RawMessage
+		ok   bool
+		err  error
+	)
+	// Without a _meta member the walk is Set's, below, which checks params
+	// as it adds one.
+	if mayHold(params, keyMeta) {
+		meta, ok, err = rawjson.Get(params, keyMeta)
+		if err != nil || ok && (len(meta) == 0 || meta[0] != '{') {
+			return params
+		}
 	}
 	var next []byte
 	switch _, stale, _ := rawjson.Get(meta, keyTracestate); {
@@ -128,6 +138,14 @@ func (t *Tracer) InjectMeta(ctx context.Context, params json.RawMessage) json.Ra
 		return params
 	}
 	return out
+}
+
+// mayHold reports whether JSON text b may hold a member named key: it
+// holds the key's bytes, or a \u escape, which can spell a key's letters
+// (found then by decoding). A search of the bytes is much faster than a
+// walk of params, and most requests carry no trace context.
+func mayHold(b []byte, key string) bool {
+	return len(b) > 0 && (bytes.Contains(b, []byte(key)) || bytes.Contains(b, []byte(`\u`)))
 }
 
 // spliceTraceparent returns params with a traceparent member added last to

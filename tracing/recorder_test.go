@@ -267,11 +267,14 @@ func TestOverflowAttributesCounted(t *testing.T) {
 	for i := range 20 {
 		kvs = append(kvs, attribute.Int("k"+string(rune('a'+i)), i))
 	}
+	if maxMoreAttrs >= 20 {
+		t.Fatalf("maxMoreAttrs %d: the test needs more attributes", maxMoreAttrs)
+	}
 	trace.SpanFromContext(ctx).SetAttributes(kvs...)
 	s.End(OutcomeOK, 0)
 	spans := ended(t, tr, exp)
-	if n, d := len(spans[0].Attributes), spans[0].DroppedAttributes; n != inlineAttrs+maxMoreAttrs || n+d != 20+2 {
-		t.Errorf("%d attributes kept and %d dropped, want %d kept of 22", n, d, inlineAttrs+maxMoreAttrs)
+	if n, d := len(spans[0].Attributes), spans[0].DroppedAttributes; n != 2+maxMoreAttrs || n+d != 20+2 {
+		t.Errorf("%d attributes kept and %d dropped, want %d kept of 22", n, d, 2+maxMoreAttrs)
 	}
 }
 
@@ -332,4 +335,36 @@ func TestBatcherDropReportsTotal(t *testing.T) {
 		!strings.HasPrefix(reports[1], "2 spans dropped (3 since the start)") {
 		t.Errorf("reports %q, want 1 dropped (1 since the start), then 2 (3 since the start)", reports)
 	}
+}
+
+// TestOwnKeysThroughAPI: an attribute of the proxy's own set through
+// trace.Span replaces the proxy's value, one of another type replaces it
+// too, and the proxy's setter replaces either: each key once, the last
+// value.
+func TestOwnKeysThroughAPI(t *testing.T) {
+	tr, exp := memTracer(t)
+	ctx, s := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "a__b",
+		Transport: TransportTCP, Address: "127.0.0.1", Port: 8080})
+	api := trace.SpanFromContext(ctx)
+	api.SetAttributes(attribute.String("mcp.method.name", "changed"), attribute.Int("server.port", 9),
+		attribute.Int("network.transport", 6), attribute.String("server.port", "x"))
+	s.SetServer("first")
+	api.SetAttributes(attribute.Bool("mcp_proxy.server", true))
+	s.SetServer("last")
+	s.End(OutcomeOK, 0)
+	spans := ended(t, tr, exp)
+	seen := map[string]int{}
+	for _, kv := range spans[0].Attributes {
+		seen[string(kv.Key)]++
+	}
+	for k, n := range seen {
+		if n != 1 {
+			t.Errorf("%s exported %d times", k, n)
+		}
+	}
+	sameMap(t, "server span", attrMap(spans[0].Attributes), map[string]string{
+		"mcp.method.name": "changed", "gen_ai.tool.name": "a__b", "gen_ai.operation.name": "execute_tool",
+		"network.transport": "6", "server.address": "127.0.0.1", "server.port": "x",
+		"mcp_proxy.server": "last", "mcp_proxy.outcome": "ok",
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -107,14 +108,65 @@ type ClientRequest struct {
 // its methods are safe for concurrent use.
 type Span struct{ st *spanState }
 
-// inlineAttrs is how many attributes a span keeps in its own state; more
-// go to a slice of their own. A call's server span over HTTP has twelve
-// (method, tool name and operation, request id, session, protocol,
-// transport, address, port, agent, then server and outcome), fewer over
-// stdio and on a client span; only a failure's error.type and
-// rpc.response.status_code, a policy rule or an approval take it further
-// (at most 16). Each attribute is 64 bytes, in every span.
-const inlineAttrs = 12
+// attrKey is one of the attributes the proxy's own spans record. A span
+// keeps their values in fields of its own, not as attribute.KeyValues (64
+// bytes each), which halved the size of a span; attributes set through the
+// trace.Span in ctx under other keys are kept apart.
+type attrKey uint8
+
+const (
+	akMethod    attrKey = iota // mcp.method.name
+	akToolName                 // gen_ai.tool.name
+	akOperation                // gen_ai.operation.name
+	akPrompt                   // gen_ai.prompt.name
+	akRequestID                // jsonrpc.request.id
+	akSession                  // mcp.session.id
+	akProtocol                 // mcp.protocol.version
+	akTransport                // network.transport
+	akAddress                  // server.address
+	akPort                     // server.port, the one number
+	akAgent                    // mcp_proxy.agent
+	akServer                   // mcp_proxy.server
+	akOutcome                  // mcp_proxy.outcome
+	akRule                     // mcp_proxy.policy.rule
+	akApproval                 // mcp_proxy.approval
+	akErrorType                // error.type
+	akRPCStatus                // rpc.response.status_code
+	numAttrKeys
+)
+
+// attrKeys are the attributes' keys, by attrKey.
+var attrKeys = [numAttrKeys]attribute.Key{
+	akMethod:    semconv.McpMethodNameKey,
+	akToolName:  semconv.GenAIToolNameKey,
+	akOperation: semconv.GenAIOperationNameKey,
+	akPrompt:    semconv.GenAIPromptNameKey,
+	akRequestID: semconv.JSONRPCRequestIDKey,
+	akSession:   semconv.McpSessionIDKey,
+	akProtocol:  semconv.McpProtocolVersionKey,
+	akTransport: semconv.NetworkTransportKey,
+	akAddress:   semconv.ServerAddressKey,
+	akPort:      semconv.ServerPortKey,
+	akAgent:     AttrAgent,
+	akServer:    AttrServer,
+	akOutcome:   AttrOutcome,
+	akRule:      AttrPolicyRule,
+	akApproval:  AttrApproval,
+	akErrorType: semconv.ErrorTypeKey,
+	akRPCStatus: semconv.RPCResponseStatusCodeKey,
+}
+
+// attrKeyOf finds the attrKey of a key set through trace.Span.
+var attrKeyOf = func() map[attribute.Key]attrKey {
+	m := make(map[attribute.Key]attrKey, numAttrKeys)
+	for k, key := range attrKeys {
+		m[key] = attrKey(k)
+	}
+	return m
+}()
+
+// operationExecuteTool is gen_ai.operation.name of a tool call.
+var operationExecuteTool = semconv.GenAIOperationNameExecuteTool.Value.AsString()
 
 // spanState is one sampled span: what the recorder (recorder.go) exports
 // once it has ended. It is allocated once, with room for its attributes;
@@ -143,27 +195,35 @@ type spanState struct {
 	status     codes.Code
 	statusText string // with codes.Error only
 	outcomeSet bool
-	ended      atomic.Bool // set under mu; read without it by IsRecording
-	n          int
-	attrs      [inlineAttrs]attribute.KeyValue
-	more       []attribute.KeyValue // after attrs is full
+	ended      atomic.Bool          // set under mu; read without it by IsRecording
+	has        uint32               // the attrKeys set, a bit each
+	vals       [numAttrKeys]string  // their values, but akPort's
+	port       int64                // akPort's
+	more       []attribute.KeyValue // under other keys, set through trace.Span
 	dropped    int                  // attributes that did not fit
 }
 
 var _ trace.Span = (*spanState)(nil)
 
-// setLocked records kv, replacing an earlier value of its key (the last
-// one wins, as with SetAttributes). It drops kv when the span has ended or
-// is full. st.mu must be held.
+// setLocked records kv, set through trace.Span, replacing an earlier value
+// of its key (the last one wins, as with SetAttributes). A key of the
+// proxy's own with its usual type goes to its field. It drops kv when the
+// span has ended, and counts it when the span is full. st.mu must be held.
 func (st *spanState) setLocked(kv attribute.KeyValue) {
 	if st.ended.Load() || !kv.Valid() {
 		return
 	}
-	for i := range st.n {
-		if st.attrs[i].Key == kv.Key {
-			st.attrs[i] = kv
+	if k, ok := attrKeyOf[kv.Key]; ok {
+		switch t := kv.Value.Type(); {
+		case k == akPort && t == attribute.INT64:
+			st.port = kv.Value.AsInt64()
+			st.ownLocked(k, "")
+			return
+		case k != akPort && t == attribute.STRING:
+			st.ownLocked(k, kv.Value.AsString())
 			return
 		}
+		st.has &^= 1 << k // another type: kept with the other keys
 	}
 	for i := range st.more {
 		if st.more[i].Key == kv.Key {
@@ -171,27 +231,36 @@ func (st *spanState) setLocked(kv attribute.KeyValue) {
 			return
 		}
 	}
-	switch {
-	case st.n < len(st.attrs):
-		st.attrs[st.n] = kv
-		st.n++
-	case len(st.more) < maxMoreAttrs:
+	if len(st.more) < maxMoreAttrs {
 		st.more = append(st.more, kv)
-	default:
+	} else {
 		st.dropped++
 	}
 }
 
-// maxMoreAttrs bounds the attributes beyond inlineAttrs: no span of the
-// proxy sets more than sixteen different keys. More (SetAttributes through
-// the trace.Span in ctx) are dropped, and counted as OTLP's dropped
+// maxMoreAttrs bounds the attributes under keys other than attrKeys (none
+// of the proxy's own): more are dropped, and counted as OTLP's dropped
 // attributes.
-const maxMoreAttrs = 4
+const maxMoreAttrs = 16
 
-// set is setLocked with the lock taken.
-func (st *spanState) set(kv attribute.KeyValue) {
+// ownLocked sets the attribute k to v (akPort's value is st.port),
+// replacing one set under its key through trace.Span. It does nothing once
+// the span has ended. st.mu must be held, or the span not yet shared.
+func (st *spanState) ownLocked(k attrKey, v string) {
+	if st.ended.Load() {
+		return
+	}
+	st.has |= 1 << k
+	st.vals[k] = v
+	if len(st.more) > 0 {
+		st.more = slices.DeleteFunc(st.more, func(kv attribute.KeyValue) bool { return kv.Key == attrKeys[k] })
+	}
+}
+
+// own is ownLocked with the lock taken.
+func (st *spanState) own(k attrKey, v string) {
 	st.mu.Lock()
-	st.setLocked(kv)
+	st.ownLocked(k, v)
 	st.mu.Unlock()
 }
 
@@ -221,11 +290,18 @@ func (st *spanState) endLocked() {
 	st.t.batch.enqueue(st)
 }
 
-// attributes calls f with each of the span's attributes, in the order they
-// were first set; only after the span has ended.
+// attributes calls f with each of the span's attributes: the proxy's own in
+// attrKey order, then the others in the order they were first set; only
+// after the span has ended.
 func (st *spanState) attributes(f func(attribute.KeyValue)) {
-	for _, kv := range st.attrs[:st.n] {
-		f(kv)
+	for k := range numAttrKeys {
+		switch {
+		case st.has&(1<<k) == 0:
+		case k == akPort:
+			f(attribute.Int64(string(attrKeys[k]), st.port))
+		default:
+			f(attribute.KeyValue{Key: attrKeys[k], Value: attribute.StringValue(st.vals[k])})
+		}
 	}
 	for _, kv := range st.more {
 		f(kv)
@@ -294,7 +370,7 @@ func (s Span) IsRecording() bool { return s.st != nil && !s.st.ended.Load() }
 // SetServer records the upstream server a request was routed to.
 func (s Span) SetServer(server string) {
 	if s.IsRecording() && server != "" {
-		s.st.set(AttrServer.String(server))
+		s.st.own(akServer, server)
 	}
 }
 
@@ -302,7 +378,7 @@ func (s Span) SetServer(server string) {
 // rule names of docs/agents.md#the-policy-rules: excluded_tools, read_only, ...).
 func (s Span) SetPolicyRule(rule string) {
 	if s.IsRecording() && rule != "" {
-		s.st.set(AttrPolicyRule.String(rule))
+		s.st.own(akRule, rule)
 	}
 }
 
@@ -310,7 +386,7 @@ func (s Span) SetPolicyRule(rule string) {
 // deny, decline, cancel, timeout, unsupported, error).
 func (s Span) SetApproval(decision string) {
 	if s.IsRecording() && decision != "" {
-		s.st.set(AttrApproval.String(decision))
+		s.st.own(akApproval, decision)
 	}
 }
 
@@ -339,16 +415,16 @@ func (st *spanState) setOutcomeLocked(outcome string, rpcCode int) {
 		return
 	}
 	st.outcomeSet = true
-	st.setLocked(AttrOutcome.String(outcome))
+	st.ownLocked(akOutcome, outcome)
 	if outcome == OutcomeOK {
 		return
 	}
 	errType := outcome
 	if rpcCode != 0 {
 		errType = strconv.Itoa(rpcCode)
-		st.setLocked(semconv.RPCResponseStatusCode(errType))
+		st.ownLocked(akRPCStatus, errType)
 	}
-	st.setLocked(semconv.ErrorTypeKey.String(errType))
+	st.ownLocked(akErrorType, errType)
 	st.setStatusLocked(codes.Error, errType)
 }
 
@@ -427,14 +503,14 @@ func (t *Tracer) StartServer(ctx context.Context, r ServerRequest) (context.Cont
 	if st == nil {
 		return ctx, Span{}
 	}
-	st.add(semconv.McpMethodNameKey.String(r.Method))
+	st.add(akMethod, r.Method)
 	st.addTarget(r.Method, r.Target)
 	if id := requestID(r.ID); id != "" {
-		st.add(semconv.JSONRPCRequestID(id))
+		st.add(akRequestID, id)
 	}
 	st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
 	if r.Agent != "" {
-		st.add(AttrAgent.String(r.Agent))
+		st.add(akAgent, r.Agent)
 	}
 	return ctx, Span{st}
 }
@@ -455,14 +531,14 @@ func (t *Tracer) StartClient(ctx context.Context, r ClientRequest) (context.Cont
 	if st == nil {
 		return ctx, Span{}
 	}
-	st.add(semconv.McpMethodNameKey.String(r.Method))
+	st.add(akMethod, r.Method)
 	st.addTarget(r.Method, target)
 	if r.ID != "" {
-		st.add(semconv.JSONRPCRequestID(r.ID))
+		st.add(akRequestID, r.ID)
 	}
 	st.addCommon(r.SessionID, r.Protocol, r.Transport, r.Address, r.Port)
 	if r.Server != "" {
-		st.add(AttrServer.String(r.Server))
+		st.add(akServer, r.Server)
 	}
 	return ctx, Span{st}
 }
@@ -480,12 +556,11 @@ func (t *Tracer) TraceID(ctx context.Context) string {
 	return sc.TraceID().String()
 }
 
-// add appends a start attribute, whose key is new to the span; only the
-// span's starter calls it, before anyone else sees st. A span starts with
-// at most ten, all of them in attrs.
-func (st *spanState) add(kv attribute.KeyValue) {
-	st.attrs[st.n] = kv
-	st.n++
+// add sets a start attribute; only the span's starter calls it, before
+// anyone else sees st.
+func (st *spanState) add(k attrKey, v string) {
+	st.has |= 1 << k
+	st.vals[k] = v
 }
 
 // addTarget adds the conventions' name of a tool or prompt target.
@@ -495,28 +570,29 @@ func (st *spanState) addTarget(method, target string) {
 	}
 	switch method {
 	case methodToolsCall:
-		st.add(semconv.GenAIToolName(target))
-		st.add(semconv.GenAIOperationNameExecuteTool)
+		st.add(akToolName, target)
+		st.add(akOperation, operationExecuteTool)
 	case methodPromptsGet:
-		st.add(semconv.GenAIPromptName(target))
+		st.add(akPrompt, target)
 	}
 }
 
 // addCommon adds the attributes server and client spans share.
 func (st *spanState) addCommon(session, protocol, transport, address string, port int) {
 	if session != "" {
-		st.add(semconv.McpSessionID(session))
+		st.add(akSession, session)
 	}
 	if protocol != "" {
-		st.add(semconv.McpProtocolVersion(protocol))
+		st.add(akProtocol, protocol)
 	}
 	if transport != "" {
-		st.add(semconv.NetworkTransportKey.String(transport))
+		st.add(akTransport, transport)
 	}
 	if address != "" {
-		st.add(semconv.ServerAddress(address))
+		st.add(akAddress, address)
 		if port > 0 {
-			st.add(semconv.ServerPort(port))
+			st.port = int64(port)
+			st.add(akPort, "")
 		}
 	}
 }

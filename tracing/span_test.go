@@ -252,6 +252,8 @@ func TestServerSpanParent(t *testing.T) {
 			params: `{"_meta":{"traceparent":"` + metaParent + `"}}`, wantTrace: metaTrace, wantSpan: metaSpan},
 		{name: "malformed meta leaves the header's", header: http.Header{"Traceparent": {hostParent}},
 			params: `{"_meta":{"traceparent":"00-zz-yy-01"}}`, wantTrace: hostTrace, wantSpan: hostSpan},
+		{name: "meta key with escapes", params: `{"name":"x","_m\u0065ta":{"\u0074raceparent":"` + metaParent + `"}}`,
+			wantTrace: metaTrace, wantSpan: metaSpan},
 		{name: "meta not a string", params: `{"_meta":{"traceparent":42}}`},
 		{name: "meta not an object", params: `{"_meta":"00-` + metaTrace + `-` + metaSpan + `-01"}`},
 		{name: "invalid params", params: `{"_meta":{"traceparent":"` + metaParent + `"`},
@@ -340,8 +342,7 @@ func TestOutcomeSetDeeper(t *testing.T) {
 // TestEveryAttributeKept: a server span with every attribute the proxy
 // records (each start field, then server, policy rule, approval and a
 // failed outcome with a JSON-RPC code) keeps them all; so does a client
-// span. A span holds inlineAttrs in its state and the rest, at most
-// maxMoreAttrs, apart: a key set again there (the approval) is replaced.
+// span. A key set again (the approval) is replaced.
 func TestEveryAttributeKept(t *testing.T) {
 	tr, exp := memTracer(t)
 	ctx, srv := tr.StartServer(context.Background(), ServerRequest{Method: "tools/call", Target: "gh__create",
@@ -373,8 +374,8 @@ func TestEveryAttributeKept(t *testing.T) {
 		"mcp_proxy.server": "gh", "mcp_proxy.policy.rule": "read_only", "mcp_proxy.approval": "deny",
 		"mcp_proxy.outcome": "denied", "error.type": "-32001", "rpc.response.status_code": "-32001",
 	}
-	if len(want) != inlineAttrs+maxMoreAttrs {
-		t.Fatalf("the fullest server span has %d attributes, a span holds %d", len(want), inlineAttrs+maxMoreAttrs)
+	if len(want) != int(numAttrKeys)-1 {
+		t.Fatalf("the fullest server span has %d attributes, want every one of the proxy's but gen_ai.prompt.name", len(want))
 	}
 	sameMap(t, "server span", attrMap(spans[1].Attributes), want)
 	if got := len(spans[1].Attributes); got != len(want) {
