@@ -179,7 +179,8 @@ func (l *Log) Record(e Entry) {
 	if e.Time.IsZero() {
 		e.Time = time.Now()
 	}
-	r := &record{Entry: e, cost: entryCost}
+	r := records.Get().(*record)
+	*r = record{Entry: e, cost: entryCost}
 	r.Arguments = nil // read below, never kept
 	switch n := len(e.RequestID); {
 	case n > maxInlineID:
@@ -204,11 +205,14 @@ func (l *Log) Record(e Entry) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
+		release(r)
 		return
 	}
-	queued := l.queuedBytes.Add(r.cost)
+	cost := r.cost // r is the writer's once sent, and may be reused at once
+	queued := l.queuedBytes.Add(cost)
 	if queued > QueueBytes {
-		l.queuedBytes.Add(-r.cost)
+		l.queuedBytes.Add(-cost)
+		release(r)
 		l.drop(1, "the queue is full (the disk is slow or stuck)")
 		return
 	}
@@ -217,13 +221,25 @@ func (l *Log) Record(e Entry) {
 		// At or past the threshold, not only at it: two Records can both
 		// send before either reads the length, and neither would see
 		// GatherEntries itself.
-		if len(l.ch) >= GatherEntries || queued >= WriteBatchBytes && queued-r.cost < WriteBatchBytes {
+		if len(l.ch) >= GatherEntries || queued >= WriteBatchBytes && queued-cost < WriteBatchBytes {
 			l.endGather()
 		}
 	default:
-		l.queuedBytes.Add(-r.cost)
+		l.queuedBytes.Add(-cost)
+		release(r)
 		l.drop(1, "the queue is full (the disk is slow or stuck)")
 	}
+}
+
+// records holds the records the writer is done with, for the next calls:
+// a call's record is some 400 bytes, allocated per call otherwise.
+var records = sync.Pool{New: func() any { return new(record) }}
+
+// release hands r back to records, emptied so that it keeps nothing of
+// its call. Nothing may use r afterwards.
+func release(r *record) {
+	*r = record{}
+	records.Put(r)
 }
 
 // waitGathered is the writer's gather: GatherDelay, or until endGather.
@@ -311,6 +327,9 @@ func (l *Log) run() {
 				}
 			}
 			l.write(batch)
+			for _, r := range batch {
+				release(r)
+			}
 			clear(batch)
 			dirty = true
 		case <-tick.C:
