@@ -3,6 +3,7 @@ package tracing
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -194,6 +195,23 @@ func waitQueueTaken(t *testing.T, tr *Tracer) {
 	}
 }
 
+// reportingTracer samples every span, exports to exp with bc, and keeps
+// what the batcher reports (export errors, drops): reported returns it.
+func reportingTracer(exp spanExporter, bc batchConfig) (tr *Tracer, reported func() []string) {
+	var mu sync.Mutex
+	var reports []string
+	tr = newTracer(exp, sdktrace.AlwaysSample(), bc, zerolog.Nop(), func(err error) {
+		mu.Lock()
+		reports = append(reports, err.Error())
+		mu.Unlock()
+	})
+	return tr, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(reports)
+	}
+}
+
 // TestBatcherDropsWhenFull: with the exporter stuck, spans beyond the
 // queue are dropped, not waited for, and the drop is reported.
 func TestBatcherDropsWhenFull(t *testing.T) {
@@ -201,13 +219,7 @@ func TestBatcherDropsWhenFull(t *testing.T) {
 	exp.gate.Lock()
 	bc := testBatch(t)
 	bc.maxQueue, bc.maxBatch, bc.delay = 4, 2, time.Hour
-	var mu sync.Mutex
-	var reports []string
-	tr := newTracer(exp, sdktrace.AlwaysSample(), bc, zerolog.Nop(), func(err error) {
-		mu.Lock()
-		reports = append(reports, err.Error())
-		mu.Unlock()
-	})
+	tr, reported := reportingTracer(exp, bc)
 	endN(tr, "x", 2) // a full batch: the goroutine takes it and waits at the gate
 	waitQueueTaken(t, tr)
 	ended := make(chan struct{})
@@ -231,9 +243,7 @@ func TestBatcherDropsWhenFull(t *testing.T) {
 	if total != 6 {
 		t.Errorf("%d spans exported, want 6 (2 + a queue of 4)", total)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(reports) != 1 || !strings.Contains(reports[0], "3 spans dropped") {
+	if reports := reported(); len(reports) != 1 || !strings.Contains(reports[0], "3 spans dropped") {
 		t.Errorf("reports %q, want one of 3 spans dropped", reports)
 	}
 }
@@ -297,13 +307,7 @@ func TestBatcherDropReportsTotal(t *testing.T) {
 	exp := newGateExporter()
 	bc := testBatch(t)
 	bc.maxQueue, bc.maxBatch, bc.delay = 2, 2, time.Hour
-	var mu sync.Mutex
-	var reports []string
-	tr := newTracer(exp, sdktrace.AlwaysSample(), bc, zerolog.Nop(), func(err error) {
-		mu.Lock()
-		reports = append(reports, err.Error())
-		mu.Unlock()
-	})
+	tr, reported := reportingTracer(exp, bc)
 	waitExported := func(n int) {
 		for range n {
 			select {
@@ -327,9 +331,7 @@ func TestBatcherDropReportsTotal(t *testing.T) {
 	if err := tr.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(reports) != 2 || !strings.HasPrefix(reports[0], "1 spans dropped (1 since the start)") ||
+	if reports := reported(); len(reports) != 2 || !strings.HasPrefix(reports[0], "1 spans dropped (1 since the start)") ||
 		!strings.HasPrefix(reports[1], "2 spans dropped (3 since the start)") {
 		t.Errorf("reports %q, want 1 dropped (1 since the start), then 2 (3 since the start)", reports)
 	}
