@@ -168,14 +168,7 @@ func BenchmarkExportBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = exp.Shutdown(ctx) })
-		b.ReportAllocs()
-		start := cpuTime(b)
-		for b.Loop() {
-			if err := exp.ExportSpans(ctx, snaps); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
+		loopExport(b, len(spans), func() error { return exp.ExportSpans(ctx, snaps) })
 	})
 	b.Run("wire", func(b *testing.B) {
 		exp, err := newWireExporter(ctx, otlptracehttp.NewClient(opts...), resource.Empty(), false, testBatch(b).limits)
@@ -183,15 +176,21 @@ func BenchmarkExportBatch(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = exp.shutdown(ctx) })
-		b.ReportAllocs()
-		start := cpuTime(b)
-		for b.Loop() {
-			if err := exp.export(ctx, spans); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*len(spans)), "cpu-ns/span")
+		loopExport(b, len(spans), func() error { return exp.export(ctx, spans) })
 	})
+}
+
+// loopExport runs export, a batch of n spans, as b's loop and reports the
+// process's CPU per span.
+func loopExport(b *testing.B, n int, export func() error) {
+	b.ReportAllocs()
+	start := cpuTime(b)
+	for b.Loop() {
+		if err := export(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(cpuTime(b)-start)/float64(b.N*n), "cpu-ns/span")
 }
 
 // BenchmarkInjectMeta splices a client span's traceparent into params
